@@ -1,0 +1,96 @@
+// swift-tools-version:6.1
+//
+// CrashShield: crash protection for Objective-C and Swift apps.
+//
+// Target map (docs/ARCHITECTURE.md has the full picture):
+//   CrashShield            public Swift API (the only module apps import)
+//   _CrashShieldRuntime    Objective-C guards: runtime backend, guard engine, guard registry (not API)
+//   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
+//   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
+//   shield                 the command-line tool: demo, bench
+//
+// GNUstep is the Objective-C runtime on Linux. Its compiler flags are needed only there and are
+// kept out of what an Apple consumer sees (`#if os(Linux)` below).
+import PackageDescription
+
+#if os(Linux)
+import Foundation
+
+/// GCC's libobjc headers live in GCC's private include directory; find it instead of assuming the
+/// architecture or GCC version.
+let gccObjCInclude: String = {
+    let root = "/usr/lib/gcc"
+    let fm = FileManager.default
+    for triple in (try? fm.contentsOfDirectory(atPath: root))?.sorted() ?? [] {
+        for version in ((try? fm.contentsOfDirectory(atPath: "\(root)/\(triple)")) ?? []).sorted().reversed() {
+            let dir = "\(root)/\(triple)/\(version)/include"
+            if fm.fileExists(atPath: "\(dir)/objc/objc.h") { return dir }
+        }
+    }
+    return "\(root)/x86_64-linux-gnu/12/include"
+}()
+
+/// GNUstep Base on GCC libobjc. Each flag is load-bearing (research/gnustep-probe.md §11):
+/// without -fexceptions @catch never fires, without the constant-string class @"" literals break at
+/// run time, and the GNUstep headers need -fno-blocks because libobjc ships no blocks runtime.
+let objcSettings: [CSetting] = [
+    .define("GNUSTEP"), .define("GNU_RUNTIME", to: "1"), .define("GNUSTEP_BASE_LIBRARY", to: "1"),
+    .unsafeFlags([
+        "-fno-blocks", "-fexceptions", "-fobjc-exceptions",
+        "-fconstant-string-class=NSConstantString",
+        "-I/usr/include/GNUstep", "-I\(gccObjCInclude)",
+        "-Werror=implicit-function-declaration",
+        "-Wno-objc-root-class",
+    ]),
+]
+let objcLinker: [LinkerSetting] = [.linkedLibrary("gnustep-base"), .linkedLibrary("objc")]
+#else
+// Apple: the system runtime and Foundation. Not compiled or verified on the Linux build machines.
+let objcSettings: [CSetting] = []
+let objcLinker: [LinkerSetting] = [.linkedFramework("Foundation")]
+#endif
+
+let package = Package(
+    name: "CrashShield",
+    products: [
+        .library(name: "CrashShield", targets: ["CrashShield"]),
+        .executable(name: "shield", targets: ["shield"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .target(
+            name: "_CrashShieldIncidents",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "_CrashShieldRuntime",
+            dependencies: ["_CrashShieldIncidents"],
+            cSettings: objcSettings,
+            linkerSettings: objcLinker
+        ),
+        .target(
+            name: "CrashShield",
+            dependencies: [
+                "_CrashShieldRuntime", "_CrashShieldIncidents",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "_CrashShieldScenarios",
+            dependencies: ["_CrashShieldRuntime"],
+            cSettings: objcSettings,
+            linkerSettings: objcLinker
+        ),
+        .executableTarget(
+            name: "shield",
+            dependencies: ["CrashShield", "_CrashShieldScenarios"]
+        ),
+        .testTarget(
+            name: "CrashShieldTests",
+            dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime"]
+        ),
+    ]
+)

@@ -1,0 +1,166 @@
+import Foundation
+internal import _CrashShieldIncidents
+internal import _CrashShieldRuntime
+
+/// CrashShield's entry point.
+///
+/// ```swift
+/// var options = CrashShieldOptions()
+/// options.sinks = [LoggingIncidentSink()]
+/// try CrashShield.start(options)
+/// for await incident in CrashShield.incidents { print(incident.methodName, incident.reason) }
+/// ```
+///
+/// Every member is thread-safe.
+public enum CrashShield {
+    /// Installs every guard once, runs each guard's canary and applies `options`.
+    ///
+    /// - Throws: `CrashShieldError.alreadyStarted` on a second call (the first configuration
+    ///   stays in effect), `CrashShieldError.runtimeUnavailable` without an Objective-C runtime.
+    public static func start(_ options: CrashShieldOptions = CrashShieldOptions()) throws {
+        for sink in options.sinks { IncidentHub.shared.add(sink) }
+        IncidentHub.shared.connect()
+        cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
+        cs_swift_guard_set_policy(options.policy(for: .swiftAccess).raw)
+
+        let names = (0..<cs_guard_count()).map { GuardID(rawValue: String(cString: cs_guard_status_at($0).name)) }
+        let policies = names.map { options.policy(for: $0) }
+        let result: cs_start_result = withCStrings(names.map(\.rawValue)) { namePointers in
+            var entries = zip(namePointers, policies).map { cs_guard_policy_entry(guard_name: $0, policy: $1.raw) }
+            return withCStrings(options.allowedClassPrefixes) { allow in
+                withCStrings(options.deniedClassPrefixes) { deny in
+                    entries.withUnsafeMutableBufferPointer { entryBuffer in
+                        allow.withUnsafeBufferPointer { allowBuffer in
+                            deny.withUnsafeBufferPointer { denyBuffer in
+                                var config = cs_guards_config(
+                                    policies: entryBuffer.baseAddress, policy_count: entryBuffer.count,
+                                    allow_class_prefixes: allowBuffer.baseAddress, allow_count: allowBuffer.count,
+                                    deny_class_prefixes: denyBuffer.baseAddress, deny_count: denyBuffer.count)
+                                return cs_guards_start(&config)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        switch result {
+        case CS_START_ALREADY_STARTED: throw CrashShieldError.alreadyStarted
+        case CS_START_RUNTIME_UNAVAILABLE: throw CrashShieldError.runtimeUnavailable
+        default: break
+        }
+    }
+
+    /// The state of every guard, in registry order, then the Swift-side guards.
+    public static var status: [GuardStatus] {
+        var result = (0..<cs_guard_count()).map { index -> GuardStatus in
+            let raw = cs_guard_status_at(index)
+            let detail = raw.detail.map { String(cString: $0) } ?? ""
+            let state: GuardStatus.State
+            switch raw.state {
+            case CS_GUARD_ACTIVE: state = .active
+            case CS_GUARD_CANARY_FAILED: state = .canaryFailed(reason: detail)
+            case CS_GUARD_INSTALL_FAILED: state = .installFailed(reason: detail)
+            default: state = .notInstalled
+            }
+            return GuardStatus(
+                id: GuardID(rawValue: String(cString: raw.name)), state: state, policy: GuardPolicy(raw.policy),
+                hookedMethods: Int(raw.hooked_methods))
+        }
+        result.append(
+            GuardStatus(id: .swiftAccess, state: .active, policy: GuardPolicy(cs_swift_guard_policy()), hookedMethods: 0))
+        return result
+    }
+
+    /// Switches one guard's policy; takes effect on the next guarded call, on every thread.
+    /// - Throws: `CrashShieldError.unknownGuard` or `.guardNotActive`.
+    public static func setPolicy(_ policy: GuardPolicy, for id: GuardID) throws {
+        if id == .swiftAccess {
+            cs_swift_guard_set_policy(policy.raw)
+            return
+        }
+        guard status.contains(where: { $0.id == id }) else { throw CrashShieldError.unknownGuard(id) }
+        guard cs_guard_set_policy(id.rawValue, policy.raw) else { throw CrashShieldError.guardNotActive(id) }
+    }
+
+    /// A new stream of every incident delivered from now on. Each access creates an independent
+    /// subscriber; the stream keeps the newest 1024 incidents when the consumer falls behind.
+    public static var incidents: AsyncStream<Incident> { IncidentHub.shared.stream() }
+
+    /// Adds a sink after `start` (sinks in `CrashShieldOptions` are added by `start`).
+    public static func addSink(_ sink: any IncidentSink) { IncidentHub.shared.add(sink) }
+
+    /// Removes a sink added before.
+    public static func removeSink(_ sink: any IncidentSink) { IncidentHub.shared.remove(sink) }
+
+    /// Calls `body` for every delivered incident; returns the sink so it can be removed.
+    @discardableResult
+    public static func onIncident(_ body: @escaping @Sendable (Incident) -> Void) -> any IncidentSink {
+        let sink = ClosureIncidentSink(body)
+        addSink(sink)
+        return sink
+    }
+
+    /// Waits until every incident recorded so far was handed to the sinks and streams.
+    /// - Returns: false when `timeout` passed first.
+    @discardableResult
+    public static func flushIncidents(timeout: Duration = .seconds(2)) -> Bool {
+        let milliseconds = max(0, timeout.nanoseconds / 1_000_000)
+        return cs_incidents_flush(UInt32(clamping: milliseconds))
+    }
+
+    /// Counters since start: every misuse is counted here, delivered or not.
+    public static var statistics: IncidentStatistics {
+        let raw = cs_incidents_stats()
+        return IncidentStatistics(
+            recorded: raw.recorded, fingerprints: raw.fingerprints, delivered: raw.delivered,
+            droppedDeliveries: raw.dropped_deliveries)
+    }
+
+    /// Misuses recorded by one guard since start.
+    public static func recordedCount(for id: GuardID) -> UInt64 {
+        cs_incidents_count_for_guard(id.rawValue)
+    }
+}
+
+/// Incident counters (see `CrashShield.statistics`).
+public struct IncidentStatistics: Sendable, Hashable {
+    /// Every misuse recorded, repeats included.
+    public let recorded: UInt64
+    /// Distinct fingerprints.
+    public let fingerprints: UInt64
+    /// Incidents handed to sinks and streams.
+    public let delivered: UInt64
+    /// Deliveries dropped because the queue was full (their counts are kept).
+    public let droppedDeliveries: UInt64
+}
+
+@_spi(Testing)
+extension CrashShield {
+    /// Restores every original implementation and forgets incidents, so a test can start again.
+    public static func _resetForTesting() {
+        cs_guards_uninstall_for_testing()
+        cs_incidents_flush(2000)
+        cs_incidents_reset()
+        cs_guards_set_class_filters(nil, 0, nil, 0)
+        cs_swift_guard_set_policy(CS_POLICY_NEUTRALIZE)
+    }
+
+    /// Makes the named guard's next canary fail (fault injection for tests).
+    public static func _injectCanaryFailure(for id: GuardID) {
+        cs_guard_inject_canary_failure_for_testing(id.rawValue)
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let parts = components
+        return parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
+    }
+}
+
+/// Calls `body` with C strings that live for the duration of the call.
+func withCStrings<R>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) throws -> R) rethrows -> R {
+    let duplicates = strings.map { strdup($0) }
+    defer { duplicates.forEach { free($0) } }
+    return try body(duplicates.map { UnsafePointer($0) })
+}

@@ -1,0 +1,57 @@
+/// Identifies one guard. Names are stable and appear in incidents, status and the `shield` CLI.
+public struct GuardID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// Foundation containers (SPEC §2.1): arrays, dictionaries, sets, ordered sets, NSCache,
+    /// NSUserDefaults, NSData.
+    public static let container = GuardID(rawValue: "container")
+    /// Strings and attributed strings (SPEC §2.2).
+    public static let string = GuardID(rawValue: "string")
+    /// The Swift counterparts (`[safe:]` accessors, SPEC §2.11). They have no runtime hooks.
+    public static let swiftAccess = GuardID(rawValue: "swift")
+}
+
+/// What a guard does when it intercepts a misuse.
+public enum GuardPolicy: Sendable, Hashable, CaseIterable {
+    /// Record an incident, then make the call harmless. The default.
+    case neutralize
+    /// Record an incident, then let the original behaviour (usually an exception) happen.
+    case reportOnly
+    /// Do nothing: the original behaviour, no incident.
+    case off
+}
+
+/// What `CrashShield.status` reports for one guard.
+public struct GuardStatus: Sendable, Hashable {
+    public enum State: Sendable, Hashable {
+        /// Not started, or not installed on this runtime.
+        case notInstalled
+        /// Hooks installed and the install-time canary passed.
+        case active
+        /// The canary did not see what it expected; the guard's hooks were removed again.
+        case canaryFailed(reason: String)
+        /// A class or selector the guard needs does not exist on this runtime.
+        case installFailed(reason: String)
+    }
+
+    public let id: GuardID
+    public let state: State
+    /// The policy in effect (`.off` unless `state` is `.active`).
+    public let policy: GuardPolicy
+    /// Method implementations replaced: one per (owning class, selector).
+    public let hookedMethods: Int
+}
+
+/// Errors thrown by the CrashShield API.
+public enum CrashShieldError: Error, Sendable, Hashable {
+    /// `start` was called before; the first configuration stays in effect.
+    case alreadyStarted
+    /// The process has no Objective-C runtime, so the runtime guards cannot be installed.
+    case runtimeUnavailable
+    /// No guard has this identifier.
+    case unknownGuard(GuardID)
+    /// The guard exists but is not active (see `CrashShield.status`), so its policy cannot change.
+    case guardNotActive(GuardID)
+}

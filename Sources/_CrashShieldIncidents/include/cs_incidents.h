@@ -1,0 +1,163 @@
+/*
+ * cs_incidents.h — the incident pipeline shared by every guard (C, no Objective-C).
+ *
+ * A guard that intercepts a misuse calls cs_incident_record() on the thread that made the call.
+ * That call does no string formatting and describes no object: it copies C strings the runtime
+ * already owns (class and selector names), a static reason template and up to two numbers, and
+ * raw return addresses. Formatting happens later, on the delivery thread, in Swift.
+ *
+ * Contracts:
+ * - Dedupe by fingerprint (guard + class + selector + first frame outside system images). The
+ *   first occurrence is delivered in full; later ones only increment an atomic count, and at most
+ *   one count update per fingerprint is delivered per rate-limit window.
+ * - Counting never takes a lock. Delivery goes through a bounded queue to one delivery thread
+ *   that calls the registered callback; a full queue drops the delivery, never the count.
+ * - The last CS_BREADCRUMB_CAPACITY incidents are mirrored into a fixed-size ring that a crash
+ *   handler may copy with cs_breadcrumbs_copy() (async-signal-safe).
+ */
+#ifndef CS_INCIDENTS_H
+#define CS_INCIDENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CS_INCIDENT_MAX_FRAMES 32
+#define CS_INCIDENT_NAME_MAX 96
+#define CS_BREADCRUMB_CAPACITY 64
+#define CS_BREADCRUMB_NAME_MAX 64
+
+/** What a guard does with a misuse. The numeric values are part of the C API. */
+typedef enum {
+    CS_POLICY_NEUTRALIZE = 0,  /**< record, then make the call harmless (the default) */
+    CS_POLICY_REPORT_ONLY = 1, /**< record, then let the original behaviour happen */
+    CS_POLICY_OFF = 2,         /**< do nothing: the original behaviour, no incident */
+} cs_policy;
+
+/** What the hook knows at the moment of the misuse. Every pointer must stay valid for the
+ *  duration of the cs_incident_record() call only; `guard_name` and `reason` must be static. */
+typedef struct {
+    const char *guard_name;    /**< static: the registry's guard name, e.g. "container" */
+    cs_policy policy;          /**< the policy the guard is applying */
+    const char *class_name;    /**< receiver's class name (copied, truncated) */
+    const char *selector_name; /**< selector name (copied, truncated) */
+    bool is_class_method;      /**< `+` when true, `-` otherwise */
+    const char *reason;        /**< static template; each "{}" is replaced by args[i] in order */
+    uint64_t args[2];
+    uint8_t arg_count;
+    const void *caller;        /**< return address of the hooked call (the call site), or NULL */
+} cs_incident_site;
+
+/** One delivered incident. `kind` tells a first occurrence from a later count update. */
+typedef enum { CS_INCIDENT_FIRST = 0, CS_INCIDENT_UPDATE = 1 } cs_incident_kind;
+
+typedef struct {
+    cs_incident_kind kind;
+    const char *guard_name;
+    cs_policy policy;
+    char class_name[CS_INCIDENT_NAME_MAX];
+    char selector_name[CS_INCIDENT_NAME_MAX];
+    bool is_class_method;
+    const char *reason;
+    uint64_t args[2];
+    uint8_t arg_count;
+    uintptr_t frames[CS_INCIDENT_MAX_FRAMES];
+    uint8_t frame_count;
+    uint64_t thread_id;
+    bool is_main_thread;
+    int64_t wall_time_ns;      /**< CLOCK_REALTIME */
+    uint64_t monotonic_ns;     /**< CLOCK_MONOTONIC */
+    uint64_t fingerprint;
+    uint64_t count;            /**< occurrences of this fingerprint so far, this one included */
+} cs_incident;
+
+/** Called on the delivery thread, one incident at a time, never concurrently with itself. */
+typedef void (*cs_incident_callback)(const cs_incident *incident, void *context);
+
+/** Records one misuse. Thread-safe, lock-free for repeats. */
+void cs_incident_record(const cs_incident_site *site);
+
+/** Sets (or clears with NULL) the delivery callback. Starts the delivery thread on first use. */
+void cs_incidents_set_callback(cs_incident_callback callback, void *context);
+
+/** Minimum time between two delivered count updates of one fingerprint. Default 1 s. */
+void cs_incidents_set_rate_limit_ns(uint64_t window_ns);
+
+/** Blocks until every queued incident was handed to the callback, or the timeout passed.
+ *  Returns true when the queue drained. */
+bool cs_incidents_flush(uint32_t timeout_ms);
+
+/** Counters since start or the last reset. */
+typedef struct {
+    uint64_t recorded;          /**< every misuse recorded (sum of all fingerprint counts) */
+    uint64_t fingerprints;      /**< distinct fingerprints tracked */
+    uint64_t delivered;         /**< incidents handed to the callback */
+    uint64_t dropped_deliveries;/**< deliveries dropped because the queue was full */
+    uint64_t untracked;         /**< misuses past the fingerprint table's capacity (still counted in recorded) */
+} cs_incident_stats;
+
+cs_incident_stats cs_incidents_stats(void);
+
+/** Count of recorded misuses for one guard name (all fingerprints). */
+uint64_t cs_incidents_count_for_guard(const char *guard_name);
+
+/** Forgets fingerprints, counters and breadcrumbs. For tests and the demo child. */
+void cs_incidents_reset(void);
+
+/**
+ * Canary mode, per thread: while active, cs_incident_record() only counts a hit for the
+ * current thread and records nothing. Guards use it to check their hooks at install.
+ */
+void cs_incidents_canary_begin(void);
+/** Ends canary mode and returns the number of hits seen since the matching begin. */
+uint64_t cs_incidents_canary_end(void);
+/** Hits seen on this thread since the outermost canary_begin, without ending canary mode. */
+uint64_t cs_incidents_canary_hits(void);
+
+/* ---- breadcrumbs: read by the crash handler ---------------------------------------------- */
+
+typedef struct {
+    uint64_t sequence;         /**< 1-based order of the incident; 0 = empty slot */
+    const char *guard_name;    /**< static string */
+    const char *reason;        /**< static string */
+    char class_name[CS_BREADCRUMB_NAME_MAX];
+    char selector_name[CS_BREADCRUMB_NAME_MAX];
+    bool is_class_method;
+    uint64_t count;
+    uint64_t monotonic_ns;
+} cs_breadcrumb;
+
+/**
+ * Copies up to `capacity` of the most recent breadcrumbs, oldest first, into `out`, skipping any
+ * slot that is being written at that moment. Returns how many were copied.
+ * @note Async-signal-safe: no locks, no allocation, bounded time.
+ */
+size_t cs_breadcrumbs_copy(cs_breadcrumb *out, size_t capacity);
+
+/* ---- process helpers shared with the runtime layer -------------------------------------- */
+
+/** Thread id as the OS reports it, and whether the calling thread is the process's main thread. */
+uint64_t cs_current_thread_id(void);
+bool cs_is_main_thread(void);
+
+/** True when `address` lies in an image the system ships (libc, the ObjC runtime, Foundation,
+ *  the Swift runtime), false for the app's own images. */
+bool cs_address_is_in_system_image(uintptr_t address);
+
+/** Image containing `address`: writes its path (or "" when unknown) and load address.
+ *  Returns false when no loaded image contains the address. Not for signal handlers. */
+bool cs_address_image(uintptr_t address, const char **path, uintptr_t *base);
+
+/** Policy of the guards implemented in Swift (safe collection and string access), which have no
+ *  Objective-C hooks. Default CS_POLICY_NEUTRALIZE. */
+cs_policy cs_swift_guard_policy(void);
+void cs_swift_guard_set_policy(cs_policy policy);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/*
+ * CSEngine.h — the guard engine: what a guard is, and what its hooks may call.
+ *
+ * A guard is a static CSGuard in its own file (Guards/CSGuard_<Name>.m) plus one row in
+ * CSGuardRegistry.m. The engine installs the guard's hooks, runs its canary, and owns its policy.
+ *
+ * Hook contract (hot path):
+ * - Read the policy once with cs_guard_is_on(); when off, call the original at once.
+ * - Check the arguments before calling the original; never wrap the original in @try/@catch.
+ * - On a misuse, call cs_guard_misuse(): it records the incident and answers whether to
+ *   neutralise (YES) or fall through to the original behaviour (NO: report-only, class filtered).
+ * - Do no formatting, allocation or object description on the misuse path either.
+ */
+#ifndef CS_ENGINE_H
+#define CS_ENGINE_H
+
+#import "CSHookSlots.h"
+#include "cs_runtime.h"
+
+typedef struct CSGuard {
+    const char *name;              /* stable, public: "container", "string", ... */
+    const CSHookSpec *hooks;
+    size_t hook_count;
+    /* Performs the guard's misuse on scratch objects and a legal call; returns NULL when both
+     * behaved (misuse intercepted, legal call untouched), else a static reason. Runs with the
+     * guard's policy at neutralize and the incident pipeline in canary mode. */
+    const char *(*canary)(void);
+
+    /* Engine-owned state. */
+    int policy;                    /* accessed with CS_ATOMIC_*;             cs_policy; OFF unless ACTIVE */
+    cs_guard_state state;
+    const char *detail;
+    uint32_t hooked_methods;
+} CSGuard;
+
+#define CS_GUARD_DEFINE(symbol, guard_name, hook_table, canary_fn)                                \
+    CSGuard symbol = {                                                                             \
+        .name = guard_name,                                                                        \
+        .hooks = hook_table,                                                                       \
+        .hook_count = sizeof(hook_table) / sizeof((hook_table)[0]),                                \
+        .canary = canary_fn,                                                                       \
+        .policy = CS_POLICY_OFF,                                                                   \
+    }
+
+static inline BOOL cs_guard_is_on(CSGuard *g) {
+    return CS_ATOMIC_LOAD_RELAXED(&g->policy) != CS_POLICY_OFF;
+}
+
+/** Records a misuse (see the hook contract above). `reason` is a static template whose "{}"
+ *  markers are replaced by `a0`, `a1` when the incident is formatted. Returns YES to neutralise. */
+BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
+                     uint64_t a0, uint64_t a1);
+
+/* ---- canary helpers: used inside a guard's canary function ------------------------------- */
+
+/** Hits recorded on this thread since the canary started. */
+uint64_t cs_canary_hits(void);
+
+/** Evaluates `misuse` (an expression that must be intercepted and yield `expected_ok` true). */
+#define CS_CANARY_MISUSE(expr_ok, failure)                                                         \
+    do {                                                                                           \
+        uint64_t cs_before_ = cs_canary_hits();                                                    \
+        BOOL cs_ok_ = NO;                                                                          \
+        @try {                                                                                     \
+            cs_ok_ = (expr_ok) ? YES : NO;                                                         \
+        } @catch (id cs_e_) {                                                                      \
+            (void)cs_e_;                                                                           \
+            return failure " (threw)";                                                             \
+        }                                                                                          \
+        if (!cs_ok_ || cs_canary_hits() == cs_before_) return failure;                             \
+    } while (0)
+
+/** Evaluates a legal call that must give `expr_ok` true and record nothing. */
+#define CS_CANARY_LEGAL(expr_ok, failure)                                                          \
+    do {                                                                                           \
+        uint64_t cs_before_ = cs_canary_hits();                                                    \
+        BOOL cs_ok_ = NO;                                                                          \
+        @try {                                                                                     \
+            cs_ok_ = (expr_ok) ? YES : NO;                                                         \
+        } @catch (id cs_e_) {                                                                      \
+            (void)cs_e_;                                                                           \
+            return failure " (threw)";                                                             \
+        }                                                                                          \
+        if (!cs_ok_ || cs_canary_hits() != cs_before_) return failure;                             \
+    } while (0)
+
+/* ---- registry (CSGuardRegistry.m) -------------------------------------------------------- */
+extern CSGuard *const CSGuardRegistry[];
+extern const size_t CSGuardRegistryCount;
+#endif

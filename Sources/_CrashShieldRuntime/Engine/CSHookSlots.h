@@ -1,0 +1,82 @@
+/*
+ * CSHookSlots.h — one replacement IMP per (owning class, selector), without closures.
+ *
+ * A cluster selector such as -objectAtIndex: is defined by several concrete classes, each with
+ * its own original implementation. GCC libobjc has no imp_implementationWithBlock, so each hooked
+ * selector gets CS_SLOT_COUNT plain C functions ("slots"); slot N calls the guard body with the
+ * original IMP of the N-th owner. The guard body is written once, as
+ *
+ *     static inline RET body(IMP original, id self, SEL _cmd, const void *caller, T1 a1, ...)
+ *
+ * and CS_DEFINE_HOOK_<arity>(body, RET, T1, ...) generates `body_slots` with the slot functions.
+ * `caller` is the return address into the code that sent the message: the incident's call site.
+ */
+#ifndef CS_HOOK_SLOTS_H
+#define CS_HOOK_SLOTS_H
+
+#import "../Backend/CSObjC.h"
+
+#define CS_SLOT_COUNT 16
+
+typedef struct {
+    IMP replacement[CS_SLOT_COUNT]; /* the generated slot functions, fixed at compile time */
+    IMP original[CS_SLOT_COUNT];    /* written before the slot is installed, read-only after */
+    Class owner[CS_SLOT_COUNT];
+    unsigned used;
+} CSHookSlots;
+
+/** One hooked selector: every class at or below `root_class` that defines it gets a slot. */
+typedef struct {
+    const char *root_class; /* public class-cluster root, e.g. "NSArray" */
+    const char *selector;
+    BOOL class_side;        /* a `+` method: owners are metaclasses */
+    CSHookSlots *slots;
+} CSHookSpec;
+
+#define CS_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots}
+#define CS_CLASS_HOOK(root, selector_name, body) {root, selector_name, YES, &body##_slots}
+
+#define CS_REPEAT_SLOTS(M, ...)                                                                   \
+    M(0, __VA_ARGS__) M(1, __VA_ARGS__) M(2, __VA_ARGS__) M(3, __VA_ARGS__) M(4, __VA_ARGS__)     \
+    M(5, __VA_ARGS__) M(6, __VA_ARGS__) M(7, __VA_ARGS__) M(8, __VA_ARGS__) M(9, __VA_ARGS__)     \
+    M(10, __VA_ARGS__) M(11, __VA_ARGS__) M(12, __VA_ARGS__) M(13, __VA_ARGS__)                   \
+    M(14, __VA_ARGS__) M(15, __VA_ARGS__)
+
+#define CS_SLOT_LIST(b)                                                                            \
+    (IMP)b##_slot0, (IMP)b##_slot1, (IMP)b##_slot2, (IMP)b##_slot3, (IMP)b##_slot4,                \
+    (IMP)b##_slot5, (IMP)b##_slot6, (IMP)b##_slot7, (IMP)b##_slot8, (IMP)b##_slot9,                \
+    (IMP)b##_slot10, (IMP)b##_slot11, (IMP)b##_slot12, (IMP)b##_slot13, (IMP)b##_slot14,           \
+    (IMP)b##_slot15
+
+#define CS_ORIG(N, b) b##_slots.original[N]
+#define CS_CALLER __builtin_return_address(0)
+
+#define CS_SLOT_0(N, b, R) \
+    static R b##_slot##N(id self, SEL _cmd) { return b(CS_ORIG(N, b), self, _cmd, CS_CALLER); }
+#define CS_SLOT_1(N, b, R, T1) \
+    static R b##_slot##N(id self, SEL _cmd, T1 a1) { return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1); }
+#define CS_SLOT_2(N, b, R, T1, T2)                                                                 \
+    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2) {                                        \
+        return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2);                                    \
+    }
+#define CS_SLOT_3(N, b, R, T1, T2, T3)                                                             \
+    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2, T3 a3) {                                 \
+        return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3);                                \
+    }
+#define CS_SLOT_4(N, b, R, T1, T2, T3, T4)                                                         \
+    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2, T3 a3, T4 a4) {                          \
+        return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4);                            \
+    }
+
+#define CS_DEFINE_SLOTS(b, SLOT, ...)                                                              \
+    static CSHookSlots b##_slots;                                                                  \
+    CS_REPEAT_SLOTS(SLOT, b, __VA_ARGS__)                                                          \
+    static CSHookSlots b##_slots = {.replacement = {CS_SLOT_LIST(b)}};
+
+#define CS_DEFINE_HOOK_0(b, R) CS_DEFINE_SLOTS(b, CS_SLOT_0, R)
+#define CS_DEFINE_HOOK_1(b, R, T1) CS_DEFINE_SLOTS(b, CS_SLOT_1, R, T1)
+#define CS_DEFINE_HOOK_2(b, R, T1, T2) CS_DEFINE_SLOTS(b, CS_SLOT_2, R, T1, T2)
+#define CS_DEFINE_HOOK_3(b, R, T1, T2, T3) CS_DEFINE_SLOTS(b, CS_SLOT_3, R, T1, T2, T3)
+#define CS_DEFINE_HOOK_4(b, R, T1, T2, T3, T4) CS_DEFINE_SLOTS(b, CS_SLOT_4, R, T1, T2, T3, T4)
+
+#endif

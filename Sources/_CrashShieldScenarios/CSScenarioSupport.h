@@ -1,0 +1,32 @@
+/* CSScenarioSupport.h — shared by the scenario and oracle files of this target. */
+#import <Foundation/Foundation.h>
+#include "cs_scenarios.h"
+
+/** One table per guard file; Scenarios.m lists the tables in order. */
+typedef struct {
+    const cs_scenario *items;
+    size_t count;
+} cs_scenario_table;
+
+typedef struct {
+    const cs_oracle *items;
+    size_t count;
+} cs_oracle_table;
+
+#define CS_TABLE(array) {array, sizeof(array) / sizeof((array)[0])}
+
+/** Hides a value from the compiler so a literal misuse is not diagnosed or folded away. */
+static inline id cs_opaque(id value) {
+    __asm__ volatile("" : "+r"(value));
+    return value;
+}
+static inline NSUInteger cs_opaque_index(NSUInteger value) {
+    __asm__ volatile("" : "+r"(value));
+    return value;
+}
+
+/** Formats any object (or nil) for an oracle line. */
+static inline NSString *cs_describe(id value) {
+    if (value == nil) return @"nil";
+    return [NSString stringWithFormat:@"%@<%@>", [value description], NSStringFromClass([value class])];
+}

@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+extension RuntimeTests {
+    @Suite struct Engine {
+        @Test func everyRegisteredGuardPassesItsCanary() throws {
+            try withGuards {
+                let runtimeGuards = CrashShield.status.filter { $0.id != .swiftAccess }
+                #expect(runtimeGuards.map(\.id) == [.container, .string])
+                for status in runtimeGuards {
+                    #expect(status.state == .active, "\(status.id): \(status.state)")
+                    #expect(status.policy == .neutralize)
+                    #expect(status.hookedMethods > 0)
+                }
+            }
+        }
+
+        @Test func canaryIncidentsAreNotDelivered() throws {
+            let incidents = try collectIncidents {
+                try withGuards {}
+            }
+            #expect(incidents.isEmpty)
+            #expect(CrashShield.statistics.recorded == 0)
+        }
+
+        @Test func aFailedCanaryLeavesTheGuardOffAndSaysWhy() throws {
+            CrashShield._resetForTesting()
+            CrashShield._injectCanaryFailure(for: .container)
+            try CrashShield.start()
+            defer { CrashShield._resetForTesting() }
+            let container = try #require(CrashShield.status.first { $0.id == .container })
+            #expect(container.state == .canaryFailed(reason: "canary failure injected by a test"))
+            #expect(container.policy == .off)
+            #expect(container.hookedMethods == 0)
+            // The guard is really off: the misuse throws again.
+            #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
+            #expect(throws: CrashShieldError.guardNotActive(.container)) {
+                try CrashShield.setPolicy(.neutralize, for: .container)
+            }
+            // Other guards are unaffected.
+            #expect(CrashShield.status.first { $0.id == .string }?.state == .active)
+        }
+
+        @Test func startTwiceThrowsAlreadyStarted() throws {
+            try withGuards {
+                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start() }
+            }
+        }
+
+        @Test func unknownGuardIsATypedError() throws {
+            try withGuards {
+                #expect(throws: CrashShieldError.unknownGuard(GuardID(rawValue: "nope"))) {
+                    try CrashShield.setPolicy(.off, for: GuardID(rawValue: "nope"))
+                }
+            }
+        }
+
+        @Test func policiesSwitchAtRunTime() throws {
+            try withGuards {
+                #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
+                try CrashShield.setPolicy(.reportOnly, for: .container)
+                #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
+                #expect(CrashShield.recordedCount(for: .container) == 2)
+                try CrashShield.setPolicy(.off, for: .container)
+                #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
+                #expect(CrashShield.recordedCount(for: .container) == 2)
+                try CrashShield.setPolicy(.neutralize, for: .container)
+                #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
+                #expect(CrashShield.recordedCount(for: .container) == 3)
+            }
+        }
+
+        @Test func startOptionsApplyPolicies() throws {
+            var options = CrashShieldOptions()
+            options.policies[.string] = .off
+            try withGuards(options) {
+                #expect(CrashShield.status.first { $0.id == .string }?.policy == .off)
+                #expect(CrashShield.status.first { $0.id == .container }?.policy == .neutralize)
+                #expect(runScenario("string.characterAtIndex.beyond") == .threw("NSInvalidArgumentException"))
+            }
+        }
+
+        @Test func denyListLeavesMatchingClassesAlone() throws {
+            var options = CrashShieldOptions()
+            options.deniedClassPrefixes = ["NSArray"]  // a public superclass of every array class
+            try withGuards(options) {
+                #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
+                #expect(runScenario("string.characterAtIndex.beyond") == .neutral)
+                #expect(CrashShield.recordedCount(for: .container) == 0)
+            }
+        }
+
+        @Test func allowListRestrictsGuardingToMatchingClasses() throws {
+            var options = CrashShieldOptions()
+            options.allowedClassPrefixes = ["NSString"]
+            try withGuards(options) {
+                #expect(runScenario("string.characterAtIndex.beyond") == .neutral)
+                #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
+            }
+        }
+
+        @Test func uninstallRestoresTheOriginalBehaviour() throws {
+            try withGuards {
+                #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
+            }
+            #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
+            #expect(CrashShield.status.allSatisfy { $0.id == .swiftAccess || $0.state == .notInstalled })
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+/// Every test that installs guards or counts incidents touches process-wide state, so all of them
+/// live under this one serialized suite (extensions in the other files).
+@Suite(.serialized) enum RuntimeTests {}
+
+/// Starts guards with `options` after a full reset, runs `body`, and resets again.
+func withGuards<R>(_ options: CrashShieldOptions = CrashShieldOptions(), _ body: () throws -> R) throws -> R {
+    CrashShield._resetForTesting()
+    try CrashShield.start(options)
+    defer { CrashShield._resetForTesting() }
+    return try body()
+}
+
+/// Collects every incident delivered while `body` runs (flushes before returning).
+func collectIncidents(_ body: () throws -> Void) rethrows -> [Incident] {
+    let sink = InMemoryIncidentSink(capacity: 100_000)
+    CrashShield.addSink(sink)
+    defer { CrashShield.removeSink(sink) }
+    try body()
+    #expect(CrashShield.flushIncidents(timeout: .seconds(5)))
+    return sink.incidents
+}
+
+struct ScenarioRun {
+    enum Outcome: Equatable {
+        case neutral
+        case otherValue
+        case threw(String)
+    }
+    let outcome: Outcome
+}
+
+/// All scenarios, by name, for parameterised tests.
+let allScenarioNames: [String] = (0..<cs_scenario_count()).map { String(cString: cs_scenario_at($0).pointee.name) }
+
+func scenarioIndex(_ name: String) -> Int {
+    (0..<cs_scenario_count()).first { String(cString: cs_scenario_at($0).pointee.name) == name }!
+}
+
+/// Runs one scenario in this process (exceptions are caught by the runner).
+func runScenario(_ name: String) -> ScenarioRun.Outcome {
+    var buffer = [CChar](repeating: 0, count: 128)
+    switch cs_scenario_run(scenarioIndex(name), &buffer, buffer.count) {
+    case CS_SCENARIO_RETURNED_NEUTRAL: return .neutral
+    case CS_SCENARIO_THREW:
+        return .threw(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    default: return .otherValue
+    }
+}
+
+/// Runs every oracle and returns name -> description of the legal calls' results.
+func runOracles() -> [String: String] {
+    var results: [String: String] = [:]
+    for index in 0..<cs_oracle_count() {
+        let name = String(cString: cs_oracle_name(index))
+        let text = cs_oracle_run(index)!
+        results[name] = String(cString: text)
+        free(text)
+    }
+    return results
+}

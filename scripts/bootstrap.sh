@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what CrashShield needs to build on Linux and is not there yet: GNUstep Base and
+# GCC's Objective-C runtime, from Debian packages. Safe to run again; does nothing when present.
+set -euo pipefail
+if [ "$(uname -s)" != "Linux" ]; then exit 0; fi
+missing=()
+[ -f /usr/include/GNUstep/Foundation/Foundation.h ] || missing+=(libgnustep-base-dev)
+ls /usr/lib/gcc/*/*/include/objc/objc.h >/dev/null 2>&1 || missing+=(gobjc)
+command -v swift >/dev/null 2>&1 || { echo "bootstrap: swift is not on PATH (Swift 6.1 or newer is required)" >&2; exit 1; }
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
