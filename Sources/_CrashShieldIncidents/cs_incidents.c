@@ -133,23 +133,37 @@ static uint8_t cs_capture_frames(const void *caller, uintptr_t *out) {
 
 /* Guard + class + selector + first frame outside system images, as image name + offset so the
  * value is stable across launches of the same build. */
-static uint64_t cs_fingerprint(const cs_incident_site *site, const uintptr_t *frames, uint8_t count) {
+static uint64_t cs_fingerprint_with_frame(const cs_incident_site *site, const char *image_name, uint64_t offset) {
     uint64_t hash = 0xcbf29ce484222325ull;
     hash = cs_fnv1a_string(hash, site->guard_name);
     hash = cs_fnv1a(hash, "|", 1);
     hash = cs_fnv1a_string(hash, site->class_name);
     hash = cs_fnv1a(hash, site->is_class_method ? "+" : "-", 1);
     hash = cs_fnv1a_string(hash, site->selector_name);
-    for (uint8_t i = 0; i < count; i++) {
-        cs_image_info image;
-        if (!cs_images_lookup(frames[i], &image)) continue;
-        if (image.is_system) continue;
-        uint64_t offset = frames[i] - image.base;
-        hash = cs_fnv1a_string(hash, image.name);
+    if (image_name) {
+        hash = cs_fnv1a_string(hash, image_name);
         hash = cs_fnv1a(hash, &offset, sizeof offset);
-        break;
     }
     return hash ? hash : 1; /* 0 marks an empty slot */
+}
+
+static uint64_t cs_fingerprint(const cs_incident_site *site, const uintptr_t *frames, uint8_t count) {
+    for (uint8_t i = 0; i < count; i++) {
+        cs_image_info image;
+        if (!cs_images_lookup(frames[i], &image) || image.is_system) continue;
+        return cs_fingerprint_with_frame(site, image.name, frames[i] - image.base);
+    }
+    return cs_fingerprint_with_frame(site, NULL, 0);
+}
+
+/* Fast path: when the call site itself is app code it is the first app frame, so the fingerprint
+ * needs no stack walk (the walk is the most expensive part of recording). Must agree with
+ * cs_fingerprint() over a full stack that starts at the same caller. */
+static bool cs_fingerprint_from_caller(const cs_incident_site *site, uint64_t *fingerprint) {
+    cs_image_info image;
+    if (site->caller == NULL || !cs_images_lookup((uintptr_t)site->caller, &image) || image.is_system) return false;
+    *fingerprint = cs_fingerprint_with_frame(site, image.name, (uintptr_t)site->caller - image.base);
+    return true;
 }
 
 /* Returns the slot for `fingerprint`, inserting it when absent; NULL when the table is full. */
@@ -258,39 +272,40 @@ void cs_incident_record(const cs_incident_site *site) {
     pthread_once(&g_warm_once, cs_warm_up);
 
     cs_incident incident;
-    incident.frame_count = cs_capture_frames(site->caller, incident.frames);
-    uint64_t fingerprint = cs_fingerprint(site, incident.frames, incident.frame_count);
+    bool have_frames = false;
+    uint64_t fingerprint;
+    if (!cs_fingerprint_from_caller(site, &fingerprint)) {
+        incident.frame_count = cs_capture_frames(site->caller, incident.frames);
+        have_frames = true;
+        fingerprint = cs_fingerprint(site, incident.frames, incident.frame_count);
+    }
     uint64_t monotonic = cs_now_ns(CLOCK_MONOTONIC);
 
     atomic_fetch_add_explicit(&g_recorded, 1, memory_order_relaxed);
     cs_count_for_guard(site->guard_name);
 
     cs_fingerprint_slot *slot = cs_fingerprint_slot_for(fingerprint);
-    uint64_t count;
-    cs_incident_kind kind;
     if (slot == NULL) {
         atomic_fetch_add(&g_untracked, 1);
+        cs_breadcrumb_write(site, 0, monotonic);
         return;
     }
-    count = atomic_fetch_add_explicit(&slot->count, 1, memory_order_relaxed) + 1;
+    uint64_t count = atomic_fetch_add_explicit(&slot->count, 1, memory_order_relaxed) + 1;
+    cs_breadcrumb_write(site, count, monotonic);
+    cs_incident_kind kind;
     if (count == 1) {
         kind = CS_INCIDENT_FIRST;
         atomic_store_explicit(&slot->last_delivery_ns, monotonic, memory_order_relaxed);
     } else {
+        /* Rate limit: at most one count update per fingerprint per window. */
         uint64_t last = atomic_load_explicit(&slot->last_delivery_ns, memory_order_relaxed);
         uint64_t window = atomic_load_explicit(&g_rate_limit_ns, memory_order_relaxed);
-        if (monotonic - last < window) {
-            cs_breadcrumb_write(site, count, monotonic);
-            return;
-        }
-        if (!atomic_compare_exchange_strong(&slot->last_delivery_ns, &last, monotonic)) {
-            cs_breadcrumb_write(site, count, monotonic);
-            return;
-        }
+        if (monotonic - last < window) return;
+        if (!atomic_compare_exchange_strong(&slot->last_delivery_ns, &last, monotonic)) return;
         kind = CS_INCIDENT_UPDATE;
     }
-    cs_breadcrumb_write(site, count, monotonic);
 
+    if (!have_frames) incident.frame_count = cs_capture_frames(site->caller, incident.frames);
     incident.kind = kind;
     incident.guard_name = site->guard_name;
     incident.policy = site->policy;

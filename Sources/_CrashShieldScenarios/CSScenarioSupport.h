@@ -1,6 +1,7 @@
 /* CSScenarioSupport.h — shared by the scenario and oracle files of this target. */
 #import <Foundation/Foundation.h>
 #include "cs_scenarios.h"
+#include <time.h>
 
 /** One table per guard file; Scenarios.m lists the tables in order. */
 typedef struct {
@@ -12,6 +13,11 @@ typedef struct {
     const cs_oracle *items;
     size_t count;
 } cs_oracle_table;
+
+typedef struct {
+    const cs_bench_case *items;
+    size_t count;
+} cs_bench_table;
 
 #define CS_TABLE(array) {array, sizeof(array) / sizeof((array)[0])}
 
@@ -29,4 +35,11 @@ static inline NSUInteger cs_opaque_index(NSUInteger value) {
 static inline NSString *cs_describe(id value) {
     if (value == nil) return @"nil";
     return [NSString stringWithFormat:@"%@<%@>", [value description], NSStringFromClass([value class])];
+}
+
+/** Monotonic nanoseconds, for bench cases. */
+static inline uint64_t cs_bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

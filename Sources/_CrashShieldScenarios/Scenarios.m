@@ -9,9 +9,25 @@ extern const cs_scenario_table cs_container_scenarios;
 extern const cs_scenario_table cs_string_scenarios;
 extern const cs_oracle_table cs_container_oracles;
 extern const cs_oracle_table cs_string_oracles;
+extern const cs_bench_table cs_core_benches;
 
 static const cs_scenario_table *const kScenarioTables[] = {&cs_container_scenarios, &cs_string_scenarios};
 static const cs_oracle_table *const kOracleTables[] = {&cs_container_oracles, &cs_string_oracles};
+static const cs_bench_table *const kBenchTables[] = {&cs_core_benches};
+
+size_t cs_bench_count(void) {
+    size_t total = 0;
+    for (size_t t = 0; t < sizeof kBenchTables / sizeof kBenchTables[0]; t++) total += kBenchTables[t]->count;
+    return total;
+}
+
+const cs_bench_case *cs_bench_at(size_t index) {
+    for (size_t t = 0; t < sizeof kBenchTables / sizeof kBenchTables[0]; t++) {
+        if (index < kBenchTables[t]->count) return &kBenchTables[t]->items[index];
+        index -= kBenchTables[t]->count;
+    }
+    return NULL;
+}
 
 size_t cs_scenario_count(void) {
     size_t total = 0;

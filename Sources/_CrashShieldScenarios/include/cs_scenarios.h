@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +32,19 @@ typedef struct {
     /** Runs legal calls; returns an autoreleased NSString * describing every result. */
     void *(*run)(void);
 } cs_oracle;
+
+/** One `shield bench` case. `run` performs `iterations` operations and returns the elapsed
+ *  nanoseconds. The harness calls it with guards uninstalled (`guarded` false: the baseline) and
+ *  installed (`guarded` true), alternating rounds, in one process. Most cases run the same code
+ *  both times; a misuse case may differ (the baseline throws and catches the exception the guard
+ *  prevents). */
+typedef struct {
+    const char *name;
+    uint64_t (*run)(uint64_t iterations, bool guarded);
+} cs_bench_case;
+
+size_t cs_bench_count(void);
+const cs_bench_case *cs_bench_at(size_t index);
 
 size_t cs_scenario_count(void);
 const cs_scenario *cs_scenario_at(size_t index);
