@@ -13,10 +13,21 @@
 #define CS_RETAIN(x) (x)
 #define CS_RELEASE(x) ((void)0)
 #define CS_AUTORELEASE(x) (x)
+/* An object kept in C storage: +1 as a plain pointer, and back. */
+#define CS_RETAINED_POINTER(x) ((void *)CFBridgingRetain(x))
+#define CS_RELEASE_POINTER(p) CFRelease((CFTypeRef)(p))
+#define CS_OBJECT(p) ((__bridge id)(p))
+#define CS_POINTER(x) ((__bridge void *)(x))
+#define CS_UNRETAINED __unsafe_unretained
 #else
 #define CS_RETAIN(x) [(x) retain]
 #define CS_RELEASE(x) [(x) release]
 #define CS_AUTORELEASE(x) [(x) autorelease]
+#define CS_RETAINED_POINTER(x) ((void *)[(x) retain])
+#define CS_RELEASE_POINTER(p) [(id)(p) release]
+#define CS_OBJECT(p) ((id)(p))
+#define CS_POINTER(x) ((void *)(x))
+#define CS_UNRETAINED
 #endif
 
 /* GCC's <stdatomic.h> shadows clang's when GCC's include directory is on the path (it is, for

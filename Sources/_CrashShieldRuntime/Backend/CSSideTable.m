@@ -15,7 +15,7 @@
 typedef struct cs_side_entry {
     void *object;
     const void *key;
-    id value;
+    void *value; /* +1, see CS_RETAINED_POINTER */
     struct cs_side_entry *next;
 } cs_side_entry;
 
@@ -44,8 +44,8 @@ void cs_sidetable_set(void *object, const void *key, void *value) {
     pthread_once(&g_side_once, cs_side_init);
     uintptr_t h = cs_side_hash(object);
     cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
-    id newValue = value ? CS_RETAIN((id)value) : nil;
-    id oldValue = nil;
+    void *newValue = value ? CS_RETAINED_POINTER(CS_OBJECT(value)) : NULL;
+    void *oldValue = NULL;
     cs_side_entry *freed = NULL;
     pthread_mutex_lock(&stripe->lock);
     cs_side_entry **link = &stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE];
@@ -70,7 +70,7 @@ void cs_sidetable_set(void *object, const void *key, void *value) {
     }
     pthread_mutex_unlock(&stripe->lock);
     free(freed);
-    if (oldValue) CS_RELEASE(oldValue);
+    if (oldValue) CS_RELEASE_POINTER(oldValue);
 }
 
 void *cs_sidetable_get(void *object, const void *key) {
@@ -78,15 +78,19 @@ void *cs_sidetable_get(void *object, const void *key) {
     pthread_once(&g_side_once, cs_side_init);
     uintptr_t h = cs_side_hash(object);
     cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
-    id found = nil;
+    void *found = NULL;
     pthread_mutex_lock(&stripe->lock);
     for (cs_side_entry *e = stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE]; e; e = e->next)
         if (e->object == object && e->key == key) {
-            found = CS_RETAIN(e->value);
+            found = CS_RETAINED_POINTER(CS_OBJECT(e->value));
             break;
         }
     pthread_mutex_unlock(&stripe->lock);
-    return found ? (void *)CS_AUTORELEASE(found) : NULL;
+    if (found == NULL) return NULL;
+    /* Hand the caller an autoreleased reference: the +1 taken under the lock balances here. */
+    id result = CS_AUTORELEASE(CS_RETAIN(CS_OBJECT(found)));
+    CS_RELEASE_POINTER(found);
+    return CS_POINTER(result);
 }
 
 size_t cs_sidetable_remove_all(void *object) {
@@ -113,7 +117,7 @@ size_t cs_sidetable_remove_all(void *object) {
     CS_ATOMIC_FETCH_SUB(&g_side_count, count);
     while (removed) {
         cs_side_entry *next = removed->next;
-        CS_RELEASE(removed->value);
+        CS_RELEASE_POINTER(removed->value);
         free(removed);
         removed = next;
     }

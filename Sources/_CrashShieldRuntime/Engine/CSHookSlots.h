@@ -21,7 +21,7 @@
 typedef struct {
     IMP replacement[CS_SLOT_COUNT]; /* the generated slot functions, fixed at compile time */
     IMP original[CS_SLOT_COUNT];    /* written before the slot is installed, read-only after */
-    Class owner[CS_SLOT_COUNT];
+    CS_UNRETAINED Class owner[CS_SLOT_COUNT];
     unsigned used;
 } CSHookSlots;
 
