@@ -95,6 +95,26 @@ CS_ALWAYS_INLINE void cs_replace_at(IMP original, id self, SEL _cmd, const void 
     ((void (*)(id, SEL, NSUInteger, id))original)(self, _cmd, index, object);
 }
 
+/* Bulk creation chains through several hooked initialisers on the same thread (+arrayWithObjects:
+ * count: -> placeholder -initWithObjects:count: -> concrete -initWithObjects:count:). When the
+ * outermost one reports a nil element and lets the original run (report-only), the inner ones see
+ * the same nil list: this depth tells them it is already recorded. Read only on the misuse path. */
+static __thread unsigned t_bulk_reported_depth;
+
+/** Report-only path of the bulk initialisers: the original runs (and usually throws) with the
+ *  nested initialisers told not to record the same misuse again. Not a hot path. */
+#define CS_BULK_PASS_THROUGH(call)                                                                 \
+    do {                                                                                           \
+        id cs_result_ = nil;                                                                       \
+        t_bulk_reported_depth++;                                                                   \
+        @try {                                                                                     \
+            cs_result_ = (call);                                                                   \
+        } @finally {                                                                               \
+            t_bulk_reported_depth--;                                                               \
+        }                                                                                          \
+        return cs_result_;                                                                         \
+    } while (0)
+
 /**
  * Bulk initialisers with a C array of objects (-initWithObjects:count:, +arrayWithObjects:count:,
  * collection literals): nil elements are skipped, the rest keep their order. A NULL list with a
@@ -105,14 +125,17 @@ static id cs_objects_count_init(IMP original, id self, SEL _cmd, const void *cal
     typedef id (*init_fn)(id, SEL, const id *, NSUInteger);
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(objects == NULL && count > 0)) {
+            if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, count);
             if (cs_guard_misuse(G, self, _cmd, caller, "NULL object list with count {}", 1, count, 0))
                 return ((init_fn)original)(self, _cmd, NULL, 0);
-            return ((init_fn)original)(self, _cmd, objects, count);
+            CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, count));
         }
         NSUInteger first = 0;
         while (first < count && objects[first] != nil) first++;
-        if (CS_UNLIKELY(first < count) &&
-            cs_guard_misuse(G, self, _cmd, caller, "nil object at index {} of {}", 2, first, count)) {
+        if (CS_UNLIKELY(first < count)) {
+            if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, count);
+            if (!cs_guard_misuse(G, self, _cmd, caller, "nil object at index {} of {}", 2, first, count))
+                CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, count));
             id stack[32];
             id *kept = count <= 32 ? stack : (id *)malloc(count * sizeof(id));
             if (kept == NULL) return ((init_fn)original)(self, _cmd, objects, first);
@@ -133,16 +156,19 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
     typedef id (*init_fn)(id, SEL, const id *, const id *, NSUInteger);
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY((objects == NULL || keys == NULL) && count > 0)) {
+            if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, keys, count);
             if (cs_guard_misuse(G, self, _cmd, caller, "NULL object or key list with count {}", 1, count, 0))
                 return ((init_fn)original)(self, _cmd, NULL, NULL, 0);
-            return ((init_fn)original)(self, _cmd, objects, keys, count);
+            CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, keys, count));
         }
         NSUInteger first = 0;
         while (first < count && objects[first] != nil && keys[first] != nil) first++;
-        if (CS_UNLIKELY(first < count) &&
-            cs_guard_misuse(G, self, _cmd, caller,
-                            keys[first] == nil ? "nil key at index {} of {}" : "nil value at index {} of {}", 2, first,
-                            count)) {
+        if (CS_UNLIKELY(first < count)) {
+            if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, keys, count);
+            if (!cs_guard_misuse(G, self, _cmd, caller,
+                                 keys[first] == nil ? "nil key at index {} of {}" : "nil value at index {} of {}", 2,
+                                 first, count))
+                CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, keys, count));
             id stack[64];
             id *kept = count <= 32 ? stack : (id *)malloc(2 * count * sizeof(id));
             if (kept == NULL) return ((init_fn)original)(self, _cmd, objects, keys, first);
