@@ -282,6 +282,42 @@ static bool moset_replaceObjectAtIndex_nil(void) {
     return cs_moset_is_ab(set);
 }
 
+static bool moset_setObjectAtIndex_beyond(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set setObject:@"c" atIndex:cs_opaque_index(9)];
+    return cs_moset_is_ab(set);
+}
+static bool moset_setObjectAtIndex_nil(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set setObject:cs_opaque(nil) atIndex:0];
+    return cs_moset_is_ab(set);
+}
+static bool moset_setObjectAtIndexedSubscript_beyond(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set setObject:@"c" atIndexedSubscript:cs_opaque_index(9)];
+    return cs_moset_is_ab(set);
+}
+static bool moset_exchangeObjectAtIndex_beyond(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set exchangeObjectAtIndex:0 withObjectAtIndex:cs_opaque_index(9)];
+    return cs_moset_is_ab(set);
+}
+static bool moset_removeObjectsInRange_beyond(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set removeObjectsInRange:NSMakeRange(1, cs_opaque_index(9))];
+    return cs_moset_is_ab(set);
+}
+static bool moset_insertObjectsAtIndexes_beyond(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set insertObjects:[NSArray arrayWithObject:@"q"] atIndexes:[NSIndexSet indexSetWithIndex:cs_opaque_index(9)]];
+    return cs_moset_is_ab(set);
+}
+static bool moset_insertObjectsAtIndexes_mismatch(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set insertObjects:[NSArray arrayWithObject:@"q"] atIndexes:[NSIndexSet indexSetWithIndexesInRange:NSMakeRange(0, 2)]];
+    return cs_moset_is_ab(set);
+}
+
 #pragma mark - Scenarios: NSCache, NSUserDefaults
 
 static NSCache *cs_cache_k1(void) {
@@ -420,6 +456,15 @@ static const cs_scenario kScenarios[] = {
     S("moset.removeObjectAtIndex.beyond", "removeObjectAtIndex:", false, moset_removeObjectAtIndex_beyond),
     S("moset.replaceObjectAtIndex.beyond", "replaceObjectAtIndex:withObject:", false, moset_replaceObjectAtIndex_beyond),
     S("moset.replaceObjectAtIndex.nil", "replaceObjectAtIndex:withObject:", false, moset_replaceObjectAtIndex_nil),
+    S("moset.setObjectAtIndex.beyond", "setObject:atIndex:", false, moset_setObjectAtIndex_beyond),
+    S("moset.setObjectAtIndex.nil", "setObject:atIndex:", false, moset_setObjectAtIndex_nil),
+    S("moset.setObjectAtIndexedSubscript.beyond", "setObject:atIndexedSubscript:", false,
+      moset_setObjectAtIndexedSubscript_beyond),
+    S("moset.exchangeObjectAtIndex.beyond", "exchangeObjectAtIndex:withObjectAtIndex:", false,
+      moset_exchangeObjectAtIndex_beyond),
+    S("moset.removeObjectsInRange.beyond", "removeObjectsInRange:", false, moset_removeObjectsInRange_beyond),
+    S("moset.insertObjectsAtIndexes.beyond", "insertObjects:atIndexes:", false, moset_insertObjectsAtIndexes_beyond),
+    S("moset.insertObjectsAtIndexes.mismatch", "insertObjects:atIndexes:", false, moset_insertObjectsAtIndexes_mismatch),
     S("cache.setObjectForKey.nilKey", "setObject:forKey:", false, cache_setObjectForKey_nilKey),
     S("cache.setObjectForKey.nilValue", "setObject:forKey:", false, cache_setObjectForKey_nilValue),
     S("cache.setObjectForKeyCost.nilKey", "setObject:forKey:cost:", false, cache_setObjectForKeyCost_nilKey),
@@ -715,6 +760,40 @@ static void *oracle_moset_replaceObjectAtIndex(void) {
     [set replaceObjectAtIndex:1 withObject:@"z"];
     return cs_list(set);
 }
+static void *oracle_moset_setObject_atIndex(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set setObject:@"appended" atIndex:2];
+    [set setObject:@"replaced" atIndex:0];
+    return cs_list(set);
+}
+static void *oracle_moset_setObject_atIndexedSubscript(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set setObject:@"appended" atIndexedSubscript:2];
+    [set setObject:@"replaced" atIndexedSubscript:1];
+    return cs_list(set);
+}
+static void *oracle_moset_exchange(void) {
+    NSMutableOrderedSet *set = [NSMutableOrderedSet orderedSetWithArray:CS_ABC];
+    [set exchangeObjectAtIndex:0 withObjectAtIndex:2];
+    NSString *first = cs_list(set);
+    [set exchangeObjectAtIndex:1 withObjectAtIndex:1];
+    return [NSString stringWithFormat:@"%@ %@", first, cs_list(set)];
+}
+static void *oracle_moset_removeObjectsInRange(void) {
+    NSMutableOrderedSet *set = [NSMutableOrderedSet orderedSetWithArray:CS_ABC];
+    [set removeObjectsInRange:NSMakeRange(3, 0)];
+    NSString *unchanged = cs_list(set);
+    [set removeObjectsInRange:NSMakeRange(1, 2)];
+    return [NSString stringWithFormat:@"%@ %@", unchanged, cs_list(set)];
+}
+static void *oracle_moset_insertObjects_atIndexes(void) {
+    NSMutableOrderedSet *set = cs_moab();
+    [set insertObjects:[NSArray array] atIndexes:[NSIndexSet indexSet]];
+    NSString *unchanged = cs_list(set);
+    [set insertObjects:[NSArray arrayWithObjects:@"x", @"y", nil]
+             atIndexes:[NSIndexSet indexSetWithIndexesInRange:NSMakeRange(2, 2)]];
+    return [NSString stringWithFormat:@"%@ %@", unchanged, cs_list(set)];
+}
 static void *oracle_cache_setObject_forKey(void) {
     NSCache *cache = CS_SCN_AUTORELEASE([[NSCache alloc] init]);
     [cache setObject:@"1" forKey:@"a"];
@@ -819,6 +898,11 @@ static const cs_oracle kOracles[] = {
     {"NSMutableOrderedSet insertObject:atIndex:", oracle_moset_insertObject_atIndex},
     {"NSMutableOrderedSet removeObjectAtIndex:", oracle_moset_removeObjectAtIndex},
     {"NSMutableOrderedSet replaceObjectAtIndex:withObject:", oracle_moset_replaceObjectAtIndex},
+    {"NSMutableOrderedSet setObject:atIndex:", oracle_moset_setObject_atIndex},
+    {"NSMutableOrderedSet setObject:atIndexedSubscript:", oracle_moset_setObject_atIndexedSubscript},
+    {"NSMutableOrderedSet exchangeObjectAtIndex:withObjectAtIndex:", oracle_moset_exchange},
+    {"NSMutableOrderedSet removeObjectsInRange:", oracle_moset_removeObjectsInRange},
+    {"NSMutableOrderedSet insertObjects:atIndexes:", oracle_moset_insertObjects_atIndexes},
     {"NSCache setObject:forKey:", oracle_cache_setObject_forKey},
     {"NSCache setObject:forKey:cost:", oracle_cache_setObject_forKey_cost},
     {"NSUserDefaults setObject:forKey:", oracle_defaults_setObject_forKey},
@@ -1193,4 +1277,15 @@ uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *
     }
     if (misuses) *misuses = f.misuses;
     return mismatches;
+}
+
+#pragma mark - Guarded-only misuse (cs_containers_nil_index_set_misuse)
+
+bool cs_containers_nil_index_set_misuse(void) {
+    bool ok;
+    @autoreleasepool {
+        NSArray *result = [CS_AB objectsAtIndexes:cs_opaque(nil)];
+        ok = result != nil && [result count] == 0;
+    }
+    return ok;
 }

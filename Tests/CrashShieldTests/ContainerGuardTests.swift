@@ -30,8 +30,8 @@ extension RuntimeTests {
             try withGuards {
                 let status = try #require(CrashShield.status.first { $0.id == .container })
                 #expect(status.state == .active)
-                // 39 selectors; several have more than one owning class on GNUstep.
-                #expect(status.hookedMethods >= 39)
+                // 44 selectors; several have more than one owning class on GNUstep.
+                #expect(status.hookedMethods >= 44)
             }
         }
 
@@ -85,6 +85,18 @@ extension RuntimeTests {
                 }
             }
             #expect(incidents.map(\.reason) == [reason])
+        }
+
+        /// Not a demo scenario: unguarded, GNUstep 1.28 allocates until memory runs out.
+        @Test func nilIndexSetGivesAnEmptyArray() throws {
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(cs_containers_nil_index_set_misuse())
+                    CrashShield.flushIncidents()
+                }
+            }
+            #expect(incidents.map(\.reason) == ["nil index set"])
+            #expect(incidents.map(\.selector) == ["objectsAtIndexes:"])
         }
 
         @Test func literalIncidentsNameTheClassMethod() throws {
@@ -146,7 +158,7 @@ extension RuntimeTests {
                 CrashShield.flushIncidents()
                 #expect(CrashShield.recordedCount(for: .container) == 0)
             }
-            #expect(unguarded.count == 40)
+            #expect(unguarded.count == 45)
             #expect(Set(unguarded.keys) == Set(guarded.keys))
             for (name, text) in unguarded.sorted(by: { $0.key < $1.key }) {
                 #expect(!text.hasPrefix("exception:"), "\(name): \(text)")

@@ -301,7 +301,8 @@ CS_INSERT_AT_HOOK(cs_marray_insertObject_atIndex)
 CS_REMOVE_AT_HOOK(cs_marray_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_marray_replaceObjectAtIndex_withObject)
 
-static inline void cs_marray_exchange(IMP original, id self, SEL _cmd, const void *caller, NSUInteger a, NSUInteger b) {
+/** Exchanges: either index >= count is a no-op. */
+CS_ALWAYS_INLINE void cs_exchange(IMP original, id self, SEL _cmd, const void *caller, NSUInteger a, NSUInteger b) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger count = cs_count(self);
         if (CS_UNLIKELY(a >= count || b >= count) &&
@@ -310,16 +311,9 @@ static inline void cs_marray_exchange(IMP original, id self, SEL _cmd, const voi
     }
     ((void (*)(id, SEL, NSUInteger, NSUInteger))original)(self, _cmd, a, b);
 }
-CS_DEFINE_HOOK_2(cs_marray_exchange, void, NSUInteger, NSUInteger)
 
-/** index == count appends (legal); index > count or a nil object is a no-op. */
-static inline void cs_marray_setObject_atIndexedSubscript(IMP original, id self, SEL _cmd, const void *caller,
-                                                          id object, NSUInteger index) {
-    cs_insert_at(original, self, _cmd, caller, object, index);
-}
-CS_DEFINE_HOOK_2(cs_marray_setObject_atIndexedSubscript, void, id, NSUInteger)
-
-static inline void cs_marray_removeObjectsInRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+/** Range removal: a range not within [0, count] is a no-op. */
+CS_ALWAYS_INLINE void cs_remove_range(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger count = cs_count(self);
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
@@ -329,11 +323,11 @@ static inline void cs_marray_removeObjectsInRange(IMP original, id self, SEL _cm
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
 }
-CS_DEFINE_HOOK_1(cs_marray_removeObjectsInRange, void, NSRange)
 
-/** Indexes are positions in the result, so with n objects every index must be < count + n. */
-static inline void cs_marray_insertObjects_atIndexes(IMP original, id self, SEL _cmd, const void *caller,
-                                                     NSArray *objects, NSIndexSet *indexes) {
+/** -insertObjects:atIndexes:: nil array or index set, a count mismatch, or an index beyond the
+ *  result is a no-op. Indexes are positions in the result, so with n objects each must be < count + n. */
+CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, id self, SEL _cmd, const void *caller,
+                                                   NSArray *objects, NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(objects == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil array", 0, 0, 0)) return;
         if (CS_UNLIKELY(indexes == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return;
@@ -350,7 +344,25 @@ static inline void cs_marray_insertObjects_atIndexes(IMP original, id self, SEL 
     }
     ((void (*)(id, SEL, NSArray *, NSIndexSet *))original)(self, _cmd, objects, indexes);
 }
-CS_DEFINE_HOOK_2(cs_marray_insertObjects_atIndexes, void, NSArray *, NSIndexSet *)
+
+#define CS_EXCHANGE_HOOK(name)                                                                     \
+    static inline void name(IMP o, id s, SEL c, const void *w, NSUInteger a, NSUInteger b) { cs_exchange(o, s, c, w, a, b); } \
+    CS_DEFINE_HOOK_2(name, void, NSUInteger, NSUInteger)
+#define CS_REMOVE_RANGE_HOOK(name)                                                                 \
+    static inline void name(IMP o, id s, SEL c, const void *w, NSRange r) { cs_remove_range(o, s, c, w, r); } \
+    CS_DEFINE_HOOK_1(name, void, NSRange)
+#define CS_INSERT_OBJECTS_HOOK(name)                                                               \
+    static inline void name(IMP o, id s, SEL c, const void *w, NSArray *x, NSIndexSet *i) {        \
+        cs_insert_objects_at_indexes(o, s, c, w, x, i);                                            \
+    }                                                                                              \
+    CS_DEFINE_HOOK_2(name, void, NSArray *, NSIndexSet *)
+
+/* -setObject:atIndexedSubscript: (and the ordered set's -setObject:atIndex:): index == count
+ * appends (legal); index > count or a nil object is a no-op, exactly the insert rule. */
+CS_INSERT_AT_HOOK(cs_marray_setObject_atIndexedSubscript)
+CS_EXCHANGE_HOOK(cs_marray_exchange)
+CS_REMOVE_RANGE_HOOK(cs_marray_removeObjectsInRange)
+CS_INSERT_OBJECTS_HOOK(cs_marray_insertObjects_atIndexes)
 
 #pragma mark - NSDictionary and NSMutableDictionary
 
@@ -382,6 +394,11 @@ CS_NIL_ADD_HOOK(cs_moset_removeObject)
 CS_INSERT_AT_HOOK(cs_moset_insertObject_atIndex)
 CS_REMOVE_AT_HOOK(cs_moset_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_moset_replaceObjectAtIndex_withObject)
+CS_INSERT_AT_HOOK(cs_moset_setObject_atIndex)
+CS_INSERT_AT_HOOK(cs_moset_setObject_atIndexedSubscript)
+CS_EXCHANGE_HOOK(cs_moset_exchange)
+CS_REMOVE_RANGE_HOOK(cs_moset_removeObjectsInRange)
+CS_INSERT_OBJECTS_HOOK(cs_moset_insertObjects_atIndexes)
 
 #pragma mark - NSCache and NSUserDefaults
 
@@ -526,6 +543,11 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSMutableOrderedSet", "insertObject:atIndex:", cs_moset_insertObject_atIndex),
     CS_HOOK("NSMutableOrderedSet", "removeObjectAtIndex:", cs_moset_removeObjectAtIndex),
     CS_HOOK("NSMutableOrderedSet", "replaceObjectAtIndex:withObject:", cs_moset_replaceObjectAtIndex_withObject),
+    CS_HOOK("NSMutableOrderedSet", "setObject:atIndex:", cs_moset_setObject_atIndex),
+    CS_HOOK("NSMutableOrderedSet", "setObject:atIndexedSubscript:", cs_moset_setObject_atIndexedSubscript),
+    CS_HOOK("NSMutableOrderedSet", "exchangeObjectAtIndex:withObjectAtIndex:", cs_moset_exchange),
+    CS_HOOK("NSMutableOrderedSet", "removeObjectsInRange:", cs_moset_removeObjectsInRange),
+    CS_HOOK("NSMutableOrderedSet", "insertObjects:atIndexes:", cs_moset_insertObjects_atIndexes),
 
     CS_HOOK("NSCache", "setObject:forKey:", cs_cache_setObject_forKey),
     CS_HOOK("NSCache", "setObject:forKey:cost:", cs_cache_setObject_forKey_cost),

@@ -72,6 +72,10 @@ uint64_t cs_containers_stress(unsigned threads, unsigned iterations);
  *  against a model of the neutralised results. Writes the number of misuses to `misuses` and
  *  returns the number of results that differed from the model (0 when all matched). */
 uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *misuses);
+/** -[NSArray objectsAtIndexes:nil]; returns true when it gave an empty array. Call it ONLY with
+ *  the container guard on: unguarded, GNUstep 1.28 allocates until memory runs out (so it is not
+ *  a demo scenario, whose unguarded run would do exactly that). */
+bool cs_containers_nil_index_set_misuse(void);
 #ifdef __cplusplus
 }
 #endif
