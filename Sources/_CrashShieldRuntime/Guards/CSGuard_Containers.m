@@ -63,11 +63,14 @@ CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, id self, SEL _cmd, const v
 /** Inserts at an index: nil object or index > count is a no-op. */
 CS_ALWAYS_INLINE void cs_insert_at(IMP original, id self, SEL _cmd, const void *caller, id object, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        if (CS_UNLIKELY(object == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
-        NSUInteger count = cs_count(self);
-        if (CS_UNLIKELY(index > count) &&
-            cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
-            return;
+        if (CS_UNLIKELY(object == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
+        } else {
+            NSUInteger count = cs_count(self);
+            if (CS_UNLIKELY(index > count) &&
+                cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
+                return;
+        }
     }
     ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, object, index);
 }
@@ -87,10 +90,11 @@ CS_ALWAYS_INLINE void cs_remove_at(IMP original, id self, SEL _cmd, const void *
 CS_ALWAYS_INLINE void cs_replace_at(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index, id object) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger count = cs_count(self);
-        if (CS_UNLIKELY(index >= count) &&
-            cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
-            return;
-        if (CS_UNLIKELY(object == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
+        if (CS_UNLIKELY(index >= count)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count)) return;
+        } else if (CS_UNLIKELY(object == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
+        }
     }
     ((void (*)(id, SEL, NSUInteger, id))original)(self, _cmd, index, object);
 }
@@ -191,8 +195,11 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
 /** Keyed stores (-setObject:forKey:): a nil key or a nil value is a no-op. */
 CS_ALWAYS_INLINE void cs_keyed_store(IMP original, id self, SEL _cmd, const void *caller, id object, id key) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        if (CS_UNLIKELY(key == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
-        if (CS_UNLIKELY(object == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil value", 0, 0, 0)) return;
+        if (CS_UNLIKELY(key == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
+        } else if (CS_UNLIKELY(object == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil value", 0, 0, 0)) return;
+        }
     }
     ((void (*)(id, SEL, id, id))original)(self, _cmd, object, key);
 }
@@ -329,13 +336,15 @@ CS_ALWAYS_INLINE void cs_remove_range(IMP original, id self, SEL _cmd, const voi
 CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, id self, SEL _cmd, const void *caller,
                                                    NSArray *objects, NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        if (CS_UNLIKELY(objects == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil array", 0, 0, 0)) return;
-        if (CS_UNLIKELY(indexes == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return;
+        /* One incident per call: the first problem found is the one reported. */
         NSUInteger n = [objects count], slots = [indexes count];
-        if (CS_UNLIKELY(n != slots) &&
-            cs_guard_misuse(G, self, _cmd, caller, "{} objects for {} indexes", 2, n, slots))
-            return;
-        if (n > 0) {
+        if (CS_UNLIKELY(objects == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil array", 0, 0, 0)) return;
+        } else if (CS_UNLIKELY(indexes == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return;
+        } else if (CS_UNLIKELY(n != slots)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "{} objects for {} indexes", 2, n, slots)) return;
+        } else if (n > 0) {
             NSUInteger last = [indexes lastIndex], count = cs_count(self);
             if (CS_UNLIKELY(last >= n && last - n >= count) &&
                 cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, last, count))
@@ -407,8 +416,11 @@ CS_KEYED_STORE_HOOK(cs_cache_setObject_forKey)
 static inline void cs_cache_setObject_forKey_cost(IMP original, id self, SEL _cmd, const void *caller, id object,
                                                   id key, NSUInteger cost) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        if (CS_UNLIKELY(key == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
-        if (CS_UNLIKELY(object == nil) && cs_guard_misuse(G, self, _cmd, caller, "nil value", 0, 0, 0)) return;
+        if (CS_UNLIKELY(key == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
+        } else if (CS_UNLIKELY(object == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil value", 0, 0, 0)) return;
+        }
     }
     ((void (*)(id, SEL, id, id, NSUInteger))original)(self, _cmd, object, key, cost);
 }
