@@ -89,3 +89,28 @@ unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 }
 #endif
 #endif
+
+/* ---- containers (Scenarios_Containers.m): helpers for the container guard's tests ---------- */
+#ifndef CS_SCENARIOS_CONTAINERS_H
+#define CS_SCENARIOS_CONTAINERS_H
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+/** Runs `threads` NSThreads for `iterations` rounds each, mixing legal calls and misuse on
+ *  containers shared by all threads (plus legal mutations of per-thread arrays). Returns the
+ *  number of misuses performed, or UINT64_MAX when a shared container changed or a legal call
+ *  returned a wrong value. */
+uint64_t cs_containers_stress(unsigned threads, unsigned iterations);
+/** Seeded random misuse/legal mix on arrays, mutable arrays, dictionaries and data, checked
+ *  against a model of the neutralised results. Writes the number of misuses to `misuses` and
+ *  returns the number of results that differed from the model (0 when all matched). */
+uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *misuses);
+/** -[NSArray objectsAtIndexes:nil]; returns true when it gave an empty array. Call it ONLY with
+ *  the container guard on: unguarded, GNUstep 1.28 allocates until memory runs out (so it is not
+ *  a demo scenario, whose unguarded run would do exactly that). */
+bool cs_containers_nil_index_set_misuse(void);
+#ifdef __cplusplus
+}
+#endif
+#endif

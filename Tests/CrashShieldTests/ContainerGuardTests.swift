@@ -1,0 +1,240 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+/// Scenarios of the container guard (SPEC §2.1), in table order.
+let containerScenarioIndexes: [Int] = (0..<cs_scenario_count()).filter {
+    String(cString: cs_scenario_at($0).pointee.guard_name) == "container"
+}
+let containerScenarioNames: [String] = containerScenarioIndexes.map { String(cString: cs_scenario_at($0).pointee.name) }
+
+/// Oracles of the container guard: one per hooked selector, named "<public class> <selector>".
+let containerOracleClasses: Set<String> = [
+    "NSArray", "NSMutableArray", "NSDictionary", "NSMutableDictionary", "NSSet", "NSMutableSet", "NSOrderedSet",
+    "NSMutableOrderedSet", "NSCache", "NSUserDefaults", "NSData", "NSMutableData",
+]
+
+func isContainerOracle(_ name: String) -> Bool {
+    containerOracleClasses.contains(String(name.split(separator: " ").first ?? ""))
+}
+
+extension RuntimeTests {
+    @Suite struct ContainerGuard {
+        @Test func everyMisuseRowHasAScenario() {
+            #expect(containerScenarioNames.count >= 50)
+            #expect(Set(containerScenarioNames).count == containerScenarioNames.count)
+        }
+
+        @Test func guardIsActiveWithEveryOwnerHooked() throws {
+            try withGuards {
+                let status = try #require(CrashShield.status.first { $0.id == .container })
+                #expect(status.state == .active)
+                // 44 selectors; several have more than one owning class on GNUstep.
+                #expect(status.hookedMethods >= 44)
+            }
+        }
+
+        @Test(arguments: containerScenarioNames)
+        func misuseIsNeutralisedWithExactlyOneIncident(_ name: String) throws {
+            let scenario = cs_scenario_at(scenarioIndex(name)).pointee
+            var recorded: UInt64 = 0
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(runScenario(name) == .neutral)
+                    CrashShield.flushIncidents()
+                    recorded = CrashShield.recordedCount(for: .container)
+                }
+            }
+            #expect(recorded == 1)
+            #expect(incidents.count == 1)
+            let incident = try #require(incidents.first)
+            #expect(incident.guardID == .container)
+            #expect(incident.policy == .neutralize)
+            #expect(incident.selector == String(cString: scenario.selector))
+            #expect(incident.isClassMethod == scenario.class_method)
+            #expect(!incident.reason.isEmpty)
+        }
+
+        @Test(arguments: [
+            ("array.objectAtIndexedSubscript.beyond", "index 5 beyond count 2"),
+            ("array.subarrayWithRange.beyond", "range location 1 length 5 beyond count"),
+            ("array.objectsAtIndexes.beyond", "index 5 beyond count 2"),
+            ("array.literal.nil", "nil object at index 1 of 3"),
+            ("array.initWithObjectsCount.nil", "nil object at index 1 of 3"),
+            ("marray.addObject.nil", "nil object"),
+            ("marray.insertObject.beyond", "index 9 beyond count 2"),
+            ("marray.insertObjectsAtIndexes.mismatch", "1 objects for 2 indexes"),
+            ("marray.insertObjectsAtIndexes.beyond", "index 9 beyond count 2"),
+            ("marray.insertObjectsAtIndexes.nilArray", "nil array"),
+            ("dict.literal.nilValue", "nil value at index 1 of 2"),
+            ("dict.dictionaryWithObjectsForKeysCount.nilKey", "nil key at index 1 of 2"),
+            ("mdict.setObjectForKey.nilKey", "nil key"),
+            ("mdict.setObjectForKey.nilValue", "nil value"),
+            ("mdict.removeObjectForKey.nil", "nil key"),
+            ("cache.setObjectForKeyCost.nilValue", "nil value"),
+            ("defaults.objectForKey.nilKey", "nil key"),
+            ("data.getBytesRange.beyond", "range location 1 length 9 beyond length"),
+            ("mdata.resetBytesInRange.beyond", "range location 4 length 1 beyond length"),
+        ])
+        func reasonText(_ name: String, _ reason: String) throws {
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(runScenario(name) == .neutral)
+                    CrashShield.flushIncidents()
+                }
+            }
+            #expect(incidents.map(\.reason) == [reason])
+        }
+
+        /// Not a demo scenario: unguarded, GNUstep 1.28 allocates until memory runs out.
+        @Test func nilIndexSetGivesAnEmptyArray() throws {
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(cs_containers_nil_index_set_misuse())
+                    CrashShield.flushIncidents()
+                }
+            }
+            #expect(incidents.map(\.reason) == ["nil index set"])
+            #expect(incidents.map(\.selector) == ["objectsAtIndexes:"])
+        }
+
+        @Test func literalIncidentsNameTheClassMethod() throws {
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(runScenario("array.literal.nil") == .neutral)
+                    #expect(runScenario("dict.literal.nilValue") == .neutral)
+                    CrashShield.flushIncidents()
+                }
+            }
+            #expect(incidents.map(\.methodName) == [
+                "+[NSArray arrayWithObjects:count:]", "+[NSDictionary dictionaryWithObjects:forKeys:count:]",
+            ])
+        }
+
+        /// location + length wraps past NSUIntegerMax: must be caught, never treated as in range.
+        /// (Incident text renders NSUIntegerMax as -1, the value a negative index would have had.)
+        @Test(arguments: [
+            ("array.subarrayWithRange.wrap", "range location -1 length 2 beyond count"),
+            ("data.subdataWithRange.wrap", "range location -1 length 2 beyond length"),
+            ("data.getBytesRange.wrap", "range location 2 length -1 beyond length"),
+            ("mdata.replaceBytesInRange.wrap", "range location 1 length -1 beyond length"),
+        ])
+        func wrappingRangesAreCaught(_ name: String, _ reason: String) throws {
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(runScenario(name) == .neutral)
+                    CrashShield.flushIncidents()
+                }
+            }
+            #expect(incidents.map(\.reason) == [reason])
+        }
+
+        @Test func wrappingRangesThrowWithoutTheGuard() {
+            CrashShield._resetForTesting()
+            for name in ["array.subarrayWithRange.wrap", "data.subdataWithRange.wrap", "data.getBytesRange.wrap"] {
+                #expect(runScenario(name) == .threw("NSRangeException"), "\(name)")
+            }
+        }
+
+        /// Unguarded, GNUstep's -replaceBytesInRange:withBytes: does not check for a wrapping range
+        /// and crashes the process (SIGSEGV); guarded, the call is a no-op.
+        @Test func wrappingReplaceBytesCrashesWithoutTheGuard() async {
+            await #expect(processExitsWith: .failure) {
+                _ = cs_scenario_at(scenarioIndex("mdata.replaceBytesInRange.wrap")).pointee.run()
+            }
+            await #expect(processExitsWith: .success) {
+                try? CrashShield.start()
+                exit(cs_scenario_at(scenarioIndex("mdata.replaceBytesInRange.wrap")).pointee.run() ? 0 : 3)
+            }
+        }
+
+        @Test func legalCallsGiveIdenticalResultsWithAndWithoutTheGuard() throws {
+            CrashShield._resetForTesting()
+            let unguarded = runOracles().filter { isContainerOracle($0.key) }
+            var guarded: [String: String] = [:]
+            try withGuards {
+                guarded = runOracles().filter { isContainerOracle($0.key) }
+                CrashShield.flushIncidents()
+                #expect(CrashShield.recordedCount(for: .container) == 0)
+            }
+            #expect(unguarded.count == 45)
+            #expect(Set(unguarded.keys) == Set(guarded.keys))
+            for (name, text) in unguarded.sorted(by: { $0.key < $1.key }) {
+                #expect(!text.hasPrefix("exception:"), "\(name): \(text)")
+                #expect(guarded[name] == text, "\(name)")
+            }
+        }
+
+        /// SPEC §2 rule 1: a nil value in a keyed subscript removes the key, guarded or not.
+        @Test func nilValueInKeyedSubscriptStillRemovesTheKey() throws {
+            let name = "NSMutableDictionary setObject:forKeyedSubscript:"
+            try withGuards {
+                #expect(runOracles()[name] == "{a=1;b=2;} {b=2;} 1")
+                #expect(CrashShield.recordedCount(for: .container) == 0)
+            }
+        }
+
+        @Test func setObjectAtIndexedSubscriptAtCountAppends() throws {
+            try withGuards {
+                #expect(runOracles()["NSMutableArray setObject:atIndexedSubscript:"] == "(replaced,b,appended) (first)")
+            }
+        }
+
+        @Test func withPolicyOffTheMisuseThrowsUncaughtAgain() async {
+            await #expect(processExitsWith: .failure) {
+                var options = CrashShieldOptions()
+                options.policies[.container] = .off
+                try? CrashShield.start(options)
+                // Called directly, without the runner's @catch: GNUstep exits(1) on the uncaught exception.
+                _ = cs_scenario_at(scenarioIndex("marray.addObject.nil")).pointee.run()
+            }
+        }
+
+        @Test func withPolicyNeutralizeTheSameMisuseSurvives() async {
+            await #expect(processExitsWith: .success) {
+                try? CrashShield.start()
+                let survived = cs_scenario_at(scenarioIndex("marray.addObject.nil")).pointee.run()
+                exit(survived ? 0 : 3)
+            }
+        }
+
+        @Test func sharedContainersSurviveConcurrentLegalAndMisuse() throws {
+            try withGuards {
+                let threads: UInt32 = 8, iterations: UInt32 = 1_500
+                let misuses = cs_containers_stress(threads, iterations)
+                #expect(misuses == UInt64(threads) * UInt64(iterations) * 10)
+                #expect(CrashShield.recordedCount(for: .container) == misuses)
+            }
+        }
+
+        @Test(arguments: [1, 42, 20_261_122] as [UInt64])
+        func seededRandomMisuseMatchesTheModel(_ seed: UInt64) throws {
+            try withGuards {
+                var misuses: UInt64 = 0
+                let mismatches = cs_containers_randomized(seed, 4_000, &misuses)
+                #expect(mismatches == 0)
+                #expect(misuses > 500)
+                #expect(CrashShield.recordedCount(for: .container) == misuses)
+            }
+        }
+
+        @Test func reportOnlyRecordsAndLetsTheOriginalThrow() throws {
+            var options = CrashShieldOptions()
+            options.policies[.container] = .reportOnly
+            try withGuards(options) {
+                #expect(runScenario("marray.insertObject.beyond") == .threw("NSRangeException"))
+                #expect(CrashShield.recordedCount(for: .container) == 1)
+                // A literal passes through three hooked initialisers; it is still one incident.
+                #expect(runScenario("array.literal.nil") == .threw("NSInvalidArgumentException"))
+                #expect(runScenario("dict.literal.nilValue") == .threw("NSInvalidArgumentException"))
+                #expect(runScenario("set.initWithObjectsCount.nil") == .threw("NSInvalidArgumentException"))
+                #expect(CrashShield.recordedCount(for: .container) == 4)
+                // The depth marker unwound with the exceptions: the next neutralised misuse records again.
+                try CrashShield.setPolicy(.neutralize, for: .container)
+                #expect(runScenario("array.literal.nil") == .neutral)
+                #expect(CrashShield.recordedCount(for: .container) == 5)
+            }
+        }
+    }
+}
