@@ -63,19 +63,17 @@ enum DemoCommand {
     }
 
     private static func printTable(_ rows: [Row]) {
-        let width = max(8, rows.map(\.scenario.count).max() ?? 0)
-        let header = "scenario".padding(toLength: width, withPad: " ", startingAt: 0)
-        print("\(header)  guard      unguarded                          guarded  incidents")
-        for row in rows {
-            let columns = [
-                row.scenario.padding(toLength: width, withPad: " ", startingAt: 0),
-                row.guardName.padding(toLength: 9, withPad: " ", startingAt: 0),
-                row.unguarded.padding(toLength: 34, withPad: " ", startingAt: 0),
-                row.guarded.padding(toLength: 7, withPad: " ", startingAt: 0),
-                "\(row.incidents)",
-            ]
-            print(columns.joined(separator: "  "))
+        func column(_ values: [String], _ title: String) -> Int { max(title.count, values.map(\.count).max() ?? 0) }
+        let widths = [
+            column(rows.map(\.scenario), "scenario"), column(rows.map(\.guardName), "guard"),
+            column(rows.map(\.unguarded), "unguarded"), column(rows.map(\.guarded), "guarded"),
+        ]
+        func line(_ cells: [String]) -> String {
+            zip(cells, widths + [0]).map { $0.padding(toLength: max($1, $0.count), withPad: " ", startingAt: 0) }
+                .joined(separator: "  ")
         }
+        print(line(["scenario", "guard", "unguarded", "guarded", "incidents"]))
+        for row in rows { print(line([row.scenario, row.guardName, row.unguarded, row.guarded, "\(row.incidents)"])) }
         let passed = rows.filter(\.passed).count
         print("\(passed)/\(rows.count) scenarios neutralised with an incident")
     }

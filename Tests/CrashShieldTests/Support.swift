@@ -8,6 +8,7 @@ import _CrashShieldScenarios
 @Suite(.serialized) enum RuntimeTests {}
 
 /// Starts guards with `options` after a full reset, runs `body`, and resets again.
+@discardableResult
 func withGuards<R>(_ options: CrashShieldOptions = CrashShieldOptions(), _ body: () throws -> R) throws -> R {
     CrashShield._resetForTesting()
     try CrashShield.start(options)
