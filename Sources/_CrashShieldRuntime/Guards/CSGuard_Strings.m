@@ -24,12 +24,13 @@
  * - attribute:atIndex:effectiveRange: beyond returns nil, attributesAtIndex:effectiveRange: an
  *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}.
  *
- * Calls made by the system's own libraries: GNUstep's deleteCharactersInRange: implementations
- * send replaceCharactersInRange:withString: with a nil string (its "delete"), and its attributed
- * strings read attributesAtIndex: at index == length (attributedSubstringFromRange: {length, 0},
- * addAttribute:… range:{0, 0} on an empty string). Both are legal there, so those two forms are a
- * misuse only when the call comes from outside the system images (the caller's return address).
- * Only those two forms pay for that lookup; every other check is arithmetic.
+ * Two forms are legal inside GNUstep but throw on Apple's Foundation, so the app must not rely
+ * on them: replaceCharactersInRange:withString: with a nil string (GNUstep's own
+ * deleteCharactersInRange: implementations send it as their "delete"), and reading attributes at
+ * index == length (GNUstep's attributedSubstringFromRange: {length, 0} and addAttribute:… range:
+ * {0, 0} on an empty string do). They are a misuse only when the app sent them (cs_sent_by_system:
+ * the caller's return address); only those two forms pay for that lookup, every other check is
+ * arithmetic.
  *
  * Ranges are checked with overflow-safe arithmetic: location + length may wrap.
  */
@@ -51,9 +52,15 @@ static inline NSRange cs_range_clamp(NSRange range, NSUInteger length) {
     return NSMakeRange(location, range.length < rest ? range.length : rest);
 }
 
-/** True when the message was sent from a system library (Foundation itself), not the app. */
+/**
+ * True when the message was sent by the system's own code rather than by the app: the return
+ * address lies in a system image, or in CrashShield's hook code. The second case is a tail call:
+ * an original implementation that a hook invoked (GNUstep's deleteCharactersInRange: is
+ * `[self replaceCharactersInRange:r withString:nil]`, compiled as a jump) leaves the hook's own
+ * call as the return address. App code never returns into hook code.
+ */
 static inline BOOL cs_sent_by_system(const void *caller) {
-    return cs_address_is_in_system_image((uintptr_t)caller);
+    return cs_guard_name_for_address((uintptr_t)caller) != NULL || cs_address_is_in_system_image((uintptr_t)caller);
 }
 
 static const char *const kRangeBeyond = "range at {} with length {} beyond the end";

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,6 +51,15 @@ const char *cs_oracle_name(size_t index);
 /** Runs oracle `index`; returns a malloc'd UTF-8 description (free() it), "exception:Name"
  *  when a legal call threw. */
 char *cs_oracle_run(size_t index);
+
+/* ---- strings (Scenarios_Strings.m) ------------------------------------------------------ */
+
+/** Runs `threads` threads that each make `iterations` rounds of legal string calls and string
+ *  misuses on shared receivers (plus legal mutations of thread-local strings). Returns the number
+ *  of misuses performed, which is the exact number of "string" incidents to expect when the guard
+ *  neutralises; `*wrong_results` (optional) receives how many calls returned something other than
+ *  the legal or the neutralised value. */
+uint64_t cs_strings_stress(unsigned threads, unsigned iterations, uint64_t *wrong_results);
 
 #ifdef __cplusplus
 }
