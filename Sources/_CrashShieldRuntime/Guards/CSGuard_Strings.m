@@ -63,6 +63,12 @@ static inline BOOL cs_sent_by_system(const void *caller) {
     return cs_guard_name_for_address((uintptr_t)caller) != NULL || cs_address_is_in_system_image((uintptr_t)caller);
 }
 
+/* Keeps a call to the original out of tail position. The deleteCharactersInRange: originals
+ * forward to replaceCharactersInRange:withString: nil by a tail call; with this barrier in the
+ * delete hooks that forwarded message returns into hook code (or GNUstep), never into the app's
+ * call site, so cs_sent_by_system() recognises it in optimised builds too. */
+#define CS_NO_TAIL_CALL() __asm__ volatile("" ::: "memory")
+
 static const char *const kRangeBeyond = "range at {} with length {} beyond the end";
 static const char *const kIndexBeyond = "index {} beyond length {}";
 static const char *const kNilString = "nil string";
@@ -246,6 +252,7 @@ static inline void cs_mstring_deleteCharactersInRange(IMP original, id self, SEL
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
+    CS_NO_TAIL_CALL();
 }
 CS_DEFINE_HOOK_1(cs_mstring_deleteCharactersInRange, void, NSRange)
 
@@ -381,6 +388,7 @@ static inline void cs_mastring_deleteCharactersInRange(IMP original, id self, SE
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
+    CS_NO_TAIL_CALL();
 }
 CS_DEFINE_HOOK_1(cs_mastring_deleteCharactersInRange, void, NSRange)
 
