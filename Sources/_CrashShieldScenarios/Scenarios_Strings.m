@@ -899,13 +899,15 @@ const cs_oracle_table cs_string_oracles = CS_TABLE(kOracles);
 #pragma mark - Concurrency stress
 
 /* Shared receivers are only read (or receive misuses, which the guard turns into no-ops), so
- * sharing them across threads is legal; legal mutations go to thread-local strings. */
+ * sharing them across threads is legal; legal mutations go to thread-local strings. The
+ * receivers stay alive in cs_strings_stress()'s autorelease pool until every thread has joined
+ * (unretained here so the struct also compiles under ARC). */
 typedef struct {
-    NSString *literal;
-    NSString *made;
-    NSString *unicode;
-    NSMutableString *mutable;
-    NSAttributedString *attributed;
+    __unsafe_unretained NSString *literal;
+    __unsafe_unretained NSString *made;
+    __unsafe_unretained NSString *unicode;
+    __unsafe_unretained NSMutableString *mutable;
+    __unsafe_unretained NSAttributedString *attributed;
     unsigned iterations;
     uint64_t misuses;      /* __atomic */
     uint64_t wrong_results; /* __atomic */
@@ -962,11 +964,14 @@ uint64_t cs_strings_stress(unsigned threads, unsigned iterations, uint64_t *wron
     cs_strings_stress_state state = {0};
     uint64_t misuses = 0;
     @autoreleasepool {
+        NSString *made = cs_format_string(), *unicode = cs_unicode_string();
+        NSMutableString *mutable = cs_mutable_string();
+        NSAttributedString *attributed = cs_attributed_string();
         state.literal = @"abc";
-        state.made = cs_format_string();
-        state.unicode = cs_unicode_string();
-        state.mutable = cs_mutable_string();
-        state.attributed = cs_attributed_string();
+        state.made = made;
+        state.unicode = unicode;
+        state.mutable = mutable;
+        state.attributed = attributed;
         state.iterations = iterations;
         pthread_t *ids = calloc(threads, sizeof(pthread_t));
         unsigned started = 0;
