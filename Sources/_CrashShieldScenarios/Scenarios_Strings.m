@@ -310,7 +310,7 @@ static bool mastring_deleteCharactersInRange_beyond(void) {
 #pragma mark - Scenarios: wrapping ranges (location + length overflows to a small number)
 
 static bool string_rangeOfStringOptionsRange_wrap(void) {
-    /* {2, max}: the valid part is {2, 4}; a wrapped check would search {2, 1}... or crash. */
+    /* {2, max} ends at 1 after wrapping; only its valid part {2, 4} ("cabc") is searched. */
     NSRange found = [@"abcabc" rangeOfString:@"c" options:NSBackwardsSearch range:cs_raw_range(2, NSUIntegerMax)];
     return found.location == 5 && found.length == 1;
 }
