@@ -141,3 +141,85 @@ unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations) {
     }
     return failures;
 }
+
+#pragma mark - Install / uninstall cycles
+
+#import "../_CrashShieldRuntime/Engine/CSEngine.h"
+
+#define CS_MAX_RECORDED_OWNERS 4096
+
+typedef struct {
+    Class owner;
+    SEL sel;
+    IMP imp;
+} cs_owner_imp;
+
+/* Every (owner, selector) the registry's hook tables would touch, with the owner's own IMP now. */
+static size_t cs_snapshot_owner_imps(cs_owner_imp *out, size_t capacity) {
+    size_t n = 0;
+    for (size_t g = 0; g < CSGuardRegistryCount; g++) {
+        CSGuard *guard = CSGuardRegistry[g];
+        for (size_t h = 0; h < guard->hook_count; h++) {
+            const CSHookSpec *spec = &guard->hooks[h];
+            Class root = objc_lookUpClass(spec->root_class);
+            if (root == Nil) continue;
+            SEL sel = sel_registerName(spec->selector);
+            Class owners[CS_SLOT_COUNT];
+            size_t found = cs_backend_find_owners(root, sel, spec->class_side, owners, CS_SLOT_COUNT);
+            for (size_t i = 0; i < found && i < CS_SLOT_COUNT && n < capacity; i++)
+                out[n++] = (cs_owner_imp){owners[i], sel, cs_backend_own_implementation(owners[i], sel)};
+        }
+    }
+    return n;
+}
+
+static bool cs_is_slot_function(IMP imp) {
+    for (size_t g = 0; g < CSGuardRegistryCount; g++)
+        for (size_t h = 0; h < CSGuardRegistry[g]->hook_count; h++)
+            for (unsigned s = 0; s < CS_SLOT_COUNT; s++)
+                if (CSGuardRegistry[g]->hooks[h].slots->replacement[s] == imp) return true;
+    return false;
+}
+
+cs_install_cycle_result cs_test_install_cycles(unsigned cycles) {
+    cs_install_cycle_result result = {0};
+    static cs_owner_imp before[CS_MAX_RECORDED_OWNERS], after[CS_MAX_RECORDED_OWNERS];
+    cs_guards_uninstall_for_testing();
+    size_t n = cs_snapshot_owner_imps(before, CS_MAX_RECORDED_OWNERS);
+    result.owners = n;
+    for (unsigned c = 0; c < cycles; c++) {
+        cs_guards_start(NULL);
+        /* Create objects of every kind so that classes GNUstep initialises lazily (and which copy
+         * methods from hooked classes at +initialize) come into being while hooked. */
+        @autoreleasepool {
+            NSMutableArray *array = [NSMutableArray arrayWithObjects:@"a", @"b", nil];
+            NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithObject:@"v" forKey:@"k"];
+            NSMutableString *string = [NSMutableString stringWithString:@"abc"];
+            (void)[array objectAtIndex:0];
+            (void)[dictionary objectForKey:@"k"];
+            (void)[string characterAtIndex:0];
+        }
+        /* While installed: a slot's original is never another slot (that would chain a class to
+         * another class's original). */
+        for (size_t g = 0; g < CSGuardRegistryCount; g++)
+            for (size_t h = 0; h < CSGuardRegistry[g]->hook_count; h++) {
+                const CSHookSlots *slots = CSGuardRegistry[g]->hooks[h].slots;
+                for (unsigned s = 0; s < slots->used; s++)
+                    if (cs_is_slot_function(slots->original[s])) result.slot_chained_to_slot++;
+            }
+        cs_guards_uninstall_for_testing();
+        /* Compare as sets: the runtime's class list may be reordered by classes created meanwhile.
+         * A class that gained the method while hooked must hold an original IMP, never a slot. */
+        size_t m = cs_snapshot_owner_imps(after, CS_MAX_RECORDED_OWNERS);
+        for (size_t i = 0; i < m; i++) {
+            bool known = false, same = false;
+            for (size_t j = 0; j < n && !known; j++) {
+                if (before[j].owner != after[i].owner || before[j].sel != after[i].sel) continue;
+                known = true;
+                same = before[j].imp == after[i].imp;
+            }
+            if (known ? !same : cs_is_slot_function(after[i].imp)) result.changed_after_uninstall++;
+        }
+    }
+    return result;
+}

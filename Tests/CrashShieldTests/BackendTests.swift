@@ -1,4 +1,5 @@
 import Testing
+@_spi(Testing) import CrashShield
 import _CrashShieldRuntime
 import _CrashShieldScenarios
 
@@ -25,6 +26,18 @@ extension RuntimeTests {
             #expect(cs_test_owner_count("NSString", "characterAtIndex:", false) > 1)
             #expect(cs_test_owner_count("NSArray", "arrayWithObjects:count:", true) >= 1)
             #expect(cs_test_owner_count("NSArray", "noSuchSelectorAnywhere:", false) == 0)
+        }
+
+        /// Regression: the engine once read an owner's IMP through the dispatch table, which on GCC
+        /// libobjc could answer with the slot just installed on a superclass, so a subclass ended up
+        /// calling its superclass's original (a crash in the container oracle).
+        @Test func installUninstallCyclesRestoreEveryOwnerExactly() {
+            CrashShield._resetForTesting()
+            let result = cs_test_install_cycles(5)
+            CrashShield._resetForTesting()
+            #expect(result.owners > 100)
+            #expect(result.slot_chained_to_slot == 0)
+            #expect(result.changed_after_uninstall == 0)
         }
 
         @Test func sideTableSurvivesConcurrentUse() {

@@ -20,6 +20,10 @@
  */
 IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement);
 
+/** The implementation that `owner` itself defines for `sel` (not an inherited or cached one),
+ *  or NULL. Read from the class's own method list, never from a dispatch table. */
+IMP cs_backend_own_implementation(Class owner, SEL sel);
+
 /**
  * Finds, at run time, every class that is `root` or a subclass of it and defines `sel` itself.
  * With `class_side`, the class methods are searched and the metaclasses are returned.

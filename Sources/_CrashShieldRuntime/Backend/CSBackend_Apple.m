@@ -20,6 +20,11 @@ static Method cs_own_method(Class owner, SEL sel) {
     return found;
 }
 
+IMP cs_backend_own_implementation(Class owner, SEL sel) {
+    Method method = cs_own_method(owner, sel);
+    return method ? method_getImplementation(method) : NULL;
+}
+
 IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
     Method method = cs_own_method(owner, sel);
     return method ? method_setImplementation(method, replacement) : NULL;

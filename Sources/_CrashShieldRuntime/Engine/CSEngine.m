@@ -63,13 +63,37 @@ static char **cs_copy_strings(const char *const *strings, size_t count) {
     return copy;
 }
 
+static BOOL cs_is_replacement(const CSHookSlots *slots, IMP imp, unsigned *slot) {
+    for (unsigned s = 0; s < CS_SLOT_COUNT; s++)
+        if (slots->replacement[s] == imp) {
+            if (slot) *slot = s;
+            return YES;
+        }
+    return NO;
+}
+
+/* Undoes cs_hook, newest first. GNUstep copies methods between classes at +initialize ("class
+ * behaviours"): a class initialised while we were hooked may hold a copy of one of our slot
+ * functions as its own method. Such copies get the original that slot stood for, so nothing of
+ * ours stays behind. */
 static void cs_unhook(CSGuard *g) {
-    for (size_t h = 0; h < g->hook_count; h++) {
+    for (size_t h = g->hook_count; h-- > 0;) {
         const CSHookSpec *spec = &g->hooks[h];
+        CSHookSlots *slots = spec->slots;
         SEL sel = cs_backend_selector(spec->selector);
-        for (unsigned i = 0; i < spec->slots->used; i++)
-            cs_backend_replace_implementation(spec->slots->owner[i], sel, spec->slots->original[i]);
-        spec->slots->used = 0;
+        for (unsigned i = slots->used; i-- > 0;)
+            cs_backend_replace_implementation(slots->owner[i], sel, slots->original[i]);
+        Class root = objc_lookUpClass(spec->root_class);
+        if (root != Nil && slots->used > 0) {
+            Class owners[4 * CS_SLOT_COUNT];
+            size_t found = cs_backend_find_owners(root, sel, spec->class_side, owners, 4 * CS_SLOT_COUNT);
+            for (size_t i = 0; i < found && i < 4 * CS_SLOT_COUNT; i++) {
+                unsigned slot;
+                if (cs_is_replacement(slots, cs_backend_own_implementation(owners[i], sel), &slot) && slot < slots->used)
+                    cs_backend_replace_implementation(owners[i], sel, slots->original[slot]);
+            }
+        }
+        slots->used = 0;
     }
     g->hooked_methods = 0;
 }
@@ -88,12 +112,17 @@ static const char *cs_hook(CSGuard *g) {
         CSHookSlots *slots = spec->slots;
         for (size_t i = 0; i < found; i++) {
             Class owner = owners[i];
-            IMP current = class_getMethodImplementation(owner, sel);
-            slots->original[i] = current;
-            slots->owner[i] = owner;
-            slots->used = (unsigned)(i + 1);
-            IMP previous = cs_backend_replace_implementation(owner, sel, slots->replacement[i]);
-            if (previous != NULL && previous != current) slots->original[i] = previous;
+            /* Never class_getMethodImplementation(): on GCC libobjc it reads the dispatch table,
+             * which can answer with an inherited IMP for a class not yet messaged. */
+            IMP current = cs_backend_own_implementation(owner, sel);
+            /* A copy of one of our own slots (see cs_unhook) already routes through the hook. */
+            if (cs_is_replacement(slots, current, NULL)) continue;
+            unsigned slot = slots->used;
+            slots->original[slot] = current;
+            slots->owner[slot] = owner;
+            slots->used = slot + 1;
+            IMP previous = cs_backend_replace_implementation(owner, sel, slots->replacement[slot]);
+            if (previous != NULL && previous != current) slots->original[slot] = previous;
             g->hooked_methods++;
         }
     }
@@ -229,7 +258,7 @@ void cs_guards_set_class_filters(const char *const *allow, size_t allow_count, c
 
 void cs_guards_uninstall_for_testing(void) {
     pthread_mutex_lock(&g_engine_lock);
-    for (size_t i = 0; i < CSGuardRegistryCount; i++) {
+    for (size_t i = CSGuardRegistryCount; i-- > 0;) {
         CSGuard *g = CSGuardRegistry[i];
         CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_OFF);
         cs_unhook(g);

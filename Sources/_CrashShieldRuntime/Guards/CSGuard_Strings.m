@@ -2,9 +2,40 @@
  * CSGuard_Strings.m — SPEC §2.2: NSString (every concrete class, constant strings included),
  * NSMutableString, NSAttributedString and NSMutableAttributedString.
  *
+ * Every hook below is installed on each class at or below its public root that defines the
+ * selector itself (placeholders, constant strings, inline/buffer/sub-strings, the attributed
+ * string's mutable-string tracker ...), discovered at run time.
+ *
+ * Neutralised results (the contract the scenarios and tests check):
+ * - characterAtIndex: beyond the length returns 0.
+ * - Range reads (substringWithRange:, attributedSubstringFromRange:) return the valid part of the
+ *   range; substringFromIndex: beyond returns the empty string, substringToIndex: beyond the whole
+ *   string; rangeOfString:options:range:[locale:] searches only the valid part of the range.
+ * - rangeOfString: with a nil search string returns {NSNotFound, 0}; hasPrefix:/hasSuffix: nil NO.
+ * - stringByReplacingCharactersInRange:withString: out of range or nil, and
+ *   stringByAppendingString: nil, return an unchanged copy (made by the original implementation).
+ * - initWithString: nil (NSString, NSMutableString, NSAttributedString and its mutable
+ *   subclass), initWithString:attributes: nil and +stringWithString: nil initialise from the
+ *   empty string: the original initialiser runs with @"", so placeholder receivers, MRC ownership
+ *   and the mutable/immutable class of the result stay what the runtime makes them.
+ * - Mutations (appendString:, insertString:atIndex:, deleteCharactersInRange:,
+ *   replaceCharactersInRange:withString:, addAttribute:value:range:, setAttributes:range:) that
+ *   are out of range or have a nil argument are no-ops.
+ * - attribute:atIndex:effectiveRange: beyond returns nil, attributesAtIndex:effectiveRange: an
+ *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}.
+ *
+ * Two forms are legal inside GNUstep but throw on Apple's Foundation, so the app must not rely
+ * on them: replaceCharactersInRange:withString: with a nil string (GNUstep's own
+ * deleteCharactersInRange: implementations send it as their "delete"), and reading attributes at
+ * index == length (GNUstep's attributedSubstringFromRange: {length, 0} and addAttribute:… range:
+ * {0, 0} on an empty string do). They are a misuse only when the app sent them (cs_sent_by_system:
+ * the caller's return address); only those two forms pay for that lookup, every other check is
+ * arithmetic.
+ *
  * Ranges are checked with overflow-safe arithmetic: location + length may wrap.
  */
 #import "../Engine/CSEngine.h"
+#include <pthread.h>
 
 extern CSGuard CSGuardStrings;
 #define G (&CSGuardStrings)
@@ -14,30 +45,414 @@ static inline BOOL cs_range_fits(NSRange range, NSUInteger length) {
     return range.location <= length && range.length <= length - range.location;
 }
 
-#pragma mark - NSString
+/** The part of `range` that lies within [0, length] (empty at the end when none does). */
+static inline NSRange cs_range_clamp(NSRange range, NSUInteger length) {
+    NSUInteger location = range.location < length ? range.location : length;
+    NSUInteger rest = length - location;
+    return NSMakeRange(location, range.length < rest ? range.length : rest);
+}
+
+/**
+ * True when the message was sent by the system's own code rather than by the app: the return
+ * address lies in a system image, or in CrashShield's hook code. The second case is a tail call:
+ * an original implementation that a hook invoked (GNUstep's deleteCharactersInRange: is
+ * `[self replaceCharactersInRange:r withString:nil]`, compiled as a jump) leaves the hook's own
+ * call as the return address. App code never returns into hook code.
+ */
+static inline BOOL cs_sent_by_system(const void *caller) {
+    return cs_guard_name_for_address((uintptr_t)caller) != NULL || cs_address_is_in_system_image((uintptr_t)caller);
+}
+
+/* Keeps a call to the original out of tail position. The deleteCharactersInRange: originals
+ * forward to replaceCharactersInRange:withString: nil by a tail call; with this barrier in the
+ * delete hooks that forwarded message returns into hook code (or GNUstep), never into the app's
+ * call site, so cs_sent_by_system() recognises it in optimised builds too. */
+#define CS_NO_TAIL_CALL() __asm__ volatile("" ::: "memory")
+
+static const char *const kRangeBeyond = "range at {} with length {} beyond the end";
+static const char *const kIndexBeyond = "index {} beyond length {}";
+static const char *const kNilString = "nil string";
+
+#define CS_RANGE_MISUSE(range) cs_guard_misuse(G, self, _cmd, caller, kRangeBeyond, 2, (range).location, (range).length)
+
+#pragma mark - NSString reads
 
 static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd, const void *caller,
                                                  NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = [(NSString *)self length];
-        if (CS_UNLIKELY(index >= length) &&
-            cs_guard_misuse(G, self, _cmd, caller, "index {} beyond length {}", 2, index, length))
+        if (CS_UNLIKELY(index >= length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             return 0;
     }
     return ((unichar(*)(id, SEL, NSUInteger))original)(self, _cmd, index);
 }
 CS_DEFINE_HOOK_1(cs_string_characterAtIndex, unichar, NSUInteger)
 
+static inline id cs_string_substringFromIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSString *)self length];
+        if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
+            index = length; /* -> the empty string */
+    }
+    return ((id(*)(id, SEL, NSUInteger))original)(self, _cmd, index);
+}
+CS_DEFINE_HOOK_1(cs_string_substringFromIndex, id, NSUInteger)
+
+static inline id cs_string_substringToIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSString *)self length];
+        if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
+            index = length; /* -> the whole string */
+    }
+    return ((id(*)(id, SEL, NSUInteger))original)(self, _cmd, index);
+}
+CS_DEFINE_HOOK_1(cs_string_substringToIndex, id, NSUInteger)
+
+static inline id cs_string_substringWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSString *)self length];
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
+            range = cs_range_clamp(range, length);
+    }
+    return ((id(*)(id, SEL, NSRange))original)(self, _cmd, range);
+}
+CS_DEFINE_HOOK_1(cs_string_substringWithRange, id, NSRange)
+
+#pragma mark - NSString searches
+
+static inline NSRange cs_string_rangeOfString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NSMakeRange(NSNotFound, 0);
+    return ((NSRange(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_rangeOfString, NSRange, id)
+
+static inline NSRange cs_string_rangeOfStringOptions(IMP original, id self, SEL _cmd, const void *caller, id string,
+                                                     NSUInteger options) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NSMakeRange(NSNotFound, 0);
+    return ((NSRange(*)(id, SEL, id, NSUInteger))original)(self, _cmd, string, options);
+}
+CS_DEFINE_HOOK_2(cs_string_rangeOfStringOptions, NSRange, id, NSUInteger)
+
+/** Shared check of the two ranged searches. Returns NO when the search must not run (nil search
+ *  string, neutralised); may narrow `*range` to its valid part. */
+static inline BOOL cs_string_search_allowed(id self, SEL _cmd, const void *caller, id string, NSRange *range) {
+    if (!cs_guard_is_on(G)) return YES;
+    if (CS_UNLIKELY(string == nil)) return !cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0);
+    NSUInteger length = [(NSString *)self length];
+    if (CS_UNLIKELY(!cs_range_fits(*range, length)) && CS_RANGE_MISUSE(*range)) *range = cs_range_clamp(*range, length);
+    return YES;
+}
+
+static inline NSRange cs_string_rangeOfStringOptionsRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                          id string, NSUInteger options, NSRange range) {
+    if (!cs_string_search_allowed(self, _cmd, caller, string, &range)) return NSMakeRange(NSNotFound, 0);
+    return ((NSRange(*)(id, SEL, id, NSUInteger, NSRange))original)(self, _cmd, string, options, range);
+}
+CS_DEFINE_HOOK_3(cs_string_rangeOfStringOptionsRange, NSRange, id, NSUInteger, NSRange)
+
+static inline NSRange cs_string_rangeOfStringOptionsRangeLocale(IMP original, id self, SEL _cmd, const void *caller,
+                                                                id string, NSUInteger options, NSRange range,
+                                                                id locale) {
+    if (!cs_string_search_allowed(self, _cmd, caller, string, &range)) return NSMakeRange(NSNotFound, 0);
+    return ((NSRange(*)(id, SEL, id, NSUInteger, NSRange, id))original)(self, _cmd, string, options, range, locale);
+}
+CS_DEFINE_HOOK_4(cs_string_rangeOfStringOptionsRangeLocale, NSRange, id, NSUInteger, NSRange, id)
+
+static inline BOOL cs_string_hasPrefix(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NO;
+    return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_hasPrefix, BOOL, id)
+
+static inline BOOL cs_string_hasSuffix(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NO;
+    return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_hasSuffix, BOOL, id)
+
+#pragma mark - NSString derived strings and initialisers
+
+static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                              NSRange range, id string) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(string == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
+                range = NSMakeRange(0, 0); /* replacing nothing with nothing: an unchanged copy */
+                string = @"";
+            }
+        } else {
+            NSUInteger length = [(NSString *)self length];
+            if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) {
+                range = NSMakeRange(0, 0);
+                string = @"";
+            }
+        }
+    }
+    return ((id(*)(id, SEL, NSRange, id))original)(self, _cmd, range, string);
+}
+CS_DEFINE_HOOK_2(cs_string_stringByReplacingCharactersInRange, id, NSRange, id)
+
+static inline id cs_string_stringByAppendingString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        string = @"";
+    return ((id(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_stringByAppendingString, id, id)
+
+/* The receiver is whatever +alloc returned: on GNUstep a shared placeholder for NSString, a real
+ * instance for NSMutableString. Initialising it from @"" keeps the runtime's own ownership rules
+ * (the placeholder is never released by us; a real instance is initialised, not leaked). */
+static inline id cs_string_initWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        string = @"";
+    return ((id(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_initWithString, id, id)
+
+/* +stringWithString: checks nil itself on GNUstep (it does not reach -initWithString:). */
+static inline id cs_string_stringWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        string = @"";
+    return ((id(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_stringWithString, id, id)
+
+#pragma mark - NSMutableString
+
+static inline void cs_mstring_appendString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return;
+    ((void (*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_mstring_appendString, void, id)
+
+static inline void cs_mstring_insertString(IMP original, id self, SEL _cmd, const void *caller, id string,
+                                           NSUInteger index) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(string == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
+        } else {
+            NSUInteger length = [(NSString *)self length];
+            if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
+                return;
+        }
+    }
+    ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, string, index);
+}
+CS_DEFINE_HOOK_2(cs_mstring_insertString, void, id, NSUInteger)
+
+static inline void cs_mstring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                      NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSString *)self length];
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+    }
+    ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
+    CS_NO_TAIL_CALL();
+}
+CS_DEFINE_HOOK_1(cs_mstring_deleteCharactersInRange, void, NSRange)
+
+/** Shared check of replaceCharactersInRange:withString: (mutable and attributed strings, whose
+ *  -length both count characters). YES: the call may proceed. */
+static inline BOOL cs_replace_allowed(id self, SEL _cmd, const void *caller, NSRange range, id string) {
+    if (!cs_guard_is_on(G)) return YES;
+    NSUInteger length = [(NSString *)self length];
+    if (CS_UNLIKELY(!cs_range_fits(range, length))) return !CS_RANGE_MISUSE(range);
+    /* A nil string from the system libraries is their own "delete" (see the file comment). */
+    if (CS_UNLIKELY(string == nil) && !cs_sent_by_system(caller))
+        return !cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0);
+    return YES;
+}
+
+static inline void cs_mstring_replaceCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                       NSRange range, id string) {
+    if (!cs_replace_allowed(self, _cmd, caller, range, string)) return;
+    ((void (*)(id, SEL, NSRange, id))original)(self, _cmd, range, string);
+}
+CS_DEFINE_HOOK_2(cs_mstring_replaceCharactersInRange, void, NSRange, id)
+
+#pragma mark - NSAttributedString
+
+static inline id cs_astring_initWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        string = @"";
+    return ((id(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_astring_initWithString, id, id)
+
+static inline id cs_astring_initWithStringAttributes(IMP original, id self, SEL _cmd, const void *caller, id string,
+                                                     id attributes) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        string = @"";
+    return ((id(*)(id, SEL, id, id))original)(self, _cmd, string, attributes);
+}
+CS_DEFINE_HOOK_2(cs_astring_initWithStringAttributes, id, id, id)
+
+static inline id cs_astring_attributedSubstringFromRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                         NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSAttributedString *)self length];
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
+            range = cs_range_clamp(range, length);
+    }
+    return ((id(*)(id, SEL, NSRange))original)(self, _cmd, range);
+}
+CS_DEFINE_HOOK_1(cs_astring_attributedSubstringFromRange, id, NSRange)
+
+/** YES when reading attributes at `index` is a misuse to record (index == length is the system's
+ *  own legal form; see the file comment). */
+static inline BOOL cs_attribute_index_misuse(id self, SEL _cmd, const void *caller, NSUInteger index) {
+    NSUInteger length = [(NSAttributedString *)self length];
+    if (CS_LIKELY(index < length)) return NO;
+    if (index == length && cs_sent_by_system(caller)) return NO;
+    return cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length);
+}
+
+/* The neutral result of attributesAtIndex:effectiveRange:, made once and kept for the process. */
+static NSDictionary *g_empty_attributes;
+static pthread_once_t g_empty_attributes_once = PTHREAD_ONCE_INIT;
+
+static void cs_make_empty_attributes(void) {
+    g_empty_attributes = [[NSDictionary alloc] init];
+}
+
+static id cs_empty_attributes(void) {
+    pthread_once(&g_empty_attributes_once, cs_make_empty_attributes);
+    return g_empty_attributes;
+}
+
+static inline id cs_astring_attributeAtIndex(IMP original, id self, SEL _cmd, const void *caller, id name,
+                                             NSUInteger index, NSRange *effective) {
+    if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(cs_attribute_index_misuse(self, _cmd, caller, index))) {
+        if (effective) *effective = NSMakeRange(NSNotFound, 0);
+        return nil;
+    }
+    return ((id(*)(id, SEL, id, NSUInteger, NSRange *))original)(self, _cmd, name, index, effective);
+}
+CS_DEFINE_HOOK_3(cs_astring_attributeAtIndex, id, id, NSUInteger, NSRange *)
+
+static inline id cs_astring_attributesAtIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index,
+                                              NSRange *effective) {
+    if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(cs_attribute_index_misuse(self, _cmd, caller, index))) {
+        if (effective) *effective = NSMakeRange(NSNotFound, 0);
+        return cs_empty_attributes();
+    }
+    return ((id(*)(id, SEL, NSUInteger, NSRange *))original)(self, _cmd, index, effective);
+}
+CS_DEFINE_HOOK_2(cs_astring_attributesAtIndex, id, NSUInteger, NSRange *)
+
+#pragma mark - NSMutableAttributedString
+
+static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, const void *caller, id name, id value,
+                                            NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(name == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil attribute name", 0, 0, 0)) return;
+        } else if (CS_UNLIKELY(value == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil attribute value", 0, 0, 0)) return;
+        } else {
+            NSUInteger length = [(NSAttributedString *)self length];
+            if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+        }
+    }
+    ((void (*)(id, SEL, id, id, NSRange))original)(self, _cmd, name, value, range);
+}
+CS_DEFINE_HOOK_3(cs_mastring_addAttribute, void, id, id, NSRange)
+
+/* A nil dictionary is legal (it clears the attributes of the range). */
+static inline void cs_mastring_setAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
+                                             NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSAttributedString *)self length];
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+    }
+    ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
+}
+CS_DEFINE_HOOK_2(cs_mastring_setAttributes, void, id, NSRange)
+
+static inline void cs_mastring_replaceCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                        NSRange range, id string) {
+    if (!cs_replace_allowed(self, _cmd, caller, range, string)) return;
+    ((void (*)(id, SEL, NSRange, id))original)(self, _cmd, range, string);
+}
+CS_DEFINE_HOOK_2(cs_mastring_replaceCharactersInRange, void, NSRange, id)
+
+static inline void cs_mastring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
+                                                       NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = [(NSAttributedString *)self length];
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+    }
+    ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
+    CS_NO_TAIL_CALL();
+}
+CS_DEFINE_HOOK_1(cs_mastring_deleteCharactersInRange, void, NSRange)
+
 #pragma mark - Registration
 
 static const CSHookSpec kStringHooks[] = {
     CS_HOOK("NSString", "characterAtIndex:", cs_string_characterAtIndex),
+    CS_HOOK("NSString", "substringFromIndex:", cs_string_substringFromIndex),
+    CS_HOOK("NSString", "substringToIndex:", cs_string_substringToIndex),
+    CS_HOOK("NSString", "substringWithRange:", cs_string_substringWithRange),
+    CS_HOOK("NSString", "rangeOfString:", cs_string_rangeOfString),
+    CS_HOOK("NSString", "rangeOfString:options:", cs_string_rangeOfStringOptions),
+    CS_HOOK("NSString", "rangeOfString:options:range:", cs_string_rangeOfStringOptionsRange),
+    CS_HOOK("NSString", "rangeOfString:options:range:locale:", cs_string_rangeOfStringOptionsRangeLocale),
+    CS_HOOK("NSString", "hasPrefix:", cs_string_hasPrefix),
+    CS_HOOK("NSString", "hasSuffix:", cs_string_hasSuffix),
+    CS_HOOK("NSString", "stringByReplacingCharactersInRange:withString:", cs_string_stringByReplacingCharactersInRange),
+    CS_HOOK("NSString", "stringByAppendingString:", cs_string_stringByAppendingString),
+    CS_HOOK("NSString", "initWithString:", cs_string_initWithString),
+    CS_CLASS_HOOK("NSString", "stringWithString:", cs_string_stringWithString),
+    CS_HOOK("NSMutableString", "appendString:", cs_mstring_appendString),
+    CS_HOOK("NSMutableString", "insertString:atIndex:", cs_mstring_insertString),
+    CS_HOOK("NSMutableString", "deleteCharactersInRange:", cs_mstring_deleteCharactersInRange),
+    CS_HOOK("NSMutableString", "replaceCharactersInRange:withString:", cs_mstring_replaceCharactersInRange),
+    CS_HOOK("NSAttributedString", "initWithString:", cs_astring_initWithString),
+    CS_HOOK("NSAttributedString", "initWithString:attributes:", cs_astring_initWithStringAttributes),
+    CS_HOOK("NSAttributedString", "attributedSubstringFromRange:", cs_astring_attributedSubstringFromRange),
+    CS_HOOK("NSAttributedString", "attribute:atIndex:effectiveRange:", cs_astring_attributeAtIndex),
+    CS_HOOK("NSAttributedString", "attributesAtIndex:effectiveRange:", cs_astring_attributesAtIndex),
+    CS_HOOK("NSMutableAttributedString", "addAttribute:value:range:", cs_mastring_addAttribute),
+    CS_HOOK("NSMutableAttributedString", "setAttributes:range:", cs_mastring_setAttributes),
+    CS_HOOK("NSMutableAttributedString", "replaceCharactersInRange:withString:", cs_mastring_replaceCharactersInRange),
+    CS_HOOK("NSMutableAttributedString", "deleteCharactersInRange:", cs_mastring_deleteCharactersInRange),
 };
 
+#pragma mark - Canary
+
+static BOOL cs_canary_append_nil(void) {
+    NSMutableString *text = [NSMutableString stringWithString:@"ab"];
+    [text appendString:(NSString *)nil];
+    return [text isEqualToString:@"ab"];
+}
+
+static BOOL cs_canary_append_legal(void) {
+    NSMutableString *text = [NSMutableString stringWithString:@"ab"];
+    [text appendString:@"c"];
+    return [text isEqualToString:@"abc"];
+}
+
 static const char *cs_strings_canary(void) {
-    NSString *text = [NSString stringWithUTF8String:"abc"];
-    CS_CANARY_MISUSE([text characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted");
-    CS_CANARY_LEGAL([text characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed");
+    /* A compile-time constant string and one made at run time: different classes own the IMP. */
+    NSString *literal = @"abc";
+    NSString *made = [NSString stringWithUTF8String:"abc"];
+    NSMutableString *mutable = [NSMutableString stringWithString:@"abc"];
+    CS_CANARY_MISUSE([literal characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted (constant string)");
+    CS_CANARY_LEGAL([literal characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed (constant string)");
+    CS_CANARY_MISUSE([made characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted");
+    CS_CANARY_LEGAL([made characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed");
+    CS_CANARY_MISUSE([[mutable substringWithRange:NSMakeRange(1, 9)] isEqualToString:@"bc"],
+                     "-[NSMutableString substringWithRange:] beyond length not intercepted");
+    CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:@"b"],
+                    "-[NSMutableString substringWithRange:] legal call changed");
+    CS_CANARY_MISUSE(cs_canary_append_nil(), "-[NSMutableString appendString:] nil not intercepted");
+    CS_CANARY_LEGAL(cs_canary_append_legal(), "-[NSMutableString appendString:] legal call changed");
     return NULL;
 }
 

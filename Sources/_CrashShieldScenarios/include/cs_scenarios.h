@@ -85,19 +85,17 @@ size_t cs_test_owner_count(const char *root, const char *selector, bool class_si
 /** Hammers the side table from `threads` threads; returns the number of inconsistencies seen. */
 unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 
-#ifdef __cplusplus
-}
-#endif
-#endif
+typedef struct {
+    size_t owners;                 /**< (owner, selector) pairs the hook tables cover */
+    size_t slot_chained_to_slot;   /**< installed slots whose original is a slot function */
+    size_t changed_after_uninstall;/**< owners whose own IMP differs from before the first start */
+} cs_install_cycle_result;
+/** Starts and uninstalls every guard `cycles` times (leaves them uninstalled). */
+cs_install_cycle_result cs_test_install_cycles(unsigned cycles);
 
 /* ---- containers (Scenarios_Containers.m): helpers for the container guard's tests ---------- */
-#ifndef CS_SCENARIOS_CONTAINERS_H
-#define CS_SCENARIOS_CONTAINERS_H
-#include <stdint.h>
-#ifdef __cplusplus
-extern "C" {
-#endif
-/** Runs `threads` NSThreads for `iterations` rounds each, mixing legal calls and misuse on
+
+/** Runs `threads` threads for `iterations` rounds each, mixing legal calls and misuse on
  *  containers shared by all threads (plus legal mutations of per-thread arrays). Returns the
  *  number of misuses performed, or UINT64_MAX when a shared container changed or a legal call
  *  returned a wrong value. */
@@ -110,6 +108,16 @@ uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *
  *  the container guard on: unguarded, GNUstep 1.28 allocates until memory runs out (so it is not
  *  a demo scenario, whose unguarded run would do exactly that). */
 bool cs_containers_nil_index_set_misuse(void);
+
+/* ---- strings (Scenarios_Strings.m) ------------------------------------------------------ */
+
+/** Runs `threads` threads that each make `iterations` rounds of legal string calls and string
+ *  misuses on shared receivers (plus legal mutations of thread-local strings). Returns the number
+ *  of misuses performed, which is the exact number of "string" incidents to expect when the guard
+ *  neutralises; `*wrong_results` (optional) receives how many calls returned something other than
+ *  the legal or the neutralised value. */
+uint64_t cs_strings_stress(unsigned threads, unsigned iterations, uint64_t *wrong_results);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+/// Every scenario of the string guard (SPEC §2.2), by name.
+let stringScenarioNames: [String] = (0..<cs_scenario_count()).compactMap { index in
+    let scenario = cs_scenario_at(index).pointee
+    return String(cString: scenario.guard_name) == "string" ? String(cString: scenario.name) : nil
+}
+
+/// Oracles of the string guard: named after the class whose selector they exercise.
+private let stringOracleClasses = ["NSString ", "NSMutableString ", "NSAttributedString ", "NSMutableAttributedString "]
+
+extension RuntimeTests {
+    @Suite struct StringGuard {
+        /// Runs one scenario under guards (policy neutralize) and returns what was delivered.
+        private func guardedRun(_ name: String, _ options: CrashShieldOptions = CrashShieldOptions()) throws
+            -> (outcome: ScenarioRun.Outcome, recorded: UInt64, incidents: [Incident])
+        {
+            var outcome = ScenarioRun.Outcome.otherValue
+            var recorded: UInt64 = 0
+            let incidents = try collectIncidents {
+                try withGuards(options) {
+                    outcome = runScenario(name)
+                    recorded = CrashShield.statistics.recorded
+                    CrashShield.flushIncidents()
+                }
+            }
+            return (outcome, recorded, incidents)
+        }
+
+        @Test func guardIsActiveOnEveryOwningClass() throws {
+            try withGuards {
+                let status = try #require(CrashShield.status.first { $0.id == .string })
+                #expect(status.state == .active)
+                #expect(status.policy == .neutralize)
+                // 27 hooked selectors, several with many owners (characterAtIndex: alone has 10 on
+                // GNUstep 1.28: constant, C, unicode, mutable, placeholder, tracker ... strings).
+                #expect(status.hookedMethods > 27)
+            }
+        }
+
+        @Test func everyStringScenarioIsListed() {
+            #expect(stringScenarioNames.count >= 50)
+            #expect(Set(stringScenarioNames).count == stringScenarioNames.count)
+        }
+
+        @Test(arguments: stringScenarioNames)
+        func misuseIsNeutralisedWithExactlyOneIncident(_ name: String) throws {
+            let scenario = cs_scenario_at(scenarioIndex(name)).pointee
+            let run = try guardedRun(name)
+            #expect(run.outcome == .neutral)
+            // One user misuse is one incident, even when the original implementation would have
+            // sent further hooked messages (substringFromIndex: -> substringWithRange:, ...).
+            #expect(run.recorded == 1)
+            #expect(run.incidents.count == 1)
+            let incident = try #require(run.incidents.first)
+            #expect(incident.kind == .firstOccurrence)
+            #expect(incident.guardID == .string)
+            #expect(incident.policy == .neutralize)
+            #expect(incident.selector == String(cString: scenario.selector))
+            #expect(incident.isClassMethod == scenario.class_method)
+            #expect(!incident.reason.isEmpty && !incident.reason.contains("{}"))
+            #expect(incident.count == 1)
+        }
+
+        @Test(arguments: [
+            ("string.characterAtIndex.beyond", "index 9 beyond length 3"),
+            ("string.characterAtIndex.beyond.unicode", "index 9 beyond length 5"),
+            ("string.substringFromIndex.beyond", "index 9 beyond length 3"),
+            ("string.substringWithRange.beyond", "range at 1 with length 9 beyond the end"),
+            ("string.rangeOfString.nil", "nil string"),
+            ("string.rangeOfStringOptionsRange.beyond", "range at 4 with length 9 beyond the end"),
+            ("mstring.insertString.beyond", "index 9 beyond length 3"),
+            ("mstring.replaceCharactersInRange.nil", "nil string"),
+            ("astring.attributesAtIndex.beyond", "index 9 beyond length 3"),
+            ("astring.attributesAtIndex.empty", "index 0 beyond length 0"),
+            ("mastring.addAttribute.nilValue", "nil attribute value"),
+            ("mastring.addAttribute.nilName", "nil attribute name"),
+            ("mastring.addAttribute.beyond", "range at 0 with length 9 beyond the end"),
+        ])
+        func reasonTexts(_ name: String, _ reason: String) throws {
+            let run = try guardedRun(name)
+            let incident = try #require(run.incidents.first)
+            #expect(incident.reason == reason)
+            // The class is the concrete receiver class (private on GNUstep): it is not named here,
+            // only that it is a real class name, never an object description.
+            #expect(!incident.className.isEmpty && !incident.className.contains(" "))
+            #expect(incident.methodName == "-[\(incident.className) \(incident.selector)]")
+        }
+
+        @Test func classMethodIncidentNamesTheReceiverClass() throws {
+            for (name, className) in [("string.stringWithString.nil", "NSString"),
+                                      ("mstring.stringWithString.nil", "NSMutableString")] {
+                let run = try guardedRun(name)
+                let incident = try #require(run.incidents.first)
+                #expect(incident.isClassMethod)
+                #expect(incident.className == className)
+                #expect(incident.methodName == "+[\(className) stringWithString:]")
+                #expect(incident.reason == "nil string")
+            }
+        }
+
+        /// location + length overflows to a small number that would look legal ({max, 2} -> 1):
+        /// the check must catch it, and the neutral value must come from the valid part only.
+        /// (Incident texts render numbers near UInt64.max as negative values: -1 is NSUIntegerMax.)
+        @Test(arguments: [
+            ("string.substringWithRange.wrap", "range at -1 with length 2 beyond the end"),
+            ("string.rangeOfStringOptionsRange.wrap", "range at 2 with length -1 beyond the end"),
+            ("string.stringByReplacingCharactersInRange.wrap",
+             "range at -2 with length 3 beyond the end"),
+            ("mstring.deleteCharactersInRange.wrap", "range at 1 with length -1 beyond the end"),
+            ("mstring.replaceCharactersInRange.wrap", "range at -1 with length 2 beyond the end"),
+            ("astring.attributedSubstringFromRange.wrap",
+             "range at 1 with length -1 beyond the end"),
+            ("mastring.setAttributes.wrap", "range at -2 with length 3 beyond the end"),
+        ])
+        func wrappingRangesAreCaught(_ name: String, _ reason: String) throws {
+            let run = try guardedRun(name)
+            #expect(run.outcome == .neutral)
+            #expect(run.recorded == 1)
+            #expect(run.incidents.first?.reason == reason)
+        }
+
+        @Test func legalCallsBehaveExactlyAsBefore() throws {
+            CrashShield._resetForTesting()
+            let unguarded = runOracles()
+            let guarded = try withGuards {
+                let results = runOracles()
+                // Legal calls, including GNUstep's own internal ones (a nil string sent by its
+                // deleteCharactersInRange:, attributes read at index == length), record nothing.
+                #expect(CrashShield.recordedCount(for: .string) == 0)
+                return results
+            }
+            let names = unguarded.keys.filter { name in stringOracleClasses.contains { name.hasPrefix($0) } }.sorted()
+            #expect(names.count == 27)
+            for name in names {
+                let before = try #require(unguarded[name])
+                #expect(guarded[name] == before, "\(name)")
+                #expect(!before.hasPrefix("exception:"), "\(name): \(before)")
+                #expect(!before.contains("0x"), "\(name) must not print addresses")
+                #expect(before.count > 10, "\(name) says too little: \(before)")
+            }
+        }
+
+        /// Report-only lets the original run with the bad argument. The original may pass it on
+        /// to other hooked methods (substringFromIndex: -> substringWithRange:, rangeOfString: ->
+        /// rangeOfString:options:range:locale:), which report it as well: the first incident is
+        /// always the app's own call.
+        @Test(arguments: [
+            ("string.substringWithRange.beyond", ScenarioRun.Outcome.threw("NSRangeException")),
+            ("string.substringFromIndex.beyond", .threw("NSRangeException")),
+            ("string.rangeOfString.nil", .threw("NSInvalidArgumentException")),
+            ("astring.attributeAtIndex.beyond", .threw("NSRangeException")),
+            ("mastring.addAttribute.nilValue", .threw("NSInvalidArgumentException")),
+            // GNUstep deletes with a nil replacement string: report-only lets it.
+            ("mstring.replaceCharactersInRange.nil", .otherValue),
+        ])
+        func reportOnlyRecordsAndKeepsTheOriginalBehaviour(_ name: String, _ original: ScenarioRun.Outcome) throws {
+            var options = CrashShieldOptions()
+            options.policies[.string] = .reportOnly
+            // GNUstep keeps attributes in dictionaries: an attributed-string misuse that reaches the
+            // original ends in a dictionary misuse, which the container guard would neutralise.
+            options.policies[.container] = .reportOnly
+            let scenario = cs_scenario_at(scenarioIndex(name)).pointee
+            let run = try guardedRun(name, options)
+            #expect(run.outcome == original)
+            #expect(run.recorded >= 1)
+            let first = try #require(run.incidents.first)
+            #expect(first.policy == .reportOnly)
+            #expect(first.selector == String(cString: scenario.selector))
+        }
+
+        @Test func policyOffRecordsNothing() throws {
+            var options = CrashShieldOptions()
+            options.policies[.string] = .off
+            try withGuards(options) {
+                #expect(runScenario("string.substringWithRange.beyond.unicode") == .threw("NSRangeException"))
+                #expect(runScenario("mstring.appendString.nil") == .neutral)  // GNUstep ignores nil itself
+                #expect(CrashShield.recordedCount(for: .string) == 0)
+            }
+        }
+
+        @Test func uninstalledGuardLeavesEveryMisuseToGNUstep() {
+            CrashShield._resetForTesting()
+            #expect(runScenario("string.characterAtIndex.beyond") == .threw("NSInvalidArgumentException"))
+            #expect(runScenario("mstring.characterAtIndex.beyond") == .threw("NSRangeException"))
+            #expect(runScenario("string.initWithString.nil") == .threw("NSInvalidArgumentException"))
+            #expect(runScenario("mastring.addAttribute.nilValue") == .threw("NSInvalidArgumentException"))
+        }
+
+        @Test func concurrentLegalCallsAndMisusesAreCountedExactly() throws {
+            try withGuards {
+                var wrong: UInt64 = 0
+                let threads: UInt32 = 8, iterations: UInt32 = 2_000
+                let misuses = cs_strings_stress(threads, iterations, &wrong)
+                #expect(misuses == UInt64(threads) * UInt64(iterations) * 9)
+                #expect(wrong == 0)
+                #expect(CrashShield.recordedCount(for: .string) == misuses)
+                #expect(CrashShield.statistics.recorded == misuses)
+            }
+        }
+    }
+}
