@@ -27,6 +27,9 @@ IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement);
  */
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity);
 
+/** True when `cls` (a class or metaclass) defines `sel` itself, not only by inheritance. */
+BOOL cs_backend_class_defines(Class cls, SEL sel);
+
 /** The selector with this name, registered if needed. */
 SEL cs_backend_selector(const char *name);
 

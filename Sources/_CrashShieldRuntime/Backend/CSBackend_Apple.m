@@ -20,6 +20,10 @@ static Method cs_own_method(Class owner, SEL sel) {
     return found;
 }
 
+BOOL cs_backend_class_defines(Class cls, SEL sel) {
+    return cs_own_method(cls, sel) != NULL;
+}
+
 IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
     Method method = cs_own_method(owner, sel);
     return method ? method_setImplementation(method, replacement) : NULL;

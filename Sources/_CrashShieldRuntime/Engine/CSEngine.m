@@ -82,7 +82,13 @@ static const char *cs_hook(CSGuard *g) {
         if (root == Nil) return "a class the guard hooks does not exist on this runtime";
         SEL sel = cs_backend_selector(spec->selector);
         Class owners[CS_SLOT_COUNT];
-        size_t found = cs_backend_find_owners(root, sel, spec->class_side, owners, CS_SLOT_COUNT);
+        size_t found;
+        if (spec->root_only) {
+            owners[0] = spec->class_side ? object_getClass((id)root) : root;
+            found = cs_backend_class_defines(owners[0], sel) ? 1 : 0;
+        } else {
+            found = cs_backend_find_owners(root, sel, spec->class_side, owners, CS_SLOT_COUNT);
+        }
         if (found == 0) return "no class implements a selector the guard hooks";
         if (found > CS_SLOT_COUNT) return "more classes implement a hooked selector than there are slots";
         CSHookSlots *slots = spec->slots;
