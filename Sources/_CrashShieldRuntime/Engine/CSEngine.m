@@ -44,16 +44,25 @@ static BOOL cs_has_prefix(const char *name, char *const *prefixes, size_t count)
     return NO;
 }
 
+cs_class_listing cs_guard_class_listing(Class cls) {
+    cs_class_filters *filters = CS_ATOMIC_LOAD(&g_filters);
+    if (filters == NULL || (filters->allow_count == 0 && filters->deny_count == 0)) return CS_CLASS_UNLISTED;
+    cs_class_listing listing = CS_CLASS_UNLISTED;
+    for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
+        const char *name = class_getName(c);
+        if (cs_has_prefix(name, filters->deny, filters->deny_count)) return CS_CLASS_DENY_LISTED;
+        if (listing == CS_CLASS_UNLISTED && cs_has_prefix(name, filters->allow, filters->allow_count))
+            listing = CS_CLASS_ALLOW_LISTED;
+    }
+    return listing;
+}
+
 static BOOL cs_class_allowed(Class cls) {
     cs_class_filters *filters = CS_ATOMIC_LOAD(&g_filters);
     if (filters == NULL || (filters->allow_count == 0 && filters->deny_count == 0)) return YES;
-    BOOL allowed = filters->allow_count == 0;
-    for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
-        const char *name = class_getName(c);
-        if (cs_has_prefix(name, filters->deny, filters->deny_count)) return NO;
-        if (!allowed && cs_has_prefix(name, filters->allow, filters->allow_count)) allowed = YES;
-    }
-    return allowed;
+    cs_class_listing listing = cs_guard_class_listing(cls);
+    if (listing == CS_CLASS_DENY_LISTED) return NO;
+    return filters->allow_count == 0 || listing == CS_CLASS_ALLOW_LISTED;
 }
 
 static char **cs_copy_strings(const char *const *strings, size_t count) {
@@ -64,6 +73,7 @@ static char **cs_copy_strings(const char *const *strings, size_t count) {
 }
 
 static void cs_unhook(CSGuard *g) {
+    if (g->uninstall) g->uninstall();
     for (size_t h = 0; h < g->hook_count; h++) {
         const CSHookSpec *spec = &g->hooks[h];
         SEL sel = cs_backend_selector(spec->selector);
@@ -103,6 +113,7 @@ static const char *cs_hook(CSGuard *g) {
             g->hooked_methods++;
         }
     }
+    if (g->install) return g->install(&g->hooked_methods);
     return NULL;
 }
 
@@ -138,11 +149,19 @@ static void cs_install_guard(CSGuard *g, cs_policy policy) {
 
 BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
                      uint64_t a0, uint64_t a1) {
+    if (CS_ATOMIC_LOAD_RELAXED(&g->policy) == CS_POLICY_OFF) return NO;
+    BOOL is_class = cs_backend_is_class_object(receiver);
+    Class cls = is_class ? (Class)receiver : object_getClass(receiver);
+    if (!cs_class_allowed(cls)) return NO;
+    return cs_guard_record(g, receiver, cmd, caller, reason, argc, a0, a1);
+}
+
+BOOL cs_guard_record(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
+                     uint64_t a0, uint64_t a1) {
     cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&g->policy);
     if (policy == CS_POLICY_OFF) return NO;
     BOOL is_class = cs_backend_is_class_object(receiver);
     Class cls = is_class ? (Class)receiver : object_getClass(receiver);
-    if (!cs_class_allowed(cls)) return NO;
     cs_incident_site site = {
         .guard_name = g->name,
         .policy = policy,
