@@ -6,10 +6,14 @@
  * bucket keeps calling the old IMP (research/gnustep-probe.md §0a), so every replacement is
  * followed by a rebuild of the owner's and its subclasses' tables.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr, Dl_info */
+#endif
 #import "CSBackend.h"
+#include <dlfcn.h>
+#include <cs_incidents.h>
 
 #if !defined(__APPLE__)
-#include <dlfcn.h>
 #include <string.h>
 
 typedef void (*cs_dtable_update_fn)(Class);
@@ -61,6 +65,165 @@ IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
     return previous;
 }
 
+IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types) {
+    Method own = cs_own_method(cls, sel);
+    if (own != NULL) {
+        IMP previous = method_setImplementation(own, imp);
+        cs_refresh_dispatch_tables(cls);
+        return previous;
+    }
+    Method inherited = class_getInstanceMethod(cls, sel);
+    if (inherited == NULL) return NULL;
+    IMP previous = method_getImplementation(inherited);
+    /* class_addMethod rebuilds the dispatch tables of cls and its subclasses. Never used on a
+     * metaclass (research/gnustep-probe.md §0b). */
+    if (!class_addMethod(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
+    return previous;
+}
+
+const char *cs_backend_selector_types(SEL sel) {
+    return sel ? sel_getTypeEncoding(sel) : NULL;
+}
+
+#pragma mark - Unrecognized messages (__objc_msg_forward2)
+
+/* How GCC libobjc reaches this hook (research/gnustep-probe.md §2): objc_msg_lookup finds no
+ * method, +resolveInstanceMethod:/+resolveClassMethod: decline, then __objc_msg_forward2(receiver,
+ * sel) is asked for an IMP, which the caller then calls exactly as it would have called the real
+ * method. GNUstep installs its own forward2 (NSInvocation-based forwarding); it is kept as the
+ * chained previous hook. Nothing here is cached by the runtime: every miss comes back. */
+
+typedef IMP (*cs_forward2_fn)(id, SEL);
+
+static cs_forward2_fn g_previous_forward2;
+static cs_forward_decider g_forward_decider;   /* CS_ATOMIC_* */
+static cs_forward_reporter g_forward_reporter; /* CS_ATOMIC_* */
+static BOOL g_forward_installed;               /* written under the engine lock */
+
+/* Called by the stubs below; hidden so the asm can call it directly. */
+__attribute__((visibility("hidden"), used)) void cs_gnu_forward_report(id receiver, SEL sel, const void *caller) {
+    cs_forward_reporter report = CS_ATOMIC_LOAD(&g_forward_reporter);
+    if (report) report(receiver, sel, caller);
+}
+
+#if defined(__x86_64__)
+/* Stubs with the signature of whatever method was called. On entry rdi = self, rsi = _cmd and
+ * (%rsp) = the call site. They report, then return zero in every register a caller may read for
+ * a return value that fits in registers: rax and rdx (integers, pointers, small structs), xmm0
+ * and xmm1 (float, double, small structs of floating fields); the x87 variant pushes 0.0 for a
+ * long double. The call keeps the stack 16-byte aligned. */
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl cs_gnu_zero_stub\n"
+        ".hidden cs_gnu_zero_stub\n"
+        ".type cs_gnu_zero_stub,@function\n"
+        "cs_gnu_zero_stub:\n"
+        "    subq $8, %rsp\n"
+        "    movq 8(%rsp), %rdx\n"
+        "    call cs_gnu_forward_report\n"
+        "    addq $8, %rsp\n"
+        "    xorl %eax, %eax\n"
+        "    xorl %edx, %edx\n"
+        "    xorps %xmm0, %xmm0\n"
+        "    xorps %xmm1, %xmm1\n"
+        "    ret\n"
+        ".size cs_gnu_zero_stub, .-cs_gnu_zero_stub\n"
+        ".p2align 4\n"
+        ".globl cs_gnu_x87_stub\n"
+        ".hidden cs_gnu_x87_stub\n"
+        ".type cs_gnu_x87_stub,@function\n"
+        "cs_gnu_x87_stub:\n"
+        "    subq $8, %rsp\n"
+        "    movq 8(%rsp), %rdx\n"
+        "    call cs_gnu_forward_report\n"
+        "    addq $8, %rsp\n"
+        "    fldz\n"
+        "    ret\n"
+        ".size cs_gnu_x87_stub, .-cs_gnu_x87_stub\n");
+void cs_gnu_zero_stub(void);
+void cs_gnu_x87_stub(void);
+
+/* A struct returned in memory: the caller passes the buffer in rdi, so self and _cmd move one
+ * argument along. The size comes from the call-site types of the selector it was called with. */
+static void *cs_gnu_sret_stub(void *result, id self, SEL sel) {
+    const char *types = sel_getTypeEncoding(sel);
+    int size = types ? objc_sizeof_type(objc_skip_type_qualifiers(types)) : 0;
+    if (size > 0) memset(result, 0, (size_t)size);
+    cs_gnu_forward_report(self, sel, __builtin_return_address(0));
+    return result;
+}
+
+/* True when an aggregate's encoding ({name=...}, (name=...)) has a long double member. */
+static BOOL cs_aggregate_has_long_double(const char *type) {
+    const char *p = strchr(type, '=');
+    if (p == NULL) return NO;
+    for (p++; *p; p++) {
+        if (*p == '"') { /* a quoted field name */
+            p = strchr(p + 1, '"');
+            if (p == NULL) return NO;
+        } else if (*p == 'D') {
+            return YES;
+        }
+    }
+    return NO;
+}
+
+/* The stub for a message sent with `sel`, from its call-site return type; NULL = not covered. */
+static IMP cs_gnu_stub_for(SEL sel) {
+    const char *types = sel_getTypeEncoding(sel);
+    if (types == NULL || types[0] == 0) return (IMP)cs_gnu_zero_stub; /* untyped: performSelector: */
+    const char *ret = objc_skip_type_qualifiers(types);
+    switch (ret[0]) {
+    case 'D': return (IMP)cs_gnu_x87_stub;
+    case 'j': return ret[1] == 'D' ? NULL : (IMP)cs_gnu_zero_stub;
+    case '{':
+    case '(':
+        if (objc_sizeof_type(ret) > 16) return (IMP)cs_gnu_sret_stub;
+        return cs_aggregate_has_long_double(ret) ? NULL : (IMP)cs_gnu_zero_stub;
+    default: return (IMP)cs_gnu_zero_stub;
+    }
+}
+#else
+static IMP cs_gnu_stub_for(SEL sel) {
+    (void)sel;
+    return NULL; /* stubs exist for x86_64 only */
+}
+#endif
+
+static IMP cs_gnu_forward2(id receiver, SEL sel) {
+    cs_forward_decider decide = CS_ATOMIC_LOAD(&g_forward_decider);
+    if (receiver != nil && decide != NULL && decide(receiver, sel) == CS_FORWARD_STUB) {
+        IMP stub = cs_gnu_stub_for(sel);
+        if (stub != NULL) return stub;
+    }
+    cs_forward2_fn previous = g_previous_forward2;
+    return previous ? previous(receiver, sel) : NULL;
+}
+
+const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report) {
+#if !defined(__x86_64__)
+    return "no unrecognized-selector stubs for this architecture";
+#endif
+    CS_ATOMIC_STORE(&g_forward_reporter, report);
+    CS_ATOMIC_STORE(&g_forward_decider, decide);
+    if (!g_forward_installed) {
+        if (__objc_msg_forward2 != cs_gnu_forward2) g_previous_forward2 = __objc_msg_forward2;
+        __objc_msg_forward2 = cs_gnu_forward2;
+        g_forward_installed = YES;
+    }
+    return NULL;
+}
+
+void cs_backend_uninstall_forward_handler(void) {
+    CS_ATOMIC_STORE(&g_forward_decider, (cs_forward_decider)NULL);
+    if (!g_forward_installed) return;
+    /* Restore only when nobody chained after us; otherwise stay installed and decline. */
+    if (__objc_msg_forward2 == cs_gnu_forward2) {
+        __objc_msg_forward2 = g_previous_forward2;
+        g_forward_installed = NO;
+    }
+}
+
 static BOOL cs_is_kind_of(Class cls, Class root) {
     for (Class c = cls; c != Nil; c = class_getSuperclass(c))
         if (c == root) return YES;
@@ -92,4 +255,13 @@ SEL cs_backend_selector(const char *name) {
 
 BOOL cs_backend_is_class_object(id receiver) {
     return receiver != nil && class_isMetaClass(object_getClass(receiver));
+}
+
+BOOL cs_backend_class_is_system(Class cls) {
+    for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
+        Dl_info info;
+        if (dladdr((const void *)c, &info) != 0 && info.dli_fname != NULL)
+            return cs_address_is_in_system_image((uintptr_t)c) ? YES : NO;
+    }
+    return YES;
 }

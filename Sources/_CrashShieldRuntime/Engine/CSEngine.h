@@ -72,9 +72,10 @@ BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const
 
 /** How the class filters (allow/deny prefixes) list a class. */
 typedef enum {
-    CS_CLASS_UNLISTED = 0, /**< no prefix matches (or no filters are set) */
-    CS_CLASS_ALLOW_LISTED = 1,
-    CS_CLASS_DENY_LISTED = 2, /**< deny wins over allow */
+    CS_CLASS_UNLISTED = 0,         /**< no deny prefix matches and no allow prefixes are set */
+    CS_CLASS_ALLOW_LISTED = 1,     /**< an allow prefix matches (and no deny prefix) */
+    CS_CLASS_DENY_LISTED = 2,      /**< a deny prefix matches: deny wins over allow */
+    CS_CLASS_NOT_ALLOW_LISTED = 3, /**< allow prefixes are set and none matches */
 } cs_class_listing;
 
 /** The filters' verdict for `cls` (or its superclasses). Lock-free; cheap without filters. */

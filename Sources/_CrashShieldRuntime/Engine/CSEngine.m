@@ -54,15 +54,13 @@ cs_class_listing cs_guard_class_listing(Class cls) {
         if (listing == CS_CLASS_UNLISTED && cs_has_prefix(name, filters->allow, filters->allow_count))
             listing = CS_CLASS_ALLOW_LISTED;
     }
+    if (listing == CS_CLASS_UNLISTED && filters->allow_count > 0) return CS_CLASS_NOT_ALLOW_LISTED;
     return listing;
 }
 
 static BOOL cs_class_allowed(Class cls) {
-    cs_class_filters *filters = CS_ATOMIC_LOAD(&g_filters);
-    if (filters == NULL || (filters->allow_count == 0 && filters->deny_count == 0)) return YES;
     cs_class_listing listing = cs_guard_class_listing(cls);
-    if (listing == CS_CLASS_DENY_LISTED) return NO;
-    return filters->allow_count == 0 || listing == CS_CLASS_ALLOW_LISTED;
+    return listing == CS_CLASS_UNLISTED || listing == CS_CLASS_ALLOW_LISTED;
 }
 
 static char **cs_copy_strings(const char *const *strings, size_t count) {
