@@ -65,6 +65,16 @@ const char *cs_oracle_name(size_t index);
  *  when a legal call threw. */
 char *cs_oracle_run(size_t index);
 
+/* ---- messages (Scenarios_Messages.m: SPEC §2.3-§2.5) ------------------------------------- */
+
+/** Sends -length to an NSNumber (a system class): 1 = answered 0, 0 = other value, -1 = threw. */
+int cs_msg_system_class_unrecognized(void);
+/** Sends a message neither a forwarding class nor its target implements: same encoding. */
+int cs_msg_forwarder_unknown(void);
+/** Runs the selector, NSNull and KVC misuses on `threads` threads (at most 16), `iterations`
+ *  each; returns how many iterations did not get the neutralised results. */
+uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations);
+
 #ifdef __cplusplus
 }
 #endif
