@@ -229,6 +229,23 @@ extension RuntimeTests {
             #expect(runScenario("kvc.valueForKey.undefinedKey") == .threw("NSUnknownKeyException"))
         }
 
+        @Test(arguments: [
+            (GuardID.selector, "selector.missingObject.instance", "NSInvalidArgumentException"),
+            (.nsnull, "nsnull.length.null", "NSInvalidArgumentException"),
+            (.kvc, "kvc.valueForKey.undefinedKey", "NSUnknownKeyException"),
+        ])
+        func aFailedCanaryRemovesTheGuardAgain(_ id: GuardID, _ scenario: String, _ exception: String) throws {
+            CrashShield._resetForTesting()
+            CrashShield._injectCanaryFailure(for: id)
+            try CrashShield.start()
+            defer { CrashShield._resetForTesting() }
+            let status = try #require(CrashShield.status.first { $0.id == id })
+            #expect(status.state == .canaryFailed(reason: "canary failure injected by a test"))
+            #expect(status.hookedMethods == 0)
+            #expect(runScenario(scenario) == .threw(exception))
+            #expect(CrashShield.recordedCount(for: id) == 0)
+        }
+
         @Test func concurrentMisuseOnManyThreads() throws {
             try withGuards {
                 #expect(cs_msg_run_concurrently(8, 500) == 0)
