@@ -447,6 +447,31 @@ int cs_msg_forwarder_unknown(void) {
     }
 }
 
+int cs_msg_nsnull_answers_like_empty_values(void) {
+    int wrong = 0;
+    @autoreleasepool {
+        id null = cs_null();
+        /* Arguments in registers and on the variadic path (al = vector count). */
+        if (![[(NSString *)null stringByAppendingFormat:@"%d-%@-%.1f", 5, @"x", 2.5] isEqualToString:@"5-x-2.5"])
+            wrong |= 1;
+        if (![[(NSString *)null stringByPaddingToLength:3 withString:@"ab" startingAtIndex:1] isEqualToString:@"bab"])
+            wrong |= 2;
+        /* A result returned in memory (NSDecimal is larger than 16 bytes). The empty string is
+         * the first stand-in and answers decimalValue on GNUstep. */
+        NSDecimal expected = [[NSString string] decimalValue];
+        NSDecimal answered;
+        memset(&answered, 0x5a, sizeof answered);
+        answered = [(NSNumber *)null decimalValue];
+        if (![NSDecimalString(&answered, nil) isEqualToString:NSDecimalString(&expected, nil)]) wrong |= 4;
+        /* NSNotFound, as an empty string answers: not a zeroed "found at 0". */
+        if ([(NSString *)null rangeOfString:@"a"].location != NSNotFound) wrong |= 8;
+        if ([(NSArray *)null lastObject] != nil) wrong |= 16;
+        if ([(NSDictionary *)null allKeys] == nil || [[(NSDictionary *)null allKeys] count] != 0) wrong |= 32;
+        if ([(NSNumber *)null doubleValue] != 0.0) wrong |= 64;
+    }
+    return wrong;
+}
+
 typedef struct {
     uint32_t iterations;
     uint32_t failures;

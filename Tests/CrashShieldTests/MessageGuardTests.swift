@@ -68,7 +68,7 @@ extension RuntimeTests {
     @Suite struct MessageGuard {
         @Test func messageGuardsAreActiveAfterTheirCanaries() throws {
             try withGuards {
-                for (id, hooked) in [(GuardID.selector, 1), (.nsnull, 2), (.kvc, 7)] {
+                for (id, hooked) in [(GuardID.selector, 1), (.nsnull, 3), (.kvc, 7)] {
                     let status = try #require(CrashShield.status.first { $0.id == id })
                     #expect(status.state == .active, "\(id): \(status.state)")
                     #expect(status.policy == .neutralize)
@@ -142,6 +142,18 @@ extension RuntimeTests {
             let implemented = try #require(unguarded["messages: implemented methods and respondsToSelector:"])
             #expect(implemented.contains("respondsToMissing=NO\n"))
             #expect(implemented.contains("classRespondsToMissing=NO\n"))
+        }
+
+        @Test func nsnullPassesArgumentsAndResultsThroughUnchanged() throws {
+            try withGuards {
+                let incidents = collectIncidents { #expect(cs_msg_nsnull_answers_like_empty_values() == 0) }
+                #expect(CrashShield.recordedCount(for: .nsnull) == 8)
+                #expect(Set(incidents.map(\.selector)) == [
+                    "stringByAppendingFormat:", "stringByPaddingToLength:withString:startingAtIndex:", "decimalValue",
+                    "rangeOfString:", "lastObject", "allKeys", "doubleValue",
+                ])
+                #expect(incidents.allSatisfy { $0.className == "NSNull" && $0.guardID == .nsnull })
+            }
         }
 
         @Test func forwardingClassesKeepTheirOwnDecision() throws {

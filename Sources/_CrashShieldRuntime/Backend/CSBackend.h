@@ -82,4 +82,22 @@ typedef void (*cs_forward_reporter)(id receiver, SEL sel, const void *caller);
 const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report);
 /** Stops routing messages to the handler; the previous forwarding hook is restored. */
 void cs_backend_uninstall_forward_handler(void);
+
+/** For an unrecognized message to an instance of exactly the retarget class: the object that
+ *  answers it instead (same selector, same arguments), or nil to leave the message alone. Called
+ *  at lookup and again at the call; must give the same answer both times and must not message
+ *  the receiver. */
+typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
+
+/**
+ * Sends unrecognized messages to instances of exactly `cls` on to the object `target` names,
+ * calling `report` with the call site each time. Checked before the forward handler above.
+ * Returns NULL on success, else a static reason (then nothing was installed and the client
+ * keeps its slower path).
+ * GNUstep (verified, x86_64): a stub saves the argument registers, asks `target`, and jumps to
+ * the target's implementation with the receiver replaced; results in memory (sret) are handled
+ * from the target method's types. Apple: not available (returns a reason).
+ */
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report);
+void cs_backend_uninstall_forward_retarget(void);
 #endif

@@ -113,6 +113,15 @@ void cs_backend_uninstall_forward_handler(void) {
     CS_ATOMIC_STORE(&g_forward_decider, (cs_forward_decider)NULL);
 }
 
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report) {
+    (void)cls;
+    (void)target;
+    (void)report;
+    return "retargeting is not available on this runtime";
+}
+
+void cs_backend_uninstall_forward_retarget(void) {}
+
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
     unsigned int total = 0;
     Class *classes = objc_copyClassList(&total);

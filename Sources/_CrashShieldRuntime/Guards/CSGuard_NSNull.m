@@ -75,6 +75,24 @@ static void cs_null_forwardInvocation(id self, SEL _cmd, NSInvocation *invocatio
     ((void (*)(id, SEL, NSInvocation *))g_original_forward)(self, _cmd, invocation);
 }
 
+#pragma mark - Fast path (the runtime's forward hook)
+
+/* The stand-in answering `sel` for NSNull, when the guard neutralises for NSNull at all; nil
+ * leaves the message to the forwarding methods above (zero fallback, report-only, off, filters). */
+static id cs_null_target(id receiver, SEL sel) {
+    (void)receiver;
+    if (CS_ATOMIC_LOAD_RELAXED(&G->policy) != CS_POLICY_NEUTRALIZE) return nil;
+    cs_class_listing listing = cs_guard_class_listing(g_null_class);
+    if (listing == CS_CLASS_DENY_LISTED || listing == CS_CLASS_NOT_ALLOW_LISTED) return nil;
+    int index = cs_standin_index(sel);
+    return index >= 0 ? g_standins[index] : nil;
+}
+
+static void cs_null_report(id receiver, SEL sel, const void *caller) {
+    int index = cs_standin_index(sel);
+    cs_guard_misuse(G, receiver, sel, caller, index >= 0 ? kStandinReasons[index] : kZeroReason, 0, 0, 0);
+}
+
 #pragma mark - Install
 
 static const char *cs_nsnull_install(uint32_t *hooked) {
@@ -99,11 +117,15 @@ static const char *cs_nsnull_install(uint32_t *hooked) {
     if (previous == NULL) return "NSNull has no forwardInvocation:";
     g_original_forward = previous;
     *hooked += 2;
+    /* Where the runtime allows it, messages a stand-in answers skip NSInvocation altogether and
+     * are reported with their call site; otherwise the forwarding methods do all the work. */
+    if (cs_backend_install_forward_retarget(g_null_class, cs_null_target, cs_null_report) == NULL) *hooked += 1;
     return NULL;
 }
 
 static void cs_nsnull_uninstall(void) {
     if (!g_installed) return;
+    cs_backend_uninstall_forward_retarget();
     SEL signature_sel = cs_backend_selector("methodSignatureForSelector:");
     SEL forward_sel = cs_backend_selector("forwardInvocation:");
     if (class_getMethodImplementation(g_null_class, signature_sel) == (IMP)cs_null_methodSignatureForSelector)

@@ -71,6 +71,10 @@ char *cs_oracle_run(size_t index);
 int cs_msg_system_class_unrecognized(void);
 /** Sends a message neither a forwarding class nor its target implements: same encoding. */
 int cs_msg_forwarder_unknown(void);
+/** Sends NSNull messages with register, variadic and floating-point arguments and a result
+ *  returned in memory; returns 0 when each answered as the empty value does, else a bit mask of
+ *  the wrong ones. */
+int cs_msg_nsnull_answers_like_empty_values(void);
 /** Runs the selector, NSNull and KVC misuses on `threads` threads (at most 16), `iterations`
  *  each; returns how many iterations did not get the neutralised results. */
 uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations);
