@@ -74,6 +74,20 @@ extension LenientWith: Encodable where Provider.Value: Encodable {
     }
 }
 
+extension KeyedEncodingContainer {
+    /// A nil optional is left out, as plain Codable's `encodeIfPresent` does.
+    public mutating func encode<Value: Encodable>(_ value: Lenient<Value>, forKey key: Key) throws {
+        if let optional = value.wrappedValue as? any LenientOptionalMarker, optional.isNil { return }
+        try encode(value.wrappedValue, forKey: key)
+    }
+
+    public mutating func encode<Provider>(_ value: LenientWith<Provider>, forKey key: Key) throws
+    where Provider.Value: Encodable {
+        if let optional = value.wrappedValue as? any LenientOptionalMarker, optional.isNil { return }
+        try encode(value.wrappedValue, forKey: key)
+    }
+}
+
 extension Lenient: Equatable where Value: Equatable {}
 extension Lenient: Hashable where Value: Hashable {}
 extension Lenient: Sendable where Value: Sendable {}
@@ -134,8 +148,10 @@ enum LenientFailure: Equatable {
 }
 
 /// Optional fields accept null and a missing key as plain Codable does (decodeIfPresent).
-private protocol LenientOptionalMarker {}
-extension Optional: LenientOptionalMarker {}
+private protocol LenientOptionalMarker { var isNil: Bool { get } }
+extension Optional: LenientOptionalMarker {
+    fileprivate var isNil: Bool { self == nil }
+}
 private protocol LenientArrayMarker {}
 extension Array: LenientArrayMarker {}
 extension Set: LenientArrayMarker {}

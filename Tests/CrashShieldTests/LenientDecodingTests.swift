@@ -91,6 +91,16 @@ extension RuntimeTests {
             }
         }
 
+        @Test func encodingMatchesPlainCodableForNilOptionals() throws {
+            let json = #"{"id": 2, "name": "b", "age": 3, "score": 1.5, "active": false, "tags": []}"#
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let plain = try encoder.encode(try decode(PlainProfile.self, json))
+            let lenient = try encoder.encode(try decode(LenientProfile.self, json))
+            #expect(String(decoding: lenient, as: UTF8.self) == String(decoding: plain, as: UTF8.self))
+            #expect(!String(decoding: lenient, as: UTF8.self).contains("nickname"))
+        }
+
         @Test func nullsMissingKeysAndWrongTypesBecomeDefaultsWithOneIncidentPerField() throws {
             let json = """
                 {"id": 7, "name": null, "age": "thirty", "score": true, "tags": null}

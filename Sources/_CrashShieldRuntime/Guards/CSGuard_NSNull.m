@@ -10,6 +10,11 @@
  * (description, isEqual:, hash, copy...) never reach forwarding and are untouched; so is
  * respondsToSelector:. With the policy off both methods answer exactly what NSObject's answer.
  *
+ * Fast path (GNUstep, x86_64): the backend's forward hook sends a message a stand-in answers
+ * straight to the stand-in (cs_backend_install_forward_retarget), reported with its call site,
+ * with no NSInvocation: ~0.3 us instead of ~6 us. The forwarding methods remain for the zero
+ * fallback, report-only, filtered classes and runtimes without the fast path.
+ *
  * Stand-ins are tried in a fixed order (string, number, array, dictionary); the first that
  * responds to the selector answers it. A stand-in's own misuse (objectAtIndex: on the empty
  * array) behaves as it would on an empty array: the container guard, when active, handles it.
