@@ -22,6 +22,7 @@ public enum CrashShield {
         IncidentHub.shared.connect()
         cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
         cs_swift_guard_set_policy(options.policy(for: .swiftAccess).raw)
+        cs_decoding_guard_set_policy(options.policy(for: .decoding).raw)
 
         let names = (0..<cs_guard_count()).map { GuardID(rawValue: String(cString: cs_guard_status_at($0).name)) }
         let policies = names.map { options.policy(for: $0) }
@@ -68,6 +69,8 @@ public enum CrashShield {
         }
         result.append(
             GuardStatus(id: .swiftAccess, state: .active, policy: GuardPolicy(cs_swift_guard_policy()), hookedMethods: 0))
+        result.append(
+            GuardStatus(id: .decoding, state: .active, policy: GuardPolicy(cs_decoding_guard_policy()), hookedMethods: 0))
         return result
     }
 
@@ -76,6 +79,10 @@ public enum CrashShield {
     public static func setPolicy(_ policy: GuardPolicy, for id: GuardID) throws {
         if id == .swiftAccess {
             cs_swift_guard_set_policy(policy.raw)
+            return
+        }
+        if id == .decoding {
+            cs_decoding_guard_set_policy(policy.raw)
             return
         }
         guard status.contains(where: { $0.id == id }) else { throw CrashShieldError.unknownGuard(id) }
@@ -143,6 +150,7 @@ extension CrashShield {
         cs_incidents_reset()
         cs_guards_set_class_filters(nil, 0, nil, 0)
         cs_swift_guard_set_policy(CS_POLICY_NEUTRALIZE)
+        cs_decoding_guard_set_policy(CS_POLICY_NEUTRALIZE)
     }
 
     /// Makes the named guard's next canary fail (fault injection for tests).

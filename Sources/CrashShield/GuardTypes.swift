@@ -11,6 +11,14 @@ public struct GuardID: RawRepresentable, Hashable, Sendable, CustomStringConvert
     public static let string = GuardID(rawValue: "string")
     /// The Swift counterparts (`[safe:]` accessors, SPEC §2.11). They have no runtime hooks.
     public static let swiftAccess = GuardID(rawValue: "swift")
+    /// Unrecognized selectors (SPEC §2.3): the app's own classes by default, see the allow list.
+    public static let selector = GuardID(rawValue: "selector")
+    /// Messages to NSNull (SPEC §2.4), usually a JSON null the code did not expect.
+    public static let nsnull = GuardID(rawValue: "nsnull")
+    /// Key-value coding (SPEC §2.5): undefined keys, nil keys, nil for scalars, bad key paths.
+    public static let kvc = GuardID(rawValue: "kvc")
+    /// Lenient `Decodable` wrappers (`@Lenient`, SPEC §2.11). Swift-side: no runtime hooks.
+    public static let decoding = GuardID(rawValue: "decoding")
 }
 
 /// What a guard does when it intercepts a misuse.

@@ -489,3 +489,13 @@ cs_policy cs_swift_guard_policy(void) {
 void cs_swift_guard_set_policy(cs_policy policy) {
     atomic_store(&g_swift_guard_policy, (int)policy);
 }
+
+static _Atomic int g_decoding_guard_policy = CS_POLICY_NEUTRALIZE;
+
+cs_policy cs_decoding_guard_policy(void) {
+    return (cs_policy)atomic_load_explicit(&g_decoding_guard_policy, memory_order_relaxed);
+}
+
+void cs_decoding_guard_set_policy(cs_policy policy) {
+    atomic_store(&g_decoding_guard_policy, (int)policy);
+}

@@ -17,7 +17,7 @@ enum DemoCommand {
         var rows = (0..<cs_scenario_count()).map { index -> Row in
             let scenario = cs_scenario_at(index).pointee
             return Row(scenario: String(cString: scenario.name), guardName: String(cString: scenario.guard_name))
-        }
+        } + SwiftScenarios.all.map { Row(scenario: $0.name, guardName: $0.guardID.rawValue) }
         if let filter { rows = rows.filter { $0.scenario.hasPrefix(filter) } }
 
         let executable = ChildProcess.currentExecutable

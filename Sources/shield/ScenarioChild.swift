@@ -10,6 +10,7 @@ enum ScenarioChild {
     }
 
     static func run(name: String, guarded: Bool) -> Int32 {
+        if let swiftScenario = SwiftScenarios.named(name) { return SwiftScenarios.runChild(swiftScenario, guarded: guarded) }
         guard let index = index(of: name) else {
             FileHandle.standardError.write(Data("unknown scenario \(name)\n".utf8))
             return 2

@@ -162,6 +162,10 @@ bool cs_address_image(uintptr_t address, const char **path, uintptr_t *base);
 cs_policy cs_swift_guard_policy(void);
 void cs_swift_guard_set_policy(cs_policy policy);
 
+/** Policy of the lenient decoding wrappers (Swift, guard "decoding"). Default CS_POLICY_NEUTRALIZE. */
+cs_policy cs_decoding_guard_policy(void);
+void cs_decoding_guard_set_policy(cs_policy policy);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,9 +31,77 @@ IMP cs_backend_own_implementation(Class owner, SEL sel);
  */
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity);
 
+/** True when `cls` (a class or metaclass) defines `sel` itself, not only by inheritance. */
+BOOL cs_backend_class_defines(Class cls, SEL sel);
+
 /** The selector with this name, registered if needed. */
 SEL cs_backend_selector(const char *name);
 
 /** True when the receiver is a class object (a `+` message). */
 BOOL cs_backend_is_class_object(id receiver);
+
+/**
+ * Gives `cls` its own implementation of the instance method `sel`: replaces it in place when `cls`
+ * defines it, else adds it (`types` NULL: the inherited method's types). Returns the IMP `cls`
+ * answered with before (its own or the inherited one), or NULL (nothing changed) when `cls` does
+ * not respond to `sel` at all. Undo by calling it again with the returned IMP.
+ */
+IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types);
+
+/** The call-site type encoding carried by `sel`, or NULL when it has none (an untyped selector
+ *  on GNUstep; always NULL on Apple, whose selectors carry no types). */
+const char *cs_backend_selector_types(SEL sel);
+
+/** True when `cls` comes from a system image (Foundation, the runtime...), false for the app's
+ *  own images. A class made at run time (KVO subclasses) is judged by its nearest superclass
+ *  that has an image. Not for hot paths: callers cache the answer per class. */
+BOOL cs_backend_class_is_system(Class cls);
+
+/* ---- unrecognized messages (SPEC §2.3) ------------------------------------------------------ */
+
+typedef enum {
+    CS_FORWARD_DECLINE = 0, /**< leave the message to the runtime's own forwarding (and exception) */
+    CS_FORWARD_STUB = 1,    /**< answer it with a stub that returns zero, nil or a zeroed struct */
+} cs_forward_decision;
+
+/** Asked for a message that no class in the receiver's chain implements (receiver never nil),
+ *  on the sending thread, before the runtime's own forwarding. Must not message the receiver. */
+typedef cs_forward_decision (*cs_forward_decider)(id receiver, SEL sel);
+
+/** Called by the stub when it answers a message, with the call site's return address. */
+typedef void (*cs_forward_reporter)(id receiver, SEL sel, const void *caller);
+
+/**
+ * Routes unrecognized messages through `decide` and, when it says STUB, answers them with a stub
+ * that calls `report` and returns zero. Chains to whatever forwarding hook was there before
+ * (GNUstep's own) for everything it declines. Returns NULL on success, else a static reason.
+ *
+ * GNUstep (verified): the runtime's __objc_msg_forward2 hook; the stub is chosen from the
+ * call-site type encoding: x86_64 registers rax/rdx/xmm0/xmm1 zeroed, x87 0.0 for long double,
+ * a zeroed buffer for structs returned in memory (> 16 bytes). Not covered (declined, so the
+ * runtime throws as before): `_Complex long double` and small structs holding a long double,
+ * and every architecture other than x86_64.
+ * Apple (NOT VERIFIED): NSObject's forwardingTargetForSelector: answers a stub object.
+ */
+const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report);
+/** Stops routing messages to the handler; the previous forwarding hook is restored. */
+void cs_backend_uninstall_forward_handler(void);
+
+/** For an unrecognized message to an instance of exactly the retarget class: the object that
+ *  answers it instead (same selector, same arguments), or nil to leave the message alone. Called
+ *  at lookup and again at the call; must give the same answer both times and must not message
+ *  the receiver. */
+typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
+
+/**
+ * Sends unrecognized messages to instances of exactly `cls` on to the object `target` names,
+ * calling `report` with the call site each time. Checked before the forward handler above.
+ * Returns NULL on success, else a static reason (then nothing was installed and the client
+ * keeps its slower path).
+ * GNUstep (verified, x86_64): a stub saves the argument registers, asks `target`, and jumps to
+ * the target's implementation with the receiver replaced; results in memory (sret) are handled
+ * from the target method's types. Apple: not available (returns a reason).
+ */
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report);
+void cs_backend_uninstall_forward_retarget(void);
 #endif

@@ -25,10 +25,107 @@ IMP cs_backend_own_implementation(Class owner, SEL sel) {
     return method ? method_getImplementation(method) : NULL;
 }
 
+BOOL cs_backend_class_defines(Class cls, SEL sel) {
+    return cs_own_method(cls, sel) != NULL;
+}
+
 IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
     Method method = cs_own_method(owner, sel);
     return method ? method_setImplementation(method, replacement) : NULL;
 }
+
+IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types) {
+    Method own = cs_own_method(cls, sel);
+    if (own != NULL) return method_setImplementation(own, imp);
+    Method inherited = class_getInstanceMethod(cls, sel);
+    if (inherited == NULL) return NULL;
+    IMP previous = method_getImplementation(inherited);
+    if (!class_addMethod(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
+    return previous;
+}
+
+const char *cs_backend_selector_types(SEL sel) {
+    (void)sel;
+    return NULL; /* Apple selectors carry no types */
+}
+
+#pragma mark - Unrecognized messages (NOT VERIFIED)
+
+/* Stage-2 forwarding: -/+[NSObject forwardingTargetForSelector:] answers a stub object whose
+ * class resolves every selector to a function returning nil/0. Covers object and integer
+ * returns only (floating-point and struct returns are not zeroed); the report's caller is the
+ * forwarding machinery, so incidents are fingerprinted from the captured stack. */
+static cs_forward_decider g_forward_decider;
+static cs_forward_reporter g_forward_reporter;
+static IMP g_original_instance_ftarget;
+static IMP g_original_class_ftarget;
+static id g_stub_object;
+
+static id cs_apple_zero_imp(id self, SEL _cmd) {
+    (void)self;
+    (void)_cmd;
+    return nil;
+}
+
+static BOOL cs_apple_stub_resolve(id self, SEL _cmd, SEL sel) {
+    (void)_cmd;
+    class_addMethod((Class)self, sel, (IMP)cs_apple_zero_imp, "@@:");
+    return YES;
+}
+
+static id cs_apple_ftarget(id self, SEL _cmd, SEL sel, IMP original) {
+    id target = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
+    if (target != nil) return target;
+    cs_forward_decider decide = CS_ATOMIC_LOAD(&g_forward_decider);
+    if (decide == NULL || decide(self, sel) != CS_FORWARD_STUB) return nil;
+    cs_forward_reporter report = CS_ATOMIC_LOAD(&g_forward_reporter);
+    if (report) report(self, sel, NULL);
+    return g_stub_object;
+}
+
+static id cs_apple_instance_ftarget(id self, SEL _cmd, SEL sel) {
+    return cs_apple_ftarget(self, _cmd, sel, g_original_instance_ftarget);
+}
+
+static id cs_apple_class_ftarget(id self, SEL _cmd, SEL sel) {
+    return cs_apple_ftarget(self, _cmd, sel, g_original_class_ftarget);
+}
+
+const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report) {
+    if (g_stub_object == nil) {
+        Class stub = objc_allocateClassPair(objc_lookUpClass("NSObject"), "CSForwardingStub", 0);
+        if (stub == Nil) return "the forwarding stub class could not be made";
+        class_addMethod(object_getClass((id)stub), sel_registerName("resolveInstanceMethod:"),
+                        (IMP)cs_apple_stub_resolve, "c@::");
+        objc_registerClassPair(stub);
+        g_stub_object = [[stub alloc] init];
+    }
+    CS_ATOMIC_STORE(&g_forward_reporter, report);
+    CS_ATOMIC_STORE(&g_forward_decider, decide);
+    if (g_original_instance_ftarget == NULL) {
+        Class root = objc_lookUpClass("NSObject");
+        SEL sel = sel_registerName("forwardingTargetForSelector:");
+        g_original_instance_ftarget = class_getMethodImplementation(root, sel);
+        g_original_class_ftarget = class_getMethodImplementation(object_getClass((id)root), sel);
+        cs_backend_replace_implementation(root, sel, (IMP)cs_apple_instance_ftarget);
+        cs_backend_replace_implementation(object_getClass((id)root), sel, (IMP)cs_apple_class_ftarget);
+    }
+    return NULL;
+}
+
+void cs_backend_uninstall_forward_handler(void) {
+    /* The hooks stay; without a decider they answer exactly what the originals answer. */
+    CS_ATOMIC_STORE(&g_forward_decider, (cs_forward_decider)NULL);
+}
+
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report) {
+    (void)cls;
+    (void)target;
+    (void)report;
+    return "retargeting is not available on this runtime";
+}
+
+void cs_backend_uninstall_forward_retarget(void) {}
 
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
     unsigned int total = 0;

@@ -25,6 +25,13 @@ typedef struct CSGuard {
      * behaved (misuse intercepted, legal call untouched), else a static reason. Runs with the
      * guard's policy at neutralize and the incident pipeline in canary mode. */
     const char *(*canary)(void);
+    /* Optional, for guards whose mechanism is not a method swizzle (e.g. the runtime's forward
+     * hook): called after the hook table is installed, under the engine lock. Returns NULL on
+     * success (and adds what it replaced to *hooked), else a static reason; on failure the engine
+     * calls `uninstall`. `uninstall` must undo everything `install` did and tolerate being called
+     * when nothing is installed. */
+    const char *(*install)(uint32_t *hooked);
+    void (*uninstall)(void);
 
     /* Engine-owned state. */
     int policy;                    /* accessed with CS_ATOMIC_*;             cs_policy; OFF unless ACTIVE */
@@ -42,6 +49,18 @@ typedef struct CSGuard {
         .policy = CS_POLICY_OFF,                                                                   \
     }
 
+/** A guard without a hook table: `install`/`uninstall` do the work (see CSGuard). */
+#define CS_GUARD_DEFINE_CUSTOM(symbol, guard_name, install_fn, uninstall_fn, canary_fn)           \
+    CSGuard symbol = {                                                                             \
+        .name = guard_name,                                                                        \
+        .hooks = NULL,                                                                             \
+        .hook_count = 0,                                                                           \
+        .canary = canary_fn,                                                                       \
+        .install = install_fn,                                                                     \
+        .uninstall = uninstall_fn,                                                                 \
+        .policy = CS_POLICY_OFF,                                                                   \
+    }
+
 static inline BOOL cs_guard_is_on(CSGuard *g) {
     return CS_ATOMIC_LOAD_RELAXED(&g->policy) != CS_POLICY_OFF;
 }
@@ -49,6 +68,22 @@ static inline BOOL cs_guard_is_on(CSGuard *g) {
 /** Records a misuse (see the hook contract above). `reason` is a static template whose "{}"
  *  markers are replaced by `a0`, `a1` when the incident is formatted. Returns YES to neutralise. */
 BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
+                     uint64_t a0, uint64_t a1);
+
+/** How the class filters (allow/deny prefixes) list a class. */
+typedef enum {
+    CS_CLASS_UNLISTED = 0,         /**< no deny prefix matches and no allow prefixes are set */
+    CS_CLASS_ALLOW_LISTED = 1,     /**< an allow prefix matches (and no deny prefix) */
+    CS_CLASS_DENY_LISTED = 2,      /**< a deny prefix matches: deny wins over allow */
+    CS_CLASS_NOT_ALLOW_LISTED = 3, /**< allow prefixes are set and none matches */
+} cs_class_listing;
+
+/** The filters' verdict for `cls` (or its superclasses). Lock-free; cheap without filters. */
+cs_class_listing cs_guard_class_listing(Class cls);
+
+/** Records a misuse like cs_guard_misuse() but without consulting the class filters: for a
+ *  guard that applies its own scope (the selector guard). Returns YES to neutralise. */
+BOOL cs_guard_record(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
                      uint64_t a0, uint64_t a1);
 
 /* ---- canary helpers: used inside a guard's canary function ------------------------------- */

@@ -44,16 +44,23 @@ static BOOL cs_has_prefix(const char *name, char *const *prefixes, size_t count)
     return NO;
 }
 
-static BOOL cs_class_allowed(Class cls) {
+cs_class_listing cs_guard_class_listing(Class cls) {
     cs_class_filters *filters = CS_ATOMIC_LOAD(&g_filters);
-    if (filters == NULL || (filters->allow_count == 0 && filters->deny_count == 0)) return YES;
-    BOOL allowed = filters->allow_count == 0;
+    if (filters == NULL || (filters->allow_count == 0 && filters->deny_count == 0)) return CS_CLASS_UNLISTED;
+    cs_class_listing listing = CS_CLASS_UNLISTED;
     for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
         const char *name = class_getName(c);
-        if (cs_has_prefix(name, filters->deny, filters->deny_count)) return NO;
-        if (!allowed && cs_has_prefix(name, filters->allow, filters->allow_count)) allowed = YES;
+        if (cs_has_prefix(name, filters->deny, filters->deny_count)) return CS_CLASS_DENY_LISTED;
+        if (listing == CS_CLASS_UNLISTED && cs_has_prefix(name, filters->allow, filters->allow_count))
+            listing = CS_CLASS_ALLOW_LISTED;
     }
-    return allowed;
+    if (listing == CS_CLASS_UNLISTED && filters->allow_count > 0) return CS_CLASS_NOT_ALLOW_LISTED;
+    return listing;
+}
+
+static BOOL cs_class_allowed(Class cls) {
+    cs_class_listing listing = cs_guard_class_listing(cls);
+    return listing == CS_CLASS_UNLISTED || listing == CS_CLASS_ALLOW_LISTED;
 }
 
 static char **cs_copy_strings(const char *const *strings, size_t count) {
@@ -77,6 +84,7 @@ static BOOL cs_is_replacement(const CSHookSlots *slots, IMP imp, unsigned *slot)
  * functions as its own method. Such copies get the original that slot stood for, so nothing of
  * ours stays behind. */
 static void cs_unhook(CSGuard *g) {
+    if (g->uninstall) g->uninstall();
     for (size_t h = g->hook_count; h-- > 0;) {
         const CSHookSpec *spec = &g->hooks[h];
         CSHookSlots *slots = spec->slots;
@@ -106,7 +114,13 @@ static const char *cs_hook(CSGuard *g) {
         if (root == Nil) return "a class the guard hooks does not exist on this runtime";
         SEL sel = cs_backend_selector(spec->selector);
         Class owners[CS_SLOT_COUNT];
-        size_t found = cs_backend_find_owners(root, sel, spec->class_side, owners, CS_SLOT_COUNT);
+        size_t found;
+        if (spec->root_only) {
+            owners[0] = spec->class_side ? object_getClass((id)root) : root;
+            found = cs_backend_class_defines(owners[0], sel) ? 1 : 0;
+        } else {
+            found = cs_backend_find_owners(root, sel, spec->class_side, owners, CS_SLOT_COUNT);
+        }
         if (found == 0) return "no class implements a selector the guard hooks";
         if (found > CS_SLOT_COUNT) return "more classes implement a hooked selector than there are slots";
         CSHookSlots *slots = spec->slots;
@@ -126,6 +140,7 @@ static const char *cs_hook(CSGuard *g) {
             g->hooked_methods++;
         }
     }
+    if (g->install) return g->install(&g->hooked_methods);
     return NULL;
 }
 
@@ -161,11 +176,19 @@ static void cs_install_guard(CSGuard *g, cs_policy policy) {
 
 BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
                      uint64_t a0, uint64_t a1) {
+    if (CS_ATOMIC_LOAD_RELAXED(&g->policy) == CS_POLICY_OFF) return NO;
+    BOOL is_class = cs_backend_is_class_object(receiver);
+    Class cls = is_class ? (Class)receiver : object_getClass(receiver);
+    if (!cs_class_allowed(cls)) return NO;
+    return cs_guard_record(g, receiver, cmd, caller, reason, argc, a0, a1);
+}
+
+BOOL cs_guard_record(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
+                     uint64_t a0, uint64_t a1) {
     cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&g->policy);
     if (policy == CS_POLICY_OFF) return NO;
     BOOL is_class = cs_backend_is_class_object(receiver);
     Class cls = is_class ? (Class)receiver : object_getClass(receiver);
-    if (!cs_class_allowed(cls)) return NO;
     cs_incident_site site = {
         .guard_name = g->name,
         .policy = policy,

@@ -25,16 +25,20 @@ typedef struct {
     unsigned used;
 } CSHookSlots;
 
-/** One hooked selector: every class at or below `root_class` that defines it gets a slot. */
+/** One hooked selector: every class at or below `root_class` that defines it gets a slot,
+ *  or, with `root_only`, only the root's own implementation is replaced (subclasses that
+ *  override the selector keep theirs and reach the hook only through `super`). */
 typedef struct {
     const char *root_class; /* public class-cluster root, e.g. "NSArray" */
     const char *selector;
     BOOL class_side;        /* a `+` method: owners are metaclasses */
     CSHookSlots *slots;
+    BOOL root_only;         /* hook `root_class` alone; it must define the selector itself */
 } CSHookSpec;
 
-#define CS_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots}
-#define CS_CLASS_HOOK(root, selector_name, body) {root, selector_name, YES, &body##_slots}
+#define CS_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots, NO}
+#define CS_CLASS_HOOK(root, selector_name, body) {root, selector_name, YES, &body##_slots, NO}
+#define CS_ROOT_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots, YES}
 
 #define CS_REPEAT_SLOTS(M, ...)                                                                   \
     M(0, __VA_ARGS__) M(1, __VA_ARGS__) M(2, __VA_ARGS__) M(3, __VA_ARGS__) M(4, __VA_ARGS__)     \

@@ -118,6 +118,20 @@ bool cs_containers_nil_index_set_misuse(void);
  *  the legal or the neutralised value. */
 uint64_t cs_strings_stress(unsigned threads, unsigned iterations, uint64_t *wrong_results);
 
+/* ---- messages (Scenarios_Messages.m: SPEC §2.3-§2.5) ------------------------------------- */
+
+/** Sends -length to an NSNumber (a system class): 1 = answered 0, 0 = other value, -1 = threw. */
+int cs_msg_system_class_unrecognized(void);
+/** Sends a message neither a forwarding class nor its target implements: same encoding. */
+int cs_msg_forwarder_unknown(void);
+/** Sends NSNull messages with register, variadic and floating-point arguments and a result
+ *  returned in memory; returns 0 when each answered as the empty value does, else a bit mask of
+ *  the wrong ones. */
+int cs_msg_nsnull_answers_like_empty_values(void);
+/** Runs the selector, NSNull and KVC misuses on `threads` threads (at most 16), `iterations`
+ *  each; returns how many iterations did not get the neutralised results. */
+uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,510 @@
+/*
+ * Scenarios_Messages.m — SPEC §2.3 (unrecognized selectors), §2.4 (NSNull) and §2.5 (KVC):
+ * misuse scenarios, legal-input oracles, bench cases, and the test classes they use.
+ *
+ * The test classes are the app's own classes (this target links into the app or test binary),
+ * written without property auto-synthesis (explicit ivars and @synthesize).
+ */
+#import "CSScenarioSupport.h"
+#include <pthread.h>
+#include <string.h>
+
+#pragma mark - Test classes
+
+typedef struct CSMsgBig {
+    double a, b, c, d; /* 32 bytes: returned in memory (sret) on x86_64 */
+} CSMsgBig;
+
+/** A plain app model: two KVC-compliant properties, one of them a scalar. */
+@interface CSMsgAppModel : NSObject {
+    NSString *_name;
+    int _count;
+}
+@property(nonatomic, copy) NSString *name;
+@property(nonatomic) int count;
+- (int)knownValue;
+@end
+
+@implementation CSMsgAppModel
+@synthesize name = _name;
+@synthesize count = _count;
+- (int)knownValue {
+    return 42;
+}
+- (void)dealloc {
+    [_name release];
+    [super dealloc];
+}
+@end
+
+/** Methods declared but implemented by nobody: typed call sites for the unrecognized messages. */
+@interface CSMsgAppModel (NeverImplemented)
+- (id)cs_missingObject;
+- (int)cs_missingInt;
+- (double)cs_missingDouble;
+- (NSRange)cs_missingRange;
+- (CSMsgBig)cs_missingBig;
+- (long double)cs_missingLongDouble;
++ (id)cs_missingClassObject;
+@end
+
+/** Does its own forwarding: messages its target understands go there; others reach NSObject's
+ *  forwardInvocation: (its own decision: an exception). */
+@interface CSMsgForwarder : NSObject {
+    NSString *_target;
+}
+@end
+
+@implementation CSMsgForwarder
+- (instancetype)init {
+    if ((self = [super init])) _target = [[NSString alloc] initWithUTF8String:"forwarded!"];
+    return self;
+}
+- (void)dealloc {
+    [_target release];
+    [super dealloc];
+}
+- (NSMethodSignature *)methodSignatureForSelector:(SEL)sel {
+    NSMethodSignature *signature = [super methodSignatureForSelector:sel];
+    return signature ? signature : [_target methodSignatureForSelector:sel];
+}
+- (void)forwardInvocation:(NSInvocation *)invocation {
+    if ([_target respondsToSelector:[invocation selector]])
+        [invocation invokeWithTarget:_target];
+    else
+        [super forwardInvocation:invocation];
+}
+@end
+
+/** An NSProxy subclass forwarding everything to a string. */
+@interface CSMsgProxy : NSProxy {
+    NSString *_target;
+}
+- (instancetype)initWithTarget:(NSString *)target;
+@end
+
+@implementation CSMsgProxy
+- (instancetype)initWithTarget:(NSString *)target {
+    _target = [target copy];
+    return self;
+}
+- (void)dealloc {
+    [_target release];
+    [super dealloc];
+}
+- (NSMethodSignature *)methodSignatureForSelector:(SEL)sel {
+    return [_target methodSignatureForSelector:sel];
+}
+- (void)forwardInvocation:(NSInvocation *)invocation {
+    [invocation invokeWithTarget:_target];
+}
+@end
+
+/** Overrides every KVC hook the guard replaces on NSObject: its behaviour must not change. */
+@interface CSMsgKVCOverrider : NSObject {
+    NSMutableDictionary *_extra;
+    int _count;
+}
+@property(nonatomic) int count;
+@end
+
+@implementation CSMsgKVCOverrider
+@synthesize count = _count;
+- (instancetype)init {
+    if ((self = [super init])) _extra = [[NSMutableDictionary alloc] init];
+    return self;
+}
+- (void)dealloc {
+    [_extra release];
+    [super dealloc];
+}
+- (id)valueForUndefinedKey:(NSString *)key {
+    id value = [_extra objectForKey:key];
+    return value ? value : [NSString stringWithFormat:@"fallback:%@", key];
+}
+- (void)setValue:(id)value forUndefinedKey:(NSString *)key {
+    [_extra setObject:value forKey:key];
+}
+- (void)setNilValueForKey:(NSString *)key {
+    if ([key isEqualToString:@"count"])
+        _count = -1;
+    else
+        [super setNilValueForKey:key];
+}
+@end
+
+#pragma mark - Scenarios: unrecognized selectors (§2.3)
+
+static CSMsgAppModel *cs_model(void) {
+    return cs_opaque([[[CSMsgAppModel alloc] init] autorelease]);
+}
+
+static bool selector_missingObject_instance(void) {
+    return [cs_model() cs_missingObject] == nil;
+}
+static bool selector_missingInt_instance(void) {
+    return [cs_model() cs_missingInt] == 0;
+}
+static bool selector_missingDouble_instance(void) {
+    return [cs_model() cs_missingDouble] == 0.0;
+}
+static bool selector_missingRange_struct16(void) {
+    NSRange range = [cs_model() cs_missingRange];
+    return range.location == 0 && range.length == 0;
+}
+static bool selector_missingBig_sret(void) {
+    CSMsgBig big;
+    memset(&big, 0xa5, sizeof big); /* the stub must overwrite every byte */
+    big = [cs_model() cs_missingBig];
+    return big.a == 0.0 && big.b == 0.0 && big.c == 0.0 && big.d == 0.0;
+}
+static bool selector_missingLongDouble_x87(void) {
+    long double value = [cs_model() cs_missingLongDouble];
+    return value == 0.0L;
+}
+static bool selector_missingClassObject_class(void) {
+    return [(Class)cs_opaque([CSMsgAppModel class]) cs_missingClassObject] == nil;
+}
+static bool selector_performSelector_untyped(void) {
+    return [cs_model() performSelector:NSSelectorFromString(@"cs_neverDeclared")] == nil;
+}
+
+#pragma mark - Scenarios: NSNull (§2.4)
+
+static id cs_null(void) {
+    return cs_opaque([NSNull null]);
+}
+
+static bool nsnull_length_string(void) {
+    return [(NSString *)cs_null() length] == 0;
+}
+static bool nsnull_isEqualToString_string(void) {
+    return [(NSString *)cs_null() isEqualToString:@"x"] == NO;
+}
+static bool nsnull_intValue_number(void) {
+    return [(NSNumber *)cs_null() intValue] == 0;
+}
+static bool nsnull_count_array(void) {
+    return [(NSArray *)cs_null() count] == 0;
+}
+static bool nsnull_objectForKey_dictionary(void) {
+    return [(NSDictionary *)cs_null() objectForKey:@"k"] == nil;
+}
+static bool nsnull_missingRange_zero(void) {
+    NSRange range = [(CSMsgAppModel *)cs_null() cs_missingRange];
+    return range.location == 0 && range.length == 0;
+}
+
+#pragma mark - Scenarios: KVC (§2.5)
+
+static bool kvc_setValue_undefinedKey(void) {
+    CSMsgAppModel *model = cs_model();
+    [model setValue:@"v" forKey:@"noSuchKey"];
+    return [model name] == nil && [model count] == 0;
+}
+static bool kvc_valueForKey_undefinedKey(void) {
+    return [cs_model() valueForKey:@"noSuchKey"] == nil;
+}
+static bool kvc_setValue_nilKey(void) {
+    CSMsgAppModel *model = cs_model();
+    [model setValue:@"v" forKey:cs_opaque(nil)];
+    return [model name] == nil;
+}
+static bool kvc_valueForKey_nilKey(void) {
+    return [cs_model() valueForKey:cs_opaque(nil)] == nil;
+}
+static bool kvc_setValue_nilScalar(void) {
+    CSMsgAppModel *model = cs_model();
+    [model setCount:5];
+    [model setValue:nil forKey:@"count"];
+    return [model count] == 5;
+}
+static bool kvc_valueForKeyPath_badPath(void) {
+    CSMsgAppModel *model = cs_model();
+    [model setName:@"warm"];
+    return [model valueForKeyPath:@"name.noSuchKey.x"] == nil;
+}
+static bool kvc_setValueForKeyPath_badPath(void) {
+    CSMsgAppModel *model = cs_model();
+    [model setValue:@"v" forKeyPath:@"noSuchKey.x"];
+    return [model name] == nil;
+}
+static bool kvc_valueForKeyPath_nilPath(void) {
+    return [cs_model() valueForKeyPath:cs_opaque(nil)] == nil;
+}
+
+static const cs_scenario kScenarios[] = {
+    {"selector.missingObject.instance", "selector", "cs_missingObject", false, selector_missingObject_instance},
+    {"selector.missingInt.instance", "selector", "cs_missingInt", false, selector_missingInt_instance},
+    {"selector.missingDouble.instance", "selector", "cs_missingDouble", false, selector_missingDouble_instance},
+    {"selector.missingRange.struct16", "selector", "cs_missingRange", false, selector_missingRange_struct16},
+    {"selector.missingBig.sret", "selector", "cs_missingBig", false, selector_missingBig_sret},
+    {"selector.missingLongDouble.x87", "selector", "cs_missingLongDouble", false, selector_missingLongDouble_x87},
+    {"selector.missingClassObject.class", "selector", "cs_missingClassObject", true, selector_missingClassObject_class},
+    {"selector.performSelector.untyped", "selector", "cs_neverDeclared", false, selector_performSelector_untyped},
+    {"nsnull.length.null", "nsnull", "length", false, nsnull_length_string},
+    {"nsnull.isEqualToString.null", "nsnull", "isEqualToString:", false, nsnull_isEqualToString_string},
+    {"nsnull.intValue.null", "nsnull", "intValue", false, nsnull_intValue_number},
+    {"nsnull.count.null", "nsnull", "count", false, nsnull_count_array},
+    {"nsnull.objectForKey.null", "nsnull", "objectForKey:", false, nsnull_objectForKey_dictionary},
+    {"nsnull.missingRange.null", "nsnull", "cs_missingRange", false, nsnull_missingRange_zero},
+    {"kvc.setValue.undefinedKey", "kvc", "setValue:forUndefinedKey:", false, kvc_setValue_undefinedKey},
+    {"kvc.valueForKey.undefinedKey", "kvc", "valueForUndefinedKey:", false, kvc_valueForKey_undefinedKey},
+    {"kvc.setValue.nilKey", "kvc", "setValue:forKey:", false, kvc_setValue_nilKey},
+    {"kvc.valueForKey.nilKey", "kvc", "valueForKey:", false, kvc_valueForKey_nilKey},
+    {"kvc.setValue.nilScalar", "kvc", "setNilValueForKey:", false, kvc_setValue_nilScalar},
+    {"kvc.valueForKeyPath.badPath", "kvc", "valueForUndefinedKey:", false, kvc_valueForKeyPath_badPath},
+    {"kvc.setValueForKeyPath.badPath", "kvc", "valueForUndefinedKey:", false, kvc_setValueForKeyPath_badPath},
+    {"kvc.valueForKeyPath.nilPath", "kvc", "valueForKeyPath:", false, kvc_valueForKeyPath_nilPath},
+};
+const cs_scenario_table cs_message_scenarios = CS_TABLE(kScenarios);
+
+#pragma mark - Oracles
+
+/** Runs one legal call's description, or the name of what it threw (its own decision). */
+#define CS_LINE(out, label, expr)                                                                  \
+    do {                                                                                           \
+        NSString *cs_text_;                                                                        \
+        @try {                                                                                     \
+            cs_text_ = (expr);                                                                     \
+        } @catch (NSException * cs_e_) {                                                           \
+            cs_text_ = [NSString stringWithFormat:@"exception:%@", [cs_e_ name]];                  \
+        }                                                                                          \
+        [out appendFormat:@"%s=%@\n", label, cs_text_];                                            \
+    } while (0)
+
+static void *oracle_forwarding_class(void) {
+    NSMutableString *out = [NSMutableString string];
+    CSMsgForwarder *forwarder = [[[CSMsgForwarder alloc] init] autorelease];
+    CS_LINE(out, "length", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)forwarder length]]));
+    CS_LINE(out, "uppercaseString", [(NSString *)forwarder uppercaseString]);
+    CS_LINE(out, "unknownToTarget", cs_describe([(CSMsgAppModel *)forwarder cs_missingObject]));
+    CS_LINE(out, "respondsToLength", ([forwarder respondsToSelector:@selector(length)] ? @"YES" : @"NO"));
+    return out;
+}
+
+static void *oracle_proxy(void) {
+    NSMutableString *out = [NSMutableString string];
+    CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"proxied"] autorelease];
+    CS_LINE(out, "length", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)proxy length]]));
+    CS_LINE(out, "uppercaseString", [(NSString *)proxy uppercaseString]);
+    CS_LINE(out, "unknownToTarget", cs_describe([(CSMsgAppModel *)proxy cs_missingObject]));
+    CS_LINE(out, "isProxy", ([proxy isProxy] ? @"YES" : @"NO"));
+    return out;
+}
+
+static void *oracle_kvc_overrider(void) {
+    NSMutableString *out = [NSMutableString string];
+    CSMsgKVCOverrider *object = [[[CSMsgKVCOverrider alloc] init] autorelease];
+    CS_LINE(out, "valueForUndefinedKey", cs_describe([object valueForKey:@"missing"]));
+    [object setValue:@"stored" forKey:@"missing"];
+    CS_LINE(out, "afterSetUndefined", cs_describe([object valueForKey:@"missing"]));
+    [object setValue:[NSNumber numberWithInt:3] forKey:@"count"];
+    CS_LINE(out, "count", cs_describe([object valueForKey:@"count"]));
+    [object setValue:nil forKey:@"count"];
+    CS_LINE(out, "countAfterNil", ([NSString stringWithFormat:@"%d", [object count]]));
+    CS_LINE(out, "keyPathThroughOverride", cs_describe([object valueForKeyPath:@"other.length"]));
+    return out;
+}
+
+static void *oracle_kvc_ordinary(void) {
+    NSMutableString *out = [NSMutableString string];
+    CSMsgAppModel *model = [[[CSMsgAppModel alloc] init] autorelease];
+    [model setValue:@"Ada" forKey:@"name"];
+    [model setValue:[NSNumber numberWithInt:7] forKey:@"count"];
+    CS_LINE(out, "name", cs_describe([model valueForKey:@"name"]));
+    CS_LINE(out, "count", cs_describe([model valueForKey:@"count"]));
+    CS_LINE(out, "nameLength", cs_describe([model valueForKeyPath:@"name.length"]));
+    [model setValue:@"Grace" forKeyPath:@"name"];
+    CS_LINE(out, "nameAfterKeyPath", [model name]);
+    [model setValue:nil forKey:@"name"];
+    CS_LINE(out, "nilForObject", cs_describe([model name]));
+    NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithObject:@"1" forKey:@"a"];
+    [dictionary setValue:@"2" forKey:@"b"];
+    [dictionary setValue:nil forKey:@"a"]; /* legal: removes the key */
+    CS_LINE(out, "dictionary", ([NSString stringWithFormat:@"%lu %@ %@", (unsigned long)[dictionary count],
+                                                           cs_describe([dictionary valueForKey:@"a"]),
+                                                           cs_describe([dictionary valueForKey:@"b"])]));
+    CS_LINE(out, "dictionaryMissing", cs_describe([dictionary valueForKey:@"zzz"]));
+    NSArray *models = [NSArray arrayWithObjects:model, model, nil];
+    CS_LINE(out, "arrayValueForKey", cs_describe([models valueForKey:@"name"]));
+    CS_LINE(out, "arrayCount", cs_describe([models valueForKeyPath:@"@count"]));
+    CS_LINE(out, "arraySum", cs_describe([models valueForKeyPath:@"@sum.count"]));
+    CS_LINE(out, "description", ([[model valueForKey:@"description"] length] > 0 ? @"non-empty" : @"empty"));
+    return out;
+}
+
+static void *oracle_nsnull_own_methods(void) {
+    NSMutableString *out = [NSMutableString string];
+    id null = [NSNull null];
+    CS_LINE(out, "description", [null description]);
+    CS_LINE(out, "isEqual", ([null isEqual:[NSNull null]] ? @"YES" : @"NO"));
+    CS_LINE(out, "isEqualOther", ([null isEqual:@""] ? @"YES" : @"NO"));
+    CS_LINE(out, "hashStable", ([null hash] == [[NSNull null] hash] ? @"YES" : @"NO"));
+    CS_LINE(out, "copySame", ([[[null copy] autorelease] isEqual:null] ? @"YES" : @"NO"));
+    CS_LINE(out, "class", NSStringFromClass([null class]));
+    CS_LINE(out, "respondsToLength", ([null respondsToSelector:@selector(length)] ? @"YES" : @"NO"));
+    CS_LINE(out, "respondsToDescription", ([null respondsToSelector:@selector(description)] ? @"YES" : @"NO"));
+    CS_LINE(out, "signatureOfDescription", ([null methodSignatureForSelector:@selector(description)] ? @"YES" : @"NO"));
+    return out;
+}
+
+static void *oracle_implemented_messages(void) {
+    NSMutableString *out = [NSMutableString string];
+    CSMsgAppModel *model = [[[CSMsgAppModel alloc] init] autorelease];
+    CS_LINE(out, "knownValue", ([NSString stringWithFormat:@"%d", [model knownValue]]));
+    CS_LINE(out, "performKnown", ([NSString stringWithFormat:@"%d", (int)(intptr_t)[model performSelector:@selector(knownValue)]]));
+    CS_LINE(out, "respondsToMissing", ([model respondsToSelector:@selector(cs_missingObject)] ? @"YES" : @"NO"));
+    CS_LINE(out, "classRespondsToMissing",
+            ([CSMsgAppModel respondsToSelector:@selector(cs_missingClassObject)] ? @"YES" : @"NO"));
+    CS_LINE(out, "instancesRespond",
+            ([CSMsgAppModel instancesRespondToSelector:@selector(cs_missingInt)] ? @"YES" : @"NO"));
+    CS_LINE(out, "systemClassUnrecognized", cs_describe([(CSMsgAppModel *)[NSDate date] cs_missingObject]));
+    return out;
+}
+
+static const cs_oracle kOracles[] = {
+    {"messages: class with its own forwarding", oracle_forwarding_class},
+    {"messages: NSProxy subclass", oracle_proxy},
+    {"messages: class overriding the KVC hooks", oracle_kvc_overrider},
+    {"messages: ordinary KVC on properties and dictionaries", oracle_kvc_ordinary},
+    {"messages: NSNull's own methods", oracle_nsnull_own_methods},
+    {"messages: implemented methods and respondsToSelector:", oracle_implemented_messages},
+};
+const cs_oracle_table cs_message_oracles = CS_TABLE(kOracles);
+
+#pragma mark - Bench
+
+static volatile uintptr_t g_sink;
+
+/* Baseline: an implemented method on the same object (the unguarded misuse throws). Guarded:
+ * the unrecognized message after its first call (incident deduplicated by fingerprint). */
+static uint64_t bench_selector_unrecognized(uint64_t iterations, bool guarded) {
+    uint64_t elapsed;
+    @autoreleasepool {
+        CSMsgAppModel *model = cs_model();
+        uintptr_t acc = 0;
+        if (guarded) (void)[model cs_missingInt];
+        uint64_t start = cs_bench_now();
+        if (guarded)
+            for (uint64_t i = 0; i < iterations; i++) acc += (uintptr_t)[model cs_missingInt];
+        else
+            for (uint64_t i = 0; i < iterations; i++) acc += (uintptr_t)[model knownValue];
+        elapsed = cs_bench_now() - start;
+        g_sink = acc;
+    }
+    return elapsed;
+}
+
+/* Baseline: -length on an empty string (what the guard answers with). Guarded: -length on NSNull. */
+static uint64_t bench_nsnull_length(uint64_t iterations, bool guarded) {
+    uint64_t elapsed = 0;
+    id receiver = guarded ? cs_null() : cs_opaque([NSString string]);
+    uint64_t done = 0;
+    while (done < iterations) {
+        uint64_t batch = iterations - done < 1024 ? iterations - done : 1024;
+        @autoreleasepool {
+            uintptr_t acc = 0;
+            uint64_t start = cs_bench_now();
+            for (uint64_t i = 0; i < batch; i++) acc += [(NSString *)receiver length];
+            elapsed += cs_bench_now() - start;
+            g_sink = acc;
+        }
+        done += batch;
+    }
+    return elapsed;
+}
+
+static const cs_bench_case kBenches[] = {
+    {"selector.unrecognized (after first call; baseline: implemented method)", bench_selector_unrecognized},
+    {"nsnull.length (baseline: empty NSString length)", bench_nsnull_length},
+};
+const cs_bench_table cs_message_benches = CS_TABLE(kBenches);
+
+#pragma mark - Helpers for the tests (cs_scenarios.h, "messages")
+
+int cs_msg_system_class_unrecognized(void) {
+    @autoreleasepool {
+        @try {
+            NSNumber *number = cs_opaque([NSNumber numberWithInt:5]);
+            return [(NSString *)number length] == 0 ? 1 : 0;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}
+
+int cs_msg_forwarder_unknown(void) {
+    @autoreleasepool {
+        @try {
+            CSMsgForwarder *forwarder = [[[CSMsgForwarder alloc] init] autorelease];
+            return [(CSMsgAppModel *)forwarder cs_missingObject] == nil ? 1 : 0;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}
+
+int cs_msg_nsnull_answers_like_empty_values(void) {
+    int wrong = 0;
+    @autoreleasepool {
+        id null = cs_null();
+        /* Arguments in registers and on the variadic path (al = vector count). */
+        if (![[(NSString *)null stringByAppendingFormat:@"%d-%@-%.1f", 5, @"x", 2.5] isEqualToString:@"5-x-2.5"])
+            wrong |= 1;
+        if (![[(NSString *)null stringByPaddingToLength:3 withString:@"ab" startingAtIndex:1] isEqualToString:@"bab"])
+            wrong |= 2;
+        /* A result returned in memory (NSDecimal is larger than 16 bytes). The empty string is
+         * the first stand-in and answers decimalValue on GNUstep. */
+        NSDecimal expected = [[NSString string] decimalValue];
+        NSDecimal answered;
+        memset(&answered, 0x5a, sizeof answered);
+        answered = [(NSNumber *)null decimalValue];
+        if (![NSDecimalString(&answered, nil) isEqualToString:NSDecimalString(&expected, nil)]) wrong |= 4;
+        /* NSNotFound, as an empty string answers: not a zeroed "found at 0". */
+        if ([(NSString *)null rangeOfString:@"a"].location != NSNotFound) wrong |= 8;
+        if ([(NSArray *)null lastObject] != nil) wrong |= 16;
+        if ([(NSDictionary *)null allKeys] == nil || [[(NSDictionary *)null allKeys] count] != 0) wrong |= 32;
+        if ([(NSNumber *)null doubleValue] != 0.0) wrong |= 64;
+    }
+    return wrong;
+}
+
+typedef struct {
+    uint32_t iterations;
+    uint32_t failures;
+} cs_msg_worker;
+
+static void *cs_msg_work(void *argument) {
+    cs_msg_worker *worker = argument;
+    for (uint32_t i = 0; i < worker->iterations; i++) {
+        @autoreleasepool {
+            bool ok = selector_missingObject_instance() && selector_missingBig_sret() &&
+                      selector_missingClassObject_class() && nsnull_length_string() && nsnull_count_array() &&
+                      kvc_valueForKey_undefinedKey() && kvc_setValue_nilScalar();
+            if (!ok) worker->failures++;
+        }
+    }
+    return NULL;
+}
+
+uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations) {
+    if (threads > 16) threads = 16;
+    pthread_t ids[16];
+    cs_msg_worker workers[16];
+    /* GNUstep must know the process is multi-threaded before the first foreign thread uses it. */
+    [NSThread currentThread];
+    for (uint32_t t = 0; t < threads; t++) {
+        workers[t].iterations = iterations;
+        workers[t].failures = 0;
+        pthread_create(&ids[t], NULL, cs_msg_work, &workers[t]);
+    }
+    uint32_t failures = 0;
+    for (uint32_t t = 0; t < threads; t++) {
+        pthread_join(ids[t], NULL);
+        failures += workers[t].failures;
+    }
+    return failures;
+}
