@@ -21,8 +21,7 @@ public enum CrashShield {
         for sink in options.sinks { IncidentHub.shared.add(sink) }
         IncidentHub.shared.connect()
         cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
-        cs_swift_guard_set_policy(options.policy(for: .swiftAccess).raw)
-        cs_decoding_guard_set_policy(options.policy(for: .decoding).raw)
+        for (id, cell) in swiftGuards { cs_swift_guard_set_policy(cell, options.policy(for: id).raw) }
 
         let names = (0..<cs_guard_count()).map { GuardID(rawValue: String(cString: cs_guard_status_at($0).name)) }
         let policies = names.map { options.policy(for: $0) }
@@ -67,22 +66,18 @@ public enum CrashShield {
                 id: GuardID(rawValue: String(cString: raw.name)), state: state, policy: GuardPolicy(raw.policy),
                 hookedMethods: Int(raw.hooked_methods))
         }
-        result.append(
-            GuardStatus(id: .swiftAccess, state: .active, policy: GuardPolicy(cs_swift_guard_policy()), hookedMethods: 0))
-        result.append(
-            GuardStatus(id: .decoding, state: .active, policy: GuardPolicy(cs_decoding_guard_policy()), hookedMethods: 0))
+        for (id, cell) in swiftGuards {
+            result.append(
+                GuardStatus(id: id, state: .active, policy: GuardPolicy(cs_swift_guard_policy(cell)), hookedMethods: 0))
+        }
         return result
     }
 
     /// Switches one guard's policy; takes effect on the next guarded call, on every thread.
     /// - Throws: `CrashShieldError.unknownGuard` or `.guardNotActive`.
     public static func setPolicy(_ policy: GuardPolicy, for id: GuardID) throws {
-        if id == .swiftAccess {
-            cs_swift_guard_set_policy(policy.raw)
-            return
-        }
-        if id == .decoding {
-            cs_decoding_guard_set_policy(policy.raw)
+        if let cell = swiftGuards.first(where: { $0.id == id })?.cell {
+            cs_swift_guard_set_policy(cell, policy.raw)
             return
         }
         guard status.contains(where: { $0.id == id }) else { throw CrashShieldError.unknownGuard(id) }
@@ -129,6 +124,13 @@ public enum CrashShield {
     }
 }
 
+/// Guards implemented in Swift (no runtime hooks), after the registry's guards in `status`.
+/// Each is always active; its policy is an atomic cell in the C incident pipeline.
+private let swiftGuards: [(id: GuardID, cell: cs_swift_guard)] = [
+    (.swiftAccess, CS_SWIFT_GUARD_ACCESS),
+    (.decoding, CS_SWIFT_GUARD_DECODING),
+]
+
 /// Incident counters (see `CrashShield.statistics`).
 public struct IncidentStatistics: Sendable, Hashable {
     /// Every misuse recorded, repeats included.
@@ -149,8 +151,7 @@ extension CrashShield {
         cs_incidents_flush(2000)
         cs_incidents_reset()
         cs_guards_set_class_filters(nil, 0, nil, 0)
-        cs_swift_guard_set_policy(CS_POLICY_NEUTRALIZE)
-        cs_decoding_guard_set_policy(CS_POLICY_NEUTRALIZE)
+        for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
     }
 
     /// Makes the named guard's next canary fail (fault injection for tests).

@@ -201,7 +201,7 @@ enum LenientDecodingEngine {
         _ failure: LenientFailure, error: DecodingError, type: T.Type, model: String, path: [any CodingKey],
         fallback: () -> T
     ) throws -> T {
-        let policy = cs_decoding_guard_policy()
+        let policy = cs_swift_guard_policy(CS_SWIFT_GUARD_DECODING)
         if policy == CS_POLICY_OFF { throw error }
         record(model: model, path: pathString(path), reason: reason(failure, for: T.self), policy: policy)
         if policy == CS_POLICY_REPORT_ONLY { throw error }

@@ -123,7 +123,7 @@ enum SwiftAccessGuard {
         _ typeName: StaticString, _ selector: StaticString, _ reason: StaticString, _ file: StaticString, _ line: UInt,
         _ first: Int? = nil, _ second: Int? = nil
     ) {
-        let policy = cs_swift_guard_policy()
+        let policy = cs_swift_guard_policy(CS_SWIFT_GUARD_ACCESS)
         guard policy != CS_POLICY_OFF else { return }
         guardName.withCString { guardPointer in
             typeName.withCString { typePointer in

@@ -480,22 +480,13 @@ bool cs_address_image(uintptr_t address, const char **path, uintptr_t *base) {
     return true;
 }
 
-static _Atomic int g_swift_guard_policy = CS_POLICY_NEUTRALIZE;
+static _Atomic int g_swift_guard_policies[CS_SWIFT_GUARD_COUNT]; /* 0 == CS_POLICY_NEUTRALIZE */
 
-cs_policy cs_swift_guard_policy(void) {
-    return (cs_policy)atomic_load_explicit(&g_swift_guard_policy, memory_order_relaxed);
+cs_policy cs_swift_guard_policy(cs_swift_guard guard) {
+    if ((unsigned)guard >= CS_SWIFT_GUARD_COUNT) return CS_POLICY_OFF;
+    return (cs_policy)atomic_load_explicit(&g_swift_guard_policies[guard], memory_order_relaxed);
 }
 
-void cs_swift_guard_set_policy(cs_policy policy) {
-    atomic_store(&g_swift_guard_policy, (int)policy);
-}
-
-static _Atomic int g_decoding_guard_policy = CS_POLICY_NEUTRALIZE;
-
-cs_policy cs_decoding_guard_policy(void) {
-    return (cs_policy)atomic_load_explicit(&g_decoding_guard_policy, memory_order_relaxed);
-}
-
-void cs_decoding_guard_set_policy(cs_policy policy) {
-    atomic_store(&g_decoding_guard_policy, (int)policy);
+void cs_swift_guard_set_policy(cs_swift_guard guard, cs_policy policy) {
+    if ((unsigned)guard < CS_SWIFT_GUARD_COUNT) atomic_store(&g_swift_guard_policies[guard], (int)policy);
 }

@@ -157,14 +157,16 @@ bool cs_address_is_in_system_image(uintptr_t address);
  *  Returns false when no loaded image contains the address. Not for signal handlers. */
 bool cs_address_image(uintptr_t address, const char **path, uintptr_t *base);
 
-/** Policy of the guards implemented in Swift (safe collection and string access), which have no
- *  Objective-C hooks. Default CS_POLICY_NEUTRALIZE. */
-cs_policy cs_swift_guard_policy(void);
-void cs_swift_guard_set_policy(cs_policy policy);
+/** Guards implemented in Swift, which have no Objective-C hooks: their policy lives here, one
+ *  atomic cell each, so every thread reads it without a lock. Default CS_POLICY_NEUTRALIZE. */
+typedef enum {
+    CS_SWIFT_GUARD_ACCESS = 0,   /**< "swift": the [safe:] accessors */
+    CS_SWIFT_GUARD_DECODING = 1, /**< "decoding": lenient Decodable wrappers */
+    CS_SWIFT_GUARD_COUNT
+} cs_swift_guard;
 
-/** Policy of the lenient decoding wrappers (Swift, guard "decoding"). Default CS_POLICY_NEUTRALIZE. */
-cs_policy cs_decoding_guard_policy(void);
-void cs_decoding_guard_set_policy(cs_policy policy);
+cs_policy cs_swift_guard_policy(cs_swift_guard guard);
+void cs_swift_guard_set_policy(cs_swift_guard guard, cs_policy policy);
 
 #ifdef __cplusplus
 }
