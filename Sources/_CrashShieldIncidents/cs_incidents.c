@@ -160,6 +160,10 @@ static uint64_t cs_fingerprint(const cs_incident_site *site, const uintptr_t *fr
  * needs no stack walk (the walk is the most expensive part of recording). Must agree with
  * cs_fingerprint() over a full stack that starts at the same caller. */
 static bool cs_fingerprint_from_caller(const cs_incident_site *site, uint64_t *fingerprint) {
+    if (site->site_file) {
+        *fingerprint = cs_fingerprint_with_frame(site, site->site_file, site->site_line);
+        return true;
+    }
     cs_image_info image;
     if (site->caller == NULL || !cs_images_lookup((uintptr_t)site->caller, &image) || image.is_system) return false;
     *fingerprint = cs_fingerprint_with_frame(site, image.name, (uintptr_t)site->caller - image.base);

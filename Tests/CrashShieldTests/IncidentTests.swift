@@ -105,3 +105,89 @@ extension RuntimeTests {
         }
     }
 }
+
+import Logging
+
+/// Captures what a Logger writes (swift-log's LogHandler seam).
+final class CapturingLogHandler: LogHandler, @unchecked Sendable {
+    struct Entry {
+        let level: Logger.Level
+        let message: String
+        let metadata: Logger.Metadata
+    }
+    final class Store: @unchecked Sendable {
+        let lock = NSLock()
+        var entries: [Entry] = []
+    }
+    let store: Store
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    init(store: Store) { self.store = store }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        store.lock.lock()
+        store.entries.append(Entry(level: event.level, message: "\(event.message)", metadata: event.metadata ?? [:]))
+        store.lock.unlock()
+    }
+}
+
+extension RuntimeTests.Incidents {
+    @Test func loggingSinkLogsEveryIncidentWithMetadata() throws {
+        let store = CapturingLogHandler.Store()
+        let logger = Logger(label: "test") { _ in CapturingLogHandler(store: store) }
+        let sink = LoggingIncidentSink(logger: logger, level: .error)
+        CrashShield.addSink(sink)
+        defer { CrashShield.removeSink(sink) }
+        try withGuards {
+            _ = runScenario("array.objectAtIndex.beyond")
+            CrashShield.flushIncidents()
+        }
+        #expect(store.entries.count == 1)
+        let entry = try #require(store.entries.first)
+        #expect(entry.level == .error)
+        #expect(entry.message.hasSuffix(" objectAtIndex:]: index 5 beyond count 2"))
+        #expect(entry.metadata["guard"] == "container")
+        #expect(entry.metadata["policy"] == "neutralize")
+        #expect(entry.metadata["count"] == "1")
+    }
+
+    @Test func incidentNamesTheThreadThatMadeTheMisuse() throws {
+        let workerThreadID = LockedValue<UInt64>(0)
+        let incidents = try collectIncidents {
+            try withGuards {
+                let done = DispatchSemaphore(value: 0)
+                let worker = Thread {
+                    workerThreadID.set(cs_current_thread_id())
+                    _ = runScenario("array.objectAtIndex.beyond")
+                    done.signal()
+                }
+                worker.start()
+                done.wait()
+                CrashShield.flushIncidents()
+            }
+        }
+        #expect(incidents.count == 1)
+        #expect(incidents.first?.threadID == workerThreadID.get())
+        #expect(incidents.first?.threadID != cs_current_thread_id())
+        #expect(incidents.first?.isMainThread == false)
+    }
+}
+
+final class LockedValue<T>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T
+    init(_ value: T) { self.value = value }
+    func get() -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+    func set(_ newValue: T) {
+        lock.lock()
+        value = newValue
+        lock.unlock()
+    }
+}

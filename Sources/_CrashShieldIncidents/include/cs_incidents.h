@@ -50,6 +50,11 @@ typedef struct {
     uint64_t args[2];
     uint8_t arg_count;
     const void *caller;        /**< return address of the hooked call (the call site), or NULL */
+    /** Source location of the call site when the caller knows it (Swift's #fileID/#line): when
+     *  set, it stands in for the first app frame in the fingerprint, so no stack walk is needed
+     *  to deduplicate. Static string. */
+    const char *site_file;
+    uint32_t site_line;
 } cs_incident_site;
 
 /** One delivered incident. `kind` tells a first occurrence from a later count update. */

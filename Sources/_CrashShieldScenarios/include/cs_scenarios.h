@@ -65,6 +65,26 @@ const char *cs_oracle_name(size_t index);
  *  when a legal call threw. */
 char *cs_oracle_run(size_t index);
 
+/* ---- runtime backend fixtures (TestSupport_Runtime.m) ------------------------------------- */
+
+/** What cs_test_dispatch_refresh() observed: 1 = the original IMP answered, 2 = the replacement. */
+typedef struct {
+    int before;               /**< 11: both methods original before any change */
+    int control_base, control_sub; /**< plain method_setImplementation, no refresh */
+    int backend_base, backend_sub; /**< cs_backend_replace_implementation */
+    bool previous_is_original;
+    bool non_owner_refused;
+    int restored_sub;
+} cs_dispatch_probe;
+
+/** Replaces a method on a base class whose subclass holds its own dispatch-table bucket, once with
+ *  the plain runtime call and once with the backend primitive, and restores it. */
+cs_dispatch_probe cs_test_dispatch_refresh(void);
+/** Number of classes at or below `root` that define `selector` themselves. */
+size_t cs_test_owner_count(const char *root, const char *selector, bool class_side);
+/** Hammers the side table from `threads` threads; returns the number of inconsistencies seen. */
+unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
+
 #ifdef __cplusplus
 }
 #endif

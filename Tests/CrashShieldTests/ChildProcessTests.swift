@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@_spi(Testing) import CrashShield
+import _CrashShieldScenarios
+import _CrashShieldRuntime
+import _CrashShieldIncidents
+
+/// Misuse without a catch: these tests let the exception escape, so each runs in a child process
+/// (Swift Testing exit tests). GNUstep ends a process with an uncaught exception with exit(1).
+@Suite struct ChildProcessTests {
+    @Test func policyOffRestoresTheUncaughtException() async {
+        await #expect(processExitsWith: .failure) {
+            try CrashShield.start()
+            try CrashShield.setPolicy(.off, for: .container)
+            _ = cs_scenario_at(scenarioIndex("array.objectAtIndex.beyond")).pointee.run()
+        }
+    }
+
+    /// Report-only records (EngineTests.policiesSwitchAtRunTime checks the count in-process) and
+    /// then lets the original exception end the process.
+    @Test func reportOnlyLetsTheExceptionEndTheProcess() async {
+        await #expect(processExitsWith: .failure) {
+            try CrashShield.start()
+            try CrashShield.setPolicy(.reportOnly, for: .string)
+            _ = cs_scenario_at(scenarioIndex("string.characterAtIndex.beyond")).pointee.run()
+        }
+    }
+
+    @Test func neutralizeSurvivesTheSameMisuse() async {
+        await #expect(processExitsWith: .success) {
+            try CrashShield.start()
+            guard cs_scenario_at(scenarioIndex("array.objectAtIndex.beyond")).pointee.run() else { exit(3) }
+            guard cs_scenario_at(scenarioIndex("string.characterAtIndex.beyond")).pointee.run() else { exit(4) }
+            exit(CrashShield.statistics.recorded == 2 ? 0 : 5)
+        }
+    }
+
+    /// Objective-C apps start the guards through cs_runtime.h alone, with no Swift API call.
+    @Test func plainCEntryPointStartsTheSameGuards() async {
+        await #expect(processExitsWith: .success) {
+            guard cs_guards_start(nil) == CS_START_OK else { exit(3) }
+            guard cs_guards_start(nil) == CS_START_ALREADY_STARTED else { exit(4) }
+            guard cs_scenario_at(scenarioIndex("array.objectAtIndex.beyond")).pointee.run() else { exit(5) }
+            exit(cs_incidents_stats().recorded == 1 ? 0 : 6)
+        }
+    }
+
+    @Test func withoutGuardsTheMisuseKillsTheProcess() async {
+        await #expect(processExitsWith: .exitCode(1)) {
+            _ = cs_scenario_at(scenarioIndex("array.objectAtIndex.beyond")).pointee.run()
+        }
+    }
+}
