@@ -10,10 +10,15 @@ extern const cs_scenario_table cs_string_scenarios;
 extern const cs_oracle_table cs_container_oracles;
 extern const cs_oracle_table cs_string_oracles;
 extern const cs_bench_table cs_core_benches;
+extern const cs_scenario_table cs_lifecycle_scenarios;
+extern const cs_oracle_table cs_lifecycle_oracles;
+extern const cs_bench_table cs_lifecycle_benches;
 
-static const cs_scenario_table *const kScenarioTables[] = {&cs_container_scenarios, &cs_string_scenarios};
-static const cs_oracle_table *const kOracleTables[] = {&cs_container_oracles, &cs_string_oracles};
-static const cs_bench_table *const kBenchTables[] = {&cs_core_benches};
+static const cs_scenario_table *const kScenarioTables[] = {&cs_container_scenarios, &cs_string_scenarios,
+                                                             &cs_lifecycle_scenarios};
+static const cs_oracle_table *const kOracleTables[] = {&cs_container_oracles, &cs_string_oracles,
+                                                         &cs_lifecycle_oracles};
+static const cs_bench_table *const kBenchTables[] = {&cs_core_benches, &cs_lifecycle_benches};
 
 size_t cs_bench_count(void) {
     size_t total = 0;

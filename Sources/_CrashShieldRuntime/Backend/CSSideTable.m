@@ -7,6 +7,7 @@
  */
 #import "CSBackend.h"
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #define CS_STRIPES 64u
@@ -87,6 +88,18 @@ void *cs_sidetable_get(void *object, const void *key) {
         }
     pthread_mutex_unlock(&stripe->lock);
     return found ? (void *)CS_AUTORELEASE(found) : NULL;
+}
+
+bool cs_sidetable_contains(void *object, const void *key) {
+    if (object == NULL || CS_ATOMIC_LOAD_RELAXED(&g_side_count) == 0) return false;
+    uintptr_t h = cs_side_hash(object);
+    cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
+    bool found = false;
+    pthread_mutex_lock(&stripe->lock);
+    for (cs_side_entry *e = stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE]; e && !found; e = e->next)
+        found = e->object == object && e->key == key;
+    pthread_mutex_unlock(&stripe->lock);
+    return found;
 }
 
 size_t cs_sidetable_remove_all(void *object) {

@@ -85,6 +85,17 @@ size_t cs_test_owner_count(const char *root, const char *selector, bool class_si
 /** Hammers the side table from `threads` threads; returns the number of inconsistencies seen. */
 unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 
+/* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
+
+/** True on the process's main thread (the kernel's answer, not GNUstep's first NSThread). */
+bool cs_scenarios_is_main_thread(void);
+/** Configures the main-thread guard with the fixture class CSLMainThreadOnly
+ *  (-cs_touch: with an object, -cs_touchValue: with a long). */
+void cs_lifecycle_configure_main_thread_fixture(void);
+/** On the main thread: drains the main dispatch queue and the run loop until `done(context)`
+ *  (or, with `done` NULL, for the whole time); false when it timed out first. */
+bool cs_lifecycle_drain_main_queue(double seconds, bool (*done)(void *), void *context);
+
 #ifdef __cplusplus
 }
 #endif
