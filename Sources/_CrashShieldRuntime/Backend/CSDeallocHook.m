@@ -114,6 +114,25 @@ IMP cs_dealloc_original(void) {
 
 #pragma mark - Threads and the main queue
 
+typedef void (*cs_set_specific_fn)(void *queue, const void *key, void *context, void (*destructor)(void *));
+typedef void *(*cs_get_specific_fn)(const void *key);
+static char kMainQueueKey;
+static cs_get_specific_fn g_get_specific;
+static pthread_once_t g_main_queue_once = PTHREAD_ONCE_INIT;
+
+/* Tags libdispatch's main queue, so work it runs is recognised on any thread: after
+ * dispatch_main() (Swift's async main on Linux) the main thread exits and worker threads drain
+ * the main queue, one item at a time. */
+static void cs_tag_main_queue(void) {
+    cs_set_specific_fn set_specific = (cs_set_specific_fn)dlsym(RTLD_DEFAULT, "dispatch_queue_set_specific");
+    void *main_queue = dlsym(RTLD_DEFAULT, "_dispatch_main_q");
+    cs_get_specific_fn get_specific = (cs_get_specific_fn)dlsym(RTLD_DEFAULT, "dispatch_get_specific");
+    if (set_specific && main_queue && get_specific) {
+        set_specific(main_queue, &kMainQueueKey, &kMainQueueKey, NULL);
+        g_get_specific = get_specific;
+    }
+}
+
 BOOL cs_backend_is_main_thread(void) {
     static __thread int cached; /* 0 unknown, 1 main, 2 other */
     if (CS_UNLIKELY(cached == 0)) {
@@ -125,7 +144,9 @@ BOOL cs_backend_is_main_thread(void) {
         cached = (pid_t)syscall(SYS_gettid) == getpid() ? 1 : 2;
 #endif
     }
-    return cached == 1;
+    if (cached == 1) return YES;
+    pthread_once(&g_main_queue_once, cs_tag_main_queue);
+    return g_get_specific != NULL && g_get_specific(&kMainQueueKey) == &kMainQueueKey;
 }
 
 /* Runs a C function on the main run loop when libdispatch is not in the process. */

@@ -90,6 +90,21 @@ void *cs_sidetable_get(void *object, const void *key) {
     return found ? (void *)CS_AUTORELEASE(found) : NULL;
 }
 
+void *cs_sidetable_peek(void *object, const void *key) {
+    if (object == NULL || CS_ATOMIC_LOAD_RELAXED(&g_side_count) == 0) return NULL;
+    uintptr_t h = cs_side_hash(object);
+    cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
+    void *found = NULL;
+    pthread_mutex_lock(&stripe->lock);
+    for (cs_side_entry *e = stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE]; e; e = e->next)
+        if (e->object == object && e->key == key) {
+            found = (void *)e->value;
+            break;
+        }
+    pthread_mutex_unlock(&stripe->lock);
+    return found;
+}
+
 bool cs_sidetable_contains(void *object, const void *key) {
     if (object == NULL || CS_ATOMIC_LOAD_RELAXED(&g_side_count) == 0) return false;
     uintptr_t h = cs_side_hash(object);

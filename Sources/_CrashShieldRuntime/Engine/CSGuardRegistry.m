@@ -6,6 +6,7 @@
 
 extern CSGuard CSGuardContainers; /* Guards/CSGuard_Containers.m  SPEC §2.1 */
 extern CSGuard CSGuardStrings;    /* Guards/CSGuard_Strings.m     SPEC §2.2 */
+extern CSGuard CSGuardKVO;            /* Guards/CSGuard_KVO.m            SPEC §2.6 */
 extern CSGuard CSGuardNotifications; /* Guards/CSGuard_Notifications.m  SPEC §2.7 */
 extern CSGuard CSGuardTimers;        /* Guards/CSGuard_Timers.m         SPEC §2.8 */
 extern CSGuard CSGuardMainThread;    /* Guards/CSGuard_MainThread.m     SPEC §2.10 */
@@ -14,6 +15,7 @@ extern CSGuard CSGuardZombies;       /* Guards/CSGuard_Zombies.m        SPEC §2
 CSGuard *const CSGuardRegistry[] = {
     &CSGuardContainers,
     &CSGuardStrings,
+    &CSGuardKVO,
     &CSGuardNotifications,
     &CSGuardTimers,
     &CSGuardMainThread,

@@ -25,6 +25,7 @@ extern CSGuard CSGuardNotifications;
   @public
     id observer; /* unretained: the token lives exactly as long as the observer's mark */
     NSNotificationCenter *center;
+    int partially_removed; /* a removeObserver:name:object: since the last add: unsure; CS_ATOMIC */
     CSNotificationToken *prev, *next; /* g_tokens, under g_tokens_lock */
 }
 @end
@@ -42,11 +43,16 @@ static BOOL g_hook_acquired; /* under the engine lock */
     pthread_mutex_unlock(&g_tokens_lock);
     /* With `observer` still set, this runs from the observer's dealloc: it never removed itself.
      * (Uninstall clears `observer` first.) */
-    if (observer && center &&
-        cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
-                        "observer deallocated while registered for notifications: removed from the center", 0, 0,
-                        0))
-        [center removeObserver:observer];
+    if (observer && center) {
+        /* After a partial removal the observer may have no registration left: remove silently
+         * (removeObserver: is harmless then) instead of reporting a misuse that may not be one. */
+        if (CS_ATOMIC_LOAD(&partially_removed))
+            [center removeObserver:observer];
+        else if (cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
+                                 "observer deallocated while registered for notifications: removed from the center",
+                                 0, 0, 0))
+            [center removeObserver:observer];
+    }
     CS_RELEASE(center);
     [super dealloc];
 }
@@ -58,7 +64,11 @@ static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *cal
     ((void (*)(id, SEL, id, SEL, NSString *, id))original)(self, _cmd, observer, selector, name, object);
     /* Reached only when the center accepted the observer (GNUstep throws for nil observers,
      * nil selectors and selectors the observer does not answer). */
-    if (CS_LIKELY(cs_guard_is_on(G)) && observer != nil && !cs_sidetable_contains(observer, (const void *)self)) {
+    if (!CS_LIKELY(cs_guard_is_on(G)) || observer == nil) return;
+    CSNotificationToken *existing = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (existing) {
+        CS_ATOMIC_STORE(&existing->partially_removed, 0);
+    } else {
         CSNotificationToken *token = [[CSNotificationToken alloc] init];
         token->observer = observer;
         token->center = CS_RETAIN(self);
@@ -73,8 +83,40 @@ static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *cal
 }
 CS_DEFINE_HOOK_4(cs_notif_add, void, id, SEL, NSString *, id)
 
+/* -removeObserver: ends every registration of the observer in this center: its mark goes too. */
+static inline void cs_notif_remove(IMP original, id self, SEL _cmd, const void *caller, id observer) {
+    (void)caller;
+    ((void (*)(id, SEL, id))original)(self, _cmd, observer);
+    if (observer == nil) return;
+    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (token == nil) return;
+    token->observer = nil; /* the token's -dealloc then neither reports nor removes */
+    cs_sidetable_set(observer, (const void *)self, NULL);
+}
+CS_DEFINE_HOOK_1(cs_notif_remove, void, id)
+
+/* A partial removal may or may not end the observer's last registration (name/object matching is
+ * the center's business): remember the doubt; a full removal (nil name and object) is -removeObserver:. */
+static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, const void *caller, id observer,
+                                           NSString *name, id object) {
+    (void)caller;
+    ((void (*)(id, SEL, id, NSString *, id))original)(self, _cmd, observer, name, object);
+    if (observer == nil) return;
+    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (token == nil) return;
+    if (name == nil && object == nil) {
+        token->observer = nil;
+        cs_sidetable_set(observer, (const void *)self, NULL);
+    } else {
+        CS_ATOMIC_STORE(&token->partially_removed, 1);
+    }
+}
+CS_DEFINE_HOOK_3(cs_notif_remove_partial, void, id, NSString *, id)
+
 static const CSHookSpec kNotificationHooks[] = {
     CS_HOOK("NSNotificationCenter", "addObserver:selector:name:object:", cs_notif_add),
+    CS_HOOK("NSNotificationCenter", "removeObserver:", cs_notif_remove),
+    CS_HOOK("NSNotificationCenter", "removeObserver:name:object:", cs_notif_remove_partial),
 };
 
 @interface CSNotificationCanaryObserver : NSObject {

@@ -362,12 +362,12 @@ static const char *cs_zombies_canary(void) {
 }
 
 static const char *cs_zombies_install(uint32_t *hooked) {
-    (void)hooked;
     if (cs_zombie_make_class() == Nil) return "the zombie class could not be created";
     void *warm[2];
     (void)backtrace(warm, 2); /* the first backtrace() may allocate (loads the unwinder) */
     if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
     g_hook_acquired = YES;
+    (*hooked)++; /* -[NSObject dealloc], shared with the other lifecycle guards */
     cs_dealloc_set_keeper(cs_zombie_keep);
     return NULL;
 }

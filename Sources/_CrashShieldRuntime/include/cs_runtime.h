@@ -91,6 +91,9 @@ void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
 void cs_sidetable_set(void *object, const void *key, void *value);
 /** Returns the associated value, retained and autoreleased by the caller's pool; NULL if none. */
 void *cs_sidetable_get(void *object, const void *key);
+/** The associated value, neither retained nor autoreleased: only for values that no other
+ *  thread can remove meanwhile (e.g. a value removed only when `object` deallocates). */
+void *cs_sidetable_peek(void *object, const void *key);
 /** True when a value is associated with (`object`, `key`); retains and autoreleases nothing. */
 bool cs_sidetable_contains(void *object, const void *key);
 /** Removes (and releases) every value associated with `object`. Returns how many were removed. */

@@ -87,7 +87,8 @@ unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 
 /* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
 
-/** True on the process's main thread (the kernel's answer, not GNUstep's first NSThread). */
+/** True on the process's main thread (the kernel's answer, not GNUstep's first NSThread), or in
+ *  work the main dispatch queue runs (after dispatch_main() workers drain it). */
 bool cs_scenarios_is_main_thread(void);
 /** Configures the main-thread guard with the fixture class CSLMainThreadOnly
  *  (-cs_touch: with an object, -cs_touchValue: with a long). */
@@ -95,6 +96,25 @@ void cs_lifecycle_configure_main_thread_fixture(void);
 /** On the main thread: drains the main dispatch queue and the run loop until `done(context)`
  *  (or, with `done` NULL, for the whole time); false when it timed out first. */
 bool cs_lifecycle_drain_main_queue(double seconds, bool (*done)(void *), void *context);
+
+/** What a CSLMainThreadOnly fixture saw: calls, calls made on the main thread, last argument. */
+typedef struct {
+    int calls;
+    int main_calls;
+    long last_argument;
+} cs_mainthread_fixture_state;
+void *cs_lifecycle_mainthread_fixture_new(void);
+void cs_lifecycle_mainthread_fixture_free(void *object);
+/** Calls -cs_touch: (with_object, argument 7) or -cs_touchValue: (42) on a new thread; joins it. */
+void cs_lifecycle_mainthread_call_from_background(void *object, bool with_object);
+/** Calls -cs_touchValue:5 on the calling thread. */
+void cs_lifecycle_mainthread_call_here(void *object);
+cs_mainthread_fixture_state cs_lifecycle_mainthread_state(void *object);
+
+/** `threads` threads add, remove, post and deallocate KVO observers and observed objects,
+ *  notification observers and timer targets at once. Returns anomalies seen (wrong delivery
+ *  counts); a memory error crashes instead. */
+unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+/// One misuse scenario of SPEC §2.6 to §2.9 and the exact incident it must produce.
+struct LifecycleMisuse: Sendable, CustomStringConvertible {
+    let scenario: String
+    let guardID: GuardID
+    let className: String
+    let selector: String
+    let reason: String
+    var recorded: UInt64 = 1
+    var description: String { scenario }
+}
+
+private let addSelector = "addObserver:forKeyPath:options:context:"
+private let removeSelector = "removeObserver:forKeyPath:"
+private let removeContextSelector = "removeObserver:forKeyPath:context:"
+
+let lifecycleMisuses: [LifecycleMisuse] = [
+    .init(scenario: "kvo.addObserver.nilObserver", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "nil observer: registration ignored"),
+    .init(scenario: "kvo.addObserver.nilKeyPath", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "nil or empty key path: registration ignored"),
+    .init(scenario: "kvo.addObserver.emptyKeyPath", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "nil or empty key path: registration ignored"),
+    .init(scenario: "kvo.addObserver.duplicate", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "identical registration added twice: blocked"),
+    .init(scenario: "kvo.removeObserver.neverAdded", guardID: .kvo, className: "CSLModel", selector: removeSelector,
+          reason: "removal of a registration that does not exist: ignored"),
+    .init(scenario: "kvo.removeObserver.twice", guardID: .kvo, className: "CSLModel", selector: removeSelector,
+          reason: "removal of a registration that does not exist: ignored"),
+    .init(scenario: "kvo.removeObserverContext.wrongContext", guardID: .kvo, className: "CSLModel",
+          selector: removeContextSelector,
+          reason: "removal of a registration that does not exist (with this context): ignored"),
+    .init(scenario: "kvo.removeObserverContext.neverAdded", guardID: .kvo, className: "CSLModel",
+          selector: removeContextSelector,
+          reason: "removal of a registration that does not exist (with this context): ignored"),
+    .init(scenario: "kvo.observed.deallocObserved", guardID: .kvo, className: "CSLModel", selector: "dealloc",
+          reason: "observed object deallocated while observed: registrations removed"),
+    .init(scenario: "kvo.observer.deallocRegistered", guardID: .kvo, className: "CSLKVOObserver", selector: "dealloc",
+          reason: "observer deallocated while registered for key-value observing: removed"),
+    .init(scenario: "kvo.observer.noCallback", guardID: .kvo, className: "CSLLazyObserver",
+          selector: "observeValueForKeyPath:ofObject:change:context:",
+          reason: "observer does not implement observeValueForKeyPath: notification dropped"),
+    .init(scenario: "notification.observer.deallocRegistered", guardID: .notification, className: "CSLObserver",
+          selector: "dealloc", reason: "observer deallocated while registered for notifications: removed from the center"),
+    .init(scenario: "timer.repeating.targetReleased", guardID: .timer, className: "NSTimer", selector: "cs_tick:",
+          reason: "repeating timer fired after its target was deallocated: invalidated"),
+]
+
+let lifecycleOracleNames = [
+    "KVO options, nested and dependent key paths, several observers",
+    "NSNotificationCenter addObserver:selector:name:object:",
+    "NSTimer repeating and one-shot",
+]
+
+extension RuntimeTests {
+    @Suite struct LifecycleGuard {
+        @Test func lifecycleGuardsAreActive() throws {
+            try withGuards {
+                for id in [GuardID.kvo, .notification, .timer, .zombie, .mainThread] {
+                    let status = try #require(CrashShield.status.first { $0.id == id })
+                    #expect(status.state == .active, "\(id): \(status.state)")
+                    #expect(status.policy == .neutralize)
+                }
+            }
+        }
+
+        @Test(arguments: lifecycleMisuses)
+        func misuseIsNeutralisedWithTheExactIncident(_ misuse: LifecycleMisuse) throws {
+            try withGuards {
+                let incidents = collectIncidents {
+                    #expect(runScenario(misuse.scenario) == .neutral)
+                }
+                #expect(CrashShield.recordedCount(for: misuse.guardID) == misuse.recorded)
+                let mine = incidents.filter { $0.guardID == misuse.guardID }
+                let first = try #require(mine.first)
+                #expect(first.className == misuse.className)
+                #expect(first.selector == misuse.selector)
+                #expect(!first.isClassMethod)
+                #expect(first.reason == misuse.reason)
+                #expect(first.policy == .neutralize)
+            }
+        }
+
+        @Test func reportOnlyRecordsKVOMisuseAndLetsTheOriginalRun() throws {
+            var options = CrashShieldOptions()
+            options.policies[.kvo] = .reportOnly
+            try withGuards(options) {
+                // GNUstep ignores a removal of an unknown registration: report-only changes nothing else.
+                #expect(runScenario("kvo.removeObserver.neverAdded") == .neutral)
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+            }
+        }
+
+        @Test func legalLifecycleBehaviourIsIdenticalWithAndWithoutGuards() throws {
+            CrashShield._resetForTesting()
+            let unguarded = runOracles()
+            let guarded = try withGuards { runOracles() }
+            for name in lifecycleOracleNames {
+                let before = try #require(unguarded[name], "missing oracle \(name)")
+                #expect(!before.hasPrefix("exception:"), "\(name): \(before)")
+                #expect(guarded[name] == before, "\(name)")
+            }
+        }
+
+        @Test func guardedLegalUseRecordsNothing() throws {
+            try withGuards {
+                _ = runOracles()
+                for id in [GuardID.kvo, .notification, .timer, .zombie, .mainThread] {
+                    #expect(CrashShield.recordedCount(for: id) == 0, "\(id)")
+                }
+            }
+        }
+
+        @Test func concurrentAddRemovePostAndDeallocStayConsistent() throws {
+            try withGuards {
+                #expect(cs_lifecycle_stress(8, 400) == 0)
+                // Observers died registered (KVO and notifications) and timer targets were released.
+                #expect(CrashShield.recordedCount(for: .kvo) > 0)
+                #expect(CrashShield.recordedCount(for: .notification) > 0)
+                #expect(CrashShield.recordedCount(for: .timer) > 0)
+            }
+        }
+
+        /// The main dispatch queue is drained by the test process's main thread (Swift's async
+        /// main), so the re-dispatched call runs there while this test waits off the main thread.
+        @Test func backgroundCallOfAMainThreadOnlyMethodRunsOnTheMainQueue() async throws {
+            CrashShield._resetForTesting()
+            try CrashShield.start()
+            defer { CrashShield._resetForTesting() }
+            cs_lifecycle_configure_main_thread_fixture()
+            let fixture = try #require(cs_lifecycle_mainthread_fixture_new())
+            defer { cs_lifecycle_mainthread_fixture_free(fixture) }
+            let status = try #require(CrashShield.status.first { $0.id == .mainThread })
+            #expect(status.hookedMethods == 2)
+
+            cs_lifecycle_mainthread_call_from_background(fixture, true)
+            cs_lifecycle_mainthread_call_from_background(fixture, false)
+            for _ in 0..<500 where cs_lifecycle_mainthread_state(fixture).calls < 2 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let state = cs_lifecycle_mainthread_state(fixture)
+            #expect(state.calls == 2)
+            #expect(state.main_calls == 2)
+            #expect(CrashShield.recordedCount(for: .mainThread) == 2)
+        }
+
+        /// On the main thread the configured call runs at once, unchanged, without an incident.
+        @Test func mainThreadCallIsUntouched() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShield.start()
+                cs_lifecycle_configure_main_thread_fixture()
+                let code: Int32 = await MainActor.run {
+                    guard cs_scenarios_is_main_thread() else { return 3 }
+                    let fixture = cs_lifecycle_mainthread_fixture_new()!
+                    cs_lifecycle_mainthread_call_here(fixture)
+                    let state = cs_lifecycle_mainthread_state(fixture)
+                    return state.calls == 1 && state.main_calls == 1 && state.last_argument == 5 ? 0 : 4
+                }
+                guard code == 0 else { exit(code) }
+                exit(CrashShield.recordedCount(for: .mainThread) == 0 ? 0 : 5)
+            }
+        }
+    }
+}
