@@ -134,6 +134,36 @@ static volatile long g_pings;
 @implementation CSLLazyObserver
 @end
 
+/** Zombie fixture: opted in by the zombie scenarios, tests and bench (by exact class name). */
+@interface CSLZombieVictim : NSObject {
+  @public
+    NSString *name;
+    long count;
+}
+- (NSString *)name;
+- (long)count;
+- (double)ratio;
+- (NSRange)range;
+@end
+@implementation CSLZombieVictim
+- (NSString *)name {
+    return name;
+}
+- (long)count {
+    return count;
+}
+- (double)ratio {
+    return 0.5;
+}
+- (NSRange)range {
+    return NSMakeRange(3, 4);
+}
+- (void)dealloc {
+    [name release];
+    [super dealloc];
+}
+@end
+
 /** Fills freed memory of an observer's size, so a message to a dead observer reaches it. */
 @interface CSLFiller : NSObject
 @end
@@ -373,6 +403,67 @@ static bool kvo_observer_without_callback(void) {
     return true;
 }
 
+#pragma mark - Zombies (SPEC §2.9)
+
+void cs_lifecycle_configure_zombies(size_t max_bytes, size_t max_count) {
+    const char *names[] = {"CSLZombieVictim"};
+    cs_zombie_config config = {names, 1, NULL, 0, NULL, 0, max_bytes, max_count};
+    cs_zombie_configure(&config);
+}
+
+void cs_lifecycle_unconfigure_zombies(void) {
+    cs_zombie_configure(NULL);
+    cs_zombie_flush();
+}
+
+/* A victim released, its memory reused by other objects, then messaged through the stale
+ * pointer. Unguarded that is a use after free: whatever GNUstep does with the bytes there. */
+static CSLZombieVictim *cs_dead_victim(void) {
+    cs_lifecycle_configure_zombies(0, 0);
+    CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+    victim->name = [[NSString alloc] initWithUTF8String:"victim"];
+    victim->count = 7;
+    [victim release];
+    NSMutableArray *fillers = [NSMutableArray array];
+    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
+    return cs_opaque(victim);
+}
+
+static bool zombie_message_object(void) {
+    CSLZombieVictim *victim = cs_dead_victim();
+    bool ok = [victim name] == nil;
+    cs_lifecycle_unconfigure_zombies();
+    return ok;
+}
+
+static bool zombie_message_integer(void) {
+    CSLZombieVictim *victim = cs_dead_victim();
+    bool ok = [victim count] == 0;
+    cs_lifecycle_unconfigure_zombies();
+    return ok;
+}
+
+static bool zombie_message_double(void) {
+    CSLZombieVictim *victim = cs_dead_victim();
+    bool ok = [victim ratio] == 0.0;
+    cs_lifecycle_unconfigure_zombies();
+    return ok;
+}
+
+static bool zombie_message_struct(void) {
+    CSLZombieVictim *victim = cs_dead_victim();
+    NSRange range = [victim range];
+    cs_lifecycle_unconfigure_zombies();
+    return range.location == 0 && range.length == 0;
+}
+
+static bool zombie_release_over(void) {
+    CSLZombieVictim *victim = cs_dead_victim();
+    [victim release];
+    cs_lifecycle_unconfigure_zombies();
+    return true;
+}
+
 #pragma mark - Notifications (SPEC §2.7)
 
 /* The observer deallocates while registered; the center then posts to its freed memory (GNUstep
@@ -566,6 +657,35 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations) {
     return anomalies;
 }
 
+/* Creates and frees `objects` zombie-class objects (zombies opted in with the given budget) and
+ * returns the highest zombie byte total seen; *count_peak gets the count at the end. */
+size_t cs_lifecycle_zombie_churn(size_t objects, size_t max_bytes, size_t max_count, size_t *count_after) {
+    cs_lifecycle_configure_zombies(max_bytes, max_count);
+    cs_zombie_reset_peak();
+    size_t worst = 0;
+    for (size_t i = 0; i < objects; i++) {
+        CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+        if (i % 7 == 0) victim->name = [[NSString alloc] initWithFormat:@"%zu", i];
+        [victim release];
+        size_t bytes = cs_zombie_bytes();
+        if (bytes > worst) worst = bytes;
+    }
+    if (count_after) *count_after = cs_zombie_count();
+    size_t peak = cs_zombie_peak_bytes();
+    return peak > worst ? peak : worst;
+}
+
+size_t cs_lifecycle_free_victims(size_t objects) {
+    for (size_t i = 0; i < objects; i++) [[[CSLZombieVictim alloc] init] release];
+    return cs_zombie_count();
+}
+
+bool cs_lifecycle_message_latest_zombie(void) {
+    CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+    [victim release];
+    return [cs_opaque(victim) count] == 0;
+}
+
 #pragma mark - Tables
 
 static const cs_scenario kScenarios[] = {
@@ -585,6 +705,11 @@ static const cs_scenario kScenarios[] = {
      kvo_observer_without_callback},
     {"notification.observer.deallocRegistered", "notification", "dealloc", false, notification_observer_dealloc},
     {"timer.repeating.targetReleased", "timer", "cs_tick:", false, timer_repeating_target_released},
+    {"zombie.message.object", "zombie", "name", false, zombie_message_object},
+    {"zombie.message.integer", "zombie", "count", false, zombie_message_integer},
+    {"zombie.message.double", "zombie", "ratio", false, zombie_message_double},
+    {"zombie.message.struct", "zombie", "range", false, zombie_message_struct},
+    {"zombie.release.overRelease", "zombie", "release", false, zombie_release_over},
     {"mainthread.call.background", "mainthread", "cs_touch:", false, mainthread_call_background},
 };
 const cs_scenario_table cs_lifecycle_scenarios = CS_TABLE(kScenarios);
@@ -766,7 +891,64 @@ static uint64_t bench_dealloc_plain(uint64_t iterations, bool guarded) {
     return cs_bench_now() - start;
 }
 
+/* Dealloc of a class that is not zombified while zombies are opted in for another class: the
+ * keeper's per-class verdict is on the path. */
+static uint64_t bench_dealloc_with_zombies(uint64_t iterations, bool guarded) {
+    if (guarded) cs_lifecycle_configure_zombies(0, 0);
+    uint64_t elapsed = bench_dealloc_plain(iterations, guarded);
+    if (guarded) cs_lifecycle_unconfigure_zombies();
+    return elapsed;
+}
+
+/* Zombie-class churn under the default budget (2 MiB): baseline frees, guarded keeps zombies and
+ * evicts the oldest. Prints the peak accounting to standard error (SPEC §9: never above budget). */
+static uint64_t bench_zombie_churn(uint64_t iterations, bool guarded) {
+    if (guarded) {
+        cs_lifecycle_configure_zombies(0, 0);
+        cs_zombie_reset_peak();
+    }
+    uint64_t start = cs_bench_now();
+    for (uint64_t i = 0; i < iterations; i++) {
+        CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+        g_sink = (uintptr_t)victim;
+        [victim release];
+    }
+    uint64_t elapsed = cs_bench_now() - start;
+    if (guarded) {
+        fprintf(stderr, "zombie churn: %llu objects, peak %zu bytes kept (budget 2097152), %zu zombies at end\n",
+                (unsigned long long)iterations, cs_zombie_peak_bytes(), cs_zombie_count());
+        cs_lifecycle_unconfigure_zombies();
+    }
+    return elapsed;
+}
+
+/* One KVO change delivered to one observer: directly (baseline) or through the guard's entry. */
+static uint64_t bench_kvo_notify(uint64_t iterations, bool guarded) {
+    (void)guarded;
+    uint64_t elapsed;
+    @autoreleasepool {
+        CSLModel *model = [[CSLModel alloc] init];
+        CSLKVOObserver *observer = [[CSLKVOObserver alloc] init];
+        [model addObserver:observer forKeyPath:@"count" options:NSKeyValueObservingOptionNew context:NULL];
+        uint64_t start = cs_bench_now();
+        for (uint64_t i = 0; i < iterations; i++) {
+            @autoreleasepool {
+                [model setCount:(long)i];
+            }
+        }
+        elapsed = cs_bench_now() - start;
+        [model removeObserver:observer forKeyPath:@"count"];
+        g_sink = (uintptr_t)observer->hits;
+        [observer release];
+        [model release];
+    }
+    return elapsed;
+}
+
 static const cs_bench_case kBenches[] = {
     {"dealloc of a plain object (dealloc hook)", bench_dealloc_plain},
+    {"dealloc, non-zombie class, zombies opted in", bench_dealloc_with_zombies},
+    {"zombie-class churn (default 2 MiB budget)", bench_zombie_churn},
+    {"KVO change to one observer (entry vs direct)", bench_kvo_notify},
 };
 const cs_bench_table cs_lifecycle_benches = CS_TABLE(kBenches);

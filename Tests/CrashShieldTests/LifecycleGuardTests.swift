@@ -46,9 +46,22 @@ let lifecycleMisuses: [LifecycleMisuse] = [
           reason: "observer does not implement observeValueForKeyPath: notification dropped"),
     .init(scenario: "notification.observer.deallocRegistered", guardID: .notification, className: "CSLObserver",
           selector: "dealloc", reason: "observer deallocated while registered for notifications: removed from the center"),
+    .init(scenario: "zombie.message.object", guardID: .zombie, className: "CSLZombieVictim", selector: "name",
+          reason: zombieReason),
+    .init(scenario: "zombie.message.integer", guardID: .zombie, className: "CSLZombieVictim", selector: "count",
+          reason: zombieReason),
+    .init(scenario: "zombie.message.double", guardID: .zombie, className: "CSLZombieVictim", selector: "ratio",
+          reason: zombieReason),
+    .init(scenario: "zombie.message.struct", guardID: .zombie, className: "CSLZombieVictim", selector: "range",
+          reason: zombieReason),
+    .init(scenario: "zombie.release.overRelease", guardID: .zombie, className: "CSLZombieVictim", selector: "release",
+          reason: zombieReason),
     .init(scenario: "timer.repeating.targetReleased", guardID: .timer, className: "NSTimer", selector: "cs_tick:",
           reason: "repeating timer fired after its target was deallocated: invalidated"),
 ]
+
+private let zombieReason =
+    "message sent to a deallocated instance (kept as a zombie); the stack is where it was deallocated"
 
 let lifecycleOracleNames = [
     "KVO options, nested and dependent key paths, several observers",
@@ -82,6 +95,52 @@ extension RuntimeTests {
                 #expect(!first.isClassMethod)
                 #expect(first.reason == misuse.reason)
                 #expect(first.policy == .neutralize)
+                if misuse.guardID == .zombie {
+                    // The stack is the deallocation stack, captured when the object was released.
+                    #expect(!first.frames.isEmpty)
+                }
+            }
+        }
+
+        @Test func zombiesAreOptInAndHonourTheDenyList() throws {
+            try withGuards {
+                #expect(cs_lifecycle_free_victims(10) == 0)
+            }
+            var options = CrashShieldOptions()
+            options.zombieClassPrefixes = ["CSLZombie"]
+            options.zombieDeniedClasses = ["CSLZombieV"]
+            try withGuards(options) {
+                #expect(cs_lifecycle_free_victims(10) == 0)
+            }
+            options.zombieDeniedClasses = []
+            try withGuards(options) {
+                #expect(cs_lifecycle_free_victims(10) == 10)
+                #expect(CrashShield.zombieUsage.count == 10)
+                CrashShield.flushZombies()
+                #expect(CrashShield.zombieUsage == (0, 0))
+                cs_lifecycle_unconfigure_zombies()
+            }
+        }
+
+        /// Hundreds of thousands of zombie-class objects: the accounted zombie memory never goes
+        /// above the byte budget, the count never above its cap, and the newest zombie still answers.
+        @Test func zombieMemoryStaysWithinTheBudgetUnderChurn() throws {
+            try withGuards {
+                let budget = 64 * 1024
+                var countAfter = 0
+                let peak = cs_lifecycle_zombie_churn(300_000, budget, 100_000, &countAfter)
+                #expect(peak > 0)
+                #expect(peak <= budget)
+                #expect(countAfter > 0)
+                #expect(CrashShield.zombieUsage.bytes <= budget)
+                let countCapped = cs_lifecycle_zombie_churn(50_000, 0, 100, &countAfter)
+                #expect(countAfter == 100)
+                #expect(countCapped <= 2 * 1024 * 1024)
+                #expect(cs_lifecycle_message_latest_zombie())
+                #expect(CrashShield.recordedCount(for: .zombie) == 1)
+                cs_lifecycle_unconfigure_zombies()
+                #expect(CrashShield.zombieUsage.count == 0)
+                #expect(CrashShield.zombieUsage.bytes == 0)
             }
         }
 

@@ -111,6 +111,20 @@ void cs_lifecycle_mainthread_call_from_background(void *object, bool with_object
 void cs_lifecycle_mainthread_call_here(void *object);
 cs_mainthread_fixture_state cs_lifecycle_mainthread_state(void *object);
 
+/** Opts the fixture class CSLZombieVictim in as a zombie class (0: default budgets). */
+void cs_lifecycle_configure_zombies(size_t max_bytes, size_t max_count);
+/** Opts every class out again and frees every kept zombie. */
+void cs_lifecycle_unconfigure_zombies(void);
+/** Creates and frees `objects` CSLZombieVictim objects with zombies opted in under the given
+ *  budget; returns the highest zombie byte total seen (the accounting), *count_after the zombies
+ *  kept at the end. Leaves the configuration in place (unconfigure afterwards). */
+size_t cs_lifecycle_zombie_churn(size_t objects, size_t max_bytes, size_t max_count, size_t *count_after);
+/** Creates and frees `objects` CSLZombieVictim objects under the current configuration; returns
+ *  the number of zombies kept afterwards. */
+size_t cs_lifecycle_free_victims(size_t objects);
+/** Frees a new CSLZombieVictim and sends it -count; true when the answer was 0. */
+bool cs_lifecycle_message_latest_zombie(void);
+
 /** `threads` threads add, remove, post and deallocate KVO observers and observed objects,
  *  notification observers and timer targets at once. Returns anomalies seen (wrong delivery
  *  counts); a memory error crashes instead. */
