@@ -421,7 +421,10 @@ static void cs_kvo_remove_context_unguarded(id self, SEL _cmd, id observer, NSSt
 static void cs_kvo_uninstall(void) {
     Class root = objc_lookUpClass("NSObject");
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
-    if (class_getMethodImplementation(root, remove_context) == (IMP)cs_kvo_remove_context)
+    /* Ask cs_backend_class_defines first: looking up a missing method's IMP makes GNUstep build a
+     * forwarding IMP (and autorelease a signature). */
+    if (cs_backend_class_defines(root, remove_context) &&
+        class_getMethodImplementation(root, remove_context) == (IMP)cs_kvo_remove_context)
         cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context_unguarded);
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;
