@@ -61,6 +61,13 @@ void cs_dealloc_hook_release(void);
 /** The -[NSObject dealloc] implementation the hook replaced (frees the object), or NULL. */
 IMP cs_dealloc_original(void);
 
+/** `[super dealloc]` in the SDK's own helper classes (ARC inserts it by itself). */
+#if __has_feature(objc_arc)
+#define CS_SUPER_DEALLOC() ((void)0)
+#else
+#define CS_SUPER_DEALLOC() [super dealloc]
+#endif
+
 /** True on the process's main thread. */
 BOOL cs_backend_is_main_thread(void);
 /** Runs `fn(context)` asynchronously on the main queue (libdispatch when loaded, else the main

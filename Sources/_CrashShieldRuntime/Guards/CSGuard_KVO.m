@@ -114,7 +114,7 @@ static void cs_kvo_unregister(CSKVOEntry *entry) {
 }
 - (void)dealloc {
     CS_RELEASE(key_path);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -166,7 +166,7 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
     }
     free(left);
     pthread_mutex_destroy(&lock);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -210,7 +210,7 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
         cs_kvo_forget_entry(e);
     }
     cs_kvo_retire(e);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 

@@ -54,7 +54,7 @@ static BOOL g_hook_acquired; /* under the engine lock */
             [center removeObserver:observer];
     }
     CS_RELEASE(center);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 

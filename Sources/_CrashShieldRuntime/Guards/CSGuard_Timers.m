@@ -51,7 +51,7 @@ static CSTimerTargetToken *g_tokens;
     if (next) next->prev = prev;
     pthread_mutex_unlock(&g_tokens_lock);
     if (proxy) CS_ATOMIC_STORE(&proxy->target, (void *)NULL);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -73,7 +73,7 @@ static CSTimerTargetToken *g_tokens;
     id current = (id)__atomic_exchange_n(&target, (void *)NULL, __ATOMIC_ACQ_REL);
     if (current && retains_target) CS_RELEASE(current);
     else if (current) cs_sidetable_set(current, (const void *)self, NULL);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -144,7 +144,7 @@ static const CSHookSpec kTimerHooks[] = {
 }
 - (void)dealloc {
     (*deallocs)++;
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 @end
 
