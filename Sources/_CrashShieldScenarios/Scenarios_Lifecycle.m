@@ -686,6 +686,51 @@ bool cs_lifecycle_message_latest_zombie(void) {
     return [cs_opaque(victim) count] == 0;
 }
 
+/* Every dealloc-hook path runs on a thread with no autorelease pool in place: a KVO observer and
+ * a notification observer dying registered, a timer target released, a zombie-class object kept
+ * and evicted. Set-up and clean-up have pools; the releases do not. */
+static void *cs_dealloc_paths_worker(void *unused) {
+    (void)unused;
+    CSLModel *model;
+    CSLKVOObserver *observer;
+    CSLObserver *listener;
+    CSLTicker *target;
+    NSTimer *timer;
+    CSLZombieVictim *victims[3];
+    @autoreleasepool {
+        model = [[CSLModel alloc] init];
+        observer = [[CSLKVOObserver alloc] init];
+        [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
+        listener = [[CSLObserver alloc] init];
+        [[NSNotificationCenter defaultCenter] addObserver:listener selector:@selector(cs_ping:) name:@"CSLNoPool"
+                                                   object:nil];
+        target = [[CSLTicker alloc] init];
+        timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
+                                        repeats:YES] retain];
+        cs_lifecycle_configure_zombies(0, 2);
+        for (int i = 0; i < 3; i++) victims[i] = [[CSLZombieVictim alloc] init];
+    }
+    [observer release];
+    [listener release];
+    [target release];
+    for (int i = 0; i < 3; i++) [victims[i] release]; /* the third evicts the first */
+    @autoreleasepool {
+        [model setName:@"after"];
+        [[NSNotificationCenter defaultCenter] postNotificationName:@"CSLNoPool" object:nil];
+        [timer fire];
+        [timer release];
+        [model release];
+        cs_lifecycle_unconfigure_zombies();
+    }
+    return NULL;
+}
+
+void cs_lifecycle_dealloc_paths_without_pool(void) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, cs_dealloc_paths_worker, NULL);
+    pthread_join(thread, NULL);
+}
+
 #pragma mark - Tables
 
 static const cs_scenario kScenarios[] = {

@@ -184,6 +184,24 @@ extension RuntimeTests {
             }
         }
 
+        /// The dealloc hook and its callbacks never autorelease (research §4, hazard 2): every
+        /// lifecycle path runs with no pool in place and GNUstep must not complain on stderr.
+        @Test func deallocPathsCreateNoAutoreleasedObjects() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShield.start()
+                let path = FileManager.default.temporaryDirectory.appendingPathComponent("cs-nopool-\(getpid()).txt").path
+                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                guard fd >= 0, dup2(fd, 2) == 2 else { exit(3) }
+                cs_lifecycle_dealloc_paths_without_pool()
+                fflush(nil)
+                let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "unreadable"
+                unlink(path)
+                guard !log.contains("without pool") else { exit(4) }
+                let recorded = CrashShield.recordedCount(for: .kvo) + CrashShield.recordedCount(for: .notification)
+                exit(recorded == 2 ? 0 : 5)
+            }
+        }
+
         /// The main dispatch queue is drained by the test process's main thread (Swift's async
         /// main), so the re-dispatched call runs there while this test waits off the main thread.
         @Test func backgroundCallOfAMainThreadOnlyMethodRunsOnTheMainQueue() async throws {

@@ -92,9 +92,14 @@ static inline BOOL cs_kvo_claim(CSKVOEntry *entry) {
     return __atomic_exchange_n(&entry->registered, 0, __ATOMIC_ACQ_REL) == 1;
 }
 
+/* Also called from dealloc paths: GNUstep's removal autoreleases internally, and an object
+ * autoreleased into a pool that is being drained (or into none) must not happen there (research
+ * §4, hazard 2), so it gets a pool of its own, drained at once. */
 static void cs_kvo_unregister(CSKVOEntry *entry) {
-    ((cs_remove_fn)g_original_remove)(entry->observed, @selector(removeObserver:forKeyPath:), entry,
-                                      entry->key_path);
+    @autoreleasepool {
+        ((cs_remove_fn)g_original_remove)(entry->observed, @selector(removeObserver:forKeyPath:), entry,
+                                          entry->key_path);
+    }
 }
 
 @implementation CSKVOEntry

@@ -46,12 +46,16 @@ static BOOL g_hook_acquired; /* under the engine lock */
     if (observer && center) {
         /* After a partial removal the observer may have no registration left: remove silently
          * (removeObserver: is harmless then) instead of reporting a misuse that may not be one. */
-        if (CS_ATOMIC_LOAD(&partially_removed))
-            [center removeObserver:observer];
-        else if (cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
-                                 "observer deallocated while registered for notifications: removed from the center",
-                                 0, 0, 0))
-            [center removeObserver:observer];
+        BOOL remove = CS_ATOMIC_LOAD(&partially_removed) ||
+                      cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
+                                      "observer deallocated while registered for notifications: removed from the center",
+                                      0, 0, 0);
+        /* A pool of its own: this runs inside the observer's dealloc, possibly during a drain. */
+        if (remove) {
+            @autoreleasepool {
+                [center removeObserver:observer];
+            }
+        }
     }
     CS_RELEASE(center);
     CS_SUPER_DEALLOC();

@@ -125,6 +125,11 @@ size_t cs_lifecycle_free_victims(size_t objects);
 /** Frees a new CSLZombieVictim and sends it -count; true when the answer was 0. */
 bool cs_lifecycle_message_latest_zombie(void);
 
+/** Runs every dealloc-hook path (KVO and notification observers dying registered, a timer target
+ *  released, zombies kept and evicted) on a new thread, the releases outside any autorelease pool.
+ *  GNUstep logs "autorelease called without pool" to standard error if any path autoreleases. */
+void cs_lifecycle_dealloc_paths_without_pool(void);
+
 /** `threads` threads add, remove, post and deallocate KVO observers and observed objects,
  *  notification observers and timer targets at once. Returns anomalies seen (wrong delivery
  *  counts); a memory error crashes instead. */
