@@ -28,6 +28,7 @@ size_t cs_sidetable_remove_all(void *object);
 enum { kMaxDepth = 8 };
 
 static cs_dealloc_observer g_observers[CS_DEALLOC_OBSERVERS]; /* CS_ATOMIC_* access */
+static unsigned g_observer_count;                             /* CS_ATOMIC_*; entries in use */
 static cs_dealloc_keeper g_keeper;                            /* CS_ATOMIC_* access */
 static IMP g_original;                                        /* CS_ATOMIC_* access */
 static int g_acquired;                                        /* under g_lock */
@@ -38,9 +39,11 @@ static void cs_dealloc_hook(id self, SEL _cmd) {
     IMP original = CS_ATOMIC_LOAD(&g_original);
     if (CS_LIKELY(t_depth < kMaxDepth)) {
         t_depth++;
-        for (unsigned i = 0; i < CS_DEALLOC_OBSERVERS; i++) {
-            cs_dealloc_observer observer = CS_ATOMIC_LOAD(&g_observers[i]);
-            if (observer) observer(self);
+        if (CS_ATOMIC_LOAD_RELAXED(&g_observer_count) != 0) {
+            for (unsigned i = 0; i < CS_DEALLOC_OBSERVERS; i++) {
+                cs_dealloc_observer observer = CS_ATOMIC_LOAD(&g_observers[i]);
+                if (observer) observer(self);
+            }
         }
         cs_sidetable_remove_all(self);
         cs_dealloc_keeper keeper = CS_ATOMIC_LOAD(&g_keeper);
@@ -59,6 +62,7 @@ BOOL cs_dealloc_add_observer(cs_dealloc_observer observer) {
     for (unsigned i = 0; i < CS_DEALLOC_OBSERVERS && !ok; i++)
         if (CS_ATOMIC_LOAD(&g_observers[i]) == NULL) {
             CS_ATOMIC_STORE(&g_observers[i], observer);
+            CS_ATOMIC_FETCH_ADD(&g_observer_count, 1u);
             ok = YES;
         }
     pthread_mutex_unlock(&g_lock);
@@ -68,7 +72,10 @@ BOOL cs_dealloc_add_observer(cs_dealloc_observer observer) {
 void cs_dealloc_remove_observer(cs_dealloc_observer observer) {
     pthread_mutex_lock(&g_lock);
     for (unsigned i = 0; i < CS_DEALLOC_OBSERVERS; i++)
-        if (CS_ATOMIC_LOAD(&g_observers[i]) == observer) CS_ATOMIC_STORE(&g_observers[i], (cs_dealloc_observer)NULL);
+        if (CS_ATOMIC_LOAD(&g_observers[i]) == observer) {
+            CS_ATOMIC_STORE(&g_observers[i], (cs_dealloc_observer)NULL);
+            CS_ATOMIC_FETCH_SUB(&g_observer_count, 1u);
+        }
     pthread_mutex_unlock(&g_lock);
 }
 
