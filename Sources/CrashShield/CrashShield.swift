@@ -22,6 +22,7 @@ public enum CrashShield {
         IncidentHub.shared.connect()
         cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
         for (id, cell) in swiftGuards { cs_swift_guard_set_policy(cell, options.policy(for: id).raw) }
+        applyLifecycleOptions(options)
 
         let names = (0..<cs_guard_count()).map { GuardID(rawValue: String(cString: cs_guard_status_at($0).name)) }
         let policies = names.map { options.policy(for: $0) }

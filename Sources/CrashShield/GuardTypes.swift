@@ -19,6 +19,16 @@ public struct GuardID: RawRepresentable, Hashable, Sendable, CustomStringConvert
     public static let kvc = GuardID(rawValue: "kvc")
     /// Lenient `Decodable` wrappers (`@Lenient`, SPEC §2.11). Swift-side: no runtime hooks.
     public static let decoding = GuardID(rawValue: "decoding")
+    /// Key-value observing (SPEC §2.6): registrations tracked by one proxy per observed object.
+    public static let kvo = GuardID(rawValue: "kvo")
+    /// Notification observers that deallocate while registered are removed (SPEC §2.7).
+    public static let notification = GuardID(rawValue: "notification")
+    /// Repeating timers hold their targets weakly (SPEC §2.8).
+    public static let timer = GuardID(rawValue: "timer")
+    /// Opt-in zombies: messages to deallocated instances of chosen classes (SPEC §2.9).
+    public static let zombie = GuardID(rawValue: "zombie")
+    /// Configured main-thread-only calls made elsewhere are re-dispatched (SPEC §2.10).
+    public static let mainThread = GuardID(rawValue: "mainthread")
 }
 
 /// What a guard does when it intercepts a misuse.

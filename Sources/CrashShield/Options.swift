@@ -23,7 +23,42 @@ public struct CrashShieldOptions: Sendable {
     /// always delivered; later ones are counted and reported at most this often. Default: 1 second.
     public var countUpdateInterval: Duration = .seconds(1)
 
+    /// Classes whose deallocated instances are kept as zombies (SPEC §2.9), by exact name.
+    /// Zombies are opt-in: empty (the default) zombifies nothing. Protection lasts only while a
+    /// zombie is kept (see `zombieMaxBytes`, `zombieMaxCount`, `CrashShield.flushZombies()`).
+    public var zombieClassNames: [String] = []
+
+    /// Class-name prefixes whose instances are kept as zombies (your app's classes). Default: empty.
+    public var zombieClassPrefixes: [String] = []
+
+    /// Class names or prefixes that are never zombified, checked against the class and its
+    /// superclasses; wins over the two lists above. Default: empty.
+    public var zombieDeniedClasses: [String] = []
+
+    /// Memory budget of the zombie FIFO, in bytes; the oldest zombies are freed beyond it.
+    /// Default: 2 MiB.
+    public var zombieMaxBytes: Int = 2 * 1024 * 1024
+
+    /// Most zombies kept at once; the oldest are freed beyond it. Default: 10 000.
+    public var zombieMaxCount: Int = 10_000
+
+    /// (class name, selector) pairs that must run on the main thread (SPEC §2.10). A call from
+    /// another thread is re-dispatched asynchronously to the main queue, with an incident. Only
+    /// instance methods returning `Void` with at most one object or integer argument qualify.
+    /// Default: empty on Linux.
+    public var mainThreadOnlyCalls: [MainThreadCall] = []
+
     public init() {}
 
     func policy(for id: GuardID) -> GuardPolicy { policies[id] ?? defaultPolicy }
+}
+
+/// One main-thread-only method, by class name and selector name (e.g. "setNeedsLayout").
+public struct MainThreadCall: Sendable, Hashable {
+    public var className: String
+    public var selector: String
+    public init(className: String, selector: String) {
+        self.className = className
+        self.selector = selector
+    }
 }

@@ -309,7 +309,13 @@ void cs_incident_record(const cs_incident_site *site) {
         kind = CS_INCIDENT_UPDATE;
     }
 
-    if (!have_frames) incident.frame_count = cs_capture_frames(site->caller, incident.frames);
+    if (site->frame_count > 0) {
+        uint8_t n = site->frame_count < CS_INCIDENT_MAX_FRAMES ? site->frame_count : CS_INCIDENT_MAX_FRAMES;
+        for (uint8_t i = 0; i < n; i++) incident.frames[i] = site->frames[i];
+        incident.frame_count = n;
+    } else if (!have_frames) {
+        incident.frame_count = cs_capture_frames(site->caller, incident.frames);
+    }
     incident.kind = kind;
     incident.guard_name = site->guard_name;
     incident.policy = site->policy;

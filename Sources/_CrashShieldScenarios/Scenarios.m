@@ -13,20 +13,26 @@ extern const cs_bench_table cs_core_benches;
 extern const cs_scenario_table cs_message_scenarios;
 extern const cs_oracle_table cs_message_oracles;
 extern const cs_bench_table cs_message_benches;
+extern const cs_scenario_table cs_lifecycle_scenarios;
+extern const cs_oracle_table cs_lifecycle_oracles;
+extern const cs_bench_table cs_lifecycle_benches;
 
 static const cs_scenario_table *const kScenarioTables[] = {
     &cs_container_scenarios,
     &cs_string_scenarios,
     &cs_message_scenarios,
+    &cs_lifecycle_scenarios,
 };
 static const cs_oracle_table *const kOracleTables[] = {
     &cs_container_oracles,
     &cs_string_oracles,
     &cs_message_oracles,
+    &cs_lifecycle_oracles,
 };
 static const cs_bench_table *const kBenchTables[] = {
     &cs_core_benches,
     &cs_message_benches,
+    &cs_lifecycle_benches,
 };
 
 size_t cs_bench_count(void) {

@@ -55,6 +55,11 @@ typedef struct {
      *  to deduplicate. Static string. */
     const char *site_file;
     uint32_t site_line;
+    /** When frame_count > 0, the incident's stack is these frames instead of the recording
+     *  thread's (a zombie incident carries the stack where the object was deallocated). The
+     *  fingerprint still comes from `caller` when it is set. */
+    const uintptr_t *frames;
+    uint8_t frame_count;
 } cs_incident_site;
 
 /** One delivered incident. `kind` tells a first occurrence from a later count update. */

@@ -104,4 +104,43 @@ typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
  */
 const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report);
 void cs_backend_uninstall_forward_retarget(void);
+/* ---- dealloc hook and lifecycle helpers (CSDeallocHook.m) --------------------------------- */
+
+/**
+ * Called from -[NSObject dealloc] for every object that reaches it (after the subclasses'
+ * -dealloc bodies), before the memory is freed. Contract for a callback: no autoreleased objects,
+ * no lock held while releasing anything (a release may run another -dealloc on this thread), no
+ * formatting. Nested deallocs caused by a callback run the callbacks too, up to a small depth.
+ */
+typedef void (*cs_dealloc_observer)(id object);
+/** Decides, after the observers ran, whether to keep the object's memory (a zombie). Returns YES
+ *  when it took the object over: the original -dealloc is then not called. */
+typedef BOOL (*cs_dealloc_keeper)(id object);
+
+/** Adds an observer to the fixed list (8 entries). Returns NO when the list is full. Idempotent. */
+BOOL cs_dealloc_add_observer(cs_dealloc_observer observer);
+void cs_dealloc_remove_observer(cs_dealloc_observer observer);
+/** Sets (or with NULL clears) the single keeper. */
+void cs_dealloc_set_keeper(cs_dealloc_keeper keeper);
+/** Installs the hook on -[NSObject dealloc] (root only) on the first acquire; the last release
+ *  restores the previous implementation. Returns NO when NSObject has no own -dealloc. */
+BOOL cs_dealloc_hook_acquire(void);
+void cs_dealloc_hook_release(void);
+/** The -[NSObject dealloc] implementation the hook replaced (frees the object), or NULL. */
+IMP cs_dealloc_original(void);
+
+/** `[super dealloc]` in the SDK's own helper classes (ARC inserts it by itself). */
+#if __has_feature(objc_arc)
+#define CS_SUPER_DEALLOC() ((void)0)
+#else
+#define CS_SUPER_DEALLOC() [super dealloc]
+#endif
+
+/** True on the process's main thread. */
+BOOL cs_backend_is_main_thread(void);
+/** Runs `fn(context)` asynchronously on the main queue (libdispatch when loaded, else the main
+ *  run loop). Returns NO when neither is available. */
+BOOL cs_backend_main_async(void (*fn)(void *), void *context);
+/** Sends `sel` with one object argument through normal dispatch (forwarding included). */
+void cs_backend_send1(id target, SEL sel, id argument);
 #endif

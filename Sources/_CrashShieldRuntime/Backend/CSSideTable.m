@@ -7,6 +7,7 @@
  */
 #import "CSBackend.h"
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #define CS_STRIPES 64u
@@ -56,7 +57,7 @@ void cs_sidetable_set(void *object, const void *key, void *value) {
             (*link)->value = newValue;
         } else {
             freed = *link;
-            *link = freed->next;
+            CS_ATOMIC_STORE(link, freed->next);
             CS_ATOMIC_FETCH_SUB(&g_side_count, (size_t)1);
         }
     } else if (newValue) {
@@ -65,7 +66,7 @@ void cs_sidetable_set(void *object, const void *key, void *value) {
         entry->key = key;
         entry->value = newValue;
         entry->next = NULL;
-        *link = entry;
+        CS_ATOMIC_STORE(link, entry);
         CS_ATOMIC_FETCH_ADD(&g_side_count, (size_t)1);
     }
     pthread_mutex_unlock(&stripe->lock);
@@ -93,19 +94,51 @@ void *cs_sidetable_get(void *object, const void *key) {
     return CS_POINTER(result);
 }
 
-size_t cs_sidetable_remove_all(void *object) {
-    if (object == NULL) return 0;
-    pthread_once(&g_side_once, cs_side_init);
+void *cs_sidetable_peek(void *object, const void *key) {
+    if (object == NULL || CS_ATOMIC_LOAD_RELAXED(&g_side_count) == 0) return NULL;
     uintptr_t h = cs_side_hash(object);
     cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
+    void *found = NULL;
+    pthread_mutex_lock(&stripe->lock);
+    for (cs_side_entry *e = stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE]; e; e = e->next)
+        if (e->object == object && e->key == key) {
+            found = (void *)e->value;
+            break;
+        }
+    pthread_mutex_unlock(&stripe->lock);
+    return found;
+}
+
+bool cs_sidetable_contains(void *object, const void *key) {
+    if (object == NULL || CS_ATOMIC_LOAD_RELAXED(&g_side_count) == 0) return false;
+    uintptr_t h = cs_side_hash(object);
+    cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
+    bool found = false;
+    pthread_mutex_lock(&stripe->lock);
+    for (cs_side_entry *e = stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE]; e && !found; e = e->next)
+        found = e->object == object && e->key == key;
+    pthread_mutex_unlock(&stripe->lock);
+    return found;
+}
+
+size_t cs_sidetable_remove_all(void *object) {
+    if (object == NULL) return 0;
+    /* Fast negative answer without a lock (this runs on every -dealloc once the dealloc hook is
+     * installed): an object's own entries were stored before it started deallocating, so an
+     * empty table or an empty bucket means none are left. */
+    if (CS_ATOMIC_LOAD_RELAXED(&g_side_count) == 0) return 0;
+    uintptr_t h = cs_side_hash(object);
+    cs_side_stripe *stripe = &g_stripes[h % CS_STRIPES];
+    cs_side_entry **link = &stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE];
+    if (CS_ATOMIC_LOAD(link) == NULL) return 0;
+    pthread_once(&g_side_once, cs_side_init);
     cs_side_entry *removed = NULL;
     size_t count = 0;
     pthread_mutex_lock(&stripe->lock);
-    cs_side_entry **link = &stripe->buckets[(h / CS_STRIPES) % CS_BUCKETS_PER_STRIPE];
     while (*link) {
         if ((*link)->object == object) {
             cs_side_entry *entry = *link;
-            *link = entry->next;
+            CS_ATOMIC_STORE(link, entry->next);
             entry->next = removed;
             removed = entry;
             count++;

@@ -72,6 +72,11 @@ typedef struct {
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4);                            \
     }
 
+#define CS_SLOT_5(N, b, R, T1, T2, T3, T4, T5)                                                     \
+    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2, T3 a3, T4 a4, T5 a5) {                   \
+        return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4, a5);                        \
+    }
+
 #define CS_DEFINE_SLOTS(b, SLOT, ...)                                                              \
     static CSHookSlots b##_slots;                                                                  \
     CS_REPEAT_SLOTS(SLOT, b, __VA_ARGS__)                                                          \
@@ -82,5 +87,6 @@ typedef struct {
 #define CS_DEFINE_HOOK_2(b, R, T1, T2) CS_DEFINE_SLOTS(b, CS_SLOT_2, R, T1, T2)
 #define CS_DEFINE_HOOK_3(b, R, T1, T2, T3) CS_DEFINE_SLOTS(b, CS_SLOT_3, R, T1, T2, T3)
 #define CS_DEFINE_HOOK_4(b, R, T1, T2, T3, T4) CS_DEFINE_SLOTS(b, CS_SLOT_4, R, T1, T2, T3, T4)
+#define CS_DEFINE_HOOK_5(b, R, T1, T2, T3, T4, T5) CS_DEFINE_SLOTS(b, CS_SLOT_5, R, T1, T2, T3, T4, T5)
 
 #endif

@@ -91,10 +91,48 @@ void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
 void cs_sidetable_set(void *object, const void *key, void *value);
 /** Returns the associated value, retained and autoreleased by the caller's pool; NULL if none. */
 void *cs_sidetable_get(void *object, const void *key);
+/** The associated value, neither retained nor autoreleased: only for values that no other
+ *  thread can remove meanwhile (e.g. a value removed only when `object` deallocates). */
+void *cs_sidetable_peek(void *object, const void *key);
+/** True when a value is associated with (`object`, `key`); retains and autoreleases nothing. */
+bool cs_sidetable_contains(void *object, const void *key);
 /** Removes (and releases) every value associated with `object`. Returns how many were removed. */
 size_t cs_sidetable_remove_all(void *object);
 /** Number of (object, key) pairs currently stored. */
 size_t cs_sidetable_count(void);
+
+
+/* ---- lifecycle guards: zombies and main-thread-only calls (SPEC §2.9, §2.10) ------------- */
+
+/** Zombie configuration. Zombies are opt-in: an instance is kept as a zombie only when its class
+ *  (exactly, by name) is in `class_names` or its class name starts with one of `prefixes`, and
+ *  neither the class nor a superclass is in `deny` (exact names or prefixes). 0 for a budget
+ *  means the default (2 MiB, 10000 zombies). Copies the strings; takes effect at once. */
+typedef struct {
+    const char *const *class_names;
+    size_t class_count;
+    const char *const *prefixes;
+    size_t prefix_count;
+    const char *const *deny;
+    size_t deny_count;
+    size_t max_bytes;
+    size_t max_count;
+} cs_zombie_config;
+
+void cs_zombie_configure(const cs_zombie_config *config);
+/** Frees every kept zombie properly (an app calls it when it goes to the background). */
+void cs_zombie_flush(void);
+/** Zombies kept now, their bytes, and the highest byte total seen since the last reset. */
+size_t cs_zombie_count(void);
+size_t cs_zombie_bytes(void);
+size_t cs_zombie_peak_bytes(void);
+void cs_zombie_reset_peak(void);
+
+/** The (class, selector) pairs that must run on the main thread. Read when the main-thread guard
+ *  is installed; once installed, a new configuration hooks its new pairs at once. Only methods returning void with at
+ *  most one pointer- or integer-sized argument can be re-dispatched; others are skipped (the
+ *  guard's status counts only what it hooked). Copies the strings. */
+void cs_mainthread_configure(const char *const *class_names, const char *const *selectors, size_t count);
 
 #ifdef __cplusplus
 }

@@ -131,6 +131,55 @@ int cs_msg_nsnull_answers_like_empty_values(void);
 /** Runs the selector, NSNull and KVC misuses on `threads` threads (at most 16), `iterations`
  *  each; returns how many iterations did not get the neutralised results. */
 uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations);
+/* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
+
+/** True on the process's main thread (the kernel's answer, not GNUstep's first NSThread), or in
+ *  work the main dispatch queue runs (after dispatch_main() workers drain it). */
+bool cs_scenarios_is_main_thread(void);
+/** Configures the main-thread guard with the fixture class CSLMainThreadOnly
+ *  (-cs_touch: with an object, -cs_touchValue: with a long). */
+void cs_lifecycle_configure_main_thread_fixture(void);
+/** On the main thread: drains the main dispatch queue and the run loop until `done(context)`
+ *  (or, with `done` NULL, for the whole time); false when it timed out first. */
+bool cs_lifecycle_drain_main_queue(double seconds, bool (*done)(void *), void *context);
+
+/** What a CSLMainThreadOnly fixture saw: calls, calls made on the main thread, last argument. */
+typedef struct {
+    int calls;
+    int main_calls;
+    long last_argument;
+} cs_mainthread_fixture_state;
+void *cs_lifecycle_mainthread_fixture_new(void);
+void cs_lifecycle_mainthread_fixture_free(void *object);
+/** Calls -cs_touch: (with_object, argument 7) or -cs_touchValue: (42) on a new thread; joins it. */
+void cs_lifecycle_mainthread_call_from_background(void *object, bool with_object);
+/** Calls -cs_touchValue:5 on the calling thread. */
+void cs_lifecycle_mainthread_call_here(void *object);
+cs_mainthread_fixture_state cs_lifecycle_mainthread_state(void *object);
+
+/** Opts the fixture class CSLZombieVictim in as a zombie class (0: default budgets). */
+void cs_lifecycle_configure_zombies(size_t max_bytes, size_t max_count);
+/** Opts every class out again and frees every kept zombie. */
+void cs_lifecycle_unconfigure_zombies(void);
+/** Creates and frees `objects` CSLZombieVictim objects with zombies opted in under the given
+ *  budget; returns the highest zombie byte total seen (the accounting), *count_after the zombies
+ *  kept at the end. Leaves the configuration in place (unconfigure afterwards). */
+size_t cs_lifecycle_zombie_churn(size_t objects, size_t max_bytes, size_t max_count, size_t *count_after);
+/** Creates and frees `objects` CSLZombieVictim objects under the current configuration; returns
+ *  the number of zombies kept afterwards. */
+size_t cs_lifecycle_free_victims(size_t objects);
+/** Frees a new CSLZombieVictim and sends it -count; true when the answer was 0. */
+bool cs_lifecycle_message_latest_zombie(void);
+
+/** Runs every dealloc-hook path (KVO and notification observers dying registered, a timer target
+ *  released, zombies kept and evicted) on a new thread, the releases outside any autorelease pool.
+ *  GNUstep logs "autorelease called without pool" to standard error if any path autoreleases. */
+void cs_lifecycle_dealloc_paths_without_pool(void);
+
+/** `threads` threads add, remove, post and deallocate KVO observers and observed objects,
+ *  notification observers and timer targets at once. Returns anomalies seen (wrong delivery
+ *  counts); a memory error crashes instead. */
+unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations);
 
 #ifdef __cplusplus
 }

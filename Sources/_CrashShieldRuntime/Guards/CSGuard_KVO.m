@@ -1,0 +1,446 @@
+/*
+ * CSGuard_KVO.m — SPEC §2.6: key-value observing registrations tracked per observed object.
+ *
+ * Structure: one CSKVOProxy per observed object (side table, key &kProxyKey) holds the
+ * registrations; each registration is a CSKVOEntry (observer unretained, key path, options,
+ * context), and the entry itself is what GNUstep's KVO really registers (with the caller's
+ * options, context NULL), so every option (new, old, initial, prior), nested and dependent key
+ * paths behave exactly as before: GNUstep computes the change dictionary per entry, and the entry
+ * passes it on to its observer with the observer's own context.
+ *
+ * Lifetimes (no weak references on GCC libobjc; both ends are watched through the side table,
+ * whose values the dealloc hook releases while the owner is being deallocated):
+ * - Observed object dies: its proxy is released by the side table; the proxy's -dealloc
+ *   unregisters every entry from GNUstep before the memory is freed.
+ * - Observer dies: each entry left a CSKVOToken on the observer (key: the entry); the token's
+ *   -dealloc unregisters that entry, so later changes never message freed memory.
+ * Each entry is unregistered exactly once: whoever clears entry->registered (atomic exchange)
+ * does it. Objects are released only after the proxy's lock is dropped; the originals are called
+ * outside the lock (an initial-option notification runs observer code that may add or remove).
+ *
+ * GNUstep 1.28 lacks -removeObserver:forKeyPath:context: (declared, not implemented): the guard
+ * adds it to NSObject. After uninstall it stays, as an unguarded remove that ignores the context.
+ * Limitation: an observer and its observed object deallocating at the same moment on two threads
+ * race as they would without the guard.
+ */
+#import "../Engine/CSEngine.h"
+#import "../Backend/CSBackend.h"
+#include <pthread.h>
+
+extern CSGuard CSGuardKVO;
+#define G (&CSGuardKVO)
+
+static char kProxyKey;
+static IMP g_original_add;    /* -[NSObject addObserver:forKeyPath:options:context:] before the hook */
+static IMP g_original_remove; /* -[NSObject removeObserver:forKeyPath:] before the hook */
+static IMP g_nsobject_observe; /* NSObject's own -observeValueForKeyPath:... (raises on GNUstep) */
+static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
+static BOOL g_hook_acquired;
+
+typedef void (*cs_add_fn)(id, SEL, id, NSString *, NSKeyValueObservingOptions, void *);
+typedef void (*cs_remove_fn)(id, SEL, id, NSString *);
+
+@class CSKVOProxy;
+static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason);
+
+@interface CSKVOEntry : NSObject {
+  @public
+    id observer;             /* unretained; cleared when the observer deallocates */
+    id observed;             /* unretained; the proxy's owner */
+    NSString *key_path;      /* copied */
+    NSKeyValueObservingOptions options;
+    void *context;
+    int registered;          /* 1 while registered with GNUstep; CS_ATOMIC / exchange */
+}
+@end
+
+@interface CSKVOToken : NSObject {
+  @public
+    CSKVOEntry *entry; /* retained */
+}
+@end
+
+@interface CSKVOProxy : NSObject {
+  @public
+    id observed; /* unretained: the proxy lives exactly as long as the observed object */
+    pthread_mutex_t lock;
+    CSKVOEntry **entries; /* retained */
+    size_t count, capacity;
+}
+@end
+
+/* Retired entries: GNUstep 1.28's KVO may still be delivering a change to an entry another thread
+ * just unregistered (its observer list is read without holding a reference; unguarded, the same
+ * race crashes on the observer itself). An entry's last references are therefore released only
+ * after kRetired later retirements; by then `registered` is 0 and delivery drops the change. */
+enum { kRetired = 1024 };
+static CSKVOEntry *g_retired[kRetired];
+static size_t g_retired_next;
+static pthread_mutex_t g_retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Takes over one reference to `entry`. */
+static void cs_kvo_retire(CSKVOEntry *entry) {
+    pthread_mutex_lock(&g_retired_lock);
+    CSKVOEntry *evicted = g_retired[g_retired_next];
+    g_retired[g_retired_next] = entry;
+    g_retired_next = (g_retired_next + 1) % kRetired;
+    pthread_mutex_unlock(&g_retired_lock);
+    if (evicted) CS_RELEASE(evicted);
+}
+
+static inline BOOL cs_kvo_claim(CSKVOEntry *entry) {
+    return __atomic_exchange_n(&entry->registered, 0, __ATOMIC_ACQ_REL) == 1;
+}
+
+/* Also called from dealloc paths: GNUstep's removal autoreleases internally, and an object
+ * autoreleased into a pool that is being drained (or into none) must not happen there (research
+ * §4, hazard 2), so it gets a pool of its own, drained at once. */
+static void cs_kvo_unregister(CSKVOEntry *entry) {
+    @autoreleasepool {
+        ((cs_remove_fn)g_original_remove)(entry->observed, @selector(removeObserver:forKeyPath:), entry,
+                                          entry->key_path);
+    }
+}
+
+@implementation CSKVOEntry
+- (void)observeValueForKeyPath:(NSString *)keyPath
+                      ofObject:(id)object
+                        change:(NSDictionary *)change
+                       context:(void *)unused {
+    (void)unused;
+    id target = observer;
+    if (target == nil || !CS_ATOMIC_LOAD(&registered)) return;
+    SEL sel = @selector(observeValueForKeyPath:ofObject:change:context:);
+    if (class_getMethodImplementation(object_getClass(target), sel) == g_nsobject_observe &&
+        cs_guard_misuse(G, target, sel, NULL, "observer does not implement observeValueForKeyPath: notification dropped",
+                        0, 0, 0))
+        return;
+    [target observeValueForKeyPath:keyPath ofObject:object change:change context:context];
+}
+- (void)dealloc {
+    CS_RELEASE(key_path);
+    CS_SUPER_DEALLOC();
+}
+@end
+
+/* Removes `entry` from `proxy`'s list; returns YES when it was there (the list's reference is
+ * then the caller's to release). */
+static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
+    BOOL found = NO;
+    pthread_mutex_lock(&proxy->lock);
+    for (size_t i = 0; i < proxy->count; i++)
+        if (proxy->entries[i] == entry) {
+            proxy->entries[i] = proxy->entries[--proxy->count];
+            found = YES;
+            break;
+        }
+    pthread_mutex_unlock(&proxy->lock);
+    return found;
+}
+
+@implementation CSKVOProxy
+- (id)init {
+    self = [super init];
+    if (self) pthread_mutex_init(&lock, NULL);
+    return self;
+}
+/* Released by the side table while the observed object is being deallocated: unregister what is
+ * left before its memory goes. */
+- (void)dealloc {
+    pthread_mutex_lock(&lock);
+    CSKVOEntry **left = entries;
+    size_t n = count;
+    entries = NULL;
+    count = capacity = 0;
+    pthread_mutex_unlock(&lock);
+    BOOL reported = NO;
+    for (size_t i = 0; i < n; i++) {
+        CSKVOEntry *e = left[i];
+        if (cs_kvo_claim(e)) {
+            if (!reported) {
+                cs_kvo_misuse(observed, cs_backend_selector("dealloc"), NULL,
+                              "observed object deallocated while observed: registrations removed");
+                reported = YES;
+            }
+            cs_kvo_unregister(e);
+            id watcher = e->observer;
+            e->observer = nil;
+            if (watcher) cs_sidetable_set(watcher, (const void *)e, NULL); /* releases the token */
+        }
+        cs_kvo_retire(e);
+    }
+    free(left);
+    pthread_mutex_destroy(&lock);
+    CS_SUPER_DEALLOC();
+}
+@end
+
+/* The proxy of `observed`, created when `create`; not retained, not autoreleased (the side table
+ * owns it and the caller holds `observed`). */
+static CSKVOProxy *cs_kvo_proxy(id observed, BOOL create) {
+    CSKVOProxy *proxy = (CSKVOProxy *)cs_sidetable_peek(observed, &kProxyKey);
+    if (proxy || !create) return proxy;
+    pthread_mutex_lock(&g_create_lock);
+    proxy = (CSKVOProxy *)cs_sidetable_peek(observed, &kProxyKey);
+    if (proxy == nil) {
+        proxy = [[CSKVOProxy alloc] init];
+        proxy->observed = observed;
+        cs_sidetable_set(observed, &kProxyKey, proxy);
+        CS_RELEASE(proxy);
+    }
+    pthread_mutex_unlock(&g_create_lock);
+    return proxy;
+}
+
+static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
+    CSKVOProxy *proxy = cs_kvo_proxy(entry->observed, NO);
+    if (proxy && cs_kvo_proxy_take(proxy, entry)) {
+        cs_kvo_retire(entry);
+        return YES;
+    }
+    return NO;
+}
+
+@implementation CSKVOToken
+/* Released by the side table: normally from the observer's dealloc (the observer forgot to
+ * remove itself), or when the registration ends (then `registered` is already 0). */
+- (void)dealloc {
+    CSKVOEntry *e = entry;
+    if (e && cs_kvo_claim(e)) {
+        id dying = e->observer;
+        e->observer = nil;
+        cs_guard_misuse(G, dying, cs_backend_selector("dealloc"), NULL,
+                        "observer deallocated while registered for key-value observing: removed", 0, 0, 0);
+        cs_kvo_unregister(e);
+        cs_kvo_forget_entry(e);
+    }
+    cs_kvo_retire(e);
+    CS_SUPER_DEALLOC();
+}
+@end
+
+/* Records a misuse on an observed object under its public class: GNUstep's KVO swaps the isa of
+ * an observed object for a private subclass, and -class hides it. The incident reads the class
+ * from the receiver's isa, so a stack stand-in carries the public one. */
+static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason) {
+    struct {
+        Class isa;
+    } stand_in = {[observed class]};
+    return cs_guard_misuse(G, (id)(void *)&stand_in, cmd, caller, reason, 0, 0, 0);
+}
+
+static inline BOOL cs_kvo_same_path(NSString *a, NSString *b) {
+    return a == b || [a isEqualToString:b];
+}
+
+#pragma mark - Hooks
+
+static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath,
+                              NSKeyValueObservingOptions options, void *context) {
+    if (!CS_LIKELY(cs_guard_is_on(G)) || object_getClass(observer) == [CSKVOEntry class]) {
+        ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        return;
+    }
+    if (observer == nil &&
+        cs_kvo_misuse(self, _cmd, caller, "nil observer: registration ignored"))
+        return;
+    if ((keyPath == nil || [keyPath length] == 0) &&
+        cs_kvo_misuse(self, _cmd, caller, "nil or empty key path: registration ignored"))
+        return;
+    if (observer == nil || keyPath == nil || [keyPath length] == 0) {
+        ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        return;
+    }
+    CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
+    CSKVOEntry *entry = [[CSKVOEntry alloc] init];
+    entry->observer = observer;
+    entry->observed = self;
+    entry->key_path = [keyPath copy];
+    entry->options = options;
+    entry->context = context;
+    entry->registered = 1;
+    BOOL duplicate = NO;
+    pthread_mutex_lock(&proxy->lock);
+    for (size_t i = 0; i < proxy->count && !duplicate; i++) {
+        CSKVOEntry *e = proxy->entries[i];
+        duplicate = e->observer == observer && e->context == context && cs_kvo_same_path(e->key_path, keyPath);
+    }
+    if (!duplicate) {
+        if (proxy->count == proxy->capacity) {
+            proxy->capacity = proxy->capacity ? proxy->capacity * 2 : 4;
+            proxy->entries = realloc(proxy->entries, proxy->capacity * sizeof(CSKVOEntry *));
+        }
+        proxy->entries[proxy->count++] = entry; /* the list's reference */
+    }
+    pthread_mutex_unlock(&proxy->lock);
+    if (duplicate) {
+        CS_RELEASE(entry);
+        if (cs_kvo_misuse(self, _cmd, caller, "identical registration added twice: blocked")) return;
+        ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        return;
+    }
+    CSKVOToken *token = [[CSKVOToken alloc] init];
+    token->entry = CS_RETAIN(entry);
+    cs_sidetable_set(observer, (const void *)entry, token);
+    CS_RELEASE(token);
+    ((cs_add_fn)original)(self, _cmd, entry, keyPath, options, NULL);
+}
+CS_DEFINE_HOOK_4(cs_kvo_add, void, id, NSString *, NSKeyValueObservingOptions, void *)
+
+/* Removes the most recent matching registration; returns NO when there is none. */
+static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, BOOL use_context, void *context) {
+    CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
+    if (proxy == nil || keyPath == nil) return NO;
+    CSKVOEntry *found = nil;
+    pthread_mutex_lock(&proxy->lock);
+    for (size_t i = proxy->count; i-- > 0;) {
+        CSKVOEntry *e = proxy->entries[i];
+        if (e->observer == observer && (!use_context || e->context == context) && cs_kvo_same_path(e->key_path, keyPath)) {
+            found = e;
+            /* Keep registration order for the remaining entries. */
+            for (size_t j = i; j + 1 < proxy->count; j++) proxy->entries[j] = proxy->entries[j + 1];
+            proxy->count--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&proxy->lock);
+    if (found == nil) return NO;
+    if (cs_kvo_claim(found)) {
+        cs_kvo_unregister(found);
+        found->observer = nil;
+        cs_sidetable_set(observer, (const void *)found, NULL); /* releases the token */
+    }
+    cs_kvo_retire(found);
+    return YES;
+}
+
+static inline void cs_kvo_remove(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath) {
+    if (!CS_LIKELY(cs_guard_is_on(G)) || object_getClass(observer) == [CSKVOEntry class]) {
+        ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
+        return;
+    }
+    if (cs_kvo_remove_matching(self, observer, keyPath, NO, NULL)) return;
+    if (cs_kvo_misuse(self, _cmd, caller, "removal of a registration that does not exist: ignored"))
+        return;
+    ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
+}
+CS_DEFINE_HOOK_2(cs_kvo_remove, void, id, NSString *)
+
+/* -removeObserver:forKeyPath:context:, added to NSObject (GNUstep 1.28 lacks it). */
+static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
+    if (cs_guard_is_on(G)) {
+        if (cs_kvo_remove_matching(self, observer, keyPath, YES, context)) return;
+        if (cs_kvo_misuse(self, _cmd, __builtin_return_address(0),
+                          "removal of a registration that does not exist (with this context): ignored"))
+            return;
+    }
+    [self removeObserver:observer forKeyPath:keyPath];
+}
+
+static const CSHookSpec kKVOHooks[] = {
+    CS_ROOT_HOOK("NSObject", "addObserver:forKeyPath:options:context:", cs_kvo_add),
+    CS_ROOT_HOOK("NSObject", "removeObserver:forKeyPath:", cs_kvo_remove),
+};
+
+#pragma mark - Canary and install
+
+@interface CSKVOCanaryModel : NSObject {
+    long value;
+}
+- (long)value;
+- (void)setValue:(long)v;
+@end
+@implementation CSKVOCanaryModel
+- (long)value {
+    return value;
+}
+- (void)setValue:(long)v {
+    value = v;
+}
+@end
+
+@interface CSKVOCanaryObserver : NSObject {
+  @public
+    int hits;
+}
+@end
+@implementation CSKVOCanaryObserver
+- (void)observeValueForKeyPath:(NSString *)keyPath
+                      ofObject:(id)object
+                        change:(NSDictionary *)change
+                       context:(void *)context {
+    (void)keyPath;
+    (void)object;
+    (void)change;
+    (void)context;
+    hits++;
+}
+@end
+
+static const char *cs_kvo_canary(void) {
+    const char *failure = NULL;
+    @autoreleasepool {
+        CSKVOCanaryModel *model = [[CSKVOCanaryModel alloc] init];
+        CSKVOCanaryObserver *observer = [[CSKVOCanaryObserver alloc] init];
+        uint64_t before = cs_canary_hits();
+        [model removeObserver:observer forKeyPath:@"value"];
+        if (cs_canary_hits() == before) failure = "removal of a registration that does not exist was not intercepted";
+        before = cs_canary_hits();
+        [model addObserver:observer forKeyPath:@"value" options:NSKeyValueObservingOptionNew context:NULL];
+        [model setValue:3];
+        [model removeObserver:observer forKeyPath:@"value"];
+        [model setValue:4];
+        if (!failure && (observer->hits != 1 || cs_canary_hits() != before))
+            failure = "a legal registration did not behave as before";
+        CS_RELEASE(model);
+        CS_RELEASE(observer);
+    }
+    return failure;
+}
+
+static const char *cs_kvo_install(uint32_t *hooked) {
+    Class root = objc_lookUpClass("NSObject");
+    g_original_add = cs_kvo_add_slots.original[0];
+    g_original_remove = cs_kvo_remove_slots.original[0];
+    g_nsobject_observe = class_getMethodImplementation(root, @selector(observeValueForKeyPath:ofObject:change:context:));
+    SEL remove_context = @selector(removeObserver:forKeyPath:context:);
+    if (cs_backend_class_defines(root, remove_context)) {
+        if (cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context) == NULL)
+            return "-removeObserver:forKeyPath:context: could not be replaced";
+    } else if (!class_addMethod(root, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v")) {
+        return "-removeObserver:forKeyPath:context: could not be added";
+    }
+    (*hooked)++;
+    if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
+    g_hook_acquired = YES;
+    return NULL;
+}
+
+/* Unguarded fallback left in place of the added method (methods cannot be removed). */
+static void cs_kvo_remove_context_unguarded(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
+    (void)_cmd;
+    (void)context;
+    [self removeObserver:observer forKeyPath:keyPath];
+}
+
+static void cs_kvo_uninstall(void) {
+    Class root = objc_lookUpClass("NSObject");
+    SEL remove_context = @selector(removeObserver:forKeyPath:context:);
+    /* Ask cs_backend_class_defines first: looking up a missing method's IMP makes GNUstep build a
+     * forwarding IMP (and autorelease a signature). */
+    if (cs_backend_class_defines(root, remove_context) &&
+        class_getMethodImplementation(root, remove_context) == (IMP)cs_kvo_remove_context)
+        cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context_unguarded);
+    if (g_hook_acquired) cs_dealloc_hook_release();
+    g_hook_acquired = NO;
+}
+
+CSGuard CSGuardKVO = {
+    .name = "kvo",
+    .hooks = kKVOHooks,
+    .hook_count = sizeof(kKVOHooks) / sizeof(kKVOHooks[0]),
+    .canary = cs_kvo_canary,
+    .install = cs_kvo_install,
+    .uninstall = cs_kvo_uninstall,
+    .policy = CS_POLICY_OFF,
+};

@@ -1,0 +1,174 @@
+/*
+ * CSGuard_MainThread.m — SPEC §2.10: configured (class, selector) pairs that must run on the
+ * main thread. Called from another thread, the call is re-dispatched asynchronously to the main
+ * queue (libdispatch's, drained by the main thread) and an incident is recorded.
+ *
+ * Contracts:
+ * - The list is read at install; a later cs_mainthread_configure() hooks its new pairs at once.
+ * - Only instance methods returning void with no argument or one pointer- or integer-sized
+ *   argument are hooked (the call must be replayable later with the same argument); others are
+ *   skipped. An object argument and the receiver are retained until the replay ran.
+ * - A class that only inherits the selector gets its own method (class_addMethod) whose
+ *   original is the inherited implementation; other classes are unaffected.
+ * - Apple's default list (UIView setNeedsLayout, ...) belongs to the Apple build; on Linux the
+ *   default list is empty.
+ */
+#import "../Engine/CSEngine.h"
+#import "../Backend/CSBackend.h"
+#include <pthread.h>
+#include <string.h>
+
+extern CSGuard CSGuardMainThread;
+#define G (&CSGuardMainThread)
+
+static pthread_mutex_t g_config_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **g_class_names;
+static char **g_selectors;
+static size_t g_pair_count;
+
+typedef struct {
+    IMP original;
+    id receiver;
+    SEL selector;
+    uintptr_t argument;
+    BOOL argument_is_object;
+} cs_main_replay;
+
+static BOOL g_argument_is_object[CS_SLOT_COUNT]; /* written before the slot is installed */
+static SEL g_slot_selector[CS_SLOT_COUNT];
+
+static BOOL g_installed; /* under g_config_lock */
+static void cs_main_hook_pairs_locked(void);
+
+static void cs_main_replay_run(void *context) {
+    cs_main_replay *replay = context;
+    ((void (*)(id, SEL, uintptr_t))replay->original)(replay->receiver, replay->selector, replay->argument);
+    if (replay->argument_is_object && replay->argument) CS_RELEASE((id)replay->argument);
+    CS_RELEASE(replay->receiver);
+    free(replay);
+}
+
+static CSHookSlots *cs_main_slots(void);
+
+static inline void cs_main_call(IMP original, id self, SEL _cmd, const void *caller, uintptr_t argument) {
+    if (CS_LIKELY(cs_backend_is_main_thread()) || !cs_guard_is_on(G) ||
+        !cs_guard_misuse(G, self, _cmd, caller, "called off the main thread: re-dispatched to the main queue", 0, 0,
+                         0)) {
+        ((void (*)(id, SEL, uintptr_t))original)(self, _cmd, argument);
+        return;
+    }
+    BOOL is_object = NO;
+    CSHookSlots *slots = cs_main_slots();
+    for (unsigned i = 0; i < CS_SLOT_COUNT; i++)
+        if (slots->original[i] == original && g_slot_selector[i] == _cmd) {
+            is_object = g_argument_is_object[i];
+            break;
+        }
+    cs_main_replay *replay = malloc(sizeof *replay);
+    replay->original = original;
+    replay->receiver = CS_RETAIN(self);
+    replay->selector = _cmd;
+    replay->argument = argument;
+    replay->argument_is_object = is_object;
+    if (is_object && argument) CS_RETAIN((id)argument);
+    cs_backend_main_async(cs_main_replay_run, replay);
+}
+CS_DEFINE_HOOK_1(cs_main_call, void, uintptr_t)
+
+static CSHookSlots *cs_main_slots(void) {
+    return &cs_main_call_slots;
+}
+
+void cs_mainthread_configure(const char *const *class_names, const char *const *selectors, size_t count) {
+    char **classes = count ? calloc(count, sizeof(char *)) : NULL;
+    char **sels = count ? calloc(count, sizeof(char *)) : NULL;
+    for (size_t i = 0; i < count; i++) {
+        classes[i] = strdup(class_names[i] ? class_names[i] : "");
+        sels[i] = strdup(selectors[i] ? selectors[i] : "");
+    }
+    pthread_mutex_lock(&g_config_lock);
+    char **old_classes = g_class_names, **old_sels = g_selectors;
+    size_t old_count = g_pair_count;
+    g_class_names = classes;
+    g_selectors = sels;
+    g_pair_count = count;
+    /* Takes effect at once when the guard is installed (pairs already hooked stay hooked). */
+    if (g_installed) cs_main_hook_pairs_locked();
+    pthread_mutex_unlock(&g_config_lock);
+    for (size_t i = 0; i < old_count; i++) {
+        free(old_classes[i]);
+        free(old_sels[i]);
+    }
+    free(old_classes);
+    free(old_sels);
+}
+
+/* Type-encoding character after qualifiers (const, in, out, ...). */
+static char cs_main_type(const char *encoding) {
+    while (encoding && *encoding && strchr("rnNoORV", *encoding)) encoding++;
+    return encoding ? *encoding : 0;
+}
+
+/* Hooks every configured pair that is not hooked yet. Caller holds g_config_lock. */
+static void cs_main_hook_pairs_locked(void) {
+    CSHookSlots *slots = cs_main_slots();
+    for (size_t p = 0; p < g_pair_count && slots->used < CS_SLOT_COUNT; p++) {
+        Class cls = objc_lookUpClass(g_class_names[p]);
+        SEL sel = cs_backend_selector(g_selectors[p]);
+        Method method = cls ? class_getInstanceMethod(cls, sel) : NULL;
+        if (method == NULL) continue;
+        BOOL already = NO;
+        for (unsigned i = 0; i < slots->used && !already; i++)
+            already = slots->owner[i] == cls && sel_isEqual(g_slot_selector[i], sel);
+        if (already) continue;
+        unsigned args = method_getNumberOfArguments(method);
+        char returns[16] = {0};
+        method_getReturnType(method, returns, sizeof returns);
+        if (cs_main_type(returns) != 'v' || args > 3) continue;
+        BOOL is_object = NO;
+        if (args == 3) {
+            char arg[32] = {0};
+            method_getArgumentType(method, 2, arg, sizeof arg);
+            char t = cs_main_type(arg);
+            if (t == '@') is_object = YES;
+            else if (!strchr("#:*^cCsSiIlLqQB", t)) continue;
+        }
+        unsigned i = slots->used;
+        IMP current = class_getMethodImplementation(cls, sel);
+        slots->original[i] = current;
+        slots->owner[i] = cls;
+        g_argument_is_object[i] = is_object;
+        g_slot_selector[i] = sel;
+        slots->used = i + 1;
+        if (cs_backend_class_defines(cls, sel)) {
+            IMP previous = cs_backend_replace_implementation(cls, sel, slots->replacement[i]);
+            if (previous != NULL && previous != current) slots->original[i] = previous;
+        } else {
+            class_addMethod(cls, sel, slots->replacement[i], method_getTypeEncoding(method));
+        }
+        CSGuardMainThread.hooked_methods++;
+    }
+}
+
+static const char *cs_main_install(uint32_t *hooked) {
+    (void)hooked; /* counted directly: pairs configured later are hooked later */
+    pthread_mutex_lock(&g_config_lock);
+    g_installed = YES;
+    cs_main_hook_pairs_locked();
+    pthread_mutex_unlock(&g_config_lock);
+    return NULL;
+}
+
+static void cs_main_uninstall(void) {
+    pthread_mutex_lock(&g_config_lock);
+    CSHookSlots *slots = cs_main_slots();
+    for (unsigned i = 0; i < slots->used; i++)
+        cs_backend_replace_implementation(slots->owner[i], g_slot_selector[i], slots->original[i]);
+    slots->used = 0;
+    g_installed = NO;
+    pthread_mutex_unlock(&g_config_lock);
+}
+
+/* No canary: the misuse needs a configured class and a running main queue, neither of which
+ * exists at start in general. The tests and `shield demo` exercise it. */
+CS_GUARD_DEFINE_CUSTOM(CSGuardMainThread, "mainthread", cs_main_install, cs_main_uninstall, NULL);

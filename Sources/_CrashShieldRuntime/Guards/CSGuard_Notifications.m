@@ -1,0 +1,196 @@
+/*
+ * CSGuard_Notifications.m — SPEC §2.7: an observer added with addObserver:selector:name:object:
+ * that deallocates without removing itself is removed from its center automatically.
+ *
+ * GNUstep 1.28 keeps an unretained observer pointer and messages it after it was freed
+ * (research/gnustep-probe.md §7). The hook marks each (observer, center) pair with a token in the
+ * side table (key: the center). The dealloc hook releases an object's side-table values, so the
+ * token's -dealloc runs while the observer is being deallocated and removes it from the center.
+ * Objects never added as observers have no token and pay only the side table's lock-free check.
+ *
+ * The token retains the center: a custom center with a marked observer lives at least as long
+ * as that observer (the default center lives forever anyway).
+ */
+#import "../Engine/CSEngine.h"
+#import "../Backend/CSBackend.h"
+#include <pthread.h>
+
+extern CSGuard CSGuardNotifications;
+#define G (&CSGuardNotifications)
+
+
+/** Removes `observer` from `center` when released by the observer's dealloc. Every live token
+ *  is also on g_tokens, so uninstall can take the marks back. */
+@interface CSNotificationToken : NSObject {
+  @public
+    id observer; /* unretained: the token lives exactly as long as the observer's mark */
+    NSNotificationCenter *center;
+    int partially_removed; /* a removeObserver:name:object: since the last add: unsure; CS_ATOMIC */
+    CSNotificationToken *prev, *next; /* g_tokens, under g_tokens_lock */
+}
+@end
+
+static pthread_mutex_t g_tokens_lock = PTHREAD_MUTEX_INITIALIZER;
+static CSNotificationToken *g_tokens;
+static BOOL g_hook_acquired; /* under the engine lock */
+
+@implementation CSNotificationToken
+- (void)dealloc {
+    pthread_mutex_lock(&g_tokens_lock);
+    if (prev) prev->next = next;
+    else if (g_tokens == self) g_tokens = next;
+    if (next) next->prev = prev;
+    pthread_mutex_unlock(&g_tokens_lock);
+    /* With `observer` still set, this runs from the observer's dealloc: it never removed itself.
+     * (Uninstall clears `observer` first.) */
+    if (observer && center) {
+        /* After a partial removal the observer may have no registration left: remove silently
+         * (removeObserver: is harmless then) instead of reporting a misuse that may not be one. */
+        BOOL remove = CS_ATOMIC_LOAD(&partially_removed) ||
+                      cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
+                                      "observer deallocated while registered for notifications: removed from the center",
+                                      0, 0, 0);
+        /* A pool of its own: this runs inside the observer's dealloc, possibly during a drain. */
+        if (remove) {
+            @autoreleasepool {
+                [center removeObserver:observer];
+            }
+        }
+    }
+    CS_RELEASE(center);
+    CS_SUPER_DEALLOC();
+}
+@end
+
+static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *caller, id observer, SEL selector,
+                                NSString *name, id object) {
+    (void)caller;
+    ((void (*)(id, SEL, id, SEL, NSString *, id))original)(self, _cmd, observer, selector, name, object);
+    /* Reached only when the center accepted the observer (GNUstep throws for nil observers,
+     * nil selectors and selectors the observer does not answer). */
+    if (!CS_LIKELY(cs_guard_is_on(G)) || observer == nil) return;
+    CSNotificationToken *existing = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (existing) {
+        CS_ATOMIC_STORE(&existing->partially_removed, 0);
+    } else {
+        CSNotificationToken *token = [[CSNotificationToken alloc] init];
+        token->observer = observer;
+        token->center = CS_RETAIN(self);
+        pthread_mutex_lock(&g_tokens_lock);
+        token->next = g_tokens;
+        if (g_tokens) g_tokens->prev = token;
+        g_tokens = token;
+        pthread_mutex_unlock(&g_tokens_lock);
+        cs_sidetable_set(observer, (const void *)self, token);
+        CS_RELEASE(token);
+    }
+}
+CS_DEFINE_HOOK_4(cs_notif_add, void, id, SEL, NSString *, id)
+
+/* -removeObserver: ends every registration of the observer in this center: its mark goes too. */
+static inline void cs_notif_remove(IMP original, id self, SEL _cmd, const void *caller, id observer) {
+    (void)caller;
+    ((void (*)(id, SEL, id))original)(self, _cmd, observer);
+    if (observer == nil) return;
+    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (token == nil) return;
+    token->observer = nil; /* the token's -dealloc then neither reports nor removes */
+    cs_sidetable_set(observer, (const void *)self, NULL);
+}
+CS_DEFINE_HOOK_1(cs_notif_remove, void, id)
+
+/* A partial removal may or may not end the observer's last registration (name/object matching is
+ * the center's business): remember the doubt; a full removal (nil name and object) is -removeObserver:. */
+static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, const void *caller, id observer,
+                                           NSString *name, id object) {
+    (void)caller;
+    ((void (*)(id, SEL, id, NSString *, id))original)(self, _cmd, observer, name, object);
+    if (observer == nil) return;
+    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (token == nil) return;
+    if (name == nil && object == nil) {
+        token->observer = nil;
+        cs_sidetable_set(observer, (const void *)self, NULL);
+    } else {
+        CS_ATOMIC_STORE(&token->partially_removed, 1);
+    }
+}
+CS_DEFINE_HOOK_3(cs_notif_remove_partial, void, id, NSString *, id)
+
+static const CSHookSpec kNotificationHooks[] = {
+    CS_HOOK("NSNotificationCenter", "addObserver:selector:name:object:", cs_notif_add),
+    CS_HOOK("NSNotificationCenter", "removeObserver:", cs_notif_remove),
+    CS_HOOK("NSNotificationCenter", "removeObserver:name:object:", cs_notif_remove_partial),
+};
+
+@interface CSNotificationCanaryObserver : NSObject {
+  @public
+    int hits;
+}
+- (void)cs_ping:(NSNotification *)note;
+@end
+@implementation CSNotificationCanaryObserver
+- (void)cs_ping:(NSNotification *)note {
+    (void)note;
+    hits++;
+}
+@end
+
+static const char *cs_notifications_canary(void) {
+    NSNotificationCenter *center = [[NSNotificationCenter alloc] init];
+    NSString *name = @"CSNotificationCanary";
+    CSNotificationCanaryObserver *kept = [[CSNotificationCanaryObserver alloc] init];
+    [center addObserver:kept selector:@selector(cs_ping:) name:name object:nil];
+    @autoreleasepool {
+        CSNotificationCanaryObserver *dying = [[CSNotificationCanaryObserver alloc] init];
+        [center addObserver:dying selector:@selector(cs_ping:) name:name object:nil];
+        /* Misuse: the observer dies registered. The removal is recorded from the dealloc hook. */
+        CS_CANARY_MISUSE(([dying release], YES), "observer deallocated while registered was not removed");
+    }
+    CS_CANARY_LEGAL(([center postNotificationName:name object:nil], kept->hits == 1),
+                    "a live observer did not receive its notification");
+    [center removeObserver:kept];
+    CS_RELEASE(kept);
+    CS_RELEASE(center);
+    return NULL;
+}
+
+static const char *cs_notifications_install(uint32_t *hooked) {
+    (void)hooked;
+    if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
+    g_hook_acquired = YES;
+    return NULL;
+}
+
+/* Takes every mark back (without removing anyone from a center), then the dealloc hook. */
+static void cs_notifications_uninstall(void) {
+    for (;;) {
+        pthread_mutex_lock(&g_tokens_lock);
+        CSNotificationToken *token = g_tokens;
+        id observer = nil;
+        NSNotificationCenter *center = nil;
+        if (token) {
+            observer = token->observer;
+            center = token->center;
+            token->observer = nil;
+            g_tokens = token->next;
+            if (g_tokens) g_tokens->prev = nil;
+            token->next = nil;
+        }
+        pthread_mutex_unlock(&g_tokens_lock);
+        if (token == nil) break;
+        if (observer) cs_sidetable_set(observer, (const void *)center, NULL);
+    }
+    if (g_hook_acquired) cs_dealloc_hook_release();
+    g_hook_acquired = NO;
+}
+
+CSGuard CSGuardNotifications = {
+    .name = "notification",
+    .hooks = kNotificationHooks,
+    .hook_count = sizeof(kNotificationHooks) / sizeof(kNotificationHooks[0]),
+    .canary = cs_notifications_canary,
+    .install = cs_notifications_install,
+    .uninstall = cs_notifications_uninstall,
+    .policy = CS_POLICY_OFF,
+};

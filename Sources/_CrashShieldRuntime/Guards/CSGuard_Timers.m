@@ -1,0 +1,228 @@
+/*
+ * CSGuard_Timers.m — SPEC §2.8: a repeating NSTimer holds its target weakly.
+ *
+ * The creation hooks hand the timer a CSTimerTarget (retained by the timer, as any target) that
+ * holds the real target unretained. GCC libobjc has no weak references, so the pointer is zeroed
+ * from the dealloc hook: a CSTimerTargetToken stored in the side table under (target, proxy) is
+ * released when the target deallocates, and its -dealloc clears the proxy's pointer. The next
+ * fire then invalidates the timer and records an incident.
+ *
+ * Contracts:
+ * - The target's selector is sent with the real timer (so -userInfo works) through normal
+ *   dispatch, forwarding included: never decided with respondsToSelector:.
+ * - A target outside NSObject's hierarchy (an NSProxy, typically a weak proxy) is passed through
+ *   untouched: its -dealloc never reaches the hook, and a weak proxy is the legal fix already.
+ * - One-shot timers and nil targets are untouched.
+ * - Limitation: weakness is exact when the timer fires on the thread that releases the target
+ *   (the usual run-loop case). A target released on another thread while its timer is firing
+ *   races exactly as a plain unretained pointer would.
+ */
+#import "../Engine/CSEngine.h"
+#import "../Backend/CSBackend.h"
+#include <pthread.h>
+
+extern CSGuard CSGuardTimers;
+#define G (&CSGuardTimers)
+
+@interface CSTimerTarget : NSObject {
+  @public
+    void *target; /* an unretained id; CS_ATOMIC_* access; nil once the target deallocated */
+    SEL selector;
+    BOOL retains_target; /* set by uninstall: back to the unguarded (strong) behaviour */
+}
+- (void)cs_fire:(NSTimer *)timer;
+@end
+
+@interface CSTimerTargetToken : NSObject {
+  @public
+    CSTimerTarget *proxy; /* unretained: the proxy removes the token before it goes away */
+    CSTimerTargetToken *prev, *next; /* g_tokens, under g_tokens_lock */
+}
+@end
+
+static pthread_mutex_t g_tokens_lock = PTHREAD_MUTEX_INITIALIZER;
+static CSTimerTargetToken *g_tokens;
+
+@implementation CSTimerTargetToken
+- (void)dealloc {
+    pthread_mutex_lock(&g_tokens_lock);
+    if (prev) prev->next = next;
+    else if (g_tokens == self) g_tokens = next;
+    if (next) next->prev = prev;
+    pthread_mutex_unlock(&g_tokens_lock);
+    if (proxy) CS_ATOMIC_STORE(&proxy->target, (void *)NULL);
+    CS_SUPER_DEALLOC();
+}
+@end
+
+@implementation CSTimerTarget
+- (void)cs_fire:(NSTimer *)timer {
+    id current = (id)CS_ATOMIC_LOAD(&target);
+    if (CS_LIKELY(current != nil)) {
+        cs_backend_send1(current, selector, timer);
+        return;
+    }
+    cs_guard_misuse(G, timer, selector, NULL, "repeating timer fired after its target was deallocated: invalidated",
+                    0, 0, 0);
+    /* Nothing else can happen: the target is gone (report-only records the same). */
+    [timer invalidate];
+}
+
+- (void)dealloc {
+    /* The timer released us: take the token back so it does not outlive the proxy. */
+    id current = (id)__atomic_exchange_n(&target, (void *)NULL, __ATOMIC_ACQ_REL);
+    if (current && retains_target) CS_RELEASE(current);
+    else if (current) cs_sidetable_set(current, (const void *)self, NULL);
+    CS_SUPER_DEALLOC();
+}
+@end
+
+static Class g_proxy_class;
+static Class g_root_class;
+
+static BOOL cs_timer_descends_from_root(id object) {
+    for (Class c = object_getClass(object); c != Nil; c = class_getSuperclass(c))
+        if (c == g_root_class) return YES;
+    return NO;
+}
+
+/* Returns the target to hand the original: `target` itself, or a new proxy (autoreleased by the
+ * caller's pool: timer creation already autoreleases its result). */
+static inline id cs_timer_target_for(id target, SEL selector, BOOL repeats) {
+    if (!repeats || target == nil || !cs_guard_is_on(G) || object_getClass(target) == g_proxy_class ||
+        !cs_timer_descends_from_root(target))
+        return target;
+    CSTimerTarget *proxy = [[CSTimerTarget alloc] init];
+    proxy->selector = selector;
+    CS_ATOMIC_STORE(&proxy->target, (void *)target);
+    CSTimerTargetToken *token = [[CSTimerTargetToken alloc] init];
+    token->proxy = proxy;
+    pthread_mutex_lock(&g_tokens_lock);
+    token->next = g_tokens;
+    if (g_tokens) g_tokens->prev = token;
+    g_tokens = token;
+    pthread_mutex_unlock(&g_tokens_lock);
+    cs_sidetable_set(target, (const void *)proxy, token);
+    CS_RELEASE(token);
+    return CS_AUTORELEASE(proxy);
+}
+
+static inline NSTimer *cs_timer_scheduled(IMP original, id self, SEL _cmd, const void *caller, NSTimeInterval ti,
+                                          id target, SEL selector, id userInfo, BOOL repeats) {
+    (void)caller;
+    id actual = cs_timer_target_for(target, selector, repeats);
+    SEL fire = actual == target ? selector : @selector(cs_fire:);
+    return ((NSTimer * (*)(id, SEL, NSTimeInterval, id, SEL, id, BOOL)) original)(self, _cmd, ti, actual, fire,
+                                                                                   userInfo, repeats);
+}
+CS_DEFINE_HOOK_5(cs_timer_scheduled, NSTimer *, NSTimeInterval, id, SEL, id, BOOL)
+
+static inline NSTimer *cs_timer_make(IMP original, id self, SEL _cmd, const void *caller, NSTimeInterval ti,
+                                     id target, SEL selector, id userInfo, BOOL repeats) {
+    (void)caller;
+    id actual = cs_timer_target_for(target, selector, repeats);
+    SEL fire = actual == target ? selector : @selector(cs_fire:);
+    return ((NSTimer * (*)(id, SEL, NSTimeInterval, id, SEL, id, BOOL)) original)(self, _cmd, ti, actual, fire,
+                                                                                   userInfo, repeats);
+}
+CS_DEFINE_HOOK_5(cs_timer_make, NSTimer *, NSTimeInterval, id, SEL, id, BOOL)
+
+static const CSHookSpec kTimerHooks[] = {
+    CS_CLASS_HOOK("NSTimer", "scheduledTimerWithTimeInterval:target:selector:userInfo:repeats:", cs_timer_scheduled),
+    CS_CLASS_HOOK("NSTimer", "timerWithTimeInterval:target:selector:userInfo:repeats:", cs_timer_make),
+};
+
+@interface CSTimerCanaryTarget : NSObject {
+  @public
+    int *deallocs;
+}
+- (void)cs_tick:(NSTimer *)timer;
+@end
+@implementation CSTimerCanaryTarget
+- (void)cs_tick:(NSTimer *)timer {
+    (void)timer;
+}
+- (void)dealloc {
+    (*deallocs)++;
+    CS_SUPER_DEALLOC();
+}
+@end
+
+/* Misuse: a repeating timer's target released by its owner; with the guard it deallocates at
+ * once and the (never scheduled) timer's next fire invalidates it with an incident. Legal: a
+ * one-shot timer keeps (retains) its target. */
+static const char *cs_timers_canary(void) {
+    int deallocs = 0;
+    NSTimer *timer = nil;
+    @autoreleasepool {
+        CSTimerCanaryTarget *target = [[CSTimerCanaryTarget alloc] init];
+        target->deallocs = &deallocs;
+        timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
+                                                userInfo:nil repeats:YES]);
+        CS_RELEASE(target);
+    }
+    CS_CANARY_MISUSE((deallocs == 1 && ([timer fire], ![timer isValid])),
+                     "a repeating timer kept its target alive or fired into a dead target");
+    CS_RELEASE(timer);
+    deallocs = 0;
+    @autoreleasepool {
+        CSTimerCanaryTarget *target = [[CSTimerCanaryTarget alloc] init];
+        target->deallocs = &deallocs;
+        timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
+                                                userInfo:nil repeats:NO]);
+        CS_RELEASE(target);
+    }
+    CS_CANARY_LEGAL(deallocs == 0, "a one-shot timer no longer retains its target");
+    [timer invalidate];
+    CS_RELEASE(timer);
+    return NULL;
+}
+
+static BOOL g_hook_acquired;
+
+static const char *cs_timers_install(uint32_t *hooked) {
+    (void)hooked;
+    g_proxy_class = [CSTimerTarget class];
+    g_root_class = objc_lookUpClass("NSObject");
+    if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
+    g_hook_acquired = YES;
+    return NULL;
+}
+
+/* Proxies already handed to timers go back to the unguarded behaviour: they retain their live
+ * targets, and the tokens (which only the dealloc hook would release) are taken back. */
+static void cs_timers_uninstall(void) {
+    for (;;) {
+        pthread_mutex_lock(&g_tokens_lock);
+        CSTimerTargetToken *token = g_tokens;
+        CSTimerTarget *proxy = nil;
+        id target = nil;
+        if (token) {
+            proxy = token->proxy;
+            token->proxy = nil;
+            g_tokens = token->next;
+            if (g_tokens) g_tokens->prev = nil;
+            token->next = nil;
+            target = proxy ? (id)CS_ATOMIC_LOAD(&proxy->target) : nil;
+            if (target) {
+                CS_RETAIN(target);
+                proxy->retains_target = YES;
+            }
+        }
+        pthread_mutex_unlock(&g_tokens_lock);
+        if (token == nil) break;
+        if (target) cs_sidetable_set(target, (const void *)proxy, NULL);
+    }
+    if (g_hook_acquired) cs_dealloc_hook_release();
+    g_hook_acquired = NO;
+}
+
+CSGuard CSGuardTimers = {
+    .name = "timer",
+    .hooks = kTimerHooks,
+    .hook_count = sizeof(kTimerHooks) / sizeof(kTimerHooks[0]),
+    .canary = cs_timers_canary,
+    .install = cs_timers_install,
+    .uninstall = cs_timers_uninstall,
+    .policy = CS_POLICY_OFF,
+};

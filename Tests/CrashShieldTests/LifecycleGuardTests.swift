@@ -1,0 +1,245 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+/// One misuse scenario of SPEC §2.6 to §2.9 and the exact incident it must produce.
+struct LifecycleMisuse: Sendable, CustomStringConvertible {
+    let scenario: String
+    let guardID: GuardID
+    let className: String
+    let selector: String
+    let reason: String
+    var recorded: UInt64 = 1
+    var description: String { scenario }
+}
+
+private let addSelector = "addObserver:forKeyPath:options:context:"
+private let removeSelector = "removeObserver:forKeyPath:"
+private let removeContextSelector = "removeObserver:forKeyPath:context:"
+
+let lifecycleMisuses: [LifecycleMisuse] = [
+    .init(scenario: "kvo.addObserver.nilObserver", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "nil observer: registration ignored"),
+    .init(scenario: "kvo.addObserver.nilKeyPath", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "nil or empty key path: registration ignored"),
+    .init(scenario: "kvo.addObserver.emptyKeyPath", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "nil or empty key path: registration ignored"),
+    .init(scenario: "kvo.addObserver.duplicate", guardID: .kvo, className: "CSLModel", selector: addSelector,
+          reason: "identical registration added twice: blocked"),
+    .init(scenario: "kvo.removeObserver.neverAdded", guardID: .kvo, className: "CSLModel", selector: removeSelector,
+          reason: "removal of a registration that does not exist: ignored"),
+    .init(scenario: "kvo.removeObserver.twice", guardID: .kvo, className: "CSLModel", selector: removeSelector,
+          reason: "removal of a registration that does not exist: ignored"),
+    .init(scenario: "kvo.removeObserverContext.wrongContext", guardID: .kvo, className: "CSLModel",
+          selector: removeContextSelector,
+          reason: "removal of a registration that does not exist (with this context): ignored"),
+    .init(scenario: "kvo.removeObserverContext.neverAdded", guardID: .kvo, className: "CSLModel",
+          selector: removeContextSelector,
+          reason: "removal of a registration that does not exist (with this context): ignored"),
+    .init(scenario: "kvo.observed.deallocObserved", guardID: .kvo, className: "CSLModel", selector: "dealloc",
+          reason: "observed object deallocated while observed: registrations removed"),
+    .init(scenario: "kvo.observer.deallocRegistered", guardID: .kvo, className: "CSLKVOObserver", selector: "dealloc",
+          reason: "observer deallocated while registered for key-value observing: removed"),
+    .init(scenario: "kvo.observer.noCallback", guardID: .kvo, className: "CSLLazyObserver",
+          selector: "observeValueForKeyPath:ofObject:change:context:",
+          reason: "observer does not implement observeValueForKeyPath: notification dropped"),
+    .init(scenario: "notification.observer.deallocRegistered", guardID: .notification, className: "CSLObserver",
+          selector: "dealloc", reason: "observer deallocated while registered for notifications: removed from the center"),
+    .init(scenario: "zombie.message.object", guardID: .zombie, className: "CSLZombieVictim", selector: "name",
+          reason: zombieReason),
+    .init(scenario: "zombie.message.integer", guardID: .zombie, className: "CSLZombieVictim", selector: "count",
+          reason: zombieReason),
+    .init(scenario: "zombie.message.double", guardID: .zombie, className: "CSLZombieVictim", selector: "ratio",
+          reason: zombieReason),
+    .init(scenario: "zombie.message.struct", guardID: .zombie, className: "CSLZombieVictim", selector: "range",
+          reason: zombieReason),
+    .init(scenario: "zombie.release.overRelease", guardID: .zombie, className: "CSLZombieVictim", selector: "release",
+          reason: zombieReason),
+    .init(scenario: "timer.repeating.targetReleased", guardID: .timer, className: "NSTimer", selector: "cs_tick:",
+          reason: "repeating timer fired after its target was deallocated: invalidated"),
+]
+
+private let zombieReason =
+    "message sent to a deallocated instance (kept as a zombie); the stack is where it was deallocated"
+
+let lifecycleOracleNames = [
+    "KVO options, nested and dependent key paths, several observers",
+    "NSNotificationCenter addObserver:selector:name:object:",
+    "NSTimer repeating and one-shot",
+]
+
+extension RuntimeTests {
+    @Suite struct LifecycleGuard {
+        @Test func lifecycleGuardsAreActive() throws {
+            try withGuards {
+                for id in [GuardID.kvo, .notification, .timer, .zombie, .mainThread] {
+                    let status = try #require(CrashShield.status.first { $0.id == id })
+                    #expect(status.state == .active, "\(id): \(status.state)")
+                    #expect(status.policy == .neutralize)
+                }
+            }
+        }
+
+        @Test(arguments: lifecycleMisuses)
+        func misuseIsNeutralisedWithTheExactIncident(_ misuse: LifecycleMisuse) throws {
+            try withGuards {
+                let incidents = collectIncidents {
+                    #expect(runScenario(misuse.scenario) == .neutral)
+                }
+                #expect(CrashShield.recordedCount(for: misuse.guardID) == misuse.recorded)
+                let mine = incidents.filter { $0.guardID == misuse.guardID }
+                let first = try #require(mine.first)
+                #expect(first.className == misuse.className)
+                #expect(first.selector == misuse.selector)
+                #expect(!first.isClassMethod)
+                #expect(first.reason == misuse.reason)
+                #expect(first.policy == .neutralize)
+                if misuse.guardID == .zombie {
+                    // The stack is the deallocation stack, captured when the object was released.
+                    #expect(!first.frames.isEmpty)
+                }
+            }
+        }
+
+        @Test func zombiesAreOptInAndHonourTheDenyList() throws {
+            try withGuards {
+                #expect(cs_lifecycle_free_victims(10) == 0)
+            }
+            var options = CrashShieldOptions()
+            options.zombieClassPrefixes = ["CSLZombie"]
+            options.zombieDeniedClasses = ["CSLZombieV"]
+            try withGuards(options) {
+                #expect(cs_lifecycle_free_victims(10) == 0)
+            }
+            options.zombieDeniedClasses = []
+            try withGuards(options) {
+                #expect(cs_lifecycle_free_victims(10) == 10)
+                #expect(CrashShield.zombieUsage.count == 10)
+                CrashShield.flushZombies()
+                #expect(CrashShield.zombieUsage == (0, 0))
+                cs_lifecycle_unconfigure_zombies()
+            }
+        }
+
+        /// Hundreds of thousands of zombie-class objects: the accounted zombie memory never goes
+        /// above the byte budget, the count never above its cap, and the newest zombie still answers.
+        @Test func zombieMemoryStaysWithinTheBudgetUnderChurn() throws {
+            try withGuards {
+                let budget = 64 * 1024
+                var countAfter = 0
+                let peak = cs_lifecycle_zombie_churn(300_000, budget, 100_000, &countAfter)
+                #expect(peak > 0)
+                #expect(peak <= budget)
+                #expect(countAfter > 0)
+                #expect(CrashShield.zombieUsage.bytes <= budget)
+                let countCapped = cs_lifecycle_zombie_churn(50_000, 0, 100, &countAfter)
+                #expect(countAfter == 100)
+                #expect(countCapped <= 2 * 1024 * 1024)
+                #expect(cs_lifecycle_message_latest_zombie())
+                #expect(CrashShield.recordedCount(for: .zombie) == 1)
+                cs_lifecycle_unconfigure_zombies()
+                #expect(CrashShield.zombieUsage.count == 0)
+                #expect(CrashShield.zombieUsage.bytes == 0)
+            }
+        }
+
+        @Test func reportOnlyRecordsKVOMisuseAndLetsTheOriginalRun() throws {
+            var options = CrashShieldOptions()
+            options.policies[.kvo] = .reportOnly
+            try withGuards(options) {
+                // GNUstep ignores a removal of an unknown registration: report-only changes nothing else.
+                #expect(runScenario("kvo.removeObserver.neverAdded") == .neutral)
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+            }
+        }
+
+        @Test func legalLifecycleBehaviourIsIdenticalWithAndWithoutGuards() throws {
+            CrashShield._resetForTesting()
+            let unguarded = runOracles()
+            let guarded = try withGuards { runOracles() }
+            for name in lifecycleOracleNames {
+                let before = try #require(unguarded[name], "missing oracle \(name)")
+                #expect(!before.hasPrefix("exception:"), "\(name): \(before)")
+                #expect(guarded[name] == before, "\(name)")
+            }
+        }
+
+        @Test func guardedLegalUseRecordsNothing() throws {
+            try withGuards {
+                _ = runOracles()
+                for id in [GuardID.kvo, .notification, .timer, .zombie, .mainThread] {
+                    #expect(CrashShield.recordedCount(for: id) == 0, "\(id)")
+                }
+            }
+        }
+
+        @Test func concurrentAddRemovePostAndDeallocStayConsistent() throws {
+            try withGuards {
+                #expect(cs_lifecycle_stress(8, 400) == 0)
+                // Observers died registered (KVO and notifications) and timer targets were released.
+                #expect(CrashShield.recordedCount(for: .kvo) > 0)
+                #expect(CrashShield.recordedCount(for: .notification) > 0)
+                #expect(CrashShield.recordedCount(for: .timer) > 0)
+            }
+        }
+
+        /// The dealloc hook and its callbacks never autorelease (research §4, hazard 2): every
+        /// lifecycle path runs with no pool in place and GNUstep must not complain on stderr.
+        @Test func deallocPathsCreateNoAutoreleasedObjects() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShield.start()
+                let path = FileManager.default.temporaryDirectory.appendingPathComponent("cs-nopool-\(getpid()).txt").path
+                let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+                guard fd >= 0, dup2(fd, 2) == 2 else { exit(3) }
+                cs_lifecycle_dealloc_paths_without_pool()
+                fflush(nil)
+                let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "unreadable"
+                unlink(path)
+                guard !log.contains("without pool") else { exit(4) }
+                let recorded = CrashShield.recordedCount(for: .kvo) + CrashShield.recordedCount(for: .notification)
+                exit(recorded == 2 ? 0 : 5)
+            }
+        }
+
+        /// The main dispatch queue is drained by the test process's main thread (Swift's async
+        /// main), so the re-dispatched call runs there while this test waits off the main thread.
+        @Test func backgroundCallOfAMainThreadOnlyMethodRunsOnTheMainQueue() async throws {
+            CrashShield._resetForTesting()
+            try CrashShield.start()
+            defer { CrashShield._resetForTesting() }
+            cs_lifecycle_configure_main_thread_fixture()
+            let fixture = try #require(cs_lifecycle_mainthread_fixture_new())
+            defer { cs_lifecycle_mainthread_fixture_free(fixture) }
+            let status = try #require(CrashShield.status.first { $0.id == .mainThread })
+            #expect(status.hookedMethods == 2)
+
+            cs_lifecycle_mainthread_call_from_background(fixture, true)
+            cs_lifecycle_mainthread_call_from_background(fixture, false)
+            for _ in 0..<500 where cs_lifecycle_mainthread_state(fixture).calls < 2 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let state = cs_lifecycle_mainthread_state(fixture)
+            #expect(state.calls == 2)
+            #expect(state.main_calls == 2)
+            #expect(CrashShield.recordedCount(for: .mainThread) == 2)
+        }
+
+        /// On the main thread the configured call runs at once, unchanged, without an incident.
+        @Test func mainThreadCallIsUntouched() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShield.start()
+                cs_lifecycle_configure_main_thread_fixture()
+                let code: Int32 = await MainActor.run {
+                    guard cs_scenarios_is_main_thread() else { return 3 }
+                    let fixture = cs_lifecycle_mainthread_fixture_new()!
+                    cs_lifecycle_mainthread_call_here(fixture)
+                    let state = cs_lifecycle_mainthread_state(fixture)
+                    return state.calls == 1 && state.main_calls == 1 && state.last_argument == 5 ? 0 : 4
+                }
+                guard code == 0 else { exit(code) }
+                exit(CrashShield.recordedCount(for: .mainThread) == 0 ? 0 : 5)
+            }
+        }
+    }
+}
