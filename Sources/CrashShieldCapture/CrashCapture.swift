@@ -1,0 +1,179 @@
+import Foundation
+internal import _CrashShieldCapture
+internal import _CrashShieldIncidents
+
+/// Configuration for `CrashCapture.start(_:)`.
+public struct CaptureOptions: Sendable {
+    /// Where reports and the launch-protection state live. Created if missing.
+    /// Default: `$XDG_CACHE_HOME/crashshield/<executable>` (or `~/.cache/...`).
+    public var directory: String
+    /// Written into reports. Default: the executable's name.
+    public var appName: String?
+    /// Written into reports; launch protection uses it to tell an app update. Default: nil.
+    public var appVersion: String?
+    /// Capture SIGPIPE too, unless the app ignores it (SIG_IGN is always honoured). Default: true.
+    public var captureSIGPIPE = true
+    /// Opt-in recovery: a background thread that hits a fatal signal is recorded and parked
+    /// forever; the rest of the process keeps running. The main thread always crashes normally.
+    /// Parking a thread that holds a lock can stall others that need it. Default: false.
+    public var recoverBackgroundThreads = false
+    /// Receive the reports of earlier runs at start. Default: empty (reports stay on disk).
+    public var reportSinks: [any CrashReportSink] = []
+    /// Symbolicate reports before handing them to sinks (runs llvm-symbolizer/addr2line). Default: true.
+    public var symbolicate = true
+    /// Deliver earlier reports before `start` returns instead of on a background thread. Default: false.
+    public var deliverSynchronously = false
+    /// Crash-loop protection; nil switches it off. Default: on with default options.
+    public var launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()
+
+    public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
+
+    public static var defaultDirectory: String {
+        let environment = Foundation.ProcessInfo.processInfo.environment
+        let base = environment["XDG_CACHE_HOME"] ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.cache")
+        let executable = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "app"
+        return "\(base)/crashshield/\(executable)"
+    }
+}
+
+public enum CrashCaptureError: Error, Equatable, Sendable {
+    case alreadyStarted
+    case directoryUnavailable(String)
+    case installFailed
+}
+
+/// Fatal crash capture: signals (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS, and PIPE unless ignored)
+/// and, with the CrashShield module, uncaught Objective-C exceptions. A report is written from the
+/// dying process by an async-signal-safe handler (C), then the signal goes on to the handler
+/// installed before (the Swift runtime's backtracer among them) or the default action, so the
+/// process still dies with its original signal. Reports are read at the next start.
+public enum CrashCapture {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var startedDirectory: String?
+    nonisolated(unsafe) private static var earlierReports: [CrashReport] = []
+    nonisolated(unsafe) private static var protection: LaunchProtection?
+
+    /// Installs capture, then (if configured) runs launch protection — including the repair flow
+    /// when the app is in a crash loop — and hands earlier reports to the sinks.
+    /// - Returns: the launch protection of this run, or nil when it is off.
+    @discardableResult
+    public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard startedDirectory == nil else { throw CrashCaptureError.alreadyStarted }
+        do {
+            try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+        } catch {
+            throw CrashCaptureError.directoryUnavailable(options.directory)
+        }
+        let store = CrashReportStore(directory: options.directory)
+        let loaded = store.load(symbolicate: false)
+        let reports = loaded.compactMap { try? $0.result.get() }
+        let launchID = UUID().uuidString.lowercased()
+
+        let result: csc_install_result = options.directory.withCString { directory in
+            launchID.withCString { launch in
+                withOptionalCString(options.appName) { appName in
+                    withOptionalCString(options.appVersion) { appVersion in
+                        var config = csc_config()
+                        config.directory = directory
+                        config.app_name = appName
+                        config.app_version = appVersion
+                        config.launch_id = launch
+                        config.capture_sigpipe = options.captureSIGPIPE
+                        config.recover_background_threads = options.recoverBackgroundThreads
+                        return csc_install(&config)
+                    }
+                }
+            }
+        }
+        guard result == CSC_INSTALL_OK else {
+            throw result == CSC_INSTALL_NO_DIRECTORY ? CrashCaptureError.directoryUnavailable(options.directory) : CrashCaptureError.installFailed
+        }
+        startedDirectory = options.directory
+        earlierReports = reports
+
+        if let launchOptions = options.launchProtection {
+            protection = LaunchProtection.begin(
+                directory: options.directory, options: launchOptions, launchID: launchID, appVersion: options.appVersion,
+                captureEnabled: true, reports: reports)
+        } else {
+            csc_set_launch_phase(CSC_PHASE_RUNNING)
+        }
+
+        if !options.reportSinks.isEmpty {
+            let sinks = options.reportSinks
+            let symbolicate = options.symbolicate
+            if options.deliverSynchronously {
+                store.deliver(to: sinks, symbolicate: symbolicate)
+            } else {
+                let thread = Thread { store.deliver(to: sinks, symbolicate: symbolicate) }
+                thread.name = "CrashShield.reports"
+                thread.start()
+            }
+        }
+        return protection
+    }
+
+    /// True after a successful `start`.
+    public static var isInstalled: Bool { csc_is_installed() }
+
+    /// The report directory given to `start`.
+    public static var directory: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return startedDirectory
+    }
+
+    /// Reports of earlier runs found at `start` (decoded, not symbolicated), also those that
+    /// sinks have since accepted and deleted.
+    public static var reportsFoundAtStart: [CrashReport] {
+        lock.lock()
+        defer { lock.unlock() }
+        return earlierReports
+    }
+
+    /// Launch protection of this run (nil when off or before `start`).
+    public static var launchProtection: LaunchProtection? {
+        lock.lock()
+        defer { lock.unlock() }
+        return protection
+    }
+
+    /// Gives the calling thread its own alternate signal stack so a stack overflow on it is
+    /// captured. `start` does this for the thread that calls it; other threads opt in (a
+    /// thread without an alternate stack that overflows dies without a report).
+    @discardableResult
+    public static func prepareCurrentThread() -> Bool { csc_thread_prepare() }
+
+    /// Re-reads the list of loaded images (call after loading a plug-in with dlopen).
+    public static func refreshImages() { csc_refresh_images() }
+
+    /// Guard states copied into every report (the CrashShield module keeps this current).
+    public static func setGuardStates(_ states: [CrashReport.GuardState]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(states), let text = String(data: data, encoding: .utf8) else { return }
+        csc_set_guard_states_json(text)
+    }
+
+    /// True once this process wrote a crash report (an uncaught exception on GNUstep, then exit).
+    public static var reportWrittenThisRun: Bool { csc_report_written() }
+
+    /// Loads the pending reports of `directory` (symbolicated unless told otherwise) without
+    /// deleting them. Unreadable files are returned as failures.
+    public static func pendingReports(in directory: String, symbolicate: Bool = true) -> [CrashReportStore.Loaded] {
+        CrashReportStore(directory: directory).load(symbolicate: symbolicate)
+    }
+}
+
+@_spi(Testing)
+extension CrashCapture {
+    /// Makes the next crash handler fault after its first section (crash-in-handler test).
+    public static func _faultInHandlerForTesting() { csc_test_fault_in_handler(true) }
+}
+
+func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}
