@@ -99,6 +99,19 @@ let package = Package(
             name: "shield",
             dependencies: ["CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture"]
         ),
+        .executableTarget(
+            name: "capture-malloc-probe",
+            dependencies: ["_CrashShieldCapture"]
+        ),
+        .executableTarget(
+            name: "CaptureOnlyExample",
+            dependencies: ["CrashShieldCapture"],
+            path: "Examples/CaptureOnly"
+        ),
+        .testTarget(
+            name: "CrashShieldCaptureTests",
+            dependencies: ["CrashShieldCapture", "CrashShield"]
+        ),
         .testTarget(
             name: "CrashShieldTests",
             dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime"]

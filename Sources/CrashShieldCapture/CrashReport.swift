@@ -83,7 +83,8 @@ public struct CrashReport: Codable, Sendable, Hashable {
     }
 
     public struct Frame: Codable, Sendable, Hashable {
-        public var address: String
+        /// Absent only in a frame cut short by truncation.
+        public var address: String?
         /// Path of the image that contains the address, as loaded.
         public var image: String?
         /// Address minus the image's load bias: the file's virtual address.
@@ -95,7 +96,7 @@ public struct CrashReport: Codable, Sendable, Hashable {
         /// `dladdr`, `llvm-symbolizer` or `addr2line`.
         public var symbolSource: String?
 
-        public var addressValue: UInt64? { UInt64(hex: address) }
+        public var addressValue: UInt64? { address.flatMap { UInt64(hex: $0) } }
         public var offsetValue: UInt64? { offset.flatMap { UInt64(hex: $0) } }
     }
 

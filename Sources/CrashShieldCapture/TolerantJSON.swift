@@ -122,13 +122,25 @@ public enum TolerantJSON {
                     return
                 }
                 if byte < 0x20 { throw Failure.stop }
+                if byte >= 0x80 {
+                    position += try utf8SequenceLength(at: position)
+                    continue
+                }
                 if byte == UInt8(ascii: "\\") {
                     guard position + 1 < input.count else { throw Failure.stop }
                     let escaped = input[position + 1]
                     if escaped == UInt8(ascii: "u") {
-                        guard position + 6 <= input.count else { throw Failure.stop }
-                        for hex in input[(position + 2)..<(position + 6)] where !isHexDigit(hex) { throw Failure.stop }
+                        let unit = try hexUnit(at: position + 2)
                         position += 6
+                        if unit >= 0xDC00 && unit <= 0xDFFF { throw Failure.stop } // lone low surrogate
+                        if unit >= 0xD800 && unit <= 0xDBFF {
+                            // A high surrogate must be followed by an escaped low surrogate.
+                            guard position + 1 < input.count, input[position] == UInt8(ascii: "\\"),
+                                  input[position + 1] == UInt8(ascii: "u") else { throw Failure.stop }
+                            let low = try hexUnit(at: position + 2)
+                            guard low >= 0xDC00 && low <= 0xDFFF else { throw Failure.stop }
+                            position += 6
+                        }
                         continue
                     }
                     guard "\"\\/bfnrt".utf8.contains(escaped) else { throw Failure.stop }
@@ -138,6 +150,37 @@ public enum TolerantJSON {
                 position += 1
             }
             throw Failure.stop
+        }
+
+        func hexUnit(at start: Int) throws -> UInt32 {
+            guard start + 4 <= input.count else { throw Failure.stop }
+            var value: UInt32 = 0
+            for byte in input[start..<(start + 4)] {
+                guard isHexDigit(byte), let digit = UInt32(String(UnicodeScalar(byte)), radix: 16) else { throw Failure.stop }
+                value = value << 4 | digit
+            }
+            return value
+        }
+
+        /// Length of the well-formed UTF-8 sequence starting at `start` (a byte >= 0x80), or stop.
+        func utf8SequenceLength(at start: Int) throws -> Int {
+            let lead = input[start]
+            let length: Int
+            let minimum: UInt32
+            switch lead {
+            case 0xC2...0xDF: (length, minimum) = (2, 0x80)
+            case 0xE0...0xEF: (length, minimum) = (3, 0x800)
+            case 0xF0...0xF4: (length, minimum) = (4, 0x10000)
+            default: throw Failure.stop
+            }
+            guard start + length <= input.count else { throw Failure.stop }
+            var scalar = UInt32(lead) & (length == 2 ? 0x1F : length == 3 ? 0x0F : 0x07)
+            for byte in input[(start + 1)..<(start + length)] {
+                guard byte & 0xC0 == 0x80 else { throw Failure.stop }
+                scalar = scalar << 6 | UInt32(byte & 0x3F)
+            }
+            guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { throw Failure.stop }
+            return length
         }
 
         func isHexDigit(_ byte: UInt8) -> Bool {
@@ -155,11 +198,12 @@ public enum TolerantJSON {
             let start = position
             if position < input.count, input[position] == UInt8(ascii: "-") { position += 1 }
             var digits = 0
+            let firstDigit = position
             while position < input.count, input[position] >= 0x30, input[position] <= 0x39 {
                 position += 1
                 digits += 1
             }
-            guard digits > 0 else { throw Failure.stop }
+            guard digits > 0, !(digits > 1 && input[firstDigit] == UInt8(ascii: "0")) else { throw Failure.stop }
             if position < input.count, input[position] == UInt8(ascii: ".") {
                 position += 1
                 var fraction = 0
@@ -181,6 +225,9 @@ public enum TolerantJSON {
             }
             // A number that runs to the end of the input may itself be cut short: not complete.
             if position == input.count, start < position { throw Failure.stop }
+            // Out of range for a double (1e999): readers reject it, so it counts as damage.
+            let text = String(decoding: input[start..<position], as: UTF8.self)
+            guard let value = Double(text), value.isFinite else { throw Failure.stop }
         }
     }
 }

@@ -7,7 +7,9 @@
 #endif
 #include "csc_internal.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,4 +120,40 @@ void csc_crash_two_threads(void) {
     pthread_create(&first, NULL, csc_racer_main, NULL);
     pthread_create(&second, NULL, csc_racer_main, NULL);
     csc_block_forever();
+}
+
+/* ---- helpers for the chaining and SIGPIPE tests -------------------------------------------- */
+
+static void csc_previous_segv_handler(int sig, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    static const char marker[] = "PREVIOUS-HANDLER-RAN\n";
+    (void)!write(1, marker, sizeof marker - 1);
+    signal(sig, SIG_DFL); /* the fault re-executes on return and ends the process */
+}
+
+void csc_test_install_previous_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = csc_previous_segv_handler;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, NULL);
+}
+
+bool csc_test_sigpipe_is_ignored(void) {
+    struct sigaction current;
+    sigaction(SIGPIPE, NULL, &current);
+    return !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN;
+}
+
+int csc_crash_sigpipe(void) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    close(fds[0]);
+    char byte = 1;
+    ssize_t n = write(fds[1], &byte, 1); /* SIGPIPE unless ignored; then EPIPE */
+    int error = n < 0 ? errno : 0;
+    close(fds[1]);
+    return error;
 }

@@ -45,7 +45,7 @@ enum ReportsCommand {
               + "\(crash?.recovered == true ? " [thread parked, process continued]" : "")")
         for (index, frame) in (report.crashedThread?.frames ?? []).prefix(16).enumerated() {
             let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
-            var line = "  #\(index) \(frame.address) \(image)+\(frame.offset ?? "?") \(frame.function ?? "?")"
+            var line = "  #\(index) \(frame.address ?? "?") \(image)+\(frame.offset ?? "?") \(frame.function ?? "?")"
             if let file = frame.file { line += " \(file)\(frame.line.map { ":\($0)" } ?? "")" }
             print(line)
         }

@@ -131,6 +131,11 @@ void csc_crash_thread_segv(void);
 void csc_crash_two_threads(void);
 /** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
 void csc_crash_thread_stack_overflow(void);
+/** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
+int csc_crash_sigpipe(void);
+/** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
+void csc_test_install_previous_handler(void);
+bool csc_test_sigpipe_is_ignored(void);
 
 #ifdef __cplusplus
 }
