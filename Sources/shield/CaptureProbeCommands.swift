@@ -79,3 +79,29 @@ enum LaunchProbeCommand {
         return 0
     }
 }
+
+/// `shield failsafe-probe --dir D`: starts the guards, then capture (which applies the fail-safe
+/// to the reports in D), and prints `POLICY <guard> <policy>` for every guard and
+/// `FAILSAFE-INCIDENTS <n>`.
+enum FailSafeProbeCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let directory = CrashCommand.option("--dir", in: arguments) else { return 2 }
+        let sink = InMemoryIncidentSink(capacity: 1000)
+        var guardOptions = CrashShieldOptions()
+        guardOptions.sinks = [sink]
+        do {
+            try CrashShield.start(guardOptions)
+            var options = CaptureOptions(directory: directory)
+            options.launchProtection = nil
+            try CrashShield.startCapture(options)
+        } catch {
+            print("START-FAILED \(error)")
+            return 1
+        }
+        CrashShield.flushIncidents()
+        for status in CrashShield.status { print("POLICY \(status.id.rawValue) \(status.policy)") }
+        let failSafe = sink.incidents.filter { $0.reason.contains("fail-safe") }
+        print("FAILSAFE-INCIDENTS \(failSafe.count) \(failSafe.map { $0.guardID.rawValue }.joined(separator: ","))")
+        return 0
+    }
+}

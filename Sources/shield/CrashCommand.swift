@@ -9,7 +9,7 @@ import _CrashShieldRuntime
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
-        "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe",
+        "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -17,6 +17,7 @@ enum CrashCommand {
             FileHandle.standardError.write(Data("usage: shield crash <\(kinds.joined(separator: "|"))> [--dir D]\n".utf8))
             return 2
         }
+        if kind == "inside-guard" { try? CrashShield.start() }
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
@@ -49,6 +50,7 @@ enum CrashCommand {
         case "thread-segv": csc_crash_thread_segv()
         case "two-threads": csc_crash_two_threads()
         case "thread-stack-overflow": csc_crash_thread_stack_overflow()
+        case "inside-guard": cs_capture_crash_inside_guard_for_testing()
         case "sigpipe":
             let error = csc_crash_sigpipe()
             print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")

@@ -22,6 +22,7 @@ case "crash": exit(CrashCommand.run(rest))
 case "reports": exit(ReportsCommand.run(rest))
 case "bench-capture": exit(BenchCaptureCommand.run(rest))
 case "launch-probe": exit(LaunchProbeCommand.run(rest))
+case "failsafe-probe": exit(FailSafeProbeCommand.run(rest))
 case "scenario":
     guard let name = rest.first else { usage() }
     exit(ScenarioChild.run(name: name, guarded: rest.contains("--guarded")))
