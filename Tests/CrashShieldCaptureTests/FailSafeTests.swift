@@ -14,6 +14,8 @@ import Testing
         let report = try #require(loadReports(directory).first)
         #expect((report.crashedThread?.frames ?? []).contains { $0.function?.contains("objectAtIndex") == true })
         #expect((report.guards ?? []).contains { $0.name == "container" && $0.state == "active" })
+        // The misuse neutralised just before the crash is among the report's recent incidents.
+        #expect((report.incidents ?? []).contains { $0.guard == "container" && $0.selector == "objectAtIndex:" })
 
         let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
         #expect(next.termination == .exited(0))

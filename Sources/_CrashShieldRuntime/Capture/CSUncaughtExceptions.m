@@ -50,12 +50,13 @@ __attribute__((noinline)) void cs_capture_raise_uncaught_exception(void) {
     [NSException raise:@"CrashShieldTestException" format:@"raised on purpose by %s", "shield crash objc-exception"];
 }
 
-/* Fail-safe test: calls the (hooked, once guards run) objectAtIndex: implementation of a real
+/* Fail-safe test: records one neutralised misuse, then calls the (hooked, once guards run) objectAtIndex: implementation of a real
  * array's concrete class with a receiver that is not an object, so the process faults while the
  * guard's hook code is on the stack. The class is found at run time, never by name. */
 __attribute__((noinline)) void cs_capture_crash_inside_guard_for_testing(void) {
     [[NSAutoreleasePool alloc] init];
     NSArray *array = [NSArray arrayWithObjects:@"a", @"b", nil];
+    (void)[array objectAtIndex:7]; /* a neutralised misuse first: the report's recent incidents show it */
     IMP implementation = class_getMethodImplementation([array class], @selector(objectAtIndex:));
     id (*call)(id, SEL, NSUInteger) = (id (*)(id, SEL, NSUInteger))implementation;
     call((id)(uintptr_t)0x10, @selector(objectAtIndex:), 5);
