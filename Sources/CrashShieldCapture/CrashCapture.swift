@@ -40,6 +40,8 @@ public enum CrashCaptureError: Error, Equatable, Sendable {
     case alreadyStarted
     case directoryUnavailable(String)
     case installFailed
+    /// Capture is implemented for Linux only so far (SPEC §0: Apple paths are not built here).
+    case unsupportedPlatform
 }
 
 /// Fatal crash capture: signals (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS, and PIPE unless ignored)
@@ -58,45 +60,55 @@ public enum CrashCapture {
     /// - Returns: the launch protection of this run, or nil when it is off.
     @discardableResult
     public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard startedDirectory == nil else { throw CrashCaptureError.alreadyStarted }
-        do {
-            try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
-        } catch {
-            throw CrashCaptureError.directoryUnavailable(options.directory)
-        }
         let store = CrashReportStore(directory: options.directory)
-        let loaded = store.load(symbolicate: false)
-        let reports = loaded.compactMap { try? $0.result.get() }
         let launchID = UUID().uuidString.lowercased()
-
-        let result: csc_install_result = options.directory.withCString { directory in
-            launchID.withCString { launch in
-                withOptionalCString(options.appName) { appName in
-                    withOptionalCString(options.appVersion) { appVersion in
-                        var config = csc_config()
-                        config.directory = directory
-                        config.app_name = appName
-                        config.app_version = appVersion
-                        config.launch_id = launch
-                        config.capture_sigpipe = options.captureSIGPIPE
-                        config.recover_background_threads = options.recoverBackgroundThreads
-                        return csc_install(&config)
+        let reports: [CrashReport]
+        do {
+            // Install under the lock; run launch protection (which may run repair steps that call
+            // back into this type) and delivery outside it.
+            lock.lock()
+            defer { lock.unlock() }
+            guard startedDirectory == nil else { throw CrashCaptureError.alreadyStarted }
+            do {
+                try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+            } catch {
+                throw CrashCaptureError.directoryUnavailable(options.directory)
+            }
+            reports = store.load(symbolicate: false).compactMap { try? $0.result.get() }
+            let result: csc_install_result = options.directory.withCString { directory in
+                launchID.withCString { launch in
+                    withOptionalCString(options.appName) { appName in
+                        withOptionalCString(options.appVersion) { appVersion in
+                            var config = csc_config()
+                            config.directory = directory
+                            config.app_name = appName
+                            config.app_version = appVersion
+                            config.launch_id = launch
+                            config.capture_sigpipe = options.captureSIGPIPE
+                            config.recover_background_threads = options.recoverBackgroundThreads
+                            return csc_install(&config)
+                        }
                     }
                 }
             }
+            switch result {
+            case CSC_INSTALL_OK: break
+            case CSC_INSTALL_NO_DIRECTORY: throw CrashCaptureError.directoryUnavailable(options.directory)
+            case CSC_INSTALL_UNSUPPORTED: throw CrashCaptureError.unsupportedPlatform
+            default: throw CrashCaptureError.installFailed
+            }
+            startedDirectory = options.directory
+            earlierReports = reports
         }
-        guard result == CSC_INSTALL_OK else {
-            throw result == CSC_INSTALL_NO_DIRECTORY ? CrashCaptureError.directoryUnavailable(options.directory) : CrashCaptureError.installFailed
-        }
-        startedDirectory = options.directory
-        earlierReports = reports
 
+        var started: LaunchProtection?
         if let launchOptions = options.launchProtection {
-            protection = LaunchProtection.begin(
+            started = LaunchProtection.begin(
                 directory: options.directory, options: launchOptions, launchID: launchID, appVersion: options.appVersion,
                 captureEnabled: true, reports: reports)
+            lock.lock()
+            protection = started
+            lock.unlock()
         } else {
             csc_set_launch_phase(CSC_PHASE_RUNNING)
         }
@@ -112,7 +124,7 @@ public enum CrashCapture {
                 thread.start()
             }
         }
-        return protection
+        return started
     }
 
     /// True after a successful `start`.

@@ -78,7 +78,12 @@ enum SwiftDemangler {
     ) -> UnsafeMutablePointer<CChar>?
 
     private static let function: Demangle? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_demangle") else { return nil }
+        #if os(Linux)
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc
+        #else
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
+        #endif
+        guard let symbol = dlsym(defaultHandle, "swift_demangle") else { return nil }
         return unsafeBitCast(symbol, to: Demangle.self)
     }()
 

@@ -18,6 +18,8 @@
 
 #include <cs_incidents.h>
 
+#if defined(__linux__)
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -881,3 +883,21 @@ void csc_set_guard_states_json(const char *json) {
 bool csc_report_written(void) { return atomic_load(&g_written); }
 const char *csc_report_path(void) { return g_report_path; }
 void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled); }
+
+#else /* not Linux: NOT VERIFIED, NOT IMPLEMENTED. Apple needs its own handler (ucontext layout,
+       * no process_vm_readv, Mach thread ids); until then capture reports itself unsupported. */
+#include <stdbool.h>
+csc_install_result csc_install(const csc_config *config) { (void)config; return CSC_INSTALL_UNSUPPORTED; }
+void csc_uninstall(void) {}
+bool csc_is_installed(void) { return false; }
+bool csc_thread_prepare(void) { return false; }
+void csc_set_launch_phase(csc_launch_phase phase) { (void)phase; }
+csc_launch_phase csc_launch_phase_get(void) { return CSC_PHASE_UNKNOWN; }
+void csc_set_guard_states_json(const char *json) { (void)json; }
+void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
+    (void)name; (void)reason; (void)addresses; (void)count;
+}
+bool csc_report_written(void) { return false; }
+const char *csc_report_path(void) { return ""; }
+void csc_test_fault_in_handler(bool enabled) { (void)enabled; }
+#endif

@@ -69,6 +69,7 @@ typedef enum {
     CSC_INSTALL_ALREADY = 1,
     CSC_INSTALL_NO_DIRECTORY = 2, /**< the directory could not be created or opened */
     CSC_INSTALL_SIGACTION_FAILED = 3,
+    CSC_INSTALL_UNSUPPORTED = 4,  /**< not Linux: the handler is implemented for Linux only so far */
 } csc_install_result;
 
 /** Installs the signal handlers. Not async-signal-safe. Idempotent (second call: CSC_INSTALL_ALREADY). */
