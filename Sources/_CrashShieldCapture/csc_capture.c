@@ -591,7 +591,7 @@ static void csc_die_with(int sig) {
     sigemptyset(&unblock);
     sigaddset(&unblock, sig);
     sigprocmask(SIG_UNBLOCK, &unblock, NULL);
-    syscall(SYS_tgkill, g_pid, csc_gettid(), sig);
+    syscall(SYS_tgkill, (long)g_pid, (long)csc_gettid(), (long)sig);
     /* Still alive: the signal is blocked elsewhere or we are PID 1 (which ignores default-fatal
      * signals it sends itself). Never continue past a crash. */
     _exit(128 + sig);

@@ -117,13 +117,21 @@ void csc_refresh_images(void) {
 /* ---- fault-free reads -------------------------------------------------------------------- */
 
 static int g_probe_pipe[2] = {-1, -1};
+
+#if defined(__linux__)
+/* Every argument is passed as a full register: syscall() is variadic, and an int literal would
+ * leave the upper half of the count and flags registers undefined. */
+static ssize_t csc_vm_read(const struct iovec *local, const struct iovec *remote) {
+    return syscall(SYS_process_vm_readv, (long)getpid(), local, 1UL, remote, 1UL, 0UL);
+}
+#endif
 static bool g_have_vm_readv;
 
 void csc_safe_read_prepare(void) {
 #if defined(__linux__)
     uint64_t probe = 0x1234, copy = 0;
     struct iovec local = {&copy, sizeof copy}, remote = {&probe, sizeof probe};
-    g_have_vm_readv = syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof copy && copy == probe;
+    g_have_vm_readv = csc_vm_read(&local, &remote) == (ssize_t)sizeof copy && copy == probe;
 #endif
     if (!g_have_vm_readv && g_probe_pipe[0] < 0) {
         if (pipe(g_probe_pipe) == 0) {
@@ -140,7 +148,7 @@ bool csc_safe_read(uintptr_t address, void *out, size_t length) {
 #if defined(__linux__)
     if (g_have_vm_readv) {
         struct iovec local = {out, length}, remote = {(void *)address, length};
-        return syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0) == (ssize_t)length;
+        return csc_vm_read(&local, &remote) == (ssize_t)length;
     }
 #endif
     if (g_probe_pipe[1] < 0 || length > 512) return false;

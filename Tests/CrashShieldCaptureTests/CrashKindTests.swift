@@ -66,7 +66,13 @@ import Testing
             #expect(report.kind == "objc_exception")
         } else {
             #expect(report.registers?["rip"] != nil || report.registers?["pc"] != nil)
+            // The handler read the bytes at the faulting PC (fault-free read).
+            #expect(report.crash?.instructionBytes?.count == 8)
         }
+        #if arch(x86_64)
+        let traps = ["ill": "ud2", "trap": "int3", "swift-index": "ud2", "swift-unwrap": "ud2"]
+        if let expected = traps[kind.name] { #expect(report.crash?.trapInstruction == expected) }
+        #endif
     }
 
     /// SPEC §8: `shield reports --json --dir D` prints exactly one JSON line for the crash, with

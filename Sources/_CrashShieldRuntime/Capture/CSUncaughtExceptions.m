@@ -48,6 +48,7 @@ bool cs_capture_exceptions_start(void) {
 __attribute__((noinline)) void cs_capture_raise_uncaught_exception(void) {
     [[NSAutoreleasePool alloc] init]; /* never drained: the process ends with the exception */
     [NSException raise:@"CrashShieldTestException" format:@"raised on purpose by %s", "shield crash objc-exception"];
+    __asm__ volatile("" ::: "memory"); /* not a tail call: keep this frame in the stack */
 }
 
 /* Fail-safe test: records one neutralised misuse, then calls the (hooked, once guards run) objectAtIndex: implementation of a real
@@ -60,4 +61,5 @@ __attribute__((noinline)) void cs_capture_crash_inside_guard_for_testing(void) {
     IMP implementation = class_getMethodImplementation([array class], @selector(objectAtIndex:));
     id (*call)(id, SEL, NSUInteger) = (id (*)(id, SEL, NSUInteger))implementation;
     call((id)(uintptr_t)0x10, @selector(objectAtIndex:), 5);
+    __asm__ volatile("" ::: "memory");
 }
