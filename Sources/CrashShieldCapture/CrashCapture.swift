@@ -69,10 +69,12 @@ public enum CrashCapture {
             lock.lock()
             defer { lock.unlock() }
             guard startedDirectory == nil else { throw CrashCaptureError.alreadyStarted }
-            do {
-                try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
-            } catch {
-                throw CrashCaptureError.directoryUnavailable(options.directory)
+            if !isDirectory(options.directory) {
+                do {
+                    try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+                } catch {
+                    throw CrashCaptureError.directoryUnavailable(options.directory)
+                }
             }
             reports = store.load(symbolicate: false).compactMap { try? $0.result.get() }
             let result: csc_install_result = options.directory.withCString { directory in
@@ -119,7 +121,10 @@ public enum CrashCapture {
             if options.deliverSynchronously {
                 store.deliver(to: sinks, symbolicate: symbolicate)
             } else {
-                let thread = Thread { store.deliver(to: sinks, symbolicate: symbolicate) }
+                let thread = Thread {
+                    csc_thread_prepare()
+                    store.deliver(to: sinks, symbolicate: symbolicate)
+                }
                 thread.name = "CrashShield.reports"
                 thread.start()
             }
@@ -183,6 +188,28 @@ public enum CrashCapture {
 extension CrashCapture {
     /// Makes the next crash handler fault after its first section (crash-in-handler test).
     public static func _faultInHandlerForTesting() { csc_test_fault_in_handler(true) }
+}
+
+/// stat(2) instead of FileManager on the start path (SPEC §9 budget).
+func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// The whole file, read with open/read (cheaper than FileManager on the start path); nil if absent.
+func readSmallFile(_ path: String, limit: Int = 1 << 20) -> Data? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while bytes.count < limit {
+        let count = read(fd, &buffer, buffer.count)
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return Data(bytes)
 }
 
 func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {

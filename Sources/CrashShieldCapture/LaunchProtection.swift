@@ -141,12 +141,11 @@ public struct LastRun: Sendable, Equatable {
 /// Crash-loop protection for one run. Created by `CrashCapture.start` (or `begin` directly when
 /// capture is off).
 ///
-/// State lives in "<directory>/launch-state.json", written atomically (temporary file, fsync,
-/// rename) and validated on read; a corrupt or unknown file resets the state and never crashes.
+/// State lives in "<directory>/launch-state", written atomically (temporary file, then rename)
+/// and validated on read (header, checksum, ranges); a corrupt or unknown file resets the state
+/// and never crashes.
 public final class LaunchProtection: @unchecked Sendable {
-    struct State: Codable, Equatable {
-        var format = "crashshield.launch-state"
-        var version = 1
+    struct State: Equatable {
         var launchId: String?
         var phase: String?          // launching | running | exited
         var appVersion: String?
@@ -176,7 +175,7 @@ public final class LaunchProtection: @unchecked Sendable {
 
     nonisolated(unsafe) static var current: LaunchProtection?
 
-    var statePath: String { "\(directory)/launch-state.json" }
+    var statePath: String { "\(directory)/launch-state" }
 
     /// Safe mode is on (set by the "safe-mode" step; stays on until `endSafeMode()`).
     public var isSafeMode: Bool {
@@ -213,11 +212,11 @@ public final class LaunchProtection: @unchecked Sendable {
     public static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
                              launchID: String = UUID().uuidString.lowercased(), appVersion: String? = nil,
                              captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = "\(directory)/launch-state.json"
+        if !isDirectory(directory) { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        let path = "\(directory)/launch-state"
         var reset = false
         var state = State()
-        if let data = FileManager.default.contents(atPath: path) {
+        if let data = readSmallFile(path) {
             if let decoded = decodeState(data) { state = decoded } else { reset = true }
         }
 
@@ -359,26 +358,80 @@ public final class LaunchProtection: @unchecked Sendable {
         }
     }
 
+    /// The state file is a few "key=value" lines after a header and before a checksum line
+    /// (FNV-1a of everything above it). Plain text instead of JSON: reading and writing it must
+    /// stay far below the 1 ms start budget (SPEC §9), and the checksum catches any damage.
+    static let stateHeader = "crashshield-launch-state 1"
+
+    static func encodeState(_ state: State) -> Data {
+        // Pure Swift on bytes: Foundation's string APIs pull in ICU on first use (~0.5 ms).
+        func clean(_ text: String) -> String {
+            String(decoding: text.utf8.map { $0 == 0x0A || $0 == 0x0D || $0 == 0x2C ? 0x5F : $0 }, as: UTF8.self)
+        }
+        var lines = [stateHeader]
+        if let launchId = state.launchId { lines.append("launch_id=" + clean(launchId)) }
+        if let phase = state.phase { lines.append("phase=" + phase) }
+        if let appVersion = state.appVersion { lines.append("app_version=" + clean(appVersion)) }
+        lines.append("consecutive_launch_crashes=" + String(state.consecutiveLaunchCrashes))
+        lines.append("attempted_steps=" + state.attemptedSteps.map(clean).joined(separator: ","))
+        lines.append("safe_mode=" + (state.safeMode ? "1" : "0"))
+        var bytes = Array((lines.joined(separator: "\n") + "\n").utf8)
+        bytes.append(contentsOf: Array(("checksum=" + String(fnv1a(bytes), radix: 16) + "\n").utf8))
+        return Data(bytes)
+    }
+
     static func decodeState(_ data: Data) -> State? {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        guard let state = try? decoder.decode(State.self, from: data), state.format == "crashshield.launch-state",
-              state.version == 1, state.consecutiveLaunchCrashes >= 0, state.consecutiveLaunchCrashes < 1_000_000,
-              state.phase == nil || ["launching", "running", "exited"].contains(state.phase!) else { return nil }
+        let bytes = [UInt8](data)
+        // The checksum line is the last line; it covers every byte before it.
+        var end = bytes.count
+        if end > 0 && bytes[end - 1] == 0x0A { end -= 1 }
+        guard let lastNewline = bytes[0..<end].lastIndex(of: 0x0A) else { return nil }
+        let body = bytes[0...lastNewline]
+        let checksumLine = String(decoding: bytes[(lastNewline + 1)..<end], as: UTF8.self)
+        guard checksumLine == "checksum=" + String(fnv1a(Array(body)), radix: 16) else { return nil }
+        let lines = body.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+        guard lines.first == stateHeader else { return nil }
+        var state = State()
+        for line in lines.dropFirst() {
+            guard let equals = line.firstIndex(of: "=") else { return nil }
+            let key = line[line.startIndex..<equals], value = String(line[line.index(after: equals)...])
+            switch key {
+            case "launch_id": state.launchId = value
+            case "phase":
+                guard ["launching", "running", "exited"].contains(value) else { return nil }
+                state.phase = value
+            case "app_version": state.appVersion = value
+            case "consecutive_launch_crashes":
+                guard let count = Int(value), count >= 0, count < 1_000_000 else { return nil }
+                state.consecutiveLaunchCrashes = count
+            case "attempted_steps": state.attemptedSteps = value.split(separator: ",").map(String.init)
+            case "safe_mode":
+                guard value == "0" || value == "1" else { return nil }
+                state.safeMode = value == "1"
+            default: continue // a newer writer's key: ignored
+            }
+        }
         return state
     }
 
-    /// Temporary file, fsync, rename: a reader sees the old or the new state, never a mix.
+    static func fnv1a(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    /// Temporary file, then rename: a reader sees the old or the new state, never a mix.
     static func writeState(_ state: State, to path: String) {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(state) else { return }
+        let data = encodeState(state)
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        fsync(fd)
+        // No fsync: rename(2) is atomic against a crash of this process, which is what the state
+        // must survive; an fsync costs milliseconds on every launch (SPEC §9: <= 1 ms).
         close(fd)
         guard written == data.count else {
             unlink(temporary)

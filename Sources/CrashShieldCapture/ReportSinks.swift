@@ -63,12 +63,21 @@ public struct CrashReportStore: Sendable {
     /// Paths of the report files, oldest first (file names sort by pid then time, so sort by
     /// modification date).
     public func reportFiles() -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        let paths = names.filter { $0.hasPrefix("report-") && $0.hasSuffix(".json") }.map { "\(directory)/\($0)" }
-        func modified(_ path: String) -> Date {
-            ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date) ?? .distantPast
+        // opendir/readdir: this runs on every start (SPEC §9 budget), FileManager costs more.
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var paths: [(modified: Int, path: String)] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("report-"), name.hasSuffix(".json") else { continue }
+            let path = "\(directory)/\(name)"
+            var info = stat()
+            let modified = stat(path, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
+            paths.append((modified, path))
         }
-        return paths.sorted { (modified($0), $0) < (modified($1), $1) }
+        return paths.sorted { ($0.modified, $0.path) < ($1.modified, $1.path) }.map(\.path)
     }
 
     public struct Loaded: Sendable {

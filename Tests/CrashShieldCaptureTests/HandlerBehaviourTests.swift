@@ -30,6 +30,19 @@ import Testing
         #expect(loadReports(directory, symbolicate: false).count == 1)
     }
 
+    /// The Swift runtime's backtracer (installed at process start when enabled) runs after our
+    /// report: both outputs exist and the process still dies with SIGSEGV.
+    @Test func chainsToTheSwiftRuntimeBacktracer() throws {
+        let directory = temporaryDirectory("swift-backtracer")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let child = try Child(Built.shield, ["crash", "segv", "--dir", directory],
+                              swiftBacktrace: "enable=yes,interactive=no,output-to=stdout,symbolicate=off")
+        let result = child.wait(timeout: 60)
+        #expect(result.termination == .signaled(SIGSEGV))
+        #expect(result.output.contains("Program crashed"))
+        #expect(loadReports(directory, symbolicate: false).count == 1)
+    }
+
     /// An app that ignores SIGPIPE keeps ignoring it: the write fails with EPIPE, no report.
     @Test func ignoredSIGPIPEStaysIgnored() throws {
         let directory = temporaryDirectory("sigpipe-ignored")

@@ -82,8 +82,15 @@ import Testing
         let directory = temporaryDirectory("corrupt")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         _ = try launch(directory, [], expect: .exited(0))
-        for garbage in ["{\"format\":\"crashshield.launch-state\",\"version\":1,\"consecutive_launch_crashes\":-4}", "\u{0}\u{1}garbage", "{\"format\":"] {
-            try Data(garbage.utf8).write(to: URL(fileURLWithPath: "\(directory)/launch-state.json"))
+        let valid = try #require(FileManager.default.contents(atPath: "\(directory)/launch-state"))
+        var flipped = [UInt8](valid)
+        flipped[flipped.count / 2] ^= 0x01
+        let damaged = [
+            Data("crashshield-launch-state 1\nconsecutive_launch_crashes=-4\nchecksum=0\n".utf8),
+            Data("\u{0}\u{1}garbage".utf8), Data(flipped), valid.prefix(valid.count / 2), Data(),
+        ]
+        for garbage in damaged {
+            try garbage.write(to: URL(fileURLWithPath: "\(directory)/launch-state"))
             let probe = try launch(directory, [], expect: .exited(0))
             #expect(probe.state_reset)
             #expect(probe.last_run == "first_launch")
@@ -121,9 +128,9 @@ import Testing
         state.phase = "running"
         state.consecutiveLaunchCrashes = 2
         state.attemptedSteps = ["safe-mode"]
-        LaunchProtection.writeState(state, to: "\(directory)/launch-state.json")
-        let data = try #require(FileManager.default.contents(atPath: "\(directory)/launch-state.json"))
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let data = try #require(FileManager.default.contents(atPath: "\(directory)/launch-state"))
         #expect(LaunchProtection.decodeState(data) == state)
-        #expect((try FileManager.default.contentsOfDirectory(atPath: directory)) == ["launch-state.json"])
+        #expect((try FileManager.default.contentsOfDirectory(atPath: directory)) == ["launch-state"])
     }
 }

@@ -42,11 +42,11 @@ final class Child: @unchecked Sendable {
     private var collected = Data()
     private let reader = DispatchGroup()
 
-    init(_ path: String, _ arguments: [String]) throws {
+    init(_ path: String, _ arguments: [String], swiftBacktrace: String = "enable=no") throws {
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment["SWIFT_BACKTRACE"] = swiftBacktrace
         process.environment = environment
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
