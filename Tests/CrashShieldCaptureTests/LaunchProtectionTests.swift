@@ -134,3 +134,74 @@ import Testing
         #expect((try FileManager.default.contentsOfDirectory(atPath: directory)) == ["launch-state"])
     }
 }
+
+/// In-process checks of launch protection without capture (no signal handlers are installed).
+@Suite struct LaunchProtectionUnitTests {
+    @Test func appUpdateIsReported() throws {
+        let directory = temporaryDirectory("update")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = LaunchProtection.begin(directory: directory, appVersion: "1.0", captureEnabled: false)
+        #expect(first.lastRun.outcome == .firstLaunch)
+        first.launchCompleted()
+        first.markExited()
+        let second = LaunchProtection.begin(directory: directory, appVersion: "1.1", captureEnabled: false)
+        #expect(second.lastRun.outcome == .cleanExit)
+        #expect(second.lastRun.appUpdated)
+        #expect(second.lastRun.previousAppVersion == "1.0")
+        second.launchCompleted()
+    }
+
+    /// A step that never calls its completion fails after its timeout and the launch goes on; its
+    /// marker is persisted, so the next launch crash runs the next step instead.
+    @Test func stepTimeoutFailsTheStepAndEscalates() throws {
+        let directory = temporaryDirectory("timeout")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous"
+        state.phase = "launching"
+        state.consecutiveLaunchCrashes = 2
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        options.repairSteps = [
+            RepairStep(id: "never-completes", timeout: .milliseconds(200)) { _, _ in },
+            .run(id: "second") { _ in },
+        ]
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        #expect(protection.consecutiveLaunchCrashes == 3)
+        #expect(protection.repairsRun == ["never-completes"])
+        #expect(protection.repairsFailed == ["never-completes"])
+        // The launch crashes (timer method: it never completes); the next start escalates.
+        let next = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        #expect(next.repairsRun == ["second"])
+        #expect(next.repairsFailed.isEmpty)
+        next.launchCompleted()
+    }
+
+    /// Built-in steps: quarantine moves files aside (recoverable), never the SDK's own directory.
+    @Test func quarantineMovesFilesAsideAndSparesSDKState() throws {
+        let directory = temporaryDirectory("quarantine")
+        let data = temporaryDirectory("quarantine-data")
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: data)
+        }
+        FileManager.default.createFile(atPath: "\(data)/db.sqlite", contents: Data("db".utf8))
+        var state = LaunchProtection.State()
+        state.launchId = "previous"
+        state.phase = "launching"
+        state.consecutiveLaunchCrashes = 5
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        options.repairSteps = [.quarantine(["\(data)/db.sqlite", directory])]
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        #expect(protection.repairsRun == ["quarantine"])
+        #expect(!FileManager.default.fileExists(atPath: "\(data)/db.sqlite"))
+        let folders = try FileManager.default.contentsOfDirectory(atPath: "\(directory)/quarantine")
+        #expect(folders.count == 1)
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/quarantine/\(folders[0])/db.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/launch-state"))
+        protection.launchCompleted()
+    }
+}
