@@ -17,6 +17,9 @@ public struct CaptureOptions: Sendable {
     /// forever; the rest of the process keeps running. The main thread always crashes normally.
     /// Parking a thread that holds a lock can stall others that need it. Default: false.
     public var recoverBackgroundThreads = false
+    /// A crash handler still running after this many seconds is ended by SIGALRM (so a stuck
+    /// handler never hangs the app; the process then dies of SIGALRM). Default: 5.
+    public var handlerWatchdogSeconds: UInt32 = 5
     /// Receive the reports of earlier runs at start. Default: empty (reports stay on disk).
     public var reportSinks: [any CrashReportSink] = []
     /// Symbolicate reports before handing them to sinks (runs llvm-symbolizer/addr2line). Default: true.
@@ -88,6 +91,7 @@ public enum CrashCapture {
                             config.launch_id = launch
                             config.capture_sigpipe = options.captureSIGPIPE
                             config.recover_background_threads = options.recoverBackgroundThreads
+                            config.watchdog_seconds = max(1, options.handlerWatchdogSeconds)
                             return csc_install(&config)
                         }
                     }

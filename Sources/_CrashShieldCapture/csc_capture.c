@@ -70,7 +70,7 @@ static _Atomic int g_depth;
 static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
 static _Atomic int g_report_count;
 static _Atomic bool g_written;
-static _Atomic bool g_test_fault;
+static _Atomic int g_test_fault;
 static char g_guard_json[2][4096];
 static _Atomic int g_guard_json_index = -1;
 static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -509,10 +509,9 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     csc_out_raw(out, "}");
     csc_out_flush(out);
 
-    if (atomic_load(&g_test_fault)) {
-        atomic_store(&g_test_fault, false);
-        *(volatile int *)(uintptr_t)8 = 1; /* crash-in-handler test: fault after the first section */
-    }
+    int test_mode = atomic_exchange(&g_test_fault, 0);
+    if (test_mode == 1) *(volatile int *)(uintptr_t)8 = 1; /* crash-in-handler test: fault after the first section */
+    if (test_mode == 2) for (;;) {}                       /* hang-in-handler test: the watchdog must end it */
 
     const char *unwinder = uc ? csc_collect_frames(uc) : "none";
     csc_out_key(out, "crashed_thread", false);
@@ -667,6 +666,12 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
     memset(&alarm_action, 0, sizeof alarm_action);
     alarm_action.sa_handler = SIG_DFL;
     sigaction(SIGALRM, &alarm_action, &previous_alarm);
+    /* This thread must be able to take the alarm even when the app (or the process that
+     * started it: masks are inherited) blocks SIGALRM everywhere. */
+    sigset_t alarm_only, previous_mask;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    sigprocmask(SIG_UNBLOCK, &alarm_only, &previous_mask);
     unsigned previous_alarm_seconds = alarm(g_watchdog_seconds);
 
     bool recover = g_recover && self != g_pid && sig != SIGABRT;
@@ -677,6 +682,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
          * The next crash (on any thread) is reported again. */
         alarm(previous_alarm_seconds);
         sigaction(SIGALRM, &previous_alarm, NULL);
+        sigprocmask(SIG_SETMASK, &previous_mask, NULL);
         atomic_store(&g_depth, 0);
         atomic_store(&g_state, CSC_STATE_IDLE);
         atomic_store(&g_owner, 0);
@@ -684,6 +690,11 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         csc_park_forever();
     }
     atomic_store(&g_state, CSC_STATE_DONE);
+    /* The watchdog covers our own work only: the previous handler (the Swift runtime's
+     * backtracer may take seconds) must not be cut short by our alarm. */
+    alarm(0);
+    sigaction(SIGALRM, &previous_alarm, NULL);
+    sigprocmask(SIG_SETMASK, &previous_mask, NULL);
     csc_pass_on(sig, info, context);
     errno = saved_errno;
 }
@@ -882,7 +893,8 @@ void csc_set_guard_states_json(const char *json) {
 
 bool csc_report_written(void) { return atomic_load(&g_written); }
 const char *csc_report_path(void) { return g_report_path; }
-void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled); }
+void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled ? 1 : 0); }
+void csc_test_hang_in_handler(void) { atomic_store(&g_test_fault, 2); }
 
 #else /* not Linux: NOT VERIFIED, NOT IMPLEMENTED. Apple needs its own handler (ucontext layout,
        * no process_vm_readv, Mach thread ids); until then capture reports itself unsupported. */
@@ -900,4 +912,5 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
 bool csc_report_written(void) { return false; }
 const char *csc_report_path(void) { return ""; }
 void csc_test_fault_in_handler(bool enabled) { (void)enabled; }
+void csc_test_hang_in_handler(void) {}
 #endif

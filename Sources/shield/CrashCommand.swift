@@ -24,6 +24,7 @@ enum CrashCommand {
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread"
+        if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
         do {
             try CrashShield.startCapture(options)
         } catch {
@@ -31,6 +32,7 @@ enum CrashCommand {
             return 1
         }
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
+        if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
         crash(kind)
         return 1 // not reached for any kind except recover-thread
     }

@@ -20,6 +20,19 @@ import Testing
         #expect(reports[0].isComplete)
     }
 
+    /// A handler that gets stuck is ended by its watchdog (SIGALRM after 1 s here) instead of
+    /// hanging; the report it had begun is truncated but still loads.
+    @Test func stuckHandlerIsEndedByTheWatchdog() throws {
+        let directory = temporaryDirectory("handler-hang")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try runChild(Built.shield, ["crash", "segv", "--hang-in-handler", "--dir", directory], timeout: 30)
+        #expect(result.termination == .signaled(SIGALRM))
+        let reports = loadReports(directory, symbolicate: false)
+        try #require(reports.count == 1)
+        #expect(!reports[0].isComplete)
+        #expect(reports[0].crash?.signal == SIGSEGV)
+    }
+
     /// A SIGSEGV handler installed before capture still runs after the report is written.
     @Test func chainsToThePreviouslyInstalledHandler() throws {
         let directory = temporaryDirectory("chain")

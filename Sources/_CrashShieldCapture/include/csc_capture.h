@@ -117,6 +117,8 @@ const char *csc_report_path(void);
 
 /** Makes the handler fault deliberately after writing its first section (crash-in-handler test). */
 void csc_test_fault_in_handler(bool enabled);
+/** Makes the handler spin forever after its first section (watchdog test). */
+void csc_test_hang_in_handler(void);
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
