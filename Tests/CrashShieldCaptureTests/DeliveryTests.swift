@@ -43,7 +43,7 @@ import Testing
     @Test func unreadableFilesAreMovedAside() throws {
         let directory = temporaryDirectory("unreadable")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        FileManager.default.createFile(atPath: "\(directory)/report-9-9-0.json", contents: Data("not json".utf8))
+        #expect(FileManager.default.createFile(atPath: "\(directory)/report-9-9-0.json", contents: Data("not json".utf8)))
         let delivery = CrashReportStore(directory: directory).deliver(to: [InMemoryCrashReportSink()], symbolicate: false)
         #expect(delivery.unreadable.count == 1)
         #expect(FileManager.default.fileExists(atPath: "\(directory)/unreadable/report-9-9-0.json"))

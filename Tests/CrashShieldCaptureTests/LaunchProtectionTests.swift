@@ -186,7 +186,7 @@ import Testing
             try? FileManager.default.removeItem(atPath: directory)
             try? FileManager.default.removeItem(atPath: data)
         }
-        FileManager.default.createFile(atPath: "\(data)/db.sqlite", contents: Data("db".utf8))
+        #expect(FileManager.default.createFile(atPath: "\(data)/db.sqlite", contents: Data("db".utf8)))
         var state = LaunchProtection.State()
         state.launchId = "previous"
         state.phase = "launching"
