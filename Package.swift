@@ -54,6 +54,7 @@ let package = Package(
     name: "CrashShield",
     products: [
         .library(name: "CrashShield", targets: ["CrashShield"]),
+        .library(name: "CrashShieldCapture", targets: ["CrashShieldCapture"]),
         .executable(name: "shield", targets: ["shield"]),
     ],
     dependencies: [
@@ -66,15 +67,25 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
-            name: "_CrashShieldRuntime",
+            name: "_CrashShieldCapture",
             dependencies: ["_CrashShieldIncidents"],
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+        ),
+        .target(
+            name: "CrashShieldCapture",
+            dependencies: ["_CrashShieldCapture", "_CrashShieldIncidents", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "_CrashShieldRuntime",
+            dependencies: ["_CrashShieldIncidents", "_CrashShieldCapture"],
             cSettings: objcSettings,
             linkerSettings: objcLinker
         ),
         .target(
             name: "CrashShield",
             dependencies: [
-                "_CrashShieldRuntime", "_CrashShieldIncidents",
+                "_CrashShieldRuntime", "_CrashShieldIncidents", "CrashShieldCapture", "_CrashShieldCapture",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -86,7 +97,20 @@ let package = Package(
         ),
         .executableTarget(
             name: "shield",
-            dependencies: ["CrashShield", "_CrashShieldScenarios"]
+            dependencies: ["CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture"]
+        ),
+        .executableTarget(
+            name: "capture-malloc-probe",
+            dependencies: ["_CrashShieldCapture"]
+        ),
+        .executableTarget(
+            name: "CaptureOnlyExample",
+            dependencies: ["CrashShieldCapture"],
+            path: "Examples/CaptureOnly"
+        ),
+        .testTarget(
+            name: "CrashShieldCaptureTests",
+            dependencies: ["CrashShieldCapture", "CrashShield"]
         ),
         .testTarget(
             name: "CrashShieldTests",

@@ -2,6 +2,10 @@
 //
 //   shield demo [--json]            every misuse scenario, without and with guards, each in a child
 //   shield bench [--json]           guard cost on the hot calls (SPEC §9)
+//   shield crash KIND [--dir D]     install capture and crash on purpose (SPEC §8)
+//   shield reports [--json] [--dir D]   pending crash reports, symbolicated
+//   shield bench-capture [--json]   crash handler time from signal to report on disk
+//   shield launch-probe --dir D     (internal) launch protection end-to-end test child
 //   shield scenario NAME --guarded|--unguarded   (internal) run one scenario in this process
 import Foundation
 
@@ -14,6 +18,11 @@ case "demo":
     exit(DemoCommand.run(json: rest.contains("--json"), filter: rest.first { !$0.hasPrefix("--") }))
 case "bench":
     exit(BenchCommand.run(json: rest.contains("--json")))
+case "crash": exit(CrashCommand.run(rest))
+case "reports": exit(ReportsCommand.run(rest))
+case "bench-capture": exit(BenchCaptureCommand.run(rest))
+case "launch-probe": exit(LaunchProbeCommand.run(rest))
+case "failsafe-probe": exit(FailSafeProbeCommand.run(rest))
 case "scenario":
     guard let name = rest.first else { usage() }
     exit(ScenarioChild.run(name: name, guarded: rest.contains("--guarded")))
@@ -25,6 +34,10 @@ func usage() -> Never {
     let text = """
         usage: shield demo [--json] [NAME-PREFIX]
                shield bench [--json]
+               shield crash <kind> [--dir D]     kinds: segv bus ill fpe abort trap objc-exception swift-index
+                                                 swift-unwrap stack-overflow thread-segv two-threads
+               shield reports [--json] [--dir D] [--delete]
+               shield bench-capture [--json] [--runs N]
         """
     FileHandle.standardError.write(Data((text + "\n").utf8))
     exit(2)

@@ -1,0 +1,33 @@
+// CaptureOnlyExample — a Linux Swift program that uses only the CrashShieldCapture product:
+// fatal crash capture and crash-loop protection, no Objective-C, no GNUstep.
+// scripts/check-capture-only.sh builds it and checks with ldd that nothing of GNUstep or libobjc
+// is linked.
+//
+// usage: CaptureOnlyExample <report-dir> [crash]
+import CrashShieldCapture
+import Foundation
+
+let arguments = CommandLine.arguments
+let directory = arguments.count > 1 ? arguments[1] : CaptureOptions.defaultDirectory
+
+var options = CaptureOptions(directory: directory)
+options.appVersion = "1.0"
+options.deliverSynchronously = true
+options.reportSinks = [ClosureCrashReportSink { report in
+    let top = report.crashedThread?.frames?.first { $0.function?.contains("CaptureOnlyExample") == true }
+    print("earlier crash: \(report.classification?.rawValue ?? "?") \(report.crash?.signalName ?? "") in \(top?.function ?? "?")")
+}]
+var launch = LaunchProtectionOptions()
+launch.repairSteps = [.safeMode(), .clearCaches(["\(directory)-cache"])]
+options.launchProtection = launch
+
+let protection = try CrashCapture.start(options)
+print("capture installed: \(CrashCapture.isInstalled); last run: \(protection?.lastRun.outcome.rawValue ?? "?")")
+
+@inline(never)
+func crashWithSwiftTrap(_ value: Int?) -> Int { value! }
+
+if arguments.count > 2 && arguments[2] == "crash" {
+    print(crashWithSwiftTrap(arguments.count > 100 ? 1 : nil))
+}
+protection?.launchCompleted()

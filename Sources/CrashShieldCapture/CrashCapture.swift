@@ -1,0 +1,222 @@
+import Foundation
+internal import _CrashShieldCapture
+internal import _CrashShieldIncidents
+
+/// Configuration for `CrashCapture.start(_:)`.
+public struct CaptureOptions: Sendable {
+    /// Where reports and the launch-protection state live. Created if missing.
+    /// Default: `$XDG_CACHE_HOME/crashshield/<executable>` (or `~/.cache/...`).
+    public var directory: String
+    /// Written into reports. Default: the executable's name.
+    public var appName: String?
+    /// Written into reports; launch protection uses it to tell an app update. Default: nil.
+    public var appVersion: String?
+    /// Capture SIGPIPE too, unless the app ignores it (SIG_IGN is always honoured). Default: true.
+    public var captureSIGPIPE = true
+    /// Opt-in recovery: a background thread that hits a fatal signal is recorded and parked
+    /// forever; the rest of the process keeps running. The main thread always crashes normally.
+    /// Parking a thread that holds a lock can stall others that need it. Default: false.
+    public var recoverBackgroundThreads = false
+    /// A crash handler still running after this many seconds is ended by SIGALRM (so a stuck
+    /// handler never hangs the app; the process then dies of SIGALRM). Default: 5.
+    public var handlerWatchdogSeconds: UInt32 = 5
+    /// Receive the reports of earlier runs at start. Default: empty (reports stay on disk).
+    public var reportSinks: [any CrashReportSink] = []
+    /// Symbolicate reports before handing them to sinks (runs llvm-symbolizer/addr2line). Default: true.
+    public var symbolicate = true
+    /// Deliver earlier reports before `start` returns instead of on a background thread. Default: false.
+    public var deliverSynchronously = false
+    /// Crash-loop protection; nil switches it off. Default: on with default options.
+    public var launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()
+
+    public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
+
+    public static var defaultDirectory: String {
+        let environment = Foundation.ProcessInfo.processInfo.environment
+        let base = environment["XDG_CACHE_HOME"] ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.cache")
+        let executable = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "app"
+        return "\(base)/crashshield/\(executable)"
+    }
+}
+
+public enum CrashCaptureError: Error, Equatable, Sendable {
+    case alreadyStarted
+    case directoryUnavailable(String)
+    case installFailed
+    /// Capture is implemented for Linux only so far (SPEC §0: Apple paths are not built here).
+    case unsupportedPlatform
+}
+
+/// Fatal crash capture: signals (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS, and PIPE unless ignored)
+/// and, with the CrashShield module, uncaught Objective-C exceptions. A report is written from the
+/// dying process by an async-signal-safe handler (C), then the signal goes on to the handler
+/// installed before (the Swift runtime's backtracer among them) or the default action, so the
+/// process still dies with its original signal. Reports are read at the next start.
+public enum CrashCapture {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var startedDirectory: String?
+    nonisolated(unsafe) private static var earlierReports: [CrashReport] = []
+    nonisolated(unsafe) private static var protection: LaunchProtection?
+
+    /// Installs capture, then (if configured) runs launch protection — including the repair flow
+    /// when the app is in a crash loop — and hands earlier reports to the sinks.
+    /// - Returns: the launch protection of this run, or nil when it is off.
+    @discardableResult
+    public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
+        let store = CrashReportStore(directory: options.directory)
+        let launchID = UUID().uuidString.lowercased()
+        let reports: [CrashReport]
+        do {
+            // Install under the lock; run launch protection (which may run repair steps that call
+            // back into this type) and delivery outside it.
+            lock.lock()
+            defer { lock.unlock() }
+            guard startedDirectory == nil else { throw CrashCaptureError.alreadyStarted }
+            if !isDirectory(options.directory) {
+                do {
+                    try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
+                } catch {
+                    throw CrashCaptureError.directoryUnavailable(options.directory)
+                }
+            }
+            reports = store.load(symbolicate: false).compactMap { try? $0.result.get() }
+            let result: csc_install_result = options.directory.withCString { directory in
+                launchID.withCString { launch in
+                    withOptionalCString(options.appName) { appName in
+                        withOptionalCString(options.appVersion) { appVersion in
+                            var config = csc_config()
+                            config.directory = directory
+                            config.app_name = appName
+                            config.app_version = appVersion
+                            config.launch_id = launch
+                            config.capture_sigpipe = options.captureSIGPIPE
+                            config.recover_background_threads = options.recoverBackgroundThreads
+                            config.watchdog_seconds = max(1, options.handlerWatchdogSeconds)
+                            return csc_install(&config)
+                        }
+                    }
+                }
+            }
+            switch result {
+            case CSC_INSTALL_OK: break
+            case CSC_INSTALL_NO_DIRECTORY: throw CrashCaptureError.directoryUnavailable(options.directory)
+            case CSC_INSTALL_UNSUPPORTED: throw CrashCaptureError.unsupportedPlatform
+            default: throw CrashCaptureError.installFailed
+            }
+            startedDirectory = options.directory
+            earlierReports = reports
+        }
+
+        var started: LaunchProtection?
+        if let launchOptions = options.launchProtection {
+            started = LaunchProtection.begin(
+                directory: options.directory, options: launchOptions, launchID: launchID, appVersion: options.appVersion,
+                captureEnabled: true, reports: reports)
+            lock.lock()
+            protection = started
+            lock.unlock()
+        } else {
+            csc_set_launch_phase(CSC_PHASE_RUNNING)
+        }
+
+        if !options.reportSinks.isEmpty {
+            let sinks = options.reportSinks
+            let symbolicate = options.symbolicate
+            if options.deliverSynchronously {
+                store.deliver(to: sinks, symbolicate: symbolicate)
+            } else {
+                let thread = Thread {
+                    csc_thread_prepare()
+                    store.deliver(to: sinks, symbolicate: symbolicate)
+                }
+                thread.name = "CrashShield.reports"
+                thread.start()
+            }
+        }
+        return started
+    }
+
+    /// True after a successful `start`.
+    public static var isInstalled: Bool { csc_is_installed() }
+
+    /// The report directory given to `start`.
+    public static var directory: String? {
+        lock.lock()
+        defer { lock.unlock() }
+        return startedDirectory
+    }
+
+    /// Reports of earlier runs found at `start` (decoded, not symbolicated), also those that
+    /// sinks have since accepted and deleted.
+    public static var reportsFoundAtStart: [CrashReport] {
+        lock.lock()
+        defer { lock.unlock() }
+        return earlierReports
+    }
+
+    /// Launch protection of this run (nil when off or before `start`).
+    public static var launchProtection: LaunchProtection? {
+        lock.lock()
+        defer { lock.unlock() }
+        return protection
+    }
+
+    /// Gives the calling thread its own alternate signal stack so a stack overflow on it is
+    /// captured. `start` does this for the thread that calls it; other threads opt in (a
+    /// thread without an alternate stack that overflows dies without a report).
+    @discardableResult
+    public static func prepareCurrentThread() -> Bool { csc_thread_prepare() }
+
+    /// Re-reads the list of loaded images (call after loading a plug-in with dlopen).
+    public static func refreshImages() { csc_refresh_images() }
+
+    /// Guard states copied into every report (the CrashShield module keeps this current).
+    public static func setGuardStates(_ states: [CrashReport.GuardState]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(states), let text = String(data: data, encoding: .utf8) else { return }
+        csc_set_guard_states_json(text)
+    }
+
+    /// True once this process wrote a crash report (an uncaught exception on GNUstep, then exit).
+    public static var reportWrittenThisRun: Bool { csc_report_written() }
+
+    /// Loads the pending reports of `directory` (symbolicated unless told otherwise) without
+    /// deleting them. Unreadable files are returned as failures.
+    public static func pendingReports(in directory: String, symbolicate: Bool = true) -> [CrashReportStore.Loaded] {
+        CrashReportStore(directory: directory).load(symbolicate: symbolicate)
+    }
+}
+
+@_spi(Testing)
+extension CrashCapture {
+    /// Makes the next crash handler fault after its first section (crash-in-handler test).
+    public static func _faultInHandlerForTesting() { csc_test_fault_in_handler(true) }
+}
+
+/// stat(2) instead of FileManager on the start path (SPEC §9 budget).
+func isDirectory(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+}
+
+/// The whole file, read with open/read (cheaper than FileManager on the start path); nil if absent.
+func readSmallFile(_ path: String, limit: Int = 1 << 20) -> Data? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8]()
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while bytes.count < limit {
+        let count = read(fd, &buffer, buffer.count)
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        bytes.append(contentsOf: buffer[0..<count])
+    }
+    return Data(bytes)
+}
+
+func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let string else { return body(nil) }
+    return string.withCString { body($0) }
+}

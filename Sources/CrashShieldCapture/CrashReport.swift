@@ -1,0 +1,241 @@
+import Foundation
+
+/// A fatal crash report as written by the crash handler (Schema/crash-report.schema.json,
+/// version 1), plus what the next start adds: symbols and a classification.
+///
+/// Every field is optional because a report may be cut short (a second failure while writing,
+/// power loss); `isComplete` tells a full report from a truncated one. Addresses are hex strings
+/// in the file ("0x..."), because JSON numbers lose 64-bit precision.
+public struct CrashReport: Codable, Sendable, Hashable {
+    public var schema: String?
+    public var version: Int?
+    /// Unique per report; also the file name without ".json".
+    public var id: String
+    /// `signal` or `objc_exception`.
+    public var kind: String?
+    public var timestampNs: UInt64?
+    /// Time from process start to the crash.
+    public var uptimeNs: UInt64?
+    public var launchId: String?
+    /// `launching`, `running`, `terminating` or `unknown` at the moment of the crash.
+    public var launchPhase: String?
+    /// True when the handler itself crashed and rewrote the report as a minimal one.
+    public var minimal: Bool?
+    public var crash: Crash?
+    public var handlerCrash: HandlerCrash?
+    public var exception: ExceptionInfo?
+    public var crashedThread: CrashedThread?
+    public var registers: [String: String]?
+    /// The most recent guard incidents before the crash, oldest first.
+    public var incidents: [RecentIncident]?
+    /// Guard states at the time of the crash (written by the CrashShield module when guards run).
+    public var guards: [GuardState]?
+    public var process: ProcessInfo?
+    public var os: OSInfo?
+    public var images: [Image]?
+    /// Time the handler spent from entry to the last byte written.
+    public var handlerNs: UInt64?
+    /// Written last: true only for a report that was written to the end.
+    public var complete: Bool?
+
+    /// Added on load (not in the file): what kind of failure this was.
+    public var classification: Classification?
+    /// Added on load: the file the report came from.
+    public var file: String?
+
+    public var isComplete: Bool { complete == true }
+
+    public struct Crash: Codable, Sendable, Hashable {
+        /// Signal number; 0 for an uncaught exception.
+        public var signal: Int32?
+        public var signalName: String?
+        public var code: Int32?
+        public var codeName: String?
+        public var faultAddress: String?
+        public var pc: String?
+        public var instructionBytes: String?
+        /// `ud2`, `int3` or `brk` when the crash was a trap instruction.
+        public var trapInstruction: String?
+        public var senderPid: Int32?
+        public var threadId: UInt64?
+        public var threadName: String?
+        public var mainThread: Bool?
+        /// True when the thread was parked and the process kept running (opt-in recovery).
+        public var recovered: Bool?
+    }
+
+    public struct HandlerCrash: Codable, Sendable, Hashable {
+        public var signal: Int32?
+        public var signalName: String?
+    }
+
+    public struct ExceptionInfo: Codable, Sendable, Hashable {
+        public var name: String?
+        public var reason: String?
+    }
+
+    public struct CrashedThread: Codable, Sendable, Hashable {
+        /// `dwarf`, `frame_pointer`, `exception` (return addresses of an exception) or `partial`.
+        public var unwinder: String?
+        /// True when frame 0 is the faulting instruction; the others are return addresses.
+        public var firstFrameIsPc: Bool?
+        public var frames: [Frame]?
+    }
+
+    public struct Frame: Codable, Sendable, Hashable {
+        /// Absent only in a frame cut short by truncation.
+        public var address: String?
+        /// Path of the image that contains the address, as loaded.
+        public var image: String?
+        /// Address minus the image's load bias: the file's virtual address.
+        public var offset: String?
+        /// Added by symbolication.
+        public var function: String?
+        public var file: String?
+        public var line: Int?
+        /// `dladdr`, `llvm-symbolizer` or `addr2line`.
+        public var symbolSource: String?
+
+        public var addressValue: UInt64? { address.flatMap { UInt64(hex: $0) } }
+        public var offsetValue: UInt64? { offset.flatMap { UInt64(hex: $0) } }
+    }
+
+    public struct RecentIncident: Codable, Sendable, Hashable {
+        public var sequence: UInt64?
+        public var `guard`: String?
+        public var `class`: String?
+        public var selector: String?
+        public var classMethod: Bool?
+        public var reason: String?
+        public var count: UInt64?
+        public var monotonicNs: UInt64?
+    }
+
+    public struct GuardState: Codable, Sendable, Hashable {
+        public var name: String?
+        public var state: String?
+        public var policy: String?
+
+        public init(name: String?, state: String?, policy: String?) {
+            self.name = name
+            self.state = state
+            self.policy = policy
+        }
+    }
+
+    public struct ProcessInfo: Codable, Sendable, Hashable {
+        public var pid: Int32?
+        public var executable: String?
+        public var name: String?
+        public var appVersion: String?
+    }
+
+    public struct OSInfo: Codable, Sendable, Hashable {
+        public var sysname: String?
+        public var release: String?
+        public var version: String?
+        public var machine: String?
+    }
+
+    public struct Image: Codable, Sendable, Hashable {
+        public var path: String?
+        public var base: String?
+        public var start: String?
+        public var size: String?
+        public var buildId: String?
+    }
+
+    /// What the failure was, decided on load from the signal, the trap instruction and symbols.
+    public enum Classification: String, Codable, Sendable, Hashable {
+        /// A Swift runtime trap (index out of range, force unwrap of nil, overflow, fatalError):
+        /// a trap instruction (ud2 on x86_64, brk on arm64) in Swift code.
+        case swiftTrap = "swift_trap"
+        case objcException = "objc_exception"
+        case abort
+        /// A trap instruction outside Swift code (`__builtin_trap`, a breakpoint).
+        case trap
+        case stackOverflow = "stack_overflow"
+        case badAccess = "bad_access"
+        case arithmetic
+        case brokenPipe = "broken_pipe"
+        case badSystemCall = "bad_system_call"
+        case unknown
+    }
+}
+
+extension CrashReport {
+    /// Decodes a report file's bytes. A report cut short is first closed at its last complete
+    /// value (see `TolerantJSON`); a report that still does not decode throws.
+    public static func decode(_ bytes: [UInt8]) throws -> CrashReport {
+        guard let repaired = TolerantJSON.repair(bytes) else { throw CrashReportError.unreadable }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        do {
+            var report = try decoder.decode(CrashReport.self, from: Data(repaired.bytes))
+            report.classification = report.classify()
+            return report
+        } catch {
+            throw CrashReportError.invalid(String(describing: error))
+        }
+    }
+
+    /// Encodes the report (with symbols and classification) in the file's key style.
+    public func jsonData(pretty: Bool = false) -> Data {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)) ?? Data("{}".utf8)
+    }
+
+    /// Classification from what the report holds. Symbols (if present) decide whether a trap is a
+    /// Swift trap; call again after symbolication.
+    public func classify() -> Classification {
+        if kind == "objc_exception" { return .objcException }
+        guard let crash else { return .unknown }
+        let frame0 = crashedThread?.frames?.first
+        switch crash.signal ?? 0 {
+        case SIGILL, SIGTRAP:
+            if crash.trapInstruction != nil || crash.signal == SIGTRAP {
+                return Self.isSwiftFrame(frame0) ? .swiftTrap : .trap
+            }
+            return .trap
+        case SIGABRT: return .abort
+        case SIGSEGV, SIGBUS:
+            if let fault = crash.faultAddress.flatMap({ UInt64(hex: $0) }),
+               let sp = (registers?["rsp"] ?? registers?["sp"]).flatMap({ UInt64(hex: $0) }),
+               fault != 0, (fault > sp ? fault - sp : sp - fault) < 256 * 1024 {
+                return .stackOverflow
+            }
+            return .badAccess
+        case SIGFPE: return .arithmetic
+        case SIGPIPE: return .brokenPipe
+        case SIGSYS: return .badSystemCall
+        default: return .unknown
+        }
+    }
+
+    /// A frame in the Swift runtime, or a function with a Swift mangled name.
+    static func isSwiftFrame(_ frame: Frame?) -> Bool {
+        guard let frame else { return false }
+        if let image = frame.image, (image as NSString).lastPathComponent.hasPrefix("libswiftCore") { return true }
+        guard let function = frame.function else { return false }
+        return function.hasPrefix("$s") || function.hasPrefix("_$s") || function.hasPrefix("$S")
+            || function.hasPrefix("Swift.") || function.contains("Swift._assertionFailure")
+            || function.contains("Swift._fatalErrorMessage")
+    }
+}
+
+public enum CrashReportError: Error, Equatable, Sendable {
+    /// Not even a prefix of a JSON object.
+    case unreadable
+    /// JSON, but not a report (a field of the wrong type).
+    case invalid(String)
+}
+
+extension UInt64 {
+    /// Parses "0x1f" (or "1f").
+    init?(hex: String) {
+        let digits = hex.hasPrefix("0x") ? hex.dropFirst(2) : Substring(hex)
+        self.init(digits, radix: 16)
+    }
+}

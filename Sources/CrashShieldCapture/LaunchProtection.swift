@@ -1,0 +1,442 @@
+import Foundation
+internal import _CrashShieldCapture
+
+/// Options for crash-loop protection (SPEC §5).
+public struct LaunchProtectionOptions: Sendable {
+    /// Consecutive launch crashes that start the repair flow. Default: 3.
+    public var threshold = 3
+    /// A launch ends at `launchCompleted()` or after this window, whichever comes first. Default: 5 s.
+    public var launchWindow: Duration = .seconds(5)
+    /// Repair steps, mildest first. At the threshold the first step not yet attempted runs;
+    /// every further launch crash runs the next one (escalation). When all were attempted,
+    /// nothing more runs (no loop) until a launch completes. Default: safe mode only.
+    public var repairSteps: [RepairStep] = [.safeMode()]
+    public init() {}
+}
+
+/// What `RepairStep`s see and may change.
+public final class RepairContext: @unchecked Sendable {
+    /// The SDK's directory (reports, launch state): never deleted by a step.
+    public let directory: String
+    public let consecutiveLaunchCrashes: Int
+    /// The report of the last launch crash, when capture recorded one.
+    public let lastReport: CrashReport?
+    private let lock = NSLock()
+    private var safeMode = false
+
+    init(directory: String, consecutiveLaunchCrashes: Int, lastReport: CrashReport?) {
+        self.directory = directory
+        self.consecutiveLaunchCrashes = consecutiveLaunchCrashes
+        self.lastReport = lastReport
+    }
+
+    /// Turns safe mode on (persisted until `LaunchProtection.endSafeMode()`).
+    public func enableSafeMode() {
+        lock.lock()
+        safeMode = true
+        lock.unlock()
+    }
+
+    var safeModeRequested: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return safeMode
+    }
+
+    /// True when `path` is the SDK's directory or inside it, or contains it.
+    func touchesSDKState(_ path: String) -> Bool {
+        let target = URL(fileURLWithPath: path).standardizedFileURL.path
+        let own = URL(fileURLWithPath: directory).standardizedFileURL.path
+        return target == own || own.hasPrefix(target + "/") || target.hasPrefix(own + "/")
+    }
+}
+
+/// One step of the repair flow. The body calls `completion(true)` when it succeeded; it may do
+/// so from another thread (asynchronous steps). A step that does not complete within `timeout`
+/// counts as failed and the launch goes on.
+public struct RepairStep: Sendable {
+    public let id: String
+    public let timeout: Duration
+    let body: @Sendable (RepairContext, @escaping @Sendable (Bool) -> Void) -> Void
+
+    public init(id: String, timeout: Duration = .seconds(10),
+                _ body: @escaping @Sendable (RepairContext, @escaping @Sendable (Bool) -> Void) -> Void) {
+        self.id = id
+        self.timeout = timeout
+        self.body = body
+    }
+
+    /// A synchronous step: succeeds unless `body` throws.
+    public static func run(id: String, _ body: @escaping @Sendable (RepairContext) throws -> Void) -> RepairStep {
+        RepairStep(id: id) { context, completion in completion((try? body(context)) != nil) }
+    }
+
+    /// Safe mode: `LaunchProtection.isSafeMode` becomes true (persisted) so the app (and
+    /// CrashShield, for its risky guards) can switch features off. Id "safe-mode".
+    public static func safeMode() -> RepairStep {
+        .run(id: "safe-mode") { $0.enableSafeMode() }
+    }
+
+    /// Removes the contents of cache directories (the directories stay). Id "clear-caches".
+    public static func clearCaches(_ directories: [String]) -> RepairStep {
+        .run(id: "clear-caches") { context in
+            for directory in directories where !context.touchesSDKState(directory) {
+                for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                    try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
+                }
+            }
+        }
+    }
+
+    /// Moves named files (a database, say) into "<sdk directory>/quarantine/<time>/", where they
+    /// can be recovered; nothing is deleted. Id "quarantine".
+    public static func quarantine(_ paths: [String]) -> RepairStep {
+        .run(id: "quarantine") { context in
+            let folder = "\(context.directory)/quarantine/\(Int(Date().timeIntervalSince1970))"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for path in paths where FileManager.default.fileExists(atPath: path) && !context.touchesSDKState(path) {
+                try FileManager.default.moveItem(atPath: path, toPath: "\(folder)/\((path as NSString).lastPathComponent)")
+            }
+        }
+    }
+
+    /// Deletes cached remote-configuration files so the defaults apply. Id "reset-remote-config".
+    public static func resetRemoteConfiguration(_ paths: [String]) -> RepairStep {
+        .run(id: "reset-remote-config") { context in
+            for path in paths where !context.touchesSDKState(path) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }
+
+    /// Deletes user data. Does nothing unless `explicitOptIn` is true. Id "delete-user-data".
+    public static func deleteUserData(_ paths: [String], explicitOptIn: Bool) -> RepairStep {
+        .run(id: "delete-user-data") { context in
+            guard explicitOptIn else { return }
+            for path in paths where !context.touchesSDKState(path) { try? FileManager.default.removeItem(atPath: path) }
+        }
+    }
+}
+
+/// How the previous run ended.
+public struct LastRun: Sendable, Equatable {
+    public enum Outcome: String, Sendable, Equatable {
+        case firstLaunch = "first_launch"
+        case cleanExit = "clean_exit"
+        /// A crash report exists for it (or, without capture, the timer method says so).
+        case crashed
+        /// It ended without a clean exit and without a report: killed (kill -9, swipe-away),
+        /// out of memory, power loss.
+        case endedWithoutReport = "ended_without_report"
+    }
+    public var outcome: Outcome
+    public var crashedDuringLaunch: Bool
+    /// The report of the crash, when capture wrote one.
+    public var report: CrashReport?
+    /// The app version differs from the previous run's.
+    public var appUpdated: Bool
+    public var previousAppVersion: String?
+    /// "report" (capture on) or "timer" (fallback: a launch that never completed counts as a crash).
+    public var detection: String
+}
+
+/// Crash-loop protection for one run. Created by `CrashCapture.start` (or `begin` directly when
+/// capture is off).
+///
+/// State lives in "<directory>/launch-state", written atomically (temporary file, then rename)
+/// and validated on read (header, checksum, ranges); a corrupt or unknown file resets the state
+/// and never crashes.
+public final class LaunchProtection: @unchecked Sendable {
+    struct State: Equatable {
+        var launchId: String?
+        var phase: String?          // launching | running | exited
+        var appVersion: String?
+        var consecutiveLaunchCrashes = 0
+        var attemptedSteps: [String] = []
+        var safeMode = false
+    }
+
+    public let directory: String
+    public let launchID: String
+    /// How the previous run ended.
+    public let lastRun: LastRun
+    /// Consecutive launch crashes before this launch.
+    public let consecutiveLaunchCrashes: Int
+    /// Ids of the repair steps run at this start (empty when no repair was needed).
+    public let repairsRun: [String]
+    /// Ids of steps that failed or timed out at this start.
+    public let repairsFailed: [String]
+    /// True when every step was attempted and the app still crashes at launch.
+    public let repairExhausted: Bool
+    /// True when the state file was unreadable and was reset.
+    public let stateWasReset: Bool
+
+    private let lock = NSLock()
+    private var state: State
+    private let captureEnabled: Bool
+
+    nonisolated(unsafe) static var current: LaunchProtection?
+
+    var statePath: String { "\(directory)/launch-state" }
+
+    /// Safe mode is on (set by the "safe-mode" step; stays on until `endSafeMode()`).
+    public var isSafeMode: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return state.safeMode
+    }
+
+    /// Whether this launch has completed.
+    public var isLaunchCompleted: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return state.phase != "launching"
+    }
+
+    private init(directory: String, launchID: String, lastRun: LastRun, consecutive: Int, repairsRun: [String],
+                 repairsFailed: [String], exhausted: Bool, reset: Bool, state: State, captureEnabled: Bool) {
+        self.directory = directory
+        self.launchID = launchID
+        self.lastRun = lastRun
+        self.consecutiveLaunchCrashes = consecutive
+        self.repairsRun = repairsRun
+        self.repairsFailed = repairsFailed
+        self.repairExhausted = exhausted
+        self.stateWasReset = reset
+        self.state = state
+        self.captureEnabled = captureEnabled
+    }
+
+    /// Starts launch protection for this run: decides how the previous run ended, counts launch
+    /// crashes, runs the repair flow at the threshold (before returning), and marks this launch
+    /// as started. `captureEnabled` false selects the timer method (a launch that never completed
+    /// counts as a crash, so a kill -9 during launch is a false positive).
+    public static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
+                             launchID: String = UUID().uuidString.lowercased(), appVersion: String? = nil,
+                             captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
+        if !isDirectory(directory) { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        let path = "\(directory)/launch-state"
+        var reset = false
+        var state = State()
+        if let data = readSmallFile(path) {
+            if let decoded = decodeState(data) { state = decoded } else { reset = true }
+        }
+
+        // How did the previous run end?
+        let reports = reports ?? CrashReportStore(directory: directory).load(symbolicate: false).compactMap { try? $0.result.get() }
+        var lastRun: LastRun
+        let updated = state.appVersion != nil && appVersion != nil && state.appVersion != appVersion
+        if let previousID = state.launchId {
+            if state.phase == "exited" {
+                lastRun = LastRun(outcome: .cleanExit, crashedDuringLaunch: false, report: nil, appUpdated: updated,
+                                  previousAppVersion: state.appVersion, detection: captureEnabled ? "report" : "timer")
+            } else if captureEnabled {
+                let report = reports.last { $0.launchId == previousID && $0.crash?.recovered != true }
+                if let report {
+                    let duringLaunch = report.launchPhase == "launching"
+                    lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: duringLaunch, report: report, appUpdated: updated,
+                                      previousAppVersion: state.appVersion, detection: "report")
+                } else {
+                    lastRun = LastRun(outcome: .endedWithoutReport, crashedDuringLaunch: false, report: nil, appUpdated: updated,
+                                      previousAppVersion: state.appVersion, detection: "report")
+                }
+            } else {
+                let duringLaunch = state.phase == "launching"
+                lastRun = LastRun(outcome: duringLaunch ? .crashed : .endedWithoutReport, crashedDuringLaunch: duringLaunch,
+                                  report: nil, appUpdated: updated, previousAppVersion: state.appVersion, detection: "timer")
+            }
+        } else {
+            lastRun = LastRun(outcome: .firstLaunch, crashedDuringLaunch: false, report: nil, appUpdated: false,
+                              previousAppVersion: nil, detection: captureEnabled ? "report" : "timer")
+        }
+
+        // Count: a launch crash adds one; a crash after launch resets; a run that ended without
+        // a report (kill -9, swipe-away) neither counts nor resets.
+        if lastRun.outcome == .crashed {
+            state.consecutiveLaunchCrashes = lastRun.crashedDuringLaunch ? state.consecutiveLaunchCrashes + 1 : 0
+        }
+        if lastRun.outcome == .cleanExit && state.phase == "exited" && !lastRun.crashedDuringLaunch {
+            // Clean exits keep the count only if that launch never completed (exit during launch).
+        }
+        let consecutive = state.consecutiveLaunchCrashes
+
+        // Repair flow: the next step not attempted yet; its marker is persisted before it runs,
+        // so a crash inside a step never repeats that step.
+        var run: [String] = [], failed: [String] = []
+        var exhausted = false
+        if consecutive >= options.threshold {
+            if let step = options.repairSteps.first(where: { !state.attemptedSteps.contains($0.id) }) {
+                state.attemptedSteps.append(step.id)
+                state.launchId = launchID
+                state.phase = "launching"
+                state.appVersion = appVersion
+                writeState(state, to: path)
+                let context = RepairContext(directory: directory, consecutiveLaunchCrashes: consecutive, lastReport: lastRun.report)
+                run.append(step.id)
+                if !runStep(step, context: context) { failed.append(step.id) }
+                if context.safeModeRequested { state.safeMode = true }
+            } else {
+                exhausted = true
+            }
+        }
+
+        state.launchId = launchID
+        state.phase = "launching"
+        state.appVersion = appVersion
+        writeState(state, to: path)
+        csc_set_launch_phase(CSC_PHASE_LAUNCHING)
+
+        let protection = LaunchProtection(
+            directory: directory, launchID: launchID, lastRun: lastRun, consecutive: consecutive, repairsRun: run,
+            repairsFailed: failed, exhausted: exhausted, reset: reset, state: state, captureEnabled: captureEnabled)
+        current = protection
+        atexit { LaunchProtection.current?.markExited() }
+        let window = options.launchWindow
+        let nanoseconds = max(0, window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [weak protection] in
+            protection?.launchCompleted()
+        }
+        return protection
+    }
+
+    /// The app finished launching: the launch-crash count and the repair markers reset.
+    /// Idempotent; also called when the launch window passes.
+    public func launchCompleted() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard state.phase == "launching" else { return }
+        state.phase = "running"
+        state.consecutiveLaunchCrashes = 0
+        state.attemptedSteps = []
+        Self.writeState(state, to: statePath)
+        csc_set_launch_phase(CSC_PHASE_RUNNING)
+    }
+
+    /// Ends safe mode (persisted).
+    public func endSafeMode() {
+        lock.lock()
+        defer { lock.unlock() }
+        state.safeMode = false
+        Self.writeState(state, to: statePath)
+    }
+
+    /// Marks a clean exit (registered with atexit; call it yourself where the app terminates
+    /// without exit(3)). Ignored when this process wrote a crash report.
+    public func markExited() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !csc_report_written() else { return }
+        state.phase = "exited"
+        Self.writeState(state, to: statePath)
+        csc_set_launch_phase(CSC_PHASE_TERMINATING)
+    }
+
+    private static func runStep(_ step: RepairStep, context: RepairContext) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = StepOutcome()
+        DispatchQueue.global().async {
+            step.body(context) { success in
+                if outcome.set(success) { done.signal() }
+            }
+        }
+        let timeout = step.timeout.components
+        let nanoseconds = timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000
+        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .timedOut { return false }
+        return outcome.value
+    }
+
+    private final class StepOutcome: @unchecked Sendable {
+        private let lock = NSLock()
+        private var done = false
+        private(set) var value = false
+        /// First completion wins; returns true for it.
+        func set(_ success: Bool) -> Bool {
+            lock.lock()
+            defer { lock.unlock() }
+            guard !done else { return false }
+            done = true
+            value = success
+            return true
+        }
+    }
+
+    /// The state file is a few "key=value" lines after a header and before a checksum line
+    /// (FNV-1a of everything above it). Plain text instead of JSON: reading and writing it must
+    /// stay far below the 1 ms start budget (SPEC §9), and the checksum catches any damage.
+    static let stateHeader = "crashshield-launch-state 1"
+
+    static func encodeState(_ state: State) -> Data {
+        // Pure Swift on bytes: Foundation's string APIs pull in ICU on first use (~0.5 ms).
+        func clean(_ text: String) -> String {
+            String(decoding: text.utf8.map { $0 == 0x0A || $0 == 0x0D || $0 == 0x2C ? 0x5F : $0 }, as: UTF8.self)
+        }
+        var lines = [stateHeader]
+        if let launchId = state.launchId { lines.append("launch_id=" + clean(launchId)) }
+        if let phase = state.phase { lines.append("phase=" + phase) }
+        if let appVersion = state.appVersion { lines.append("app_version=" + clean(appVersion)) }
+        lines.append("consecutive_launch_crashes=" + String(state.consecutiveLaunchCrashes))
+        lines.append("attempted_steps=" + state.attemptedSteps.map(clean).joined(separator: ","))
+        lines.append("safe_mode=" + (state.safeMode ? "1" : "0"))
+        var bytes = Array((lines.joined(separator: "\n") + "\n").utf8)
+        bytes.append(contentsOf: Array(("checksum=" + String(fnv1a(bytes), radix: 16) + "\n").utf8))
+        return Data(bytes)
+    }
+
+    static func decodeState(_ data: Data) -> State? {
+        let bytes = [UInt8](data)
+        // The checksum line is the last line; it covers every byte before it.
+        var end = bytes.count
+        if end > 0 && bytes[end - 1] == 0x0A { end -= 1 }
+        guard let lastNewline = bytes[0..<end].lastIndex(of: 0x0A) else { return nil }
+        let body = bytes[0...lastNewline]
+        let checksumLine = String(decoding: bytes[(lastNewline + 1)..<end], as: UTF8.self)
+        guard checksumLine == "checksum=" + String(fnv1a(Array(body)), radix: 16) else { return nil }
+        let lines = body.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+        guard lines.first == stateHeader else { return nil }
+        var state = State()
+        for line in lines.dropFirst() {
+            guard let equals = line.firstIndex(of: "=") else { return nil }
+            let key = line[line.startIndex..<equals], value = String(line[line.index(after: equals)...])
+            switch key {
+            case "launch_id": state.launchId = value
+            case "phase":
+                guard ["launching", "running", "exited"].contains(value) else { return nil }
+                state.phase = value
+            case "app_version": state.appVersion = value
+            case "consecutive_launch_crashes":
+                guard let count = Int(value), count >= 0, count < 1_000_000 else { return nil }
+                state.consecutiveLaunchCrashes = count
+            case "attempted_steps": state.attemptedSteps = value.split(separator: ",").map(String.init)
+            case "safe_mode":
+                guard value == "0" || value == "1" else { return nil }
+                state.safeMode = value == "1"
+            default: continue // a newer writer's key: ignored
+            }
+        }
+        return state
+    }
+
+    static func fnv1a(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return hash
+    }
+
+    /// Temporary file, then rename: a reader sees the old or the new state, never a mix.
+    static func writeState(_ state: State, to path: String) {
+        let data = encodeState(state)
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        // No fsync: rename(2) is atomic against a crash of this process, which is what the state
+        // must survive; an fsync costs milliseconds on every launch (SPEC §9: <= 1 ms).
+        close(fd)
+        guard written == data.count else {
+            unlink(temporary)
+            return
+        }
+        rename(temporary, path)
+    }
+}

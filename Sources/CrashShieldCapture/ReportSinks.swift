@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+
+/// Receives crash reports from earlier runs at the next start. Returning normally means the sink
+/// accepted the report; throwing means it did not (the report stays on disk and is offered again
+/// at the next start). A report file is deleted only after every sink accepted it, so sinks must
+/// tolerate seeing a report twice (use `CrashReport.id`).
+public protocol CrashReportSink: AnyObject, Sendable {
+    func receive(_ report: CrashReport) throws
+}
+
+/// Calls a closure for every report; the closure throws to reject.
+public final class ClosureCrashReportSink: CrashReportSink {
+    private let body: @Sendable (CrashReport) throws -> Void
+    public init(_ body: @escaping @Sendable (CrashReport) throws -> Void) { self.body = body }
+    public func receive(_ report: CrashReport) throws { try body(report) }
+}
+
+/// Logs one line per report through swift-log (level `.critical` by default).
+public final class LoggingCrashReportSink: CrashReportSink {
+    private let logger: Logger
+    private let level: Logger.Level
+
+    public init(logger: Logger = Logger(label: "CrashShield.crash"), level: Logger.Level = .critical) {
+        self.logger = logger
+        self.level = level
+    }
+
+    public func receive(_ report: CrashReport) throws {
+        let top = report.crashedThread?.frames?.first { $0.function != nil }?.function ?? "?"
+        logger.log(
+            level: level, "crash in previous run: \(report.crash?.signalName ?? report.kind ?? "?") in \(top)",
+            metadata: [
+                "report": "\(report.id)", "classification": "\(report.classification?.rawValue ?? "?")",
+                "launch_phase": "\(report.launchPhase ?? "?")", "complete": "\(report.isComplete)",
+            ])
+    }
+}
+
+/// Keeps every received report in memory.
+public final class InMemoryCrashReportSink: CrashReportSink, @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [CrashReport] = []
+    public init() {}
+    public func receive(_ report: CrashReport) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        storage.append(report)
+    }
+    public var reports: [CrashReport] {
+        lock.lock()
+        defer { lock.unlock() }
+        return storage
+    }
+}
+
+/// The report files in one directory.
+public struct CrashReportStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    /// Paths of the report files, oldest first (file names sort by pid then time, so sort by
+    /// modification date).
+    public func reportFiles() -> [String] {
+        // opendir/readdir: this runs on every start (SPEC §9 budget), FileManager costs more.
+        guard let handle = opendir(directory) else { return [] }
+        defer { closedir(handle) }
+        var paths: [(modified: Int, path: String)] = []
+        while let entry = readdir(handle) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("report-"), name.hasSuffix(".json") else { continue }
+            let path = "\(directory)/\(name)"
+            var info = stat()
+            let modified = stat(path, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
+            paths.append((modified, path))
+        }
+        return paths.sorted { ($0.modified, $0.path) < ($1.modified, $1.path) }.map(\.path)
+    }
+
+    public struct Loaded: Sendable {
+        public let path: String
+        public let result: Result<CrashReport, CrashReportError>
+    }
+
+    /// Loads every report file; `symbolicate` runs the symbolicator on each (slow: external tools).
+    public func load(symbolicate: Bool) -> [Loaded] {
+        reportFiles().map { path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                return Loaded(path: path, result: .failure(.unreadable))
+            }
+            do {
+                var report = try CrashReport.decode([UInt8](data))
+                report.file = path
+                if symbolicate { Symbolicator.symbolicate(&report) }
+                return Loaded(path: path, result: .success(report))
+            } catch let error as CrashReportError {
+                return Loaded(path: path, result: .failure(error))
+            } catch {
+                return Loaded(path: path, result: .failure(.unreadable))
+            }
+        }
+    }
+
+    /// Outcome of `deliver`.
+    public struct Delivery: Sendable {
+        public var delivered: [String] = []
+        public var kept: [String] = []
+        /// Files that are not reports at all; moved into "<directory>/unreadable" so they are not
+        /// offered forever.
+        public var unreadable: [String] = []
+    }
+
+    /// Hands every report to every sink; deletes a report file only after all sinks accepted it.
+    @discardableResult
+    public func deliver(to sinks: [any CrashReportSink], symbolicate: Bool = true) -> Delivery {
+        var delivery = Delivery()
+        guard !sinks.isEmpty else { return delivery }
+        for loaded in load(symbolicate: symbolicate) {
+            switch loaded.result {
+            case .failure:
+                let aside = "\(directory)/unreadable"
+                try? FileManager.default.createDirectory(atPath: aside, withIntermediateDirectories: true)
+                try? FileManager.default.moveItem(atPath: loaded.path, toPath: "\(aside)/\((loaded.path as NSString).lastPathComponent)")
+                delivery.unreadable.append(loaded.path)
+            case .success(let report):
+                var accepted = true
+                for sink in sinks {
+                    do { try sink.receive(report) } catch { accepted = false }
+                }
+                if accepted {
+                    try? FileManager.default.removeItem(atPath: loaded.path)
+                    delivery.delivered.append(report.id)
+                } else {
+                    delivery.kept.append(report.id)
+                }
+            }
+        }
+        return delivery
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+internal import _CrashShieldCapture
+
+/// Turns a report's frames (image path + offset) into function names, as far as this machine
+/// allows, in this order (later steps refine earlier ones):
+/// 1. `dladdr` when the image is loaded in this process with the same GNU build id (exported
+///    symbols only: a static function is named after the nearest exported one before it);
+/// 2. `llvm-symbolizer` (or else `addr2line`) on the image file, when the file on disk still has
+///    the build id recorded in the report: every symbol in the symbol table, plus file and line;
+/// 3. Swift demangling of the names found (the runtime's `swift_demangle`).
+/// Frames whose image changed on disk (other build id) keep their raw address.
+public enum Symbolicator {
+    /// Symbolicates `report` in place and re-classifies it. Blocking: runs external tools.
+    public static func symbolicate(_ report: inout CrashReport) {
+        guard var frames = report.crashedThread?.frames, !frames.isEmpty else { return }
+        let firstIsPC = report.crashedThread?.firstFrameIsPc ?? true
+        let buildIDs = Dictionary(
+            (report.images ?? []).compactMap { image in image.path.map { ($0, image.buildId ?? "") } },
+            uniquingKeysWith: { first, _ in first })
+
+        // Lookup addresses: a return address points after the call; step back into it.
+        func lookupOffset(_ index: Int) -> UInt64? {
+            guard let offset = frames[index].offsetValue else { return nil }
+            return (index == 0 && firstIsPC) || offset == 0 ? offset : offset - 1
+        }
+
+        var byImage: [String: [Int]] = [:]
+        for index in frames.indices {
+            guard let image = frames[index].image, lookupOffset(index) != nil else { continue }
+            byImage[image, default: []].append(index)
+        }
+        for (image, indices) in byImage {
+            let recorded = buildIDs[image] ?? ""
+            // 1. dladdr in this process.
+            var bias: UInt = 0
+            var hex = [CChar](repeating: 0, count: 80)
+            if csc_loaded_image(image, &bias, &hex, hex.count) {
+                let loadedID = cText(hex)
+                if recorded.isEmpty || loadedID == recorded {
+                    for index in indices {
+                        guard let offset = lookupOffset(index) else { continue }
+                        var name = [CChar](repeating: 0, count: 512)
+                        if csc_symbol_name(UInt(offset) &+ bias, &name, name.count) {
+                            frames[index].function = cText(name)
+                            frames[index].symbolSource = "dladdr"
+                        }
+                    }
+                }
+            }
+            // 2. Tools on the file, if it is still the file that crashed.
+            guard FileManager.default.isReadableFile(atPath: image) else { continue }
+            if !recorded.isEmpty, let onDisk = ELFBuildID.read(path: image), onDisk != recorded { continue }
+            let offsets = indices.compactMap { lookupOffset($0) }
+            if let results = ExternalSymbolizer.symbolize(path: image, offsets: offsets), results.count == indices.count {
+                for (index, result) in zip(indices, results) {
+                    guard let result else { continue }
+                    frames[index].function = result.function
+                    frames[index].file = result.file
+                    frames[index].line = result.line
+                    frames[index].symbolSource = result.source
+                }
+            }
+        }
+        report.crashedThread?.frames = frames
+        report.classification = report.classify()
+        // Demangle after classifying: classification looks at mangled Swift names.
+        for index in frames.indices {
+            if let name = frames[index].function { frames[index].function = SwiftDemangler.demangle(name) }
+        }
+        report.crashedThread?.frames = frames
+    }
+}
+
+/// `swift_demangle` from the Swift runtime, found at run time.
+enum SwiftDemangler {
+    private typealias Demangle = @convention(c) (
+        UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UInt32
+    ) -> UnsafeMutablePointer<CChar>?
+
+    private static let function: Demangle? = {
+        #if os(Linux)
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc
+        #else
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
+        #endif
+        guard let symbol = dlsym(defaultHandle, "swift_demangle") else { return nil }
+        return unsafeBitCast(symbol, to: Demangle.self)
+    }()
+
+    static func demangle(_ name: String) -> String {
+        guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T"),
+              let function else { return name }
+        return name.withCString { pointer in
+            guard let result = function(pointer, strlen(pointer), nil, nil, 0) else { return name }
+            defer { free(result) }
+            return String(cString: result)
+        }
+    }
+}
+
+/// Reads the GNU build id of an ELF file (from its PT_NOTE program headers).
+enum ELFBuildID {
+    static func read(path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 64), header.count == 64,
+              header.starts(with: [0x7f, 0x45, 0x4c, 0x46]), header[4] == 2, header[5] == 1 else { return nil }
+        func u16(_ data: Data, _ at: Int) -> Int { Int(data[data.startIndex + at]) | Int(data[data.startIndex + at + 1]) << 8 }
+        func u32(_ data: Data, _ at: Int) -> Int { u16(data, at) | u16(data, at + 2) << 16 }
+        func u64(_ data: Data, _ at: Int) -> Int { u32(data, at) | u32(data, at + 4) << 32 }
+        let phoff = u64(header, 32), phentsize = u16(header, 54), phnum = u16(header, 56)
+        guard phentsize >= 56, phnum < 256 else { return nil }
+        try? handle.seek(toOffset: UInt64(phoff))
+        guard let table = try? handle.read(upToCount: phentsize * phnum), table.count == phentsize * phnum else { return nil }
+        for index in 0..<phnum {
+            let entry = table.subdata(in: (index * phentsize)..<(index * phentsize + phentsize))
+            guard u32(entry, 0) == 4 /* PT_NOTE */ else { continue }
+            let offset = u64(entry, 8), size = u64(entry, 32)
+            guard size < 1 << 16 else { continue }
+            try? handle.seek(toOffset: UInt64(offset))
+            guard let notes = try? handle.read(upToCount: size), notes.count == size else { continue }
+            var at = 0
+            while at + 12 <= notes.count {
+                let namesz = u32(notes, at), descsz = u32(notes, at + 4), type = u32(notes, at + 8)
+                let name = at + 12, desc = name + ((namesz + 3) & ~3), next = desc + ((descsz + 3) & ~3)
+                guard next <= notes.count else { break }
+                if type == 3, namesz == 4, notes.subdata(in: name..<(name + 3)) == Data("GNU".utf8) {
+                    return notes.subdata(in: desc..<(desc + descsz)).map { String(format: "%02x", $0) }.joined()
+                }
+                at = next
+            }
+        }
+        return nil
+    }
+}
+
+/// llvm-symbolizer or addr2line, whichever is on PATH (llvm-symbolizer first).
+enum ExternalSymbolizer {
+    struct Symbol {
+        var function: String
+        var file: String?
+        var line: Int?
+        var source: String
+    }
+
+    static let llvmSymbolizer = findTool("llvm-symbolizer")
+    static let addr2line = findTool("addr2line")
+
+    static func findTool(_ name: String) -> String? {
+        let path = Foundation.ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for directory in path.split(separator: ":") {
+            let candidate = "\(directory)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    static func symbolize(path: String, offsets: [UInt64]) -> [Symbol?]? {
+        let addresses = offsets.map { "0x" + String($0, radix: 16) }
+        if let tool = llvmSymbolizer,
+           let output = run(tool, ["--obj=\(path)", "--no-demangle", "--no-inlines", "--functions=linkage"] + addresses) {
+            // One block per address: function line, "file:line:column" line, blank line.
+            let blocks = output.components(separatedBy: "\n\n").map { $0.split(separator: "\n", omittingEmptySubsequences: true) }
+                .filter { !$0.isEmpty }
+            if blocks.count == offsets.count {
+                return blocks.map { lines in parse(function: String(lines[0]), location: lines.count > 1 ? String(lines[1]) : nil, source: "llvm-symbolizer") }
+            }
+        }
+        if let tool = addr2line, let output = run(tool, ["-f", "-e", path] + addresses) {
+            let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard lines.count >= offsets.count * 2 else { return nil }
+            return offsets.indices.map { parse(function: lines[2 * $0], location: lines[2 * $0 + 1], source: "addr2line") }
+        }
+        return nil
+    }
+
+    private static func parse(function: String, location: String?, source: String) -> Symbol? {
+        guard !function.isEmpty, function != "??" else { return nil }
+        var file: String?
+        var line: Int?
+        if let location, !location.hasPrefix("??") {
+            let parts = location.split(separator: ":")
+            if parts.count >= 2 {
+                file = String(parts[0])
+                line = Int(parts[1].split(separator: " ").first ?? "")
+                if line == 0 { line = nil }
+            }
+        }
+        return Symbol(function: function, file: file, line: line, source: source)
+    }
+
+    private static func run(_ tool: String, _ arguments: [String]) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// The NUL-terminated text in a C buffer.
+func cText(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

@@ -1,0 +1,916 @@
+/*
+ * csc_capture.c — install, the signal handler, the report, chaining and re-raising.
+ * Everything reachable from csc_handler() follows the rules at the top of csc_capture.h.
+ *
+ * Concurrency and re-entry (one report per crash, never a hang):
+ * - g_owner holds the thread id of the thread writing the report (0 = nobody). The first
+ *   crashing thread claims it with a CAS. A second thread that crashes meanwhile waits (bounded)
+ *   for the owner to finish; the owner ends the process, so the loser never writes a report.
+ * - The handler runs with SA_NODEFER, so a fault inside the handler re-enters it on the same
+ *   thread (g_owner == self, state WRITING): depth 1 rewrites the report file as a minimal report
+ *   and ends the process with the original signal; depth 2 calls _exit(128 + signal).
+ * - A watchdog alarm (SIGALRM with the default action) ends a handler that got stuck.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "csc_internal.h"
+
+#include <cs_incidents.h>
+
+#if defined(__linux__)
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#define CSC_SIGNAL_COUNT 65
+
+enum { CSC_STATE_IDLE = 0, CSC_STATE_WRITING = 1, CSC_STATE_DONE = 2 };
+
+static const int kCaptured[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGPIPE};
+#define CSC_CAPTURED_COUNT (sizeof kCaptured / sizeof kCaptured[0])
+
+/* ---- state frozen at install ------------------------------------------------------------- */
+static bool g_installed;
+static int g_dir_fd = -1;
+static struct sigaction g_previous[CSC_SIGNAL_COUNT];
+static bool g_have_previous[CSC_SIGNAL_COUNT];
+static char g_name_prefix[96];          /* "report-<pid>-<install ns>-" */
+static char g_executable[CSC_PATH_MAX];
+static char g_directory[CSC_PATH_MAX];
+static char g_app_name[CSC_TEXT_MAX];
+static char g_app_version[CSC_TEXT_MAX];
+static char g_launch_id[CSC_TEXT_MAX];
+static struct utsname g_uname;
+static uint64_t g_process_start_boot_ns;
+static pid_t g_pid;
+static bool g_recover;
+static uint32_t g_alt_stack_size = 64 * 1024;
+static uint32_t g_watchdog_seconds = 5;
+static pthread_key_t g_alt_stack_key;
+static pthread_once_t g_alt_stack_once = PTHREAD_ONCE_INIT;
+
+/* ---- state that changes while running ------------------------------------------------------ */
+static _Atomic pid_t g_owner;
+static _Atomic int g_state;
+static _Atomic int g_depth;
+static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
+static _Atomic int g_report_count;
+static _Atomic bool g_written;
+static _Atomic int g_test_fault;
+static char g_guard_json[2][4096];
+static _Atomic int g_guard_json_index = -1;
+static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- scratch space for the handler (one crash at a time: only the owner uses it) ----------- */
+static csc_out g_out;
+static char g_report_name[160];
+static char g_report_path[CSC_PATH_MAX + 160];
+static uintptr_t g_frames[CSC_MAX_FRAMES];
+static _Atomic int g_frame_count;
+static cs_breadcrumb g_crumbs[CS_BREADCRUMB_CAPACITY];
+static int g_first_signal;
+static uint64_t g_handler_start_ns;
+
+static uint64_t csc_clock_ns(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static pid_t csc_gettid(void) { return (pid_t)syscall(SYS_gettid); }
+
+static void csc_copy(char *out, size_t capacity, const char *in) {
+    size_t i = 0;
+    for (; in && in[i] && i + 1 < capacity; i++) out[i] = in[i];
+    out[i] = 0;
+}
+
+static size_t csc_append(char *out, size_t at, size_t capacity, const char *text) {
+    for (size_t i = 0; text[i] && at + 1 < capacity; i++) out[at++] = text[i];
+    out[at] = 0;
+    return at;
+}
+
+/* ---- names -------------------------------------------------------------------------------- */
+
+static const char *csc_signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGPIPE: return "SIGPIPE";
+    default: return "SIGUNKNOWN";
+    }
+}
+
+static const char *csc_code_name(int sig, int code) {
+    if (code <= 0) {
+        switch (code) {
+        case SI_USER: return "SI_USER";
+        case SI_TKILL: return "SI_TKILL";
+        case SI_QUEUE: return "SI_QUEUE";
+        default: return "SI_OTHER";
+        }
+    }
+    if (code == SI_KERNEL) return "SI_KERNEL";
+    switch (sig) {
+    case SIGSEGV: return code == SEGV_MAPERR ? "SEGV_MAPERR" : code == SEGV_ACCERR ? "SEGV_ACCERR" : "SEGV_OTHER";
+    case SIGBUS: return code == BUS_ADRALN ? "BUS_ADRALN" : code == BUS_ADRERR ? "BUS_ADRERR" : code == BUS_OBJERR ? "BUS_OBJERR" : "BUS_OTHER";
+    case SIGILL:
+        switch (code) {
+        case ILL_ILLOPC: return "ILL_ILLOPC";
+        case ILL_ILLOPN: return "ILL_ILLOPN";
+        case ILL_ILLADR: return "ILL_ILLADR";
+        case ILL_ILLTRP: return "ILL_ILLTRP";
+        case ILL_PRVOPC: return "ILL_PRVOPC";
+        case ILL_PRVREG: return "ILL_PRVREG";
+        case ILL_COPROC: return "ILL_COPROC";
+        case ILL_BADSTK: return "ILL_BADSTK";
+        default: return "ILL_OTHER";
+        }
+    case SIGFPE:
+        switch (code) {
+        case FPE_INTDIV: return "FPE_INTDIV";
+        case FPE_INTOVF: return "FPE_INTOVF";
+        case FPE_FLTDIV: return "FPE_FLTDIV";
+        case FPE_FLTOVF: return "FPE_FLTOVF";
+        case FPE_FLTUND: return "FPE_FLTUND";
+        case FPE_FLTRES: return "FPE_FLTRES";
+        case FPE_FLTINV: return "FPE_FLTINV";
+        default: return "FPE_OTHER";
+        }
+    case SIGTRAP: return code == TRAP_BRKPT ? "TRAP_BRKPT" : code == TRAP_TRACE ? "TRAP_TRACE" : "TRAP_OTHER";
+    default: return "OTHER";
+    }
+}
+
+static const char *csc_phase_name(int phase) {
+    switch (phase) {
+    case CSC_PHASE_LAUNCHING: return "launching";
+    case CSC_PHASE_RUNNING: return "running";
+    case CSC_PHASE_TERMINATING: return "terminating";
+    default: return "unknown";
+    }
+}
+
+/* ---- registers and unwinding ------------------------------------------------------------- */
+
+static uintptr_t csc_context_pc(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+static uintptr_t csc_context_fp(const ucontext_t *uc) {
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.regs[29];
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+static void csc_write_registers(csc_out *out, const ucontext_t *uc) {
+    csc_out_raw(out, "{");
+#if defined(__x86_64__)
+    static const struct { const char *name; int index; } regs[] = {
+        {"rip", REG_RIP}, {"rsp", REG_RSP}, {"rbp", REG_RBP}, {"rax", REG_RAX}, {"rbx", REG_RBX},
+        {"rcx", REG_RCX}, {"rdx", REG_RDX}, {"rsi", REG_RSI}, {"rdi", REG_RDI}, {"r8", REG_R8},
+        {"r9", REG_R9}, {"r10", REG_R10}, {"r11", REG_R11}, {"r12", REG_R12}, {"r13", REG_R13},
+        {"r14", REG_R14}, {"r15", REG_R15}, {"eflags", REG_EFL}, {"trapno", REG_TRAPNO}, {"err", REG_ERR},
+    };
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+        csc_out_key(out, regs[i].name, i == 0);
+        csc_out_hex(out, (uint64_t)uc->uc_mcontext.gregs[regs[i].index]);
+    }
+#elif defined(__aarch64__)
+    static const char *const names[31] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
+                                          "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20",
+                                          "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "fp", "lr"};
+    csc_out_key(out, "pc", true);
+    csc_out_hex(out, uc->uc_mcontext.pc);
+    csc_out_key(out, "sp", false);
+    csc_out_hex(out, uc->uc_mcontext.sp);
+    for (int i = 0; i < 31; i++) {
+        csc_out_key(out, names[i], false);
+        csc_out_hex(out, uc->uc_mcontext.regs[i]);
+    }
+#else
+    (void)uc;
+#endif
+    csc_out_raw(out, "}");
+}
+
+typedef struct {
+    uintptr_t pc;
+    bool found;
+    int skipped;
+} csc_unwind_state;
+
+static _Unwind_Reason_Code csc_unwind_step(struct _Unwind_Context *context, void *argument) {
+    csc_unwind_state *state = argument;
+    int before = 0;
+    uintptr_t ip = (uintptr_t)_Unwind_GetIPInfo(context, &before);
+    if (!state->found) {
+        /* Skip the handler's own frames and the signal trampoline until the interrupted PC. */
+        if (ip != state->pc) return ++state->skipped > 64 ? _URC_END_OF_STACK : _URC_NO_REASON;
+        state->found = true;
+    }
+    int count = atomic_load_explicit(&g_frame_count, memory_order_relaxed);
+    if (count >= CSC_MAX_FRAMES || ip == 0) return _URC_END_OF_STACK;
+    g_frames[count] = ip;
+    atomic_store_explicit(&g_frame_count, count + 1, memory_order_relaxed);
+    return _URC_NO_REASON;
+}
+
+/** Frames of the interrupted thread, innermost first; frame 0 is the faulting PC. Uses the
+ *  DWARF unwinder (libgcc, warmed up at install) and falls back to the frame-pointer chain. */
+static const char *csc_collect_frames(const ucontext_t *uc) {
+    atomic_store(&g_frame_count, 0);
+    uintptr_t pc = csc_context_pc(uc);
+    csc_unwind_state state = {pc, false, 0};
+    if (pc != 0) _Unwind_Backtrace(csc_unwind_step, &state);
+    if (state.found && atomic_load(&g_frame_count) > 1) return "dwarf";
+
+    atomic_store(&g_frame_count, 0);
+    int count = 0;
+    g_frames[count++] = pc;
+    uintptr_t fp = csc_context_fp(uc);
+    while (count < CSC_MAX_FRAMES && fp != 0 && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+        uintptr_t pair[2];
+        if (!csc_safe_read(fp, pair, sizeof pair)) break;
+        if (pair[1] == 0) break;
+        g_frames[count++] = pair[1];
+        atomic_store(&g_frame_count, count);
+        if (pair[0] <= fp) break;
+        fp = pair[0];
+    }
+    atomic_store(&g_frame_count, count);
+    return "frame_pointer";
+}
+
+/* ---- report ------------------------------------------------------------------------------- */
+
+static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
+    const csc_image_table *table = csc_images_current();
+    csc_out_raw(out, "[");
+    for (int i = 0; i < count; i++) {
+        if (i) csc_out_raw(out, ",");
+        csc_out_raw(out, "{\"address\":");
+        csc_out_hex(out, frames[i]);
+        int image = csc_image_index(table, frames[i]);
+        if (image >= 0) {
+            csc_out_key(out, "image", false);
+            csc_out_string(out, table->images[image].path, CSC_PATH_MAX);
+            csc_out_key(out, "offset", false);
+            csc_out_hex(out, frames[i] - table->images[image].bias);
+        }
+        csc_out_raw(out, "}");
+    }
+    csc_out_raw(out, "]");
+}
+
+static void csc_write_images(csc_out *out) {
+    static const char hex[] = "0123456789abcdef";
+    const csc_image_table *table = csc_images_current();
+    csc_out_raw(out, "[");
+    for (int i = 0; table && i < table->count; i++) {
+        const csc_image *image = &table->images[i];
+        if (i) csc_out_raw(out, ",");
+        csc_out_raw(out, "{\"path\":");
+        csc_out_string(out, image->path, CSC_PATH_MAX);
+        csc_out_key(out, "base", false);
+        csc_out_hex(out, image->bias);
+        csc_out_key(out, "start", false);
+        csc_out_hex(out, image->low);
+        csc_out_key(out, "size", false);
+        csc_out_hex(out, image->high - image->low);
+        if (image->build_id_length) {
+            char text[CSC_BUILD_ID_MAX * 2 + 1];
+            for (int b = 0; b < image->build_id_length; b++) {
+                text[2 * b] = hex[image->build_id[b] >> 4];
+                text[2 * b + 1] = hex[image->build_id[b] & 15];
+            }
+            text[image->build_id_length * 2] = 0;
+            csc_out_key(out, "build_id", false);
+            csc_out_string(out, text, sizeof text);
+        }
+        csc_out_raw(out, "}");
+    }
+    csc_out_raw(out, "]");
+}
+
+static void csc_write_incidents(csc_out *out) {
+    size_t count = cs_breadcrumbs_copy(g_crumbs, CS_BREADCRUMB_CAPACITY);
+    csc_out_raw(out, "[");
+    for (size_t i = 0; i < count; i++) {
+        const cs_breadcrumb *crumb = &g_crumbs[i];
+        if (i) csc_out_raw(out, ",");
+        csc_out_raw(out, "{\"sequence\":");
+        csc_out_u64(out, crumb->sequence);
+        csc_out_key(out, "guard", false);
+        csc_out_string(out, crumb->guard_name, 64);
+        csc_out_key(out, "class", false);
+        csc_out_string(out, crumb->class_name, CS_BREADCRUMB_NAME_MAX);
+        csc_out_key(out, "selector", false);
+        csc_out_string(out, crumb->selector_name, CS_BREADCRUMB_NAME_MAX);
+        csc_out_key(out, "class_method", false);
+        csc_out_raw(out, crumb->is_class_method ? "true" : "false");
+        csc_out_key(out, "reason", false);
+        csc_out_string(out, crumb->reason, 160);
+        csc_out_key(out, "count", false);
+        csc_out_u64(out, crumb->count);
+        csc_out_key(out, "monotonic_ns", false);
+        csc_out_u64(out, crumb->monotonic_ns);
+        csc_out_raw(out, "}");
+    }
+    csc_out_raw(out, "]");
+}
+
+/** Opens a new report file: report-<pid>-<install ns>-<n>.json (O_EXCL). */
+static int csc_open_report(void) {
+    int n = atomic_fetch_add(&g_report_count, 1);
+    char number[24];
+    csc_format_u64(number, (uint64_t)n);
+    size_t at = csc_append(g_report_name, 0, sizeof g_report_name, g_name_prefix);
+    at = csc_append(g_report_name, at, sizeof g_report_name, number);
+    csc_append(g_report_name, at, sizeof g_report_name, ".json");
+    return openat(g_dir_fd, g_report_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+}
+
+static void csc_remember_path(void) {
+    size_t at = csc_append(g_report_path, 0, sizeof g_report_path, g_directory);
+    at = csc_append(g_report_path, at, sizeof g_report_path, "/");
+    csc_append(g_report_path, at, sizeof g_report_path, g_report_name);
+    atomic_store(&g_written, true);
+}
+
+static void csc_write_header(csc_out *out, const char *kind, uint64_t now_wall, uint64_t now_boot) {
+    csc_out_raw(out, "{\"schema\":\"crashshield.crash-report\",\"version\":");
+    csc_out_u64(out, CSC_REPORT_VERSION);
+    csc_out_key(out, "id", false);
+    csc_out_bytes(out, "\"", 1);
+    csc_out_bytes(out, g_report_name, strlen(g_report_name) - 5); /* without ".json" */
+    csc_out_bytes(out, "\"", 1);
+    csc_out_key(out, "kind", false);
+    csc_out_string(out, kind, 32);
+    csc_out_key(out, "timestamp_ns", false);
+    csc_out_u64(out, now_wall);
+    csc_out_key(out, "uptime_ns", false);
+    csc_out_u64(out, now_boot > g_process_start_boot_ns ? now_boot - g_process_start_boot_ns : 0);
+    csc_out_key(out, "launch_id", false);
+    csc_out_string(out, g_launch_id[0] ? g_launch_id : NULL, CSC_TEXT_MAX);
+    csc_out_key(out, "launch_phase", false);
+    csc_out_string(out, csc_phase_name(atomic_load(&g_phase)), 32);
+}
+
+static void csc_write_thread(csc_out *out, pid_t tid) {
+    char name[17] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    csc_out_key(out, "thread_id", false);
+    csc_out_u64(out, (uint64_t)tid);
+    csc_out_key(out, "thread_name", false);
+    csc_out_string(out, name, 16);
+    csc_out_key(out, "main_thread", false);
+    csc_out_raw(out, tid == g_pid ? "true" : "false");
+}
+
+static void csc_write_process(csc_out *out) {
+    csc_out_key(out, "process", false);
+    csc_out_raw(out, "{\"pid\":");
+    csc_out_u64(out, (uint64_t)g_pid);
+    csc_out_key(out, "executable", false);
+    csc_out_string(out, g_executable, CSC_PATH_MAX);
+    csc_out_key(out, "name", false);
+    csc_out_string(out, g_app_name, CSC_TEXT_MAX);
+    csc_out_key(out, "app_version", false);
+    csc_out_string(out, g_app_version[0] ? g_app_version : NULL, CSC_TEXT_MAX);
+    csc_out_raw(out, "}");
+    csc_out_key(out, "os", false);
+    csc_out_raw(out, "{\"sysname\":");
+    csc_out_string(out, g_uname.sysname, sizeof g_uname.sysname);
+    csc_out_key(out, "release", false);
+    csc_out_string(out, g_uname.release, sizeof g_uname.release);
+    csc_out_key(out, "version", false);
+    csc_out_string(out, g_uname.version, sizeof g_uname.version);
+    csc_out_key(out, "machine", false);
+    csc_out_string(out, g_uname.machine, sizeof g_uname.machine);
+    csc_out_raw(out, "}");
+}
+
+/** The common tail: incidents, guards, process, images, timing, completion marker. */
+static void csc_write_tail(csc_out *out) {
+    csc_out_key(out, "incidents", false);
+    csc_write_incidents(out);
+    int guard_index = atomic_load(&g_guard_json_index);
+    if (guard_index >= 0) {
+        csc_out_key(out, "guards", false);
+        csc_out_raw(out, g_guard_json[guard_index]);
+    }
+    csc_write_process(out);
+    csc_out_flush(out);
+    csc_out_key(out, "images", false);
+    csc_write_images(out);
+    csc_out_flush(out);
+    csc_out_key(out, "handler_ns", false);
+    csc_out_u64(out, csc_clock_ns(CLOCK_MONOTONIC) - g_handler_start_ns);
+    csc_out_key(out, "complete", false);
+    csc_out_raw(out, "true}\n");
+    csc_out_flush(out);
+}
+
+static void csc_trap_instruction(uintptr_t pc, int sig, const char **name, char *bytes_hex) {
+    static const char hex[] = "0123456789abcdef";
+    uint8_t bytes[4] = {0};
+    *name = NULL;
+    bytes_hex[0] = 0;
+    if (!csc_safe_read(pc, bytes, sizeof bytes)) return;
+    for (int i = 0; i < 4; i++) {
+        bytes_hex[2 * i] = hex[bytes[i] >> 4];
+        bytes_hex[2 * i + 1] = hex[bytes[i] & 15];
+    }
+    bytes_hex[8] = 0;
+#if defined(__x86_64__)
+    if (sig == SIGILL && bytes[0] == 0x0f && bytes[1] == 0x0b) *name = "ud2";
+    if (sig == SIGTRAP) {
+        uint8_t previous = 0;
+        if (csc_safe_read(pc - 1, &previous, 1) && previous == 0xcc) *name = "int3";
+    }
+#elif defined(__aarch64__)
+    uint32_t word = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 24;
+    if ((word & 0xffe0001fu) == 0xd4200000u) *name = "brk";
+#else
+    (void)sig;
+#endif
+}
+
+static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pid_t tid, bool recovered) {
+    uint64_t wall = csc_clock_ns(CLOCK_REALTIME), boot = csc_clock_ns(CLOCK_BOOTTIME);
+    int fd = csc_open_report();
+    if (fd < 0) return;
+    csc_out *out = &g_out;
+    out->fd = fd;
+    out->length = 0;
+    out->failed = false;
+    csc_write_header(out, "signal", wall, boot);
+    uintptr_t pc = uc ? csc_context_pc(uc) : 0;
+    csc_out_key(out, "crash", false);
+    csc_out_raw(out, "{\"signal\":");
+    csc_out_u64(out, (uint64_t)sig);
+    csc_out_key(out, "signal_name", false);
+    csc_out_string(out, csc_signal_name(sig), 16);
+    csc_out_key(out, "code", false);
+    csc_out_i64(out, info ? info->si_code : 0);
+    csc_out_key(out, "code_name", false);
+    csc_out_string(out, csc_code_name(sig, info ? info->si_code : 0), 24);
+    csc_out_key(out, "fault_address", false);
+    csc_out_hex(out, info ? (uint64_t)(uintptr_t)info->si_addr : 0);
+    csc_out_key(out, "pc", false);
+    csc_out_hex(out, pc);
+    const char *trap = NULL;
+    char bytes[12];
+    csc_trap_instruction(pc, sig, &trap, bytes);
+    csc_out_key(out, "instruction_bytes", false);
+    csc_out_string(out, bytes, sizeof bytes);
+    csc_out_key(out, "trap_instruction", false);
+    csc_out_string(out, trap, 8);
+    if (info && info->si_code <= 0) {
+        csc_out_key(out, "sender_pid", false);
+        csc_out_u64(out, (uint64_t)info->si_pid);
+    }
+    csc_write_thread(out, tid);
+    csc_out_key(out, "recovered", false);
+    csc_out_raw(out, recovered ? "true" : "false");
+    csc_out_raw(out, "}");
+    csc_out_flush(out);
+
+    int test_mode = atomic_exchange(&g_test_fault, 0);
+    if (test_mode == 1) *(volatile int *)(uintptr_t)8 = 1; /* crash-in-handler test: fault after the first section */
+    if (test_mode == 2) for (;;) {}                       /* hang-in-handler test: the watchdog must end it */
+
+    const char *unwinder = uc ? csc_collect_frames(uc) : "none";
+    csc_out_key(out, "crashed_thread", false);
+    csc_out_raw(out, "{\"unwinder\":");
+    csc_out_string(out, unwinder, 16);
+    csc_out_key(out, "first_frame_is_pc", false);
+    csc_out_raw(out, "true");
+    csc_out_key(out, "frames", false);
+    csc_write_frames(out, g_frames, atomic_load(&g_frame_count));
+    csc_out_raw(out, "}");
+    csc_out_flush(out);
+    if (uc) {
+        csc_out_key(out, "registers", false);
+        csc_write_registers(out, uc);
+    }
+    csc_write_tail(out);
+    close(fd);
+    csc_remember_path();
+}
+
+/** After a fault inside the handler: the same file, rewritten as a minimal report. */
+static void csc_write_minimal_report(int first_signal, int second_signal) {
+    csc_out *out = &g_out;
+    if (out->fd < 0) return;
+    if (ftruncate(out->fd, 0) != 0) return;
+    lseek(out->fd, 0, SEEK_SET);
+    out->length = 0;
+    out->failed = false;
+    csc_write_header(out, "signal", csc_clock_ns(CLOCK_REALTIME), csc_clock_ns(CLOCK_BOOTTIME));
+    csc_out_key(out, "minimal", false);
+    csc_out_raw(out, "true");
+    csc_out_key(out, "crash", false);
+    csc_out_raw(out, "{\"signal\":");
+    csc_out_u64(out, (uint64_t)first_signal);
+    csc_out_key(out, "signal_name", false);
+    csc_out_string(out, csc_signal_name(first_signal), 16);
+    csc_write_thread(out, csc_gettid());
+    csc_out_raw(out, "}");
+    csc_out_key(out, "handler_crash", false);
+    csc_out_raw(out, "{\"signal\":");
+    csc_out_u64(out, (uint64_t)second_signal);
+    csc_out_key(out, "signal_name", false);
+    csc_out_string(out, csc_signal_name(second_signal), 16);
+    csc_out_raw(out, "}");
+    int frames = atomic_load(&g_frame_count);
+    if (frames > 0) {
+        csc_out_key(out, "crashed_thread", false);
+        csc_out_raw(out, "{\"unwinder\":\"partial\",\"first_frame_is_pc\":true,\"frames\":");
+        csc_write_frames(out, g_frames, frames);
+        csc_out_raw(out, "}");
+    }
+    csc_out_key(out, "complete", false);
+    csc_out_raw(out, "true}\n");
+    csc_out_flush(out);
+    close(out->fd);
+    out->fd = -1;
+    csc_remember_path();
+}
+
+/* ---- passing the signal on ---------------------------------------------------------------- */
+
+static void csc_restore_previous(void) {
+    for (size_t i = 0; i < CSC_CAPTURED_COUNT; i++) {
+        int sig = kCaptured[i];
+        if (g_have_previous[sig]) sigaction(sig, &g_previous[sig], NULL);
+    }
+}
+
+static void csc_die_with(int sig) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(sig, &action, NULL);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, sig);
+    sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+    syscall(SYS_tgkill, (long)g_pid, (long)csc_gettid(), (long)sig);
+    /* Still alive: the signal is blocked elsewhere or we are PID 1 (which ignores default-fatal
+     * signals it sends itself). Never continue past a crash. */
+    _exit(128 + sig);
+}
+
+/** Hands the signal to whatever was installed before us, or to the default action. */
+static void csc_pass_on(int sig, siginfo_t *info, void *context) {
+    csc_restore_previous();
+    struct sigaction *previous = g_have_previous[sig] ? &g_previous[sig] : NULL;
+    bool custom = previous && !(previous->sa_flags & SA_SIGINFO ? previous->sa_sigaction == NULL
+                                                                 : (previous->sa_handler == SIG_DFL || previous->sa_handler == SIG_IGN));
+    if (custom) {
+        if (previous->sa_flags & SA_SIGINFO)
+            previous->sa_sigaction(sig, info, context);
+        else
+            previous->sa_handler(sig);
+        /* A hardware fault re-executes the faulting instruction on return and meets whatever
+         * handler is installed now. Signals that do not come back by themselves (abort, a
+         * breakpoint, a signal someone sent) end here with the default action. */
+        bool refires = info && info->si_code > 0 && info->si_code != SI_KERNEL && sig != SIGTRAP && sig != SIGABRT &&
+                       sig != SIGPIPE && sig != SIGSYS;
+        if (refires) return;
+    }
+    csc_die_with(sig);
+}
+
+static void csc_park_forever(void) {
+    sigset_t all;
+    sigfillset(&all);
+    for (;;) sigsuspend(&all);
+}
+
+static void csc_handler(int sig, siginfo_t *info, void *context) {
+    int saved_errno = errno;
+    pid_t self = csc_gettid();
+    for (int waited = 0;; waited++) {
+        pid_t expected = 0;
+        if (atomic_compare_exchange_strong(&g_owner, &expected, self)) break;
+        if (expected == self) {
+            if (atomic_load(&g_state) == CSC_STATE_DONE) {
+                /* This thread already reported (an uncaught exception that now aborts). */
+                csc_pass_on(sig, info, context);
+                errno = saved_errno;
+                return;
+            }
+            /* A fault inside our own handler. */
+            if (atomic_fetch_add(&g_depth, 1) == 1) {
+                csc_write_minimal_report(g_first_signal, sig);
+                csc_restore_previous();
+                csc_die_with(g_first_signal);
+            }
+            _exit(128 + g_first_signal);
+        }
+        if (atomic_load(&g_state) == CSC_STATE_DONE) {
+            /* Another thread reported and is ending the process: no second report. */
+            csc_pass_on(sig, info, context);
+            errno = saved_errno;
+            return;
+        }
+        /* Another thread is writing the report and will end the process. Wait, bounded. */
+        if (waited > 5000) _exit(128 + sig);
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    g_handler_start_ns = csc_clock_ns(CLOCK_MONOTONIC);
+    atomic_store(&g_state, CSC_STATE_WRITING);
+    atomic_store(&g_depth, 1);
+    g_first_signal = sig;
+    g_out.fd = -1;
+
+    /* Watchdog: a handler stuck on a lock or a loop is ended by SIGALRM's default action. */
+    struct sigaction alarm_action, previous_alarm;
+    memset(&alarm_action, 0, sizeof alarm_action);
+    alarm_action.sa_handler = SIG_DFL;
+    sigaction(SIGALRM, &alarm_action, &previous_alarm);
+    /* This thread must be able to take the alarm even when the app (or the process that
+     * started it: masks are inherited) blocks SIGALRM everywhere. */
+    sigset_t alarm_only, previous_mask;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    sigprocmask(SIG_UNBLOCK, &alarm_only, &previous_mask);
+    unsigned previous_alarm_seconds = alarm(g_watchdog_seconds);
+
+    bool recover = g_recover && self != g_pid && sig != SIGABRT;
+    csc_write_signal_report(sig, info, (ucontext_t *)context, self, recover);
+
+    if (recover) {
+        /* Opt-in recovery: this background thread never returns; the rest of the process runs on.
+         * The next crash (on any thread) is reported again. */
+        alarm(previous_alarm_seconds);
+        sigaction(SIGALRM, &previous_alarm, NULL);
+        sigprocmask(SIG_SETMASK, &previous_mask, NULL);
+        atomic_store(&g_depth, 0);
+        atomic_store(&g_state, CSC_STATE_IDLE);
+        atomic_store(&g_owner, 0);
+        errno = saved_errno;
+        csc_park_forever();
+    }
+    atomic_store(&g_state, CSC_STATE_DONE);
+    /* The watchdog covers our own work only: the previous handler (the Swift runtime's
+     * backtracer may take seconds) must not be cut short by our alarm. */
+    alarm(0);
+    sigaction(SIGALRM, &previous_alarm, NULL);
+    sigprocmask(SIG_SETMASK, &previous_mask, NULL);
+    csc_pass_on(sig, info, context);
+    errno = saved_errno;
+}
+
+/* ---- uncaught exceptions ------------------------------------------------------------------ */
+
+void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
+    if (!g_installed) return;
+    pid_t self = csc_gettid();
+    pid_t expected = 0;
+    if (!atomic_compare_exchange_strong(&g_owner, &expected, self)) return; /* already crashing */
+    g_handler_start_ns = csc_clock_ns(CLOCK_MONOTONIC);
+    atomic_store(&g_state, CSC_STATE_WRITING);
+    atomic_store(&g_depth, 1);
+    g_first_signal = SIGABRT;
+    int fd = csc_open_report();
+    if (fd >= 0) {
+        csc_out *out = &g_out;
+        out->fd = fd;
+        out->length = 0;
+        out->failed = false;
+        csc_write_header(out, "objc_exception", csc_clock_ns(CLOCK_REALTIME), csc_clock_ns(CLOCK_BOOTTIME));
+        csc_out_key(out, "crash", false);
+        csc_out_raw(out, "{\"signal\":0");
+        csc_write_thread(out, self);
+        csc_out_key(out, "recovered", false);
+        csc_out_raw(out, "false}");
+        csc_out_key(out, "exception", false);
+        csc_out_raw(out, "{\"name\":");
+        csc_out_string(out, name ? name : "", CSC_TEXT_MAX);
+        csc_out_key(out, "reason", false);
+        csc_out_string(out, reason ? reason : "", 1024);
+        csc_out_raw(out, "}");
+        csc_out_flush(out);
+        int n = (int)(count < CSC_MAX_FRAMES ? count : CSC_MAX_FRAMES);
+        for (int i = 0; i < n; i++) g_frames[i] = addresses[i];
+        atomic_store(&g_frame_count, n);
+        csc_out_key(out, "crashed_thread", false);
+        csc_out_raw(out, "{\"unwinder\":\"exception\",\"first_frame_is_pc\":false,\"frames\":");
+        csc_write_frames(out, g_frames, n);
+        csc_out_raw(out, "}");
+        csc_out_flush(out);
+        csc_write_tail(out);
+        close(fd);
+        csc_remember_path();
+    }
+    atomic_store(&g_state, CSC_STATE_DONE); /* owner stays: a following abort writes nothing */
+}
+
+/* ---- install ------------------------------------------------------------------------------ */
+
+static void csc_free_alt_stack(void *memory) {
+    stack_t disable;
+    memset(&disable, 0, sizeof disable);
+    disable.ss_flags = SS_DISABLE;
+    stack_t current;
+    if (sigaltstack(NULL, &current) == 0 && current.ss_sp == (char *)memory + getpagesize())
+        sigaltstack(&disable, NULL);
+    munmap(memory, g_alt_stack_size + (size_t)getpagesize());
+}
+
+static void csc_make_alt_stack_key(void) { pthread_key_create(&g_alt_stack_key, csc_free_alt_stack); }
+
+bool csc_thread_prepare(void) {
+    stack_t current;
+    if (sigaltstack(NULL, &current) != 0) return false;
+    if (!(current.ss_flags & SS_DISABLE) && current.ss_size >= MINSIGSTKSZ) return true; /* keep theirs */
+    pthread_once(&g_alt_stack_once, csc_make_alt_stack_key);
+    size_t page = (size_t)getpagesize();
+    void *memory = mmap(NULL, g_alt_stack_size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return false;
+    mprotect(memory, page, PROT_NONE); /* guard page below the stack */
+    stack_t stack;
+    memset(&stack, 0, sizeof stack);
+    stack.ss_sp = (char *)memory + page;
+    stack.ss_size = g_alt_stack_size;
+    if (sigaltstack(&stack, NULL) != 0) {
+        munmap(memory, g_alt_stack_size + page);
+        return false;
+    }
+    pthread_setspecific(g_alt_stack_key, memory);
+    return true;
+}
+
+static _Unwind_Reason_Code csc_warm_step(struct _Unwind_Context *context, void *argument) {
+    (void)context;
+    return ++*(int *)argument > 2 ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+static uint64_t csc_read_process_start(void) {
+    /* Field 22 of /proc/self/stat: start time in clock ticks after boot. */
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char text[1024];
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    text[n] = 0;
+    char *cursor = strrchr(text, ')'); /* the command name may contain spaces */
+    if (!cursor) return 0;
+    int field = 2;
+    uint64_t ticks = 0;
+    for (char *p = cursor + 1; *p; p++) {
+        if (*p == ' ') {
+            field++;
+            if (field == 22) {
+                ticks = strtoull(p + 1, NULL, 10);
+                break;
+            }
+        }
+    }
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? ticks * (1000000000ull / (uint64_t)hz) : 0;
+}
+
+csc_install_result csc_install(const csc_config *config) {
+    if (g_installed) return CSC_INSTALL_ALREADY;
+    if (config == NULL || config->directory == NULL) return CSC_INSTALL_NO_DIRECTORY;
+    mkdir(config->directory, 0755);
+    int dir = open(config->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return CSC_INSTALL_NO_DIRECTORY;
+    g_dir_fd = dir;
+    csc_copy(g_directory, sizeof g_directory, config->directory);
+    g_pid = getpid();
+    if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
+    if (config->watchdog_seconds) g_watchdog_seconds = config->watchdog_seconds;
+    g_recover = config->recover_background_threads;
+
+    ssize_t n = readlink("/proc/self/exe", g_executable, sizeof g_executable - 1);
+    g_executable[n > 0 ? n : 0] = 0;
+    const char *base = strrchr(g_executable, '/');
+    csc_copy(g_app_name, sizeof g_app_name, config->app_name ? config->app_name : (base ? base + 1 : g_executable));
+    csc_copy(g_app_version, sizeof g_app_version, config->app_version);
+    csc_copy(g_launch_id, sizeof g_launch_id, config->launch_id);
+    uname(&g_uname);
+    g_process_start_boot_ns = csc_read_process_start();
+
+    char number[24];
+    size_t at = csc_append(g_name_prefix, 0, sizeof g_name_prefix, "report-");
+    csc_format_u64(number, (uint64_t)g_pid);
+    at = csc_append(g_name_prefix, at, sizeof g_name_prefix, number);
+    at = csc_append(g_name_prefix, at, sizeof g_name_prefix, "-");
+    csc_format_u64(number, csc_clock_ns(CLOCK_REALTIME));
+    at = csc_append(g_name_prefix, at, sizeof g_name_prefix, number);
+    csc_append(g_name_prefix, at, sizeof g_name_prefix, "-");
+
+    csc_safe_read_prepare();
+    csc_refresh_images();
+    int warm = 0;
+    _Unwind_Backtrace(csc_warm_step, &warm); /* binds the unwinder's lazy symbols outside a crash */
+    (void)cs_breadcrumbs_copy(g_crumbs, 1);
+    csc_thread_prepare();
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = csc_handler;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < CSC_CAPTURED_COUNT; i++) {
+        int sig = kCaptured[i];
+        struct sigaction previous;
+        if (sigaction(sig, NULL, &previous) != 0) continue;
+        /* Honour an ignored SIGPIPE/SIGSYS: the app handles EPIPE itself (common in servers). */
+        if ((sig == SIGPIPE || sig == SIGSYS) && !(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN) continue;
+        if (sig == SIGPIPE && !config->capture_sigpipe) continue;
+        if (sigaction(sig, &action, &g_previous[sig]) != 0) {
+            csc_restore_previous();
+            return CSC_INSTALL_SIGACTION_FAILED;
+        }
+        g_have_previous[sig] = true;
+    }
+    g_installed = true;
+    return CSC_INSTALL_OK;
+}
+
+void csc_uninstall(void) {
+    if (!g_installed) return;
+    csc_restore_previous();
+    memset(g_have_previous, 0, sizeof g_have_previous);
+    g_installed = false;
+}
+
+bool csc_is_installed(void) { return g_installed; }
+
+void csc_set_launch_phase(csc_launch_phase phase) { atomic_store(&g_phase, (int)phase); }
+csc_launch_phase csc_launch_phase_get(void) { return (csc_launch_phase)atomic_load(&g_phase); }
+
+void csc_set_guard_states_json(const char *json) {
+    if (json == NULL || strlen(json) >= sizeof g_guard_json[0]) return;
+    pthread_mutex_lock(&g_guard_json_lock);
+    int next = atomic_load(&g_guard_json_index) == 0 ? 1 : 0;
+    memcpy(g_guard_json[next], json, strlen(json) + 1);
+    atomic_store(&g_guard_json_index, next);
+    pthread_mutex_unlock(&g_guard_json_lock);
+}
+
+bool csc_report_written(void) { return atomic_load(&g_written); }
+const char *csc_report_path(void) { return g_report_path; }
+void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled ? 1 : 0); }
+void csc_test_hang_in_handler(void) { atomic_store(&g_test_fault, 2); }
+
+#else /* not Linux: NOT VERIFIED, NOT IMPLEMENTED. Apple needs its own handler (ucontext layout,
+       * no process_vm_readv, Mach thread ids); until then capture reports itself unsupported. */
+#include <stdbool.h>
+csc_install_result csc_install(const csc_config *config) { (void)config; return CSC_INSTALL_UNSUPPORTED; }
+void csc_uninstall(void) {}
+bool csc_is_installed(void) { return false; }
+bool csc_thread_prepare(void) { return false; }
+void csc_set_launch_phase(csc_launch_phase phase) { (void)phase; }
+csc_launch_phase csc_launch_phase_get(void) { return CSC_PHASE_UNKNOWN; }
+void csc_set_guard_states_json(const char *json) { (void)json; }
+void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
+    (void)name; (void)reason; (void)addresses; (void)count;
+}
+bool csc_report_written(void) { return false; }
+const char *csc_report_path(void) { return ""; }
+void csc_test_fault_in_handler(bool enabled) { (void)enabled; }
+void csc_test_hang_in_handler(void) {}
+#endif

@@ -1,0 +1,159 @@
+/*
+ * csc_crash_kinds.c — deliberate crashes for `shield crash <kind>` and the tests. Each function
+ * is kept out of line so a report's crashed-thread stack names it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "csc_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define CSC_NOINLINE __attribute__((noinline, used))
+
+CSC_NOINLINE void csc_crash_segv(void) {
+    volatile int *null_pointer = (volatile int *)(uintptr_t)0;
+    *null_pointer = 42;
+    __asm__ volatile("" ::: "memory"); /* keep a frame after the faulting store */
+}
+
+CSC_NOINLINE void csc_crash_bus(void) {
+    /* A mapping of a file that is shorter than the mapping: touching past its end is SIGBUS. */
+    char path[] = "/tmp/crashshield-busXXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) {
+        unlink(path);
+        volatile char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (page != MAP_FAILED) page[0] = 1;
+    }
+    __asm__ volatile("" ::: "memory");
+    abort(); /* unreachable unless the mapping failed */
+}
+
+CSC_NOINLINE void csc_crash_ill(void) {
+    __builtin_trap();
+}
+
+CSC_NOINLINE void csc_crash_fpe(void) {
+    volatile int numerator = 1, denominator = 0;
+    volatile int result = numerator / denominator;
+    (void)result;
+    __asm__ volatile("" ::: "memory");
+}
+
+CSC_NOINLINE void csc_crash_abort(void) {
+    abort();
+}
+
+CSC_NOINLINE void csc_crash_trap(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("int3");
+#elif defined(__aarch64__)
+    __asm__ volatile("brk #0xf000");
+#else
+    raise(SIGTRAP);
+#endif
+    __asm__ volatile("" ::: "memory");
+}
+
+static CSC_NOINLINE int csc_recurse(int depth) {
+    volatile char frame[512];
+    frame[0] = (char)depth;
+    frame[511] = (char)depth;
+    return csc_recurse(depth + 1) + frame[0] + frame[511];
+}
+
+CSC_NOINLINE void csc_crash_stack_overflow(void) {
+    (void)csc_recurse(0);
+}
+
+static void csc_block_forever(void) {
+    for (;;) pause();
+}
+
+static void *csc_thread_segv_main(void *unused) {
+    (void)unused;
+    csc_thread_prepare();
+    csc_crash_segv();
+    return NULL;
+}
+
+static void *csc_thread_overflow_main(void *unused) {
+    (void)unused;
+    csc_thread_prepare();
+    csc_crash_stack_overflow();
+    return NULL;
+}
+
+void csc_crash_thread_segv(void) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, csc_thread_segv_main, NULL);
+    csc_block_forever();
+}
+
+void csc_crash_thread_stack_overflow(void) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, csc_thread_overflow_main, NULL);
+    csc_block_forever();
+}
+
+static _Atomic int g_ready;
+
+static void *csc_racer_main(void *unused) {
+    (void)unused;
+    csc_thread_prepare();
+    atomic_fetch_add(&g_ready, 1);
+    while (atomic_load(&g_ready) < 2) {} /* both threads fault within nanoseconds of each other */
+    csc_crash_segv();
+    return NULL;
+}
+
+void csc_crash_two_threads(void) {
+    pthread_t first, second;
+    pthread_create(&first, NULL, csc_racer_main, NULL);
+    pthread_create(&second, NULL, csc_racer_main, NULL);
+    csc_block_forever();
+}
+
+/* ---- helpers for the chaining and SIGPIPE tests -------------------------------------------- */
+
+static void csc_previous_segv_handler(int sig, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    static const char marker[] = "PREVIOUS-HANDLER-RAN\n";
+    (void)!write(1, marker, sizeof marker - 1);
+    signal(sig, SIG_DFL); /* the fault re-executes on return and ends the process */
+}
+
+void csc_test_install_previous_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = csc_previous_segv_handler;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, NULL);
+}
+
+bool csc_test_sigpipe_is_ignored(void) {
+    struct sigaction current;
+    sigaction(SIGPIPE, NULL, &current);
+    return !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN;
+}
+
+int csc_crash_sigpipe(void) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    close(fds[0]);
+    char byte = 1;
+    ssize_t n = write(fds[1], &byte, 1); /* SIGPIPE unless ignored; then EPIPE */
+    int error = n < 0 ? errno : 0;
+    close(fds[1]);
+    return error;
+}

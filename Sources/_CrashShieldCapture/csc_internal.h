@@ -1,0 +1,64 @@
+/*
+ * csc_internal.h — shared by the capture sources. Everything declared here that the handler
+ * calls follows the rules at the top of csc_capture.h.
+ */
+#ifndef CSC_INTERNAL_H
+#define CSC_INTERNAL_H
+#include "csc_capture.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CSC_MAX_IMAGES 512
+#define CSC_PATH_MAX 256
+#define CSC_BUILD_ID_MAX 32
+
+typedef struct {
+    uintptr_t bias;     /**< load bias (dlpi_addr): file virtual address = address - bias */
+    uintptr_t low;      /**< lowest mapped address of the image */
+    uintptr_t high;     /**< one past the highest mapped address */
+    uint8_t build_id[CSC_BUILD_ID_MAX];
+    uint8_t build_id_length;
+    char path[CSC_PATH_MAX];
+} csc_image;
+
+typedef struct {
+    int count;
+    csc_image images[CSC_MAX_IMAGES];
+} csc_image_table;
+
+/** The table the handler reads: frozen, replaced only by swapping which of two tables is current. */
+const csc_image_table *csc_images_current(void);
+/** Index of the image containing `address` in `table`, or -1. Async-signal-safe. */
+int csc_image_index(const csc_image_table *table, uintptr_t address);
+
+/** Reads `length` bytes at `address` without faulting. Async-signal-safe. */
+bool csc_safe_read(uintptr_t address, void *out, size_t length);
+void csc_safe_read_prepare(void);
+
+/* ---- async-signal-safe JSON writer --------------------------------------------------------- */
+typedef struct {
+    int fd;
+    size_t length;
+    bool failed;
+    char buffer[4096];
+} csc_out;
+
+void csc_out_flush(csc_out *out);
+void csc_out_raw(csc_out *out, const char *text);
+void csc_out_bytes(csc_out *out, const char *bytes, size_t length);
+/** A JSON string literal (quoted, escaped, at most `max` source bytes). NULL writes null. */
+void csc_out_string(csc_out *out, const char *text, size_t max);
+void csc_out_u64(csc_out *out, uint64_t value);
+void csc_out_i64(csc_out *out, int64_t value);
+/** A quoted hex string "0x..." (addresses are strings: JSON numbers lose 64-bit precision). */
+void csc_out_hex(csc_out *out, uint64_t value);
+/** Writes `,"key":` (or `"key":` when `first`). */
+void csc_out_key(csc_out *out, const char *key, bool first);
+/** Formats `value` in decimal into `text` (NUL-terminated); returns the length. */
+size_t csc_format_u64(char *text, uint64_t value);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * csc_writer.c — a streaming JSON writer into a static buffer, flushed with write(2).
+ * Async-signal-safe (see the rules in csc_capture.h): no allocation, no locale, no stdio.
+ */
+#include "csc_internal.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+void csc_out_flush(csc_out *out) {
+    size_t done = 0;
+    while (done < out->length && !out->failed) {
+        ssize_t n = write(out->fd, out->buffer + done, out->length - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            out->failed = true;
+            break;
+        }
+        done += (size_t)n;
+    }
+    out->length = 0;
+}
+
+void csc_out_bytes(csc_out *out, const char *bytes, size_t length) {
+    for (size_t i = 0; i < length; i++) {
+        if (out->length == sizeof out->buffer) csc_out_flush(out);
+        out->buffer[out->length++] = bytes[i];
+    }
+}
+
+void csc_out_raw(csc_out *out, const char *text) {
+    size_t length = 0;
+    while (text[length]) length++;
+    csc_out_bytes(out, text, length);
+}
+
+void csc_out_string(csc_out *out, const char *text, size_t max) {
+    static const char hex[] = "0123456789abcdef";
+    if (text == NULL) {
+        csc_out_raw(out, "null");
+        return;
+    }
+    csc_out_bytes(out, "\"", 1);
+    for (size_t i = 0; i < max && text[i]; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
+            char escaped[2] = {'\\', (char)c};
+            csc_out_bytes(out, escaped, 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            csc_out_bytes(out, escaped, 6);
+        } else if (c >= 0x80) {
+            /* Bytes that may not be valid UTF-8 (a truncated name, garbage memory) are written
+             * as \u00XX so the file always stays valid JSON. */
+            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            csc_out_bytes(out, escaped, 6);
+        } else {
+            char plain = (char)c;
+            csc_out_bytes(out, &plain, 1);
+        }
+    }
+    csc_out_bytes(out, "\"", 1);
+}
+
+size_t csc_format_u64(char *text, uint64_t value) {
+    char reversed[24];
+    size_t n = 0;
+    do {
+        reversed[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    for (size_t i = 0; i < n; i++) text[i] = reversed[n - 1 - i];
+    text[n] = 0;
+    return n;
+}
+
+void csc_out_u64(csc_out *out, uint64_t value) {
+    char text[24];
+    size_t n = csc_format_u64(text, value);
+    csc_out_bytes(out, text, n);
+}
+
+void csc_out_i64(csc_out *out, int64_t value) {
+    if (value < 0) {
+        csc_out_bytes(out, "-", 1);
+        csc_out_u64(out, (uint64_t)0 - (uint64_t)value);
+    } else {
+        csc_out_u64(out, (uint64_t)value);
+    }
+}
+
+void csc_out_hex(csc_out *out, uint64_t value) {
+    static const char hex[] = "0123456789abcdef";
+    char text[20];
+    size_t n = 0;
+    text[n++] = '"';
+    text[n++] = '0';
+    text[n++] = 'x';
+    int shift = 60;
+    while (shift > 0 && ((value >> shift) & 15) == 0) shift -= 4;
+    for (; shift >= 0; shift -= 4) text[n++] = hex[(value >> shift) & 15];
+    text[n++] = '"';
+    csc_out_bytes(out, text, n);
+}
+
+void csc_out_key(csc_out *out, const char *key, bool first) {
+    if (!first) csc_out_bytes(out, ",", 1);
+    csc_out_bytes(out, "\"", 1);
+    csc_out_raw(out, key);
+    csc_out_bytes(out, "\":", 2);
+}

@@ -1,0 +1,146 @@
+/*
+ * csc_capture.h — CrashShield's fatal crash capture (C, async-signal-safe zone).
+ *
+ * RULES FOR EVERY LINE THAT CAN RUN INSIDE THE SIGNAL HANDLER (csc_handler.c, csc_writer.c and
+ * whatever they call). Breaking one of them turns a crash report into a hang or a second crash.
+ *   1. No malloc/free/realloc, no strdup, nothing that may allocate (that includes stdio,
+ *      snprintf, strerror, getenv-after-setenv, dlopen, dlsym, dladdr, pthread_getattr_np).
+ *   2. No locks: no pthread_mutex, no rwlock, no condition variables, no dispatch, no loader lock.
+ *      Shared state is read through atomics or was frozen at install time.
+ *   3. No Objective-C or Swift runtime calls (no message sends, no retain/release, no
+ *      swift_* entry points) and no C++ exceptions.
+ *   4. Output goes through write(2) on descriptors opened with openat(2) relative to the report
+ *      directory descriptor opened at install. Everything else the report needs (paths, process
+ *      and OS info, the image list with build ids) is gathered and serialised at install.
+ *   5. Buffers are static and pre-sized; every copy is bounded; text from the crashed process
+ *      (thread names, exception reasons) is escaped and truncated, never trusted.
+ *   6. Memory that may be invalid (frame pointers, instruction bytes) is read only through
+ *      csc_safe_read(), which asks the kernel (process_vm_readv, or a pipe write) and never faults.
+ *   7. The handler never blocks without a bound: a watchdog alarm kills a stuck handler, threads
+ *      that lose the race to report wait a bounded time, and a crash inside the handler
+ *      leaves a minimal report and ends the process with the original signal.
+ * Functions outside the handler path (install, image refresh, thread preparation) may allocate
+ * and are documented as "not async-signal-safe".
+ *
+ * Contract of a crash: exactly one report file per process crash, written into the directory
+ * given at install, named "report-<pid>-<install time>-<n>.json", following
+ * Schema/crash-report.schema.json (version CSC_REPORT_VERSION). Sections are flushed one by one
+ * so a report cut short by a second failure is a valid JSON prefix; the last key written is
+ * "complete": true. After writing, the previously installed handlers are restored and the signal
+ * is passed on: a previous handler is called, otherwise the signal is re-raised with the default
+ * action, so the process dies with the original signal.
+ */
+#ifndef CSC_CAPTURE_H
+#define CSC_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CSC_REPORT_VERSION 1
+#define CSC_MAX_FRAMES 128
+#define CSC_TEXT_MAX 256
+
+/** Launch phase recorded in a report. Launch protection moves it forward. */
+typedef enum {
+    CSC_PHASE_UNKNOWN = 0,
+    CSC_PHASE_LAUNCHING = 1, /**< after start, before launchCompleted() or the launch window */
+    CSC_PHASE_RUNNING = 2,
+    CSC_PHASE_TERMINATING = 3,
+} csc_launch_phase;
+
+typedef struct {
+    const char *directory;     /**< report directory; created if missing (one level) */
+    const char *app_name;      /**< may be NULL: the executable's name */
+    const char *app_version;   /**< may be NULL */
+    const char *launch_id;     /**< id of this launch (launch protection matches reports with it); may be NULL */
+    bool capture_sigpipe;      /**< also capture SIGPIPE unless the app ignores it (SIG_IGN). Default false */
+    bool recover_background_threads; /**< park a background thread that hit a fatal signal (opt-in) */
+    uint32_t alt_stack_size;   /**< per-thread alternate stack; 0 = 64 KiB */
+    uint32_t watchdog_seconds; /**< a handler that runs longer is killed by SIGALRM; 0 = 5 */
+} csc_config;
+
+typedef enum {
+    CSC_INSTALL_OK = 0,
+    CSC_INSTALL_ALREADY = 1,
+    CSC_INSTALL_NO_DIRECTORY = 2, /**< the directory could not be created or opened */
+    CSC_INSTALL_SIGACTION_FAILED = 3,
+    CSC_INSTALL_UNSUPPORTED = 4,  /**< not Linux: the handler is implemented for Linux only so far */
+} csc_install_result;
+
+/** Installs the signal handlers. Not async-signal-safe. Idempotent (second call: CSC_INSTALL_ALREADY). */
+csc_install_result csc_install(const csc_config *config);
+
+/** Restores the handlers that were installed before csc_install. For tests. */
+void csc_uninstall(void);
+
+bool csc_is_installed(void);
+
+/** Gives the calling thread an alternate signal stack (unless it has a large enough one), so a
+ *  stack overflow on it is captured. Freed when the thread exits. Not async-signal-safe. */
+bool csc_thread_prepare(void);
+
+/** Re-reads the loaded images (path, load bias, size, GNU build id). Call after dlopen. */
+void csc_refresh_images(void);
+
+/** Finds a loaded image by path (refreshing the list first). Writes its load bias and its GNU
+ *  build id as lowercase hex ("" when it has none). Not async-signal-safe. */
+bool csc_loaded_image(const char *path, uintptr_t *bias, char *build_id_hex, size_t capacity);
+
+/** dladdr(): the exported symbol at or before `address` (copied into `name`). Not async-signal-safe. */
+bool csc_symbol_name(uintptr_t address, char *name, size_t capacity);
+
+/** Sets the launch phase written into a report (atomic, cheap). */
+void csc_set_launch_phase(csc_launch_phase phase);
+csc_launch_phase csc_launch_phase_get(void);
+
+/** Replaces the guard-state JSON fragment copied into reports (must be a JSON array or object,
+ *  at most 4 KiB; longer text is dropped). Not async-signal-safe; safe against a concurrent crash. */
+void csc_set_guard_states_json(const char *json);
+
+/** Uncaught Objective-C exception (called by the exception handler, not a signal handler):
+ *  writes a report with kind "objc_exception" and the exception's return addresses as the
+ *  crashed thread's stack. Later fatal signals of this process write no second report. */
+void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count);
+
+/** True once this process wrote a report (e.g. to skip a clean-exit marker in atexit). */
+bool csc_report_written(void);
+
+/** Path of the report this process wrote, or "" (valid after csc_report_written()). */
+const char *csc_report_path(void);
+
+/* ---- testing hooks (used by `shield crash` and the tests; harmless otherwise) ------------ */
+
+/** Makes the handler fault deliberately after writing its first section (crash-in-handler test). */
+void csc_test_fault_in_handler(bool enabled);
+/** Makes the handler spin forever after its first section (watchdog test). */
+void csc_test_hang_in_handler(void);
+
+/* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
+void csc_crash_segv(void);
+void csc_crash_bus(void);
+void csc_crash_ill(void);
+void csc_crash_fpe(void);
+void csc_crash_abort(void);
+void csc_crash_trap(void);
+void csc_crash_stack_overflow(void);
+/** Starts a thread (with an alternate stack) that calls csc_crash_segv; blocks forever. */
+void csc_crash_thread_segv(void);
+/** Starts two threads that call csc_crash_segv at the same moment; blocks forever. */
+void csc_crash_two_threads(void);
+/** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
+void csc_crash_thread_stack_overflow(void);
+/** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
+int csc_crash_sigpipe(void);
+/** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
+void csc_test_install_previous_handler(void);
+bool csc_test_sigpipe_is_ignored(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,131 @@
+import CrashShield
+import Foundation
+import _CrashShieldCapture
+
+/// `shield bench-capture [--json] [--runs N]`: crashes N children (`shield crash segv`) and
+/// reads how long each handler took from signal entry to its last write (the report's
+/// `handler_ns`). Target (SPEC §9): report on disk within 20 ms.
+enum BenchCaptureCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        let runs = max(1, Int(CrashCommand.option("--runs", in: arguments) ?? "") ?? 20)
+        let directory = NSTemporaryDirectory() + "crashshield-bench-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var samples: [UInt64] = []
+        for _ in 0..<runs {
+            try? FileManager.default.removeItem(atPath: directory)
+            _ = ChildProcess.run(ChildProcess.currentExecutable, ["crash", "segv", "--dir", directory], timeout: .seconds(20))
+            for item in CrashCapture.pendingReports(in: directory, symbolicate: false) {
+                if let value = (try? item.result.get())?.handlerNs { samples.append(value) }
+            }
+        }
+        samples.sort()
+        guard !samples.isEmpty else {
+            print(arguments.contains("--json") ? "{\"case\": \"capture.signal_to_disk\", \"error\": \"no reports\"}" : "no reports")
+            return 1
+        }
+        let median = samples[samples.count / 2], worst = samples.last!
+        let target: UInt64 = 20_000_000
+        let startSamples = launchStartSamples(runs: runs)
+        let startMedian = startSamples.isEmpty ? 0 : startSamples[startSamples.count / 2]
+        if arguments.contains("--json") {
+            print("{\"case\": \"capture.signal_to_disk\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"target_ns\": \(target)}")
+            print("{\"case\": \"capture.start_with_launch_protection\", \"runs\": \(startSamples.count), \"median_ns\": \(startMedian), \"max_ns\": \(startSamples.last ?? 0), \"target_ns\": 1000000}")
+        } else {
+            print("capture.signal_to_disk  runs \(samples.count)  median \(Double(median) / 1e6) ms  max \(Double(worst) / 1e6) ms  (target <= 20 ms)")
+            print("capture.start_with_launch_protection  runs \(startSamples.count)  median \(Double(startMedian) / 1e6) ms  max \(Double(startSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
+        }
+        return worst <= target ? 0 : 1
+    }
+
+    /// `CrashCapture.start` with launch protection, measured inside `shield launch-probe` children
+    /// (each a normal launch that completes), after one warm-up launch.
+    static func launchStartSamples(runs: Int) -> [UInt64] {
+        let directory = NSTemporaryDirectory() + "crashshield-bench-launch-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var samples: [UInt64] = []
+        for run in 0...runs {
+            let result = ChildProcess.run(ChildProcess.currentExecutable, ["launch-probe", "--dir", directory], timeout: .seconds(20))
+            guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
+                  let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let value = object["start_ns"] as? Int else { continue }
+            samples.append(UInt64(value))
+        }
+        return samples.sorted()
+    }
+}
+
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N]`: the child of
+/// the launch-protection end-to-end test. Starts capture with launch protection and three
+/// repair steps (safe-mode, step-two, step-three), prints one JSON line describing what launch
+/// protection decided, then crashes during launch (--crash), waits to be killed (--hang), or
+/// completes the launch and exits cleanly.
+enum LaunchProbeCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let directory = CrashCommand.option("--dir", in: arguments) else { return 2 }
+        var launch = LaunchProtectionOptions()
+        launch.threshold = Int(CrashCommand.option("--threshold", in: arguments) ?? "") ?? 3
+        launch.launchWindow = .seconds(60)
+        launch.repairSteps = [
+            .safeMode(),
+            .run(id: "step-two") { _ in },
+            RepairStep(id: "step-three") { _, completion in DispatchQueue.global().async { completion(true) } },
+        ]
+        let protection: LaunchProtection
+        let clock = ContinuousClock()
+        let startedAt = clock.now
+        if arguments.contains("--no-capture") {
+            protection = LaunchProtection.begin(directory: directory, options: launch, appVersion: "1.0", captureEnabled: false)
+        } else {
+            var options = CaptureOptions(directory: directory)
+            options.appVersion = "1.0"
+            options.launchProtection = launch
+            guard let started = try? CrashCapture.start(options) else { return 1 }
+            protection = started
+        }
+        let elapsed = (clock.now - startedAt).components
+        let fields: [String: Any] = [
+            "start_ns": elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000,
+            "last_run": protection.lastRun.outcome.rawValue,
+            "during_launch": protection.lastRun.crashedDuringLaunch,
+            "consecutive": protection.consecutiveLaunchCrashes,
+            "repairs": protection.repairsRun,
+            "exhausted": protection.repairExhausted,
+            "safe_mode": protection.isSafeMode,
+            "state_reset": protection.stateWasReset,
+            "detection": protection.lastRun.detection,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
+        print(String(decoding: data, as: UTF8.self))
+        fflush(nil)
+        if arguments.contains("--crash") { csc_crash_segv() }
+        if arguments.contains("--hang") { while true { sleep(1) } }
+        protection.launchCompleted()
+        return 0
+    }
+}
+
+/// `shield failsafe-probe --dir D`: starts the guards, then capture (which applies the fail-safe
+/// to the reports in D), and prints `POLICY <guard> <policy>` for every guard and
+/// `FAILSAFE-INCIDENTS <n>`.
+enum FailSafeProbeCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let directory = CrashCommand.option("--dir", in: arguments) else { return 2 }
+        let sink = InMemoryIncidentSink(capacity: 1000)
+        var guardOptions = CrashShieldOptions()
+        guardOptions.sinks = [sink]
+        do {
+            try CrashShield.start(guardOptions)
+            var options = CaptureOptions(directory: directory)
+            options.launchProtection = nil
+            try CrashShield.startCapture(options)
+        } catch {
+            print("START-FAILED \(error)")
+            return 1
+        }
+        CrashShield.flushIncidents()
+        for status in CrashShield.status { print("POLICY \(status.id.rawValue) \(status.policy)") }
+        let failSafe = sink.incidents.filter { $0.reason.contains("fail-safe") }
+        print("FAILSAFE-INCIDENTS \(failSafe.count) \(failSafe.map { $0.guardID.rawValue }.joined(separator: ","))")
+        return 0
+    }
+}

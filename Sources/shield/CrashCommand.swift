@@ -1,0 +1,91 @@
+import CrashShield
+import Foundation
+import _CrashShieldCapture
+import _CrashShieldRuntime
+
+/// `shield crash <kind> [--dir D] [--crash-in-handler] [--recover]`: installs capture and
+/// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
+/// uncaught exception with exit(1)); the report lands in D.
+enum CrashCommand {
+    static let kinds = [
+        "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
+        "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
+    ]
+
+    static func run(_ arguments: [String]) -> Int32 {
+        guard let kind = arguments.first, kinds.contains(kind) else {
+            FileHandle.standardError.write(Data("usage: shield crash <\(kinds.joined(separator: "|"))> [--dir D]\n".utf8))
+            return 2
+        }
+        if kind == "inside-guard" { try? CrashShield.start() }
+        // Test setups that must happen before capture is installed.
+        if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
+        if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
+        var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
+        options.launchProtection = nil
+        options.recoverBackgroundThreads = kind == "recover-thread"
+        if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
+        do {
+            try CrashShield.startCapture(options)
+        } catch {
+            FileHandle.standardError.write(Data("shield crash: capture did not start: \(error)\n".utf8))
+            return 1
+        }
+        if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
+        if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
+        crash(kind)
+        return 1 // not reached for any kind except recover-thread
+    }
+
+    static func crash(_ kind: String) {
+        switch kind {
+        case "segv": csc_crash_segv()
+        case "bus": csc_crash_bus()
+        case "ill": csc_crash_ill()
+        case "fpe": csc_crash_fpe()
+        case "abort": csc_crash_abort()
+        case "trap": csc_crash_trap()
+        case "objc-exception": cs_capture_raise_uncaught_exception()
+        case "swift-index": print(CrashKinds.swiftIndex(CommandLine.arguments.count + 2))
+        case "swift-unwrap": print(CrashKinds.swiftUnwrap(CommandLine.arguments.count > 100 ? 1 : nil))
+        case "stack-overflow": csc_crash_stack_overflow()
+        case "thread-segv": csc_crash_thread_segv()
+        case "two-threads": csc_crash_two_threads()
+        case "thread-stack-overflow": csc_crash_thread_stack_overflow()
+        case "inside-guard": cs_capture_crash_inside_guard_for_testing()
+        case "sigpipe":
+            let error = csc_crash_sigpipe()
+            print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")
+            fflush(nil)
+            exit(0)
+        case "recover-thread":
+            // A background thread crashes; with recovery it is parked and this thread goes on.
+            let thread = Thread { csc_crash_segv() }
+            thread.start()
+            for _ in 0..<200 where !CrashCapture.reportWrittenThisRun { usleep(10_000) }
+            print("RECOVERED \(CrashCapture.reportWrittenThisRun)")
+            fflush(nil)
+            exit(0)
+        default: break
+        }
+    }
+
+    static func option(_ name: String, in arguments: [String]) -> String? {
+        guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+        return arguments[index + 1]
+    }
+}
+
+/// Swift runtime traps, kept out of line so the report names them.
+enum CrashKinds {
+    @inline(never)
+    static func swiftIndex(_ index: Int) -> Int {
+        let values = [1, 2, 3]
+        return values[index] // index out of range: a Swift runtime trap
+    }
+
+    @inline(never)
+    static func swiftUnwrap(_ value: Int?) -> Int {
+        value! // force unwrap of nil: a Swift runtime trap
+    }
+}

@@ -1,0 +1,53 @@
+import CrashShield
+import Foundation
+
+/// `shield reports [--json] [--dir D] [--no-symbolicate] [--delete]`: lists the pending reports
+/// of D, symbolicated. `--json` prints one JSON object per report per line (the report schema
+/// plus `function`/`file`/`line` in frames and `classification`); unreadable files print
+/// `{"file": ..., "error": ...}`. `--delete` removes each report after printing it.
+enum ReportsCommand {
+    static func run(_ arguments: [String]) -> Int32 {
+        let directory = CrashCommand.option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+        let json = arguments.contains("--json")
+        let loaded = CrashCapture.pendingReports(in: directory, symbolicate: !arguments.contains("--no-symbolicate"))
+        if !json && loaded.isEmpty { print("no pending reports in \(directory)") }
+        for item in loaded {
+            switch item.result {
+            case .success(let report):
+                if json {
+                    print(String(decoding: report.jsonData(), as: UTF8.self))
+                } else {
+                    printText(report)
+                }
+            case .failure(let error):
+                if json {
+                    let escaped = String(decoding: (try? JSONEncoder().encode(item.path)) ?? Data("\"\"".utf8), as: UTF8.self)
+                    print("{\"file\": \(escaped), \"error\": \"\(error)\"}")
+                } else {
+                    print("\(item.path): unreadable (\(error))")
+                }
+            }
+            if arguments.contains("--delete") { try? FileManager.default.removeItem(atPath: item.path) }
+        }
+        return 0
+    }
+
+    static func printText(_ report: CrashReport) {
+        let crash = report.crash
+        var headline = "\(report.id): \(report.classification?.rawValue ?? "?")"
+        if let name = crash?.signalName { headline += " \(name)" }
+        if let code = crash?.codeName { headline += " \(code)" }
+        if let address = crash?.faultAddress { headline += " at \(address)" }
+        print(headline)
+        if let exception = report.exception { print("  exception \(exception.name ?? "?"): \(exception.reason ?? "")") }
+        print("  thread \(crash?.threadId ?? 0)\(crash?.mainThread == true ? " (main)" : "") phase \(report.launchPhase ?? "?")"
+              + "\(report.isComplete ? "" : " [truncated]")\(report.minimal == true ? " [minimal: the handler crashed]" : "")"
+              + "\(crash?.recovered == true ? " [thread parked, process continued]" : "")")
+        for (index, frame) in (report.crashedThread?.frames ?? []).prefix(16).enumerated() {
+            let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
+            var line = "  #\(index) \(frame.address ?? "?") \(image)+\(frame.offset ?? "?") \(frame.function ?? "?")"
+            if let file = frame.file { line += " \(file)\(frame.line.map { ":\($0)" } ?? "")" }
+            print(line)
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import Testing
+
+@testable import CrashShieldCapture
+
+/// SPEC §5 end to end, with `shield launch-probe` as the app: every launch is a child process.
+@Suite struct LaunchProtectionTests {
+    struct Probe: Decodable {
+        let last_run: String
+        let during_launch: Bool
+        let consecutive: Int
+        let repairs: [String]
+        let exhausted: Bool
+        let safe_mode: Bool
+        let state_reset: Bool
+        let detection: String
+    }
+
+    /// One launch; returns what launch protection decided at its start.
+    func launch(_ directory: String, _ extra: [String] = [], expect termination: Termination? = nil) throws -> Probe {
+        let result = try runChild(Built.shield, ["launch-probe", "--dir", directory] + extra)
+        if let termination { #expect(result.termination == termination) }
+        let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("{") })
+        return try JSONDecoder().decode(Probe.self, from: Data(line.utf8))
+    }
+
+    /// A launch that is killed with SIGKILL while it is still launching.
+    func killedLaunch(_ directory: String) throws -> Probe {
+        let child = try Child(Built.shield, ["launch-probe", "--dir", directory, "--hang"])
+        #expect(child.waitForOutput(containing: "}"))
+        kill(child.process.processIdentifier, SIGKILL)
+        let result = child.wait()
+        #expect(result.termination == .signaled(SIGKILL))
+        let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("{") })
+        return try JSONDecoder().decode(Probe.self, from: Data(line.utf8))
+    }
+
+    @Test func crashLoopIsRepairedEscalatesAndEnds() throws {
+        let directory = temporaryDirectory("launch")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        var probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.last_run == "first_launch")
+        probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.last_run == "crashed")
+        #expect(probe.during_launch)
+        #expect(probe.consecutive == 1)
+
+        // kill -9 during launch: no report, so it neither counts nor resets.
+        probe = try killedLaunch(directory)
+        #expect(probe.consecutive == 2)
+        probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.last_run == "ended_without_report")
+        #expect(probe.consecutive == 2)
+        #expect(probe.repairs.isEmpty)
+
+        // Third consecutive launch crash: the threshold. The first step runs before launch.
+        probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.consecutive == 3)
+        #expect(probe.repairs == ["safe-mode"])
+        #expect(probe.safe_mode)
+        // Still crashing: escalate to the next step each launch, never repeating one.
+        probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.repairs == ["step-two"])
+        probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.repairs == ["step-three"])
+        probe = try launch(directory, ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.repairs.isEmpty)
+        #expect(probe.exhausted)
+
+        // The app starts normally: the launch completes and the count resets.
+        probe = try launch(directory, [], expect: .exited(0))
+        #expect(probe.consecutive == 7)
+        probe = try launch(directory, [], expect: .exited(0))
+        #expect(probe.last_run == "clean_exit")
+        #expect(probe.consecutive == 0)
+        #expect(probe.repairs.isEmpty)
+        #expect(probe.safe_mode, "safe mode stays on until the app ends it")
+    }
+
+    @Test func corruptStateFileIsSurvived() throws {
+        let directory = temporaryDirectory("corrupt")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try launch(directory, [], expect: .exited(0))
+        let valid = try #require(FileManager.default.contents(atPath: "\(directory)/launch-state"))
+        var flipped = [UInt8](valid)
+        flipped[flipped.count / 2] ^= 0x01
+        let damaged = [
+            Data("crashshield-launch-state 1\nconsecutive_launch_crashes=-4\nchecksum=0\n".utf8),
+            Data("\u{0}\u{1}garbage".utf8), Data(flipped), valid.prefix(valid.count / 2), Data(),
+        ]
+        for garbage in damaged {
+            try garbage.write(to: URL(fileURLWithPath: "\(directory)/launch-state"))
+            let probe = try launch(directory, [], expect: .exited(0))
+            #expect(probe.state_reset)
+            #expect(probe.last_run == "first_launch")
+            #expect(probe.consecutive == 0)
+        }
+        let probe = try launch(directory, [], expect: .exited(0))
+        #expect(!probe.state_reset)
+        #expect(probe.last_run == "clean_exit")
+    }
+
+    /// Without capture the timer method counts a launch that never completed — including a
+    /// kill -9 (the documented false positive).
+    @Test func timerMethodWithoutCapture() throws {
+        let directory = temporaryDirectory("timer")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try launch(directory, ["--no-capture", "--crash"], expect: .signaled(SIGSEGV))
+        var probe = try launch(directory, ["--no-capture", "--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.detection == "timer")
+        #expect(probe.consecutive == 1)
+        let child = try Child(Built.shield, ["launch-probe", "--dir", directory, "--no-capture", "--hang"])
+        #expect(child.waitForOutput(containing: "}"))
+        kill(child.process.processIdentifier, SIGKILL)
+        _ = child.wait()
+        probe = try launch(directory, ["--no-capture"], expect: .exited(0))
+        #expect(probe.consecutive == 3)
+        #expect(probe.repairs == ["safe-mode"])
+    }
+
+    /// In-process: the state file is written atomically and read back identically.
+    @Test func stateRoundTrips() throws {
+        let directory = temporaryDirectory("state")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "x"
+        state.phase = "running"
+        state.consecutiveLaunchCrashes = 2
+        state.attemptedSteps = ["safe-mode"]
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let data = try #require(FileManager.default.contents(atPath: "\(directory)/launch-state"))
+        #expect(LaunchProtection.decodeState(data) == state)
+        #expect((try FileManager.default.contentsOfDirectory(atPath: directory)) == ["launch-state"])
+    }
+}
+
+/// In-process checks of launch protection without capture (no signal handlers are installed).
+@Suite struct LaunchProtectionUnitTests {
+    @Test func appUpdateIsReported() throws {
+        let directory = temporaryDirectory("update")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = LaunchProtection.begin(directory: directory, appVersion: "1.0", captureEnabled: false)
+        #expect(first.lastRun.outcome == .firstLaunch)
+        first.launchCompleted()
+        first.markExited()
+        let second = LaunchProtection.begin(directory: directory, appVersion: "1.1", captureEnabled: false)
+        #expect(second.lastRun.outcome == .cleanExit)
+        #expect(second.lastRun.appUpdated)
+        #expect(second.lastRun.previousAppVersion == "1.0")
+        second.launchCompleted()
+    }
+
+    /// A step that never calls its completion fails after its timeout and the launch goes on; its
+    /// marker is persisted, so the next launch crash runs the next step instead.
+    @Test func stepTimeoutFailsTheStepAndEscalates() throws {
+        let directory = temporaryDirectory("timeout")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous"
+        state.phase = "launching"
+        state.consecutiveLaunchCrashes = 2
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        options.repairSteps = [
+            RepairStep(id: "never-completes", timeout: .milliseconds(200)) { _, _ in },
+            .run(id: "second") { _ in },
+        ]
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        #expect(protection.consecutiveLaunchCrashes == 3)
+        #expect(protection.repairsRun == ["never-completes"])
+        #expect(protection.repairsFailed == ["never-completes"])
+        // The launch crashes (timer method: it never completes); the next start escalates.
+        let next = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        #expect(next.repairsRun == ["second"])
+        #expect(next.repairsFailed.isEmpty)
+        next.launchCompleted()
+    }
+
+    /// Built-in steps: quarantine moves files aside (recoverable), never the SDK's own directory.
+    @Test func quarantineMovesFilesAsideAndSparesSDKState() throws {
+        let directory = temporaryDirectory("quarantine")
+        let data = temporaryDirectory("quarantine-data")
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: data)
+        }
+        #expect(FileManager.default.createFile(atPath: "\(data)/db.sqlite", contents: Data("db".utf8)))
+        var state = LaunchProtection.State()
+        state.launchId = "previous"
+        state.phase = "launching"
+        state.consecutiveLaunchCrashes = 5
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        options.repairSteps = [.quarantine(["\(data)/db.sqlite", directory])]
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        #expect(protection.repairsRun == ["quarantine"])
+        #expect(!FileManager.default.fileExists(atPath: "\(data)/db.sqlite"))
+        let folders = try FileManager.default.contentsOfDirectory(atPath: "\(directory)/quarantine")
+        #expect(folders.count == 1)
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/quarantine/\(folders[0])/db.sqlite"))
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/launch-state"))
+        protection.launchCompleted()
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+
+@testable import CrashShieldCapture
+
+/// How a child process ended.
+enum Termination: Equatable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+    case timedOut
+
+    var description: String {
+        switch self {
+        case .exited(let code): "exit:\(code)"
+        case .signaled(let signal): "signal:\(signal)"
+        case .timedOut: "timeout"
+        }
+    }
+}
+
+struct ChildResult {
+    let termination: Termination
+    let output: String
+}
+
+/// Executables built next to the test bundle (`swift build --build-tests` builds every target).
+enum Built {
+    static var directory: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (executable as NSString).deletingLastPathComponent
+    }
+    static var shield: String { "\(directory)/shield" }
+    static var mallocProbe: String { "\(directory)/capture-malloc-probe" }
+}
+
+/// A child process with SWIFT_BACKTRACE=enable=no, standard error discarded, and a timeout
+/// after which it is killed (a hung crash handler fails the test instead of hanging CI).
+final class Child: @unchecked Sendable {
+    let process = Process()
+    private let pipe = Pipe()
+    private let lock = NSLock()
+    private var collected = Data()
+    private let reader = DispatchGroup()
+
+    init(_ path: String, _ arguments: [String], swiftBacktrace: String = "enable=no") throws {
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = swiftBacktrace
+        process.environment = environment
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        reader.enter()
+        DispatchQueue.global().async { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                lock.lock()
+                collected.append(chunk)
+                lock.unlock()
+            }
+            reader.leave()
+        }
+    }
+
+    var output: String {
+        lock.lock()
+        defer { lock.unlock() }
+        return String(decoding: collected, as: UTF8.self)
+    }
+
+    /// Waits until the output contains `text` (or the timeout passes).
+    func waitForOutput(containing text: String, timeout: TimeInterval = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    func wait(timeout: TimeInterval = 30) -> ChildResult {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        var timedOut = false
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            timedOut = true
+        }
+        process.waitUntilExit()
+        _ = reader.wait(timeout: .now() + 5)
+        let termination: Termination
+        if timedOut {
+            termination = .timedOut
+        } else if process.terminationReason == .uncaughtSignal {
+            termination = .signaled(process.terminationStatus)
+        } else {
+            termination = .exited(process.terminationStatus)
+        }
+        return ChildResult(termination: termination, output: output)
+    }
+}
+
+func runChild(_ path: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> ChildResult {
+    try Child(path, arguments).wait(timeout: timeout)
+}
+
+/// A fresh directory under the temporary directory.
+func temporaryDirectory(_ label: String) -> String {
+    let path = NSTemporaryDirectory() + "crashshield-tests-\(label)-\(getpid())-\(UUID().uuidString.prefix(8))"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+/// Every report in `directory`, loaded (symbolicated unless told otherwise).
+func loadReports(_ directory: String, symbolicate: Bool = true) -> [CrashReport] {
+    CrashCapture.pendingReports(in: directory, symbolicate: symbolicate).compactMap { try? $0.result.get() }
+}
+
+/// The Schema folder at the top of the repository.
+let schemaDirectory: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url.path + "/Schema"
+}()
+
+#if arch(arm64)
+let swiftTrapSignal = SIGTRAP
+#else
+let swiftTrapSignal = SIGILL
+#endif
