@@ -1,8 +1,9 @@
 /*
  * csc_capture.h — CrashShield's fatal crash capture (C, async-signal-safe zone).
  *
- * RULES FOR EVERY LINE THAT CAN RUN INSIDE THE SIGNAL HANDLER (csc_handler.c, csc_writer.c and
- * whatever they call). Breaking one of them turns a crash report into a hang or a second crash.
+ * RULES FOR EVERY LINE THAT CAN RUN INSIDE THE SIGNAL HANDLER (csc_handler() in csc_capture.c,
+ * csc_writer.c and whatever they call). Breaking one of them turns a crash report into a hang or
+ * a second crash.
  *   1. No malloc/free/realloc, no strdup, nothing that may allocate (that includes stdio,
  *      snprintf, strerror, getenv-after-setenv, dlopen, dlsym, dladdr, pthread_getattr_np).
  *   2. No locks: no pthread_mutex, no rwlock, no condition variables, no dispatch, no loader lock.
