@@ -21,6 +21,8 @@
 #if defined(__linux__)
 #include <elf.h>
 #include <link.h>
+
+#include "cs_image_range.h"
 #endif
 
 /* Two tables: a refresh fills the one the handler is not reading, then publishes it. */
@@ -76,16 +78,8 @@ static int csc_collect(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     csc_image_table *table = data;
     if (table->count >= CSC_MAX_IMAGES) return 1;
-    uintptr_t low = UINTPTR_MAX, high = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
-        if (segment->p_type != PT_LOAD) continue;
-        uintptr_t start = info->dlpi_addr + segment->p_vaddr;
-        uintptr_t stop = start + segment->p_memsz;
-        if (start < low) low = start;
-        if (stop > high) high = stop;
-    }
-    if (high == 0) return 0;
+    uintptr_t low, high;
+    if (!cs_image_load_range(info, &low, &high)) return 0;
     csc_image *image = &table->images[table->count++];
     image->bias = info->dlpi_addr;
     image->low = low;

@@ -13,6 +13,8 @@
 #if defined(__linux__)
 #include <link.h>
 
+#include "cs_image_range.h"
+
 #define CS_MAX_IMAGES 512
 
 static cs_image_info g_images[CS_MAX_IMAGES];
@@ -39,16 +41,8 @@ static int cs_collect_image(struct dl_phdr_info *info, size_t size, void *data) 
     (void)size;
     (void)data;
     if (g_image_count >= CS_MAX_IMAGES) return 1;
-    uintptr_t low = UINTPTR_MAX, high = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
-        if (segment->p_type != PT_LOAD) continue;
-        uintptr_t start = info->dlpi_addr + segment->p_vaddr;
-        uintptr_t stop = start + segment->p_memsz;
-        if (start < low) low = start;
-        if (stop > high) high = stop;
-    }
-    if (high == 0) return 0;
+    uintptr_t low, high;
+    if (!cs_image_load_range(info, &low, &high)) return 0;
     const char *name = info->dlpi_name;
     if (name == NULL || name[0] == 0) name = g_main_path;
     cs_image_info *image = &g_images[g_image_count++];

@@ -35,33 +35,24 @@ static const cs_bench_table *const kBenchTables[] = {
     &cs_lifecycle_benches,
 };
 
-size_t cs_bench_count(void) {
-    size_t total = 0;
-    for (size_t t = 0; t < sizeof kBenchTables / sizeof kBenchTables[0]; t++) total += kBenchTables[t]->count;
-    return total;
-}
-
-const cs_bench_case *cs_bench_at(size_t index) {
-    for (size_t t = 0; t < sizeof kBenchTables / sizeof kBenchTables[0]; t++) {
-        if (index < kBenchTables[t]->count) return &kBenchTables[t]->items[index];
-        index -= kBenchTables[t]->count;
+/* The family tables above are concatenated: item i of the whole list is found by walking them. */
+#define CS_TABLE_LIST_ACCESSORS(linkage, count_fn, at_fn, item_type, tables)                     \
+    size_t count_fn(void) {                                                                      \
+        size_t total = 0;                                                                        \
+        for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) total += tables[t]->count; \
+        return total;                                                                            \
+    }                                                                                            \
+    linkage const item_type *at_fn(size_t index) {                                               \
+        for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {                          \
+            if (index < tables[t]->count) return &tables[t]->items[index];                       \
+            index -= tables[t]->count;                                                           \
+        }                                                                                        \
+        return NULL;                                                                             \
     }
-    return NULL;
-}
 
-size_t cs_scenario_count(void) {
-    size_t total = 0;
-    for (size_t t = 0; t < sizeof kScenarioTables / sizeof kScenarioTables[0]; t++) total += kScenarioTables[t]->count;
-    return total;
-}
-
-const cs_scenario *cs_scenario_at(size_t index) {
-    for (size_t t = 0; t < sizeof kScenarioTables / sizeof kScenarioTables[0]; t++) {
-        if (index < kScenarioTables[t]->count) return &kScenarioTables[t]->items[index];
-        index -= kScenarioTables[t]->count;
-    }
-    return NULL;
-}
+CS_TABLE_LIST_ACCESSORS(, cs_bench_count, cs_bench_at, cs_bench_case, kBenchTables)
+CS_TABLE_LIST_ACCESSORS(, cs_scenario_count, cs_scenario_at, cs_scenario, kScenarioTables)
+CS_TABLE_LIST_ACCESSORS(static, cs_oracle_count, cs_oracle_at, cs_oracle, kOracleTables)
 
 cs_scenario_outcome cs_scenario_run(size_t index, char *exception_name, size_t capacity) {
     const cs_scenario *scenario = cs_scenario_at(index);
@@ -80,20 +71,6 @@ cs_scenario_outcome cs_scenario_run(size_t index, char *exception_name, size_t c
         }
     }
     return outcome;
-}
-
-size_t cs_oracle_count(void) {
-    size_t total = 0;
-    for (size_t t = 0; t < sizeof kOracleTables / sizeof kOracleTables[0]; t++) total += kOracleTables[t]->count;
-    return total;
-}
-
-static const cs_oracle *cs_oracle_at(size_t index) {
-    for (size_t t = 0; t < sizeof kOracleTables / sizeof kOracleTables[0]; t++) {
-        if (index < kOracleTables[t]->count) return &kOracleTables[t]->items[index];
-        index -= kOracleTables[t]->count;
-    }
-    return NULL;
 }
 
 const char *cs_oracle_name(size_t index) {
