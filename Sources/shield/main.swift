@@ -1,10 +1,10 @@
 // shield — CrashShield's command-line tool (SPEC §8).
 //
 //   shield demo [--json]            every misuse scenario, without and with guards, each in a child
-//   shield bench [--json]           guard cost on the hot calls (SPEC §9)
+//   shield bench [--json]           every SPEC §9 figure: guard cost, then the capture figures
 //   shield crash KIND [--dir D]     install capture and crash on purpose (SPEC §8)
 //   shield reports [--json] [--dir D]   pending crash reports, symbolicated
-//   shield bench-capture [--json]   crash handler time from signal to report on disk
+//   shield bench-capture [--json]   the capture figures alone: signal to report on disk, start cost
 //   shield launch-probe --dir D     (internal) launch protection end-to-end test child
 //   shield scenario NAME --guarded|--unguarded   (internal) run one scenario in this process
 import Foundation
@@ -17,7 +17,9 @@ switch command {
 case "demo":
     exit(DemoCommand.run(json: rest.contains("--json"), filter: rest.first { !$0.hasPrefix("--") }))
 case "bench":
-    exit(BenchCommand.run(json: rest.contains("--json")))
+    let guardStatus = BenchCommand.run(json: rest.contains("--json"))
+    let captureStatus = BenchCaptureCommand.run(rest)
+    exit(guardStatus != 0 ? guardStatus : captureStatus)
 case "crash": exit(CrashCommand.run(rest))
 case "reports": exit(ReportsCommand.run(rest))
 case "bench-capture": exit(BenchCaptureCommand.run(rest))
@@ -33,7 +35,7 @@ default:
 func usage() -> Never {
     let text = """
         usage: shield demo [--json] [NAME-PREFIX]
-               shield bench [--json]
+               shield bench [--json] [--runs N]  (N: crashes and launches for the capture figures)
                shield crash <kind> [--dir D]     kinds: segv bus ill fpe abort trap objc-exception swift-index
                                                  swift-unwrap stack-overflow thread-segv two-threads
                shield reports [--json] [--dir D] [--delete]
