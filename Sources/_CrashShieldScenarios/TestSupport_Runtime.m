@@ -223,3 +223,50 @@ cs_install_cycle_result cs_test_install_cycles(unsigned cycles) {
     }
     return result;
 }
+
+#pragma mark - Guard code ranges (fail-safe)
+
+static uintptr_t cs_method_address(const char *class_name, const char *selector_name) {
+    Class cls = objc_lookUpClass(class_name);
+    SEL sel = sel_registerName(selector_name);
+    /* The class or the nearest superclass that defines the method: asking for a method nobody
+     * defines would give a forwarding IMP. */
+    while (cls != Nil && !cs_backend_class_defines(cls, sel)) cls = class_getSuperclass(cls);
+    return cls == Nil ? 0 : (uintptr_t)class_getMethodImplementation(cls, sel);
+}
+
+size_t cs_test_guard_code_probes(cs_guard_code_probe *out, size_t capacity) {
+    size_t n = 0;
+#define CS_PROBE(guard_name, label, address_expr)                                                  \
+    if (n < capacity) out[n++] = (cs_guard_code_probe){guard_name, label, (address_expr)}
+    @autoreleasepool {
+        NSArray *array = [NSArray arrayWithObjects:@"a", @"b", nil];
+        NSString *string = [NSString stringWithFormat:@"%d", 12345];
+        CS_PROBE("container", "-objectAtIndex: of an array's class",
+                 cs_method_address(class_getName(object_getClass(array)), "objectAtIndex:"));
+        CS_PROBE("string", "-characterAtIndex: of a string's class",
+                 cs_method_address(class_getName(object_getClass(string)), "characterAtIndex:"));
+        CS_PROBE("selector", "-[CSUnrecognizedSelectorCanary cs_knownValue]",
+                 cs_method_address("CSUnrecognizedSelectorCanary", "cs_knownValue"));
+        CS_PROBE("nsnull", "-[NSNull forwardInvocation:]", cs_method_address("NSNull", "forwardInvocation:"));
+        CS_PROBE("kvc", "-[NSObject valueForUndefinedKey:]",
+                 cs_method_address("NSObject", "valueForUndefinedKey:"));
+        CS_PROBE("kvo", "-[CSKVOEntry observeValueForKeyPath:ofObject:change:context:]",
+                 cs_method_address("CSKVOEntry", "observeValueForKeyPath:ofObject:change:context:"));
+        CS_PROBE("kvo", "-[NSObject addObserver:forKeyPath:options:context:]",
+                 cs_method_address("NSObject", "addObserver:forKeyPath:options:context:"));
+        CS_PROBE("notification", "-[CSNotificationToken dealloc]",
+                 cs_method_address("CSNotificationToken", "dealloc"));
+        CS_PROBE("timer", "-[CSTimerTarget cs_fire:]", cs_method_address("CSTimerTarget", "cs_fire:"));
+        CS_PROBE("zombie", "-[CSZombieCanaryVictim cs_value]",
+                 cs_method_address("CSZombieCanaryVictim", "cs_value"));
+        cs_lifecycle_configure_main_thread_fixture();
+        CS_PROBE("mainthread", "-[CSLMainThreadOnly cs_touch:] once configured",
+                 cs_method_address("CSLMainThreadOnly", "cs_touch:"));
+        CS_PROBE(NULL, "cs_test_guard_code_probes (a scenario target function)",
+                 (uintptr_t)&cs_test_guard_code_probes);
+        CS_PROBE(NULL, "cs_guards_start (the engine)", (uintptr_t)&cs_guards_start);
+    }
+#undef CS_PROBE
+    return n;
+}

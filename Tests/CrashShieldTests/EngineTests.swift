@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(Testing) @testable import CrashShield
+import _CrashShieldRuntime
 import _CrashShieldScenarios
 
 extension RuntimeTests {
@@ -15,6 +16,26 @@ extension RuntimeTests {
                     #expect(status.policy == .neutralize)
                     #expect(status.hookedMethods > 0 || status.id == .mainThread)
                 }
+            }
+        }
+
+        /// The fail-safe's map from a crash frame to a guard covers every guard's whole code, its
+        /// own helper classes' methods included, and nothing outside the guards.
+        @Test func everyGuardsCodeMapsToThatGuard() throws {
+            try withGuards {
+                var probes = [cs_guard_code_probe](repeating: cs_guard_code_probe(), count: 32)
+                let count = cs_test_guard_code_probes(&probes, probes.count)
+                var covered: Set<String> = []
+                for probe in probes.prefix(count) {
+                    let label = String(cString: probe.label)
+                    let expected = probe.guard.map { String(cString: $0) }
+                    #expect(probe.address != 0, "\(label): not found")
+                    let found = cs_guard_name_for_address(UInt(probe.address)).map { String(cString: $0) }
+                    #expect(found == expected, "\(label)")
+                    if let expected, found == expected { covered.insert(expected) }
+                }
+                let runtimeGuards = CrashShield.status.map(\.id.rawValue).filter { $0 != "swift" && $0 != "decoding" }
+                #expect(covered == Set(runtimeGuards))
             }
         }
 

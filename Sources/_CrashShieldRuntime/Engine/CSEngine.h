@@ -33,6 +33,12 @@ typedef struct CSGuard {
     const char *(*install)(uint32_t *hooked);
     void (*uninstall)(void);
 
+    /* The guard's code, [code_start, code_end): every function of its file (see CS_GUARD_CODE
+     * below). Both NULL where code sections are not available; the fail-safe then falls back to
+     * the span of the hook slots. */
+    const char *code_start;
+    const char *code_end;
+
     /* Engine-owned state. */
     int policy;                    /* accessed with CS_ATOMIC_*;             cs_policy; OFF unless ACTIVE */
     cs_guard_state state;
@@ -40,26 +46,54 @@ typedef struct CSGuard {
     uint32_t hooked_methods;
 } CSGuard;
 
-#define CS_GUARD_DEFINE(symbol, guard_name, hook_table, canary_fn)                                \
-    CSGuard symbol = {                                                                             \
-        .name = guard_name,                                                                        \
-        .hooks = hook_table,                                                                       \
-        .hook_count = sizeof(hook_table) / sizeof((hook_table)[0]),                                \
-        .canary = canary_fn,                                                                       \
-        .policy = CS_POLICY_OFF,                                                                   \
-    }
+/*
+ * Guard code sections, for the fail-safe (SPEC §2.12: a crash with frames inside a guard switches
+ * that guard off). Each guard file, after its includes, opens with
+ *     #pragma clang section text = "cs_guard_<tag>"
+ * which puts every C function that follows (hook bodies, slot functions, callbacks, functions
+ * added with class_addMethod) into an ELF section of that name; the linker defines
+ * __start_/__stop_ symbols for it, and CS_GUARD_DEFINE records them. Clang's pragma does not
+ * reach Objective-C methods: each method of a guard's own classes carries CS_GUARD_METHOD(tag).
+ * `tag` is the guard's public name ("kvo"), so name and section cannot drift apart.
+ * On Apple (Mach-O, not verified) the macros are empty and the ranges stay NULL.
+ */
+#if defined(__ELF__)
+#define CS_GUARD_METHOD(tag) __attribute__((section("cs_guard_" #tag)))
+#define CS_GUARD_CODE_RANGE(tag)                                                                   \
+    extern const char __start_cs_guard_##tag[] __attribute__((weak, visibility("hidden")));        \
+    extern const char __stop_cs_guard_##tag[] __attribute__((weak, visibility("hidden")));
+#define CS_GUARD_CODE_FIELDS(tag) .code_start = __start_cs_guard_##tag, .code_end = __stop_cs_guard_##tag,
+#else
+#define CS_GUARD_METHOD(tag)
+#define CS_GUARD_CODE_RANGE(tag)
+#define CS_GUARD_CODE_FIELDS(tag)
+#endif
 
-/** A guard without a hook table: `install`/`uninstall` do the work (see CSGuard). */
-#define CS_GUARD_DEFINE_CUSTOM(symbol, guard_name, install_fn, uninstall_fn, canary_fn)           \
+#define CS_GUARD_STRUCT(symbol, tag, hook_table, count, install_fn, uninstall_fn, canary_fn)     \
+    CS_GUARD_CODE_RANGE(tag)                                                                       \
     CSGuard symbol = {                                                                             \
-        .name = guard_name,                                                                        \
-        .hooks = NULL,                                                                             \
-        .hook_count = 0,                                                                           \
+        .name = #tag,                                                                              \
+        .hooks = hook_table,                                                                       \
+        .hook_count = count,                                                                       \
         .canary = canary_fn,                                                                       \
         .install = install_fn,                                                                     \
         .uninstall = uninstall_fn,                                                                 \
+        CS_GUARD_CODE_FIELDS(tag)                                                                  \
         .policy = CS_POLICY_OFF,                                                                   \
     }
+#define CS_TABLE_COUNT(table) (sizeof(table) / sizeof((table)[0]))
+
+/** The guard `symbol`, named #tag: a hook table and a canary. */
+#define CS_GUARD_DEFINE(symbol, tag, hook_table, canary_fn)                                        \
+    CS_GUARD_STRUCT(symbol, tag, hook_table, CS_TABLE_COUNT(hook_table), NULL, NULL, canary_fn)
+
+/** A guard without a hook table: `install`/`uninstall` do the work (see CSGuard). */
+#define CS_GUARD_DEFINE_CUSTOM(symbol, tag, install_fn, uninstall_fn, canary_fn)                   \
+    CS_GUARD_STRUCT(symbol, tag, NULL, 0, install_fn, uninstall_fn, canary_fn)
+
+/** A hook table plus `install`/`uninstall` for what the table cannot express. */
+#define CS_GUARD_DEFINE_HOOKED(symbol, tag, hook_table, install_fn, uninstall_fn, canary_fn)       \
+    CS_GUARD_STRUCT(symbol, tag, hook_table, CS_TABLE_COUNT(hook_table), install_fn, uninstall_fn, canary_fn)
 
 static inline BOOL cs_guard_is_on(CSGuard *g) {
     return CS_ATOMIC_LOAD_RELAXED(&g->policy) != CS_POLICY_OFF;

@@ -293,11 +293,16 @@ void cs_guards_uninstall_for_testing(void) {
 }
 
 const char *cs_guard_name_for_address(uintptr_t address) {
-    /* Each guard's hooks live in one translation unit, so its slot functions (each with the guard
-     * body inlined) span one contiguous stretch of text: [first slot, last slot + one body). */
-    static const uintptr_t kBodySlack = 4096;
     for (size_t i = 0; i < CSGuardRegistryCount; i++) {
         CSGuard *g = CSGuardRegistry[i];
+        if (g->code_start < g->code_end) {
+            if (address >= (uintptr_t)g->code_start && address < (uintptr_t)g->code_end) return g->name;
+            continue;
+        }
+        /* No code section (Mach-O): each guard's hooks live in one translation unit, so its slot
+         * functions (each with the guard body inlined) span one stretch of text, [first slot,
+         * last slot + one body). Guards without a hook table are not found this way. */
+        static const uintptr_t kBodySlack = 4096;
         uintptr_t low = UINTPTR_MAX, high = 0;
         for (size_t h = 0; h < g->hook_count; h++) {
             for (unsigned s = 0; s < CS_SLOT_COUNT; s++) {

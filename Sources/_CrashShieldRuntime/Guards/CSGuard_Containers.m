@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#pragma clang section text = "cs_guard_container" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardContainers;
 #define G (&CSGuardContainers)
 
@@ -601,4 +603,4 @@ static const char *cs_containers_canary(void) {
     return NULL;
 }
 
-CS_GUARD_DEFINE(CSGuardContainers, "container", kContainerHooks, cs_containers_canary);
+CS_GUARD_DEFINE(CSGuardContainers, container, kContainerHooks, cs_containers_canary);

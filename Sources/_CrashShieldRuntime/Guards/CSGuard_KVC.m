@@ -12,6 +12,8 @@
  */
 #import "../Engine/CSEngine.h"
 
+#pragma clang section text = "cs_guard_kvc" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardKVC;
 #define G (&CSGuardKVC)
 
@@ -92,4 +94,4 @@ static const char *cs_kvc_canary(void) {
     return NULL;
 }
 
-CS_GUARD_DEFINE(CSGuardKVC, "kvc", kKVCHooks, cs_kvc_canary);
+CS_GUARD_DEFINE(CSGuardKVC, kvc, kKVCHooks, cs_kvc_canary);

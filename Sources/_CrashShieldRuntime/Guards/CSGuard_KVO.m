@@ -27,6 +27,8 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 
+#pragma clang section text = "cs_guard_kvo" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardKVO;
 #define G (&CSGuardKVO)
 
@@ -106,7 +108,7 @@ static void cs_kvo_unregister(CSKVOEntry *entry) {
 - (void)observeValueForKeyPath:(NSString *)keyPath
                       ofObject:(id)object
                         change:(NSDictionary *)change
-                       context:(void *)unused {
+                       context:(void *)unused CS_GUARD_METHOD(kvo) {
     (void)unused;
     id target = observer;
     if (target == nil || !CS_ATOMIC_LOAD(&registered)) return;
@@ -117,7 +119,7 @@ static void cs_kvo_unregister(CSKVOEntry *entry) {
         return;
     [target observeValueForKeyPath:keyPath ofObject:object change:change context:context];
 }
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(kvo) {
     CS_RELEASE(key_path);
     CS_SUPER_DEALLOC();
 }
@@ -139,14 +141,14 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
 }
 
 @implementation CSKVOProxy
-- (id)init {
+- (id)init CS_GUARD_METHOD(kvo) {
     self = [super init];
     if (self) pthread_mutex_init(&lock, NULL);
     return self;
 }
 /* Released by the side table while the observed object is being deallocated: unregister what is
  * left before its memory goes. */
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(kvo) {
     pthread_mutex_lock(&lock);
     CSKVOEntry **left = entries;
     size_t n = count;
@@ -204,7 +206,7 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
 @implementation CSKVOToken
 /* Released by the side table: normally from the observer's dealloc (the observer forgot to
  * remove itself), or when the registration ends (then `registered` is already 0). */
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(kvo) {
     CSKVOEntry *e = entry;
     if (e && cs_kvo_claim(e)) {
         id dying = e->observer;
@@ -351,10 +353,10 @@ static const CSHookSpec kKVOHooks[] = {
 - (void)setValue:(long)v;
 @end
 @implementation CSKVOCanaryModel
-- (long)value {
+- (long)value CS_GUARD_METHOD(kvo) {
     return value;
 }
-- (void)setValue:(long)v {
+- (void)setValue:(long)v CS_GUARD_METHOD(kvo) {
     value = v;
 }
 @end
@@ -368,7 +370,7 @@ static const CSHookSpec kKVOHooks[] = {
 - (void)observeValueForKeyPath:(NSString *)keyPath
                       ofObject:(id)object
                         change:(NSDictionary *)change
-                       context:(void *)context {
+                       context:(void *)context CS_GUARD_METHOD(kvo) {
     (void)keyPath;
     (void)object;
     (void)change;
@@ -435,12 +437,4 @@ static void cs_kvo_uninstall(void) {
     g_hook_acquired = NO;
 }
 
-CSGuard CSGuardKVO = {
-    .name = "kvo",
-    .hooks = kKVOHooks,
-    .hook_count = sizeof(kKVOHooks) / sizeof(kKVOHooks[0]),
-    .canary = cs_kvo_canary,
-    .install = cs_kvo_install,
-    .uninstall = cs_kvo_uninstall,
-    .policy = CS_POLICY_OFF,
-};
+CS_GUARD_DEFINE_HOOKED(CSGuardKVO, kvo, kKVOHooks, cs_kvo_install, cs_kvo_uninstall, cs_kvo_canary);

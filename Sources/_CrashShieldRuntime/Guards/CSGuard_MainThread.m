@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#pragma clang section text = "cs_guard_mainthread" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardMainThread;
 #define G (&CSGuardMainThread)
 
@@ -171,4 +173,4 @@ static void cs_main_uninstall(void) {
 
 /* No canary: the misuse needs a configured class and a running main queue, neither of which
  * exists at start in general. The tests and `shield demo` exercise it. */
-CS_GUARD_DEFINE_CUSTOM(CSGuardMainThread, "mainthread", cs_main_install, cs_main_uninstall, NULL);
+CS_GUARD_DEFINE_CUSTOM(CSGuardMainThread, mainthread, cs_main_install, cs_main_uninstall, NULL);

@@ -23,6 +23,8 @@
 #import "../Backend/CSBackend.h"
 #include <string.h>
 
+#pragma clang section text = "cs_guard_nsnull" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardNSNull;
 #define G (&CSGuardNSNull)
 
@@ -149,4 +151,4 @@ static const char *cs_nsnull_canary(void) {
     return NULL;
 }
 
-CS_GUARD_DEFINE_CUSTOM(CSGuardNSNull, "nsnull", cs_nsnull_install, cs_nsnull_uninstall, cs_nsnull_canary);
+CS_GUARD_DEFINE_CUSTOM(CSGuardNSNull, nsnull, cs_nsnull_install, cs_nsnull_uninstall, cs_nsnull_canary);

@@ -15,6 +15,8 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 
+#pragma clang section text = "cs_guard_notification" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardNotifications;
 #define G (&CSGuardNotifications)
 
@@ -35,7 +37,7 @@ static CSNotificationToken *g_tokens;
 static BOOL g_hook_acquired; /* under the engine lock */
 
 @implementation CSNotificationToken
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(notification) {
     pthread_mutex_lock(&g_tokens_lock);
     if (prev) prev->next = next;
     else if (g_tokens == self) g_tokens = next;
@@ -130,7 +132,7 @@ static const CSHookSpec kNotificationHooks[] = {
 - (void)cs_ping:(NSNotification *)note;
 @end
 @implementation CSNotificationCanaryObserver
-- (void)cs_ping:(NSNotification *)note {
+- (void)cs_ping:(NSNotification *)note CS_GUARD_METHOD(notification) {
     (void)note;
     hits++;
 }
@@ -185,12 +187,5 @@ static void cs_notifications_uninstall(void) {
     g_hook_acquired = NO;
 }
 
-CSGuard CSGuardNotifications = {
-    .name = "notification",
-    .hooks = kNotificationHooks,
-    .hook_count = sizeof(kNotificationHooks) / sizeof(kNotificationHooks[0]),
-    .canary = cs_notifications_canary,
-    .install = cs_notifications_install,
-    .uninstall = cs_notifications_uninstall,
-    .policy = CS_POLICY_OFF,
-};
+CS_GUARD_DEFINE_HOOKED(CSGuardNotifications, notification, kNotificationHooks, cs_notifications_install,
+                       cs_notifications_uninstall, cs_notifications_canary);

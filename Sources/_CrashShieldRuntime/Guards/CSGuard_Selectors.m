@@ -22,6 +22,8 @@
 #import "../Backend/CSBackend.h"
 #include <string.h>
 
+#pragma clang section text = "cs_guard_selector" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardSelectors;
 #define G (&CSGuardSelectors)
 
@@ -148,7 +150,7 @@ static void cs_selectors_uninstall(void) {
 @end
 
 @implementation CSUnrecognizedSelectorCanary
-- (int)cs_knownValue {
+- (int)cs_knownValue CS_GUARD_METHOD(selector) {
     return 7;
 }
 @end
@@ -165,5 +167,5 @@ static const char *cs_selectors_canary(void) {
     return NULL;
 }
 
-CS_GUARD_DEFINE_CUSTOM(CSGuardSelectors, "selector", cs_selectors_install, cs_selectors_uninstall,
+CS_GUARD_DEFINE_CUSTOM(CSGuardSelectors, selector, cs_selectors_install, cs_selectors_uninstall,
                        cs_selectors_canary);

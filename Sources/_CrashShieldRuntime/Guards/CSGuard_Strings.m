@@ -37,6 +37,8 @@
 #import "../Engine/CSEngine.h"
 #include <pthread.h>
 
+#pragma clang section text = "cs_guard_string" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardStrings;
 #define G (&CSGuardStrings)
 
@@ -456,4 +458,4 @@ static const char *cs_strings_canary(void) {
     return NULL;
 }
 
-CS_GUARD_DEFINE(CSGuardStrings, "string", kStringHooks, cs_strings_canary);
+CS_GUARD_DEFINE(CSGuardStrings, string, kStringHooks, cs_strings_canary);

@@ -21,6 +21,8 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 
+#pragma clang section text = "cs_guard_timer" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardTimers;
 #define G (&CSGuardTimers)
 
@@ -44,7 +46,7 @@ static pthread_mutex_t g_tokens_lock = PTHREAD_MUTEX_INITIALIZER;
 static CSTimerTargetToken *g_tokens;
 
 @implementation CSTimerTargetToken
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(timer) {
     pthread_mutex_lock(&g_tokens_lock);
     if (prev) prev->next = next;
     else if (g_tokens == self) g_tokens = next;
@@ -56,7 +58,7 @@ static CSTimerTargetToken *g_tokens;
 @end
 
 @implementation CSTimerTarget
-- (void)cs_fire:(NSTimer *)timer {
+- (void)cs_fire:(NSTimer *)timer CS_GUARD_METHOD(timer) {
     id current = (id)CS_ATOMIC_LOAD(&target);
     if (CS_LIKELY(current != nil)) {
         cs_backend_send1(current, selector, timer);
@@ -68,7 +70,7 @@ static CSTimerTargetToken *g_tokens;
     [timer invalidate];
 }
 
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(timer) {
     /* The timer released us: take the token back so it does not outlive the proxy. */
     id current = (id)__atomic_exchange_n(&target, (void *)NULL, __ATOMIC_ACQ_REL);
     if (current && retains_target) CS_RELEASE(current);
@@ -139,10 +141,10 @@ static const CSHookSpec kTimerHooks[] = {
 - (void)cs_tick:(NSTimer *)timer;
 @end
 @implementation CSTimerCanaryTarget
-- (void)cs_tick:(NSTimer *)timer {
+- (void)cs_tick:(NSTimer *)timer CS_GUARD_METHOD(timer) {
     (void)timer;
 }
-- (void)dealloc {
+- (void)dealloc CS_GUARD_METHOD(timer) {
     (*deallocs)++;
     CS_SUPER_DEALLOC();
 }
@@ -217,12 +219,4 @@ static void cs_timers_uninstall(void) {
     g_hook_acquired = NO;
 }
 
-CSGuard CSGuardTimers = {
-    .name = "timer",
-    .hooks = kTimerHooks,
-    .hook_count = sizeof(kTimerHooks) / sizeof(kTimerHooks[0]),
-    .canary = cs_timers_canary,
-    .install = cs_timers_install,
-    .uninstall = cs_timers_uninstall,
-    .policy = CS_POLICY_OFF,
-};
+CS_GUARD_DEFINE_HOOKED(CSGuardTimers, timer, kTimerHooks, cs_timers_install, cs_timers_uninstall, cs_timers_canary);

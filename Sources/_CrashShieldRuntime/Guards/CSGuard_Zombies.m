@@ -31,6 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#pragma clang section text = "cs_guard_zombie" /* every function below: see CS_GUARD_METHOD */
+
 extern CSGuard CSGuardZombies;
 #define G (&CSGuardZombies)
 
@@ -316,7 +318,7 @@ void cs_zombie_reset_peak(void) {
 - (long)cs_value;
 @end
 @implementation CSZombieCanaryVictim
-- (long)cs_value {
+- (long)cs_value CS_GUARD_METHOD(zombie) {
     return 42;
 }
 @end
@@ -379,4 +381,4 @@ static void cs_zombies_uninstall(void) {
     g_hook_acquired = NO;
 }
 
-CS_GUARD_DEFINE_CUSTOM(CSGuardZombies, "zombie", cs_zombies_install, cs_zombies_uninstall, cs_zombies_canary);
+CS_GUARD_DEFINE_CUSTOM(CSGuardZombies, zombie, cs_zombies_install, cs_zombies_uninstall, cs_zombies_canary);

@@ -78,8 +78,10 @@ void cs_guards_set_class_filters(const char *const *allow, size_t allow_count, c
 /** Restores every original implementation. For tests: the process goes back to unguarded. */
 void cs_guards_uninstall_for_testing(void);
 
-/** Name of the guard whose hook code contains `address` (an address in this process), or NULL.
- *  Used by the fail-safe: a fatal report with frames inside a guard switches that guard off. */
+/** Name of the guard whose code contains `address` (an address in this process), or NULL: any
+ *  function of the guard's file, its Objective-C helper classes included (ELF code sections;
+ *  elsewhere only the hook slots). Used by the fail-safe: a fatal report with frames inside a
+ *  guard switches that guard off. */
 const char *cs_guard_name_for_address(uintptr_t address);
 
 /** Test-only fault injection: the named guard's next canary reports a failure. */

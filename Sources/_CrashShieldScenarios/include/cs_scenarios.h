@@ -93,6 +93,16 @@ typedef struct {
 /** Starts and uninstalls every guard `cycles` times (leaves them uninstalled). */
 cs_install_cycle_result cs_test_install_cycles(unsigned cycles);
 
+/** An address whose owning guard is known: `guard` NULL when it belongs to no guard. */
+typedef struct {
+    const char *guard;
+    const char *label;
+    uintptr_t address; /**< 0 when the method was not found (a test failure in itself) */
+} cs_guard_code_probe;
+/** Fills `out` with addresses inside each guard's code (hooked methods, the guards' own helper
+ *  classes' methods) and outside every guard. Call with the guards started. */
+size_t cs_test_guard_code_probes(cs_guard_code_probe *out, size_t capacity);
+
 /* ---- containers (Scenarios_Containers.m): helpers for the container guard's tests ---------- */
 
 /** Runs `threads` threads for `iterations` rounds each, mixing legal calls and misuse on
