@@ -5,6 +5,7 @@
  * uses values hidden with cs_opaque_index so the index is not a compile-time constant.
  */
 #import "CSScenarioSupport.h"
+#include "cs_runtime.h"
 
 static volatile uintptr_t g_sink;
 
@@ -20,6 +21,15 @@ static uint64_t bench_array_objectAtIndex(uint64_t iterations, bool guarded) {
         elapsed = cs_bench_now() - start;
         g_sink = acc;
     }
+    return elapsed;
+}
+
+/* The same loop with the container guard's policy off: what remains is the hook's fixed cost
+ * (the slot function and one policy load), without the bounds check and its -count message. */
+static uint64_t bench_array_objectAtIndex_policy_off(uint64_t iterations, bool guarded) {
+    if (guarded) cs_guard_set_policy("container", CS_POLICY_OFF);
+    uint64_t elapsed = bench_array_objectAtIndex(iterations, guarded);
+    if (guarded) cs_guard_set_policy("container", CS_POLICY_NEUTRALIZE);
     return elapsed;
 }
 
@@ -141,6 +151,7 @@ static uint64_t bench_misuse_vs_exception(uint64_t iterations, bool guarded) {
 
 static const cs_bench_case kBenches[] = {
     {"objectAtIndex:", bench_array_objectAtIndex},
+    {"objectAtIndex: (policy off: the hook's fixed cost)", bench_array_objectAtIndex_policy_off},
     {"objectForKey:", bench_dictionary_objectForKey},
     {"setObject:forKey:", bench_mdictionary_setObjectForKey},
     {"addObject:", bench_marray_addObject},
