@@ -27,8 +27,11 @@ import Testing
     @Test func reportsOutsideGuardsSwitchNothingOff() throws {
         let directory = temporaryDirectory("failsafe-none")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+        #expect(loadReports(directory).count == 1)
         let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
+        #expect(next.termination == .exited(0))
         #expect(next.output.contains("POLICY container neutralize"))
         #expect(next.output.contains("FAILSAFE-INCIDENTS 0"))
     }

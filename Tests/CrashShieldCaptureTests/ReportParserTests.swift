@@ -109,8 +109,9 @@ import Testing
                 rejected += 1
             }
         }
-        #expect(decoded + rejected == 3000)
+        // Both outcomes occur, so the corpus really exercises the parser's error paths too.
         #expect(decoded > 0)
+        #expect(rejected > 0)
     }
 
     @Test func repairClosesOpenContainers() throws {

@@ -52,8 +52,20 @@ extension RuntimeTests {
             defer { CrashShield._resetForTesting() }
             let stream = CrashShield.incidents
             _ = runScenario("string.characterAtIndex.beyond")
-            var iterator = stream.makeAsyncIterator()
-            let incident = await iterator.next()
+            // The first incident, or nil when none arrives within 10 s (never hang the suite).
+            let incident = await withTaskGroup(of: Incident?.self) { group in
+                group.addTask {
+                    var iterator = stream.makeAsyncIterator()
+                    return await iterator.next()
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(10))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
             #expect(incident?.guardID == .string)
             #expect(incident?.selector == "characterAtIndex:")
             #expect(incident?.reason == "index 9 beyond length 3")

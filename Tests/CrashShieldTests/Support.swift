@@ -64,3 +64,16 @@ func runOracles() -> [String: String] {
     }
     return results
 }
+
+/// For exit tests: starts the guards in this (child) process, runs `misuse`, and returns the exit
+/// status that tells what happened: 0 when it returned the neutralised value and exactly the
+/// expected incident reasons were delivered, 3 when the result was wrong, 4 when the incidents
+/// differed, 5 when the guards did not start.
+func guardedChildRun(expecting reasons: [String], _ misuse: () -> Bool) -> Int32 {
+    guard (try? CrashShield.start()) != nil else { return 5 }
+    let sink = InMemoryIncidentSink(capacity: 100)
+    CrashShield.addSink(sink)
+    guard misuse() else { return 3 }
+    guard CrashShield.flushIncidents(timeout: .seconds(5)) else { return 4 }
+    return sink.incidents.map(\.reason) == reasons ? 0 : 4
+}
