@@ -77,12 +77,14 @@ public struct RepairStep: Sendable {
         .run(id: "safe-mode") { $0.enableSafeMode() }
     }
 
-    /// Removes the contents of cache directories (the directories stay). Id "clear-caches".
+    /// Removes the contents of cache directories (the directories stay). An entry that is, holds
+    /// or lies inside the SDK's directory is left alone. Id "clear-caches".
     public static func clearCaches(_ directories: [String]) -> RepairStep {
         .run(id: "clear-caches") { context in
-            for directory in directories where !context.touchesSDKState(directory) {
+            for directory in directories {
                 for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
-                    try? FileManager.default.removeItem(atPath: "\(directory)/\(name)")
+                    let entry = "\(directory)/\(name)"
+                    if !context.touchesSDKState(entry) { try? FileManager.default.removeItem(atPath: entry) }
                 }
             }
         }

@@ -204,4 +204,50 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: "\(directory)/launch-state"))
         protection.launchCompleted()
     }
+
+    /// Built-in steps clear, reset and delete what they are given, and never the SDK's own state:
+    /// not the SDK directory, not a cache entry that holds it, not a file inside it.
+    @Test func builtInStepsNeverTouchSDKState() throws {
+        let root = temporaryDirectory("steps")
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let fm = FileManager.default
+        let caches = "\(root)/caches", sdk = "\(root)/caches/sdk", other = "\(root)/caches/other"
+        for directory in [sdk, other] { try fm.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        let files = ["\(caches)/image.png", "\(other)/x", "\(sdk)/launch-state", "\(root)/remote.json",
+                     "\(root)/user.db"]
+        for file in files { #expect(fm.createFile(atPath: file, contents: Data("x".utf8)), "\(file)") }
+        let context = RepairContext(directory: sdk, consecutiveLaunchCrashes: 3, lastReport: nil)
+        func run(_ step: RepairStep) -> Bool {
+            let result = LockedBox(false)
+            step.body(context) { result.value = $0 } // built-in steps complete synchronously
+            return result.value
+        }
+
+        #expect(run(.clearCaches([caches, sdk])))
+        #expect(fm.fileExists(atPath: caches))
+        #expect(!fm.fileExists(atPath: "\(caches)/image.png"))
+        #expect(!fm.fileExists(atPath: other))
+        #expect(fm.fileExists(atPath: "\(sdk)/launch-state"))
+
+        #expect(run(.resetRemoteConfiguration(["\(root)/remote.json", "\(sdk)/launch-state"])))
+        #expect(!fm.fileExists(atPath: "\(root)/remote.json"))
+        #expect(fm.fileExists(atPath: "\(sdk)/launch-state"))
+
+        #expect(run(.deleteUserData(["\(root)/user.db"], explicitOptIn: false)))
+        #expect(fm.fileExists(atPath: "\(root)/user.db"))
+        #expect(run(.deleteUserData(["\(root)/user.db", sdk], explicitOptIn: true)))
+        #expect(!fm.fileExists(atPath: "\(root)/user.db"))
+        #expect(fm.fileExists(atPath: "\(sdk)/launch-state"))
+    }
+}
+
+/// A value written by a completion handler and read after it ran.
+private final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.lock(); defer { lock.unlock() }; return stored }
+        set { lock.lock(); stored = newValue; lock.unlock() }
+    }
 }
