@@ -7,7 +7,9 @@
 #ifndef CS_IMAGE_RANGE_H
 #define CS_IMAGE_RANGE_H
 
-#if defined(__linux__)
+/* struct dl_phdr_info is complete only with _GNU_SOURCE (both C targets define it); the Swift
+ * importer, which reads this public header without it, sees nothing. */
+#if defined(__linux__) && defined(_GNU_SOURCE)
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
