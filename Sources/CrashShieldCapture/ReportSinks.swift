@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+internal import _CrashShieldCapture
 
 /// Receives crash reports from earlier runs at the next start. Returning normally means the sink
 /// accepted the report; throwing means it did not (the report stays on disk and is offered again
@@ -102,6 +103,13 @@ public struct CrashReportStore: Sendable {
                 return Loaded(path: path, result: .failure(.unreadable))
             }
         }
+    }
+
+    /// The reports that decode (not symbolicated), oldest first. A directory without report
+    /// files, the usual case at start, costs one readdir in C and no Swift/Foundation work.
+    func loadIfAny() -> [CrashReport] {
+        guard csc_directory_has_reports(directory) else { return [] }
+        return load(symbolicate: false).compactMap { try? $0.result.get() }
     }
 
     /// Outcome of `deliver`.
