@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,35 +144,59 @@ corrupt:
     return CSC_LAUNCH_STATE_CORRUPT;
 }
 
+/** Reads all of `fd` (closing it) into a malloc'd, NUL-terminated buffer; NULL on a read error
+ *  or when there are more than `limit` bytes. */
+static char *csc_read_all(int fd, size_t limit, size_t *length) {
+    struct stat info;
+    size_t capacity = fstat(fd, &info) == 0 && info.st_size > 0 ? (size_t)info.st_size + 1 : 4096;
+    if (capacity > limit + 1) capacity = limit + 1;
+    char *buffer = malloc(capacity);
+    size_t used = 0;
+    while (buffer != NULL) {
+        if (used == capacity) { /* the file grew, or its size was unknown */
+            if (used > limit) goto fail;
+            size_t grown = capacity * 2 > limit + 1 ? limit + 1 : capacity * 2;
+            char *bigger = realloc(buffer, grown);
+            if (bigger == NULL) goto fail;
+            buffer = bigger;
+            capacity = grown;
+        }
+        ssize_t count = read(fd, buffer + used, capacity - used);
+        if (count < 0 && errno == EINTR) continue;
+        if (count < 0) goto fail;
+        if (count == 0) break;
+        used += (size_t)count;
+    }
+    if (buffer == NULL || used > limit) goto fail;
+    if (used == capacity) {
+        char *bigger = realloc(buffer, used + 1);
+        if (bigger == NULL) goto fail;
+        buffer = bigger;
+    }
+    close(fd);
+    buffer[used] = 0;
+    *length = used;
+    return buffer;
+fail:
+    close(fd);
+    free(buffer);
+    return NULL;
+}
+
+char *csc_read_file(const char *path, size_t limit, size_t *length) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    return fd < 0 ? NULL : csc_read_all(fd, limit, length);
+}
+
 csc_launch_state_status csc_launch_state_read(const char *path, csc_launch_state *state) {
     memset(state, 0, sizeof *state);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return CSC_LAUNCH_STATE_ABSENT;
-    char small[4096];
-    char *buffer = small;
-    size_t capacity = sizeof small, length = 0;
-    csc_launch_state_status status = CSC_LAUNCH_STATE_CORRUPT;
-    for (;;) {
-        if (length == capacity) {
-            if (capacity >= CSC_STATE_FILE_MAX) goto done; /* larger than any state file */
-            size_t grown = capacity * 4;
-            char *bigger = malloc(grown);
-            if (bigger == NULL) goto done;
-            memcpy(bigger, buffer, length);
-            if (buffer != small) free(buffer);
-            buffer = bigger;
-            capacity = grown;
-        }
-        ssize_t count = read(fd, buffer + length, capacity - length);
-        if (count < 0 && errno == EINTR) continue;
-        if (count < 0) goto done;
-        if (count == 0) break;
-        length += (size_t)count;
-    }
-    status = csc_launch_state_decode(buffer, length, state);
-done:
-    close(fd);
-    if (buffer != small) free(buffer);
+    size_t length = 0;
+    char *bytes = csc_read_all(fd, CSC_STATE_FILE_MAX, &length);
+    if (bytes == NULL) return CSC_LAUNCH_STATE_CORRUPT; /* unreadable, or larger than any state file */
+    csc_launch_state_status status = csc_launch_state_decode(bytes, length, state);
+    free(bytes);
     return status;
 }
 

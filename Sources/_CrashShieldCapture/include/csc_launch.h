@@ -74,6 +74,11 @@ bool csc_launch_state_write(const char *path, const csc_launch_state *state);
  *  (auto_da_alloc), which costs 0.2-1.5 ms; the swap does not. */
 bool csc_write_file_atomically(const char *path, const void *bytes, size_t length);
 
+/** The whole file at `path` in a malloc'd buffer (free() it; one spare byte, set to 0, after
+ *  the content) with its length in *length. NULL when it cannot be opened or read, or is larger
+ *  than `limit` bytes. Cheaper than FileManager/Data on the start path. */
+char *csc_read_file(const char *path, size_t limit, size_t *length);
+
 /** A random (version 4) UUID in lowercase, 36 characters plus NUL, from getrandom(2). */
 void csc_make_launch_id(char out[37]);
 
