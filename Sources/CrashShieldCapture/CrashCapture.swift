@@ -64,7 +64,7 @@ public enum CrashCapture {
     @discardableResult
     public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
         let store = CrashReportStore(directory: options.directory)
-        let launchID = UUID().uuidString.lowercased()
+        let launchID = makeLaunchID()
         let reports: [CrashReport]
         do {
             // Install under the lock; run launch protection (which may run repair steps that call
@@ -79,7 +79,7 @@ public enum CrashCapture {
                     throw CrashCaptureError.directoryUnavailable(options.directory)
                 }
             }
-            reports = store.load(symbolicate: false).compactMap { try? $0.result.get() }
+            reports = store.loadIfAny()
             let result: csc_install_result = options.directory.withCString { directory in
                 launchID.withCString { launch in
                     withOptionalCString(options.appName) { appName in
@@ -198,22 +198,6 @@ extension CrashCapture {
 func isDirectory(_ path: String) -> Bool {
     var info = stat()
     return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
-}
-
-/// The whole file, read with open/read (cheaper than FileManager on the start path); nil if absent.
-func readSmallFile(_ path: String, limit: Int = 1 << 20) -> Data? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes = [UInt8]()
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while bytes.count < limit {
-        let count = read(fd, &buffer, buffer.count)
-        if count < 0 && errno == EINTR { continue }
-        if count <= 0 { break }
-        bytes.append(contentsOf: buffer[0..<count])
-    }
-    return Data(bytes)
 }
 
 func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {

@@ -212,18 +212,15 @@ public final class LaunchProtection: @unchecked Sendable {
     /// as started. `captureEnabled` false selects the timer method (a launch that never completed
     /// counts as a crash, so a kill -9 during launch is a false positive).
     public static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
-                             launchID: String = UUID().uuidString.lowercased(), appVersion: String? = nil,
+                             launchID: String = makeLaunchID(), appVersion: String? = nil,
                              captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
         if !isDirectory(directory) { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         let path = "\(directory)/launch-state"
-        var reset = false
-        var state = State()
-        if let data = readSmallFile(path) {
-            if let decoded = decodeState(data) { state = decoded } else { reset = true }
-        }
+        let (read, reset) = readState(path)
+        var state = read ?? State()
 
         // How did the previous run end?
-        let reports = reports ?? CrashReportStore(directory: directory).load(symbolicate: false).compactMap { try? $0.result.get() }
+        let reports = reports ?? CrashReportStore(directory: directory).loadIfAny()
         var lastRun: LastRun
         let updated = state.appVersion != nil && appVersion != nil && state.appVersion != appVersion
         if let previousID = state.launchId {
@@ -293,10 +290,29 @@ public final class LaunchProtection: @unchecked Sendable {
         atexit { LaunchProtection.current?.markExited() }
         let window = options.launchWindow
         let nanoseconds = max(0, window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000)
+        completeLaunch(of: protection, after: UInt64(clamping: nanoseconds))
+        return protection
+    }
+
+    private final class WeakReference {
+        weak var protection: LaunchProtection?
+        init(_ protection: LaunchProtection) { self.protection = protection }
+    }
+
+    /// Ends the launch window: a plain thread that sleeps (csc_run_after), because the first
+    /// `DispatchQueue.asyncAfter` of a process starts libdispatch's timer machinery on the
+    /// caller's thread (~0.1 ms on the start path); Dispatch only if no thread can be started.
+    private static func completeLaunch(of protection: LaunchProtection, after nanoseconds: UInt64) {
+        let reference = Unmanaged.passRetained(WeakReference(protection)).toOpaque()
+        let started = csc_run_after(nanoseconds, { context in
+            guard let context else { return }
+            Unmanaged<WeakReference>.fromOpaque(context).takeRetainedValue().protection?.launchCompleted()
+        }, reference)
+        if started { return }
+        Unmanaged<WeakReference>.fromOpaque(reference).release()
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [weak protection] in
             protection?.launchCompleted()
         }
-        return protection
     }
 
     /// The app finished launching: the launch-crash count and the repair markers reset.
@@ -361,84 +377,82 @@ public final class LaunchProtection: @unchecked Sendable {
     }
 
     /// The state file is a few "key=value" lines after a header and before a checksum line
-    /// (FNV-1a of everything above it). Plain text instead of JSON: reading and writing it must
-    /// stay far below the 1 ms start budget (SPEC §9), and the checksum catches any damage.
-    static let stateHeader = "crashshield-launch-state 1"
-
-    static func encodeState(_ state: State) -> Data {
-        // Pure Swift on bytes: Foundation's string APIs pull in ICU on first use (~0.5 ms).
-        func clean(_ text: String) -> String {
-            String(decoding: text.utf8.map { $0 == 0x0A || $0 == 0x0D || $0 == 0x2C ? 0x5F : $0 }, as: UTF8.self)
+    /// (FNV-1a of everything above it; format in csc_launch.h). Plain text instead of JSON, and
+    /// read, checked and written in C: this runs on every start, and the first use of Swift's
+    /// generic collection code, Data or JSON in a process costs more than the 1 ms start budget
+    /// allows (SPEC §9). The checksum catches any damage.
+    /// Returns the state (nil when there is none or it is corrupt) and whether it was corrupt.
+    static func readState(_ path: String) -> (State?, corrupt: Bool) {
+        var raw = csc_launch_state()
+        defer { csc_launch_state_free(&raw) }
+        switch csc_launch_state_read(path, &raw) {
+        case CSC_LAUNCH_STATE_OK: return (State(raw), false)
+        case CSC_LAUNCH_STATE_ABSENT: return (nil, false)
+        default: return (nil, true)
         }
-        var lines = [stateHeader]
-        if let launchId = state.launchId { lines.append("launch_id=" + clean(launchId)) }
-        if let phase = state.phase { lines.append("phase=" + phase) }
-        if let appVersion = state.appVersion { lines.append("app_version=" + clean(appVersion)) }
-        lines.append("consecutive_launch_crashes=" + String(state.consecutiveLaunchCrashes))
-        lines.append("attempted_steps=" + state.attemptedSteps.map(clean).joined(separator: ","))
-        lines.append("safe_mode=" + (state.safeMode ? "1" : "0"))
-        var bytes = Array((lines.joined(separator: "\n") + "\n").utf8)
-        bytes.append(contentsOf: Array(("checksum=" + String(fnv1a(bytes), radix: 16) + "\n").utf8))
-        return Data(bytes)
     }
 
+    /// Decodes a state file's bytes; nil when they are not a valid state.
     static func decodeState(_ data: Data) -> State? {
-        let bytes = [UInt8](data)
-        // The checksum line is the last line; it covers every byte before it.
-        var end = bytes.count
-        if end > 0 && bytes[end - 1] == 0x0A { end -= 1 }
-        guard let lastNewline = bytes[0..<end].lastIndex(of: 0x0A) else { return nil }
-        let body = bytes[0...lastNewline]
-        let checksumLine = String(decoding: bytes[(lastNewline + 1)..<end], as: UTF8.self)
-        guard checksumLine == "checksum=" + String(fnv1a(Array(body)), radix: 16) else { return nil }
-        let lines = body.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
-        guard lines.first == stateHeader else { return nil }
-        var state = State()
-        for line in lines.dropFirst() {
-            guard let equals = line.firstIndex(of: "=") else { return nil }
-            let key = line[line.startIndex..<equals], value = String(line[line.index(after: equals)...])
-            switch key {
-            case "launch_id": state.launchId = value
-            case "phase":
-                guard ["launching", "running", "exited"].contains(value) else { return nil }
-                state.phase = value
-            case "app_version": state.appVersion = value
-            case "consecutive_launch_crashes":
-                guard let count = Int(value), count >= 0, count < 1_000_000 else { return nil }
-                state.consecutiveLaunchCrashes = count
-            case "attempted_steps": state.attemptedSteps = value.split(separator: ",").map(String.init)
-            case "safe_mode":
-                guard value == "0" || value == "1" else { return nil }
-                state.safeMode = value == "1"
-            default: continue // a newer writer's key: ignored
+        var raw = csc_launch_state()
+        defer { csc_launch_state_free(&raw) }
+        let status = data.withUnsafeBytes { csc_launch_state_decode($0.baseAddress, $0.count, &raw) }
+        return status == CSC_LAUNCH_STATE_OK ? State(raw) : nil
+    }
+
+    /// Temporary file, then an atomic swap with the old one (csc_write_file_atomically): a
+    /// reader sees the old or the new state, never a mix. No fsync: the swap is atomic against a
+    /// crash of this process, which is what the state must survive; an fsync costs milliseconds
+    /// on every launch (SPEC §9: <= 1 ms).
+    @discardableResult
+    static func writeState(_ state: State, to path: String) -> Bool {
+        // Commas separate the ids in the file, so an id's own commas become "_" (C cleans line breaks).
+        var steps = "", separator = ""
+        for step in state.attemptedSteps {
+            steps += separator
+            steps += step.contains(",") ? String(step.map { $0 == "," ? "_" : $0 }) : step
+            separator = ","
+        }
+        return path.withCString { path in
+            withOptionalCString(state.launchId) { launchId in
+                withOptionalCString(state.phase) { phase in
+                    withOptionalCString(state.appVersion) { appVersion in
+                        steps.withCString { steps in
+                            var raw = csc_launch_state()
+                            raw.launch_id = launchId
+                            raw.phase = phase
+                            raw.app_version = appVersion
+                            raw.attempted_steps = steps
+                            raw.consecutive_launch_crashes = Int32(clamping: state.consecutiveLaunchCrashes)
+                            raw.safe_mode = state.safeMode
+                            return csc_launch_state_write(path, &raw)
+                        }
+                    }
+                }
             }
         }
-        return state
     }
+}
 
-    static func fnv1a(_ bytes: [UInt8]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
+extension LaunchProtection.State {
+    init(_ raw: csc_launch_state) {
+        self.init()
+        if let text = raw.launch_id { launchId = String(cString: text) }
+        if let text = raw.phase { phase = String(cString: text) }
+        if let text = raw.app_version { appVersion = String(cString: text) }
+        consecutiveLaunchCrashes = Int(raw.consecutive_launch_crashes)
+        if let text = raw.attempted_steps, text.pointee != 0 {
+            attemptedSteps = String(cString: text).split(separator: ",").map(String.init)
         }
-        return hash
+        safeMode = raw.safe_mode
     }
+}
 
-    /// Temporary file, then rename: a reader sees the old or the new state, never a mix.
-    static func writeState(_ state: State, to path: String) {
-        let data = encodeState(state)
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { return }
-        let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        // No fsync: rename(2) is atomic against a crash of this process, which is what the state
-        // must survive; an fsync costs milliseconds on every launch (SPEC §9: <= 1 ms).
-        close(fd)
-        guard written == data.count else {
-            unlink(temporary)
-            return
-        }
-        rename(temporary, path)
+/// A new launch id: a random UUID in lowercase (C: getrandom, no Foundation on the start path).
+@usableFromInline
+func makeLaunchID() -> String {
+    withUnsafeTemporaryAllocation(of: CChar.self, capacity: 37) { buffer in
+        csc_make_launch_id(buffer.baseAddress!)
+        return String(cString: buffer.baseAddress!)
     }
 }

@@ -813,8 +813,9 @@ static uint64_t csc_read_process_start(void) {
 csc_install_result csc_install(const csc_config *config) {
     if (g_installed) return CSC_INSTALL_ALREADY;
     if (config == NULL || config->directory == NULL) return CSC_INSTALL_NO_DIRECTORY;
-    mkdir(config->directory, 0755);
     int dir = open(config->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0 && errno == ENOENT && mkdir(config->directory, 0755) == 0)
+        dir = open(config->directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return CSC_INSTALL_NO_DIRECTORY;
     g_dir_fd = dir;
     csc_copy(g_directory, sizeof g_directory, config->directory);
@@ -855,11 +856,14 @@ csc_install_result csc_install(const csc_config *config) {
     sigemptyset(&action.sa_mask);
     for (size_t i = 0; i < CSC_CAPTURED_COUNT; i++) {
         int sig = kCaptured[i];
-        struct sigaction previous;
-        if (sigaction(sig, NULL, &previous) != 0) continue;
-        /* Honour an ignored SIGPIPE/SIGSYS: the app handles EPIPE itself (common in servers). */
-        if ((sig == SIGPIPE || sig == SIGSYS) && !(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN) continue;
         if (sig == SIGPIPE && !config->capture_sigpipe) continue;
+        if (sig == SIGPIPE || sig == SIGSYS) {
+            /* Honour an ignored SIGPIPE/SIGSYS: the app handles EPIPE itself (common in servers).
+             * Looked at before replacing, so an ignored signal is never caught even briefly. */
+            struct sigaction previous;
+            if (sigaction(sig, NULL, &previous) != 0) continue;
+            if (!(previous.sa_flags & SA_SIGINFO) && previous.sa_handler == SIG_IGN) continue;
+        }
         if (sigaction(sig, &action, &g_previous[sig]) != 0) {
             csc_restore_previous();
             return CSC_INSTALL_SIGACTION_FAILED;

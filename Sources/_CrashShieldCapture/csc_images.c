@@ -74,6 +74,9 @@ static void csc_read_build_id(struct dl_phdr_info *info, csc_image *image) {
     }
 }
 
+/* The main program's path (the loader gives it no name), read once; guarded by g_refresh_lock. */
+static char g_program_path[CSC_PATH_MAX];
+
 static int csc_collect(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     csc_image_table *table = data;
@@ -87,8 +90,11 @@ static int csc_collect(struct dl_phdr_info *info, size_t size, void *data) {
     if (info->dlpi_name && info->dlpi_name[0]) {
         csc_copy_path(image->path, info->dlpi_name);
     } else {
-        ssize_t n = readlink("/proc/self/exe", image->path, CSC_PATH_MAX - 1);
-        image->path[n > 0 ? n : 0] = 0;
+        if (g_program_path[0] == 0) {
+            ssize_t n = readlink("/proc/self/exe", g_program_path, CSC_PATH_MAX - 1);
+            g_program_path[n > 0 ? n : 0] = 0;
+        }
+        csc_copy_path(image->path, g_program_path);
     }
     csc_read_build_id(info, image);
     return 0;

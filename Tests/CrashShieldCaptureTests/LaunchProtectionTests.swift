@@ -133,6 +133,54 @@ import Testing
         #expect(LaunchProtection.decodeState(data) == state)
         #expect((try FileManager.default.contentsOfDirectory(atPath: directory)) == ["launch-state"])
     }
+
+    /// Rewriting swaps the new file in (RENAME_EXCHANGE) and removes the old one; values cannot
+    /// forge lines or steps; the written file keeps the version-1 format byte for byte.
+    @Test func stateRewriteSwapsAndCleansValues() throws {
+        let directory = temporaryDirectory("rewrite")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/launch-state"
+        var state = LaunchProtection.State()
+        state.launchId = "first"
+        LaunchProtection.writeState(state, to: path)
+        state.launchId = "second\nphase=exited"
+        state.phase = "launching"
+        state.appVersion = "2.0,beta\r"
+        state.consecutiveLaunchCrashes = 4
+        state.attemptedSteps = ["safe-mode", "a,b", "c\nd"]
+        state.safeMode = true
+        #expect(LaunchProtection.writeState(state, to: path))
+        #expect((try FileManager.default.contentsOfDirectory(atPath: directory)) == ["launch-state"])
+        let data = try #require(FileManager.default.contents(atPath: path))
+        let text = String(decoding: data, as: UTF8.self)
+        let body = "crashshield-launch-state 1\nlaunch_id=second_phase=exited\nphase=launching\napp_version=2.0_beta_\n"
+            + "consecutive_launch_crashes=4\nattempted_steps=safe-mode,a_b,c_d\nsafe_mode=1\n"
+        #expect(text == body + "checksum=" + String(fnv1a(Array(body.utf8)), radix: 16) + "\n")
+        let decoded = try #require(LaunchProtection.decodeState(data))
+        #expect(decoded.launchId == "second_phase=exited")
+        #expect(decoded.appVersion == "2.0_beta_")
+        #expect(decoded.attemptedSteps == ["safe-mode", "a_b", "c_d"])
+        #expect(decoded.safeMode && decoded.consecutiveLaunchCrashes == 4)
+
+        // Reader rules of version 1: empty lines skipped, unknown keys ignored, "+2" is 2.
+        let extra = "crashshield-launch-state 1\n\nfuture_key=x\nconsecutive_launch_crashes=+2\nsafe_mode=0\n"
+        let newer = Data((extra + "checksum=" + String(fnv1a(Array(extra.utf8)), radix: 16) + "\n").utf8)
+        #expect(LaunchProtection.decodeState(newer)?.consecutiveLaunchCrashes == 2)
+        let headerless = "consecutive_launch_crashes=2\n"
+        #expect(LaunchProtection.decodeState(Data((headerless + "checksum=" + String(fnv1a(Array(headerless.utf8)), radix: 16) + "\n").utf8)) == nil)
+    }
+
+    @Test func launchIDsAreLowercaseVersion4UUIDs() {
+        let first = makeLaunchID(), second = makeLaunchID()
+        #expect(first != second)
+        let uuid = UUID(uuidString: first)
+        #expect(uuid != nil && first == first.lowercased() && first.count == 36)
+        #expect(Array(first)[14] == "4")
+    }
+
+    private func fnv1a(_ bytes: [UInt8]) -> UInt64 {
+        bytes.reduce(0xcbf2_9ce4_8422_2325 as UInt64) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+    }
 }
 
 /// In-process checks of launch protection without capture (no signal handlers are installed).
@@ -149,6 +197,20 @@ import Testing
         #expect(second.lastRun.appUpdated)
         #expect(second.lastRun.previousAppVersion == "1.0")
         second.launchCompleted()
+    }
+
+    /// The launch window ends the launch by itself (on its own thread) and persists it.
+    @Test func launchWindowCompletesTheLaunch() throws {
+        let directory = temporaryDirectory("window")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .milliseconds(50)
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
+        let deadline = Date().addingTimeInterval(20)
+        while !protection.isLaunchCompleted && Date() < deadline { usleep(10_000) }
+        #expect(protection.isLaunchCompleted)
+        let state = try #require(LaunchProtection.readState("\(directory)/launch-state").0)
+        #expect(state.phase == "running")
     }
 
     /// A step that never calls its completion fails after its timeout and the launch goes on; its

@@ -21,7 +21,8 @@
  *      that lose the race to report wait a bounded time, and a crash inside the handler
  *      leaves a minimal report and ends the process with the original signal.
  * Functions outside the handler path (install, image refresh, thread preparation) may allocate
- * and are documented as "not async-signal-safe".
+ * and are documented as "not async-signal-safe". The launch-protection helpers of the start path
+ * (state file, launch id, launch window) are in csc_launch.h and never run in the handler.
  *
  * Contract of a crash: exactly one report file per process crash, written into the directory
  * given at install, named "report-<pid>-<install time>-<n>.json", following

@@ -1,0 +1,95 @@
+/*
+ * csc_launch.h — the launch-protection work that runs on every start, in C so that `start`
+ * stays within its budget (SPEC §9: <= 1 ms). The first use of Swift generics, Foundation's
+ * Data/UUID and libdispatch costs tens to hundreds of microseconds each in a fresh process;
+ * these functions use libc only. None of them runs in a signal handler; none is
+ * async-signal-safe.
+ *
+ * State file format (unchanged since version 1, read by older and newer SDKs alike):
+ *
+ *     crashshield-launch-state 1
+ *     launch_id=<id>                 (optional)
+ *     phase=launching|running|exited (optional)
+ *     app_version=<text>             (optional)
+ *     consecutive_launch_crashes=<0..999999>
+ *     attempted_steps=<id>,<id>,...
+ *     safe_mode=0|1
+ *     checksum=<FNV-1a 64 of every byte above, lowercase hex>
+ *
+ * Empty lines are skipped, unknown keys are ignored (a newer writer's), anything else that does
+ * not match makes the whole file corrupt.
+ */
+#ifndef CSC_LAUNCH_H
+#define CSC_LAUNCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const char *launch_id;       /**< NULL when absent */
+    const char *phase;           /**< NULL when absent; else "launching", "running" or "exited" */
+    const char *app_version;     /**< NULL when absent */
+    const char *attempted_steps; /**< comma-separated step ids as stored; NULL when absent */
+    int32_t consecutive_launch_crashes;
+    bool safe_mode;
+    char *storage;               /**< owns the text the fields of a decoded state point into */
+} csc_launch_state;
+
+typedef enum {
+    CSC_LAUNCH_STATE_ABSENT = 0,  /**< no file (or it cannot be opened): a first launch */
+    CSC_LAUNCH_STATE_OK = 1,
+    CSC_LAUNCH_STATE_CORRUPT = 2, /**< unreadable, damaged, or out of range: reset the state */
+} csc_launch_state_status;
+
+/** Decodes a state file's bytes into `state` (which then owns a copy; free it with
+ *  csc_launch_state_free). On anything but OK, `state` is all absent/zero. */
+csc_launch_state_status csc_launch_state_decode(const void *bytes, size_t length, csc_launch_state *state);
+
+/** Reads and decodes the state file at `path` (at most 1 MiB; a larger file is corrupt). */
+csc_launch_state_status csc_launch_state_read(const char *path, csc_launch_state *state);
+
+void csc_launch_state_free(csc_launch_state *state);
+
+/** Encodes `state` (storage ignored). Line breaks in every value, and commas in launch_id and
+ *  app_version, become '_' so a value can never forge a line or a step. Returns a malloc'd
+ *  buffer (free() it) and its length in *length; NULL when out of memory. */
+char *csc_launch_state_encode(const csc_launch_state *state, size_t *length);
+
+/** Encodes `state` and replaces the file at `path` atomically (see csc_write_file_atomically). */
+bool csc_launch_state_write(const char *path, const csc_launch_state *state);
+
+/** Replaces `path` with `bytes` so that a reader sees either the old or the new content, never
+ *  a mix or a partial file, even when this process dies at any point: the bytes go to
+ *  "<path>.tmp-<pid>", which is then swapped with `path` (renameat2 RENAME_EXCHANGE, plain
+ *  rename(2) when `path` does not exist yet or the file system cannot swap) and the swapped-out
+ *  old file is unlinked. No fsync: this is atomic against a crash of the process, not durable
+ *  against power loss (after which the checksum may reject the file and the state resets).
+ *  Swapping instead of renaming over the old file matters on ext4: a rename that replaces a file
+ *  makes the kernel allocate and start writing the new file's blocks inside rename(2)
+ *  (auto_da_alloc), which costs 0.2-1.5 ms; the swap does not. */
+bool csc_write_file_atomically(const char *path, const void *bytes, size_t length);
+
+/** The whole file at `path` in a malloc'd buffer (free() it; one spare byte, set to 0, after
+ *  the content) with its length in *length. NULL when it cannot be opened or read, or is larger
+ *  than `limit` bytes. Cheaper than FileManager/Data on the start path. */
+char *csc_read_file(const char *path, size_t limit, size_t *length);
+
+/** A random (version 4) UUID in lowercase, 36 characters plus NUL, from getrandom(2). */
+void csc_make_launch_id(char out[37]);
+
+/** True when `directory` holds at least one "report-*.json" file (a pending crash report). */
+bool csc_directory_has_reports(const char *directory);
+
+/** Calls `callback(context)` once, on a new detached thread, `nanoseconds` from now (monotonic
+ *  clock). Returns false when no thread could be started (the callback then never runs). */
+bool csc_run_after(uint64_t nanoseconds, void (*callback)(void *context), void *context);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
