@@ -20,6 +20,7 @@
 
 #if defined(__linux__)
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -248,13 +249,20 @@ static _Unwind_Reason_Code csc_unwind_step(struct _Unwind_Context *context, void
     return _URC_NO_REASON;
 }
 
+/* Set at install: the DWARF unwinder may run in the handler. libgcc's _Unwind_Backtrace finds
+ * unwind tables without the loader lock and without allocating only through glibc's
+ * _dl_find_object (glibc 2.35+); older systems fall back to dl_iterate_phdr, which takes the
+ * loader lock (rule 2). Without it the handler walks frame pointers only. */
+static bool g_dwarf_unwind_is_safe;
+
 /** Frames of the interrupted thread, innermost first; frame 0 is the faulting PC. Uses the
- *  DWARF unwinder (libgcc, warmed up at install) and falls back to the frame-pointer chain. */
+ *  DWARF unwinder (libgcc, warmed up at install) when it is safe here, and falls back to the
+ *  frame-pointer chain. */
 static const char *csc_collect_frames(const ucontext_t *uc) {
     atomic_store(&g_frame_count, 0);
     uintptr_t pc = csc_context_pc(uc);
     csc_unwind_state state = {pc, false, 0};
-    if (pc != 0) _Unwind_Backtrace(csc_unwind_step, &state);
+    if (pc != 0 && g_dwarf_unwind_is_safe) _Unwind_Backtrace(csc_unwind_step, &state);
     if (state.found && atomic_load(&g_frame_count) > 1) return "dwarf";
 
     atomic_store(&g_frame_count, 0);
@@ -844,8 +852,11 @@ csc_install_result csc_install(const csc_config *config) {
 
     csc_safe_read_prepare();
     csc_refresh_images();
-    int warm = 0;
-    _Unwind_Backtrace(csc_warm_step, &warm); /* binds the unwinder's lazy symbols outside a crash */
+    g_dwarf_unwind_is_safe = dlsym(RTLD_DEFAULT, "_dl_find_object") != NULL;
+    if (g_dwarf_unwind_is_safe) {
+        int warm = 0;
+        _Unwind_Backtrace(csc_warm_step, &warm); /* binds the unwinder's lazy symbols outside a crash */
+    }
     (void)cs_breadcrumbs_copy(g_crumbs, 1);
     csc_thread_prepare();
 

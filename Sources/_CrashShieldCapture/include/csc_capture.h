@@ -7,7 +7,9 @@
  *   1. No malloc/free/realloc, no strdup, nothing that may allocate (that includes stdio,
  *      snprintf, strerror, getenv-after-setenv, dlopen, dlsym, dladdr, pthread_getattr_np).
  *   2. No locks: no pthread_mutex, no rwlock, no condition variables, no dispatch, no loader lock.
- *      Shared state is read through atomics or was frozen at install time.
+ *      Shared state is read through atomics or was frozen at install time. (The DWARF unwinder
+ *      is used only where glibc has _dl_find_object, checked at install: elsewhere libgcc finds
+ *      unwind tables under the loader lock, so the handler walks frame pointers instead.)
  *   3. No Objective-C or Swift runtime calls (no message sends, no retain/release, no
  *      swift_* entry points) and no C++ exceptions.
  *   4. Output goes through write(2) on descriptors opened with openat(2) relative to the report
