@@ -287,12 +287,17 @@ public final class LaunchProtection: @unchecked Sendable {
             directory: directory, launchID: launchID, lastRun: lastRun, consecutive: consecutive, repairsRun: run,
             repairsFailed: failed, exhausted: exhausted, reset: reset, state: state, captureEnabled: captureEnabled)
         current = protection
-        atexit { LaunchProtection.current?.markExited() }
+        _ = Self.exitHandlerRegistration
         let window = options.launchWindow
         let nanoseconds = max(0, window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000)
         completeLaunch(of: protection, after: UInt64(clamping: nanoseconds))
         return protection
     }
+
+    /// One atexit registration per process, however often `begin` runs (tests run it many times).
+    private static let exitHandlerRegistration: Void = {
+        atexit { LaunchProtection.current?.markExited() }
+    }()
 
     private final class WeakReference {
         weak var protection: LaunchProtection?
