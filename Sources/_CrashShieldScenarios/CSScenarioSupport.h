@@ -31,6 +31,13 @@ static inline NSUInteger cs_opaque_index(NSUInteger value) {
     return value;
 }
 
+#if !defined(__APPLE__)
+/* Declared by Apple; GNUstep 1.28 neither declares nor implements it (the KVO guard adds it). */
+@interface NSObject (CSRemoveObserverWithContext)
+- (void)removeObserver:(id)observer forKeyPath:(NSString *)keyPath context:(void *)context;
+@end
+#endif
+
 /** Formats any object (or nil) for an oracle line. */
 static inline NSString *cs_describe(id value) {
     if (value == nil) return @"nil";

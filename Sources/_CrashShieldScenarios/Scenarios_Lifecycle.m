@@ -284,11 +284,6 @@ bool cs_lifecycle_drain_main_queue(double seconds, bool (*done)(void *), void *c
 
 #pragma mark - KVO (SPEC §2.6)
 
-/* Declared by Apple; GNUstep 1.28 neither declares nor implements it (the KVO guard adds it). */
-@interface NSObject (CSLRemoveObserverWithContext)
-- (void)removeObserver:(id)observer forKeyPath:(NSString *)keyPath context:(void *)context;
-@end
-
 static NSString *cs_nil_string(void) {
     return (NSString *)cs_opaque(nil);
 }

@@ -270,3 +270,90 @@ size_t cs_test_guard_code_probes(cs_guard_code_probe *out, size_t capacity) {
 #undef CS_PROBE
     return n;
 }
+
+#pragma mark - KVO registrations the guard did not make
+
+/* One observed object and one observer counting notifications per context (contexts are small
+ * integers 1...3). Used by KVOGuardTests to switch the policy between calls. */
+@interface CSTestKVOModel : NSObject {
+    long level;
+}
+- (long)level;
+- (void)setLevel:(long)value;
+@end
+@implementation CSTestKVOModel
+- (long)level {
+    return level;
+}
+- (void)setLevel:(long)value {
+    level = value;
+}
+@end
+
+@interface CSTestKVOObserver : NSObject {
+  @public
+    int hits[4];
+}
+@end
+@implementation CSTestKVOObserver
+- (void)observeValueForKeyPath:(NSString *)keyPath
+                      ofObject:(id)object
+                        change:(NSDictionary *)change
+                       context:(void *)context {
+    (void)keyPath;
+    (void)object;
+    (void)change;
+    uintptr_t slot = (uintptr_t)context;
+    hits[slot < 4 ? slot : 0]++;
+}
+@end
+
+struct cs_test_kvo_pair {
+    CSTestKVOModel *model;
+    CSTestKVOObserver *observer;
+};
+
+cs_test_kvo_pair *cs_test_kvo_pair_new(void) {
+    cs_test_kvo_pair *pair = calloc(1, sizeof *pair);
+    pair->model = [[CSTestKVOModel alloc] init];
+    pair->observer = [[CSTestKVOObserver alloc] init];
+    return pair;
+}
+
+void cs_test_kvo_pair_add(cs_test_kvo_pair *pair, unsigned context) {
+    @autoreleasepool {
+        [pair->model addObserver:pair->observer forKeyPath:@"level" options:NSKeyValueObservingOptionNew
+                         context:(void *)(uintptr_t)context];
+    }
+}
+
+void cs_test_kvo_pair_remove(cs_test_kvo_pair *pair) {
+    @autoreleasepool {
+        [pair->model removeObserver:pair->observer forKeyPath:@"level"];
+    }
+}
+
+void cs_test_kvo_pair_remove_context(cs_test_kvo_pair *pair, unsigned context) {
+    @autoreleasepool {
+        [pair->model removeObserver:pair->observer forKeyPath:@"level" context:(void *)(uintptr_t)context];
+    }
+}
+
+/* Changes the observed value once; returns the notifications per context as 100*c1 + 10*c2 + c3
+ * that this change produced. */
+unsigned cs_test_kvo_pair_change(cs_test_kvo_pair *pair) {
+    int before[4];
+    memcpy(before, pair->observer->hits, sizeof before);
+    @autoreleasepool {
+        [pair->model setLevel:[pair->model level] + 1];
+    }
+    int *after = pair->observer->hits;
+    return (unsigned)(100 * (after[1] - before[1]) + 10 * (after[2] - before[2]) + (after[3] - before[3]));
+}
+
+/* Releases the observer first, then the model (the registrations must be gone by then). */
+void cs_test_kvo_pair_free(cs_test_kvo_pair *pair) {
+    [pair->observer release];
+    [pair->model release];
+    free(pair);
+}

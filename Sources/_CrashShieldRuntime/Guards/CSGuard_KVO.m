@@ -18,8 +18,19 @@
  * does it. Objects are released only after the proxy's lock is dropped; the originals are called
  * outside the lock (an initial-option notification runs observer code that may add or remove).
  *
+ * Registrations the guard did not make (added before install, or while the policy was off) are
+ * invisible to the proxy. A removal that matches no tracked entry is therefore reported and ignored
+ * only when no such registration can exist: the object had no observation info when its proxy was
+ * created and nothing was added past the guard since (`may_hold_untracked`). Otherwise it goes to
+ * the original, which removes the registration or does whatever the platform does with an unknown
+ * one (GNUstep ignores it, Apple raises): a legal removal never turns into a leaked registration.
+ * Removals look for a tracked entry under every policy, so a registration added while the guard
+ * was on can still be removed after it was switched off.
+ *
  * GNUstep 1.28 lacks -removeObserver:forKeyPath:context: (declared, not implemented): the guard
  * adds it to NSObject. After uninstall it stays, as an unguarded remove that ignores the context.
+ * Where the platform has it (Apple), the guard replaces it and chains to it, and uninstall puts it
+ * back.
  * Limitation: an observer and its observed object deallocating at the same moment on two threads
  * race as they would without the guard.
  */
@@ -35,12 +46,14 @@ extern CSGuard CSGuardKVO;
 static char kProxyKey;
 static IMP g_original_add;    /* -[NSObject addObserver:forKeyPath:options:context:] before the hook */
 static IMP g_original_remove; /* -[NSObject removeObserver:forKeyPath:] before the hook */
+static IMP g_original_remove_context; /* the platform's -removeObserver:forKeyPath:context:, or NULL */
 static IMP g_nsobject_observe; /* NSObject's own -observeValueForKeyPath:... (raises on GNUstep) */
 static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
 static BOOL g_hook_acquired;
 
 typedef void (*cs_add_fn)(id, SEL, id, NSString *, NSKeyValueObservingOptions, void *);
 typedef void (*cs_remove_fn)(id, SEL, id, NSString *);
+typedef void (*cs_remove_context_fn)(id, SEL, id, NSString *, void *);
 
 @class CSKVOProxy;
 static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason);
@@ -68,6 +81,7 @@ static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *
     pthread_mutex_t lock;
     CSKVOEntry **entries; /* retained */
     size_t count, capacity;
+    int may_hold_untracked; /* CS_ATOMIC_*: a registration the guard did not make may exist */
 }
 @end
 
@@ -178,7 +192,17 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
 @end
 
 /* The proxy of `observed`, created when `create`; not retained, not autoreleased (the side table
- * owns it and the caller holds `observed`). */
+ * owns it and the caller holds `observed`). A proxy created for an object that already has
+ * observation info starts with may_hold_untracked set: those registrations predate it. */
+/* GNUstep may retain and autorelease the info it returns: a pool of its own keeps that local. */
+static BOOL cs_kvo_has_observation_info(id observed) {
+    BOOL has;
+    @autoreleasepool {
+        has = [observed observationInfo] != NULL;
+    }
+    return has;
+}
+
 static CSKVOProxy *cs_kvo_proxy(id observed, BOOL create) {
     CSKVOProxy *proxy = (CSKVOProxy *)cs_sidetable_peek(observed, &kProxyKey);
     if (proxy || !create) return proxy;
@@ -187,6 +211,7 @@ static CSKVOProxy *cs_kvo_proxy(id observed, BOOL create) {
     if (proxy == nil) {
         proxy = [[CSKVOProxy alloc] init];
         proxy->observed = observed;
+        proxy->may_hold_untracked = cs_kvo_has_observation_info(observed);
         cs_sidetable_set(observed, &kProxyKey, proxy);
         CS_RELEASE(proxy);
     }
@@ -239,8 +264,14 @@ static inline BOOL cs_kvo_same_path(NSString *a, NSString *b) {
 
 static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath,
                               NSKeyValueObservingOptions options, void *context) {
-    if (!CS_LIKELY(cs_guard_is_on(G)) || object_getClass(observer) == [CSKVOEntry class]) {
+    if (object_getClass(observer) == [CSKVOEntry class]) {
         ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        return;
+    }
+    if (!CS_LIKELY(cs_guard_is_on(G))) {
+        /* Off: the original behaviour, remembered so a later removal is not taken for a misuse. */
+        ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        if (observer && keyPath) CS_ATOMIC_STORE(&cs_kvo_proxy(self, YES)->may_hold_untracked, 1);
         return;
     }
     if (observer == nil &&
@@ -249,8 +280,9 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     if ((keyPath == nil || [keyPath length] == 0) &&
         cs_kvo_misuse(self, _cmd, caller, "nil or empty key path: registration ignored"))
         return;
-    if (observer == nil || keyPath == nil || [keyPath length] == 0) {
+    if (observer == nil || keyPath == nil || [keyPath length] == 0) { /* report-only */
         ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        if (observer && keyPath) CS_ATOMIC_STORE(&cs_kvo_proxy(self, YES)->may_hold_untracked, 1);
         return;
     }
     CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
@@ -278,7 +310,8 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     if (duplicate) {
         CS_RELEASE(entry);
         if (cs_kvo_misuse(self, _cmd, caller, "identical registration added twice: blocked")) return;
-        ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
+        ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context); /* report-only */
+        CS_ATOMIC_STORE(&proxy->may_hold_untracked, 1);
         return;
     }
     CSKVOToken *token = [[CSKVOToken alloc] init];
@@ -316,27 +349,38 @@ static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, 
     return YES;
 }
 
+/* YES when `observed` may hold a registration the guard did not make (see the header). */
+static BOOL cs_kvo_may_hold_untracked(id observed) {
+    CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
+    if (proxy) return CS_ATOMIC_LOAD(&proxy->may_hold_untracked) != 0;
+    return cs_kvo_has_observation_info(observed);
+}
+
 static inline void cs_kvo_remove(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath) {
-    if (!CS_LIKELY(cs_guard_is_on(G)) || object_getClass(observer) == [CSKVOEntry class]) {
+    if (object_getClass(observer) == [CSKVOEntry class]) {
         ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
         return;
     }
     if (cs_kvo_remove_matching(self, observer, keyPath, NO, NULL)) return;
-    if (cs_kvo_misuse(self, _cmd, caller, "removal of a registration that does not exist: ignored"))
+    if (CS_LIKELY(cs_guard_is_on(G)) && !cs_kvo_may_hold_untracked(self) &&
+        cs_kvo_misuse(self, _cmd, caller, "removal of a registration that does not exist: ignored"))
         return;
     ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
 }
 CS_DEFINE_HOOK_2(cs_kvo_remove, void, id, NSString *)
 
-/* -removeObserver:forKeyPath:context:, added to NSObject (GNUstep 1.28 lacks it). */
+/* -removeObserver:forKeyPath:context:, added to NSObject where the platform lacks it (GNUstep
+ * 1.28); there an untracked registration is removed without its context, the best GNUstep offers. */
 static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
-    if (cs_guard_is_on(G)) {
-        if (cs_kvo_remove_matching(self, observer, keyPath, YES, context)) return;
-        if (cs_kvo_misuse(self, _cmd, __builtin_return_address(0),
-                          "removal of a registration that does not exist (with this context): ignored"))
-            return;
-    }
-    [self removeObserver:observer forKeyPath:keyPath];
+    if (cs_kvo_remove_matching(self, observer, keyPath, YES, context)) return;
+    if (cs_guard_is_on(G) && !cs_kvo_may_hold_untracked(self) &&
+        cs_kvo_misuse(self, _cmd, __builtin_return_address(0),
+                      "removal of a registration that does not exist (with this context): ignored"))
+        return;
+    if (g_original_remove_context)
+        ((cs_remove_context_fn)g_original_remove_context)(self, _cmd, observer, keyPath, context);
+    else
+        [self removeObserver:observer forKeyPath:keyPath];
 }
 
 static const CSHookSpec kKVOHooks[] = {
@@ -400,6 +444,13 @@ static const char *cs_kvo_canary(void) {
     return failure;
 }
 
+/* Unguarded fallback left in place of the added method (methods cannot be removed). */
+static void cs_kvo_remove_context_unguarded(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
+    (void)_cmd;
+    (void)context;
+    [self removeObserver:observer forKeyPath:keyPath];
+}
+
 static const char *cs_kvo_install(uint32_t *hooked) {
     Class root = objc_lookUpClass("NSObject");
     g_original_add = cs_kvo_add_slots.original[0];
@@ -407,8 +458,9 @@ static const char *cs_kvo_install(uint32_t *hooked) {
     g_nsobject_observe = class_getMethodImplementation(root, @selector(observeValueForKeyPath:ofObject:change:context:));
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
     if (cs_backend_class_defines(root, remove_context)) {
-        if (cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context) == NULL)
-            return "-removeObserver:forKeyPath:context: could not be replaced";
+        IMP previous = cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context);
+        if (previous == NULL) return "-removeObserver:forKeyPath:context: could not be replaced";
+        if (previous != (IMP)cs_kvo_remove_context_unguarded) g_original_remove_context = previous;
     } else if (!class_addMethod(root, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v")) {
         return "-removeObserver:forKeyPath:context: could not be added";
     }
@@ -418,13 +470,6 @@ static const char *cs_kvo_install(uint32_t *hooked) {
     return NULL;
 }
 
-/* Unguarded fallback left in place of the added method (methods cannot be removed). */
-static void cs_kvo_remove_context_unguarded(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
-    (void)_cmd;
-    (void)context;
-    [self removeObserver:observer forKeyPath:keyPath];
-}
-
 static void cs_kvo_uninstall(void) {
     Class root = objc_lookUpClass("NSObject");
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
@@ -432,7 +477,10 @@ static void cs_kvo_uninstall(void) {
      * forwarding IMP (and autorelease a signature). */
     if (cs_backend_class_defines(root, remove_context) &&
         class_getMethodImplementation(root, remove_context) == (IMP)cs_kvo_remove_context)
-        cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context_unguarded);
+        cs_backend_replace_implementation(root, remove_context, g_original_remove_context
+                                                                    ? g_original_remove_context
+                                                                    : (IMP)cs_kvo_remove_context_unguarded);
+    g_original_remove_context = NULL;
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;
 }

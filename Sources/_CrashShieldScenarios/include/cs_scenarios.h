@@ -103,6 +103,17 @@ typedef struct {
  *  classes' methods) and outside every guard. Call with the guards started. */
 size_t cs_test_guard_code_probes(cs_guard_code_probe *out, size_t capacity);
 
+/** An observed object and an observer for KVO tests that switch the guard's policy between calls;
+ *  contexts are 1, 2 or 3. `change` sets the observed value once and returns the notifications it
+ *  produced per context as 100*c1 + 10*c2 + c3. `free` releases the observer, then the object. */
+typedef struct cs_test_kvo_pair cs_test_kvo_pair;
+cs_test_kvo_pair *cs_test_kvo_pair_new(void);
+void cs_test_kvo_pair_add(cs_test_kvo_pair *pair, unsigned context);
+void cs_test_kvo_pair_remove(cs_test_kvo_pair *pair);
+void cs_test_kvo_pair_remove_context(cs_test_kvo_pair *pair, unsigned context);
+unsigned cs_test_kvo_pair_change(cs_test_kvo_pair *pair);
+void cs_test_kvo_pair_free(cs_test_kvo_pair *pair);
+
 /* ---- containers (Scenarios_Containers.m): helpers for the container guard's tests ---------- */
 
 /** Runs `threads` threads for `iterations` rounds each, mixing legal calls and misuse on

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldScenarios
+
+/// Registrations the KVO guard did not make (added before it was installed or while it was off)
+/// and removal by context: legal calls keep their meaning across policy switches.
+extension RuntimeTests {
+    @Suite struct KVOGuard {
+        /// A registration added while the guard was off is a real one: removing it after the guard
+        /// was switched on must remove it (not be taken for a misuse and ignored).
+        @Test func registrationAddedWhileOffIsRemovedWhileOn() throws {
+            try withGuards {
+                let pair = try #require(cs_test_kvo_pair_new())
+                try CrashShield.setPolicy(.off, for: .kvo)
+                cs_test_kvo_pair_add(pair, 1)
+                #expect(cs_test_kvo_pair_change(pair) == 100)
+                try CrashShield.setPolicy(.neutralize, for: .kvo)
+                cs_test_kvo_pair_remove(pair)
+                #expect(cs_test_kvo_pair_change(pair) == 0, "the removal did not reach the registration")
+                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                cs_test_kvo_pair_free(pair)
+            }
+        }
+
+        /// The other direction: added while on (tracked by the guard), removed while off.
+        @Test func registrationAddedWhileOnIsRemovedWhileOff() throws {
+            try withGuards {
+                let pair = try #require(cs_test_kvo_pair_new())
+                cs_test_kvo_pair_add(pair, 2)
+                #expect(cs_test_kvo_pair_change(pair) == 10)
+                try CrashShield.setPolicy(.off, for: .kvo)
+                cs_test_kvo_pair_remove(pair)
+                #expect(cs_test_kvo_pair_change(pair) == 0, "the tracked registration survived its removal")
+                try CrashShield.setPolicy(.neutralize, for: .kvo)
+                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                cs_test_kvo_pair_free(pair)
+            }
+        }
+
+        /// Where no registration can exist, a removal is still a misuse: reported and ignored.
+        @Test func removalFromAnObjectNeverObservedIsStillReported() throws {
+            try withGuards {
+                let pair = try #require(cs_test_kvo_pair_new())
+                cs_test_kvo_pair_remove(pair)
+                cs_test_kvo_pair_remove_context(pair, 1)
+                #expect(CrashShield.recordedCount(for: .kvo) == 2)
+                cs_test_kvo_pair_free(pair)
+            }
+        }
+
+        /// Two contexts on one key path: removal with a context removes that registration only.
+        @Test func removalWithAContextRemovesThatRegistrationOnly() throws {
+            try withGuards {
+                let pair = try #require(cs_test_kvo_pair_new())
+                cs_test_kvo_pair_add(pair, 1)
+                cs_test_kvo_pair_add(pair, 3)
+                #expect(cs_test_kvo_pair_change(pair) == 101)
+                cs_test_kvo_pair_remove_context(pair, 1)
+                #expect(cs_test_kvo_pair_change(pair) == 1)
+                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                cs_test_kvo_pair_remove_context(pair, 1) // removed already: the misuse
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                #expect(cs_test_kvo_pair_change(pair) == 1, "the other context's registration was lost")
+                cs_test_kvo_pair_remove_context(pair, 3)
+                #expect(cs_test_kvo_pair_change(pair) == 0)
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                cs_test_kvo_pair_free(pair)
+            }
+        }
+
+        /// A registration made before CrashShield started is removed by the app after it started.
+        /// In a child process: this process installed the guards long ago.
+        @Test func registrationMadeBeforeStartIsRemovedAfterStart() async {
+            await #expect(processExitsWith: .success) {
+                guard let pair = cs_test_kvo_pair_new() else { exit(2) }
+                cs_test_kvo_pair_add(pair, 1)
+                try CrashShield.start()
+                guard cs_test_kvo_pair_change(pair) == 100 else { exit(3) }
+                cs_test_kvo_pair_remove(pair)
+                guard cs_test_kvo_pair_change(pair) == 0 else { exit(4) }
+                guard CrashShield.recordedCount(for: .kvo) == 0 else { exit(5) }
+                cs_test_kvo_pair_free(pair)
+                exit(0)
+            }
+        }
+    }
+}
