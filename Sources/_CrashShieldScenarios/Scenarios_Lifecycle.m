@@ -875,6 +875,18 @@ static void *oracle_timers(void) {
     [out appendFormat:@"%@ valid=%d | ", ticker->log, [timer isValid]];
     [ticker release];
     [timer release];
+    /* Repeating timer made with timerWithTimeInterval: and added to the run loop by hand; the
+     * timer passed to the selector is the one the caller holds. */
+    ticker = [[CSLTicker alloc] init];
+    ticker->log = [[NSMutableString alloc] init];
+    ticker->stop_after = 2;
+    timer = [[NSTimer timerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:) userInfo:@"manual"
+                                    repeats:YES] retain];
+    [[NSRunLoop currentRunLoop] addTimer:timer forMode:NSDefaultRunLoopMode];
+    cs_spin_until(cs_ticker_done, ticker, 5.0);
+    [out appendFormat:@"manual repeating %@ valid=%d | ", ticker->log, [timer isValid]];
+    [ticker release];
+    [timer release];
     /* One-shot timer: retains its target until it fired. */
     ticker = [[CSLTicker alloc] init];
     ticker->log = [[NSMutableString alloc] init];

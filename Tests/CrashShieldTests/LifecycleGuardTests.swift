@@ -154,6 +154,23 @@ extension RuntimeTests {
             }
         }
 
+        /// Report-only timers keep the unguarded behaviour (the timer retains its target) and say
+        /// once per timer that the timer is all that keeps the target alive.
+        @Test func reportOnlyTimerKeepsItsTargetAndReportsOnce() throws {
+            var options = CrashShieldOptions()
+            options.policies[.timer] = .reportOnly
+            try withGuards(options) {
+                let incidents = collectIncidents {
+                    #expect(runScenario("timer.repeating.targetReleased") == .otherValue, "the target was freed")
+                }
+                #expect(CrashShield.recordedCount(for: .timer) == 1)
+                let timer = incidents.filter { $0.guardID == .timer }
+                #expect(timer.count == 1)
+                #expect(timer.first?.policy == .reportOnly)
+                #expect(timer.first?.reason == "repeating timer is the last owner of its target: kept alive (report-only)")
+            }
+        }
+
         @Test func legalLifecycleBehaviourIsIdenticalWithAndWithoutGuards() throws {
             CrashShield._resetForTesting()
             let unguarded = runOracles()
@@ -163,6 +180,13 @@ extension RuntimeTests {
                 #expect(!before.hasPrefix("exception:"), "\(name): \(before)")
                 #expect(guarded[name] == before, "\(name)")
             }
+            // The oracles really exercised the behaviour (equal empty text would prove nothing).
+            let timers = try #require(guarded["NSTimer repeating and one-shot"])
+            #expect(timers.contains("tick 3 arg=timer userInfo=info;  valid=0"), "\(timers)")
+            #expect(timers.contains("manual repeating tick 1 arg=timer userInfo=manual; tick 2 arg=timer userInfo=manual;  valid=0"), "\(timers)")
+            #expect(timers.contains("forwarder ticks=2") && timers.contains("proxy ticks=2"), "\(timers)")
+            let kvo = try #require(guarded["KVO options, nested and dependent key paths, several observers"])
+            #expect(kvo.contains("hits a="), "\(kvo)")
         }
 
         @Test func guardedLegalUseRecordsNothing() throws {

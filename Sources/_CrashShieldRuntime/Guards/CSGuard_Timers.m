@@ -13,6 +13,9 @@
  * - A target outside NSObject's hierarchy (an NSProxy, typically a weak proxy) is passed through
  *   untouched: its -dealloc never reaches the hook, and a weak proxy is the legal fix already.
  * - One-shot timers and nil targets are untouched.
+ * - Report-only keeps the original behaviour, a strong target, and records one incident per timer
+ *   the first time it fires while it is the only owner of its target (retain count 1: the
+ *   pattern that keeps a dead screen alive). The policy a timer was created under stays with it.
  * - Limitation: weakness is exact when the timer fires on the thread that releases the target
  *   (the usual run-loop case). A target released on another thread while its timer is firing
  *   races exactly as a plain unretained pointer would.
@@ -30,7 +33,9 @@ extern CSGuard CSGuardTimers;
   @public
     void *target; /* an unretained id; CS_ATOMIC_* access; nil once the target deallocated */
     SEL selector;
-    BOOL retains_target; /* set by uninstall: back to the unguarded (strong) behaviour */
+    BOOL retains_target; /* strong, as unguarded: report-only timers, and all of them after uninstall */
+    BOOL report_only;    /* created under report-only: watch for the timer being the last owner */
+    int reported;        /* report-only: the incident was recorded (once per timer); CS_ATOMIC */
 }
 - (void)cs_fire:(NSTimer *)timer;
 @end
@@ -61,6 +66,9 @@ static CSTimerTargetToken *g_tokens;
 - (void)cs_fire:(NSTimer *)timer CS_GUARD_METHOD(timer) {
     id current = (id)CS_ATOMIC_LOAD(&target);
     if (CS_LIKELY(current != nil)) {
+        if (report_only && [current retainCount] == 1 && !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
+            cs_guard_misuse(G, timer, selector, NULL,
+                            "repeating timer is the last owner of its target: kept alive (report-only)", 0, 0, 0);
         cs_backend_send1(current, selector, timer);
         return;
     }
@@ -91,11 +99,18 @@ static BOOL cs_timer_descends_from_root(id object) {
 /* Returns the target to hand the original: `target` itself, or a new proxy (autoreleased by the
  * caller's pool: timer creation already autoreleases its result). */
 static inline id cs_timer_target_for(id target, SEL selector, BOOL repeats) {
-    if (!repeats || target == nil || !cs_guard_is_on(G) || object_getClass(target) == g_proxy_class ||
+    cs_policy policy = CS_ATOMIC_LOAD_RELAXED(&G->policy);
+    if (!repeats || target == nil || policy == CS_POLICY_OFF || object_getClass(target) == g_proxy_class ||
         !cs_timer_descends_from_root(target))
         return target;
     CSTimerTarget *proxy = [[CSTimerTarget alloc] init];
     proxy->selector = selector;
+    if (policy == CS_POLICY_REPORT_ONLY) {
+        proxy->report_only = YES;
+        proxy->retains_target = YES;
+        CS_ATOMIC_STORE(&proxy->target, (void *)CS_RETAIN(target));
+        return CS_AUTORELEASE(proxy);
+    }
     CS_ATOMIC_STORE(&proxy->target, (void *)target);
     CSTimerTargetToken *token = [[CSTimerTargetToken alloc] init];
     token->proxy = proxy;
