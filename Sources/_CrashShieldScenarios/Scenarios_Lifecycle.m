@@ -288,11 +288,22 @@ static NSString *cs_nil_string(void) {
     return (NSString *)cs_opaque(nil);
 }
 
+/* After a misuse the object's observing still works: a real registration gets exactly one
+ * notification per change and is removed cleanly. */
+static bool cs_kvo_still_works(CSLModel *model) {
+    CSLKVOObserver *probe = [[[CSLKVOObserver alloc] init] autorelease];
+    [model addObserver:probe forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
+    [model setName:@"probe"];
+    [model removeObserver:probe forKeyPath:@"name"];
+    [model setName:@"after probe"];
+    return probe->hits == 1;
+}
+
 static bool kvo_add_nil_observer(void) {
     CSLModel *model = [[[CSLModel alloc] init] autorelease];
     [model addObserver:cs_opaque(nil) forKeyPath:@"name" options:0 context:NULL];
     [model setName:@"x"];
-    return true;
+    return cs_kvo_still_works(model);
 }
 
 static bool kvo_add_nil_keypath(void) {
@@ -328,7 +339,7 @@ static bool kvo_remove_never_added(void) {
     CSLModel *model = [[[CSLModel alloc] init] autorelease];
     CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
     [model removeObserver:observer forKeyPath:@"name"];
-    return true;
+    return cs_kvo_still_works(model) && observer->hits == 0;
 }
 
 static bool kvo_remove_twice(void) {
@@ -358,7 +369,7 @@ static bool kvo_remove_context_never_added(void) {
     CSLModel *model = [[[CSLModel alloc] init] autorelease];
     CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
     [model removeObserver:observer forKeyPath:@"name" context:(void *)1];
-    return true;
+    return cs_kvo_still_works(model) && observer->hits == 0;
 }
 
 /* The observed object deallocates while observed; a new object may reuse its memory. */
@@ -386,7 +397,7 @@ static bool kvo_observer_dealloc(void) {
     for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
     [model setName:@"boom"];
     [model setName:@"again"];
-    return true;
+    return [[model name] isEqualToString:@"again"] && cs_kvo_still_works(model);
 }
 
 static bool kvo_observer_without_callback(void) {
@@ -395,7 +406,7 @@ static bool kvo_observer_without_callback(void) {
     [model addObserver:observer forKeyPath:@"name" options:0 context:NULL];
     [model setName:@"x"];
     [model removeObserver:observer forKeyPath:@"name"];
-    return true;
+    return [[model name] isEqualToString:@"x"] && cs_kvo_still_works(model);
 }
 
 #pragma mark - Zombies (SPEC §2.9)
@@ -452,11 +463,13 @@ static bool zombie_message_struct(void) {
     return range.location == 0 && range.length == 0;
 }
 
+/* The extra release reaches the zombie, which stays kept (not freed a second time). */
 static bool zombie_release_over(void) {
     CSLZombieVictim *victim = cs_dead_victim();
     [victim release];
+    bool kept = cs_zombie_count() == 1;
     cs_lifecycle_unconfigure_zombies();
-    return true;
+    return kept;
 }
 
 #pragma mark - Notifications (SPEC §2.7)
