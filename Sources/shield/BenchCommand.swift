@@ -39,14 +39,21 @@ enum BenchCommand {
             }
         }
         CrashShield._resetForTesting()
-        for result in results {
+        for (result, benchCase) in zip(results, cases) {
+            let note = benchCase.note.map { fill in
+                var buffer = [CChar](repeating: 0, count: 256)
+                fill(&buffer, buffer.count)
+                return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
             if json {
+                let noteField = note.map { ", \"note\": \"\($0)\"" } ?? ""
                 print(
                     "{\"case\": \"\(result.name)\", \"baseline_ns\": \(format(result.baseline)), "
-                        + "\"guarded_ns\": \(format(result.guarded)), \"ratio\": \(format(result.ratio, digits: 3))}")
+                        + "\"guarded_ns\": \(format(result.guarded)), \"ratio\": \(format(result.ratio, digits: 3))\(noteField)}")
             } else {
                 let name = result.name.padding(toLength: 44, withPad: " ", startingAt: 0)
                 print("\(name) baseline \(format(result.baseline)) ns  guarded \(format(result.guarded)) ns  ratio \(format(result.ratio, digits: 3))")
+                if let note { print("    \(note)") }
             }
         }
         return 0

@@ -41,6 +41,9 @@ typedef struct {
 typedef struct {
     const char *name;
     uint64_t (*run)(uint64_t iterations, bool guarded);
+    /** Optional: a figure the case measured besides time (written into `buffer`), read once after
+     *  all rounds. NULL for most cases. */
+    void (*note)(char *buffer, size_t capacity);
 } cs_bench_case;
 
 size_t cs_bench_count(void);
