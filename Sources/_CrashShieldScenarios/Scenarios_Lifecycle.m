@@ -873,13 +873,27 @@ static void *oracle_kvo(void) {
     return out;
 }
 
+/* A ticker that logs each tick and invalidates its timer at tick `stop_after`. */
+static CSLTicker *cs_logging_ticker(int stop_after) {
+    CSLTicker *ticker = [[CSLTicker alloc] init];
+    ticker->log = [[NSMutableString alloc] init];
+    ticker->stop_after = stop_after;
+    return ticker;
+}
+
+/* A timer made with timerWithTimeInterval: and added to the current run loop by hand (retained:
+ * GNUstep's run loop frees an invalidated timer it owned alone). */
+static NSTimer *cs_added_timer(CSLTicker *ticker, id userInfo, BOOL repeats) {
+    NSTimer *timer = [[NSTimer timerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:)
+                                            userInfo:userInfo repeats:repeats] retain];
+    [[NSRunLoop currentRunLoop] addTimer:timer forMode:NSDefaultRunLoopMode];
+    return timer;
+}
+
 static void *oracle_timers(void) {
     NSMutableString *out = [NSMutableString string];
     /* Repeating timer: the selector gets the real timer and its userInfo; the target stops it. */
-    CSLTicker *ticker = [[CSLTicker alloc] init];
-    ticker->log = [[NSMutableString alloc] init];
-    ticker->stop_after = 3;
-    /* Timers are retained here: GNUstep's run loop frees an invalidated timer it owned alone. */
+    CSLTicker *ticker = cs_logging_ticker(3);
     NSTimer *timer = [[NSTimer scheduledTimerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:)
                                                      userInfo:@"info" repeats:YES] retain];
     [out appendFormat:@"repeating valid=%d interval=%.3f userInfo=%@; ", [timer isValid], [timer timeInterval],
@@ -888,25 +902,16 @@ static void *oracle_timers(void) {
     [out appendFormat:@"%@ valid=%d | ", ticker->log, [timer isValid]];
     [ticker release];
     [timer release];
-    /* Repeating timer made with timerWithTimeInterval: and added to the run loop by hand; the
-     * timer passed to the selector is the one the caller holds. */
-    ticker = [[CSLTicker alloc] init];
-    ticker->log = [[NSMutableString alloc] init];
-    ticker->stop_after = 2;
-    timer = [[NSTimer timerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:) userInfo:@"manual"
-                                    repeats:YES] retain];
-    [[NSRunLoop currentRunLoop] addTimer:timer forMode:NSDefaultRunLoopMode];
+    /* Repeating timer made with timerWithTimeInterval: and added to the run loop by hand. */
+    ticker = cs_logging_ticker(2);
+    timer = cs_added_timer(ticker, @"manual", YES);
     cs_spin_until(cs_ticker_done, ticker, 5.0);
     [out appendFormat:@"manual repeating %@ valid=%d | ", ticker->log, [timer isValid]];
     [ticker release];
     [timer release];
     /* One-shot timer: retains its target until it fired. */
-    ticker = [[CSLTicker alloc] init];
-    ticker->log = [[NSMutableString alloc] init];
-    ticker->stop_after = 1;
-    timer = [[NSTimer timerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:) userInfo:@"once"
-                                    repeats:NO] retain];
-    [[NSRunLoop currentRunLoop] addTimer:timer forMode:NSDefaultRunLoopMode];
+    ticker = cs_logging_ticker(1);
+    timer = cs_added_timer(ticker, @"once", NO);
     unsigned long before = (unsigned long)[ticker retainCount];
     cs_spin_until(cs_ticker_done, ticker, 5.0);
     [out appendFormat:@"one-shot retained=%d %@ | ", before > 1, ticker->log];

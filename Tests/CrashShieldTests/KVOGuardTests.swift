@@ -7,31 +7,20 @@ import _CrashShieldScenarios
 /// and removal by context: legal calls keep their meaning across policy switches.
 extension RuntimeTests {
     @Suite struct KVOGuard {
-        /// A registration added while the guard was off is a real one: removing it after the guard
-        /// was switched on must remove it (not be taken for a misuse and ignored).
-        @Test func registrationAddedWhileOffIsRemovedWhileOn() throws {
+        /// A policy switch between adding and removing never changes what the removal means:
+        /// added while off (untracked), removed while on, the removal must reach the registration
+        /// (not be taken for a misuse and ignored); added while on (tracked), removed while off,
+        /// the guard's own registration must go too.
+        @Test(arguments: [(GuardPolicy.off, GuardPolicy.neutralize), (.neutralize, .off)])
+        func removalAfterAPolicySwitchRemovesTheRegistration(added: GuardPolicy, removed: GuardPolicy) throws {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
-                try CrashShield.setPolicy(.off, for: .kvo)
-                cs_test_kvo_pair_add(pair, 1)
-                #expect(cs_test_kvo_pair_change(pair) == 100)
-                try CrashShield.setPolicy(.neutralize, for: .kvo)
-                cs_test_kvo_pair_remove(pair)
-                #expect(cs_test_kvo_pair_change(pair) == 0, "the removal did not reach the registration")
-                #expect(CrashShield.recordedCount(for: .kvo) == 0)
-                cs_test_kvo_pair_free(pair)
-            }
-        }
-
-        /// The other direction: added while on (tracked by the guard), removed while off.
-        @Test func registrationAddedWhileOnIsRemovedWhileOff() throws {
-            try withGuards {
-                let pair = try #require(cs_test_kvo_pair_new())
+                try CrashShield.setPolicy(added, for: .kvo)
                 cs_test_kvo_pair_add(pair, 2)
                 #expect(cs_test_kvo_pair_change(pair) == 10)
-                try CrashShield.setPolicy(.off, for: .kvo)
+                try CrashShield.setPolicy(removed, for: .kvo)
                 cs_test_kvo_pair_remove(pair)
-                #expect(cs_test_kvo_pair_change(pair) == 0, "the tracked registration survived its removal")
+                #expect(cs_test_kvo_pair_change(pair) == 0, "the registration survived its removal")
                 try CrashShield.setPolicy(.neutralize, for: .kvo)
                 #expect(CrashShield.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_free(pair)
