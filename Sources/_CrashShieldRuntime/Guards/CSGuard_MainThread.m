@@ -12,6 +12,11 @@
  *   original is the inherited implementation; other classes are unaffected.
  * - Apple's default list (UIView setNeedsLayout, ...) belongs to the Apple build; on Linux the
  *   default list is empty.
+ * - Canary: the guard always hooks one pair of its own (CSMainThreadCanary -cs_canary_touch) and
+ *   calls it with a thread-local "off the main thread" override, so it checks the hook on this
+ *   runtime without a second thread or a running main queue. The re-dispatched canary call runs
+ *   whenever the main queue is next drained (it only counts); until then it holds one small
+ *   object.
  */
 #import "../Engine/CSEngine.h"
 #import "../Backend/CSBackend.h"
@@ -42,6 +47,9 @@ static SEL g_slot_selector[CS_SLOT_COUNT];
 static BOOL g_installed; /* under g_config_lock */
 static void cs_main_hook_pairs_locked(void);
 
+/* Set only by the canary, on its own thread, around one call: this thread counts as not main. */
+static __thread BOOL t_canary_off_main;
+
 static void cs_main_replay_run(void *context) {
     cs_main_replay *replay = context;
     ((void (*)(id, SEL, uintptr_t))replay->original)(replay->receiver, replay->selector, replay->argument);
@@ -53,7 +61,7 @@ static void cs_main_replay_run(void *context) {
 static CSHookSlots *cs_main_slots(void);
 
 static inline void cs_main_call(IMP original, id self, SEL _cmd, const void *caller, uintptr_t argument) {
-    if (CS_LIKELY(cs_backend_is_main_thread()) || !cs_guard_is_on(G) ||
+    if (CS_LIKELY(cs_backend_is_main_thread() && !t_canary_off_main) || !cs_guard_is_on(G) ||
         !cs_guard_misuse(G, self, _cmd, caller, "called off the main thread: re-dispatched to the main queue", 0, 0,
                          0)) {
         ((void (*)(id, SEL, uintptr_t))original)(self, _cmd, argument);
@@ -111,51 +119,89 @@ static char cs_main_type(const char *encoding) {
     return encoding ? *encoding : 0;
 }
 
+/* Hooks (cls, sel) unless it is hooked already, not replayable (see the contracts) or no slot is
+ * left; `counted` adds it to the guard's hooked methods (the canary's own pair is not). Caller
+ * holds g_config_lock. */
+static void cs_main_hook_locked(Class cls, SEL sel, BOOL counted) {
+    CSHookSlots *slots = cs_main_slots();
+    Method method = cls ? class_getInstanceMethod(cls, sel) : NULL;
+    if (method == NULL || slots->used >= CS_SLOT_COUNT) return;
+    for (unsigned i = 0; i < slots->used; i++)
+        if (slots->owner[i] == cls && sel_isEqual(g_slot_selector[i], sel)) return;
+    unsigned args = method_getNumberOfArguments(method);
+    char returns[16] = {0};
+    method_getReturnType(method, returns, sizeof returns);
+    if (cs_main_type(returns) != 'v' || args > 3) return;
+    BOOL is_object = NO;
+    if (args == 3) {
+        char arg[32] = {0};
+        method_getArgumentType(method, 2, arg, sizeof arg);
+        char t = cs_main_type(arg);
+        if (t == '@') is_object = YES;
+        else if (!strchr("#:*^cCsSiIlLqQB", t)) return;
+    }
+    unsigned i = slots->used;
+    IMP current = class_getMethodImplementation(cls, sel);
+    slots->original[i] = current;
+    slots->owner[i] = cls;
+    g_argument_is_object[i] = is_object;
+    g_slot_selector[i] = sel;
+    slots->used = i + 1;
+    if (cs_backend_class_defines(cls, sel)) {
+        IMP previous = cs_backend_replace_implementation(cls, sel, slots->replacement[i]);
+        if (previous != NULL && previous != current) slots->original[i] = previous;
+    } else {
+        class_addMethod(cls, sel, slots->replacement[i], method_getTypeEncoding(method));
+    }
+    if (counted) CSGuardMainThread.hooked_methods++;
+}
+
 /* Hooks every configured pair that is not hooked yet. Caller holds g_config_lock. */
 static void cs_main_hook_pairs_locked(void) {
-    CSHookSlots *slots = cs_main_slots();
-    for (size_t p = 0; p < g_pair_count && slots->used < CS_SLOT_COUNT; p++) {
-        Class cls = objc_lookUpClass(g_class_names[p]);
-        SEL sel = cs_backend_selector(g_selectors[p]);
-        Method method = cls ? class_getInstanceMethod(cls, sel) : NULL;
-        if (method == NULL) continue;
-        BOOL already = NO;
-        for (unsigned i = 0; i < slots->used && !already; i++)
-            already = slots->owner[i] == cls && sel_isEqual(g_slot_selector[i], sel);
-        if (already) continue;
-        unsigned args = method_getNumberOfArguments(method);
-        char returns[16] = {0};
-        method_getReturnType(method, returns, sizeof returns);
-        if (cs_main_type(returns) != 'v' || args > 3) continue;
-        BOOL is_object = NO;
-        if (args == 3) {
-            char arg[32] = {0};
-            method_getArgumentType(method, 2, arg, sizeof arg);
-            char t = cs_main_type(arg);
-            if (t == '@') is_object = YES;
-            else if (!strchr("#:*^cCsSiIlLqQB", t)) continue;
-        }
-        unsigned i = slots->used;
-        IMP current = class_getMethodImplementation(cls, sel);
-        slots->original[i] = current;
-        slots->owner[i] = cls;
-        g_argument_is_object[i] = is_object;
-        g_slot_selector[i] = sel;
-        slots->used = i + 1;
-        if (cs_backend_class_defines(cls, sel)) {
-            IMP previous = cs_backend_replace_implementation(cls, sel, slots->replacement[i]);
-            if (previous != NULL && previous != current) slots->original[i] = previous;
-        } else {
-            class_addMethod(cls, sel, slots->replacement[i], method_getTypeEncoding(method));
-        }
-        CSGuardMainThread.hooked_methods++;
+    for (size_t p = 0; p < g_pair_count; p++)
+        cs_main_hook_locked(objc_lookUpClass(g_class_names[p]), cs_backend_selector(g_selectors[p]), YES);
+}
+
+@interface CSMainThreadCanary : NSObject {
+  @public
+    int touches;          /* CS_ATOMIC_*: every run, wherever it ran */
+    int touches_off_main; /* runs on the canary's thread while it counted as off the main thread */
+}
+- (void)cs_canary_touch;
+@end
+@implementation CSMainThreadCanary
+- (void)cs_canary_touch CS_GUARD_METHOD(mainthread) {
+    __atomic_fetch_add(&touches, 1, __ATOMIC_RELAXED);
+    if (t_canary_off_main) touches_off_main++;
+}
+@end
+
+static const char *cs_main_canary(void) {
+    CSMainThreadCanary *canary = [[CSMainThreadCanary alloc] init];
+    const char *failure = NULL;
+    uint64_t before = cs_canary_hits();
+    t_canary_off_main = YES;
+    [canary cs_canary_touch];
+    t_canary_off_main = NO;
+    /* Not `touches`: a main thread draining its queue may already have run the replay. */
+    if (canary->touches_off_main != 0 || cs_canary_hits() == before)
+        failure = "a call off the main thread was not re-dispatched to the main queue";
+    if (failure == NULL && cs_backend_is_main_thread()) { /* the replay cannot run meanwhile */
+        before = cs_canary_hits();
+        int touches = CS_ATOMIC_LOAD(&canary->touches);
+        [canary cs_canary_touch];
+        if (CS_ATOMIC_LOAD(&canary->touches) != touches + 1 || cs_canary_hits() != before)
+            failure = "a call on the main thread did not run at once, untouched";
     }
+    CS_RELEASE(canary); /* the pending replay holds its own reference */
+    return failure;
 }
 
 static const char *cs_main_install(uint32_t *hooked) {
     (void)hooked; /* counted directly: pairs configured later are hooked later */
     pthread_mutex_lock(&g_config_lock);
     g_installed = YES;
+    cs_main_hook_locked([CSMainThreadCanary class], @selector(cs_canary_touch), NO);
     cs_main_hook_pairs_locked();
     pthread_mutex_unlock(&g_config_lock);
     return NULL;
@@ -171,6 +217,4 @@ static void cs_main_uninstall(void) {
     pthread_mutex_unlock(&g_config_lock);
 }
 
-/* No canary: the misuse needs a configured class and a running main queue, neither of which
- * exists at start in general. The tests and `shield demo` exercise it. */
-CS_GUARD_DEFINE_CUSTOM(CSGuardMainThread, mainthread, cs_main_install, cs_main_uninstall, NULL);
+CS_GUARD_DEFINE_CUSTOM(CSGuardMainThread, mainthread, cs_main_install, cs_main_uninstall, cs_main_canary);
