@@ -33,6 +33,9 @@ public struct CrashReport: Codable, Sendable, Hashable {
     public var process: ProcessInfo?
     public var os: OSInfo?
     public var images: [Image]?
+    /// Other threads that crashed while this report was being written (counted when its tail was
+    /// written): they waited for this one and ended with the process, without a report of their own.
+    public var otherCrashingThreads: Int?
     /// Time the handler spent from entry to the last byte written.
     public var handlerNs: UInt64?
     /// Written last: true only for a report that was written to the end.

@@ -6,6 +6,8 @@
  * - g_owner holds the thread id of the thread writing the report (0 = nobody). The first
  *   crashing thread claims it with a CAS. A second thread that crashes meanwhile waits (bounded)
  *   for the owner to finish; the owner ends the process, so the loser never writes a report.
+ *   Waiting threads are counted (g_other_crashers) and the report says how many there were when
+ *   its tail was written ("other_crashing_threads").
  * - The handler runs with SA_NODEFER, so a fault inside the handler re-enters it on the same
  *   thread (g_owner == self, state WRITING): depth 1 rewrites the report file as a minimal report
  *   and ends the process with the original signal; depth 2 calls _exit(128 + signal).
@@ -68,6 +70,7 @@ static pthread_once_t g_alt_stack_once = PTHREAD_ONCE_INIT;
 static _Atomic pid_t g_owner;
 static _Atomic int g_state;
 static _Atomic int g_depth;
+static _Atomic int g_other_crashers; /* threads waiting for (or passed on by) the report owner */
 static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
 static _Atomic int g_report_count;
 static _Atomic bool g_written;
@@ -445,6 +448,8 @@ static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "images", false);
     csc_write_images(out);
     csc_out_flush(out);
+    csc_out_key(out, "other_crashing_threads", false);
+    csc_out_u64(out, (uint64_t)atomic_load(&g_other_crashers));
     csc_out_key(out, "handler_ns", false);
     csc_out_u64(out, csc_clock_ns(CLOCK_MONOTONIC) - g_handler_start_ns);
     csc_out_key(out, "complete", false);
@@ -634,9 +639,14 @@ static void csc_park_forever(void) {
 static void csc_handler(int sig, siginfo_t *info, void *context) {
     int saved_errno = errno;
     pid_t self = csc_gettid();
+    bool counted = false; /* this thread is in g_other_crashers */
     for (int waited = 0;; waited++) {
         pid_t expected = 0;
-        if (atomic_compare_exchange_strong(&g_owner, &expected, self)) break;
+        if (atomic_compare_exchange_strong(&g_owner, &expected, self)) {
+            /* After an opt-in recovery a waiting thread becomes the next owner. */
+            if (counted) atomic_fetch_sub(&g_other_crashers, 1);
+            break;
+        }
         if (expected == self) {
             if (atomic_load(&g_state) == CSC_STATE_DONE) {
                 /* This thread already reported (an uncaught exception that now aborts). */
@@ -659,6 +669,10 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
             return;
         }
         /* Another thread is writing the report and will end the process. Wait, bounded. */
+        if (!counted) {
+            atomic_fetch_add(&g_other_crashers, 1);
+            counted = true;
+        }
         if (waited > 5000) _exit(128 + sig);
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
