@@ -287,8 +287,11 @@ static const char *csc_collect_frames(const ucontext_t *uc) {
 
 /* ---- report ------------------------------------------------------------------------------- */
 
+/* The image table this report reads, pinned when the handler claimed the crash. */
+static const csc_image_table *g_report_images;
+
 static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
-    const csc_image_table *table = csc_images_current();
+    const csc_image_table *table = g_report_images;
     csc_out_raw(out, "[");
     for (int i = 0; i < count; i++) {
         if (i) csc_out_raw(out, ",");
@@ -308,7 +311,7 @@ static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
 
 static void csc_write_images(csc_out *out) {
     static const char hex[] = "0123456789abcdef";
-    const csc_image_table *table = csc_images_current();
+    const csc_image_table *table = g_report_images;
     csc_out_raw(out, "[");
     for (int i = 0; table && i < table->count; i++) {
         const csc_image *image = &table->images[i];
@@ -681,6 +684,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
     atomic_store(&g_state, CSC_STATE_WRITING);
     atomic_store(&g_depth, 1);
     g_first_signal = sig;
+    g_report_images = csc_images_pin();
     g_out.fd = -1;
 
     /* Watchdog: a handler stuck on a lock or a loop is ended by SIGALRM's default action. */
@@ -705,6 +709,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         alarm(previous_alarm_seconds);
         sigaction(SIGALRM, &previous_alarm, NULL);
         sigprocmask(SIG_SETMASK, &previous_mask, NULL);
+        csc_images_unpin();
         atomic_store(&g_depth, 0);
         atomic_store(&g_state, CSC_STATE_IDLE);
         atomic_store(&g_owner, 0);
@@ -732,6 +737,7 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
     atomic_store(&g_state, CSC_STATE_WRITING);
     atomic_store(&g_depth, 1);
     g_first_signal = SIGABRT;
+    g_report_images = csc_images_pin();
     int fd = csc_open_report();
     if (fd >= 0) {
         csc_out *out = &g_out;
@@ -763,6 +769,7 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
         close(fd);
         csc_remember_path();
     }
+    csc_images_unpin(); /* the report is written; a following abort writes nothing */
     atomic_store(&g_state, CSC_STATE_DONE); /* owner stays: a following abort writes nothing */
 }
 

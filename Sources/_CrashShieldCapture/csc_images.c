@@ -25,15 +25,35 @@
 #include "cs_image_range.h"
 #endif
 
-/* Two tables: a refresh fills the one the handler is not reading, then publishes it. */
+/* Two tables: a refresh fills the one that is not current, then publishes it. A crash handler
+ * pins the table it reads (g_pinned), and a refresh that would refill the pinned table is skipped
+ * (the process is crashing; an opt-in recovery unpins), so two refreshes during one report cannot
+ * rewrite the table under the handler.
+ *
+ * Why pinning is exact (all atomics sequentially consistent): the pinner stores g_pinned = i and
+ * then sees g_current == i. A refresh already running then fills the other table (it read
+ * g_current == i under the lock, and only it can publish); every later refresh reads g_pinned
+ * after the store and skips table i. */
 static csc_image_table g_tables[2];
 static _Atomic int g_current = -1;
+static _Atomic int g_pinned = -1;
 static pthread_mutex_t g_refresh_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const csc_image_table *csc_images_current(void) {
     int index = atomic_load(&g_current);
     return index < 0 ? NULL : &g_tables[index];
 }
+
+const csc_image_table *csc_images_pin(void) {
+    for (;;) {
+        int index = atomic_load(&g_current);
+        if (index < 0) return NULL;
+        atomic_store(&g_pinned, index);
+        if (atomic_load(&g_current) == index) return &g_tables[index];
+    }
+}
+
+void csc_images_unpin(void) { atomic_store(&g_pinned, -1); }
 
 int csc_image_index(const csc_image_table *table, uintptr_t address) {
     if (table == NULL) return -1;
@@ -105,6 +125,10 @@ void csc_refresh_images(void) {
     pthread_mutex_lock(&g_refresh_lock);
     int current = atomic_load(&g_current);
     int next = current == 0 ? 1 : 0;
+    if (atomic_load(&g_pinned) == next) { /* a crash handler is reading it */
+        pthread_mutex_unlock(&g_refresh_lock);
+        return;
+    }
     csc_image_table *table = &g_tables[next];
     table->count = 0;
 #if defined(__linux__)

@@ -32,6 +32,10 @@ typedef struct {
 
 /** The table the handler reads: frozen, replaced only by swapping which of two tables is current. */
 const csc_image_table *csc_images_current(void);
+/** The current table, pinned: refreshes leave it alone until csc_images_unpin(). For the crash
+ *  handler (one pin at a time). Async-signal-safe. */
+const csc_image_table *csc_images_pin(void);
+void csc_images_unpin(void);
 /** Index of the image containing `address` in `table`, or -1. Async-signal-safe. */
 int csc_image_index(const csc_image_table *table, uintptr_t address);
 

@@ -2,9 +2,17 @@ import Foundation
 import Testing
 
 @testable import CrashShieldCapture
+import _CrashShieldCapture
 
 /// SPEC §4/§10: the handler's behaviour around the crash itself, each in a child process.
 @Suite struct HandlerBehaviourTests {
+    /// The image table the handler reads is pinned: a refresh during a report (another thread
+    /// loading a library) fills the other table, and a second one is skipped instead of
+    /// rewriting the table being read. In process: no crash involved.
+    @Test func pinnedImageTableSurvivesRefreshes() {
+        #expect(csc_test_image_pin() == 0)
+    }
+
     /// A fault inside the handler still leaves one (minimal) report and the process dies with the
     /// original signal instead of hanging.
     @Test func crashInsideTheHandlerLeavesAMinimalReport() throws {

@@ -143,6 +143,10 @@ int csc_crash_sigpipe(void);
 /** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
 void csc_test_install_previous_handler(void);
 bool csc_test_sigpipe_is_ignored(void);
+/** The image-table pin (csc_images.c) against refreshes: 0 when a pinned table survives two
+ *  refreshes (the one that would refill it is skipped) and refreshes alternate again after the
+ *  unpin; otherwise the number of the step that failed. */
+int csc_test_image_pin(void);
 
 #ifdef __cplusplus
 }
