@@ -596,6 +596,7 @@ cs_mainthread_fixture_state cs_lifecycle_mainthread_state(void *object) {
 typedef struct {
     unsigned iterations;
     unsigned anomalies;
+    CSLMainThreadOnly *main_only; /* shared by all workers; NULL: no main-thread calls */
 } cs_stress_arg;
 
 static void *cs_stress_worker(void *raw) {
@@ -646,19 +647,29 @@ static void *cs_stress_worker(void *raw) {
             [timer fire];
             [timer invalidate];
             }
+            { /* zombies: kept (cs_lifecycle_stress sets a budget no run reaches), then messaged */
+            CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+            victim->count = 3;
+            [victim release];
+            if ([cs_opaque(victim) count] != 0) arg->anomalies++;
+            }
+            /* main-thread-only call from this background thread: re-dispatched to the main queue */
+            if (arg->main_only) [arg->main_only cs_touchValue:(long)i];
         }
     }
     [center release];
     return NULL;
 }
 
-unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations) {
+unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainthread_fixture) {
     pthread_t ids[32];
     cs_stress_arg args[32];
     if (threads > 32) threads = 32;
+    cs_lifecycle_configure_zombies((size_t)256 << 20, 1u << 22);
     for (unsigned t = 0; t < threads; t++) {
         args[t].iterations = iterations;
         args[t].anomalies = 0;
+        args[t].main_only = mainthread_fixture;
         pthread_create(&ids[t], NULL, cs_stress_worker, &args[t]);
     }
     unsigned anomalies = 0;
@@ -666,6 +677,7 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations) {
         pthread_join(ids[t], NULL);
         anomalies += args[t].anomalies;
     }
+    cs_lifecycle_unconfigure_zombies();
     return anomalies;
 }
 

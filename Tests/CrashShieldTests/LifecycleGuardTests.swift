@@ -200,11 +200,26 @@ extension RuntimeTests {
 
         @Test func concurrentAddRemovePostAndDeallocStayConsistent() throws {
             try withGuards {
-                #expect(cs_lifecycle_stress(8, 400) == 0)
+                cs_lifecycle_configure_main_thread_fixture()
+                let fixture = try #require(cs_lifecycle_mainthread_fixture_new())
+                defer { cs_lifecycle_mainthread_fixture_free(fixture) }
+                let (threads, iterations): (UInt32, UInt32) = (8, 400)
+                #expect(cs_lifecycle_stress(threads, iterations, fixture) == 0)
                 // Observers died registered (KVO and notifications) and timer targets were released.
                 #expect(CrashShield.recordedCount(for: .kvo) > 0)
                 #expect(CrashShield.recordedCount(for: .notification) > 0)
                 #expect(CrashShield.recordedCount(for: .timer) > 0)
+                // One zombie message and one main-thread call per iteration: none lost.
+                let calls = Int(threads * iterations)
+                #expect(CrashShield.recordedCount(for: .zombie) == UInt64(calls))
+                #expect(CrashShield.recordedCount(for: .mainThread) == UInt64(calls))
+                // The process's main thread drains the main queue; every re-dispatched call arrives there.
+                for _ in 0..<1_000 where cs_lifecycle_mainthread_state(fixture).calls < calls {
+                    usleep(10_000)
+                }
+                let state = cs_lifecycle_mainthread_state(fixture)
+                #expect(state.calls == Int32(calls))
+                #expect(state.main_calls == state.calls)
             }
         }
 

@@ -201,9 +201,12 @@ bool cs_lifecycle_message_latest_zombie(void);
 void cs_lifecycle_dealloc_paths_without_pool(void);
 
 /** `threads` threads add, remove, post and deallocate KVO observers and observed objects,
- *  notification observers and timer targets at once. Returns anomalies seen (wrong delivery
- *  counts); a memory error crashes instead. */
-unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations);
+ *  notification observers and timer targets at once, free and message zombie-class objects (opted
+ *  in for the run, with a budget it never reaches: every zombie is still kept when messaged), and,
+ *  when `mainthread_fixture` is not NULL, call its main-thread-only -cs_touchValue: once per
+ *  iteration (configure the fixture first). Returns anomalies seen (wrong delivery counts, a zombie
+ *  answering non-zero); a memory error crashes instead. */
+unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainthread_fixture);
 
 #ifdef __cplusplus
 }
