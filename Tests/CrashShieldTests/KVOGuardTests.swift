@@ -27,6 +27,25 @@ extension RuntimeTests {
             }
         }
 
+        /// One registration tracked (context 1), one not (context 2, added while off): removing
+        /// context 2 must take the untracked one, not the tracked registration of context 1.
+        @Test func removingAnUntrackedContextLeavesTheTrackedOne() throws {
+            try withGuards {
+                let pair = try #require(cs_test_kvo_pair_new())
+                cs_test_kvo_pair_add(pair, 1)
+                try CrashShield.setPolicy(.off, for: .kvo)
+                cs_test_kvo_pair_add(pair, 2)
+                try CrashShield.setPolicy(.neutralize, for: .kvo)
+                #expect(cs_test_kvo_pair_change(pair) == 110)
+                cs_test_kvo_pair_remove_context(pair, 2)
+                #expect(cs_test_kvo_pair_change(pair) == 100)
+                cs_test_kvo_pair_remove_context(pair, 1)
+                #expect(cs_test_kvo_pair_change(pair) == 0)
+                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                cs_test_kvo_pair_free(pair)
+            }
+        }
+
         /// Where no registration can exist, a removal is still a misuse: reported and ignored.
         @Test func removalFromAnObjectNeverObservedIsStillReported() throws {
             try withGuards {

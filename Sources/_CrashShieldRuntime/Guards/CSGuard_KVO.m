@@ -191,10 +191,8 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
 }
 @end
 
-/* The proxy of `observed`, created when `create`; not retained, not autoreleased (the side table
- * owns it and the caller holds `observed`). A proxy created for an object that already has
- * observation info starts with may_hold_untracked set: those registrations predate it. */
-/* GNUstep may retain and autorelease the info it returns: a pool of its own keeps that local. */
+/* YES when `observed` has any KVO registration at all. GNUstep may retain and autorelease the
+ * info it returns: a pool of its own keeps that local. */
 static BOOL cs_kvo_has_observation_info(id observed) {
     BOOL has;
     @autoreleasepool {
@@ -203,6 +201,9 @@ static BOOL cs_kvo_has_observation_info(id observed) {
     return has;
 }
 
+/* The proxy of `observed`, created when `create`; not retained, not autoreleased (the side table
+ * owns it and the caller holds `observed`). A proxy created for an object that already has
+ * observation info starts with may_hold_untracked set: those registrations predate it. */
 static CSKVOProxy *cs_kvo_proxy(id observed, BOOL create) {
     CSKVOProxy *proxy = (CSKVOProxy *)cs_sidetable_peek(observed, &kProxyKey);
     if (proxy || !create) return proxy;
@@ -370,7 +371,9 @@ static inline void cs_kvo_remove(IMP original, id self, SEL _cmd, const void *ca
 CS_DEFINE_HOOK_2(cs_kvo_remove, void, id, NSString *)
 
 /* -removeObserver:forKeyPath:context:, added to NSObject where the platform lacks it (GNUstep
- * 1.28); there an untracked registration is removed without its context, the best GNUstep offers. */
+ * 1.28); there an untracked registration is removed without its context, the best GNUstep offers,
+ * through GNUstep's own removal (not the hooked one, which would take a tracked entry of another
+ * context instead). */
 static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
     if (cs_kvo_remove_matching(self, observer, keyPath, YES, context)) return;
     if (cs_guard_is_on(G) && !cs_kvo_may_hold_untracked(self) &&
@@ -380,7 +383,7 @@ static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyP
     if (g_original_remove_context)
         ((cs_remove_context_fn)g_original_remove_context)(self, _cmd, observer, keyPath, context);
     else
-        [self removeObserver:observer forKeyPath:keyPath];
+        ((cs_remove_fn)g_original_remove)(self, @selector(removeObserver:forKeyPath:), observer, keyPath);
 }
 
 static const CSHookSpec kKVOHooks[] = {
