@@ -75,6 +75,7 @@ static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
 static _Atomic int g_report_count;
 static _Atomic bool g_written;
 static _Atomic int g_test_fault;
+static _Atomic bool g_test_wait_other; /* csc_test_wait_for_second_crash */
 static char g_guard_json[2][4096];
 static _Atomic int g_guard_json_index = -1;
 static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -451,6 +452,10 @@ static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "images", false);
     csc_write_images(out);
     csc_out_flush(out);
+    if (atomic_exchange(&g_test_wait_other, false)) {
+        struct timespec pause = {0, 1000000};
+        for (int i = 0; i < 500 && atomic_load(&g_other_crashers) == 0; i++) nanosleep(&pause, NULL);
+    }
     csc_out_key(out, "other_crashing_threads", false);
     csc_out_u64(out, (uint64_t)atomic_load(&g_other_crashers));
     csc_out_key(out, "handler_ns", false);
@@ -931,6 +936,7 @@ bool csc_report_written(void) { return atomic_load(&g_written); }
 const char *csc_report_path(void) { return g_report_path; }
 void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled ? 1 : 0); }
 void csc_test_hang_in_handler(void) { atomic_store(&g_test_fault, 2); }
+void csc_test_wait_for_second_crash(void) { atomic_store(&g_test_wait_other, true); }
 
 #else /* not Linux: NOT VERIFIED, NOT IMPLEMENTED. Apple needs its own handler (ucontext layout,
        * no process_vm_readv, Mach thread ids); until then capture reports itself unsupported. */
@@ -949,4 +955,5 @@ bool csc_report_written(void) { return false; }
 const char *csc_report_path(void) { return ""; }
 void csc_test_fault_in_handler(bool enabled) { (void)enabled; }
 void csc_test_hang_in_handler(void) {}
+void csc_test_wait_for_second_crash(void) {}
 #endif

@@ -116,6 +116,7 @@ static void *csc_racer_main(void *unused) {
 }
 
 void csc_crash_two_threads(void) {
+    csc_test_wait_for_second_crash();
     pthread_t first, second;
     pthread_create(&first, NULL, csc_racer_main, NULL);
     pthread_create(&second, NULL, csc_racer_main, NULL);

@@ -123,6 +123,9 @@ const char *csc_report_path(void);
 void csc_test_fault_in_handler(bool enabled);
 /** Makes the handler spin forever after its first section (watchdog test). */
 void csc_test_hang_in_handler(void);
+/** Makes the next report wait (up to 0.5 s, before its tail) until another thread has crashed too,
+ *  so a concurrent crash is seen deterministically (csc_crash_two_threads sets it). */
+void csc_test_wait_for_second_crash(void);
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
@@ -134,7 +137,8 @@ void csc_crash_trap(void);
 void csc_crash_stack_overflow(void);
 /** Starts a thread (with an alternate stack) that calls csc_crash_segv; blocks forever. */
 void csc_crash_thread_segv(void);
-/** Starts two threads that call csc_crash_segv at the same moment; blocks forever. */
+/** Starts two threads that call csc_crash_segv at the same moment; blocks forever. The report
+ *  waits for the second thread (csc_test_wait_for_second_crash), so it counts it. */
 void csc_crash_two_threads(void);
 /** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
 void csc_crash_thread_stack_overflow(void);
