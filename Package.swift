@@ -17,7 +17,8 @@ import PackageDescription
 import Foundation
 
 /// GCC's libobjc headers live in GCC's private include directory; find it instead of assuming the
-/// architecture or GCC version.
+/// architecture or GCC version. Used only by the targets below that are not part of a product
+/// (scenarios, test probes): those may keep compiler flags that SwiftPM refuses from a dependency.
 let gccObjCInclude: String = {
     let root = "/usr/lib/gcc"
     let fm = FileManager.default
@@ -30,10 +31,11 @@ let gccObjCInclude: String = {
     return "\(root)/x86_64-linux-gnu/12/include"
 }()
 
-/// GNUstep Base on GCC libobjc. Each flag is load-bearing (research/gnustep-probe.md §11):
-/// without -fexceptions @catch never fires, without the constant-string class @"" literals break at
-/// run time, and the GNUstep headers need -fno-blocks because libobjc ships no blocks runtime.
-let objcSettings: [CSetting] = [
+/// The demo/test-only Objective-C target (`_CrashShieldScenarios`) uses `@""` literals and
+/// `@try`, which need two flags SwiftPM accepts only from the root package (gnustep-probe §11):
+/// without -fexceptions @catch never fires, without the constant-string class @"" literals break
+/// at run time. It is in no product, so an app depending on CrashShield never builds it.
+let scenarioObjCSettings: [CSetting] = [
     .define("GNUSTEP"), .define("GNU_RUNTIME", to: "1"), .define("GNUSTEP_BASE_LIBRARY", to: "1"),
     .unsafeFlags([
         "-fno-blocks", "-fexceptions", "-fobjc-exceptions",
@@ -43,12 +45,28 @@ let objcSettings: [CSetting] = [
         "-Wno-objc-root-class",
     ]),
 ]
-let objcLinker: [LinkerSetting] = [.linkedLibrary("gnustep-base"), .linkedLibrary("objc")]
 #else
 // Apple: the system runtime and Foundation. Not compiled or verified on the Linux build machines.
-let objcSettings: [CSetting] = []
-let objcLinker: [LinkerSetting] = [.linkedFramework("Foundation")]
+let scenarioObjCSettings: [CSetting] = []
 #endif
+
+/// The Objective-C runtime target ships in the `CrashShield` product, so it may use only settings
+/// SwiftPM accepts from a package depended on by URL: no unsafeFlags. On Linux, GNUstep's include
+/// paths and libraries come from the `CGNUstepBase` system library (a pkg-config file that
+/// `scripts/bootstrap.sh` installs; Debian ships none), GNUstep's headers get a blocks-runtime shim
+/// instead of -fno-blocks, the sources use no `@""` literal (`CS_STR`) and the one `@try` lives in
+/// an Objective-C++ file, where exceptions are on by default (docs/ARCHITECTURE.md, "Building").
+let runtimeObjCSettings: [CSetting] = [
+    .define("GNUSTEP", .when(platforms: [.linux])),
+    .define("GNU_RUNTIME", to: "1", .when(platforms: [.linux])),
+    .define("GNUSTEP_BASE_LIBRARY", to: "1", .when(platforms: [.linux])),
+    .headerSearchPath("Backend/GNUstepShim", .when(platforms: [.linux])),
+]
+let objcLinker: [LinkerSetting] = [
+    .linkedLibrary("gnustep-base", .when(platforms: [.linux])),
+    .linkedLibrary("objc", .when(platforms: [.linux])),
+    .linkedFramework("Foundation", .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS, .macCatalyst])),
+]
 
 let package = Package(
     name: "CrashShield",
@@ -76,10 +94,18 @@ let package = Package(
             name: "CrashShieldCapture",
             dependencies: ["_CrashShieldCapture", "_CrashShieldIncidents", .product(name: "Logging", package: "swift-log")]
         ),
+        .systemLibrary(
+            name: "CGNUstepBase",
+            pkgConfig: "crashshield-gnustep-base",
+            providers: [.apt(["libgnustep-base-dev", "gobjc"])]
+        ),
         .target(
             name: "_CrashShieldRuntime",
-            dependencies: ["_CrashShieldIncidents", "_CrashShieldCapture"],
-            cSettings: objcSettings,
+            dependencies: [
+                "_CrashShieldIncidents", "_CrashShieldCapture",
+                .target(name: "CGNUstepBase", condition: .when(platforms: [.linux])),
+            ],
+            cSettings: runtimeObjCSettings,
             linkerSettings: objcLinker
         ),
         .target(
@@ -92,7 +118,7 @@ let package = Package(
         .target(
             name: "_CrashShieldScenarios",
             dependencies: ["_CrashShieldRuntime"],
-            cSettings: objcSettings,
+            cSettings: scenarioObjCSettings,
             linkerSettings: objcLinker
         ),
         .executableTarget(

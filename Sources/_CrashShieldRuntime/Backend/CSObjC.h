@@ -38,6 +38,47 @@
 #define CS_ATOMIC_FETCH_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 #define CS_ATOMIC_FETCH_SUB(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_RELAXED)
 
+/*
+ * String literals. On Apple `@"..."` is a constant CFString. On GNUstep a literal's class is set by
+ * -fconstant-string-class=NSConstantString, an unsafe flag SwiftPM refuses from a dependency; without
+ * it literals become GCC libobjc's own NXConstantString, which is no NSString. So this target writes
+ * CS_STR("text"): on GNUstep an immortal NSString made once per call site (a lost race leaks
+ * nothing: the loser releases its copy), on Apple the literal itself.
+ */
+#if defined(__APPLE__)
+#define CS_STR(literal) @literal
+#else
+#define CS_STR(literal)                                                                            \
+    ({                                                                                             \
+        static void *volatile cs_str_cache_;                                                       \
+        void *cs_str_ = CS_ATOMIC_LOAD(&cs_str_cache_);                                            \
+        (NSString *)(cs_str_ ? cs_str_ : cs_interned_string(&cs_str_cache_, "" literal));          \
+    })
+#endif
+
+/*
+ * Exceptions. Clang emits Objective-C landing pads for the GCC runtime only with -fexceptions, which
+ * SwiftPM passes to C++ but accepts for Objective-C only as an unsafe flag. So this target's `.m` files
+ * contain no @try/@catch/@finally: the few places that must catch go through these two functions,
+ * implemented in Objective-C++ (Backend/CSObjCTry.mm) where exceptions are on by default. Frames of
+ * the `.m` files between the throw and the catch need no landing pads (they own no cleanups: MRC).
+ */
+#ifdef __cplusplus
+extern "C" {
+#endif
+#if !defined(__APPLE__)
+/** The string for `utf8`, made once and kept in *cache for good; returns it (an NSString). */
+void *cs_interned_string(void *volatile *cache, const char *utf8);
+#endif
+/** Calls body(context); returns the Objective-C exception it threw (caught), or nil. */
+id cs_objc_try(void (*body)(void *context), void *context);
+/** Calls body(context), then cleanup(context) whether or not body threw; the exception, if any,
+ *  continues to the caller's caller unchanged. */
+void cs_objc_try_finally(void (*body)(void *context), void (*cleanup)(void *context), void *context);
+#ifdef __cplusplus
+}
+#endif
+
 #define CS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #endif

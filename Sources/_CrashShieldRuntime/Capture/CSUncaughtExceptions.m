@@ -47,7 +47,7 @@ bool cs_capture_exceptions_start(void) {
 
 __attribute__((noinline)) void cs_capture_raise_uncaught_exception(void) {
     [[NSAutoreleasePool alloc] init]; /* never drained: the process ends with the exception */
-    [NSException raise:@"CrashShieldTestException" format:@"raised on purpose by %s", "shield crash objc-exception"];
+    [NSException raise:CS_STR("CrashShieldTestException") format:CS_STR("raised on purpose by %s"), "shield crash objc-exception"];
     __asm__ volatile("" ::: "memory"); /* not a tail call: keep this frame in the stack */
 }
 
@@ -56,7 +56,7 @@ __attribute__((noinline)) void cs_capture_raise_uncaught_exception(void) {
  * guard's hook code is on the stack. The class is found at run time, never by name. */
 __attribute__((noinline)) void cs_capture_crash_inside_guard_for_testing(void) {
     [[NSAutoreleasePool alloc] init];
-    NSArray *array = [NSArray arrayWithObjects:@"a", @"b", nil];
+    NSArray *array = [NSArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
     (void)[array objectAtIndex:7]; /* a neutralised misuse first: the report's recent incidents show it */
     IMP implementation = class_getMethodImplementation([array class], @selector(objectAtIndex:));
     id (*call)(id, SEL, NSUInteger) = (id (*)(id, SEL, NSUInteger))implementation;

@@ -125,17 +125,16 @@ BOOL cs_guard_record(CSGuard *g, id receiver, SEL cmd, const void *caller, const
 /** Hits recorded on this thread since the canary started. */
 uint64_t cs_canary_hits(void);
 
+/** Names the canary step about to run: when a step throws, the engine (which runs the canary
+ *  through cs_objc_try) reports `threw_reason` as the canary's failure. A static string. */
+void cs_canary_step(const char *threw_reason);
+
 /** Evaluates `misuse` (an expression that must be intercepted and yield `expected_ok` true). */
 #define CS_CANARY_MISUSE(expr_ok, failure)                                                         \
     do {                                                                                           \
         uint64_t cs_before_ = cs_canary_hits();                                                    \
-        BOOL cs_ok_ = NO;                                                                          \
-        @try {                                                                                     \
-            cs_ok_ = (expr_ok) ? YES : NO;                                                         \
-        } @catch (id cs_e_) {                                                                      \
-            (void)cs_e_;                                                                           \
-            return failure " (threw)";                                                             \
-        }                                                                                          \
+        cs_canary_step(failure " (threw)");                                                        \
+        BOOL cs_ok_ = (expr_ok) ? YES : NO;                                                        \
         if (!cs_ok_ || cs_canary_hits() == cs_before_) return failure;                             \
     } while (0)
 
@@ -143,13 +142,8 @@ uint64_t cs_canary_hits(void);
 #define CS_CANARY_LEGAL(expr_ok, failure)                                                          \
     do {                                                                                           \
         uint64_t cs_before_ = cs_canary_hits();                                                    \
-        BOOL cs_ok_ = NO;                                                                          \
-        @try {                                                                                     \
-            cs_ok_ = (expr_ok) ? YES : NO;                                                         \
-        } @catch (id cs_e_) {                                                                      \
-            (void)cs_e_;                                                                           \
-            return failure " (threw)";                                                             \
-        }                                                                                          \
+        cs_canary_step(failure " (threw)");                                                        \
+        BOOL cs_ok_ = (expr_ok) ? YES : NO;                                                        \
         if (!cs_ok_ || cs_canary_hits() != cs_before_) return failure;                             \
     } while (0)
 

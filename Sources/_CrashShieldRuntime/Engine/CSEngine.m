@@ -144,6 +144,34 @@ static const char *cs_hook(CSGuard *g) {
     return NULL;
 }
 
+/** The step the running canary is in (CS_CANARY_MISUSE / CS_CANARY_LEGAL), for a step that throws. */
+static __thread const char *t_canary_step;
+
+void cs_canary_step(const char *threw_reason) {
+    t_canary_step = threw_reason;
+}
+
+typedef struct {
+    const char *(*canary)(void);
+    const char *failure;
+} cs_canary_run;
+
+static void cs_canary_body(void *context) {
+    cs_canary_run *run = context;
+    run->failure = run->canary();
+}
+
+/** Runs a canary; an exception out of it fails the canary with the reason of the step that threw. */
+static const char *cs_run_canary(const char *(*canary)(void)) {
+    cs_canary_run run = {.canary = canary, .failure = NULL};
+    t_canary_step = NULL;
+    id exception = cs_objc_try(cs_canary_body, &run);
+    const char *step = t_canary_step;
+    t_canary_step = NULL;
+    if (exception != nil) return step ? step : "canary threw outside its steps";
+    return run.failure;
+}
+
 static void cs_install_guard(CSGuard *g, cs_policy policy) {
     g->detail = NULL;
     const char *failure = cs_hook(g);
@@ -155,7 +183,7 @@ static void cs_install_guard(CSGuard *g, cs_policy policy) {
     }
     CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_NEUTRALIZE);
     cs_incidents_canary_begin();
-    const char *canary_failure = g->canary ? g->canary() : NULL;
+    const char *canary_failure = g->canary ? cs_run_canary(g->canary) : NULL;
     cs_incidents_canary_end();
     if (canary_failure == NULL && g_injected_canary_failure && strcmp(g_injected_canary_failure, g->name) == 0) {
         canary_failure = "canary failure injected by a test";

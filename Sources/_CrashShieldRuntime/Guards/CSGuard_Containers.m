@@ -107,19 +107,42 @@ CS_ALWAYS_INLINE void cs_replace_at(IMP original, id self, SEL _cmd, const void 
  * the same nil list: this depth tells them it is already recorded. Read only on the misuse path. */
 static __thread unsigned t_bulk_reported_depth;
 
+/** One call of a bulk initialiser's original, as a context for cs_objc_try_finally. */
+typedef struct {
+    IMP original;
+    id self;
+    SEL cmd;
+    const id *objects;
+    const id *keys; /* dictionaries only */
+    NSUInteger count;
+    BOOL with_keys;
+    id result;
+} cs_bulk_call;
+
+static void cs_bulk_call_original(void *context) {
+    cs_bulk_call *call = context;
+    if (call->with_keys)
+        call->result = ((id(*)(id, SEL, const id *, const id *, NSUInteger))call->original)(
+            call->self, call->cmd, call->objects, call->keys, call->count);
+    else
+        call->result = ((id(*)(id, SEL, const id *, NSUInteger))call->original)(call->self, call->cmd, call->objects,
+                                                                                 call->count);
+}
+
+static void cs_bulk_call_done(void *context) {
+    (void)context;
+    t_bulk_reported_depth--;
+}
+
 /** Report-only path of the bulk initialisers: the original runs (and usually throws) with the
- *  nested initialisers told not to record the same misuse again. Not a hot path. */
-#define CS_BULK_PASS_THROUGH(call)                                                                 \
-    do {                                                                                           \
-        id cs_result_ = nil;                                                                       \
-        t_bulk_reported_depth++;                                                                   \
-        @try {                                                                                     \
-            cs_result_ = (call);                                                                   \
-        } @finally {                                                                               \
-            t_bulk_reported_depth--;                                                               \
-        }                                                                                          \
-        return cs_result_;                                                                         \
-    } while (0)
+ *  nested initialisers told not to record the same misuse again; the depth is restored when it
+ *  throws too. Not a hot path. */
+static id cs_bulk_pass_through(cs_bulk_call call) {
+    t_bulk_reported_depth++;
+    cs_objc_try_finally(cs_bulk_call_original, cs_bulk_call_done, &call);
+    return call.result;
+}
+#define CS_BULK_PASS_THROUGH(...) return cs_bulk_pass_through((cs_bulk_call){__VA_ARGS__})
 
 /**
  * Bulk initialisers with a C array of objects (-initWithObjects:count:, +arrayWithObjects:count:,
@@ -134,14 +157,14 @@ static id cs_objects_count_init(IMP original, id self, SEL _cmd, const void *cal
             if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, count);
             if (cs_guard_misuse(G, self, _cmd, caller, "NULL object list with count {}", 1, count, 0))
                 return ((init_fn)original)(self, _cmd, NULL, 0);
-            CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, count));
+            CS_BULK_PASS_THROUGH(original, self, _cmd, objects, NULL, count, NO);
         }
         NSUInteger first = 0;
         while (first < count && objects[first] != nil) first++;
         if (CS_UNLIKELY(first < count)) {
             if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, count);
             if (!cs_guard_misuse(G, self, _cmd, caller, "nil object at index {} of {}", 2, first, count))
-                CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, count));
+                CS_BULK_PASS_THROUGH(original, self, _cmd, objects, NULL, count, NO);
             id stack[32];
             id *kept = count <= 32 ? stack : (id *)malloc(count * sizeof(id));
             if (kept == NULL) return ((init_fn)original)(self, _cmd, objects, first);
@@ -165,7 +188,7 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
             if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, keys, count);
             if (cs_guard_misuse(G, self, _cmd, caller, "NULL object or key list with count {}", 1, count, 0))
                 return ((init_fn)original)(self, _cmd, NULL, NULL, 0);
-            CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, keys, count));
+            CS_BULK_PASS_THROUGH(original, self, _cmd, objects, keys, count, YES);
         }
         NSUInteger first = 0;
         while (first < count && objects[first] != nil && keys[first] != nil) first++;
@@ -174,7 +197,7 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
             if (!cs_guard_misuse(G, self, _cmd, caller,
                                  keys[first] == nil ? "nil key at index {} of {}" : "nil value at index {} of {}", 2,
                                  first, count))
-                CS_BULK_PASS_THROUGH(((init_fn)original)(self, _cmd, objects, keys, count));
+                CS_BULK_PASS_THROUGH(original, self, _cmd, objects, keys, count, YES);
             id stack[64];
             id *kept = count <= 32 ? stack : (id *)malloc(2 * count * sizeof(id));
             if (kept == NULL) return ((init_fn)original)(self, _cmd, objects, keys, first);
@@ -581,25 +604,25 @@ static inline id cs_canary_opaque(id value) {
 }
 
 static const char *cs_containers_canary(void) {
-    NSArray *array = [NSArray arrayWithObjects:@"a", @"b", nil];
+    NSArray *array = [NSArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
     CS_CANARY_MISUSE([array objectAtIndex:5] == nil, "-[NSArray objectAtIndex:] beyond count not intercepted");
-    CS_CANARY_LEGAL([[array objectAtIndex:1] isEqual:@"b"], "-[NSArray objectAtIndex:] legal call changed");
+    CS_CANARY_LEGAL([[array objectAtIndex:1] isEqual:CS_STR("b")], "-[NSArray objectAtIndex:] legal call changed");
 
     NSMutableArray *mutable = [NSMutableArray arrayWithCapacity:2];
     CS_CANARY_MISUSE(([mutable addObject:cs_canary_opaque(nil)], [mutable count] == 0),
                      "-[NSMutableArray addObject:] nil not intercepted");
-    CS_CANARY_LEGAL(([mutable addObject:@"x"], [mutable count] == 1), "-[NSMutableArray addObject:] legal call changed");
+    CS_CANARY_LEGAL(([mutable addObject:CS_STR("x")], [mutable count] == 1), "-[NSMutableArray addObject:] legal call changed");
 
     NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithCapacity:2];
-    CS_CANARY_MISUSE(([dictionary setObject:@"v" forKey:cs_canary_opaque(nil)], [dictionary count] == 0),
+    CS_CANARY_MISUSE(([dictionary setObject:CS_STR("v") forKey:cs_canary_opaque(nil)], [dictionary count] == 0),
                      "-[NSMutableDictionary setObject:forKey:] nil key not intercepted");
-    CS_CANARY_LEGAL(([dictionary setObject:@"v" forKey:@"k"], [[dictionary objectForKey:@"k"] isEqual:@"v"]),
+    CS_CANARY_LEGAL(([dictionary setObject:CS_STR("v") forKey:CS_STR("k")], [[dictionary objectForKey:CS_STR("k")] isEqual:CS_STR("v")]),
                     "-[NSMutableDictionary setObject:forKey:] legal call changed");
 
     id missing = cs_canary_opaque(nil);
-    CS_CANARY_MISUSE(([@[ @"a", missing, @"c" ] isEqual:[NSArray arrayWithObjects:@"a", @"c", nil]]),
+    CS_CANARY_MISUSE(([@[ CS_STR("a"), missing, CS_STR("c") ] isEqual:[NSArray arrayWithObjects:CS_STR("a"), CS_STR("c"), nil]]),
                      "array literal with nil not intercepted");
-    CS_CANARY_LEGAL(([@[ @"a", @"c" ] count] == 2), "array literal legal call changed");
+    CS_CANARY_LEGAL(([@[ CS_STR("a"), CS_STR("c") ] count] == 2), "array literal legal call changed");
     return NULL;
 }
 

@@ -432,12 +432,12 @@ static const char *cs_kvo_canary(void) {
         CSKVOCanaryModel *model = [[CSKVOCanaryModel alloc] init];
         CSKVOCanaryObserver *observer = [[CSKVOCanaryObserver alloc] init];
         uint64_t before = cs_canary_hits();
-        [model removeObserver:observer forKeyPath:@"value"];
+        [model removeObserver:observer forKeyPath:CS_STR("value")];
         if (cs_canary_hits() == before) failure = "removal of a registration that does not exist was not intercepted";
         before = cs_canary_hits();
-        [model addObserver:observer forKeyPath:@"value" options:NSKeyValueObservingOptionNew context:NULL];
+        [model addObserver:observer forKeyPath:CS_STR("value") options:NSKeyValueObservingOptionNew context:NULL];
         [model setValue:3];
-        [model removeObserver:observer forKeyPath:@"value"];
+        [model removeObserver:observer forKeyPath:CS_STR("value")];
         [model setValue:4];
         if (!failure && (observer->hits != 1 || cs_canary_hits() != before))
             failure = "a legal registration did not behave as before";

@@ -140,7 +140,7 @@ static const CSHookSpec kNotificationHooks[] = {
 
 static const char *cs_notifications_canary(void) {
     NSNotificationCenter *center = [[NSNotificationCenter alloc] init];
-    NSString *name = @"CSNotificationCanary";
+    NSString *name = CS_STR("CSNotificationCanary");
     CSNotificationCanaryObserver *kept = [[CSNotificationCanaryObserver alloc] init];
     [center addObserver:kept selector:@selector(cs_ping:) name:name object:nil];
     @autoreleasepool {

@@ -184,13 +184,13 @@ static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id s
         if (CS_UNLIKELY(string == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
                 range = NSMakeRange(0, 0); /* replacing nothing with nothing: an unchanged copy */
-                string = @"";
+                string = CS_STR("");
             }
         } else {
             NSUInteger length = [(NSString *)self length];
             if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) {
                 range = NSMakeRange(0, 0);
-                string = @"";
+                string = CS_STR("");
             }
         }
     }
@@ -200,7 +200,7 @@ CS_DEFINE_HOOK_2(cs_string_stringByReplacingCharactersInRange, id, NSRange, id)
 
 static inline id cs_string_stringByAppendingString(IMP original, id self, SEL _cmd, const void *caller, id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
-        string = @"";
+        string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
 CS_DEFINE_HOOK_1(cs_string_stringByAppendingString, id, id)
@@ -210,7 +210,7 @@ CS_DEFINE_HOOK_1(cs_string_stringByAppendingString, id, id)
  * (the placeholder is never released by us; a real instance is initialised, not leaked). */
 static inline id cs_string_initWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
-        string = @"";
+        string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
 CS_DEFINE_HOOK_1(cs_string_initWithString, id, id)
@@ -218,7 +218,7 @@ CS_DEFINE_HOOK_1(cs_string_initWithString, id, id)
 /* +stringWithString: checks nil itself on GNUstep (it does not reach -initWithString:). */
 static inline id cs_string_stringWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
-        string = @"";
+        string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
 CS_DEFINE_HOOK_1(cs_string_stringWithString, id, id)
@@ -281,7 +281,7 @@ CS_DEFINE_HOOK_2(cs_mstring_replaceCharactersInRange, void, NSRange, id)
 
 static inline id cs_astring_initWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
-        string = @"";
+        string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
 CS_DEFINE_HOOK_1(cs_astring_initWithString, id, id)
@@ -289,7 +289,7 @@ CS_DEFINE_HOOK_1(cs_astring_initWithString, id, id)
 static inline id cs_astring_initWithStringAttributes(IMP original, id self, SEL _cmd, const void *caller, id string,
                                                      id attributes) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
-        string = @"";
+        string = CS_STR("");
     return ((id(*)(id, SEL, id, id))original)(self, _cmd, string, attributes);
 }
 CS_DEFINE_HOOK_2(cs_astring_initWithStringAttributes, id, id, id)
@@ -429,29 +429,29 @@ static const CSHookSpec kStringHooks[] = {
 #pragma mark - Canary
 
 static BOOL cs_canary_append_nil(void) {
-    NSMutableString *text = [NSMutableString stringWithString:@"ab"];
+    NSMutableString *text = [NSMutableString stringWithString:CS_STR("ab")];
     [text appendString:(NSString *)nil];
-    return [text isEqualToString:@"ab"];
+    return [text isEqualToString:CS_STR("ab")];
 }
 
 static BOOL cs_canary_append_legal(void) {
-    NSMutableString *text = [NSMutableString stringWithString:@"ab"];
-    [text appendString:@"c"];
-    return [text isEqualToString:@"abc"];
+    NSMutableString *text = [NSMutableString stringWithString:CS_STR("ab")];
+    [text appendString:CS_STR("c")];
+    return [text isEqualToString:CS_STR("abc")];
 }
 
 static const char *cs_strings_canary(void) {
     /* A compile-time constant string and one made at run time: different classes own the IMP. */
-    NSString *literal = @"abc";
+    NSString *literal = CS_STR("abc");
     NSString *made = [NSString stringWithUTF8String:"abc"];
-    NSMutableString *mutable = [NSMutableString stringWithString:@"abc"];
+    NSMutableString *mutable = [NSMutableString stringWithString:CS_STR("abc")];
     CS_CANARY_MISUSE([literal characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted (constant string)");
     CS_CANARY_LEGAL([literal characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed (constant string)");
     CS_CANARY_MISUSE([made characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted");
     CS_CANARY_LEGAL([made characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed");
-    CS_CANARY_MISUSE([[mutable substringWithRange:NSMakeRange(1, 9)] isEqualToString:@"bc"],
+    CS_CANARY_MISUSE([[mutable substringWithRange:NSMakeRange(1, 9)] isEqualToString:CS_STR("bc")],
                      "-[NSMutableString substringWithRange:] beyond length not intercepted");
-    CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:@"b"],
+    CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:CS_STR("b")],
                     "-[NSMutableString substringWithRange:] legal call changed");
     CS_CANARY_MISUSE(cs_canary_append_nil(), "-[NSMutableString appendString:] nil not intercepted");
     CS_CANARY_LEGAL(cs_canary_append_legal(), "-[NSMutableString appendString:] legal call changed");

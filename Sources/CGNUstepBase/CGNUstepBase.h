@@ -1,0 +1,1 @@
+/* Intentionally empty: the module exists for its pkg-config flags, not for declarations. */
