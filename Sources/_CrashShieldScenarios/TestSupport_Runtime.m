@@ -7,6 +7,49 @@
 #include "cs_runtime.h"
 #include <pthread.h>
 
+#pragma mark - Exception helpers and interned strings (the runtime target's `.m` files have neither @try nor @"")
+
+static void cs_probe_throw_range(void *context) {
+    (void)context;
+    [[NSArray array] objectAtIndex:3];
+}
+
+static void cs_probe_no_throw(void *context) {
+    *(int *)context += 1;
+}
+
+static void cs_probe_cleanup(void *context) {
+    *(bool *)context = true;
+}
+
+cs_objc_try_probe cs_test_objc_try(void) {
+    cs_objc_try_probe probe = {0};
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    id caught = cs_objc_try(cs_probe_throw_range, NULL);
+    probe.try_caught_range_exception =
+        [caught isKindOfClass:[NSException class]] && [[caught name] isEqualToString:NSRangeException];
+    int calls = 0;
+    probe.try_returned_nil_without_exception = cs_objc_try(cs_probe_no_throw, &calls) == nil && calls == 1;
+    bool cleaned = false;
+    @try {
+        cs_objc_try_finally(cs_probe_throw_range, cs_probe_cleanup, &cleaned);
+    } @catch (NSException *exception) {
+        probe.finally_exception_reached_caller = [[exception name] isEqualToString:NSRangeException];
+    }
+    probe.finally_cleanup_ran = cleaned;
+    [pool release];
+    return probe;
+}
+
+static NSString *cs_probe_interned(void) {
+    return CS_STR("interned");
+}
+
+bool cs_test_interned_string(void) {
+    NSString *first = cs_probe_interned();
+    return [first isKindOfClass:[NSString class]] && [first isEqualToString:@"interned"] && cs_probe_interned() == first;
+}
+
 #pragma mark - Dispatch-table refresh
 
 /* Sub defines 40 methods, so its copy-on-write dispatch-table bucket is its own copy: exactly the

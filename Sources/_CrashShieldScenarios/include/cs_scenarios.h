@@ -85,6 +85,18 @@ typedef struct {
 cs_dispatch_probe cs_test_dispatch_refresh(void);
 /** Number of classes at or below `root` that define `selector` themselves. */
 size_t cs_test_owner_count(const char *root, const char *selector, bool class_side);
+/** What the runtime's exception helpers (Backend/CSObjCTry.mm) did: cs_objc_try caught a thrown
+ *  NSRangeException and returned nil for a body that did not throw; cs_objc_try_finally ran its
+ *  cleanup for a body that threw and let the exception reach its caller. */
+typedef struct {
+    bool try_caught_range_exception;
+    bool try_returned_nil_without_exception;
+    bool finally_cleanup_ran;
+    bool finally_exception_reached_caller;
+} cs_objc_try_probe;
+cs_objc_try_probe cs_test_objc_try(void);
+/** The runtime's interned string for "interned": equal to the text, and the same object on every call. */
+bool cs_test_interned_string(void);
 /** Hammers the side table from `threads` threads; returns the number of inconsistencies seen. */
 unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 
