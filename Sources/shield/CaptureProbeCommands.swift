@@ -93,10 +93,12 @@ enum LaunchProbeCommand {
             "safe_mode": protection.isSafeMode,
             "state_reset": protection.stateWasReset,
             "detection": protection.lastRun.detection,
+            "report_lost": protection.lastRun.reportLost,
         ]
         let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
         print(String(decoding: data, as: UTF8.self))
         fflush(nil)
+        if arguments.contains("--drop-privileges") { HostileSetup.dropPrivileges() }
         if arguments.contains("--crash") { csc_crash_segv() }
         if arguments.contains("--hang") { while true { sleep(1) } }
         protection.launchCompleted()

@@ -48,6 +48,9 @@ extern "C" {
 #define CSC_REPORT_VERSION 1
 #define CSC_MAX_FRAMES 128
 #define CSC_TEXT_MAX 256
+/** File in the report directory, opened at install, where the handler records a crash whose
+ *  report could not be written: "launch_id=<id>\nphase=<phase>\nsignal=<n>\nerrno=<n>\n". */
+#define CSC_UNREPORTED_MARKER "crash-without-report"
 
 /** Launch phase recorded in a report. Launch protection moves it forward. */
 typedef enum {
@@ -142,11 +145,21 @@ void csc_crash_thread_segv(void);
 void csc_crash_two_threads(void);
 /** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
 void csc_crash_thread_stack_overflow(void);
+/** A call through a NULL function pointer (SIGSEGV at PC 0). */
+void csc_crash_null_call(void);
+/** A call through a function pointer to an unmapped page (SIGSEGV, the PC outside every image). */
+void csc_crash_bad_function_pointer(void);
+/** Overwrites its own saved frame pointer and return address with "AAAAAAAA" and returns. */
+void csc_crash_return_overwritten(void);
+/** Has its saved frame pointer clobbered by a callee, then uses its frame (SIGSEGV). */
+void csc_crash_frame_pointer_clobbered(void);
 /** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
 int csc_crash_sigpipe(void);
 /** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
 void csc_test_install_previous_handler(void);
 bool csc_test_sigpipe_is_ignored(void);
+/** Names the calling thread (at most 15 bytes are kept). */
+void csc_test_set_thread_name(const char *name);
 /** The image-table pin (csc_images.c) against refreshes: 0 when a pinned table survives two
  *  refreshes (the one that would refill it is skipped) and refreshes alternate again after the
  *  unpin; otherwise the number of the step that failed. */
