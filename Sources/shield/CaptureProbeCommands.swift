@@ -54,7 +54,7 @@ enum BenchCaptureCommand {
     }
 }
 
-/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N]`: the child of
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--unwritable-dir]`: the child of
 /// the launch-protection end-to-end test. Starts capture with launch protection and three
 /// repair steps (safe-mode, step-two, step-three), prints one JSON line describing what launch
 /// protection decided, then crashes during launch (--crash), waits to be killed (--hang), or
@@ -98,7 +98,7 @@ enum LaunchProbeCommand {
         let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
         print(String(decoding: data, as: UTF8.self))
         fflush(nil)
-        if arguments.contains("--drop-privileges") { HostileSetup.dropPrivileges() }
+        if arguments.contains("--unwritable-dir") { HostileSetup.makeUnwritable(directory) }
         if arguments.contains("--crash") { csc_crash_segv() }
         if arguments.contains("--hang") { while true { sleep(1) } }
         protection.launchCompleted()

@@ -99,7 +99,8 @@ enum CrashCommand {
 
 /// Hostile conditions set up after capture is installed and before the crash (issue 11):
 /// `--fsize-limit N` (RLIMIT_FSIZE), `--exhaust-fds` (descriptor table full), `--remove-dir` (the
-/// report directory deleted), `--drop-privileges` (uid/gid 65534: the directory is unwritable).
+/// report directory deleted), `--unwritable-dir` (the directory made read-only, and as root the
+/// process drops to uid/gid 65534, as servers do after start, so it cannot write there).
 enum HostileSetup {
     static func apply(_ arguments: [String], directory: String) {
         if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) {
@@ -120,11 +121,12 @@ enum HostileSetup {
             fflush(nil)
         }
         if arguments.contains("--remove-dir") { try? FileManager.default.removeItem(atPath: directory) }
-        if arguments.contains("--drop-privileges") { dropPrivileges() }
+        if arguments.contains("--unwritable-dir") { makeUnwritable(directory) }
     }
 
-    static func dropPrivileges() {
-        if setgid(65534) != 0 || setuid(65534) != 0 { print("DROP-FAILED errno=\(errno)") }
+    static func makeUnwritable(_ directory: String) {
+        chmod(directory, 0o555)
+        if getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0) { print("DROP-FAILED errno=\(errno)") }
         fflush(nil)
     }
 }
