@@ -108,6 +108,13 @@ enum HostileSetup {
             getrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)
             value.rlim_cur = limit
             setrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)
+            // The default action, unblocked, as in a process started from a shell (a parent may
+            // hand down an ignored or blocked SIGXFSZ, which would hide what the limit does).
+            signal(SIGXFSZ, SIG_DFL)
+            var unblock = sigset_t()
+            sigemptyset(&unblock)
+            sigaddset(&unblock, SIGXFSZ)
+            pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         }
         if arguments.contains("--exhaust-fds") {
             var value = rlimit()
