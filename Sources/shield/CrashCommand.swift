@@ -26,6 +26,7 @@ enum CrashCommand {
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread"
+        options.appName = option("--app-name", in: arguments)
         if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
         do {
             try CrashShield.startCapture(options)

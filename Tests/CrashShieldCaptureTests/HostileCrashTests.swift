@@ -121,6 +121,18 @@ import Testing
         #expect(!text.contains("\\u00"))
     }
 
+    /// Text longer than its buffer (an app name of 400 bytes here; 255 bytes are kept) is cut
+    /// before a character, never inside one: the report holds the first 63 four-byte characters.
+    @Test func longNonASCIITextIsCutAtACharacter() throws {
+        let directory = temporaryDirectory("long-name")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let name = String(repeating: "🔥", count: 100)
+        let result = try runChild(Built.shield, ["crash", "segv", "--app-name", name, "--dir", directory])
+        #expect(result.termination == .signaled(SIGSEGV))
+        let report = try #require(loadReports(directory, symbolicate: false).first)
+        #expect(report.process?.name == String(repeating: "🔥", count: 63))
+    }
+
     /// Runs a copy of `shield` placed at `executable` and checks that the report names it whole
     /// (process and image list) and that its frames symbolicate from that path.
     func crashCopiedExecutable(at executable: String, label: String) throws {
