@@ -314,8 +314,8 @@ static bool csc_follows_call(uintptr_t address) {
 }
 #endif
 
-/** For a PC that is not code (a call through NULL or a corrupt function pointer, a jump into a
- *  data buffer): the return address of the call that got there, or 0. x86_64: the word the call
+/** For a PC whose instruction could not be fetched (a call through NULL or a corrupt function
+ *  pointer, a jump into a data buffer): the return address of the call that got there, or 0. x86_64: the word the call
  *  pushed at the stack pointer (kept only when it follows a call instruction: after a `ret`
  *  through a smashed return address the word there is not one). aarch64: the link register. */
 static uintptr_t csc_caller_of_non_code_pc(const ucontext_t *uc, const csc_image_table *table) {
@@ -336,14 +336,20 @@ static uintptr_t csc_caller_of_non_code_pc(const ucontext_t *uc, const csc_image
 typedef struct {
     const char *unwinder;  /**< "dwarf" or "frame_pointer" */
     bool dwarf_faulted;    /**< the DWARF walk faulted and was abandoned */
-    bool pc_is_code;       /**< false: DWARF was not tried */
+    bool pc_is_code;       /**< the PC lies in the code of an image known to the table */
     const char *caller_from; /**< "stack_pointer" / "link_register" when frame 1 came from there */
 } csc_unwind_result;
 
 /** Frames of the interrupted thread, innermost first; frame 0 is the faulting PC. Uses the
  *  DWARF unwinder (libgcc, warmed up at install) when it is safe here, and falls back to the
- *  frame-pointer chain. Never faults (see g_unwind_recovery). */
-static csc_unwind_result csc_collect_frames(const ucontext_t *uc, pid_t self) {
+ *  frame-pointer chain. Never faults (see g_unwind_recovery).
+ *
+ *  A PC that could not even be fetched (0, unmapped, or the fault is the instruction fetch
+ *  itself: si_addr == PC, as for a jump into a non-executable buffer) was reached by a call or
+ *  jump that executed nothing there: DWARF is not tried (libgcc would read the bytes at the PC),
+ *  and the caller is taken from the stack pointer / link register. Any other PC — including one
+ *  in a plug-in loaded after the image list was last refreshed — gets the DWARF walk. */
+static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_t *info, pid_t self) {
     /* Static: must survive a siglongjmp back into this function. */
     static csc_unwind_state state;
     static csc_unwind_result result;
@@ -352,7 +358,11 @@ static csc_unwind_result csc_collect_frames(const ucontext_t *uc, pid_t self) {
     const csc_image_table *table = g_report_images;
     uintptr_t pc = csc_context_pc(uc);
     result.pc_is_code = pc != 0 && csc_address_is_code(table, pc);
-    if (result.pc_is_code && g_dwarf_unwind_is_safe) {
+    uint8_t byte;
+    bool fetch_faulted = pc == 0 || !csc_safe_read(pc, &byte, 1) ||
+                         (info && info->si_code > 0 && (info->si_signo == SIGSEGV || info->si_signo == SIGBUS) &&
+                          (uintptr_t)info->si_addr == pc);
+    if (!fetch_faulted && g_dwarf_unwind_is_safe) {
         state = (csc_unwind_state){pc, false, 0};
         if (sigsetjmp(g_unwind_recovery, 1) == 0) {
             atomic_store(&g_unwind_guard_tid, self);
@@ -373,7 +383,7 @@ static csc_unwind_result csc_collect_frames(const ucontext_t *uc, pid_t self) {
     atomic_store(&g_frame_count, 0);
     int count = 0;
     g_frames[count++] = pc;
-    if (!result.pc_is_code) {
+    if (fetch_faulted) {
         uintptr_t caller = csc_caller_of_non_code_pc(uc, table);
         if (caller) {
             g_frames[count++] = caller;
@@ -732,7 +742,7 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     if (test_mode == 2) for (;;) {}                       /* hang-in-handler test: the watchdog must end it */
 
     csc_unwind_result unwind = {"none", false, false, NULL};
-    if (uc) unwind = csc_collect_frames(uc, tid);
+    if (uc) unwind = csc_collect_frames(uc, info, tid);
     csc_out_key(out, "crashed_thread", false);
     csc_out_raw(out, "{\"unwinder\":");
     csc_out_string(out, unwind.unwinder, 16);

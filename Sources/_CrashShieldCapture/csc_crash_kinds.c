@@ -86,6 +86,14 @@ CSC_NOINLINE void csc_crash_bad_function_pointer(void) {
     __asm__ volatile("" ::: "memory");
 }
 
+/** Calls into a buffer on the (non-executable) stack holding a `ret`: the fetch faults. */
+CSC_NOINLINE void csc_crash_jump_to_stack(void) {
+    volatile uint8_t code[16] = {0xc3, 0xc3, 0xc3, 0xc3};
+    csc_function volatile function = (csc_function)(uintptr_t)code;
+    function();
+    __asm__ volatile("" ::: "memory");
+}
+
 /** A stack overflow of text ("AAAA…") over this frame's saved frame pointer and return address:
  *  the return faults (x86_64: a non-canonical target), and the unwind tables then lead the DWARF
  *  unwinder to the overwritten words. __builtin_frame_address(0) points at the frame record

@@ -10,7 +10,7 @@ enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
         "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
-        "null-call", "bad-function-pointer", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
+        "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
         "utf8-exception",
     ]
 
@@ -59,6 +59,7 @@ enum CrashCommand {
         case "inside-guard": cs_capture_crash_inside_guard_for_testing()
         case "null-call": csc_crash_null_call()
         case "bad-function-pointer": csc_crash_bad_function_pointer()
+        case "jump-to-stack": csc_crash_jump_to_stack()
         case "return-overwritten": csc_crash_return_overwritten()
         case "frame-pointer-clobbered": csc_crash_frame_pointer_clobbered()
         case "stack-smash": CrashKinds.stackSmash(CommandLine.arguments.count * 256)

@@ -65,7 +65,7 @@ import Testing
         #expect(functions.contains { $0.contains(crash.function) }, "frames: \(functions)")
         let thread = try #require(raw["crashed_thread"] as? [String: Any])
         if crash.kind == "bad-function-pointer" {
-            // The PC is outside every image: DWARF is not even tried.
+            // The instruction at the PC could not be fetched: DWARF is not even tried.
             #expect(thread["pc_is_code"] as? Bool == false)
             #expect(thread["dwarf_fault"] == nil)
             #expect(report.crashedThread?.unwinder == "frame_pointer")
@@ -79,10 +79,11 @@ import Testing
         }
     }
 
-    /// Item 2: a call through NULL or through a pointer to an unmapped page: frame 0 is the bad
-    /// PC, frame 1 the function that made the call (from the stack pointer / link register), then
-    /// its callers.
-    @Test(arguments: [("null-call", "csc_crash_null_call"), ("bad-function-pointer", "csc_crash_bad_function_pointer")])
+    /// Item 2: a call through NULL, through a pointer to an unmapped page, or into a buffer on the
+    /// non-executable stack: frame 0 is the bad PC, frame 1 the function that made the call (from
+    /// the stack pointer / link register), then its callers.
+    @Test(arguments: [("null-call", "csc_crash_null_call"), ("bad-function-pointer", "csc_crash_bad_function_pointer"),
+                      ("jump-to-stack", "csc_crash_jump_to_stack")])
     func callThroughABadPointerNamesTheCaller(_ kind: String, _ caller: String) throws {
         let directory = temporaryDirectory(kind)
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -160,6 +160,8 @@ void csc_crash_thread_stack_overflow(void);
 void csc_crash_null_call(void);
 /** A call through a function pointer to an unmapped page (SIGSEGV, the PC outside every image). */
 void csc_crash_bad_function_pointer(void);
+/** A call into a buffer on the non-executable stack (SIGSEGV on the instruction fetch). */
+void csc_crash_jump_to_stack(void);
 /** Overwrites its own saved frame pointer and return address with "AAAAAAAA" and returns. */
 void csc_crash_return_overwritten(void);
 /** Has its saved frame pointer clobbered by a callee, then uses its frame (SIGSEGV). */
