@@ -108,18 +108,9 @@ static uint64_t csc_clock_ns(clockid_t clock) {
 
 static pid_t csc_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
-/** Bounded copy (install time). A cut never splits a UTF-8 character: an incomplete last
- *  sequence is dropped, so the report shows the text up to there instead of escaped bytes. */
 static void csc_copy(char *out, size_t capacity, const char *in) {
     size_t i = 0;
     for (; in && in[i] && i + 1 < capacity; i++) out[i] = in[i];
-    if (in && in[i] && i > 0) {
-        size_t lead = i;
-        while (lead > 0 && i - lead < 3 && ((unsigned char)out[lead - 1] & 0xc0) == 0x80) lead--;
-        unsigned char first = lead > 0 ? (unsigned char)out[lead - 1] : 0;
-        size_t expected = first >= 0xf0 ? 4 : first >= 0xe0 ? 3 : first >= 0xc0 ? 2 : 0;
-        if (expected && i - (lead - 1) < expected) i = lead - 1;
-    }
     out[i] = 0;
 }
 

@@ -38,8 +38,10 @@ void csc_out_raw(csc_out *out, const char *text) {
 
 /** Length of the well-formed UTF-8 sequence at text[0] (RFC 3629: no overlong forms, no
  *  surrogates, at most U+10FFFF), reading no further than `available` bytes (the caller stops
- *  them at the bound and at the terminating NUL); 0 when the bytes there are not one. */
-static size_t csc_utf8_sequence_length(const unsigned char *text, size_t available) {
+ *  them at the bound and at the terminating NUL); 0 when the bytes there are not one. Sets
+ *  *cut when they are the well-formed beginning of a sequence that the end of the text cut. */
+static size_t csc_utf8_sequence_length(const unsigned char *text, size_t available, bool *cut) {
+    *cut = false;
     unsigned char lead = text[0];
     size_t length;
     unsigned char low = 0x80, high = 0xbf; /* allowed range of the second byte */
@@ -56,10 +58,14 @@ static size_t csc_utf8_sequence_length(const unsigned char *text, size_t availab
     } else {
         return 0;
     }
-    if (length > available) return 0; /* cut by the bound: the tail is not ours to read */
-    if (text[1] < low || text[1] > high) return 0;
-    for (size_t i = 2; i < length; i++)
+    size_t present = length < available ? length : available; /* never read past the text's end */
+    if (present > 1 && (text[1] < low || text[1] > high)) return 0;
+    for (size_t i = 2; i < present; i++)
         if (text[i] < 0x80 || text[i] > 0xbf) return 0;
+    if (present < length) {
+        *cut = true;
+        return 0;
+    }
     return length;
 }
 
@@ -82,13 +88,14 @@ void csc_out_string(csc_out *out, const char *text, size_t max) {
             i++;
         } else if (c >= 0x80) {
             /* Well-formed UTF-8 (a path under /home/josé, a reason in Chinese, an emoji thread
-             * name) is copied as it is. A byte that does not start a complete, well-formed
-             * sequence within the bound (garbage memory, a name cut mid-character) is written as
-             * \u00XX, so the file always stays valid JSON. The NUL check stops the sequence
+             * name) is copied as it is. A byte that does not start a well-formed sequence
+             * (garbage memory) is written as \u00XX, so the file always stays valid JSON. The NUL check stops the sequence
              * scan at the string's end: it never reads past the terminator. */
             size_t available = 0;
             while (available < 4 && i + available < max && (available == 0 || text[i + available])) available++;
-            size_t length = csc_utf8_sequence_length((const unsigned char *)text + i, available);
+            bool cut = false;
+            size_t length = csc_utf8_sequence_length((const unsigned char *)text + i, available, &cut);
+            if (cut) break; /* a character cut by truncation (the bound, a kernel-cut thread name) is left out */
             if (length) {
                 csc_out_bytes(out, text + i, length);
                 i += length;

@@ -70,10 +70,14 @@ enum CrashCommand {
             while true { pause() }
         case "utf8-exception":
             // Non-ASCII text in a report: an emoji thread name and a Chinese exception reason.
-            csc_test_set_thread_name("crash-🔥")
+            // `--thread-name T` / `--reason R` replace them (longer text is cut by the kernel / the
+            // report's bound).
+            let arguments = CommandLine.arguments
+            csc_test_set_thread_name(option("--thread-name", in: arguments) ?? "crash-🔥")
+            let reason = option("--reason", in: arguments) ?? "原因：索引 3 超出范围 🔥 josé"
             let addresses = Thread.callStackReturnAddresses.map { UInt($0.uintValue) }
             addresses.withUnsafeBufferPointer { frames in
-                csc_report_exception("数组异常", "原因：索引 3 超出范围 🔥 josé", frames.baseAddress, frames.count)
+                csc_report_exception("数组异常", reason, frames.baseAddress, frames.count)
             }
             abort()
         case "sigpipe":

@@ -122,8 +122,22 @@ import Testing
         #expect(!text.contains("\\u00"))
     }
 
-    /// Text longer than its buffer (an app name of 400 bytes here; 255 bytes are kept) is cut
-    /// before a character, never inside one: the report holds the first 63 four-byte characters.
+    /// Text cut in the middle of a character (a thread name the kernel cut at 15 bytes, a reason
+    /// longer than the report's 1024-byte bound) ends before that character: no escaped bytes.
+    @Test func textCutMidCharacterEndsBeforeIt() throws {
+        let directory = temporaryDirectory("utf8-cut")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reason = "x" + String(repeating: "🔥", count: 300)
+        let result = try runChild(Built.shield, ["crash", "utf8-exception", "--thread-name", "crash-🔥🔥🔥", "--reason", reason,
+                                                 "--dir", directory])
+        #expect(result.termination == .signaled(SIGABRT))
+        let report = try #require(loadReports(directory, symbolicate: false).first)
+        #expect(report.crash?.threadName == "crash-🔥🔥")
+        #expect(report.exception?.reason == "x" + String(repeating: "🔥", count: 255))
+    }
+
+    /// Text longer than its buffer (an app name of 400 bytes here; install keeps 255 bytes) ends
+    /// before the character the cut split: the report holds the first 63 four-byte characters.
     @Test func longNonASCIITextIsCutAtACharacter() throws {
         let directory = temporaryDirectory("long-name")
         defer { try? FileManager.default.removeItem(atPath: directory) }
