@@ -271,7 +271,8 @@ static bool g_dwarf_unwind_is_safe;
 
 /* libgcc's unwinder reads memory directly (rule 6 cannot hold inside it): the instruction bytes
  * at a PC without unwind tables (its signal-frame check) and whatever a corrupt CFA points to.
- * So the DWARF walk runs only from a PC inside an image's code, and under a recovery point: while
+ * So the DWARF walk runs only from a PC whose instruction could be fetched (see
+ * csc_collect_frames), and under a recovery point: while
  * it runs, g_unwind_guard_tid holds the owner's thread id, and a SIGSEGV/SIGBUS on that thread
  * (which re-enters csc_handler: SA_NODEFER) jumps back to g_unwind_recovery instead of counting as
  * a crash of the handler. The walk is then "failed": the report keeps what was gathered and the
@@ -306,10 +307,11 @@ static bool csc_follows_call(uintptr_t address) {
 #endif
 
 /** For a PC whose instruction could not be fetched (a call through NULL or a corrupt function
- *  pointer, a jump into a data buffer): the return address of the call that got there, or 0. x86_64: the word the call
- *  pushed at the stack pointer (kept only when it follows a call instruction: after a `ret`
- *  through a smashed return address the word there is not one). aarch64: the link register. */
-static uintptr_t csc_caller_of_non_code_pc(const ucontext_t *uc, const csc_image_table *table) {
+ *  pointer, a jump into a data buffer): the return address of the call that got there, or 0.
+ *  x86_64: the word the call pushed at the stack pointer (kept only when it follows a call
+ *  instruction: after a `ret` through a smashed return address the word there is not one).
+ *  aarch64: the link register. Either way only an address in an image's code. */
+static uintptr_t csc_caller_of_unfetched_pc(const ucontext_t *uc, const csc_image_table *table) {
     uintptr_t candidate = 0;
 #if defined(__x86_64__)
     if (!csc_safe_read((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &candidate, sizeof candidate)) return 0;
@@ -375,7 +377,7 @@ static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_
     int count = 0;
     g_frames[count++] = pc;
     if (fetch_faulted) {
-        uintptr_t caller = csc_caller_of_non_code_pc(uc, table);
+        uintptr_t caller = csc_caller_of_unfetched_pc(uc, table);
         if (caller) {
             g_frames[count++] = caller;
 #if defined(__aarch64__)
@@ -401,7 +403,6 @@ static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_
 }
 
 /* ---- report ------------------------------------------------------------------------------- */
-
 
 static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
     const csc_image_table *table = g_report_images;
