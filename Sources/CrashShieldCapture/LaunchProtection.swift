@@ -138,6 +138,9 @@ public struct LastRun: Sendable, Equatable {
     public var previousAppVersion: String?
     /// "report" (capture on) or "timer" (fallback: a launch that never completed counts as a crash).
     public var detection: String
+    /// The run crashed (outcome `crashed`) but its report could not be written (directory
+    /// unwritable, disk full, file-size limit): the handler left a marker instead.
+    public var reportLost = false
 }
 
 /// Crash-loop protection for one run. Created by `CrashCapture.start` (or `begin` directly when
@@ -233,6 +236,11 @@ public final class LaunchProtection: @unchecked Sendable {
                     let duringLaunch = report.launchPhase == "launching"
                     lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: duringLaunch, report: report, appUpdated: updated,
                                       previousAppVersion: state.appVersion, detection: "report")
+                } else if let lost = UnreportedCrash.read(directory: directory), lost.launchID == previousID {
+                    UnreportedCrash.clear(directory: directory)
+                    lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: lost.phase == "launching", report: nil,
+                                      appUpdated: updated, previousAppVersion: state.appVersion, detection: "report",
+                                      reportLost: true)
                 } else {
                     lastRun = LastRun(outcome: .endedWithoutReport, crashedDuringLaunch: false, report: nil, appUpdated: updated,
                                       previousAppVersion: state.appVersion, detection: "report")

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,13 @@ static uint32_t g_alt_stack_size = 64 * 1024;
 static uint32_t g_watchdog_seconds = 5;
 static pthread_key_t g_alt_stack_key;
 static pthread_once_t g_alt_stack_once = PTHREAD_ONCE_INIT;
+/* Descriptors opened at install for when the handler cannot open anything:
+ * g_spare_fd (/dev/null) is closed to free a slot when the descriptor table is full (EMFILE), so
+ * the report can still be opened; g_marker_fd is "<directory>/crash-without-report", where the
+ * handler records a crash whose report could not be written (the next start's lastRun reads it;
+ * it is opened at install because the directory may be unwritable by then). */
+static int g_spare_fd = -1;
+static int g_marker_fd = -1;
 
 /* ---- state that changes while running ------------------------------------------------------ */
 static _Atomic pid_t g_owner;
@@ -89,6 +97,8 @@ static _Atomic int g_frame_count;
 static cs_breadcrumb g_crumbs[CS_BREADCRUMB_CAPACITY];
 static int g_first_signal;
 static uint64_t g_handler_start_ns;
+/* The image table this report reads, pinned when the handler claimed the crash. */
+static const csc_image_table *g_report_images;
 
 static uint64_t csc_clock_ns(clockid_t clock) {
     struct timespec ts;
@@ -259,19 +269,125 @@ static _Unwind_Reason_Code csc_unwind_step(struct _Unwind_Context *context, void
  * loader lock (rule 2). Without it the handler walks frame pointers only. */
 static bool g_dwarf_unwind_is_safe;
 
+/* libgcc's unwinder reads memory directly (rule 6 cannot hold inside it): the instruction bytes
+ * at a PC without unwind tables (its signal-frame check) and whatever a corrupt CFA points to.
+ * So the DWARF walk runs only from a PC whose instruction could be fetched (see
+ * csc_collect_frames), and under a recovery point: while
+ * it runs, g_unwind_guard_tid holds the owner's thread id, and a SIGSEGV/SIGBUS on that thread
+ * (which re-enters csc_handler: SA_NODEFER) jumps back to g_unwind_recovery instead of counting as
+ * a crash of the handler. The walk is then "failed": the report keeps what was gathered and the
+ * frame-pointer walk (through csc_safe_read) takes over. Only the report owner unwinds, so one
+ * recovery point suffices. Jumping out of libgcc is safe on the _dl_find_object path: it holds no
+ * lock and allocates nothing there. */
+static sigjmp_buf g_unwind_recovery;
+static _Atomic pid_t g_unwind_guard_tid;
+
+/** Called by csc_handler for a signal on the thread that owns the report: returns unless that
+ *  thread's DWARF walk faulted, in which case it resumes the walk's caller (does not return). */
+static void csc_unwind_fault_recover(int sig, pid_t self) {
+    if ((sig == SIGSEGV || sig == SIGBUS) && atomic_load(&g_unwind_guard_tid) == self) {
+        atomic_store(&g_unwind_guard_tid, 0);
+        siglongjmp(g_unwind_recovery, 1);
+    }
+}
+
+#if defined(__x86_64__)
+/** True when the bytes before `address` end with a call instruction (call rel32, or an indirect
+ *  call FF /2 of 2 to 7 bytes), so `address` is plausibly a return address. */
+static bool csc_follows_call(uintptr_t address) {
+    uint8_t bytes[7];
+    if (address < sizeof bytes || !csc_safe_read(address - sizeof bytes, bytes, sizeof bytes)) return false;
+    if (bytes[2] == 0xe8) return true; /* call rel32: 5 bytes */
+    for (int length = 2; length <= 7; length++) {
+        const uint8_t *start = bytes + sizeof bytes - length;
+        if (start[0] == 0xff && ((start[1] >> 3) & 7) == 2) return true;
+    }
+    return false;
+}
+#endif
+
+/** For a PC whose instruction could not be fetched (a call through NULL or a corrupt function
+ *  pointer, a jump into a data buffer): the return address of the call that got there, or 0.
+ *  x86_64: the word the call pushed at the stack pointer (kept only when it follows a call
+ *  instruction: after a `ret` through a smashed return address the word there is not one).
+ *  aarch64: the link register. Either way only an address in an image's code. */
+static uintptr_t csc_caller_of_unfetched_pc(const ucontext_t *uc, const csc_image_table *table) {
+    uintptr_t candidate = 0;
+#if defined(__x86_64__)
+    if (!csc_safe_read((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &candidate, sizeof candidate)) return 0;
+    if (!csc_follows_call(candidate)) return 0;
+#elif defined(__aarch64__)
+    candidate = (uintptr_t)uc->uc_mcontext.regs[30];
+    if (candidate == (uintptr_t)uc->uc_mcontext.pc) return 0; /* a `ret` to a bad LR */
+#else
+    (void)uc;
+#endif
+    return csc_address_is_code(table, candidate) ? candidate : 0;
+}
+
+/** How the crashed thread's frames were found (the report's crashed_thread section). */
+typedef struct {
+    const char *unwinder;  /**< "dwarf" or "frame_pointer" */
+    bool dwarf_faulted;    /**< the DWARF walk faulted and was abandoned */
+    bool pc_is_code;       /**< the PC lies in the code of an image known to the table */
+    const char *caller_from; /**< "stack_pointer" / "link_register" when frame 1 came from there */
+} csc_unwind_result;
+
 /** Frames of the interrupted thread, innermost first; frame 0 is the faulting PC. Uses the
  *  DWARF unwinder (libgcc, warmed up at install) when it is safe here, and falls back to the
- *  frame-pointer chain. */
-static const char *csc_collect_frames(const ucontext_t *uc) {
+ *  frame-pointer chain. Never faults (see g_unwind_recovery).
+ *
+ *  A PC that could not even be fetched (0, unmapped, or the fault is the instruction fetch
+ *  itself: si_addr == PC, as for a jump into a non-executable buffer) was reached by a call or
+ *  jump that executed nothing there: DWARF is not tried (libgcc would read the bytes at the PC),
+ *  and the caller is taken from the stack pointer / link register. Any other PC — including one
+ *  in a plug-in loaded after the image list was last refreshed — gets the DWARF walk. */
+static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_t *info, pid_t self) {
+    /* Static: must survive a siglongjmp back into this function. */
+    static csc_unwind_state state;
+    static csc_unwind_result result;
+    result = (csc_unwind_result){"frame_pointer", false, false, NULL};
     atomic_store(&g_frame_count, 0);
+    const csc_image_table *table = g_report_images;
     uintptr_t pc = csc_context_pc(uc);
-    csc_unwind_state state = {pc, false, 0};
-    if (pc != 0 && g_dwarf_unwind_is_safe) _Unwind_Backtrace(csc_unwind_step, &state);
-    if (state.found && atomic_load(&g_frame_count) > 1) return "dwarf";
+    result.pc_is_code = pc != 0 && csc_address_is_code(table, pc);
+    uint8_t byte;
+    bool fetch_faulted = pc == 0 || !csc_safe_read(pc, &byte, 1) ||
+                         (info && info->si_code > 0 && (info->si_signo == SIGSEGV || info->si_signo == SIGBUS) &&
+                          (uintptr_t)info->si_addr == pc);
+    if (!fetch_faulted && g_dwarf_unwind_is_safe) {
+        state = (csc_unwind_state){pc, false, 0};
+        if (sigsetjmp(g_unwind_recovery, 1) == 0) {
+            atomic_store(&g_unwind_guard_tid, self);
+            _Unwind_Backtrace(csc_unwind_step, &state);
+            atomic_store(&g_unwind_guard_tid, 0);
+        } else {
+            result.dwarf_faulted = true;
+        }
+        /* After a fault the frames gathered before it are still right (the walk faulted on the
+         * way to the next one), e.g. everything up to a function whose return address a stack
+         * smash overwrote. */
+        if (state.found && atomic_load(&g_frame_count) > 1) {
+            result.unwinder = "dwarf";
+            return result;
+        }
+    }
 
     atomic_store(&g_frame_count, 0);
     int count = 0;
     g_frames[count++] = pc;
+    if (fetch_faulted) {
+        uintptr_t caller = csc_caller_of_unfetched_pc(uc, table);
+        if (caller) {
+            g_frames[count++] = caller;
+#if defined(__aarch64__)
+            result.caller_from = "link_register";
+#else
+            result.caller_from = "stack_pointer";
+#endif
+        }
+    }
+    atomic_store(&g_frame_count, count);
     uintptr_t fp = csc_context_fp(uc);
     while (count < CSC_MAX_FRAMES && fp != 0 && (fp & (sizeof(uintptr_t) - 1)) == 0) {
         uintptr_t pair[2];
@@ -283,13 +399,10 @@ static const char *csc_collect_frames(const ucontext_t *uc) {
         fp = pair[0];
     }
     atomic_store(&g_frame_count, count);
-    return "frame_pointer";
+    return result;
 }
 
 /* ---- report ------------------------------------------------------------------------------- */
-
-/* The image table this report reads, pinned when the handler claimed the crash. */
-static const csc_image_table *g_report_images;
 
 static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
     const csc_image_table *table = g_report_images;
@@ -301,7 +414,7 @@ static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
         int image = csc_image_index(table, frames[i]);
         if (image >= 0) {
             csc_out_key(out, "image", false);
-            csc_out_string(out, table->images[image].path, CSC_PATH_MAX);
+            csc_out_string(out, csc_image_path(table, &table->images[image]), CSC_PATH_MAX);
             csc_out_key(out, "offset", false);
             csc_out_hex(out, frames[i] - table->images[image].bias);
         }
@@ -318,7 +431,7 @@ static void csc_write_images(csc_out *out) {
         const csc_image *image = &table->images[i];
         if (i) csc_out_raw(out, ",");
         csc_out_raw(out, "{\"path\":");
-        csc_out_string(out, image->path, CSC_PATH_MAX);
+        csc_out_string(out, csc_image_path(table, image), CSC_PATH_MAX);
         csc_out_key(out, "base", false);
         csc_out_hex(out, image->bias);
         csc_out_key(out, "start", false);
@@ -367,7 +480,8 @@ static void csc_write_incidents(csc_out *out) {
     csc_out_raw(out, "]");
 }
 
-/** Opens a new report file: report-<pid>-<install ns>-<n>.json (O_EXCL). */
+/** Opens a new report file: report-<pid>-<install ns>-<n>.json (O_EXCL). With the descriptor
+ *  table full it gives up the spare descriptor and tries again. */
 static int csc_open_report(void) {
     int n = atomic_fetch_add(&g_report_count, 1);
     char number[24];
@@ -375,7 +489,65 @@ static int csc_open_report(void) {
     size_t at = csc_append(g_report_name, 0, sizeof g_report_name, g_name_prefix);
     at = csc_append(g_report_name, at, sizeof g_report_name, number);
     csc_append(g_report_name, at, sizeof g_report_name, ".json");
-    return openat(g_dir_fd, g_report_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+    int fd = openat(g_dir_fd, g_report_name, flags, 0644);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && g_spare_fd >= 0) {
+        close(g_spare_fd);
+        g_spare_fd = -1;
+        fd = openat(g_dir_fd, g_report_name, flags, 0644);
+    }
+    return fd;
+}
+
+/* Writes of the report must fail quietly instead of raising a signal of their own: past
+ * RLIMIT_FSIZE write(2) raises SIGXFSZ (default: the process dies of it instead of the crash's
+ * signal), and the stderr line of a lost report meets a closed pipe with SIGPIPE. Both are ignored
+ * while the handler writes (the kernel drops an ignored signal that this thread does not block)
+ * and restored afterwards; the failing write returns EFBIG/EPIPE and the writer stops. */
+static struct sigaction g_quiet_previous[2];
+static const int kQuietSignals[2] = {SIGXFSZ, SIGPIPE};
+
+static void csc_quiet_write_signals_begin(void) {
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    for (int i = 0; i < 2; i++) sigaction(kQuietSignals[i], &ignore, &g_quiet_previous[i]);
+}
+
+static void csc_quiet_write_signals_end(void) {
+    for (int i = 0; i < 2; i++) sigaction(kQuietSignals[i], &g_quiet_previous[i], NULL);
+}
+
+static char g_notice[CSC_PATH_MAX + 256];
+
+/** No report could be written (the directory was deleted or made unwritable, the disk is full,
+ *  the file-size limit is 0): one line on stderr, and the marker for the next start's lastRun
+ *  ("launch_id=…\nphase=…\nsignal=…\nerrno=…\n", rewritten in place). */
+static void csc_report_unwritable(int sig, int error) {
+    char number[24];
+    size_t at = csc_append(g_notice, 0, sizeof g_notice, "CrashShield: no crash report could be written in ");
+    at = csc_append(g_notice, at, sizeof g_notice, g_directory);
+    at = csc_append(g_notice, at, sizeof g_notice, " (errno ");
+    csc_format_u64(number, (uint64_t)error);
+    at = csc_append(g_notice, at, sizeof g_notice, number);
+    at = csc_append(g_notice, at, sizeof g_notice, "); passing ");
+    at = csc_append(g_notice, at, sizeof g_notice, csc_signal_name(sig));
+    at = csc_append(g_notice, at, sizeof g_notice, " on\n");
+    (void)!write(STDERR_FILENO, g_notice, at);
+    if (g_marker_fd < 0) return;
+    at = csc_append(g_notice, 0, sizeof g_notice, "launch_id=");
+    at = csc_append(g_notice, at, sizeof g_notice, g_launch_id);
+    at = csc_append(g_notice, at, sizeof g_notice, "\nphase=");
+    at = csc_append(g_notice, at, sizeof g_notice, csc_phase_name(atomic_load(&g_phase)));
+    at = csc_append(g_notice, at, sizeof g_notice, "\nsignal=");
+    csc_format_u64(number, (uint64_t)sig);
+    at = csc_append(g_notice, at, sizeof g_notice, number);
+    at = csc_append(g_notice, at, sizeof g_notice, "\nerrno=");
+    csc_format_u64(number, (uint64_t)error);
+    at = csc_append(g_notice, at, sizeof g_notice, number);
+    at = csc_append(g_notice, at, sizeof g_notice, "\n");
+    if (pwrite(g_marker_fd, g_notice, at, 0) == (ssize_t)at) (void)!ftruncate(g_marker_fd, (off_t)at);
 }
 
 static void csc_remember_path(void) {
@@ -490,14 +662,37 @@ static void csc_trap_instruction(uintptr_t pc, int sig, const char **name, char 
 #endif
 }
 
+/** Closes the report. A file that received no byte at all (disk full, a file-size limit of 0)
+ *  is no report: it is removed and the crash is recorded as unreported. Takes back the spare
+ *  descriptor if the report used it (an opt-in recovery goes on running). */
+static void csc_finish_report(csc_out *out, int sig) {
+    int error = out->error;
+    close(out->fd);
+    out->fd = -1;
+    if (out->written == 0) {
+        unlinkat(g_dir_fd, g_report_name, 0);
+        csc_report_unwritable(sig, error);
+    } else {
+        csc_remember_path();
+    }
+    if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pid_t tid, bool recovered) {
     uint64_t wall = csc_clock_ns(CLOCK_REALTIME), boot = csc_clock_ns(CLOCK_BOOTTIME);
+    csc_quiet_write_signals_begin();
     int fd = csc_open_report();
-    if (fd < 0) return;
+    if (fd < 0) {
+        csc_report_unwritable(sig, errno);
+        csc_quiet_write_signals_end();
+        return;
+    }
     csc_out *out = &g_out;
     out->fd = fd;
     out->length = 0;
     out->failed = false;
+    out->written = 0;
+    out->error = 0;
     csc_write_header(out, "signal", wall, boot);
     uintptr_t pc = uc ? csc_context_pc(uc) : 0;
     csc_out_key(out, "crash", false);
@@ -509,8 +704,12 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     csc_out_i64(out, info ? info->si_code : 0);
     csc_out_key(out, "code_name", false);
     csc_out_string(out, csc_code_name(sig, info ? info->si_code : 0), 24);
-    csc_out_key(out, "fault_address", false);
-    csc_out_hex(out, info ? (uint64_t)(uintptr_t)info->si_addr : 0);
+    if (info && info->si_code > 0) {
+        /* For a signal another process sent (kill, sigqueue, tgkill: si_code <= 0) si_addr
+         * overlays the sender's pid and uid: it is not an address. */
+        csc_out_key(out, "fault_address", false);
+        csc_out_hex(out, (uint64_t)(uintptr_t)info->si_addr);
+    }
     csc_out_key(out, "pc", false);
     csc_out_hex(out, pc);
     const char *trap = NULL;
@@ -534,10 +733,23 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     if (test_mode == 1) *(volatile int *)(uintptr_t)8 = 1; /* crash-in-handler test: fault after the first section */
     if (test_mode == 2) for (;;) {}                       /* hang-in-handler test: the watchdog must end it */
 
-    const char *unwinder = uc ? csc_collect_frames(uc) : "none";
+    csc_unwind_result unwind = {"none", false, false, NULL};
+    if (uc) unwind = csc_collect_frames(uc, info, tid);
     csc_out_key(out, "crashed_thread", false);
     csc_out_raw(out, "{\"unwinder\":");
-    csc_out_string(out, unwinder, 16);
+    csc_out_string(out, unwind.unwinder, 16);
+    if (unwind.dwarf_faulted) {
+        csc_out_key(out, "dwarf_fault", false);
+        csc_out_raw(out, "true");
+    }
+    if (uc && !unwind.pc_is_code) {
+        csc_out_key(out, "pc_is_code", false);
+        csc_out_raw(out, "false");
+    }
+    if (unwind.caller_from) {
+        csc_out_key(out, "caller_from", false);
+        csc_out_string(out, unwind.caller_from, 16);
+    }
     csc_out_key(out, "first_frame_is_pc", false);
     csc_out_raw(out, "true");
     csc_out_key(out, "frames", false);
@@ -549,8 +761,8 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
         csc_write_registers(out, uc);
     }
     csc_write_tail(out);
-    close(fd);
-    csc_remember_path();
+    csc_finish_report(out, sig);
+    csc_quiet_write_signals_end();
 }
 
 /** After a fault inside the handler: the same file, rewritten as a minimal report. */
@@ -656,6 +868,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
             break;
         }
         if (expected == self) {
+            csc_unwind_fault_recover(sig, self); /* a fault in the DWARF walk: not a handler crash */
             if (atomic_load(&g_state) == CSC_STATE_DONE) {
                 /* This thread already reported (an uncaught exception that now aborts). */
                 csc_pass_on(sig, info, context);
@@ -743,12 +956,16 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
     atomic_store(&g_depth, 1);
     g_first_signal = SIGABRT;
     g_report_images = csc_images_pin();
+    csc_quiet_write_signals_begin();
     int fd = csc_open_report();
+    if (fd < 0) csc_report_unwritable(SIGABRT, errno);
     if (fd >= 0) {
         csc_out *out = &g_out;
         out->fd = fd;
         out->length = 0;
         out->failed = false;
+        out->written = 0;
+        out->error = 0;
         csc_write_header(out, "objc_exception", csc_clock_ns(CLOCK_REALTIME), csc_clock_ns(CLOCK_BOOTTIME));
         csc_out_key(out, "crash", false);
         csc_out_raw(out, "{\"signal\":0");
@@ -771,9 +988,9 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
         csc_out_raw(out, "}");
         csc_out_flush(out);
         csc_write_tail(out);
-        close(fd);
-        csc_remember_path();
+        csc_finish_report(out, SIGABRT);
     }
+    csc_quiet_write_signals_end();
     csc_images_unpin(); /* the report is written; a following abort writes nothing */
     atomic_store(&g_state, CSC_STATE_DONE); /* owner stays: a following abort writes nothing */
 }
@@ -853,6 +1070,9 @@ csc_install_result csc_install(const csc_config *config) {
     if (dir < 0) return CSC_INSTALL_NO_DIRECTORY;
     g_dir_fd = dir;
     csc_copy(g_directory, sizeof g_directory, config->directory);
+    if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (g_marker_fd >= 0) close(g_marker_fd);
+    g_marker_fd = openat(dir, CSC_UNREPORTED_MARKER, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     g_pid = getpid();
     if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
     if (config->watchdog_seconds) g_watchdog_seconds = config->watchdog_seconds;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #define CSC_NOINLINE __attribute__((noinline, used))
@@ -60,6 +61,64 @@ CSC_NOINLINE void csc_crash_trap(void) {
 #else
     raise(SIGTRAP);
 #endif
+    __asm__ volatile("" ::: "memory");
+}
+
+/* ---- corrupt code pointers and stacks (issue 11): the unwinder must survive them ----------- */
+
+typedef void (*csc_function)(void);
+
+/** Calls through a NULL function pointer: the PC becomes 0 and the caller is known only from the
+ *  return address the call pushed (x86_64) or the link register (aarch64). */
+CSC_NOINLINE void csc_crash_null_call(void) {
+    csc_function volatile function = NULL;
+    function();
+    __asm__ volatile("" ::: "memory"); /* the call is not a tail call */
+}
+
+/** Calls through a corrupt function pointer: an address that was mapped and is not any more. */
+CSC_NOINLINE void csc_crash_bad_function_pointer(void) {
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) abort();
+    munmap(page, 4096);
+    csc_function volatile function = (csc_function)page;
+    function();
+    __asm__ volatile("" ::: "memory");
+}
+
+/** Calls into a buffer on the (non-executable) stack holding a `ret`: the fetch faults. */
+CSC_NOINLINE void csc_crash_jump_to_stack(void) {
+    volatile uint8_t code[16] = {0xc3, 0xc3, 0xc3, 0xc3};
+    csc_function volatile function = (csc_function)(uintptr_t)code;
+    function();
+    __asm__ volatile("" ::: "memory");
+}
+
+/** A stack overflow of text ("AAAA…") over this frame's saved frame pointer and return address:
+ *  the return faults (x86_64: a non-canonical target), and the unwind tables then lead the DWARF
+ *  unwinder to the overwritten words. __builtin_frame_address(0) points at the frame record
+ *  {saved frame pointer, return address} on both x86_64 and aarch64. */
+CSC_NOINLINE void csc_crash_return_overwritten(void) {
+    uintptr_t *volatile record = __builtin_frame_address(0);
+    record[0] = (uintptr_t)0x4141414141414141ull;
+    record[1] = (uintptr_t)0x4141414141414141ull;
+    __asm__ volatile("" ::: "memory");
+}
+
+/** Overwrites only the saved frame pointer of its caller's frame record (a low, never mapped
+ *  address), then returns normally. */
+static CSC_NOINLINE void csc_clobber_saved_frame_pointer(void) {
+    uintptr_t *volatile record = __builtin_frame_address(0);
+    record[0] = (uintptr_t)0x1000;
+    __asm__ volatile("" ::: "memory");
+}
+
+/** Its frame pointer is clobbered by the callee; its next use of the frame faults, and the unwind
+ *  tables (which locate the frame through the frame pointer) point the unwinder at page zero. */
+CSC_NOINLINE void csc_crash_frame_pointer_clobbered(void) {
+    csc_clobber_saved_frame_pointer();
+    volatile uintptr_t through_frame = *(volatile uintptr_t *)__builtin_frame_address(0);
+    (void)through_frame;
     __asm__ volatile("" ::: "memory");
 }
 
@@ -154,6 +213,10 @@ int csc_test_image_pin(void) {
     csc_refresh_images();
     if (csc_images_current() != pinned) return 4;
     return 0;
+}
+
+void csc_test_set_thread_name(const char *name) {
+    prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 bool csc_test_sigpipe_is_ignored(void) {

@@ -62,11 +62,38 @@ int csc_image_index(const csc_image_table *table, uintptr_t address) {
     return -1;
 }
 
+bool csc_address_is_code(const csc_image_table *table, uintptr_t address) {
+    int index = csc_image_index(table, address);
+    if (index < 0) return false;
+    const csc_image *image = &table->images[index];
+    return !image->executable_known || (address >= image->exec_low && address < image->exec_high);
+}
+
 #if defined(__linux__)
-static void csc_copy_path(char *out, const char *in) {
-    size_t i = 0;
-    for (; in && in[i] && i + 1 < CSC_PATH_MAX; i++) out[i] = in[i];
-    out[i] = 0;
+/** Appends `in` whole to the table's path bytes and points the image at it; an empty path when
+ *  it does not fit (a cut path would name another file). Offset 0 always holds "". */
+static void csc_store_path(csc_image_table *table, csc_image *image, const char *in) {
+    image->path_offset = 0;
+    size_t length = in ? strlen(in) : 0;
+    if (length == 0 || table->paths_used + length + 1 > sizeof table->paths) return;
+    memcpy(table->paths + table->paths_used, in, length + 1);
+    image->path_offset = table->paths_used;
+    table->paths_used += (uint32_t)(length + 1);
+}
+
+/** The span of the image's executable PT_LOAD segments. */
+static void csc_read_code_range(struct dl_phdr_info *info, csc_image *image) {
+    uintptr_t lowest = UINTPTR_MAX, highest = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        if (segment->p_type != PT_LOAD || !(segment->p_flags & PF_X)) continue;
+        uintptr_t start = info->dlpi_addr + segment->p_vaddr;
+        if (start < lowest) lowest = start;
+        if (start + segment->p_memsz > highest) highest = start + segment->p_memsz;
+    }
+    image->executable_known = highest != 0;
+    image->exec_low = highest ? lowest : 0;
+    image->exec_high = highest;
 }
 
 /** GNU build id from the image's PT_NOTE segments, which the loader maps into memory. */
@@ -108,14 +135,15 @@ static int csc_collect(struct dl_phdr_info *info, size_t size, void *data) {
     image->low = low;
     image->high = high;
     if (info->dlpi_name && info->dlpi_name[0]) {
-        csc_copy_path(image->path, info->dlpi_name);
+        csc_store_path(table, image, info->dlpi_name);
     } else {
         if (g_program_path[0] == 0) {
             ssize_t n = readlink("/proc/self/exe", g_program_path, CSC_PATH_MAX - 1);
             g_program_path[n > 0 ? n : 0] = 0;
         }
-        csc_copy_path(image->path, g_program_path);
+        csc_store_path(table, image, g_program_path);
     }
+    csc_read_code_range(info, image);
     csc_read_build_id(info, image);
     return 0;
 }
@@ -131,6 +159,8 @@ void csc_refresh_images(void) {
     }
     csc_image_table *table = &g_tables[next];
     table->count = 0;
+    table->paths[0] = 0;
+    table->paths_used = 1;
 #if defined(__linux__)
     dl_iterate_phdr(csc_collect, table);
 #endif
@@ -187,7 +217,7 @@ bool csc_loaded_image(const char *path, uintptr_t *bias, char *build_id_hex, siz
     const csc_image_table *table = csc_images_current();
     for (int i = 0; table && i < table->count; i++) {
         const csc_image *image = &table->images[i];
-        if (strcmp(image->path, path) != 0) continue;
+        if (strcmp(csc_image_path(table, image), path) != 0) continue;
         *bias = image->bias;
         if (capacity > 0) {
             size_t n = 0;

@@ -10,10 +10,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <limits.h>
 #include <sys/types.h>
 
 #define CSC_MAX_IMAGES 512
-#define CSC_PATH_MAX 256
+/** Longest path kept whole (the executable, the report directory, one image): the platform's
+ *  limit, so a frame in an image under a long path can still be symbolicated. */
+#define CSC_PATH_MAX PATH_MAX
+/** Bytes for all image paths of one table (NUL-terminated, back to back). Untouched pages of
+ *  these static tables cost no memory; a table whose paths do not fit leaves the rest empty
+ *  (never cut) — 1 KiB per image on average at the image limit. */
+#define CSC_IMAGE_PATH_BYTES (CSC_MAX_IMAGES * 1024)
 #define CSC_BUILD_ID_MAX 32
 
 typedef struct {
@@ -22,13 +29,23 @@ typedef struct {
     uintptr_t high;     /**< one past the highest mapped address */
     uint8_t build_id[CSC_BUILD_ID_MAX];
     uint8_t build_id_length;
-    char path[CSC_PATH_MAX];
+    bool executable_known;  /**< exec_low/exec_high were read from the program headers */
+    uintptr_t exec_low;     /**< span of the executable (PF_X) segments */
+    uintptr_t exec_high;
+    uint32_t path_offset;   /**< into the table's `paths`: the whole path, or "" */
 } csc_image;
 
 typedef struct {
     int count;
+    uint32_t paths_used;
     csc_image images[CSC_MAX_IMAGES];
+    char paths[CSC_IMAGE_PATH_BYTES];
 } csc_image_table;
+
+/** The image's path (never NULL). Async-signal-safe. */
+static inline const char *csc_image_path(const csc_image_table *table, const csc_image *image) {
+    return table->paths + image->path_offset;
+}
 
 /** The table the handler reads: frozen, replaced only by swapping which of two tables is current. */
 const csc_image_table *csc_images_current(void);
@@ -38,6 +55,9 @@ const csc_image_table *csc_images_pin(void);
 void csc_images_unpin(void);
 /** Index of the image containing `address` in `table`, or -1. Async-signal-safe. */
 int csc_image_index(const csc_image_table *table, uintptr_t address);
+/** True when `address` lies in an executable segment of an image of `table` (code that has
+ *  unwind tables or at least is code). Async-signal-safe. */
+bool csc_address_is_code(const csc_image_table *table, uintptr_t address);
 
 /** Reads `length` bytes at `address` without faulting. Async-signal-safe. */
 bool csc_safe_read(uintptr_t address, void *out, size_t length);
@@ -48,6 +68,8 @@ typedef struct {
     int fd;
     size_t length;
     bool failed;
+    uint64_t written; /**< bytes write(2) accepted so far */
+    int error;        /**< errno of the write that failed */
     char buffer[4096];
 } csc_out;
 

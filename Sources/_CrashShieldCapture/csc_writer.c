@@ -13,10 +13,12 @@ void csc_out_flush(csc_out *out) {
         ssize_t n = write(out->fd, out->buffer + done, out->length - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
+            out->error = n < 0 ? errno : ENOSPC;
             out->failed = true;
             break;
         }
         done += (size_t)n;
+        out->written += (uint64_t)n;
     }
     out->length = 0;
 }
@@ -34,6 +36,39 @@ void csc_out_raw(csc_out *out, const char *text) {
     csc_out_bytes(out, text, length);
 }
 
+/** Length of the well-formed UTF-8 sequence at text[0] (RFC 3629: no overlong forms, no
+ *  surrogates, at most U+10FFFF), reading no further than `available` bytes (the caller stops
+ *  them at the bound and at the terminating NUL); 0 when the bytes there are not one. Sets
+ *  *cut when they are the well-formed beginning of a sequence that the end of the text cut. */
+static size_t csc_utf8_sequence_length(const unsigned char *text, size_t available, bool *cut) {
+    *cut = false;
+    unsigned char lead = text[0];
+    size_t length;
+    unsigned char low = 0x80, high = 0xbf; /* allowed range of the second byte */
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        length = 3;
+        if (lead == 0xe0) low = 0xa0;  /* overlong */
+        if (lead == 0xed) high = 0x9f; /* UTF-16 surrogates */
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        length = 4;
+        if (lead == 0xf0) low = 0x90;  /* overlong */
+        if (lead == 0xf4) high = 0x8f; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    size_t present = length < available ? length : available; /* never read past the text's end */
+    if (present > 1 && (text[1] < low || text[1] > high)) return 0;
+    for (size_t i = 2; i < present; i++)
+        if (text[i] < 0x80 || text[i] > 0xbf) return 0;
+    if (present < length) {
+        *cut = true;
+        return 0;
+    }
+    return length;
+}
+
 void csc_out_string(csc_out *out, const char *text, size_t max) {
     static const char hex[] = "0123456789abcdef";
     if (text == NULL) {
@@ -41,22 +76,38 @@ void csc_out_string(csc_out *out, const char *text, size_t max) {
         return;
     }
     csc_out_bytes(out, "\"", 1);
-    for (size_t i = 0; i < max && text[i]; i++) {
+    for (size_t i = 0; i < max && text[i];) {
         unsigned char c = (unsigned char)text[i];
         if (c == '"' || c == '\\') {
             char escaped[2] = {'\\', (char)c};
             csc_out_bytes(out, escaped, 2);
+            i++;
         } else if (c < 0x20 || c == 0x7f) {
             char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             csc_out_bytes(out, escaped, 6);
+            i++;
         } else if (c >= 0x80) {
-            /* Bytes that may not be valid UTF-8 (a truncated name, garbage memory) are written
-             * as \u00XX so the file always stays valid JSON. */
-            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            csc_out_bytes(out, escaped, 6);
+            /* Well-formed UTF-8 (a path under /home/josé, a reason in Chinese, an emoji thread
+             * name) is copied as it is. A byte that does not start a well-formed sequence
+             * (garbage memory) is written as \u00XX, so the file always stays valid JSON. The NUL check stops the sequence
+             * scan at the string's end: it never reads past the terminator. */
+            size_t available = 0;
+            while (available < 4 && i + available < max && (available == 0 || text[i + available])) available++;
+            bool cut = false;
+            size_t length = csc_utf8_sequence_length((const unsigned char *)text + i, available, &cut);
+            if (cut) break; /* a character cut by truncation (the bound, a kernel-cut thread name) is left out */
+            if (length) {
+                csc_out_bytes(out, text + i, length);
+                i += length;
+            } else {
+                char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                csc_out_bytes(out, escaped, 6);
+                i++;
+            }
         } else {
             char plain = (char)c;
             csc_out_bytes(out, &plain, 1);
+            i++;
         }
     }
     csc_out_bytes(out, "\"", 1);

@@ -4,37 +4,48 @@ import _CrashShieldCapture
 
 /// `shield bench-capture [--json] [--runs N]`: crashes N children (`shield crash segv`) and
 /// reads how long each handler took from signal entry to its last write (the report's
-/// `handler_ns`). Target (SPEC §9): report on disk within 20 ms.
+/// `handler_ns`). Target (SPEC §9): report on disk within 20 ms. The same for a crash whose stack
+/// walk needed the fallback (`shield crash return-overwritten`: the DWARF walk faults on the
+/// overwritten return address, is abandoned, and the frame-pointer walk takes over).
 enum BenchCaptureCommand {
     static func run(_ arguments: [String]) -> Int32 {
         let runs = max(1, Int(CrashCommand.option("--runs", in: arguments) ?? "") ?? 20)
-        let directory = NSTemporaryDirectory() + "crashshield-bench-\(getpid())"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var samples: [UInt64] = []
-        for _ in 0..<runs {
-            try? FileManager.default.removeItem(atPath: directory)
-            _ = ChildProcess.run(ChildProcess.currentExecutable, ["crash", "segv", "--dir", directory], timeout: .seconds(20))
-            for item in CrashCapture.pendingReports(in: directory, symbolicate: false) {
-                if let value = (try? item.result.get())?.handlerNs { samples.append(value) }
-            }
-        }
-        samples.sort()
-        guard !samples.isEmpty else {
+        let samples = signalToDiskSamples(kind: "segv", runs: runs)
+        let fallbackSamples = signalToDiskSamples(kind: "return-overwritten", runs: runs)
+        guard !samples.isEmpty, !fallbackSamples.isEmpty else {
             print(arguments.contains("--json") ? "{\"case\": \"capture.signal_to_disk\", \"error\": \"no reports\"}" : "no reports")
             return 1
         }
         let median = samples[samples.count / 2], worst = samples.last!
+        let fallbackMedian = fallbackSamples[fallbackSamples.count / 2], fallbackWorst = fallbackSamples.last!
         let target: UInt64 = 20_000_000
         let startSamples = launchStartSamples(runs: runs)
         let startMedian = startSamples.isEmpty ? 0 : startSamples[startSamples.count / 2]
         if arguments.contains("--json") {
             print("{\"case\": \"capture.signal_to_disk\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"target_ns\": \(target)}")
+            print("{\"case\": \"capture.signal_to_disk_unwind_fallback\", \"runs\": \(fallbackSamples.count), \"median_ns\": \(fallbackMedian), \"max_ns\": \(fallbackWorst), \"target_ns\": \(target)}")
             print("{\"case\": \"capture.start_with_launch_protection\", \"runs\": \(startSamples.count), \"median_ns\": \(startMedian), \"max_ns\": \(startSamples.last ?? 0), \"target_ns\": 1000000}")
         } else {
             print("capture.signal_to_disk  runs \(samples.count)  median \(Double(median) / 1e6) ms  max \(Double(worst) / 1e6) ms  (target <= 20 ms)")
+            print("capture.signal_to_disk_unwind_fallback  runs \(fallbackSamples.count)  median \(Double(fallbackMedian) / 1e6) ms  max \(Double(fallbackWorst) / 1e6) ms  (target <= 20 ms)")
             print("capture.start_with_launch_protection  runs \(startSamples.count)  median \(Double(startMedian) / 1e6) ms  max \(Double(startSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
         }
-        return worst <= target ? 0 : 1
+        return worst <= target && fallbackWorst <= target ? 0 : 1
+    }
+
+    /// `handler_ns` of the reports of `runs` children crashing with `kind`, sorted.
+    static func signalToDiskSamples(kind: String, runs: Int) -> [UInt64] {
+        let directory = NSTemporaryDirectory() + "crashshield-bench-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var samples: [UInt64] = []
+        for _ in 0..<runs {
+            try? FileManager.default.removeItem(atPath: directory)
+            _ = ChildProcess.run(ChildProcess.currentExecutable, ["crash", kind, "--dir", directory], timeout: .seconds(20))
+            for item in CrashCapture.pendingReports(in: directory, symbolicate: false) {
+                if let value = (try? item.result.get())?.handlerNs { samples.append(value) }
+            }
+        }
+        return samples.sorted()
     }
 
     /// `CrashCapture.start` with launch protection, measured inside `shield launch-probe` children
@@ -54,7 +65,7 @@ enum BenchCaptureCommand {
     }
 }
 
-/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N]`: the child of
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--unwritable-dir]`: the child of
 /// the launch-protection end-to-end test. Starts capture with launch protection and three
 /// repair steps (safe-mode, step-two, step-three), prints one JSON line describing what launch
 /// protection decided, then crashes during launch (--crash), waits to be killed (--hang), or
@@ -93,10 +104,12 @@ enum LaunchProbeCommand {
             "safe_mode": protection.isSafeMode,
             "state_reset": protection.stateWasReset,
             "detection": protection.lastRun.detection,
+            "report_lost": protection.lastRun.reportLost,
         ]
         let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()
         print(String(decoding: data, as: UTF8.self))
         fflush(nil)
+        if arguments.contains("--unwritable-dir") { HostileSetup.makeUnwritable(directory) }
         if arguments.contains("--crash") { csc_crash_segv() }
         if arguments.contains("--hang") { while true { sleep(1) } }
         protection.launchCompleted()

@@ -10,6 +10,8 @@ enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
         "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
+        "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
+        "utf8-exception",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -24,6 +26,7 @@ enum CrashCommand {
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread"
+        options.appName = option("--app-name", in: arguments)
         if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
         do {
             try CrashShield.startCapture(options)
@@ -33,6 +36,7 @@ enum CrashCommand {
         }
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
+        HostileSetup.apply(arguments, directory: options.directory)
         crash(kind)
         return 1 // not reached for any kind except recover-thread
     }
@@ -53,6 +57,29 @@ enum CrashCommand {
         case "two-threads": csc_crash_two_threads()
         case "thread-stack-overflow": csc_crash_thread_stack_overflow()
         case "inside-guard": cs_capture_crash_inside_guard_for_testing()
+        case "null-call": csc_crash_null_call()
+        case "bad-function-pointer": csc_crash_bad_function_pointer()
+        case "jump-to-stack": csc_crash_jump_to_stack()
+        case "return-overwritten": csc_crash_return_overwritten()
+        case "frame-pointer-clobbered": csc_crash_frame_pointer_clobbered()
+        case "stack-smash": CrashKinds.stackSmash(CommandLine.arguments.count * 256)
+        case "await-signal":
+            // For a signal sent by another process: the test kills this child with SIGSEGV.
+            print("READY")
+            fflush(nil)
+            while true { pause() }
+        case "utf8-exception":
+            // Non-ASCII text in a report: an emoji thread name and a Chinese exception reason.
+            // `--thread-name T` / `--reason R` replace them (longer text is cut by the kernel / the
+            // report's bound).
+            let arguments = CommandLine.arguments
+            csc_test_set_thread_name(option("--thread-name", in: arguments) ?? "crash-🔥")
+            let reason = option("--reason", in: arguments) ?? "原因：索引 3 超出范围 🔥 josé"
+            let addresses = Thread.callStackReturnAddresses.map { UInt($0.uintValue) }
+            addresses.withUnsafeBufferPointer { frames in
+                csc_report_exception("数组异常", reason, frames.baseAddress, frames.count)
+            }
+            abort()
         case "sigpipe":
             let error = csc_crash_sigpipe()
             print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")
@@ -76,8 +103,60 @@ enum CrashCommand {
     }
 }
 
+/// Hostile conditions set up after capture is installed and before the crash (issue 11):
+/// `--fsize-limit N` (RLIMIT_FSIZE), `--exhaust-fds` (descriptor table full), `--remove-dir` (the
+/// report directory deleted), `--unwritable-dir` (the directory made read-only, and as root the
+/// process drops to uid/gid 65534, as servers do after start, so it cannot write there).
+enum HostileSetup {
+    static func apply(_ arguments: [String], directory: String) {
+        if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) {
+            var value = rlimit()
+            getrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)
+            value.rlim_cur = limit
+            setrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)
+            // The default action, unblocked, as in a process started from a shell (a parent may
+            // hand down an ignored or blocked SIGXFSZ, which would hide what the limit does).
+            signal(SIGXFSZ, SIG_DFL)
+            var unblock = sigset_t()
+            sigemptyset(&unblock)
+            sigaddset(&unblock, SIGXFSZ)
+            pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        }
+        if arguments.contains("--exhaust-fds") {
+            var value = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &value)
+            value.rlim_cur = min(value.rlim_cur, 256)
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &value)
+            var opened = 0
+            while open("/dev/null", O_RDONLY) >= 0 { opened += 1 }
+            if errno != EMFILE { print("EXHAUST-FAILED errno=\(errno)") }
+            print("EXHAUSTED after \(opened)")
+            fflush(nil)
+        }
+        if arguments.contains("--remove-dir") { try? FileManager.default.removeItem(atPath: directory) }
+        if arguments.contains("--unwritable-dir") { makeUnwritable(directory) }
+    }
+
+    static func makeUnwritable(_ directory: String) {
+        chmod(directory, 0o555)
+        if getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0) { print("DROP-FAILED errno=\(errno)") }
+        fflush(nil)
+    }
+}
+
 /// Swift runtime traps, kept out of line so the report names them.
 enum CrashKinds {
+    /// Writes `count` bytes of "A" into a 16-byte stack buffer: the Swift compiler's stack
+    /// protector (on by default for such buffers) ends the function in `__stack_chk_fail`, and
+    /// the smashed return address lies above the frames the unwinder has to walk.
+    @inline(never)
+    static func stackSmash(_ count: Int) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16) { buffer in
+            let raw = UnsafeMutableRawPointer(buffer.baseAddress!)
+            for offset in 0..<count { raw.storeBytes(of: 0x41, toByteOffset: offset, as: UInt8.self) }
+        }
+    }
+
     @inline(never)
     static func swiftIndex(_ index: Int) -> Int {
         let values = [1, 2, 3]

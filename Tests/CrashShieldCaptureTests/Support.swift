@@ -33,8 +33,9 @@ enum Built {
     static var mallocProbe: String { "\(directory)/capture-malloc-probe" }
 }
 
-/// A child process with SWIFT_BACKTRACE=enable=no, standard error discarded, and a timeout
-/// after which it is killed (a hung crash handler fails the test instead of hanging CI).
+/// A child process with SWIFT_BACKTRACE=enable=no, standard error discarded (or, with
+/// `captureStandardError`, collected with the output), and a timeout after which it is killed (a
+/// hung crash handler fails the test instead of hanging CI).
 final class Child: @unchecked Sendable {
     let process = Process()
     private let pipe = Pipe()
@@ -42,14 +43,14 @@ final class Child: @unchecked Sendable {
     private var collected = Data()
     private let reader = DispatchGroup()
 
-    init(_ path: String, _ arguments: [String], swiftBacktrace: String = "enable=no") throws {
+    init(_ path: String, _ arguments: [String], swiftBacktrace: String = "enable=no", captureStandardError: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = swiftBacktrace
         process.environment = environment
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardError = captureStandardError ? pipe : FileHandle.nullDevice
         try process.run()
         let handle = pipe.fileHandleForReading
         reader.enter()

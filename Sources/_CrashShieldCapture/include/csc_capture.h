@@ -14,11 +14,20 @@
  *      swift_* entry points) and no C++ exceptions.
  *   4. Output goes through write(2) on descriptors opened with openat(2) relative to the report
  *      directory descriptor opened at install. Everything else the report needs (paths, process
- *      and OS info, the image list with build ids) is gathered and serialised at install.
- *   5. Buffers are static and pre-sized; every copy is bounded; text from the crashed process
- *      (thread names, exception reasons) is escaped and truncated, never trusted.
- *   6. Memory that may be invalid (frame pointers, instruction bytes) is read only through
- *      csc_safe_read(), which asks the kernel (process_vm_readv, or a pipe write) and never faults.
+ *      and OS info, the image list with build ids) is gathered and serialised at install. A
+ *      descriptor is kept in reserve from install (given up when the table is full, EMFILE), and
+ *      so is the unreported-crash marker (CSC_UNREPORTED_MARKER). Writing must not raise a
+ *      signal of its own: SIGXFSZ (RLIMIT_FSIZE) and SIGPIPE (the stderr line) are ignored while
+ *      the handler writes, so a write past a limit just fails.
+ *   5. Buffers are static and pre-sized (paths: PATH_MAX, never cut); every copy is bounded;
+ *      text from the crashed process (thread names, exception reasons) is truncated and never
+ *      trusted: well-formed UTF-8 is copied as it is, every other byte is escaped.
+ *   6. Memory that may be invalid (frame pointers, instruction bytes, the word at the stack
+ *      pointer) is read only through csc_safe_read(), which asks the kernel (process_vm_readv, or
+ *      a pipe write) and never faults. The one exception is libgcc's DWARF unwinder, which reads
+ *      memory itself: it runs only from a PC inside an image's code, and under a recovery point
+ *      (sigsetjmp) that turns a fault inside it into "this unwinder failed" — the frame-pointer
+ *      walk takes over and the rest of the report is written as usual.
  *   7. The handler never blocks without a bound: a watchdog alarm kills a stuck handler, threads
  *      that lose the race to report wait a bounded time, and a crash inside the handler
  *      leaves a minimal report and ends the process with the original signal.
@@ -26,7 +35,9 @@
  * and are documented as "not async-signal-safe". The launch-protection helpers of the start path
  * (state file, launch id, launch window) are in csc_launch.h and never run in the handler.
  *
- * Contract of a crash: exactly one report file per process crash, written into the directory
+ * Contract of a crash: exactly one report file per process crash (when none can be written —
+ * the directory deleted or unwritable, the disk full — one line on stderr says so and the marker
+ * CSC_UNREPORTED_MARKER records it for the next start's lastRun), written into the directory
  * given at install, named "report-<pid>-<install time>-<n>.json", following
  * Schema/crash-report.schema.json (version CSC_REPORT_VERSION). Sections are flushed one by one
  * so a report cut short by a second failure is a valid JSON prefix; the last key written is
@@ -48,6 +59,9 @@ extern "C" {
 #define CSC_REPORT_VERSION 1
 #define CSC_MAX_FRAMES 128
 #define CSC_TEXT_MAX 256
+/** File in the report directory, opened at install, where the handler records a crash whose
+ *  report could not be written: "launch_id=<id>\nphase=<phase>\nsignal=<n>\nerrno=<n>\n". */
+#define CSC_UNREPORTED_MARKER "crash-without-report"
 
 /** Launch phase recorded in a report. Launch protection moves it forward. */
 typedef enum {
@@ -142,11 +156,23 @@ void csc_crash_thread_segv(void);
 void csc_crash_two_threads(void);
 /** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
 void csc_crash_thread_stack_overflow(void);
+/** A call through a NULL function pointer (SIGSEGV at PC 0). */
+void csc_crash_null_call(void);
+/** A call through a function pointer to an unmapped page (SIGSEGV, the PC outside every image). */
+void csc_crash_bad_function_pointer(void);
+/** A call into a buffer on the non-executable stack (SIGSEGV on the instruction fetch). */
+void csc_crash_jump_to_stack(void);
+/** Overwrites its own saved frame pointer and return address with "AAAAAAAA" and returns. */
+void csc_crash_return_overwritten(void);
+/** Has its saved frame pointer clobbered by a callee, then uses its frame (SIGSEGV). */
+void csc_crash_frame_pointer_clobbered(void);
 /** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
 int csc_crash_sigpipe(void);
 /** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
 void csc_test_install_previous_handler(void);
 bool csc_test_sigpipe_is_ignored(void);
+/** Names the calling thread (at most 15 bytes are kept). */
+void csc_test_set_thread_name(const char *name);
 /** The image-table pin (csc_images.c) against refreshes: 0 when a pinned table survives two
  *  refreshes (the one that would refill it is skipped) and refreshes alternate again after the
  *  unpin; otherwise the number of the step that failed. */
