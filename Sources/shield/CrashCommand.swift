@@ -10,6 +10,7 @@ enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
         "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
+        "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -21,9 +22,12 @@ enum CrashCommand {
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
+        if arguments.contains("--resethand-previous") { csc_test_install_resethand_handler() }
+        if arguments.contains("--slow-previous-handlers") { csc_test_install_slow_previous_handlers() }
+        if kind == "resolved-fault" { csc_test_install_resolving_handler() }
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
         options.launchProtection = nil
-        options.recoverBackgroundThreads = kind == "recover-thread"
+        options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
         do {
             try CrashShield.startCapture(options)
@@ -33,11 +37,12 @@ enum CrashCommand {
         }
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
-        crash(kind)
+        if arguments.contains("--occupy-report-name") && !csc_test_occupy_next_report_name() { return 3 }
+        crash(kind, arguments)
         return 1 // not reached for any kind except recover-thread
     }
 
-    static func crash(_ kind: String) {
+    static func crash(_ kind: String, _ arguments: [String] = []) {
         switch kind {
         case "segv": csc_crash_segv()
         case "bus": csc_crash_bus()
@@ -53,6 +58,27 @@ enum CrashCommand {
         case "two-threads": csc_crash_two_threads()
         case "thread-stack-overflow": csc_crash_thread_stack_overflow()
         case "inside-guard": cs_capture_crash_inside_guard_for_testing()
+        case "three-signals": csc_crash_three_signals()
+        case "segv-pending-alarm": csc_crash_segv_with_pending_alarm()
+        case "fork-child-segv":
+            // The child crashes (from this thread, or with --from-thread from a background thread,
+            // which is the child's main thread); this process reports how it ended, then crashes
+            // too with --parent-crashes.
+            var child: Int32 = -1
+            let status = csc_crash_forked_child(arguments.contains("--from-thread"), 20, &child)
+            let ending = status < 0 ? "hung" : (status & 0x7f) != 0 ? "signaled:\(status & 0x7f)" : "exited:\((status >> 8) & 0xff)"
+            print("CHILD pid=\(child) \(ending)")
+            fflush(nil)
+            if arguments.contains("--parent-crashes") { csc_crash_segv() }
+            exit(0)
+        case "resolved-fault":
+            // A fault the previous handler resolves is not a crash; the real one after it is.
+            let resolved = csc_test_touch_guarded_page()
+            let directory = option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+            let reports = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("report-") }
+            print("RESOLVED faults=\(resolved) installed=\(csc_is_installed()) written=\(csc_report_written()) reports=\(reports.count)")
+            fflush(nil)
+            csc_crash_segv()
         case "sigpipe":
             let error = csc_crash_sigpipe()
             print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")

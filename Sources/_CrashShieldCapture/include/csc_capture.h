@@ -126,6 +126,10 @@ void csc_test_hang_in_handler(void);
 /** Makes the next report wait (up to 0.5 s, before its tail) until another thread has crashed too,
  *  so a concurrent crash is seen deterministically (csc_crash_two_threads sets it). */
 void csc_test_wait_for_second_crash(void);
+/** The same for `count` other crashing threads (csc_crash_three_signals sets 2). */
+void csc_test_wait_for_other_crashes(int count);
+/** Creates an empty file under the name the next report would take (a name collision). */
+bool csc_test_occupy_next_report_name(void);
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
@@ -142,10 +146,35 @@ void csc_crash_thread_segv(void);
 void csc_crash_two_threads(void);
 /** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
 void csc_crash_thread_stack_overflow(void);
+/** Starts three threads that crash at the same moment with SIGSEGV, SIGABRT and SIGFPE; blocks
+ *  forever. The report waits for the other two (csc_test_wait_for_other_crashes). */
+void csc_crash_three_signals(void);
+/** Forks; the child calls csc_crash_segv from the forking thread, which is this thread or, with
+ *  `from_background_thread`, a new thread of this process. Waits for the child at most
+ *  `timeout_seconds` (then kills it with SIGKILL). Returns the child's wait status, or -1 when it
+ *  had to be killed; *child_pid receives its pid. */
+int csc_crash_forked_child(bool from_background_thread, int timeout_seconds, int *child_pid);
+/** Blocks SIGALRM in this thread and makes one pending (an app that takes its ticks with sigwait
+ *  or signalfd and has one queued), then calls csc_crash_segv. */
+void csc_crash_segv_with_pending_alarm(void);
 /** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
 int csc_crash_sigpipe(void);
 /** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
 void csc_test_install_previous_handler(void);
+/** Installs (before capture) a SIGSEGV handler with SA_RESETHAND and sa_mask {SIGUSR2} that
+ *  prints "RESETHAND-HANDLER-RAN mask=<1|0>" per call (1: SIGUSR2 and SIGSEGV were blocked during
+ *  the call, as the kernel blocks them) and returns. */
+void csc_test_install_resethand_handler(void);
+/** Installs (before capture) handlers for SIGSEGV, SIGABRT and SIGFPE that take 100 ms when they
+ *  are the first to run and 1 ms after that (a backtracer's work), reset the default action and return. */
+void csc_test_install_slow_previous_handlers(void);
+/** Installs (before capture) a SIGSEGV handler owning a PROT_NONE page: a fault on the page is
+ *  resolved (mprotect read-write) and the handler returns, like a guard page or a GC write
+ *  barrier; any other fault resets the default action and returns. */
+void csc_test_install_resolving_handler(void);
+/** Writes to the page of csc_test_install_resolving_handler; returns how many faults the handler
+ *  resolved so far (-1 without the page). */
+int csc_test_touch_guarded_page(void);
 bool csc_test_sigpipe_is_ignored(void);
 /** The image-table pin (csc_images.c) against refreshes: 0 when a pinned table survives two
  *  refreshes (the one that would refill it is skipped) and refreshes alternate again after the
