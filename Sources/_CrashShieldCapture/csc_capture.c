@@ -107,6 +107,9 @@ static int g_first_signal;
 static uint64_t g_handler_start_ns;
 static int g_watchdog_timer = -1; /* kernel timer id while a report is written, else -1 */
 #define CSC_WATCHDOG_COOKIE 0x43534357
+/* How long a thread that lost the race waits while the owner passes its signal on (the Swift
+ * backtracer may take many seconds). */
+#define CSC_CHAIN_WAIT_LIMIT_MS 60000u
 
 static uint64_t csc_clock_ns(clockid_t clock) {
     struct timespec ts;
@@ -837,10 +840,17 @@ static void csc_watchdog_expired(void) {
 static void csc_handler(int sig, siginfo_t *info, void *context) {
     int saved_errno = errno;
     if (csc_is_watchdog_expiry(info)) csc_watchdog_expired();
+    if (info && info->si_code <= 0 && g_have_previous[sig] && g_previous[sig].sa_handler == SIG_IGN && !csc_is_abort(sig, info)) {
+        /* A signal sent (kill, raise, sigqueue) while the app had set SIG_IGN: without us it
+         * would have been discarded. (A fault is not: the kernel forces the default action.)
+         * abort() is the exception: it re-raises with the default action, a crash either way. */
+        errno = saved_errno;
+        return;
+    }
     pid_t self = csc_gettid();
     bool counted = false; /* this thread is in g_other_crashers */
     const uint32_t writing_wait_limit_ms = g_watchdog_seconds * 1000u + 1000u;
-    uint32_t waited_for_writer_ms = 0;
+    uint32_t waited_for_writer_ms = 0, waited_for_chain_ms = 0;
     for (;;) {
         pid_t expected = 0;
         if (atomic_compare_exchange_strong(&g_owner, &expected, self)) {
@@ -881,6 +891,14 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
             /* The owner is stuck past its watchdog (it could not make a timer): end the process
              * with the signal its report names. */
             csc_die_with(g_first_signal);
+        }
+        if (state == CSC_STATE_CHAINING && ++waited_for_chain_ms > CSC_CHAIN_WAIT_LIMIT_MS) {
+            /* The owner's previous handler neither ended the process nor returned within a
+             * minute (or it resolved a fault and reset the default action: the owner went on
+             * without releasing the claim). Pass this signal on, without a report. */
+            csc_pass_on(sig, info, context);
+            errno = saved_errno;
+            return;
         }
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);

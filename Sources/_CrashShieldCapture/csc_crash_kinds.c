@@ -332,3 +332,17 @@ int csc_test_touch_guarded_page(void) {
     *(volatile char *)g_guarded_page = 1;
     return atomic_load(&g_resolved_faults);
 }
+
+static void csc_previous_trap_handler(int sig) {
+    (void)sig;
+    static const char marker[] = "TRAP-HANDLER-RAN\n";
+    (void)!write(1, marker, sizeof marker - 1);
+}
+
+void csc_test_install_previous_trap_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = csc_previous_trap_handler;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTRAP, &action, NULL);
+}

@@ -10,7 +10,7 @@ enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
         "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
-        "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault",
+        "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -25,6 +25,8 @@ enum CrashCommand {
         if arguments.contains("--resethand-previous") { csc_test_install_resethand_handler() }
         if arguments.contains("--slow-previous-handlers") { csc_test_install_slow_previous_handlers() }
         if kind == "resolved-fault" { csc_test_install_resolving_handler() }
+        if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
+        if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
@@ -59,6 +61,12 @@ enum CrashCommand {
         case "thread-stack-overflow": csc_crash_thread_stack_overflow()
         case "inside-guard": cs_capture_crash_inside_guard_for_testing()
         case "three-signals": csc_crash_three_signals()
+        case "raise-trap":
+            // A sent SIGTRAP that the app ignores or handles is not a crash: the process goes on.
+            raise(SIGTRAP)
+            print("SURVIVED installed=\(csc_is_installed()) written=\(csc_report_written())")
+            fflush(nil)
+            exit(0)
         case "segv-pending-alarm": csc_crash_segv_with_pending_alarm()
         case "fork-child-segv":
             // The child crashes (from this thread, or with --from-thread from a background thread,

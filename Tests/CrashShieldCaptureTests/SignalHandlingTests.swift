@@ -150,3 +150,27 @@ import Testing
         #expect(mismatches.isEmpty, "\(mismatches)")
     }
 }
+
+/// The same class as items 7 and 8 for signals that do not re-fire: a signal that was sent
+/// (raise, kill) and that the app ignores, or that a previous handler handles and returns from,
+/// does not end the process and leaves no report — as without capture.
+@Suite struct SentSignalTests {
+    @Test func sentSignalTheAppIgnoresIsIgnored() throws {
+        let directory = temporaryDirectory("raise-ignored")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try runChild(Built.shield, ["crash", "raise-trap", "--ignore-sigtrap", "--dir", directory])
+        #expect(result.termination == .exited(0))
+        #expect(result.output.contains("SURVIVED installed=true written=false"))
+        #expect(CrashReportStore(directory: directory).reportFiles().isEmpty)
+    }
+
+    @Test func sentSignalAPreviousHandlerHandlesIsNotACrash() throws {
+        let directory = temporaryDirectory("raise-handled")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try runChild(Built.shield, ["crash", "raise-trap", "--previous-trap-handler", "--dir", directory])
+        #expect(result.termination == .exited(0))
+        #expect(result.output.contains("TRAP-HANDLER-RAN"))
+        #expect(result.output.contains("SURVIVED installed=true written=false"))
+        #expect(CrashReportStore(directory: directory).reportFiles().isEmpty)
+    }
+}

@@ -19,20 +19,30 @@
  *      (thread names, exception reasons) is escaped and truncated, never trusted.
  *   6. Memory that may be invalid (frame pointers, instruction bytes) is read only through
  *      csc_safe_read(), which asks the kernel (process_vm_readv, or a pipe write) and never faults.
- *   7. The handler never blocks without a bound: a watchdog alarm kills a stuck handler, threads
- *      that lose the race to report wait a bounded time, and a crash inside the handler
- *      leaves a minimal report and ends the process with the original signal.
+ *   7. The handler never blocks without a bound: a watchdog timer of its own kills a stuck
+ *      handler, threads that lose the race to report wait for the owner (bounded while it
+ *      writes; while it passes its signal on they wait for the process to end, so it ends with
+ *      the report's signal), and a crash inside the handler leaves a minimal report and ends the
+ *      process with the original signal.
+ *   8. The handler depends on no signal state of the app: it uses no SIGALRM, alarm() or itimer,
+ *      and changes the disposition of its own signal only. Process identity (pid, report name,
+ *      main thread) is read with getpid() in the handler, never cached: a forked child is a
+ *      process of its own.
  * Functions outside the handler path (install, image refresh, thread preparation) may allocate
  * and are documented as "not async-signal-safe". The launch-protection helpers of the start path
  * (state file, launch id, launch window) are in csc_launch.h and never run in the handler.
  *
  * Contract of a crash: exactly one report file per process crash, written into the directory
- * given at install, named "report-<pid>-<install time>-<n>.json", following
+ * given at install, named "report-<pid>-<install time>-<n>.json" (the pid of the process that
+ * crashed; a taken name moves on to the next <n>), following
  * Schema/crash-report.schema.json (version CSC_REPORT_VERSION). Sections are flushed one by one
  * so a report cut short by a second failure is a valid JSON prefix; the last key written is
- * "complete": true. After writing, the previously installed handlers are restored and the signal
- * is passed on: a previous handler is called, otherwise the signal is re-raised with the default
- * action, so the process dies with the original signal.
+ * "complete": true. After writing, the signal is passed on: the handler installed before us is
+ * called as the kernel would call it (SA_RESETHAND, sa_mask, SA_NODEFER, SA_SIGINFO honoured),
+ * otherwise the default action is restored and the signal re-raised, so the process dies with the
+ * original signal. A signal is a crash only if the process dies of it: when the previous handler
+ * returns and the process goes on (a fault it resolved, a signal it handled), the report is
+ * removed and the handler re-armed (docs/CAPTURE.md, "Signals that are not crashes").
  */
 #ifndef CSC_CAPTURE_H
 #define CSC_CAPTURE_H
@@ -63,7 +73,8 @@ typedef struct {
     const char *app_version;   /**< may be NULL */
     const char *launch_id;     /**< id of this launch (launch protection matches reports with it); may be NULL */
     bool capture_sigpipe;      /**< also capture SIGPIPE unless the app ignores it (SIG_IGN). Default false */
-    bool recover_background_threads; /**< park a background thread that hit a fatal signal (opt-in) */
+    bool recover_background_threads; /**< park a background thread that hit a fatal signal (opt-in); never
+                                      *   the main thread (in a forked child: the thread that forked) */
     uint32_t alt_stack_size;   /**< per-thread alternate stack; 0 = 64 KiB */
     uint32_t watchdog_seconds; /**< a handler that runs longer is killed by SIGALRM; 0 = 5 */
 } csc_config;
@@ -175,6 +186,8 @@ void csc_test_install_resolving_handler(void);
 /** Writes to the page of csc_test_install_resolving_handler; returns how many faults the handler
  *  resolved so far (-1 without the page). */
 int csc_test_touch_guarded_page(void);
+/** Installs (before capture) a SIGTRAP handler that prints "TRAP-HANDLER-RAN" and returns. */
+void csc_test_install_previous_trap_handler(void);
 bool csc_test_sigpipe_is_ignored(void);
 /** The image-table pin (csc_images.c) against refreshes: 0 when a pinned table survives two
  *  refreshes (the one that would refill it is skipped) and refreshes alternate again after the
