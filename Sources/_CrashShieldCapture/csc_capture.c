@@ -814,9 +814,8 @@ static void csc_watchdog_disarm(void) {
     g_watchdog_timer = -1;
 }
 
-static bool csc_is_watchdog_expiry(const siginfo_t *info) {
-    return info && info->si_code == SI_TIMER && info->si_value.sival_int == CSC_WATCHDOG_COOKIE &&
-           g_watchdog_timer >= 0 && info->si_timerid == g_watchdog_timer;
+static bool csc_is_watchdog_signal(const siginfo_t *info) {
+    return info && info->si_code == SI_TIMER && info->si_value.sival_int == CSC_WATCHDOG_COOKIE;
 }
 
 /** The report took longer than watchdog_seconds: the process ends with SIGALRM (the report's
@@ -839,7 +838,13 @@ static void csc_watchdog_expired(void) {
 
 static void csc_handler(int sig, siginfo_t *info, void *context) {
     int saved_errno = errno;
-    if (csc_is_watchdog_expiry(info)) csc_watchdog_expired();
+    if (csc_is_watchdog_signal(info)) {
+        if (g_watchdog_timer >= 0 && info->si_timerid == g_watchdog_timer) csc_watchdog_expired();
+        /* A watchdog that expired as it was deleted: its signal stays queued (the kernel does not
+         * take back a queued timer signal). Not a crash. */
+        errno = saved_errno;
+        return;
+    }
     if (info && info->si_code <= 0 && g_have_previous[sig] && g_previous[sig].sa_handler == SIG_IGN && !csc_is_abort(sig, info)) {
         /* A signal sent (kill, raise, sigqueue) while the app had set SIG_IGN: without us it
          * would have been discarded. (A fault is not: the kernel forces the default action.)
