@@ -5,7 +5,10 @@ import _CrashShieldRuntime
 
 /// `shield crash <kind> [--dir D] [--crash-in-handler] [--recover]`: installs capture and
 /// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
-/// uncaught exception with exit(1)); the report lands in D.
+/// uncaught exception with exit(1)); the report lands in D. Test setups before capture:
+/// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
+/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `fork-child-segv` takes
+/// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
