@@ -4,14 +4,27 @@
  *
  * Concurrency and re-entry (one report per crash, never a hang):
  * - g_owner holds the thread id of the thread writing the report (0 = nobody). The first
- *   crashing thread claims it with a CAS. A second thread that crashes meanwhile waits (bounded)
- *   for the owner to finish; the owner ends the process, so the loser never writes a report.
- *   Waiting threads are counted (g_other_crashers) and the report says how many there were when
- *   its tail was written ("other_crashing_threads").
+ *   crashing thread claims it with a CAS. A second thread that crashes meanwhile waits for the
+ *   owner: while the report is written (bounded: the watchdog ends a stuck owner) and while the
+ *   owner passes its signal on (state CHAINING). It never re-raises its own signal, so the
+ *   process ends with the signal the report names. If the owner finds its signal handled by a
+ *   previous handler (state back to IDLE), the waiting thread claims the handler for its own
+ *   crash. Waiting threads are counted (g_other_crashers) and the report says how many there
+ *   were when its tail was written ("other_crashing_threads").
+ * - The owner changes the disposition of its own signal only: the other captured signals stay
+ *   ours until the process is gone, so a thread that faults later still waits instead of dying
+ *   by its own signal's default action.
  * - The handler runs with SA_NODEFER, so a fault inside the handler re-enters it on the same
  *   thread (g_owner == self, state WRITING): depth 1 rewrites the report file as a minimal report
  *   and ends the process with the original signal; depth 2 calls _exit(128 + signal).
- * - A watchdog alarm (SIGALRM with the default action) ends a handler that got stuck.
+ * - Watchdog: a POSIX timer of the crashing thread's own, created in the handler, sends the
+ *   crash's signal to that thread (SI_TIMER, our cookie) if the report takes longer than
+ *   watchdog_seconds; the handler recognises it and ends the process with SIGALRM. It uses no
+ *   signal the app may own or block (the app's SIGALRM, alarm() and itimers are left alone).
+ * - Process identity follows fork: the pid, the report file name and the main-thread test are
+ *   taken from getpid() in the handler; a pthread_atfork child handler resets the crash state.
+ * - A signal a previous handler handles is not a crash (see csc_pass_on_as_owner()): the report
+ *   is removed and the handler re-armed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -42,7 +55,10 @@
 
 #define CSC_SIGNAL_COUNT 65
 
-enum { CSC_STATE_IDLE = 0, CSC_STATE_WRITING = 1, CSC_STATE_DONE = 2 };
+/* IDLE: no crash. WRITING: the owner writes the report. DONE: an uncaught exception was
+ * reported (the process ends by exit or abort). CHAINING: the owner wrote a signal report and
+ * passes the signal on; it ends the process or returns the state to IDLE. */
+enum { CSC_STATE_IDLE = 0, CSC_STATE_WRITING = 1, CSC_STATE_DONE = 2, CSC_STATE_CHAINING = 3 };
 
 static const int kCaptured[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGPIPE};
 #define CSC_CAPTURED_COUNT (sizeof kCaptured / sizeof kCaptured[0])
@@ -52,7 +68,7 @@ static bool g_installed;
 static int g_dir_fd = -1;
 static struct sigaction g_previous[CSC_SIGNAL_COUNT];
 static bool g_have_previous[CSC_SIGNAL_COUNT];
-static char g_name_prefix[96];          /* "report-<pid>-<install ns>-" */
+static char g_install_ns_text[24];     /* install time in ns, the file name's second part */
 static char g_executable[CSC_PATH_MAX];
 static char g_directory[CSC_PATH_MAX];
 static char g_app_name[CSC_TEXT_MAX];
@@ -60,8 +76,8 @@ static char g_app_version[CSC_TEXT_MAX];
 static char g_launch_id[CSC_TEXT_MAX];
 static struct utsname g_uname;
 static uint64_t g_process_start_boot_ns;
-static pid_t g_pid;
 static bool g_recover;
+static bool g_atfork_registered;
 static uint32_t g_alt_stack_size = 64 * 1024;
 static uint32_t g_watchdog_seconds = 5;
 static pthread_key_t g_alt_stack_key;
@@ -83,7 +99,7 @@ static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
 static _Atomic int g_report_count;
 static _Atomic bool g_written;
 static _Atomic int g_test_fault;
-static _Atomic bool g_test_wait_other; /* csc_test_wait_for_second_crash */
+static _Atomic int g_test_wait_other; /* csc_test_wait_for_other_crashes: how many */
 static char g_guard_json[2][4096];
 static _Atomic int g_guard_json_index = -1;
 static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,6 +115,11 @@ static int g_first_signal;
 static uint64_t g_handler_start_ns;
 /* The image table this report reads, pinned when the handler claimed the crash. */
 static const csc_image_table *g_report_images;
+static int g_watchdog_timer = -1; /* kernel timer id while a report is written, else -1 */
+#define CSC_WATCHDOG_COOKIE 0x43534357
+/* How long a thread that lost the race waits while the owner passes its signal on (the Swift
+ * backtracer may take many seconds). */
+#define CSC_CHAIN_WAIT_LIMIT_MS 60000u
 
 static uint64_t csc_clock_ns(clockid_t clock) {
     struct timespec ts;
@@ -480,23 +501,38 @@ static void csc_write_incidents(csc_out *out) {
     csc_out_raw(out, "]");
 }
 
-/** Opens a new report file: report-<pid>-<install ns>-<n>.json (O_EXCL). With the descriptor
- *  table full it gives up the spare descriptor and tries again. */
-static int csc_open_report(void) {
-    int n = atomic_fetch_add(&g_report_count, 1);
+/** Opens a new report file: report-<pid>-<install ns>-<n>.json, with the pid of the process
+ *  that crashes (a forked child has its own). O_EXCL never overwrites a report; a name that is
+ *  taken (a pid reused by a later process of the same install time, or a file left by someone
+ *  else) moves on to the next <n>, so a collision never loses a report. */
+static void csc_compose_report_name(char *name, size_t capacity, int n) {
     char number[24];
+    csc_format_u64(number, (uint64_t)getpid());
+    size_t at = csc_append(name, 0, capacity, "report-");
+    at = csc_append(name, at, capacity, number);
+    at = csc_append(name, at, capacity, "-");
+    at = csc_append(name, at, capacity, g_install_ns_text);
+    at = csc_append(name, at, capacity, "-");
     csc_format_u64(number, (uint64_t)n);
-    size_t at = csc_append(g_report_name, 0, sizeof g_report_name, g_name_prefix);
-    at = csc_append(g_report_name, at, sizeof g_report_name, number);
-    csc_append(g_report_name, at, sizeof g_report_name, ".json");
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
-    int fd = openat(g_dir_fd, g_report_name, flags, 0644);
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && g_spare_fd >= 0) {
-        close(g_spare_fd);
-        g_spare_fd = -1;
-        fd = openat(g_dir_fd, g_report_name, flags, 0644);
+    at = csc_append(name, at, capacity, number);
+    csc_append(name, at, capacity, ".json");
+}
+
+/** Opens the report file (O_EXCL, next name when one is taken). With the descriptor table full it
+ *  gives up the spare descriptor kept since install and tries again. */
+static int csc_open_report(void) {
+    for (int attempt = 0; attempt < 64; attempt++) {
+        csc_compose_report_name(g_report_name, sizeof g_report_name, atomic_fetch_add(&g_report_count, 1));
+        int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+        int fd = openat(g_dir_fd, g_report_name, flags, 0644);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE) && g_spare_fd >= 0) {
+            close(g_spare_fd);
+            g_spare_fd = -1;
+            fd = openat(g_dir_fd, g_report_name, flags, 0644);
+        }
+        if (fd >= 0 || errno != EEXIST) return fd;
     }
-    return fd;
+    return -1;
 }
 
 /* Writes of the report must fail quietly instead of raising a signal of their own: past
@@ -584,13 +620,14 @@ static void csc_write_thread(csc_out *out, pid_t tid) {
     csc_out_key(out, "thread_name", false);
     csc_out_string(out, name, 16);
     csc_out_key(out, "main_thread", false);
-    csc_out_raw(out, tid == g_pid ? "true" : "false");
+    /* The main thread's tid is the pid; in a forked child that is the thread that forked. */
+    csc_out_raw(out, tid == getpid() ? "true" : "false");
 }
 
 static void csc_write_process(csc_out *out) {
     csc_out_key(out, "process", false);
     csc_out_raw(out, "{\"pid\":");
-    csc_out_u64(out, (uint64_t)g_pid);
+    csc_out_u64(out, (uint64_t)getpid());
     csc_out_key(out, "executable", false);
     csc_out_string(out, g_executable, CSC_PATH_MAX);
     csc_out_key(out, "name", false);
@@ -624,9 +661,10 @@ static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "images", false);
     csc_write_images(out);
     csc_out_flush(out);
-    if (atomic_exchange(&g_test_wait_other, false)) {
+    int wait_for = atomic_exchange(&g_test_wait_other, 0);
+    if (wait_for > 0) {
         struct timespec pause = {0, 1000000};
-        for (int i = 0; i < 500 && atomic_load(&g_other_crashers) == 0; i++) nanosleep(&pause, NULL);
+        for (int i = 0; i < 500 && atomic_load(&g_other_crashers) < wait_for; i++) nanosleep(&pause, NULL);
     }
     csc_out_key(out, "other_crashing_threads", false);
     csc_out_u64(out, (uint64_t)atomic_load(&g_other_crashers));
@@ -806,6 +844,15 @@ static void csc_write_minimal_report(int first_signal, int second_signal) {
 
 /* ---- passing the signal on ---------------------------------------------------------------- */
 
+static void csc_handler(int sig, siginfo_t *info, void *context);
+
+static void csc_handler_action(struct sigaction *action) {
+    memset(action, 0, sizeof *action);
+    action->sa_sigaction = csc_handler;
+    action->sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&action->sa_mask);
+}
+
 static void csc_restore_previous(void) {
     for (size_t i = 0; i < CSC_CAPTURED_COUNT; i++) {
         int sig = kCaptured[i];
@@ -813,6 +860,14 @@ static void csc_restore_previous(void) {
     }
 }
 
+/** A handler function (not SIG_DFL, not SIG_IGN), whatever SA_SIGINFO says: both share a union. */
+static bool csc_is_custom(const struct sigaction *action) {
+    return action && action->sa_handler != SIG_DFL && action->sa_handler != SIG_IGN;
+}
+
+/** Ends the process with `sig` and its default action. Only `sig`'s disposition changes: the
+ *  other captured signals stay ours, so a thread faulting meanwhile waits in the handler instead
+ *  of ending the process with another signal than the report's. */
 static void csc_die_with(int sig) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
@@ -822,32 +877,112 @@ static void csc_die_with(int sig) {
     sigset_t unblock;
     sigemptyset(&unblock);
     sigaddset(&unblock, sig);
-    sigprocmask(SIG_UNBLOCK, &unblock, NULL);
-    syscall(SYS_tgkill, (long)g_pid, (long)csc_gettid(), (long)sig);
+    pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
+    syscall(SYS_tgkill, (long)getpid(), (long)csc_gettid(), (long)sig);
     /* Still alive: the signal is blocked elsewhere or we are PID 1 (which ignores default-fatal
      * signals it sends itself). Never continue past a crash. */
     _exit(128 + sig);
 }
 
-/** Hands the signal to whatever was installed before us, or to the default action. */
-static void csc_pass_on(int sig, siginfo_t *info, void *context) {
-    csc_restore_previous();
-    struct sigaction *previous = g_have_previous[sig] ? &g_previous[sig] : NULL;
-    bool custom = previous && !(previous->sa_flags & SA_SIGINFO ? previous->sa_sigaction == NULL
-                                                                 : (previous->sa_handler == SIG_DFL || previous->sa_handler == SIG_IGN));
-    if (custom) {
-        if (previous->sa_flags & SA_SIGINFO)
-            previous->sa_sigaction(sig, info, context);
-        else
-            previous->sa_handler(sig);
-        /* A hardware fault re-executes the faulting instruction on return and meets whatever
-         * handler is installed now. Signals that do not come back by themselves (abort, a
-         * breakpoint, a signal someone sent) end here with the default action. */
-        bool refires = info && info->si_code > 0 && info->si_code != SI_KERNEL && sig != SIGTRAP && sig != SIGABRT &&
-                       sig != SIGPIPE && sig != SIGSYS;
-        if (refires) return;
+/** A hardware fault: returning from the handler re-executes the faulting instruction, which
+ *  faults again unless someone resolved it. Signals that were sent (kill, raise, a timer: si_code
+ *  <= 0), breakpoints (the PC is past int3), SIGPIPE and SIGSYS do not come back by themselves. */
+static bool csc_signal_refires(int sig, const siginfo_t *info) {
+    if (info == NULL || info->si_code <= 0) return false;
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
+}
+
+/** abort() (and raise(SIGABRT)): when a handler returns, abort() re-raises with the default action. */
+static bool csc_is_abort(int sig, const siginfo_t *info) {
+    return sig == SIGABRT && (info == NULL || (info->si_code == SI_TKILL && info->si_pid == getpid()));
+}
+
+/** Calls a previous handler the way the kernel would have delivered the signal to it:
+ *  SA_RESETHAND resets the disposition to SIG_DFL before the call (the one-shot reset a plain
+ *  function call would skip, so the handler does not run a second time when the fault
+ *  re-executes), otherwise its own disposition is installed while it runs (it may look at it or
+ *  replace it); its sa_mask, and the signal itself unless SA_NODEFER, are blocked during the call
+ *  (a signal it raises then is delivered when the mask is restored, as the kernel would); SA_SIGINFO
+ *  selects the calling convention. SA_ONSTACK needs nothing: the handler already runs on the
+ *  alternate stack when there is one. */
+static void csc_call_previous(int sig, const struct sigaction *previous, siginfo_t *info, void *context) {
+    struct sigaction during = *previous;
+    if (previous->sa_flags & SA_RESETHAND) {
+        memset(&during, 0, sizeof during);
+        during.sa_handler = SIG_DFL;
+        sigemptyset(&during.sa_mask);
     }
-    csc_die_with(sig);
+    sigaction(sig, &during, NULL);
+    sigset_t block = previous->sa_mask, saved;
+    if (!(previous->sa_flags & SA_NODEFER)) sigaddset(&block, sig);
+    pthread_sigmask(SIG_BLOCK, &block, &saved);
+    if (previous->sa_flags & SA_SIGINFO)
+        previous->sa_sigaction(sig, info, context);
+    else
+        previous->sa_handler(sig);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+}
+
+/** Puts our handler back on `sig`. Whatever is installed now (what the previous handler left, or
+ *  the previous handler itself) becomes the handler the next crash passes on to. */
+static void csc_rearm(int sig) {
+    struct sigaction ours, current;
+    csc_handler_action(&ours);
+    if (sigaction(sig, &ours, &current) != 0) return;
+    if (!((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == csc_handler)) g_previous[sig] = current;
+    g_have_previous[sig] = true;
+}
+
+/** For a signal on a thread that already reported (an uncaught exception that now aborts, or a
+ *  signal raised inside a previous handler we are calling): no second report; the previous
+ *  handler or the default action. Returns when the previous handler returned and the signal is
+ *  not abort()'s (the process goes on, or the fault re-executes). */
+static void csc_pass_on(int sig, siginfo_t *info, void *context) {
+    const struct sigaction *saved = g_have_previous[sig] ? &g_previous[sig] : NULL;
+    if (!csc_is_custom(saved)) csc_die_with(sig);
+    struct sigaction previous = *saved;
+    csc_call_previous(sig, &previous, info, context);
+    if (csc_is_abort(sig, info)) csc_die_with(sig);
+    if (!csc_signal_refires(sig, info)) csc_rearm(sig);
+}
+
+/** The signal was handled and the process goes on: its report is not a crash report. */
+static void csc_forget_report(void) {
+    if (atomic_load(&g_written)) unlinkat(g_dir_fd, g_report_name, 0);
+    atomic_store(&g_written, false);
+    g_report_path[0] = 0;
+}
+
+/** The report owner, after writing: hands the signal to the handler installed before us or to
+ *  the default action. Returns only when the process goes on:
+ *  - the previous handler returned from a signal that does not re-fire (a breakpoint, SIGSYS,
+ *    SIGPIPE, a signal that was sent): it was handled, as it would have been without us;
+ *  - it returned from a hardware fault and left a handler installed (itself, typically): it
+ *    resolved the fault (a guard page or write barrier it unprotected, a JIT stub it patched), or
+ *    expects to be called again when the instruction re-executes.
+ *  Then the report is removed (the process did not die), our handler is re-armed on top of what
+ *  is installed now, and the crash state is back to IDLE, so the next crash is reported. If the
+ *  fault re-executes unresolved it is handled as a new crash (report, previous handler again),
+ *  exactly as often as the previous handler would have run without us.
+ *  A hardware fault whose previous handler returned with the default action installed (it reset
+ *  it, or SA_RESETHAND did) keeps its report: returning re-executes the fault, which ends the
+ *  process with its signal. abort() always keeps it (it re-raises with the default action). */
+static void csc_pass_on_as_owner(int sig, siginfo_t *info, void *context) {
+    const struct sigaction *saved = g_have_previous[sig] ? &g_previous[sig] : NULL;
+    if (!csc_is_custom(saved)) csc_die_with(sig);
+    struct sigaction previous = *saved;
+    csc_call_previous(sig, &previous, info, context);
+    if (csc_is_abort(sig, info)) csc_die_with(sig);
+    if (csc_signal_refires(sig, info)) {
+        struct sigaction now;
+        if (sigaction(sig, NULL, &now) == 0 && !csc_is_custom(&now)) return; /* dies on re-execution */
+    }
+    csc_forget_report();
+    csc_rearm(sig);
+    csc_images_unpin();
+    atomic_store(&g_depth, 0);
+    atomic_store(&g_state, CSC_STATE_IDLE);
+    atomic_store(&g_owner, 0);
 }
 
 static void csc_park_forever(void) {
@@ -856,21 +991,96 @@ static void csc_park_forever(void) {
     for (;;) sigsuspend(&all);
 }
 
+/* ---- watchdog ------------------------------------------------------------------------------- */
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+/** Arms a one-shot timer that sends `sig` (the crash's own signal: ours, and unblocked in this
+ *  thread while it is handled) to thread `tid` after watchdog_seconds, with SI_TIMER and our
+ *  cookie. Raw syscalls: no allocation, no lock; the app's SIGALRM, alarm() and itimers are not
+ *  touched. Without a timer (RLIMIT_SIGPENDING reached) the report is written without a watchdog;
+ *  waiting threads still end a stuck owner after watchdog_seconds + 1 s. */
+static void csc_watchdog_arm(pid_t tid, int sig) {
+    struct sigevent event;
+    memset(&event, 0, sizeof event);
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = sig;
+    event.sigev_value.sival_int = CSC_WATCHDOG_COOKIE;
+    event.sigev_notify_thread_id = tid;
+    int timer = -1;
+    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &event, &timer) != 0) {
+        g_watchdog_timer = -1;
+        return;
+    }
+    struct itimerspec expiry;
+    memset(&expiry, 0, sizeof expiry);
+    expiry.it_value.tv_sec = (time_t)g_watchdog_seconds;
+    syscall(SYS_timer_settime, timer, 0, &expiry, NULL);
+    g_watchdog_timer = timer;
+}
+
+static void csc_watchdog_disarm(void) {
+    if (g_watchdog_timer >= 0) syscall(SYS_timer_delete, g_watchdog_timer);
+    g_watchdog_timer = -1;
+}
+
+static bool csc_is_watchdog_signal(const siginfo_t *info) {
+    return info && info->si_code == SI_TIMER && info->si_value.sival_int == CSC_WATCHDOG_COOKIE;
+}
+
+/** The report took longer than watchdog_seconds: the process ends with SIGALRM (the report's
+ *  prefix stays on disk). SIGALRM is set to its default action and unblocked only now. */
+static void csc_watchdog_expired(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGALRM, &action, NULL);
+    sigset_t alarm_only;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
+    syscall(SYS_tgkill, (long)getpid(), (long)csc_gettid(), (long)SIGALRM);
+    _exit(128 + SIGALRM);
+}
+
+/* ---- the handler ---------------------------------------------------------------------------- */
+
 static void csc_handler(int sig, siginfo_t *info, void *context) {
     int saved_errno = errno;
+    if (csc_is_watchdog_signal(info)) {
+        if (g_watchdog_timer >= 0 && info->si_timerid == g_watchdog_timer) csc_watchdog_expired();
+        /* A watchdog that expired as it was deleted: its signal stays queued (the kernel does not
+         * take back a queued timer signal). Not a crash. */
+        errno = saved_errno;
+        return;
+    }
+    if (info && info->si_code <= 0 && g_have_previous[sig] && g_previous[sig].sa_handler == SIG_IGN && !csc_is_abort(sig, info)) {
+        /* A signal sent (kill, raise, sigqueue) while the app had set SIG_IGN: without us it
+         * would have been discarded. (A fault is not: the kernel forces the default action.)
+         * abort() is the exception: it re-raises with the default action, a crash either way. */
+        errno = saved_errno;
+        return;
+    }
     pid_t self = csc_gettid();
     bool counted = false; /* this thread is in g_other_crashers */
-    for (int waited = 0;; waited++) {
+    const uint32_t writing_wait_limit_ms = g_watchdog_seconds * 1000u + 1000u;
+    uint32_t waited_for_writer_ms = 0, waited_for_chain_ms = 0;
+    for (;;) {
         pid_t expected = 0;
         if (atomic_compare_exchange_strong(&g_owner, &expected, self)) {
-            /* After an opt-in recovery a waiting thread becomes the next owner. */
+            /* After an opt-in recovery or a handled signal a waiting thread becomes the next owner. */
             if (counted) atomic_fetch_sub(&g_other_crashers, 1);
             break;
         }
+        int state = atomic_load(&g_state);
         if (expected == self) {
             csc_unwind_fault_recover(sig, self); /* a fault in the DWARF walk: not a handler crash */
-            if (atomic_load(&g_state) == CSC_STATE_DONE) {
-                /* This thread already reported (an uncaught exception that now aborts). */
+            if (state == CSC_STATE_DONE || state == CSC_STATE_CHAINING) {
+                /* This thread already reported (an uncaught exception that now aborts), or a
+                 * previous handler we called raised a signal. */
                 csc_pass_on(sig, info, context);
                 errno = saved_errno;
                 return;
@@ -878,23 +1088,36 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
             /* A fault inside our own handler. */
             if (atomic_fetch_add(&g_depth, 1) == 1) {
                 csc_write_minimal_report(g_first_signal, sig);
-                csc_restore_previous();
                 csc_die_with(g_first_signal);
             }
             _exit(128 + g_first_signal);
         }
-        if (atomic_load(&g_state) == CSC_STATE_DONE) {
-            /* Another thread reported and is ending the process: no second report. */
+        if (state == CSC_STATE_DONE) {
+            /* An uncaught exception was reported and the process is exiting: no second report. */
             csc_pass_on(sig, info, context);
             errno = saved_errno;
             return;
         }
-        /* Another thread is writing the report and will end the process. Wait, bounded. */
+        /* Another thread is writing the report or passing its signal on: it ends the process with
+         * the signal the report names (or finds it handled and releases the claim). Never
+         * re-raise this thread's own signal meanwhile. */
         if (!counted) {
             atomic_fetch_add(&g_other_crashers, 1);
             counted = true;
         }
-        if (waited > 5000) _exit(128 + sig);
+        if (state == CSC_STATE_WRITING && ++waited_for_writer_ms > writing_wait_limit_ms) {
+            /* The owner is stuck past its watchdog (it could not make a timer): end the process
+             * with the signal its report names. */
+            csc_die_with(g_first_signal);
+        }
+        if (state == CSC_STATE_CHAINING && ++waited_for_chain_ms > CSC_CHAIN_WAIT_LIMIT_MS) {
+            /* The owner's previous handler neither ended the process nor returned within a
+             * minute (or it resolved a fault and reset the default action: the owner went on
+             * without releasing the claim). Pass this signal on, without a report. */
+            csc_pass_on(sig, info, context);
+            errno = saved_errno;
+            return;
+        }
         struct timespec pause = {0, 1000000};
         nanosleep(&pause, NULL);
     }
@@ -904,29 +1127,18 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
     g_first_signal = sig;
     g_report_images = csc_images_pin();
     g_out.fd = -1;
+    csc_watchdog_arm(self, sig);
 
-    /* Watchdog: a handler stuck on a lock or a loop is ended by SIGALRM's default action. */
-    struct sigaction alarm_action, previous_alarm;
-    memset(&alarm_action, 0, sizeof alarm_action);
-    alarm_action.sa_handler = SIG_DFL;
-    sigaction(SIGALRM, &alarm_action, &previous_alarm);
-    /* This thread must be able to take the alarm even when the app (or the process that
-     * started it: masks are inherited) blocks SIGALRM everywhere. */
-    sigset_t alarm_only, previous_mask;
-    sigemptyset(&alarm_only);
-    sigaddset(&alarm_only, SIGALRM);
-    sigprocmask(SIG_UNBLOCK, &alarm_only, &previous_mask);
-    unsigned previous_alarm_seconds = alarm(g_watchdog_seconds);
-
-    bool recover = g_recover && self != g_pid && sig != SIGABRT;
+    /* The main thread's tid is the pid (in a forked child: the thread that forked). */
+    bool recover = g_recover && self != getpid() && sig != SIGABRT;
     csc_write_signal_report(sig, info, (ucontext_t *)context, self, recover);
+    /* The watchdog covers our own work only: the previous handler (the Swift runtime's
+     * backtracer may take seconds) must not be cut short by it. */
+    csc_watchdog_disarm();
 
     if (recover) {
         /* Opt-in recovery: this background thread never returns; the rest of the process runs on.
          * The next crash (on any thread) is reported again. */
-        alarm(previous_alarm_seconds);
-        sigaction(SIGALRM, &previous_alarm, NULL);
-        sigprocmask(SIG_SETMASK, &previous_mask, NULL);
         csc_images_unpin();
         atomic_store(&g_depth, 0);
         atomic_store(&g_state, CSC_STATE_IDLE);
@@ -934,13 +1146,8 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         errno = saved_errno;
         csc_park_forever();
     }
-    atomic_store(&g_state, CSC_STATE_DONE);
-    /* The watchdog covers our own work only: the previous handler (the Swift runtime's
-     * backtracer may take seconds) must not be cut short by our alarm. */
-    alarm(0);
-    sigaction(SIGALRM, &previous_alarm, NULL);
-    sigprocmask(SIG_SETMASK, &previous_mask, NULL);
-    csc_pass_on(sig, info, context);
+    atomic_store(&g_state, CSC_STATE_CHAINING);
+    csc_pass_on_as_owner(sig, info, context);
     errno = saved_errno;
 }
 
@@ -1061,6 +1268,23 @@ static uint64_t csc_read_process_start(void) {
     return hz > 0 ? ticks * (1000000000ull / (uint64_t)hz) : 0;
 }
 
+/** Runs in the child of fork(). The child is a process of its own: the handler takes its pid,
+ *  report name and main thread from getpid(); this resets what the parent's crash state could
+ *  hold (a report being written by a thread that does not exist here, "report written" of a
+ *  recovered thread), the uptime origin, and the launch id: the child is not the launch, so its
+ *  crash never counts as a launch crash. Async-signal-safe (fork may be called from a handler). */
+static void csc_after_fork_in_child(void) {
+    atomic_store(&g_owner, 0);
+    atomic_store(&g_state, CSC_STATE_IDLE);
+    atomic_store(&g_depth, 0);
+    atomic_store(&g_other_crashers, 0);
+    atomic_store(&g_written, false);
+    g_report_path[0] = 0;
+    g_watchdog_timer = -1; /* timers are not inherited */
+    g_process_start_boot_ns = csc_clock_ns(CLOCK_BOOTTIME);
+    g_launch_id[0] = 0;
+}
+
 csc_install_result csc_install(const csc_config *config) {
     if (g_installed) return CSC_INSTALL_ALREADY;
     if (config == NULL || config->directory == NULL) return CSC_INSTALL_NO_DIRECTORY;
@@ -1073,7 +1297,6 @@ csc_install_result csc_install(const csc_config *config) {
     if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (g_marker_fd >= 0) close(g_marker_fd);
     g_marker_fd = openat(dir, CSC_UNREPORTED_MARKER, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    g_pid = getpid();
     if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
     if (config->watchdog_seconds) g_watchdog_seconds = config->watchdog_seconds;
     g_recover = config->recover_background_threads;
@@ -1087,14 +1310,8 @@ csc_install_result csc_install(const csc_config *config) {
     uname(&g_uname);
     g_process_start_boot_ns = csc_read_process_start();
 
-    char number[24];
-    size_t at = csc_append(g_name_prefix, 0, sizeof g_name_prefix, "report-");
-    csc_format_u64(number, (uint64_t)g_pid);
-    at = csc_append(g_name_prefix, at, sizeof g_name_prefix, number);
-    at = csc_append(g_name_prefix, at, sizeof g_name_prefix, "-");
-    csc_format_u64(number, csc_clock_ns(CLOCK_REALTIME));
-    at = csc_append(g_name_prefix, at, sizeof g_name_prefix, number);
-    csc_append(g_name_prefix, at, sizeof g_name_prefix, "-");
+    csc_format_u64(g_install_ns_text, csc_clock_ns(CLOCK_REALTIME));
+    if (!g_atfork_registered) g_atfork_registered = pthread_atfork(NULL, NULL, csc_after_fork_in_child) == 0;
 
     csc_safe_read_prepare();
     csc_refresh_images();
@@ -1107,10 +1324,7 @@ csc_install_result csc_install(const csc_config *config) {
     csc_thread_prepare();
 
     struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_sigaction = csc_handler;
-    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-    sigemptyset(&action.sa_mask);
+    csc_handler_action(&action);
     for (size_t i = 0; i < CSC_CAPTURED_COUNT; i++) {
         int sig = kCaptured[i];
         if (sig == SIGPIPE && !config->capture_sigpipe) continue;
@@ -1156,7 +1370,17 @@ bool csc_report_written(void) { return atomic_load(&g_written); }
 const char *csc_report_path(void) { return g_report_path; }
 void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled ? 1 : 0); }
 void csc_test_hang_in_handler(void) { atomic_store(&g_test_fault, 2); }
-void csc_test_wait_for_second_crash(void) { atomic_store(&g_test_wait_other, true); }
+void csc_test_wait_for_second_crash(void) { atomic_store(&g_test_wait_other, 1); }
+bool csc_test_occupy_next_report_name(void) {
+    if (!g_installed) return false;
+    char name[sizeof g_report_name];
+    csc_compose_report_name(name, sizeof name, atomic_load(&g_report_count));
+    int fd = openat(g_dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+void csc_test_wait_for_other_crashes(int count) { atomic_store(&g_test_wait_other, count); }
 
 #else /* not Linux: NOT VERIFIED, NOT IMPLEMENTED. Apple needs its own handler (ucontext layout,
        * no process_vm_readv, Mach thread ids); until then capture reports itself unsupported. */
@@ -1176,4 +1400,6 @@ const char *csc_report_path(void) { return ""; }
 void csc_test_fault_in_handler(bool enabled) { (void)enabled; }
 void csc_test_hang_in_handler(void) {}
 void csc_test_wait_for_second_crash(void) {}
+bool csc_test_occupy_next_report_name(void) { return false; }
+void csc_test_wait_for_other_crashes(int count) { (void)count; }
 #endif

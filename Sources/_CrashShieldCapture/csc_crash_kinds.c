@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CSC_NOINLINE __attribute__((noinline, used))
@@ -234,4 +235,177 @@ int csc_crash_sigpipe(void) {
     int error = n < 0 ? errno : 0;
     close(fds[1]);
     return error;
+}
+
+/* ---- several signals at once, fork, a pending SIGALRM ------------------------------------- */
+
+static _Atomic int g_three_ready;
+
+static void *csc_three_signals_main(void *which) {
+    csc_thread_prepare();
+    atomic_fetch_add(&g_three_ready, 1);
+    while (atomic_load(&g_three_ready) < 3) {} /* the three fault within nanoseconds of each other */
+    switch ((intptr_t)which) {
+    case 0: csc_crash_segv(); break;
+    case 1: csc_crash_abort(); break;
+    default: csc_crash_fpe(); break;
+    }
+    return NULL;
+}
+
+void csc_crash_three_signals(void) {
+    csc_test_wait_for_other_crashes(2);
+    pthread_t threads[3];
+    for (intptr_t i = 0; i < 3; i++) pthread_create(&threads[i], NULL, csc_three_signals_main, (void *)i);
+    csc_block_forever();
+}
+
+typedef struct {
+    int timeout_seconds;
+    int status;
+    pid_t child;
+} csc_fork_run;
+
+static void *csc_fork_and_wait(void *argument) {
+    csc_fork_run *run = argument;
+    run->status = -1;
+    pid_t child = fork();
+    if (child == 0) {
+        csc_crash_segv();
+        _exit(0);
+    }
+    run->child = child;
+    if (child < 0) return NULL;
+    struct timespec pause = {0, 5000000};
+    for (int waited = 0; waited < run->timeout_seconds * 200; waited++) {
+        int status = 0;
+        if (waitpid(child, &status, WNOHANG) == child) {
+            run->status = status;
+            return NULL;
+        }
+        nanosleep(&pause, NULL);
+    }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    return NULL;
+}
+
+int csc_crash_forked_child(bool from_background_thread, int timeout_seconds, int *child_pid) {
+    csc_fork_run run = {timeout_seconds, -1, -1};
+    if (from_background_thread) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, csc_fork_and_wait, &run) != 0) return -1;
+        pthread_join(thread, NULL);
+    } else {
+        csc_fork_and_wait(&run);
+    }
+    if (child_pid) *child_pid = run.child;
+    return run.status;
+}
+
+void csc_crash_segv_with_pending_alarm(void) {
+    sigset_t alarm_only, pending;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alarm_only, NULL);
+    pthread_kill(pthread_self(), SIGALRM);
+    sigpending(&pending);
+    if (!sigismember(&pending, SIGALRM)) {
+        static const char marker[] = "NO-PENDING-ALARM\n";
+        (void)!write(1, marker, sizeof marker - 1);
+        _exit(3);
+    }
+    csc_crash_segv();
+}
+
+/* ---- previous handlers with flags, slow ones, one that resolves its faults ---------------- */
+
+static void csc_resethand_handler(int sig, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    sigset_t now;
+    pthread_sigmask(SIG_BLOCK, NULL, &now);
+    bool masked = sigismember(&now, SIGUSR2) == 1 && sigismember(&now, sig) == 1;
+    static const char with_mask[] = "RESETHAND-HANDLER-RAN mask=1\n";
+    static const char without_mask[] = "RESETHAND-HANDLER-RAN mask=0\n";
+    if (masked)
+        (void)!write(1, with_mask, sizeof with_mask - 1);
+    else
+        (void)!write(1, without_mask, sizeof without_mask - 1);
+    /* No reset here: SA_RESETHAND made the disposition SIG_DFL, so the re-executed fault ends the process. */
+}
+
+void csc_test_install_resethand_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = csc_resethand_handler;
+    action.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    sigaddset(&action.sa_mask, SIGUSR2);
+    sigaction(SIGSEGV, &action, NULL);
+}
+
+static _Atomic int g_slow_entered;
+
+static void csc_slow_previous_handler(int sig) {
+    struct timespec work = {0, atomic_fetch_add(&g_slow_entered, 1) == 0 ? 100000000 : 1000000};
+    nanosleep(&work, NULL);
+    signal(sig, SIG_DFL); /* a fault re-executes into the default action; abort() re-raises */
+}
+
+void csc_test_install_slow_previous_handlers(void) {
+    static const int signals[] = {SIGSEGV, SIGABRT, SIGFPE};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = csc_slow_previous_handler;
+        sigemptyset(&action.sa_mask);
+        sigaction(signals[i], &action, NULL);
+    }
+}
+
+static char *g_guarded_page;
+static _Atomic int g_resolved_faults;
+
+static void csc_resolving_handler(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    uintptr_t address = (uintptr_t)info->si_addr, page = (uintptr_t)g_guarded_page;
+    size_t size = (size_t)getpagesize();
+    if (page != 0 && address >= page && address < page + size) {
+        mprotect(g_guarded_page, size, PROT_READ | PROT_WRITE); /* resolved: the store re-executes */
+        atomic_fetch_add(&g_resolved_faults, 1);
+        return;
+    }
+    signal(sig, SIG_DFL); /* not ours: the fault re-executes into the default action */
+}
+
+void csc_test_install_resolving_handler(void) {
+    void *page = mmap(NULL, (size_t)getpagesize(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    g_guarded_page = page == MAP_FAILED ? NULL : page;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = csc_resolving_handler;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, NULL);
+}
+
+int csc_test_touch_guarded_page(void) {
+    if (g_guarded_page == NULL) return -1;
+    *(volatile char *)g_guarded_page = 1;
+    return atomic_load(&g_resolved_faults);
+}
+
+static void csc_previous_trap_handler(int sig) {
+    (void)sig;
+    static const char marker[] = "TRAP-HANDLER-RAN\n";
+    (void)!write(1, marker, sizeof marker - 1);
+}
+
+void csc_test_install_previous_trap_handler(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = csc_previous_trap_handler;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTRAP, &action, NULL);
 }

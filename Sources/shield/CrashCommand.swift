@@ -5,13 +5,17 @@ import _CrashShieldRuntime
 
 /// `shield crash <kind> [--dir D] [--crash-in-handler] [--recover]`: installs capture and
 /// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
-/// uncaught exception with exit(1)); the report lands in D.
+/// uncaught exception with exit(1)); the report lands in D. Test setups before capture:
+/// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
+/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `fork-child-segv` takes
+/// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
         "stack-overflow", "thread-segv", "two-threads", "thread-stack-overflow", "recover-thread", "sigpipe", "inside-guard",
         "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
         "utf8-exception",
+        "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -23,9 +27,14 @@ enum CrashCommand {
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
+        if arguments.contains("--resethand-previous") { csc_test_install_resethand_handler() }
+        if arguments.contains("--slow-previous-handlers") { csc_test_install_slow_previous_handlers() }
+        if kind == "resolved-fault" { csc_test_install_resolving_handler() }
+        if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
+        if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
         options.launchProtection = nil
-        options.recoverBackgroundThreads = kind == "recover-thread"
+        options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
         if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
         do {
@@ -37,11 +46,12 @@ enum CrashCommand {
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
         HostileSetup.apply(arguments, directory: options.directory)
-        crash(kind)
+        if arguments.contains("--occupy-report-name") && !csc_test_occupy_next_report_name() { return 3 }
+        crash(kind, arguments)
         return 1 // not reached for any kind except recover-thread
     }
 
-    static func crash(_ kind: String) {
+    static func crash(_ kind: String, _ arguments: [String] = []) {
         switch kind {
         case "segv": csc_crash_segv()
         case "bus": csc_crash_bus()
@@ -80,6 +90,33 @@ enum CrashCommand {
                 csc_report_exception("数组异常", reason, frames.baseAddress, frames.count)
             }
             abort()
+        case "three-signals": csc_crash_three_signals()
+        case "raise-trap":
+            // A sent SIGTRAP that the app ignores or handles is not a crash: the process goes on.
+            raise(SIGTRAP)
+            print("SURVIVED installed=\(csc_is_installed()) written=\(csc_report_written())")
+            fflush(nil)
+            exit(0)
+        case "segv-pending-alarm": csc_crash_segv_with_pending_alarm()
+        case "fork-child-segv":
+            // The child crashes (from this thread, or with --from-thread from a background thread,
+            // which is the child's main thread); this process reports how it ended, then crashes
+            // too with --parent-crashes.
+            var child: Int32 = -1
+            let status = csc_crash_forked_child(arguments.contains("--from-thread"), 20, &child)
+            let ending = status < 0 ? "hung" : (status & 0x7f) != 0 ? "signaled:\(status & 0x7f)" : "exited:\((status >> 8) & 0xff)"
+            print("CHILD pid=\(child) \(ending)")
+            fflush(nil)
+            if arguments.contains("--parent-crashes") { csc_crash_segv() }
+            exit(0)
+        case "resolved-fault":
+            // A fault the previous handler resolves is not a crash; the real one after it is.
+            let resolved = csc_test_touch_guarded_page()
+            let directory = option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+            let reports = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("report-") }
+            print("RESOLVED faults=\(resolved) installed=\(csc_is_installed()) written=\(csc_report_written()) reports=\(reports.count)")
+            fflush(nil)
+            csc_crash_segv()
         case "sigpipe":
             let error = csc_crash_sigpipe()
             print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")

@@ -28,9 +28,15 @@
  *      memory itself: it runs only from a PC inside an image's code, and under a recovery point
  *      (sigsetjmp) that turns a fault inside it into "this unwinder failed" — the frame-pointer
  *      walk takes over and the rest of the report is written as usual.
- *   7. The handler never blocks without a bound: a watchdog alarm kills a stuck handler, threads
- *      that lose the race to report wait a bounded time, and a crash inside the handler
- *      leaves a minimal report and ends the process with the original signal.
+ *   7. The handler never blocks without a bound: a watchdog timer of its own kills a stuck
+ *      handler, threads that lose the race to report wait for the owner (bounded while it
+ *      writes; while it passes its signal on they wait for the process to end, so it ends with
+ *      the report's signal), and a crash inside the handler leaves a minimal report and ends the
+ *      process with the original signal.
+ *   8. The handler depends on no signal state of the app: it uses no SIGALRM, alarm() or itimer,
+ *      and changes the disposition of its own signal only (and, while it writes, ignores SIGXFSZ
+ *      and SIGPIPE: rule 4). Process identity (pid, report name, main thread) is read with
+ *      getpid() in the handler, never cached: a forked child is a process of its own.
  * Functions outside the handler path (install, image refresh, thread preparation) may allocate
  * and are documented as "not async-signal-safe". The launch-protection helpers of the start path
  * (state file, launch id, launch window) are in csc_launch.h and never run in the handler.
@@ -38,12 +44,16 @@
  * Contract of a crash: exactly one report file per process crash (when none can be written —
  * the directory deleted or unwritable, the disk full — one line on stderr says so and the marker
  * CSC_UNREPORTED_MARKER records it for the next start's lastRun), written into the directory
- * given at install, named "report-<pid>-<install time>-<n>.json", following
+ * given at install, named "report-<pid>-<install time>-<n>.json" (the pid of the process that
+ * crashed; a taken name moves on to the next <n>), following
  * Schema/crash-report.schema.json (version CSC_REPORT_VERSION). Sections are flushed one by one
  * so a report cut short by a second failure is a valid JSON prefix; the last key written is
- * "complete": true. After writing, the previously installed handlers are restored and the signal
- * is passed on: a previous handler is called, otherwise the signal is re-raised with the default
- * action, so the process dies with the original signal.
+ * "complete": true. After writing, the signal is passed on: the handler installed before us is
+ * called as the kernel would call it (SA_RESETHAND, sa_mask, SA_NODEFER, SA_SIGINFO honoured),
+ * otherwise the default action is restored and the signal re-raised, so the process dies with the
+ * original signal. A signal is a crash only if the process dies of it: when the previous handler
+ * returns and the process goes on (a fault it resolved, a signal it handled), the report is
+ * removed and the handler re-armed (docs/CAPTURE.md, "Signals that are not crashes").
  */
 #ifndef CSC_CAPTURE_H
 #define CSC_CAPTURE_H
@@ -77,7 +87,8 @@ typedef struct {
     const char *app_version;   /**< may be NULL */
     const char *launch_id;     /**< id of this launch (launch protection matches reports with it); may be NULL */
     bool capture_sigpipe;      /**< also capture SIGPIPE unless the app ignores it (SIG_IGN). Default false */
-    bool recover_background_threads; /**< park a background thread that hit a fatal signal (opt-in) */
+    bool recover_background_threads; /**< park a background thread that hit a fatal signal (opt-in); never
+                                      *   the main thread (in a forked child: the thread that forked) */
     uint32_t alt_stack_size;   /**< per-thread alternate stack; 0 = 64 KiB */
     uint32_t watchdog_seconds; /**< a handler that runs longer is killed by SIGALRM; 0 = 5 */
 } csc_config;
@@ -140,6 +151,10 @@ void csc_test_hang_in_handler(void);
 /** Makes the next report wait (up to 0.5 s, before its tail) until another thread has crashed too,
  *  so a concurrent crash is seen deterministically (csc_crash_two_threads sets it). */
 void csc_test_wait_for_second_crash(void);
+/** The same for `count` other crashing threads (csc_crash_three_signals sets 2). */
+void csc_test_wait_for_other_crashes(int count);
+/** Creates an empty file under the name the next report would take (a name collision). */
+bool csc_test_occupy_next_report_name(void);
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
@@ -166,10 +181,37 @@ void csc_crash_jump_to_stack(void);
 void csc_crash_return_overwritten(void);
 /** Has its saved frame pointer clobbered by a callee, then uses its frame (SIGSEGV). */
 void csc_crash_frame_pointer_clobbered(void);
+/** Starts three threads that crash at the same moment with SIGSEGV, SIGABRT and SIGFPE; blocks
+ *  forever. The report waits for the other two (csc_test_wait_for_other_crashes). */
+void csc_crash_three_signals(void);
+/** Forks; the child calls csc_crash_segv from the forking thread, which is this thread or, with
+ *  `from_background_thread`, a new thread of this process. Waits for the child at most
+ *  `timeout_seconds` (then kills it with SIGKILL). Returns the child's wait status, or -1 when it
+ *  had to be killed; *child_pid receives its pid. */
+int csc_crash_forked_child(bool from_background_thread, int timeout_seconds, int *child_pid);
+/** Blocks SIGALRM in this thread and makes one pending (an app that takes its ticks with sigwait
+ *  or signalfd and has one queued), then calls csc_crash_segv. */
+void csc_crash_segv_with_pending_alarm(void);
 /** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
 int csc_crash_sigpipe(void);
 /** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
 void csc_test_install_previous_handler(void);
+/** Installs (before capture) a SIGSEGV handler with SA_RESETHAND and sa_mask {SIGUSR2} that
+ *  prints "RESETHAND-HANDLER-RAN mask=<1|0>" per call (1: SIGUSR2 and SIGSEGV were blocked during
+ *  the call, as the kernel blocks them) and returns. */
+void csc_test_install_resethand_handler(void);
+/** Installs (before capture) handlers for SIGSEGV, SIGABRT and SIGFPE that take 100 ms when they
+ *  are the first to run and 1 ms after that (a backtracer's work), reset the default action and return. */
+void csc_test_install_slow_previous_handlers(void);
+/** Installs (before capture) a SIGSEGV handler owning a PROT_NONE page: a fault on the page is
+ *  resolved (mprotect read-write) and the handler returns, like a guard page or a GC write
+ *  barrier; any other fault resets the default action and returns. */
+void csc_test_install_resolving_handler(void);
+/** Writes to the page of csc_test_install_resolving_handler; returns how many faults the handler
+ *  resolved so far (-1 without the page). */
+int csc_test_touch_guarded_page(void);
+/** Installs (before capture) a SIGTRAP handler that prints "TRAP-HANDLER-RAN" and returns. */
+void csc_test_install_previous_trap_handler(void);
 bool csc_test_sigpipe_is_ignored(void);
 /** Names the calling thread (at most 15 bytes are kept). */
 void csc_test_set_thread_name(const char *name);
