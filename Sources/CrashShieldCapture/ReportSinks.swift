@@ -105,15 +105,19 @@ public struct CrashReportStore: Sendable {
         }
     }
 
-    /// The reports that decode (not symbolicated), oldest first. A directory without report
-    /// files, the usual case at start, costs one readdir in C and no Swift/Foundation work.
-    func loadIfAny() -> [CrashReport] {
+    /// The reports found at start, oldest first, each read into memory and scanned in C for its
+    /// launch fields; the full decode waits until someone reads `report` (SPEC §9: the first
+    /// JSONDecoder use costs ~2 ms). A directory without report files, the usual case at start,
+    /// costs one readdir in C and no Swift/Foundation work.
+    func scanIfAny() -> [PendingReport] {
         guard csc_directory_has_reports(directory) else { return [] }
-        return load(symbolicate: false).compactMap { try? $0.result.get() }
+        return reportFiles().compactMap { path in readWholeFile(path).flatMap { PendingReport(path: path, bytes: $0) } }
     }
 
     /// open/read in C: the first FileManager call of a process costs ~0.1 ms of the start budget.
-    /// Reports are far below the 64 MiB limit; a larger file is not one of ours (unreadable).
+    /// Never blocks: only a regular file is read (a FIFO, directory, device or symlink named like
+    /// a report is unreadable). Reports are far below the 64 MiB limit; a larger file is not one
+    /// of ours (unreadable, refused by its size without reading it).
     private func readWholeFile(_ path: String) -> [UInt8]? {
         var length = 0
         guard let buffer = csc_read_file(path, 64 << 20, &length) else { return nil }
@@ -157,4 +161,68 @@ public struct CrashReportStore: Sendable {
         }
         return delivery
     }
+}
+
+/// A report file found at start. Its launch fields (id, phase, recovered) come from a C scan of
+/// the bytes (`csc_report_scan_launch_fields`, same rules as `TolerantJSON`); the full decode
+/// runs once, on the first read of `report`, from the bytes read at start (a sink may have
+/// deleted the file by then).
+final class PendingReport: @unchecked Sendable, Equatable {
+    let path: String?
+    let launchId: String?
+    let launchPhase: String?
+    /// The crashed thread was parked and the process lived on: not how the run ended.
+    let recovered: Bool
+    private let lock = NSLock()
+    private var bytes: [UInt8]?
+    private var decoded: CrashReport?
+
+    /// nil when the bytes are not a report (the full decoder would reject them too).
+    init?(path: String, bytes: [UInt8]) {
+        var fields = csc_report_launch_fields()
+        bytes.withUnsafeBufferPointer { csc_report_scan_launch_fields($0.baseAddress, $0.count, &fields) }
+        self.path = path
+        if fields.needs_full_decode {
+            // A field the scan cannot read alike with the decoder: decode now (rare; never for a
+            // report this SDK wrote).
+            guard var report = try? CrashReport.decode(bytes) else { return nil }
+            report.file = path
+            launchId = report.launchId
+            launchPhase = report.launchPhase
+            recovered = report.crash?.recovered == true
+            decoded = report
+            return
+        }
+        guard fields.is_report else { return nil }
+        launchId = fields.has_launch_id ? withUnsafeBytes(of: fields.launch_id) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
+        launchPhase = fields.has_launch_phase ? withUnsafeBytes(of: fields.launch_phase) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
+        recovered = fields.recovered
+        self.bytes = bytes
+    }
+
+    /// An already decoded report (callers of `LaunchProtection.begin(reports:)`).
+    init(decoded report: CrashReport) {
+        path = report.file
+        launchId = report.launchId
+        launchPhase = report.launchPhase
+        recovered = report.crash?.recovered == true
+        decoded = report
+    }
+
+    /// The decoded report (not symbolicated); nil when the bytes, though scanned, do not decode
+    /// (a wrong type in a field the scan does not read).
+    var report: CrashReport? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let bytes {
+            self.bytes = nil
+            if var report = try? CrashReport.decode(bytes) {
+                report.file = path
+                decoded = report
+            }
+        }
+        return decoded
+    }
+
+    static func == (lhs: PendingReport, rhs: PendingReport) -> Bool { lhs === rhs || lhs.report == rhs.report }
 }
