@@ -224,5 +224,12 @@ final class PendingReport: @unchecked Sendable, Equatable {
         return decoded
     }
 
+    /// True once the full decode ran (or the report came decoded).
+    var isDecoded: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return bytes == nil
+    }
+
     static func == (lhs: PendingReport, rhs: PendingReport) -> Bool { lhs === rhs || lhs.report == rhs.report }
 }

@@ -613,19 +613,50 @@ static bool csc_scan_number(csc_scanner *s, csc_json_value *value) {
 
 enum { CSC_KEY_ID = 1, CSC_KEY_LAUNCH_ID = 2, CSC_KEY_LAUNCH_PHASE = 4, CSC_KEY_CRASH = 8, CSC_KEY_RECOVERED = 16 };
 
-static unsigned csc_wanted_key(const csc_scanner *s, csc_scan_role role, const csc_json_value *key) {
-    const char *text = (const char *)s->input + key->start;
-    size_t length = key->end - key->start;
-#define CSC_KEY_IS(literal) (length == sizeof literal - 1 && memcmp(text, literal, length) == 0)
-    if (role == CSC_SCAN_REPORT) {
-        if (CSC_KEY_IS("id")) return CSC_KEY_ID;
-        if (CSC_KEY_IS("launch_id")) return CSC_KEY_LAUNCH_ID;
-        if (CSC_KEY_IS("launch_phase")) return CSC_KEY_LAUNCH_PHASE;
-        if (CSC_KEY_IS("crash")) return CSC_KEY_CRASH;
-    } else if (role == CSC_SCAN_CRASH) {
-        if (CSC_KEY_IS("recovered")) return CSC_KEY_RECOVERED;
+/** The key as JSONDecoder's convertFromSnakeCase sees it (ASCII keys only; see
+ *  csc_scan_container): leading and trailing underscores kept, the words between them joined,
+ *  the first lowercased, the others capitalized ("LAUNCH__phase" -> "launchPhase"), a key of
+ *  one word unchanged. False when the result does not fit `out` (then it matches no wanted key). */
+static bool csc_snake_to_camel(const char *key, size_t length, char *out, size_t capacity) {
+    size_t first = 0, last = length;
+    while (first < length && key[first] == '_') first++;
+    while (last > first && key[last - 1] == '_') last--;
+    if (length + 1 > capacity) return false;
+    if (memchr(key + first, '_', last - first) == NULL) { /* one word (or none): unchanged */
+        memcpy(out, key, length);
+        out[length] = 0;
+        return true;
     }
-#undef CSC_KEY_IS
+    size_t at = 0;
+    for (size_t i = 0; i < first; i++) out[at++] = '_';
+    bool first_word = true, word_start = true;
+    for (size_t i = first; i < last; i++) {
+        char c = key[i];
+        if (c == '_') {
+            if (!word_start) first_word = false;
+            word_start = true;
+            continue;
+        }
+        bool upper = word_start && !first_word;
+        out[at++] = upper ? (char)((c >= 'a' && c <= 'z') ? c - 32 : c) : (char)((c >= 'A' && c <= 'Z') ? c + 32 : c);
+        word_start = false;
+    }
+    for (size_t i = last; i < length; i++) out[at++] = '_';
+    out[at] = 0;
+    return true;
+}
+
+static unsigned csc_wanted_key(const csc_scanner *s, csc_scan_role role, const csc_json_value *key) {
+    char name[64];
+    if (!csc_snake_to_camel((const char *)s->input + key->start, key->end - key->start, name, sizeof name)) return 0;
+    if (role == CSC_SCAN_REPORT) {
+        if (strcmp(name, "id") == 0) return CSC_KEY_ID;
+        if (strcmp(name, "launchId") == 0) return CSC_KEY_LAUNCH_ID;
+        if (strcmp(name, "launchPhase") == 0) return CSC_KEY_LAUNCH_PHASE;
+        if (strcmp(name, "crash") == 0) return CSC_KEY_CRASH;
+    } else if (role == CSC_SCAN_CRASH) {
+        if (strcmp(name, "recovered") == 0) return CSC_KEY_RECOVERED;
+    }
     return 0;
 }
 
@@ -689,7 +720,13 @@ static bool csc_scan_container(csc_scanner *s, unsigned char close, bool is_obje
             csc_scan_space(s);
             if (s->position >= s->length || s->input[s->position] != '"') return false;
             if (!csc_scan_string(s, &name)) return false;
-            if (name.escaped && role != CSC_SCAN_OTHER) s->fields->needs_full_decode = true; /* might spell a wanted key */
+            if (role != CSC_SCAN_OTHER) {
+                /* An escape or a non-ASCII letter might spell a wanted key after decoding and case
+                 * mapping ("launch_\u0069d", a dotless i that uppercases to I): decoder's call. */
+                bool plain = !name.escaped;
+                for (size_t i = name.start; plain && i < name.end; i++) plain = s->input[i] < 0x80;
+                if (!plain) s->fields->needs_full_decode = true;
+            }
             key = csc_wanted_key(s, role, &name);
             if (key == CSC_KEY_CRASH && !(s->seen & CSC_KEY_CRASH)) child_role = CSC_SCAN_CRASH;
             csc_scan_space(s);
