@@ -381,17 +381,81 @@ void csc_make_launch_id(char out[37]) {
     out[at] = 0;
 }
 
+static bool csc_is_report_name(const char *name);
+
 bool csc_directory_has_reports(const char *directory) {
     DIR *handle = opendir(directory);
     if (handle == NULL) return false;
     bool found = false;
     struct dirent *entry;
-    while (!found && (entry = readdir(handle)) != NULL) {
-        size_t length = strlen(entry->d_name);
-        found = length >= 12 && strncmp(entry->d_name, "report-", 7) == 0 && strcmp(entry->d_name + length - 5, ".json") == 0;
-    }
+    while (!found && (entry = readdir(handle)) != NULL) found = csc_is_report_name(entry->d_name);
     closedir(handle);
     return found;
+}
+
+static bool csc_is_report_name(const char *name) {
+    size_t length = strlen(name);
+    return length >= 12 && strncmp(name, "report-", 7) == 0 && strcmp(name + length - 5, ".json") == 0;
+}
+
+static int csc_compare_pending(const void *left, const void *right) {
+    const csc_pending_report *a = left, *b = right;
+    if (a->modified_ns != b->modified_ns) return a->modified_ns < b->modified_ns ? -1 : 1;
+    return strcmp(a->path, b->path);
+}
+
+csc_pending_report *csc_pending_reports_list(const char *directory, bool read, size_t limit, size_t *count) {
+    *count = 0;
+    DIR *handle = opendir(directory);
+    if (handle == NULL) return NULL;
+    csc_pending_report *reports = NULL;
+    size_t used = 0, capacity = 0;
+    size_t directory_length = strlen(directory);
+    struct dirent *entry;
+    while ((entry = readdir(handle)) != NULL) {
+        if (!csc_is_report_name(entry->d_name)) continue;
+        if (used == capacity) {
+            size_t grown = capacity ? capacity * 2 : 4;
+            csc_pending_report *bigger = realloc(reports, grown * sizeof *reports);
+            if (bigger == NULL) break;
+            reports = bigger;
+            capacity = grown;
+        }
+        size_t name_length = strlen(entry->d_name);
+        char *path = malloc(directory_length + name_length + 2);
+        if (path == NULL) break;
+        memcpy(path, directory, directory_length);
+        path[directory_length] = '/';
+        memcpy(path + directory_length + 1, entry->d_name, name_length + 1);
+        csc_pending_report *report = &reports[used++];
+        memset(report, 0, sizeof *report);
+        report->path = path;
+        struct stat info; /* follows a symlink, like the listing always did; reading does not */
+        if (stat(path, &info) == 0) {
+#if defined(__APPLE__)
+            report->modified_ns = (int64_t)info.st_mtimespec.tv_sec * 1000000000 + info.st_mtimespec.tv_nsec;
+#else
+            report->modified_ns = (int64_t)info.st_mtim.tv_sec * 1000000000 + info.st_mtim.tv_nsec;
+#endif
+        }
+    }
+    closedir(handle);
+    if (used > 1) qsort(reports, used, sizeof *reports, csc_compare_pending);
+    for (size_t i = 0; read && i < used; i++) {
+        csc_pending_report *report = &reports[i];
+        report->bytes = csc_read_file(report->path, limit, &report->length);
+        if (report->bytes != NULL) csc_report_scan_launch_fields(report->bytes, report->length, &report->fields);
+    }
+    *count = used;
+    return reports;
+}
+
+void csc_pending_reports_free(csc_pending_report *reports, size_t count) {
+    for (size_t i = 0; reports != NULL && i < count; i++) {
+        free(reports[i].path);
+        free(reports[i].bytes);
+    }
+    free(reports);
 }
 
 typedef struct {

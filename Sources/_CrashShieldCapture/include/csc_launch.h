@@ -115,6 +115,23 @@ typedef struct {
 /** Scans a report file's bytes (any bytes: never reads outside them, never fails). */
 void csc_report_scan_launch_fields(const void *bytes, size_t length, csc_report_launch_fields *fields);
 
+/** One "report-*.json" entry of a report directory. */
+typedef struct {
+    char *path;                       /**< malloc'd */
+    int64_t modified_ns;              /**< modification time (stat, following a symlink); 0 when unknown */
+    char *bytes;                      /**< the content (csc_read_file rules), NULL when not read or unreadable; malloc'd */
+    size_t length;
+    csc_report_launch_fields fields;  /**< scanned when bytes != NULL */
+} csc_pending_report;
+
+/** The "report-*.json" entries of `directory`, oldest first (modification time, then path), in a
+ *  malloc'd array of *count entries (NULL and 0 when there are none or the directory cannot be
+ *  read). With `read`, each one's content is read (at most `limit` bytes, regular files only,
+ *  never blocking) and scanned. Free with csc_pending_reports_free (a caller that keeps a
+ *  `bytes` buffer sets the entry's pointer to NULL first). */
+csc_pending_report *csc_pending_reports_list(const char *directory, bool read, size_t limit, size_t *count);
+void csc_pending_reports_free(csc_pending_report *reports, size_t count);
+
 /** Calls `callback(context)` once, on a new detached thread, `nanoseconds` from now (monotonic
  *  clock). Returns false when no thread could be started (the callback then never runs). */
 bool csc_run_after(uint64_t nanoseconds, void (*callback)(void *context), void *context);
