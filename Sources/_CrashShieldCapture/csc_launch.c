@@ -147,13 +147,19 @@ corrupt:
     return CSC_LAUNCH_STATE_CORRUPT;
 }
 
-/** Opens `path` for reading without ever blocking and only when it is a regular file: O_NONBLOCK
- *  (a FIFO at the path would otherwise block open(2) until a writer appears, a device could do
- *  anything), O_NOFOLLOW (the SDK never writes symlinks, so one at its path is not its file), then
- *  fstat(2) on the descriptor (no race with a swap of the path). Returns the descriptor, or -1
- *  with errno from open(2) (ENOENT: nothing there), or EINVAL when something that is not a
- *  regular file is there (a symlink included). */
+/** Opens `path` for reading without ever blocking and only when it is a regular file: lstat(2)
+ *  first, so nothing else is opened at all (opening a device node can have effects of its own);
+ *  then, for an entry swapped in meanwhile, O_NONBLOCK (a FIFO would otherwise block open(2)
+ *  until a writer appears), O_NOFOLLOW (the SDK never writes symlinks, so one at its path is not
+ *  its file) and fstat(2) on the descriptor. Returns the descriptor, or -1 with errno from
+ *  lstat/open (ENOENT: nothing there), or EINVAL when something that is not a regular file is
+ *  there (a symlink included). */
 static int csc_open_regular(const char *path, struct stat *info) {
+    if (lstat(path, info) != 0) return -1;
+    if (!S_ISREG(info->st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
         if (errno == ELOOP) errno = EINVAL; /* a symlink: something, but not ours */
