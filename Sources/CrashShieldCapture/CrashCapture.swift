@@ -55,7 +55,7 @@ public enum CrashCaptureError: Error, Equatable, Sendable {
 public enum CrashCapture {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var startedDirectory: String?
-    nonisolated(unsafe) private static var earlierReports: [CrashReport] = []
+    nonisolated(unsafe) private static var earlierReports: [PendingReport] = []
     nonisolated(unsafe) private static var protection: LaunchProtection?
 
     /// Installs capture, then (if configured) runs launch protection — including the repair flow
@@ -65,7 +65,7 @@ public enum CrashCapture {
     public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
         let store = CrashReportStore(directory: options.directory)
         let launchID = makeLaunchID()
-        let reports: [CrashReport]
+        let reports: [PendingReport]
         do {
             // Install under the lock; run launch protection (which may run repair steps that call
             // back into this type) and delivery outside it.
@@ -79,7 +79,7 @@ public enum CrashCapture {
                     throw CrashCaptureError.directoryUnavailable(options.directory)
                 }
             }
-            reports = store.loadIfAny()
+            reports = store.scanIfAny()
             let result: csc_install_result = options.directory.withCString { directory in
                 launchID.withCString { launch in
                     withOptionalCString(options.appName) { appName in
@@ -111,7 +111,7 @@ public enum CrashCapture {
         if let launchOptions = options.launchProtection {
             started = LaunchProtection.begin(
                 directory: options.directory, options: launchOptions, launchID: launchID, appVersion: options.appVersion,
-                captureEnabled: true, reports: reports)
+                captureEnabled: true, pending: reports)
             lock.lock()
             protection = started
             lock.unlock()
@@ -147,11 +147,13 @@ public enum CrashCapture {
     }
 
     /// Reports of earlier runs found at `start` (decoded, not symbolicated), also those that
-    /// sinks have since accepted and deleted.
+    /// sinks have since accepted and deleted. Decoded on the first read, from the bytes read at
+    /// start (the start itself only scans them in C).
     public static var reportsFoundAtStart: [CrashReport] {
         lock.lock()
-        defer { lock.unlock() }
-        return earlierReports
+        let pending = earlierReports
+        lock.unlock()
+        return pending.compactMap(\.report)
     }
 
     /// Launch protection of this run (nil when off or before `start`).

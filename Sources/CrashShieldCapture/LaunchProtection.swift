@@ -19,15 +19,21 @@ public final class RepairContext: @unchecked Sendable {
     /// The SDK's directory (reports, launch state): never deleted by a step.
     public let directory: String
     public let consecutiveLaunchCrashes: Int
-    /// The report of the last launch crash, when capture recorded one.
-    public let lastReport: CrashReport?
+    /// The report of the last launch crash, when capture recorded one (decoded on first read).
+    public var lastReport: CrashReport? { lastReportSource?.report }
+    private let lastReportSource: PendingReport?
     private let lock = NSLock()
     private var safeMode = false
 
-    init(directory: String, consecutiveLaunchCrashes: Int, lastReport: CrashReport?) {
+    init(directory: String, consecutiveLaunchCrashes: Int, lastReportSource: PendingReport?) {
         self.directory = directory
         self.consecutiveLaunchCrashes = consecutiveLaunchCrashes
-        self.lastReport = lastReport
+        self.lastReportSource = lastReportSource
+    }
+
+    convenience init(directory: String, consecutiveLaunchCrashes: Int, lastReport: CrashReport?) {
+        self.init(directory: directory, consecutiveLaunchCrashes: consecutiveLaunchCrashes,
+                  lastReportSource: lastReport.map(PendingReport.init(decoded:)))
     }
 
     /// Turns safe mode on (persisted until `LaunchProtection.endSafeMode()`).
@@ -131,8 +137,14 @@ public struct LastRun: Sendable, Equatable {
     }
     public var outcome: Outcome
     public var crashedDuringLaunch: Bool
-    /// The report of the crash, when capture wrote one.
-    public var report: CrashReport?
+    /// The report of the crash, when capture wrote one. Decoded on the first read: the start
+    /// decides the outcome from a C scan of the report's launch fields (SPEC §9: the first
+    /// JSONDecoder use in a process alone costs ~2 ms). nil also when the file, though it names
+    /// this launch, does not decode as a report.
+    public var report: CrashReport? {
+        get { reportSource?.report }
+        set { reportSource = newValue.map(PendingReport.init(decoded:)) }
+    }
     /// The app version differs from the previous run's.
     public var appUpdated: Bool
     public var previousAppVersion: String?
@@ -141,6 +153,19 @@ public struct LastRun: Sendable, Equatable {
     /// The run crashed (outcome `crashed`) but its report could not be written (directory
     /// unwritable, disk full, file-size limit): the handler left a marker instead.
     public var reportLost = false
+
+    /// Where `report` comes from (compared by the decoded report).
+    var reportSource: PendingReport?
+
+    init(outcome: Outcome, crashedDuringLaunch: Bool, report: PendingReport?, appUpdated: Bool,
+         previousAppVersion: String?, detection: String) {
+        self.outcome = outcome
+        self.crashedDuringLaunch = crashedDuringLaunch
+        self.reportSource = report
+        self.appUpdated = appUpdated
+        self.previousAppVersion = previousAppVersion
+        self.detection = detection
+    }
 }
 
 /// Crash-loop protection for one run. Created by `CrashCapture.start` (or `begin` directly when
@@ -217,13 +242,24 @@ public final class LaunchProtection: @unchecked Sendable {
     public static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
                              launchID: String = makeLaunchID(), appVersion: String? = nil,
                              captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
+        begin(directory: directory, options: options, launchID: launchID, appVersion: appVersion,
+              captureEnabled: captureEnabled, pending: reports.map { $0.map(PendingReport.init(decoded:)) })
+    }
+
+    /// `begin` with the reports found at start as scanned (not yet decoded) files.
+    static func begin(directory: String, options: LaunchProtectionOptions, launchID: String, appVersion: String?,
+                      captureEnabled: Bool, pending: [PendingReport]?) -> LaunchProtection {
+        // From here on a crash is a launch crash, the repair steps' own crashes included: a step
+        // that crashes must move the next launch on to the next step, not reset the count (a
+        // report written with phase "unknown" would count as a crash after launch).
+        csc_set_launch_phase(CSC_PHASE_LAUNCHING)
         if !isDirectory(directory) { try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
         let path = "\(directory)/launch-state"
         let (read, reset) = readState(path)
         var state = read ?? State()
 
         // How did the previous run end?
-        let reports = reports ?? CrashReportStore(directory: directory).loadIfAny()
+        let reports = pending ?? CrashReportStore(directory: directory).scanIfAny()
         var lastRun: LastRun
         let updated = state.appVersion != nil && appVersion != nil && state.appVersion != appVersion
         if let previousID = state.launchId {
@@ -231,7 +267,7 @@ public final class LaunchProtection: @unchecked Sendable {
                 lastRun = LastRun(outcome: .cleanExit, crashedDuringLaunch: false, report: nil, appUpdated: updated,
                                   previousAppVersion: state.appVersion, detection: captureEnabled ? "report" : "timer")
             } else if captureEnabled {
-                let report = reports.last { $0.launchId == previousID && $0.crash?.recovered != true }
+                let report = reports.last { $0.launchId == previousID && !$0.recovered }
                 if let report {
                     let duringLaunch = report.launchPhase == "launching"
                     lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: duringLaunch, report: report, appUpdated: updated,
@@ -276,7 +312,7 @@ public final class LaunchProtection: @unchecked Sendable {
                 state.phase = "launching"
                 state.appVersion = appVersion
                 writeState(state, to: path)
-                let context = RepairContext(directory: directory, consecutiveLaunchCrashes: consecutive, lastReport: lastRun.report)
+                let context = RepairContext(directory: directory, consecutiveLaunchCrashes: consecutive, lastReportSource: lastRun.reportSource)
                 run.append(step.id)
                 if !runStep(step, context: context) { failed.append(step.id) }
                 if context.safeModeRequested { state.safeMode = true }

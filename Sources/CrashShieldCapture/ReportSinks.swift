@@ -62,23 +62,14 @@ public struct CrashReportStore: Sendable {
     public init(directory: String) { self.directory = directory }
 
     /// Paths of the report files, oldest first (file names sort by pid then time, so sort by
-    /// modification date).
+    /// modification date, then path).
     public func reportFiles() -> [String] {
-        // opendir/readdir: this runs on every start (SPEC §9 budget), FileManager costs more.
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var paths: [(modified: Int, path: String)] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasPrefix("report-"), name.hasSuffix(".json") else { continue }
-            let path = "\(directory)/\(name)"
-            var info = stat()
-            let modified = stat(path, &info) == 0 ? Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec) : 0
-            paths.append((modified, path))
-        }
-        return paths.sorted { ($0.modified, $0.path) < ($1.modified, $1.path) }.map(\.path)
+        // opendir/readdir/stat/qsort in C: this runs on every start (SPEC §9 budget), and the
+        // first use of Swift's string and sorting generics in a process costs ~0.1 ms.
+        var count = 0
+        let entries = csc_pending_reports_list(directory, false, 0, &count)
+        defer { csc_pending_reports_free(entries, count) }
+        return (0..<count).map { String(cString: entries![$0].path) }
     }
 
     public struct Loaded: Sendable {
@@ -105,18 +96,37 @@ public struct CrashReportStore: Sendable {
         }
     }
 
-    /// The reports that decode (not symbolicated), oldest first. A directory without report
-    /// files, the usual case at start, costs one readdir in C and no Swift/Foundation work.
-    func loadIfAny() -> [CrashReport] {
+    /// The reports found at start, oldest first, each read into memory and scanned in C for its
+    /// launch fields; the full decode waits until someone reads `report` (SPEC §9: the first
+    /// JSONDecoder use costs ~2 ms). A directory without report files, the usual case at start,
+    /// costs one readdir in C and no Swift/Foundation work.
+    func scanIfAny() -> [PendingReport] {
         guard csc_directory_has_reports(directory) else { return [] }
-        return load(symbolicate: false).compactMap { try? $0.result.get() }
+        var count = 0
+        guard let entries = csc_pending_reports_list(directory, true, CrashReportStore.sizeLimit, &count) else { return [] }
+        defer { csc_pending_reports_free(entries, count) }
+        var reports: [PendingReport] = []
+        for index in 0..<count {
+            guard let bytes = entries[index].bytes else { continue } // unreadable: never a report
+            entries[index].bytes = nil // the PendingReport owns it now
+            if let report = PendingReport(path: String(cString: entries[index].path), taking: bytes,
+                                          length: entries[index].length, fields: entries[index].fields) {
+                reports.append(report)
+            }
+        }
+        return reports
     }
 
+    /// Reports are far below this; a larger file is not one of ours (unreadable).
+    static let sizeLimit = 64 << 20
+
     /// open/read in C: the first FileManager call of a process costs ~0.1 ms of the start budget.
-    /// Reports are far below the 64 MiB limit; a larger file is not one of ours (unreadable).
+    /// Never blocks: only a regular file is read (a FIFO, directory, device or symlink named like
+    /// a report is unreadable). Reports are far below the 64 MiB limit; a larger file is not one
+    /// of ours (unreadable, refused by its size without reading it).
     private func readWholeFile(_ path: String) -> [UInt8]? {
         var length = 0
-        guard let buffer = csc_read_file(path, 64 << 20, &length) else { return nil }
+        guard let buffer = csc_read_file(path, CrashReportStore.sizeLimit, &length) else { return nil }
         defer { free(buffer) }
         return buffer.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
     }
@@ -157,4 +167,84 @@ public struct CrashReportStore: Sendable {
         }
         return delivery
     }
+}
+
+/// A report file found at start. Its launch fields (id, phase, recovered) come from a C scan of
+/// the bytes (`csc_report_scan_launch_fields`, same rules as `TolerantJSON`); the full decode
+/// runs once, on the first read of `report`, from the bytes read at start (a sink may have
+/// deleted the file by then).
+final class PendingReport: @unchecked Sendable, Equatable {
+    let path: String?
+    let launchId: String?
+    let launchPhase: String?
+    /// The crashed thread was parked and the process lived on: not how the run ended.
+    let recovered: Bool
+    private let lock = NSLock()
+    /// The file's content until the full decode (malloc'd, owned; freed after decoding).
+    private var bytes: UnsafeMutableRawBufferPointer?
+    private var decoded: CrashReport?
+
+    /// Takes ownership of `buffer` (malloc'd, `length` bytes), scanned into `fields`. nil when
+    /// the bytes are not a report (the full decoder would reject them too).
+    init?(path: String, taking buffer: UnsafeMutableRawPointer, length: Int, fields: csc_report_launch_fields) {
+        let bytes = UnsafeMutableRawBufferPointer(start: buffer, count: length)
+        self.path = path
+        if fields.needs_full_decode {
+            // A field the scan cannot read alike with the decoder: decode now (rare; never for a
+            // report this SDK wrote).
+            defer { free(buffer) }
+            guard var report = try? CrashReport.decode(Array(bytes)) else { return nil }
+            report.file = path
+            launchId = report.launchId
+            launchPhase = report.launchPhase
+            recovered = report.crash?.recovered == true
+            decoded = report
+            return
+        }
+        guard fields.is_report else {
+            free(buffer)
+            return nil
+        }
+        var fields = fields
+        launchId = fields.has_launch_id ? withUnsafeBytes(of: &fields.launch_id) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
+        launchPhase = fields.has_launch_phase ? withUnsafeBytes(of: &fields.launch_phase) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
+        recovered = fields.recovered
+        self.bytes = bytes
+    }
+
+    deinit { free(bytes?.baseAddress) }
+
+    /// An already decoded report (callers of `LaunchProtection.begin(reports:)`).
+    init(decoded report: CrashReport) {
+        path = report.file
+        launchId = report.launchId
+        launchPhase = report.launchPhase
+        recovered = report.crash?.recovered == true
+        decoded = report
+    }
+
+    /// The decoded report (not symbolicated); nil when the bytes, though scanned, do not decode
+    /// (a wrong type in a field the scan does not read).
+    var report: CrashReport? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let bytes {
+            self.bytes = nil
+            defer { free(bytes.baseAddress) }
+            if var report = try? CrashReport.decode(Array(bytes)) {
+                report.file = path
+                decoded = report
+            }
+        }
+        return decoded
+    }
+
+    /// True once the full decode ran (or the report came decoded).
+    var isDecoded: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return bytes == nil
+    }
+
+    static func == (lhs: PendingReport, rhs: PendingReport) -> Bool { lhs === rhs || lhs.report == rhs.report }
 }

@@ -21,14 +21,18 @@ enum BenchCaptureCommand {
         let target: UInt64 = 20_000_000
         let startSamples = launchStartSamples(runs: runs)
         let startMedian = startSamples.isEmpty ? 0 : startSamples[startSamples.count / 2]
+        let afterCrashSamples = launchStartAfterCrashSamples(runs: runs)
+        let afterCrashMedian = afterCrashSamples.isEmpty ? 0 : afterCrashSamples[afterCrashSamples.count / 2]
         if arguments.contains("--json") {
             print("{\"case\": \"capture.signal_to_disk\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"target_ns\": \(target)}")
             print("{\"case\": \"capture.signal_to_disk_unwind_fallback\", \"runs\": \(fallbackSamples.count), \"median_ns\": \(fallbackMedian), \"max_ns\": \(fallbackWorst), \"target_ns\": \(target)}")
             print("{\"case\": \"capture.start_with_launch_protection\", \"runs\": \(startSamples.count), \"median_ns\": \(startMedian), \"max_ns\": \(startSamples.last ?? 0), \"target_ns\": 1000000}")
+            print("{\"case\": \"capture.start_after_crash\", \"runs\": \(afterCrashSamples.count), \"median_ns\": \(afterCrashMedian), \"max_ns\": \(afterCrashSamples.last ?? 0), \"target_ns\": 1000000}")
         } else {
             print("capture.signal_to_disk  runs \(samples.count)  median \(Double(median) / 1e6) ms  max \(Double(worst) / 1e6) ms  (target <= 20 ms)")
             print("capture.signal_to_disk_unwind_fallback  runs \(fallbackSamples.count)  median \(Double(fallbackMedian) / 1e6) ms  max \(Double(fallbackWorst) / 1e6) ms  (target <= 20 ms)")
             print("capture.start_with_launch_protection  runs \(startSamples.count)  median \(Double(startMedian) / 1e6) ms  max \(Double(startSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
+            print("capture.start_after_crash  runs \(afterCrashSamples.count)  median \(Double(afterCrashMedian) / 1e6) ms  max \(Double(afterCrashSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
         }
         return worst <= target && fallbackWorst <= target ? 0 : 1
     }
@@ -63,11 +67,30 @@ enum BenchCaptureCommand {
         }
         return samples.sorted()
     }
+
+    /// The same start right after a launch that crashed (`launch-probe --crash`), so it finds that
+    /// crash's report and decides `lastRun` from it; a fresh directory per run (one report each).
+    static func launchStartAfterCrashSamples(runs: Int) -> [UInt64] {
+        let directory = NSTemporaryDirectory() + "crashshield-bench-after-crash-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var samples: [UInt64] = []
+        for _ in 0..<runs {
+            try? FileManager.default.removeItem(atPath: directory)
+            _ = ChildProcess.run(ChildProcess.currentExecutable, ["launch-probe", "--dir", directory, "--crash"], timeout: .seconds(20))
+            let result = ChildProcess.run(ChildProcess.currentExecutable, ["launch-probe", "--dir", directory], timeout: .seconds(20))
+            guard let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
+                  let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  object["last_run"] as? String == "crashed", let value = object["start_ns"] as? Int else { continue }
+            samples.append(UInt64(value))
+        }
+        return samples.sorted()
+    }
 }
 
-/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--unwritable-dir]`: the child of
-/// the launch-protection end-to-end test. Starts capture with launch protection and three
-/// repair steps (safe-mode, step-two, step-three), prints one JSON line describing what launch
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--unwritable-dir]`:
+/// the child of the launch-protection end-to-end test. Starts capture with launch protection and
+/// three repair steps (safe-mode, step-two, step-three; with --crashing-step: "crashes", whose
+/// body dies of SIGSEGV, then "after-crash"), prints one JSON line describing what launch
 /// protection decided, then crashes during launch (--crash), waits to be killed (--hang), or
 /// completes the launch and exits cleanly.
 enum LaunchProbeCommand {
@@ -81,6 +104,9 @@ enum LaunchProbeCommand {
             .run(id: "step-two") { _ in },
             RepairStep(id: "step-three") { _, completion in DispatchQueue.global().async { completion(true) } },
         ]
+        if arguments.contains("--crashing-step") {
+            launch.repairSteps = [.run(id: "crashes") { _ in csc_crash_segv() }, .run(id: "after-crash") { _ in }]
+        }
         let protection: LaunchProtection
         let clock = ContinuousClock()
         let startedAt = clock.now

@@ -78,6 +78,32 @@ import Testing
         #expect(probe.safe_mode, "safe mode stays on until the app ends it")
     }
 
+    /// A repair step that itself crashes is a launch crash (its report says "launching"), so the
+    /// next launch runs the next step at once (README, CAPTURE.md), instead of the count starting
+    /// over and the next step waiting for `threshold` more crashing launches.
+    @Test func crashInsideARepairStepEscalatesAtTheNextLaunch() throws {
+        let directory = temporaryDirectory("step-crash")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let arguments = ["--crashing-step", "--threshold", "2"]
+        _ = try launch(directory, arguments + ["--crash"], expect: .signaled(SIGSEGV))
+        var probe = try launch(directory, arguments + ["--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.consecutive == 1 && probe.repairs.isEmpty)
+
+        // The threshold: step "crashes" runs before launch and the process dies inside it.
+        let crashed = try runChild(Built.shield, ["launch-probe", "--dir", directory] + arguments)
+        #expect(crashed.termination == .signaled(SIGSEGV))
+        #expect(!crashed.output.contains("{"), "start never returned")
+        let reports = loadReports(directory, symbolicate: false).sorted { ($0.timestampNs ?? 0) < ($1.timestampNs ?? 0) }
+        #expect(reports.count == 3)
+        #expect(reports.last?.launchPhase == "launching")
+
+        probe = try launch(directory, arguments, expect: .exited(0))
+        #expect(probe.last_run == "crashed")
+        #expect(probe.during_launch)
+        #expect(probe.consecutive == 3)
+        #expect(probe.repairs == ["after-crash"])
+    }
+
     @Test func corruptStateFileIsSurvived() throws {
         let directory = temporaryDirectory("corrupt")
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+
+@testable import CrashShieldCapture
+import _CrashShieldCapture
+
+/// The start after a crash decides `lastRun` from a C scan of the report's launch fields and
+/// decodes the report only when it is read (issue 10 item 16); the scan agrees with the decoder.
+@Suite struct PendingReportTests {
+    static func example(_ name: String) throws -> [UInt8] {
+        [UInt8](try #require(FileManager.default.contents(atPath: "\(schemaDirectory)/examples/\(name)")))
+    }
+
+    /// The example report with its launch fields replaced.
+    static func report(launchID: String, phase: String) throws -> [UInt8] {
+        var text = String(decoding: try example("signal-segv.json"), as: UTF8.self)
+        text = text.replacingOccurrences(of: #""launch_id":"[^"]*""#, with: "\"launch_id\":\"\(launchID)\"", options: .regularExpression)
+        text = text.replacingOccurrences(of: #""launch_phase":"[^"]*""#, with: "\"launch_phase\":\"\(phase)\"", options: .regularExpression)
+        return Array(text.utf8)
+    }
+
+    struct Fields: Equatable, CustomStringConvertible {
+        var launchId: String?
+        var launchPhase: String?
+        var recovered: Bool
+        var description: String { "(\(launchId ?? "nil"), \(launchPhase ?? "nil"), \(recovered))" }
+    }
+
+    static func scan(_ bytes: [UInt8]) -> (fields: Fields?, needsFullDecode: Bool) {
+        var raw = csc_report_launch_fields()
+        bytes.withUnsafeBufferPointer { csc_report_scan_launch_fields($0.baseAddress, $0.count, &raw) }
+        func text<T>(_ tuple: T) -> String { withUnsafeBytes(of: tuple) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } }
+        guard raw.is_report else { return (nil, raw.needs_full_decode) }
+        let fields = Fields(launchId: raw.has_launch_id ? text(raw.launch_id) : nil,
+                            launchPhase: raw.has_launch_phase ? text(raw.launch_phase) : nil, recovered: raw.recovered)
+        return (fields, raw.needs_full_decode)
+    }
+
+    /// For every input the scan reads the decoder's launch fields, or says it cannot (then the
+    /// start decodes that report). A decoder failure where the scan found a report is a wrong
+    /// type in a field the scan does not read (`.invalid`), never a parse difference.
+    static func checkAgreement(_ bytes: [UInt8], _ label: String) -> (compared: Int, deferred: Int, typeOnly: Int) {
+        let (fields, needsFullDecode) = scan(bytes)
+        if needsFullDecode { return (0, 1, 0) }
+        let decoded: CrashReport?
+        var invalid = false
+        do { decoded = try CrashReport.decode(bytes) } catch let error as CrashReportError {
+            decoded = nil
+            if case .invalid = error { invalid = true }
+        } catch { decoded = nil }
+        if let decoded {
+            let expected = Fields(launchId: decoded.launchId, launchPhase: decoded.launchPhase, recovered: decoded.crash?.recovered == true)
+            #expect(fields == expected, "\(label): \(String(decoding: bytes.prefix(400), as: UTF8.self))")
+            return (1, 0, 0)
+        }
+        if fields != nil {
+            #expect(invalid, "\(label): the scan found a report the decoder cannot parse")
+            return (0, 0, 1)
+        }
+        return (1, 0, 0)
+    }
+
+    /// Every example cut at every byte of its first 520 (the launch fields and the crash object)
+    /// and at every 97th byte after that.
+    @Test func scanAgreesWithTheDecoderOnEveryTruncation() throws {
+        var compared = 0, deferred = 0
+        for path in ReportParserTests.examples {
+            let full = try ReportParserTests.bytes(path)
+            for length in Array(0..<min(520, full.count)) + Array(stride(from: 520, through: full.count, by: 97)) + [full.count] {
+                let result = Self.checkAgreement(Array(full[0..<length]), "\((path as NSString).lastPathComponent) cut at \(length)")
+                compared += result.compared
+                deferred += result.deferred
+            }
+        }
+        #expect(compared > 1000)
+        #expect(deferred == 0, "the SDK's own reports never need the full decode at start")
+    }
+
+    /// Seeded fuzzing around the launch fields: byte edits, insertions of JSON tokens, escapes,
+    /// duplicated keys, nulls and wrong types.
+    @Test func scanAgreesWithTheDecoderOnFuzzedReports() throws {
+        var generator = SplitMix64(seed: 0x1a_0c4_5ca7)
+        let corpus = try ReportParserTests.examples.map { try ReportParserTests.bytes($0) }
+        let splices = [",\"launch_id\":null", ",\"launch_id\":\"dup\"", ",\"launch_phase\":7", "\\u0041", ",\"crash\":{\"recovered\":true}",
+                       ",\"recovered\":1", "\"id\":3,", "1e999", "\u{e9}", ",\"LAUNCH_PHASE\":\"x\"", ",\"launchId\":\"y\"", ",\"launch__id\":\"z\"",
+                       ",\"_launch_id\":\"w\"", ",\"Launch_Phase_\":\"v\"", "[", "}", "\"", ",", ":", "\\"]
+        var compared = 0, deferred = 0
+        for round in 0..<4000 {
+            var bytes = corpus[round % corpus.count]
+            for _ in 0..<Int(generator.next() % 4) {
+                guard !bytes.isEmpty else { break }
+                // Edits land near the launch fields and the crash object most of the time.
+                let window = min(bytes.count, 700)
+                let at = Int(generator.next() % UInt64(window))
+                switch generator.next() % 4 {
+                case 0: bytes[at] = UInt8(truncatingIfNeeded: generator.next())
+                case 1: bytes.remove(at: at)
+                case 2: bytes.insert(contentsOf: Array(splices[Int(generator.next() % UInt64(splices.count))].utf8), at: at)
+                default: bytes = Array(bytes[0..<(at + Int(generator.next() % UInt64(bytes.count - at)))])
+                }
+            }
+            let result = Self.checkAgreement(bytes, "round \(round)")
+            compared += result.compared
+            deferred += result.deferred
+        }
+        #expect(compared > 1000)
+        #expect(deferred > 0, "the corpus reaches the cases left to the decoder")
+    }
+
+    /// Keys as the decoder's snake-case conversion matches them, escapes, nulls, duplicates and
+    /// wrong types: the scan agrees or leaves the report to the decoder.
+    @Test func scanFollowsTheDecodersKeyRules() {
+        let cases = [
+            #"{"id":"r","LAUNCH_PHASE":"launching","launch_id":"a"}"#,
+            #"{"id":"r","launchId":"a","launch__phase":"running"}"#,
+            #"{"id":"r","_launch_id":"a","launch_phase_":"x","Launch_Id":"b"}"#,
+            #"{"id":"r","launch_id":null,"crash":{"RECOVERED":true}}"#,
+            #"{"id":"r","launch_id":"a","launch_id":"b"}"#,
+            #"{"id":"r","launch_\u0069d":"a"}"#,
+            #"{"id":"r","launch_id":"\u0061"}"#,
+            #"{"id":"r","launch_phase":7}"#,
+            #"{"id":"r","crash":[true]}"#,
+            #"{"id":"r","crash":{"recovered":"yes"}}"#,
+            #"{"id":7}"#,
+            #"{"launch_id":"a"}"#,
+            #"["id"]"#,
+            #"{"id":"r","crash":{"signal":11,"recovered":true,"sig"#,
+            #"{"id":"r","launch_id":"a","launch_phase":"launching"} trailing"#,
+        ]
+        for text in cases { _ = Self.checkAgreement(Array(text.utf8), text) }
+        #expect(Self.scan(Array(cases[0].utf8)).fields == Fields(launchId: "a", launchPhase: "launching", recovered: false))
+        #expect(Self.scan(Array(cases[1].utf8)).fields == Fields(launchId: "a", launchPhase: "running", recovered: false))
+        #expect(Self.scan(Array(cases[13].utf8)).fields == Fields(launchId: nil, launchPhase: nil, recovered: true))
+        #expect(Self.scan(Array(cases[5].utf8)).needsFullDecode)
+    }
+
+    /// In-process start after a crash during launch: the outcome comes from the scan, the report
+    /// is decoded only when read (then equal to a full decode), and still readable after a sink
+    /// deleted its file.
+    @Test func startAfterACrashDecodesTheReportOnlyWhenRead() throws {
+        let directory = temporaryDirectory("lazy-report")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous-launch"
+        state.phase = "launching"
+        state.consecutiveLaunchCrashes = 1
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let bytes = try Self.report(launchID: "previous-launch", phase: "launching")
+        let path = "\(directory)/report-1-1-0.json"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: true)
+        defer { protection.launchCompleted() }
+        #expect(protection.lastRun.outcome == .crashed)
+        #expect(protection.lastRun.crashedDuringLaunch)
+        #expect(protection.consecutiveLaunchCrashes == 2)
+        let source = try #require(protection.lastRun.reportSource)
+        #expect(!source.isDecoded, "the start decoded no report")
+
+        try FileManager.default.removeItem(atPath: path) // a sink accepted it meanwhile
+        var expected = try CrashReport.decode(bytes)
+        expected.file = path
+        #expect(protection.lastRun.report == expected)
+        #expect(source.isDecoded)
+    }
+
+    /// The other cases the scan decides: a report of another launch or of a recovered thread is
+    /// not how the last run ended; a crash after launch resets the count.
+    @Test func scannedReportsDecideLikeDecodedOnes() throws {
+        for (launchID, phase, recovered, outcome, duringLaunch) in [
+            ("previous-launch", "running", false, LastRun.Outcome.crashed, false),
+            ("other-launch", "launching", false, .endedWithoutReport, false),
+            ("previous-launch", "launching", true, .endedWithoutReport, false),
+        ] {
+            let directory = temporaryDirectory("scan-decides")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var state = LaunchProtection.State()
+            state.launchId = "previous-launch"
+            state.phase = "launching"
+            state.consecutiveLaunchCrashes = 2
+            LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+            var bytes = try Self.report(launchID: launchID, phase: phase)
+            if recovered {
+                bytes = Array(String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "\"crash\":{", with: "\"crash\":{\"recovered\":true,").utf8)
+            }
+            #expect(FileManager.default.createFile(atPath: "\(directory)/report-1-1-0.json", contents: Data(bytes)))
+            var options = LaunchProtectionOptions()
+            options.launchWindow = .seconds(60)
+            let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: true)
+            #expect(protection.lastRun.outcome == outcome, "\(launchID) \(phase) \(recovered)")
+            #expect(protection.lastRun.crashedDuringLaunch == duringLaunch)
+            #expect(protection.consecutiveLaunchCrashes == (outcome == .crashed ? 0 : 2))
+            protection.launchCompleted()
+        }
+    }
+}
