@@ -158,7 +158,8 @@ public struct LastRun: Sendable, Equatable {
     var reportSource: PendingReport?
 
     init(outcome: Outcome, crashedDuringLaunch: Bool, report: PendingReport?, appUpdated: Bool,
-         previousAppVersion: String?, detection: String) {
+         previousAppVersion: String?, detection: String, reportLost: Bool = false) {
+        self.reportLost = reportLost
         self.outcome = outcome
         self.crashedDuringLaunch = crashedDuringLaunch
         self.reportSource = report
