@@ -22,8 +22,9 @@ import _CrashShieldCapture
         return try JSONDecoder().decode(Probe.self, from: Data(line.utf8))
     }
 
+    /// The directory's entries, less the unreported-crash marker that capture keeps open there.
     func entries(_ directory: String) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0 != CSC_UNREPORTED_MARKER }.sorted()
     }
 
     func fileType(_ path: String) -> FileAttributeType? {
