@@ -176,6 +176,7 @@ static volatile long g_pings;
     int ticks;
     int stop_after; /* invalidates the timer at this tick (0: never) */
     BOOL *dealloced;
+    int *ticks_out; /* mirrors `ticks`, readable after the ticker is gone */
     NSMutableString *log;
 }
 - (void)cs_tick:(NSTimer *)timer;
@@ -183,6 +184,7 @@ static volatile long g_pings;
 @implementation CSLTicker
 - (void)cs_tick:(NSTimer *)timer {
     ticks++;
+    if (ticks_out) *ticks_out = ticks;
     if (log) [log appendFormat:@"tick %d arg=%@ userInfo=%@; ", ticks, [timer isKindOfClass:[NSTimer class]] ? @"timer" : @"other", [timer userInfo]];
     if (stop_after && ticks >= stop_after) [timer invalidate];
 }
@@ -192,6 +194,22 @@ static volatile long g_pings;
     [super dealloc];
 }
 @end
+
+/** A screen-like app class whose lifetime a timer must not extend: the misuse scenarios name it
+ *  as a weak timer target (SPEC §2.8; on Apple the defaults are UIView, UIViewController, ...). */
+@interface CSLScreen : CSLTicker
+@end
+@implementation CSLScreen
+@end
+
+/* Names CSLScreen as the only weak timer target class / restores the platform default (none here). */
+static void cs_name_screen_as_weak_timer_target(void) {
+    const char *names[] = {"CSLScreen"};
+    cs_timer_configure_weak_targets(names, 1);
+}
+static void cs_restore_weak_timer_targets(void) {
+    cs_timer_configure_weak_targets(NULL, 0);
+}
 
 /** An NSObject that answers the timer selector only by forwarding to another object. */
 @interface CSLForwarder : NSObject {
@@ -496,12 +514,13 @@ static BOOL cs_flag_set(void *flag) {
     return *(BOOL *)flag;
 }
 
-/* The owner releases a repeating timer's target without invalidating the timer. Unguarded, the
- * timer keeps the target alive and keeps firing (a leak). Guarded, the target deallocates and
- * the next fire invalidates the timer. */
+/* The owner releases a repeating timer's target, of a class the app named as a weak timer
+ * target, without invalidating the timer. Unguarded, the timer keeps the target alive and keeps
+ * firing (a leak). Guarded, the target deallocates and the next fire invalidates the timer. */
 static bool timer_repeating_target_released(void) {
+    cs_name_screen_as_weak_timer_target();
     BOOL dealloced = NO;
-    CSLTicker *target = [[CSLTicker alloc] init];
+    CSLTicker *target = [[CSLScreen alloc] init];
     target->dealloced = &dealloced;
     NSTimer *timer = [[NSTimer scheduledTimerWithTimeInterval:0.01 target:target selector:@selector(cs_tick:)
                                                      userInfo:nil repeats:YES] retain];
@@ -520,7 +539,29 @@ static bool timer_repeating_target_released(void) {
         [timer invalidate];
     }
     [timer release];
+    cs_restore_weak_timer_targets();
     return ok;
+}
+
+bool cs_lifecycle_timer_keeps_released_target(bool screen) {
+    BOOL dealloced = NO;
+    NSTimer *timer;
+    CSLTicker *target;
+    @autoreleasepool {
+        target = screen ? [[CSLScreen alloc] init] : [[CSLTicker alloc] init];
+        target->dealloced = &dealloced;
+        timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
+                                        repeats:YES] retain];
+        [target release];
+    }
+    bool alive = !dealloced;
+    if (alive) target->dealloced = NULL; /* the timer releases it later: not into this frame */
+    @autoreleasepool {
+        [timer fire];
+        [timer invalidate];
+        [timer release];
+    }
+    return alive;
 }
 
 #pragma mark - Main-thread-only calls (SPEC §2.10)
@@ -639,7 +680,7 @@ static void *cs_stress_worker(void *raw) {
             [center postNotificationName:@"CSLStress" object:nil];
             }
             { /* timers */
-            CSLTicker *target = [[CSLTicker alloc] init];
+            CSLTicker *target = [[CSLScreen alloc] init];
             NSTimer *timer = [NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
                                                    userInfo:nil repeats:YES];
             [timer fire];
@@ -666,6 +707,7 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
     cs_stress_arg args[32];
     if (threads > 32) threads = 32;
     cs_lifecycle_configure_zombies((size_t)256 << 20, 1u << 22);
+    cs_name_screen_as_weak_timer_target();
     for (unsigned t = 0; t < threads; t++) {
         args[t].iterations = iterations;
         args[t].anomalies = 0;
@@ -677,6 +719,7 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
         pthread_join(ids[t], NULL);
         anomalies += args[t].anomalies;
     }
+    cs_restore_weak_timer_targets();
     cs_lifecycle_unconfigure_zombies();
     return anomalies;
 }
@@ -728,7 +771,8 @@ static void *cs_dealloc_paths_worker(void *unused) {
         listener = [[CSLObserver alloc] init];
         [[NSNotificationCenter defaultCenter] addObserver:listener selector:@selector(cs_ping:) name:@"CSLNoPool"
                                                    object:nil];
-        target = [[CSLTicker alloc] init];
+        cs_name_screen_as_weak_timer_target();
+        target = [[CSLScreen alloc] init];
         timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
                                         repeats:YES] retain];
         cs_lifecycle_configure_zombies(0, 2);
@@ -745,6 +789,7 @@ static void *cs_dealloc_paths_worker(void *unused) {
         [timer release];
         [model release];
         cs_lifecycle_unconfigure_zombies();
+        cs_restore_weak_timer_targets();
     }
     return NULL;
 }
@@ -929,6 +974,36 @@ static void *oracle_timers(void) {
     [out appendFormat:@"one-shot retained=%d %@ | ", before > 1, ticker->log];
     [ticker release];
     [timer release];
+    /* A poller whose only owner is its repeating timer (legal: NSTimer retains its target) fires
+     * until it invalidates its timer at tick 3; only then is it freed. Each constructor. */
+    for (int form = 0; form < 3; form++) {
+        BOOL dealloced = NO;
+        int ticks = 0;
+        CSLTicker *poller = [[CSLTicker alloc] init];
+        poller->stop_after = 3;
+        poller->dealloced = &dealloced;
+        poller->ticks_out = &ticks;
+        NSTimer *owner;
+        if (form == 0) {
+            owner = [NSTimer scheduledTimerWithTimeInterval:0.005 target:poller selector:@selector(cs_tick:)
+                                                   userInfo:nil repeats:YES];
+        } else {
+            owner = form == 1 ? [NSTimer timerWithTimeInterval:0.005 target:poller selector:@selector(cs_tick:)
+                                                      userInfo:nil repeats:YES]
+                              : [[[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:0.005]
+                                                          interval:0.005 target:poller selector:@selector(cs_tick:)
+                                                          userInfo:nil repeats:YES] autorelease];
+            [[NSRunLoop currentRunLoop] addTimer:owner forMode:NSDefaultRunLoopMode];
+        }
+        [poller release]; /* the run loop's timer is now the poller's only owner */
+        cs_spin_until(cs_flag_set, &dealloced, 5.0);
+        [out appendFormat:@"sole-owner poller (%s) ticks=%d dealloced=%d | ",
+                          form == 0 ? "scheduled" : form == 1 ? "timerWith" : "initWithFireDate", ticks, dealloced];
+        if (!dealloced) { /* still alive: it must not point at this stack frame any more */
+            poller->dealloced = NULL;
+            poller->ticks_out = NULL;
+        }
+    }
     /* A forwarding NSObject and an NSProxy as targets keep firing. */
     CSLForwarder *forwarder = [[CSLForwarder alloc] init];
     ticker = [[CSLTicker alloc] init];

@@ -171,6 +171,37 @@ extension RuntimeTests {
             }
         }
 
+        /// SPEC §2.8 as amended: only targets of the classes the app names (subclasses included)
+        /// are held weakly; every other repeating timer keeps its target alive, as unguarded.
+        @Test func timersHoldOnlyNamedClassesWeakly() throws {
+            #expect(CrashShieldOptions().timerWeakTargetClasses == CrashShieldOptions.defaultTimerWeakTargetClasses)
+            #if !canImport(Darwin)
+            #expect(CrashShieldOptions.defaultTimerWeakTargetClasses.isEmpty)
+            #endif
+            try withGuards {
+                #expect(cs_lifecycle_timer_keeps_released_target(true), "no class is named by default here")
+                #expect(cs_lifecycle_timer_keeps_released_target(false))
+                #expect(CrashShield.recordedCount(for: .timer) == 0)
+            }
+            var options = CrashShieldOptions()
+            options.timerWeakTargetClasses = ["CSLScreen", "NoSuchClassAnywhere"]
+            try withGuards(options) {
+                let incidents = collectIncidents {
+                    #expect(!cs_lifecycle_timer_keeps_released_target(true), "a named class is held weakly")
+                    #expect(cs_lifecycle_timer_keeps_released_target(false), "its superclass is not named")
+                }
+                #expect(CrashShield.recordedCount(for: .timer) == 1)
+                #expect(incidents.filter { $0.guardID == .timer }.map(\.reason)
+                    == ["repeating timer fired after its target was deallocated: invalidated"])
+            }
+            options.timerWeakTargetClasses = ["CSLTicker"]
+            try withGuards(options) {
+                #expect(!cs_lifecycle_timer_keeps_released_target(true), "subclasses of a named class too")
+                #expect(!cs_lifecycle_timer_keeps_released_target(false))
+                #expect(CrashShield.recordedCount(for: .timer) == 2)
+            }
+        }
+
         @Test func legalLifecycleBehaviourIsIdenticalWithAndWithoutGuards() throws {
             CrashShield._resetForTesting()
             let unguarded = runOracles()
@@ -185,6 +216,11 @@ extension RuntimeTests {
             #expect(timers.contains("tick 3 arg=timer userInfo=info;  valid=0"), "\(timers)")
             #expect(timers.contains("manual repeating tick 1 arg=timer userInfo=manual; tick 2 arg=timer userInfo=manual;  valid=0"), "\(timers)")
             #expect(timers.contains("forwarder ticks=2") && timers.contains("proxy ticks=2"), "\(timers)")
+            // A repeating timer that is its target's only owner fires until the target stops it
+            // (issue 10 item 4), whatever constructor made it; default options name no class here.
+            for form in ["scheduled", "timerWith", "initWithFireDate"] {
+                #expect(timers.contains("sole-owner poller (\(form)) ticks=3 dealloced=1"), "\(timers)")
+            }
             let kvo = try #require(guarded["KVO options, nested and dependent key paths, several observers"])
             #expect(kvo.contains("hits a="), "\(kvo)")
         }
