@@ -508,6 +508,24 @@ static bool notification_observer_dealloc(void) {
     return g_pings == 0;
 }
 
+/* The observer is registered for two names, removes itself from one with removeObserver:name:
+ * object:, and deallocates while still registered for the other: a post of that name then
+ * reaches its freed memory unguarded, exactly as when it never removed anything. */
+static bool notification_observer_dealloc_after_partial_removal(void) {
+    NSNotificationCenter *center = [NSNotificationCenter defaultCenter];
+    CSLObserver *observer = [[CSLObserver alloc] init];
+    [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLPartialA" object:nil];
+    [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLPartialB" object:nil];
+    [center removeObserver:observer name:@"CSLPartialA" object:nil];
+    g_pings = 0;
+    [observer release];
+    NSMutableArray *fillers = [NSMutableArray array];
+    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
+    [center postNotificationName:@"CSLPartialB" object:nil];
+    [center postNotificationName:@"CSLPartialA" object:nil];
+    return g_pings == 0;
+}
+
 #pragma mark - Timers (SPEC §2.8)
 
 static BOOL cs_flag_set(void *flag) {
@@ -818,6 +836,8 @@ static const cs_scenario kScenarios[] = {
     {"kvo.observer.noCallback", "kvo", "observeValueForKeyPath:ofObject:change:context:", false,
      kvo_observer_without_callback},
     {"notification.observer.deallocRegistered", "notification", "dealloc", false, notification_observer_dealloc},
+    {"notification.observer.deallocAfterPartialRemoval", "notification", "dealloc", false,
+     notification_observer_dealloc_after_partial_removal},
     {"timer.repeating.targetReleased", "timer", "cs_tick:", false, timer_repeating_target_released},
     {"zombie.message.object", "zombie", "name", false, zombie_message_object},
     {"zombie.message.integer", "zombie", "count", false, zombie_message_integer},
@@ -858,6 +878,24 @@ static void *oracle_notifications(void) {
     /* An observer that removes itself before dying is left alone. */
     [center addObserver:a selector:@selector(cs_ping:) name:@"three" object:nil];
     [center removeObserver:a];
+    /* Partial removals follow the center's matching: a registration for any name survives a
+     * removal by name, one for any sender a removal by sender; an observer whose partial
+     * removals ended every registration dies without an incident. */
+    CSLObserver *c = [[CSLObserver alloc] init];
+    [center addObserver:c selector:@selector(cs_ping:) name:nil object:sender];
+    [center addObserver:c selector:@selector(cs_ping:) name:@"four" object:nil];
+    [center addObserver:c selector:@selector(cs_ping:) name:@"five" object:sender];
+    [center removeObserver:c name:@"four" object:sender];
+    [center postNotificationName:@"four" object:sender];
+    [out appendFormat:@"after removing four/sender %ld; ", (long)g_pings];
+    [center removeObserver:c name:@"four" object:nil];
+    [center postNotificationName:@"four" object:nil];
+    [out appendFormat:@"after removing four/nil %ld; ", (long)g_pings];
+    [center removeObserver:c name:nil object:sender];
+    [center postNotificationName:@"five" object:sender];
+    [out appendFormat:@"after removing nil/sender %ld; ", (long)g_pings];
+    [c release];
+    [center postNotificationName:@"five" object:sender];
     [a release];
     [b release];
     [center postNotificationName:@"three" object:nil];

@@ -46,6 +46,9 @@ let lifecycleMisuses: [LifecycleMisuse] = [
           reason: "observer does not implement observeValueForKeyPath: notification dropped"),
     .init(scenario: "notification.observer.deallocRegistered", guardID: .notification, className: "CSLObserver",
           selector: "dealloc", reason: "observer deallocated while registered for notifications: removed from the center"),
+    .init(scenario: "notification.observer.deallocAfterPartialRemoval", guardID: .notification,
+          className: "CSLObserver", selector: "dealloc",
+          reason: "observer deallocated while registered for notifications: removed from the center"),
     .init(scenario: "zombie.message.object", guardID: .zombie, className: "CSLZombieVictim", selector: "name",
           reason: zombieReason),
     .init(scenario: "zombie.message.integer", guardID: .zombie, className: "CSLZombieVictim", selector: "count",
@@ -221,6 +224,8 @@ extension RuntimeTests {
             for form in ["scheduled", "timerWith", "initWithFireDate"] {
                 #expect(timers.contains("sole-owner poller (\(form)) ticks=3 dealloced=1"), "\(timers)")
             }
+            let notes = try #require(guarded["NSNotificationCenter addObserver:selector:name:object:"])
+            #expect(notes.hasSuffix("after removing four/sender 10; after removing four/nil 10; after removing nil/sender 10; after dealloc 10"), "\(notes)")
             let kvo = try #require(guarded["KVO options, nested and dependent key paths, several observers"])
             #expect(kvo.contains("hits a="), "\(kvo)")
         }
