@@ -353,6 +353,37 @@ static bool kvo_add_duplicate(void) {
     return once == 1 && observer->hits == 1;
 }
 
+/* GNUstep's KVO cannot observe a class object: it throws after swapping the class object's isa
+ * for an instance class, and the class then answers none of its class methods. */
+static bool cs_class_still_works(void) {
+    return class_isMetaClass(object_getClass((id)[CSLModel class])) && [CSLModel keyPathsForValuesAffectingValueForKey:@"fullName"] != nil;
+}
+
+static bool kvo_class_add(void) {
+    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    [(id)[CSLModel class] addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
+    return cs_class_still_works() && observer->hits == 0;
+}
+
+static bool kvo_class_add_nil_keypath(void) {
+    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    [(id)[CSLModel class] addObserver:observer forKeyPath:cs_nil_string() options:0 context:NULL];
+    return cs_class_still_works();
+}
+
+static bool kvo_class_remove_never_added(void) {
+    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    [(id)[CSLModel class] removeObserver:observer forKeyPath:@"name"];
+    return cs_class_still_works();
+}
+
+void cs_test_kvo_class_remove_context(void) {
+    @autoreleasepool {
+        CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+        [(id)[CSLModel class] removeObserver:observer forKeyPath:@"name" context:NULL];
+    }
+}
+
 static bool kvo_remove_never_added(void) {
     CSLModel *model = [[[CSLModel alloc] init] autorelease];
     CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
@@ -826,6 +857,10 @@ static const cs_scenario kScenarios[] = {
     {"kvo.addObserver.emptyKeyPath", "kvo", "addObserver:forKeyPath:options:context:", false, kvo_add_empty_keypath},
     {"kvo.addObserver.duplicate", "kvo", "addObserver:forKeyPath:options:context:", false, kvo_add_duplicate},
     {"kvo.removeObserver.neverAdded", "kvo", "removeObserver:forKeyPath:", false, kvo_remove_never_added},
+    {"kvo.class.addObserver", "kvo", "addObserver:forKeyPath:options:context:", true, kvo_class_add},
+    {"kvo.class.addObserver.nilKeyPath", "kvo", "addObserver:forKeyPath:options:context:", true,
+     kvo_class_add_nil_keypath},
+    {"kvo.class.removeObserver.neverAdded", "kvo", "removeObserver:forKeyPath:", true, kvo_class_remove_never_added},
     {"kvo.removeObserver.twice", "kvo", "removeObserver:forKeyPath:", false, kvo_remove_twice},
     {"kvo.removeObserverContext.wrongContext", "kvo", "removeObserver:forKeyPath:context:", false,
      kvo_remove_context_wrong},

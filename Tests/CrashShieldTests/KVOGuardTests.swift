@@ -77,6 +77,57 @@ extension RuntimeTests {
             }
         }
 
+        /// Key-value observing on a class object (issue 10 item 10). GCC libobjc gives the root
+        /// metaclass GNUstep's KVO methods of its own, so these calls never reached the instance
+        /// hooks: unguarded, the registration throws after breaking the class (its isa becomes an
+        /// instance class) and a nil key path crashes. Guarded: reported and ignored, the class
+        /// intact. A removal (none can exist) and a removal by context are reported as on instances.
+        @Test(arguments: [
+            ("kvo.class.addObserver", "addObserver:forKeyPath:options:context:",
+             "registration on a class object (unsupported, breaks the class): ignored"),
+            ("kvo.class.addObserver.nilKeyPath", "addObserver:forKeyPath:options:context:",
+             "registration on a class object (unsupported, breaks the class): ignored"),
+            ("kvo.class.removeObserver.neverAdded", "removeObserver:forKeyPath:",
+             "removal of a registration that does not exist: ignored"),
+        ])
+        func registrationOnAClassObjectIsNeutralised(scenario: String, selector: String, reason: String) throws {
+            try withGuards {
+                let incidents = collectIncidents {
+                    #expect(runScenario(scenario) == .neutral)
+                }
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                let first = try #require(incidents.first { $0.guardID == .kvo })
+                #expect(first.className == "CSLModel")
+                #expect(first.selector == selector)
+                #expect(first.isClassMethod)
+                #expect(first.reason == reason)
+            }
+        }
+
+        /// Unguarded, the class-object registration throws and leaves the class broken: the
+        /// misuse the guard stops (in a child process: the class stays broken).
+        @Test func registrationOnAClassObjectThrowsUnguarded() async {
+            await #expect(processExitsWith: .success) {
+                guard case .threw = runScenario("kvo.class.addObserver") else { exit(3) }
+                exit(0)
+            }
+        }
+
+        /// A removal by context sent to a class object reaches the method the guard adds to
+        /// NSObject (the root metaclass inherits it): reported as a `+` method of the class.
+        @Test func removalByContextFromAClassObjectIsReportedAsAClassMethod() throws {
+            try withGuards {
+                let incidents = collectIncidents {
+                    cs_test_kvo_class_remove_context()
+                }
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                let first = try #require(incidents.first { $0.guardID == .kvo })
+                #expect(first.className == "CSLModel")
+                #expect(first.selector == "removeObserver:forKeyPath:context:")
+                #expect(first.isClassMethod)
+            }
+        }
+
         /// A registration made before CrashShield started is removed by the app after it started.
         /// In a child process: this process installed the guards long ago.
         @Test func registrationMadeBeforeStartIsRemovedAfterStart() async {

@@ -31,6 +31,14 @@
  * adds it to NSObject. After uninstall it stays, as an unguarded remove that ignores the context.
  * Where the platform has it (Apple), the guard replaces it and chains to it, and uninstall puts it
  * back.
+ * Class objects: GCC libobjc registers GNUstep's KVO methods of NSObject's category also as
+ * class methods of the root metaclass, so `[SomeClass addObserver:...]` never reaches the
+ * instance hooks. GNUstep's KVO cannot observe a class object: it throws after replacing the
+ * class object's isa with an instance class of its own, so the class answers none of its class
+ * methods afterwards (a nil key path crashes outright). Where the root metaclass defines these
+ * methods itself, the guard replaces them: a registration on a class object is reported and
+ * ignored, and so is a removal (no registration can exist). Elsewhere (Apple) class objects reach
+ * the instance methods and their behaviour is unchanged.
  * Limitation: an observer and its observed object deallocating at the same moment on two threads
  * race as they would without the guard.
  */
@@ -48,6 +56,8 @@ static IMP g_original_add;    /* -[NSObject addObserver:forKeyPath:options:conte
 static IMP g_original_remove; /* -[NSObject removeObserver:forKeyPath:] before the hook */
 static IMP g_original_remove_context; /* the platform's -removeObserver:forKeyPath:context:, or NULL */
 static IMP g_nsobject_observe; /* NSObject's own -observeValueForKeyPath:... (raises on GNUstep) */
+static IMP g_class_original_add;    /* the root metaclass's own +addObserver:..., or NULL */
+static IMP g_class_original_remove; /* the root metaclass's own +removeObserver:forKeyPath:, or NULL */
 static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
 static BOOL g_hook_acquired;
 
@@ -251,6 +261,7 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
  * an observed object for a private subclass, and -class hides it. The incident reads the class
  * from the receiver's isa, so a stack stand-in carries the public one. */
 static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason) {
+    if (cs_backend_is_class_object(observed)) return cs_guard_misuse(G, observed, cmd, caller, reason, 0, 0, 0);
     struct {
         Class isa;
     } stand_in = {[observed class]};
@@ -386,6 +397,24 @@ static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyP
         ((cs_remove_fn)g_original_remove)(self, @selector(removeObserver:forKeyPath:), observer, keyPath);
 }
 
+/* +addObserver:forKeyPath:options:context: of the root metaclass (see the header). */
+static void cs_kvo_class_add(id self, SEL _cmd, id observer, NSString *keyPath, NSKeyValueObservingOptions options,
+                             void *context) {
+    if (cs_guard_is_on(G) &&
+        cs_kvo_misuse(self, _cmd, __builtin_return_address(0),
+                      "registration on a class object (unsupported, breaks the class): ignored"))
+        return;
+    ((cs_add_fn)g_class_original_add)(self, _cmd, observer, keyPath, options, context);
+}
+
+/* +removeObserver:forKeyPath: of the root metaclass: no registration on a class object can exist. */
+static void cs_kvo_class_remove(id self, SEL _cmd, id observer, NSString *keyPath) {
+    if (cs_guard_is_on(G) &&
+        cs_kvo_misuse(self, _cmd, __builtin_return_address(0), "removal of a registration that does not exist: ignored"))
+        return;
+    ((cs_remove_fn)g_class_original_remove)(self, _cmd, observer, keyPath);
+}
+
 static const CSHookSpec kKVOHooks[] = {
     CS_ROOT_HOOK("NSObject", "addObserver:forKeyPath:options:context:", cs_kvo_add),
     CS_ROOT_HOOK("NSObject", "removeObserver:forKeyPath:", cs_kvo_remove),
@@ -444,6 +473,12 @@ static const char *cs_kvo_canary(void) {
         CS_RELEASE(model);
         CS_RELEASE(observer);
     }
+    /* Class side: a subclass's metaclass must dispatch to the replacement (dispatch tables
+     * refreshed). Never called: unguarded, the call would break the class it is sent to. */
+    if (!failure && g_class_original_add &&
+        class_getMethodImplementation(object_getClass((id)[CSKVOCanaryModel class]),
+                                      @selector(addObserver:forKeyPath:options:context:)) != (IMP)cs_kvo_class_add)
+        failure = "a registration on a class object does not reach the guard";
     return failure;
 }
 
@@ -468,6 +503,32 @@ static const char *cs_kvo_install(uint32_t *hooked) {
         return "-removeObserver:forKeyPath:context: could not be added";
     }
     (*hooked)++;
+#if !defined(__APPLE__)
+    /* GCC libobjc: the root metaclass's dispatch table is not rebuilt when NSObject gains a method,
+     * so class objects would still find the method missing. NSObject's metaclass is not
+     * clang-compiled, so adding to it is safe (research/gnustep-probe.md §0b). */
+    Class meta = object_getClass((id)root);
+    if (!cs_backend_class_defines(meta, remove_context))
+        class_addMethod(meta, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v");
+    else if (cs_backend_own_implementation(meta, remove_context) == (IMP)cs_kvo_remove_context_unguarded)
+        cs_backend_replace_implementation(meta, remove_context, (IMP)cs_kvo_remove_context); /* left by uninstall */
+#endif
+    Class root_meta = object_getClass((id)root);
+    SEL add = @selector(addObserver:forKeyPath:options:context:), remove = @selector(removeObserver:forKeyPath:);
+    if (cs_backend_class_defines(root_meta, add)) {
+        g_class_original_add = cs_backend_own_implementation(root_meta, add);
+        IMP previous = cs_backend_replace_implementation(root_meta, add, (IMP)cs_kvo_class_add);
+        if (previous == NULL) return "+addObserver:forKeyPath:options:context: could not be replaced";
+        g_class_original_add = previous;
+        (*hooked)++;
+    }
+    if (cs_backend_class_defines(root_meta, remove)) {
+        g_class_original_remove = cs_backend_own_implementation(root_meta, remove);
+        IMP previous = cs_backend_replace_implementation(root_meta, remove, (IMP)cs_kvo_class_remove);
+        if (previous == NULL) return "+removeObserver:forKeyPath: could not be replaced";
+        g_class_original_remove = previous;
+        (*hooked)++;
+    }
     if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
     g_hook_acquired = YES;
     return NULL;
@@ -483,7 +544,19 @@ static void cs_kvo_uninstall(void) {
         cs_backend_replace_implementation(root, remove_context, g_original_remove_context
                                                                     ? g_original_remove_context
                                                                     : (IMP)cs_kvo_remove_context_unguarded);
+    Class root_meta = object_getClass((id)root);
+    if (cs_backend_class_defines(root_meta, remove_context) &&
+        class_getMethodImplementation(root_meta, remove_context) == (IMP)cs_kvo_remove_context)
+        cs_backend_replace_implementation(root_meta, remove_context, g_original_remove_context
+                                                                         ? g_original_remove_context
+                                                                         : (IMP)cs_kvo_remove_context_unguarded);
     g_original_remove_context = NULL;
+    if (g_class_original_add)
+        cs_backend_replace_implementation(root_meta, @selector(addObserver:forKeyPath:options:context:),
+                                          g_class_original_add);
+    if (g_class_original_remove)
+        cs_backend_replace_implementation(root_meta, @selector(removeObserver:forKeyPath:), g_class_original_remove);
+    g_class_original_add = g_class_original_remove = NULL;
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;
 }

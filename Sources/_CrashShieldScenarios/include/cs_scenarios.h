@@ -214,6 +214,10 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
  *  (an incident when the target is gone) and invalidates it. Uses the current weak-target list. */
 bool cs_lifecycle_timer_keeps_released_target(bool screen);
 
+/** Sends -removeObserver:forKeyPath:context: (never registered) to the class object CSLModel.
+ *  Guards started only: GNUstep 1.28 has no such method of its own. */
+void cs_test_kvo_class_remove_context(void);
+
 #ifdef __cplusplus
 }
 #endif
