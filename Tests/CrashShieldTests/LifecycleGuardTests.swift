@@ -305,6 +305,29 @@ extension RuntimeTests {
             #expect(CrashShield.recordedCount(for: .mainThread) == 2)
         }
 
+        /// Issue 10 item 9: an Objective-C program that calls `cs_guards_start(NULL)` first in
+        /// `main()` (no Swift code, no libdispatch) gets an active main-thread guard, and a call
+        /// from another thread runs once on the main thread when the main run loop runs
+        /// (`Sources/plain-objc-app/main.m` checks each step and exits with its number).
+        @Test func plainObjectiveCProgramGetsAWorkingMainThreadGuard() throws {
+            let executable = URL(fileURLWithPath: (try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")))
+                .deletingLastPathComponent().appendingPathComponent("plain-objc-app")
+            let process = Process()
+            process.executableURL = executable
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(60)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(output)")
+            #expect(output.contains("step 2 main-thread guard active"), "\(output)")
+            #expect(output.hasSuffix("OK\n"), "\(output)")
+        }
+
         /// On the main thread the configured call runs at once, unchanged, without an incident.
         @Test func mainThreadCallIsUntouched() async {
             await #expect(processExitsWith: .success) {
