@@ -992,6 +992,22 @@ static void *oracle_kvo(void) {
     [model setCount:7];
     [model removeObserver:b forKeyPath:@"count"];
     [model setCount:8];
+    [out appendFormat:@"one context again: b{%@} | ", b->log];
+    [b->log setString:@""];
+    /* Same observer, same key path, a second context: GNUstep replaces the registration (new
+     * context and options, one removal ends it), Apple keeps both. */
+    [model addObserver:b forKeyPath:@"count" options:NSKeyValueObservingOptionNew context:(void *)7];
+    [model addObserver:b forKeyPath:@"count" options:NSKeyValueObservingOptionNew | NSKeyValueObservingOptionOld
+               context:(void *)8];
+    [model setCount:9];
+    [model removeObserver:b forKeyPath:@"count"];
+    [model setCount:10];
+#if defined(__APPLE__)
+    [model removeObserver:b forKeyPath:@"count"];
+#endif
+    [model setCount:11];
+    [out appendFormat:@"two contexts: b{%@} | ", b->log];
+    [b->log setString:@""];
     [model removeObserver:a forKeyPath:@"name"];
     [model setName:@"five"];
     [out appendFormat:@"end: a{%@} b{%@} hits a=%d b=%d", a->log, b->log, a->hits, b->hits];
