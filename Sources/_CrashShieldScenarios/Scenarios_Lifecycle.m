@@ -592,15 +592,19 @@ static bool timer_repeating_target_released(void) {
     return ok;
 }
 
-bool cs_lifecycle_timer_keeps_released_target(bool screen) {
+bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_date) {
     BOOL dealloced = NO;
     NSTimer *timer;
     CSLTicker *target;
     @autoreleasepool {
         target = screen ? [[CSLScreen alloc] init] : [[CSLTicker alloc] init];
         target->dealloced = &dealloced;
-        timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
-                                        repeats:YES] retain];
+        if (init_with_fire_date)
+            timer = [[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:1000] interval:1000
+                                               target:target selector:@selector(cs_tick:) userInfo:nil repeats:YES];
+        else
+            timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
+                                            repeats:YES] retain];
         [target release];
     }
     bool alive = !dealloced;

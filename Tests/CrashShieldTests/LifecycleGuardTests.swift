@@ -176,22 +176,24 @@ extension RuntimeTests {
 
         /// SPEC §2.8 as amended: only targets of the classes the app names (subclasses included)
         /// are held weakly; every other repeating timer keeps its target alive, as unguarded.
-        @Test func timersHoldOnlyNamedClassesWeakly() throws {
+        @Test(arguments: [false, true])
+        func timersHoldOnlyNamedClassesWeakly(initWithFireDate: Bool) throws {
+            let keeps = { (screen: Bool) in cs_lifecycle_timer_keeps_released_target(screen, initWithFireDate) }
             #expect(CrashShieldOptions().timerWeakTargetClasses == CrashShieldOptions.defaultTimerWeakTargetClasses)
             #if !canImport(Darwin)
             #expect(CrashShieldOptions.defaultTimerWeakTargetClasses.isEmpty)
             #endif
             try withGuards {
-                #expect(cs_lifecycle_timer_keeps_released_target(true), "no class is named by default here")
-                #expect(cs_lifecycle_timer_keeps_released_target(false))
+                #expect(keeps(true), "no class is named by default here")
+                #expect(keeps(false))
                 #expect(CrashShield.recordedCount(for: .timer) == 0)
             }
             var options = CrashShieldOptions()
             options.timerWeakTargetClasses = ["CSLScreen", "NoSuchClassAnywhere"]
             try withGuards(options) {
                 let incidents = collectIncidents {
-                    #expect(!cs_lifecycle_timer_keeps_released_target(true), "a named class is held weakly")
-                    #expect(cs_lifecycle_timer_keeps_released_target(false), "its superclass is not named")
+                    #expect(!keeps(true), "a named class is held weakly")
+                    #expect(keeps(false), "its superclass is not named")
                 }
                 #expect(CrashShield.recordedCount(for: .timer) == 1)
                 #expect(incidents.filter { $0.guardID == .timer }.map(\.reason)
@@ -199,8 +201,8 @@ extension RuntimeTests {
             }
             options.timerWeakTargetClasses = ["CSLTicker"]
             try withGuards(options) {
-                #expect(!cs_lifecycle_timer_keeps_released_target(true), "subclasses of a named class too")
-                #expect(!cs_lifecycle_timer_keeps_released_target(false))
+                #expect(!keeps(true), "subclasses of a named class too")
+                #expect(!keeps(false))
                 #expect(CrashShield.recordedCount(for: .timer) == 2)
             }
         }

@@ -21,6 +21,9 @@
  *   dispatch, forwarding included: never decided with respondsToSelector:.
  * - A target outside NSObject's hierarchy (an NSProxy, typically a weak proxy) is passed through
  *   untouched: its -dealloc never reaches the hook, and a weak proxy is the legal fix already.
+ * - Every constructor with a target: the two class methods and -initWithFireDate:interval:target:
+ *   selector:userInfo:repeats: (GNUstep's class methods call it; a target that already is a
+ *   proxy passes through). Invocation timers are untouched (their target is the invocation).
  * - One-shot timers, nil targets and targets of classes not named are untouched.
  * - Report-only keeps the original behaviour, a strong target, and records one incident per
  *   weak-target timer the first time it fires while it is the only owner of its target (retain
@@ -220,6 +223,18 @@ static inline NSTimer *cs_timer_make(IMP original, id self, SEL _cmd, const void
 }
 CS_DEFINE_HOOK_5(cs_timer_make, NSTimer *, NSTimeInterval, id, SEL, id, BOOL)
 
+/* -initWithFireDate:interval:target:selector:userInfo:repeats:, replaced by hand at install (six
+ * arguments: beyond the hook slots' arity). */
+typedef NSTimer *(*cs_timer_init_fn)(id, SEL, NSDate *, NSTimeInterval, id, SEL, id, BOOL);
+static IMP g_original_init;
+
+static NSTimer *cs_timer_init(id self, SEL _cmd, NSDate *date, NSTimeInterval ti, id target, SEL selector,
+                              id userInfo, BOOL repeats) {
+    id actual = cs_timer_target_for(target, selector, repeats);
+    SEL fire = actual == target ? selector : @selector(cs_fire:);
+    return ((cs_timer_init_fn)g_original_init)(self, _cmd, date, ti, actual, fire, userInfo, repeats);
+}
+
 static const CSHookSpec kTimerHooks[] = {
     CS_CLASS_HOOK("NSTimer", "scheduledTimerWithTimeInterval:target:selector:userInfo:repeats:", cs_timer_scheduled),
     CS_CLASS_HOOK("NSTimer", "timerWithTimeInterval:target:selector:userInfo:repeats:", cs_timer_make),
@@ -302,12 +317,20 @@ static const char *cs_timers_canary(void) {
 static BOOL g_hook_acquired;
 
 static const char *cs_timers_install(uint32_t *hooked) {
-    (void)hooked;
     g_proxy_class = [CSTimerTarget class];
     g_root_class = objc_lookUpClass("NSObject");
     pthread_mutex_lock(&g_weak_lock);
     cs_timer_resolve_weak_locked();
     pthread_mutex_unlock(&g_weak_lock);
+    Class timer_class = objc_lookUpClass("NSTimer");
+    SEL init = @selector(initWithFireDate:interval:target:selector:userInfo:repeats:);
+    if (timer_class && cs_backend_class_defines(timer_class, init)) {
+        g_original_init = cs_backend_own_implementation(timer_class, init);
+        IMP previous = cs_backend_replace_implementation(timer_class, init, (IMP)cs_timer_init);
+        if (previous == NULL) return "-[NSTimer initWithFireDate:...] could not be replaced";
+        g_original_init = previous;
+        (*hooked)++;
+    }
     if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
     g_hook_acquired = YES;
     return NULL;
@@ -337,6 +360,11 @@ static void cs_timers_uninstall(void) {
         if (token == nil) break;
         if (target) cs_sidetable_set(target, (const void *)proxy, NULL);
     }
+    if (g_original_init)
+        cs_backend_replace_implementation(objc_lookUpClass("NSTimer"),
+                                          @selector(initWithFireDate:interval:target:selector:userInfo:repeats:),
+                                          g_original_init);
+    g_original_init = NULL;
     pthread_mutex_lock(&g_weak_lock);
     g_weak_resolved = NO;
     pthread_mutex_unlock(&g_weak_lock);
