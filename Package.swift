@@ -130,6 +130,14 @@ let package = Package(
             dependencies: ["_CrashShieldCapture"]
         ),
         .executableTarget(
+            // An Objective-C program with no Swift code and no libdispatch: the README's
+            // `cs_guards_start(NULL)` first in main() must give working guards (LifecycleGuardTests).
+            name: "plain-objc-app",
+            dependencies: ["_CrashShieldRuntime"],
+            cSettings: objcSettings,
+            linkerSettings: objcLinker
+        ),
+        .executableTarget(
             name: "CaptureOnlyExample",
             dependencies: ["CrashShieldCapture"],
             path: "Examples/CaptureOnly"

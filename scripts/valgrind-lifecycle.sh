@@ -20,6 +20,7 @@ guarded=(
     kvo.observer.deallocRegistered
     kvo.observed.deallocObserved
     notification.observer.deallocRegistered
+    notification.observer.deallocAfterPartialRemoval
     timer.repeating.targetReleased
     zombie.message.object
     zombie.release.overRelease
@@ -27,6 +28,7 @@ guarded=(
 controls=(
     kvo.observer.deallocRegistered
     notification.observer.deallocRegistered
+    notification.observer.deallocAfterPartialRemoval
 )
 
 failed=0

@@ -15,6 +15,11 @@ extension CrashShield {
 
     /// Applies the lifecycle options; `start` calls it before installing the guards.
     static func applyLifecycleOptions(_ options: CrashShieldOptions) {
+        withCStrings(options.timerWeakTargetClasses) { names in
+            // Never a NULL list (NULL asks for the C default): an empty list means "none".
+            let list = names.isEmpty ? [nil] : names
+            list.withUnsafeBufferPointer { cs_timer_configure_weak_targets($0.baseAddress, names.count) }
+        }
         withCStrings(options.zombieClassNames) { names in
             withCStrings(options.zombieClassPrefixes) { prefixes in
                 withCStrings(options.zombieDeniedClasses) { deny in

@@ -48,6 +48,22 @@ public struct CrashShieldOptions: Sendable {
     /// Default: empty on Linux.
     public var mainThreadOnlyCalls: [MainThreadCall] = []
 
+    /// Classes (public names; subclasses included) whose instances a repeating `NSTimer` holds
+    /// weakly (SPEC §2.8): objects whose lifetime a timer must not extend. A timer whose target is
+    /// of any other class keeps NSTimer's strong reference, so a timer that is its target's only
+    /// owner (a poller that invalidates itself after N ticks) works as without the guard. Classes
+    /// that do not exist in the process are ignored.
+    /// Default: `UIViewController`, `UIView`, `NSViewController`, `NSView` on Apple platforms;
+    /// empty elsewhere.
+    public var timerWeakTargetClasses: [String] = CrashShieldOptions.defaultTimerWeakTargetClasses
+
+    /// The platform default of `timerWeakTargetClasses`.
+    #if canImport(Darwin)
+    public static let defaultTimerWeakTargetClasses = ["UIViewController", "UIView", "NSViewController", "NSView"]
+    #else
+    public static let defaultTimerWeakTargetClasses: [String] = []
+    #endif
+
     public init() {}
 
     func policy(for id: GuardID) -> GuardPolicy { policies[id] ?? defaultPolicy }

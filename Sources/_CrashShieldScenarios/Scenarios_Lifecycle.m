@@ -176,6 +176,7 @@ static volatile long g_pings;
     int ticks;
     int stop_after; /* invalidates the timer at this tick (0: never) */
     BOOL *dealloced;
+    int *ticks_out; /* mirrors `ticks`, readable after the ticker is gone */
     NSMutableString *log;
 }
 - (void)cs_tick:(NSTimer *)timer;
@@ -183,6 +184,7 @@ static volatile long g_pings;
 @implementation CSLTicker
 - (void)cs_tick:(NSTimer *)timer {
     ticks++;
+    if (ticks_out) *ticks_out = ticks;
     if (log) [log appendFormat:@"tick %d arg=%@ userInfo=%@; ", ticks, [timer isKindOfClass:[NSTimer class]] ? @"timer" : @"other", [timer userInfo]];
     if (stop_after && ticks >= stop_after) [timer invalidate];
 }
@@ -192,6 +194,22 @@ static volatile long g_pings;
     [super dealloc];
 }
 @end
+
+/** A screen-like app class whose lifetime a timer must not extend: the misuse scenarios name it
+ *  as a weak timer target (SPEC §2.8; on Apple the defaults are UIView, UIViewController, ...). */
+@interface CSLScreen : CSLTicker
+@end
+@implementation CSLScreen
+@end
+
+/* Names CSLScreen as the only weak timer target class / restores the platform default (none here). */
+static void cs_name_screen_as_weak_timer_target(void) {
+    const char *names[] = {"CSLScreen"};
+    cs_timer_configure_weak_targets(names, 1);
+}
+static void cs_restore_weak_timer_targets(void) {
+    cs_timer_configure_weak_targets(NULL, 0);
+}
 
 /** An NSObject that answers the timer selector only by forwarding to another object. */
 @interface CSLForwarder : NSObject {
@@ -333,6 +351,37 @@ static bool kvo_add_duplicate(void) {
     [model removeObserver:observer forKeyPath:@"name"];
     [model setName:@"b"];
     return once == 1 && observer->hits == 1;
+}
+
+/* GNUstep's KVO cannot observe a class object: it throws after swapping the class object's isa
+ * for an instance class, and the class then answers none of its class methods. */
+static bool cs_class_still_works(void) {
+    return class_isMetaClass(object_getClass((id)[CSLModel class])) && [CSLModel keyPathsForValuesAffectingValueForKey:@"fullName"] != nil;
+}
+
+static bool kvo_class_add(void) {
+    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    [(id)[CSLModel class] addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
+    return cs_class_still_works() && observer->hits == 0;
+}
+
+static bool kvo_class_add_nil_keypath(void) {
+    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    [(id)[CSLModel class] addObserver:observer forKeyPath:cs_nil_string() options:0 context:NULL];
+    return cs_class_still_works();
+}
+
+static bool kvo_class_remove_never_added(void) {
+    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    [(id)[CSLModel class] removeObserver:observer forKeyPath:@"name"];
+    return cs_class_still_works();
+}
+
+void cs_test_kvo_class_remove_context(void) {
+    @autoreleasepool {
+        CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+        [(id)[CSLModel class] removeObserver:observer forKeyPath:@"name" context:NULL];
+    }
 }
 
 static bool kvo_remove_never_added(void) {
@@ -490,18 +539,37 @@ static bool notification_observer_dealloc(void) {
     return g_pings == 0;
 }
 
+/* The observer is registered for two names, removes itself from one with removeObserver:name:
+ * object:, and deallocates while still registered for the other: a post of that name then
+ * reaches its freed memory unguarded, exactly as when it never removed anything. */
+static bool notification_observer_dealloc_after_partial_removal(void) {
+    NSNotificationCenter *center = [NSNotificationCenter defaultCenter];
+    CSLObserver *observer = [[CSLObserver alloc] init];
+    [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLPartialA" object:nil];
+    [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLPartialB" object:nil];
+    [center removeObserver:observer name:@"CSLPartialA" object:nil];
+    g_pings = 0;
+    [observer release];
+    NSMutableArray *fillers = [NSMutableArray array];
+    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
+    [center postNotificationName:@"CSLPartialB" object:nil];
+    [center postNotificationName:@"CSLPartialA" object:nil];
+    return g_pings == 0;
+}
+
 #pragma mark - Timers (SPEC §2.8)
 
 static BOOL cs_flag_set(void *flag) {
     return *(BOOL *)flag;
 }
 
-/* The owner releases a repeating timer's target without invalidating the timer. Unguarded, the
- * timer keeps the target alive and keeps firing (a leak). Guarded, the target deallocates and
- * the next fire invalidates the timer. */
+/* The owner releases a repeating timer's target, of a class the app named as a weak timer
+ * target, without invalidating the timer. Unguarded, the timer keeps the target alive and keeps
+ * firing (a leak). Guarded, the target deallocates and the next fire invalidates the timer. */
 static bool timer_repeating_target_released(void) {
+    cs_name_screen_as_weak_timer_target();
     BOOL dealloced = NO;
-    CSLTicker *target = [[CSLTicker alloc] init];
+    CSLTicker *target = [[CSLScreen alloc] init];
     target->dealloced = &dealloced;
     NSTimer *timer = [[NSTimer scheduledTimerWithTimeInterval:0.01 target:target selector:@selector(cs_tick:)
                                                      userInfo:nil repeats:YES] retain];
@@ -520,7 +588,33 @@ static bool timer_repeating_target_released(void) {
         [timer invalidate];
     }
     [timer release];
+    cs_restore_weak_timer_targets();
     return ok;
+}
+
+bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_date) {
+    BOOL dealloced = NO;
+    NSTimer *timer;
+    CSLTicker *target;
+    @autoreleasepool {
+        target = screen ? [[CSLScreen alloc] init] : [[CSLTicker alloc] init];
+        target->dealloced = &dealloced;
+        if (init_with_fire_date)
+            timer = [[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:1000] interval:1000
+                                               target:target selector:@selector(cs_tick:) userInfo:nil repeats:YES];
+        else
+            timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
+                                            repeats:YES] retain];
+        [target release];
+    }
+    bool alive = !dealloced;
+    if (alive) target->dealloced = NULL; /* the timer releases it later: not into this frame */
+    @autoreleasepool {
+        [timer fire];
+        [timer invalidate];
+        [timer release];
+    }
+    return alive;
 }
 
 #pragma mark - Main-thread-only calls (SPEC §2.10)
@@ -639,7 +733,7 @@ static void *cs_stress_worker(void *raw) {
             [center postNotificationName:@"CSLStress" object:nil];
             }
             { /* timers */
-            CSLTicker *target = [[CSLTicker alloc] init];
+            CSLTicker *target = [[CSLScreen alloc] init];
             NSTimer *timer = [NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
                                                    userInfo:nil repeats:YES];
             [timer fire];
@@ -666,6 +760,7 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
     cs_stress_arg args[32];
     if (threads > 32) threads = 32;
     cs_lifecycle_configure_zombies((size_t)256 << 20, 1u << 22);
+    cs_name_screen_as_weak_timer_target();
     for (unsigned t = 0; t < threads; t++) {
         args[t].iterations = iterations;
         args[t].anomalies = 0;
@@ -677,6 +772,7 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
         pthread_join(ids[t], NULL);
         anomalies += args[t].anomalies;
     }
+    cs_restore_weak_timer_targets();
     cs_lifecycle_unconfigure_zombies();
     return anomalies;
 }
@@ -728,7 +824,8 @@ static void *cs_dealloc_paths_worker(void *unused) {
         listener = [[CSLObserver alloc] init];
         [[NSNotificationCenter defaultCenter] addObserver:listener selector:@selector(cs_ping:) name:@"CSLNoPool"
                                                    object:nil];
-        target = [[CSLTicker alloc] init];
+        cs_name_screen_as_weak_timer_target();
+        target = [[CSLScreen alloc] init];
         timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
                                         repeats:YES] retain];
         cs_lifecycle_configure_zombies(0, 2);
@@ -745,6 +842,7 @@ static void *cs_dealloc_paths_worker(void *unused) {
         [timer release];
         [model release];
         cs_lifecycle_unconfigure_zombies();
+        cs_restore_weak_timer_targets();
     }
     return NULL;
 }
@@ -763,6 +861,10 @@ static const cs_scenario kScenarios[] = {
     {"kvo.addObserver.emptyKeyPath", "kvo", "addObserver:forKeyPath:options:context:", false, kvo_add_empty_keypath},
     {"kvo.addObserver.duplicate", "kvo", "addObserver:forKeyPath:options:context:", false, kvo_add_duplicate},
     {"kvo.removeObserver.neverAdded", "kvo", "removeObserver:forKeyPath:", false, kvo_remove_never_added},
+    {"kvo.class.addObserver", "kvo", "addObserver:forKeyPath:options:context:", true, kvo_class_add},
+    {"kvo.class.addObserver.nilKeyPath", "kvo", "addObserver:forKeyPath:options:context:", true,
+     kvo_class_add_nil_keypath},
+    {"kvo.class.removeObserver.neverAdded", "kvo", "removeObserver:forKeyPath:", true, kvo_class_remove_never_added},
     {"kvo.removeObserver.twice", "kvo", "removeObserver:forKeyPath:", false, kvo_remove_twice},
     {"kvo.removeObserverContext.wrongContext", "kvo", "removeObserver:forKeyPath:context:", false,
      kvo_remove_context_wrong},
@@ -773,6 +875,8 @@ static const cs_scenario kScenarios[] = {
     {"kvo.observer.noCallback", "kvo", "observeValueForKeyPath:ofObject:change:context:", false,
      kvo_observer_without_callback},
     {"notification.observer.deallocRegistered", "notification", "dealloc", false, notification_observer_dealloc},
+    {"notification.observer.deallocAfterPartialRemoval", "notification", "dealloc", false,
+     notification_observer_dealloc_after_partial_removal},
     {"timer.repeating.targetReleased", "timer", "cs_tick:", false, timer_repeating_target_released},
     {"zombie.message.object", "zombie", "name", false, zombie_message_object},
     {"zombie.message.integer", "zombie", "count", false, zombie_message_integer},
@@ -813,6 +917,24 @@ static void *oracle_notifications(void) {
     /* An observer that removes itself before dying is left alone. */
     [center addObserver:a selector:@selector(cs_ping:) name:@"three" object:nil];
     [center removeObserver:a];
+    /* Partial removals follow the center's matching: a registration for any name survives a
+     * removal by name, one for any sender a removal by sender; an observer whose partial
+     * removals ended every registration dies without an incident. */
+    CSLObserver *c = [[CSLObserver alloc] init];
+    [center addObserver:c selector:@selector(cs_ping:) name:nil object:sender];
+    [center addObserver:c selector:@selector(cs_ping:) name:@"four" object:nil];
+    [center addObserver:c selector:@selector(cs_ping:) name:@"five" object:sender];
+    [center removeObserver:c name:@"four" object:sender];
+    [center postNotificationName:@"four" object:sender];
+    [out appendFormat:@"after removing four/sender %ld; ", (long)g_pings];
+    [center removeObserver:c name:@"four" object:nil];
+    [center postNotificationName:@"four" object:nil];
+    [out appendFormat:@"after removing four/nil %ld; ", (long)g_pings];
+    [center removeObserver:c name:nil object:sender];
+    [center postNotificationName:@"five" object:sender];
+    [out appendFormat:@"after removing nil/sender %ld; ", (long)g_pings];
+    [c release];
+    [center postNotificationName:@"five" object:sender];
     [a release];
     [b release];
     [center postNotificationName:@"three" object:nil];
@@ -874,6 +996,22 @@ static void *oracle_kvo(void) {
     [model setCount:7];
     [model removeObserver:b forKeyPath:@"count"];
     [model setCount:8];
+    [out appendFormat:@"one context again: b{%@} | ", b->log];
+    [b->log setString:@""];
+    /* Same observer, same key path, a second context: GNUstep replaces the registration (new
+     * context and options, one removal ends it), Apple keeps both. */
+    [model addObserver:b forKeyPath:@"count" options:NSKeyValueObservingOptionNew context:(void *)7];
+    [model addObserver:b forKeyPath:@"count" options:NSKeyValueObservingOptionNew | NSKeyValueObservingOptionOld
+               context:(void *)8];
+    [model setCount:9];
+    [model removeObserver:b forKeyPath:@"count"];
+    [model setCount:10];
+#if defined(__APPLE__)
+    [model removeObserver:b forKeyPath:@"count"];
+#endif
+    [model setCount:11];
+    [out appendFormat:@"two contexts: b{%@} | ", b->log];
+    [b->log setString:@""];
     [model removeObserver:a forKeyPath:@"name"];
     [model setName:@"five"];
     [out appendFormat:@"end: a{%@} b{%@} hits a=%d b=%d", a->log, b->log, a->hits, b->hits];
@@ -929,6 +1067,36 @@ static void *oracle_timers(void) {
     [out appendFormat:@"one-shot retained=%d %@ | ", before > 1, ticker->log];
     [ticker release];
     [timer release];
+    /* A poller whose only owner is its repeating timer (legal: NSTimer retains its target) fires
+     * until it invalidates its timer at tick 3; only then is it freed. Each constructor. */
+    for (int form = 0; form < 3; form++) {
+        BOOL dealloced = NO;
+        int ticks = 0;
+        CSLTicker *poller = [[CSLTicker alloc] init];
+        poller->stop_after = 3;
+        poller->dealloced = &dealloced;
+        poller->ticks_out = &ticks;
+        NSTimer *owner;
+        if (form == 0) {
+            owner = [NSTimer scheduledTimerWithTimeInterval:0.005 target:poller selector:@selector(cs_tick:)
+                                                   userInfo:nil repeats:YES];
+        } else {
+            owner = form == 1 ? [NSTimer timerWithTimeInterval:0.005 target:poller selector:@selector(cs_tick:)
+                                                      userInfo:nil repeats:YES]
+                              : [[[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:0.005]
+                                                          interval:0.005 target:poller selector:@selector(cs_tick:)
+                                                          userInfo:nil repeats:YES] autorelease];
+            [[NSRunLoop currentRunLoop] addTimer:owner forMode:NSDefaultRunLoopMode];
+        }
+        [poller release]; /* the run loop's timer is now the poller's only owner */
+        cs_spin_until(cs_flag_set, &dealloced, 5.0);
+        [out appendFormat:@"sole-owner poller (%s) ticks=%d dealloced=%d | ",
+                          form == 0 ? "scheduled" : form == 1 ? "timerWith" : "initWithFireDate", ticks, dealloced];
+        if (!dealloced) { /* still alive: it must not point at this stack frame any more */
+            poller->dealloced = NULL;
+            poller->ticks_out = NULL;
+        }
+    }
     /* A forwarding NSObject and an NSProxy as targets keep firing. */
     CSLForwarder *forwarder = [[CSLForwarder alloc] init];
     ticker = [[CSLTicker alloc] init];

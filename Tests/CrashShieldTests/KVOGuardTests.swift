@@ -27,8 +27,10 @@ extension RuntimeTests {
             }
         }
 
-        /// One registration tracked (context 1), one not (context 2, added while off): removing
-        /// context 2 must take the untracked one, not the tracked registration of context 1.
+        /// One registration tracked (context 1), then one of the same pair added while off
+        /// (context 2, untracked). Apple keeps both: removing context 2 must take the untracked
+        /// one, not the tracked registration of context 1. GNUstep replaces: context 2 is all that
+        /// is left, as without the guard, and removing either context is legal and silent.
         @Test func removingAnUntrackedContextLeavesTheTrackedOne() throws {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
@@ -36,10 +38,40 @@ extension RuntimeTests {
                 try CrashShield.setPolicy(.off, for: .kvo)
                 cs_test_kvo_pair_add(pair, 2)
                 try CrashShield.setPolicy(.neutralize, for: .kvo)
+                #if canImport(Darwin)
                 #expect(cs_test_kvo_pair_change(pair) == 110)
                 cs_test_kvo_pair_remove_context(pair, 2)
                 #expect(cs_test_kvo_pair_change(pair) == 100)
+                #else
+                #expect(cs_test_kvo_pair_change(pair) == 10)
+                cs_test_kvo_pair_remove_context(pair, 2)
+                #expect(cs_test_kvo_pair_change(pair) == 0)
+                #endif
                 cs_test_kvo_pair_remove_context(pair, 1)
+                #expect(cs_test_kvo_pair_change(pair) == 0)
+                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                cs_test_kvo_pair_free(pair)
+            }
+        }
+
+        /// The other order: added while off (context 1, untracked), then on (context 2). GNUstep
+        /// replaces the first registration, so one change notifies context 2 only and one removal
+        /// ends it (issue 10 item 7); Apple keeps both.
+        @Test func trackedAddAfterAnUntrackedOneFollowsThePlatform() throws {
+            try withGuards {
+                let pair = try #require(cs_test_kvo_pair_new())
+                try CrashShield.setPolicy(.off, for: .kvo)
+                cs_test_kvo_pair_add(pair, 1)
+                try CrashShield.setPolicy(.neutralize, for: .kvo)
+                cs_test_kvo_pair_add(pair, 2)
+                #if canImport(Darwin)
+                #expect(cs_test_kvo_pair_change(pair) == 110)
+                cs_test_kvo_pair_remove(pair)
+                cs_test_kvo_pair_remove(pair)
+                #else
+                #expect(cs_test_kvo_pair_change(pair) == 10)
+                cs_test_kvo_pair_remove(pair)
+                #endif
                 #expect(cs_test_kvo_pair_change(pair) == 0)
                 #expect(CrashShield.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_free(pair)
@@ -57,23 +89,81 @@ extension RuntimeTests {
             }
         }
 
-        /// Two contexts on one key path: removal with a context removes that registration only.
+        /// Two contexts on one key path. Apple keeps both: removal with a context removes that
+        /// registration only. GNUstep replaces (issue 10 item 7): context 3 is the registration,
+        /// so removing context 1 is the misuse, reported and ignored.
         @Test func removalWithAContextRemovesThatRegistrationOnly() throws {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
                 cs_test_kvo_pair_add(pair, 1)
                 cs_test_kvo_pair_add(pair, 3)
+                #if canImport(Darwin)
                 #expect(cs_test_kvo_pair_change(pair) == 101)
                 cs_test_kvo_pair_remove_context(pair, 1)
                 #expect(cs_test_kvo_pair_change(pair) == 1)
                 #expect(CrashShield.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_remove_context(pair, 1) // removed already: the misuse
+                #else
+                #expect(cs_test_kvo_pair_change(pair) == 1)
+                cs_test_kvo_pair_remove_context(pair, 1) // replaced by context 3: the misuse
+                #endif
                 #expect(CrashShield.recordedCount(for: .kvo) == 1)
                 #expect(cs_test_kvo_pair_change(pair) == 1, "the other context's registration was lost")
                 cs_test_kvo_pair_remove_context(pair, 3)
                 #expect(cs_test_kvo_pair_change(pair) == 0)
                 #expect(CrashShield.recordedCount(for: .kvo) == 1)
                 cs_test_kvo_pair_free(pair)
+            }
+        }
+
+        /// Key-value observing on a class object (issue 10 item 10). GCC libobjc gives the root
+        /// metaclass GNUstep's KVO methods of its own, so these calls never reached the instance
+        /// hooks: unguarded, the registration throws after breaking the class (its isa becomes an
+        /// instance class) and a nil key path crashes. Guarded: reported and ignored, the class
+        /// intact. A removal (none can exist) and a removal by context are reported as on instances.
+        @Test(arguments: [
+            ("kvo.class.addObserver", "addObserver:forKeyPath:options:context:",
+             "registration on a class object (unsupported, breaks the class): ignored"),
+            ("kvo.class.addObserver.nilKeyPath", "addObserver:forKeyPath:options:context:",
+             "registration on a class object (unsupported, breaks the class): ignored"),
+            ("kvo.class.removeObserver.neverAdded", "removeObserver:forKeyPath:",
+             "removal of a registration that does not exist: ignored"),
+        ])
+        func registrationOnAClassObjectIsNeutralised(scenario: String, selector: String, reason: String) throws {
+            try withGuards {
+                let incidents = collectIncidents {
+                    #expect(runScenario(scenario) == .neutral)
+                }
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                let first = try #require(incidents.first { $0.guardID == .kvo })
+                #expect(first.className == "CSLModel")
+                #expect(first.selector == selector)
+                #expect(first.isClassMethod)
+                #expect(first.reason == reason)
+            }
+        }
+
+        /// Unguarded, the class-object registration throws and leaves the class broken: the
+        /// misuse the guard stops (in a child process: the class stays broken).
+        @Test func registrationOnAClassObjectThrowsUnguarded() async {
+            await #expect(processExitsWith: .success) {
+                guard case .threw = runScenario("kvo.class.addObserver") else { exit(3) }
+                exit(0)
+            }
+        }
+
+        /// A removal by context sent to a class object reaches the method the guard adds to
+        /// NSObject (the root metaclass inherits it): reported as a `+` method of the class.
+        @Test func removalByContextFromAClassObjectIsReportedAsAClassMethod() throws {
+            try withGuards {
+                let incidents = collectIncidents {
+                    cs_test_kvo_class_remove_context()
+                }
+                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                let first = try #require(incidents.first { $0.guardID == .kvo })
+                #expect(first.className == "CSLModel")
+                #expect(first.selector == "removeObserver:forKeyPath:context:")
+                #expect(first.isClassMethod)
             }
         }
 

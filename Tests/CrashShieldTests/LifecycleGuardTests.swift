@@ -46,6 +46,9 @@ let lifecycleMisuses: [LifecycleMisuse] = [
           reason: "observer does not implement observeValueForKeyPath: notification dropped"),
     .init(scenario: "notification.observer.deallocRegistered", guardID: .notification, className: "CSLObserver",
           selector: "dealloc", reason: "observer deallocated while registered for notifications: removed from the center"),
+    .init(scenario: "notification.observer.deallocAfterPartialRemoval", guardID: .notification,
+          className: "CSLObserver", selector: "dealloc",
+          reason: "observer deallocated while registered for notifications: removed from the center"),
     .init(scenario: "zombie.message.object", guardID: .zombie, className: "CSLZombieVictim", selector: "name",
           reason: zombieReason),
     .init(scenario: "zombie.message.integer", guardID: .zombie, className: "CSLZombieVictim", selector: "count",
@@ -171,6 +174,39 @@ extension RuntimeTests {
             }
         }
 
+        /// SPEC §2.8 as amended: only targets of the classes the app names (subclasses included)
+        /// are held weakly; every other repeating timer keeps its target alive, as unguarded.
+        @Test(arguments: [false, true])
+        func timersHoldOnlyNamedClassesWeakly(initWithFireDate: Bool) throws {
+            let keeps = { (screen: Bool) in cs_lifecycle_timer_keeps_released_target(screen, initWithFireDate) }
+            #expect(CrashShieldOptions().timerWeakTargetClasses == CrashShieldOptions.defaultTimerWeakTargetClasses)
+            #if !canImport(Darwin)
+            #expect(CrashShieldOptions.defaultTimerWeakTargetClasses.isEmpty)
+            #endif
+            try withGuards {
+                #expect(keeps(true), "no class is named by default here")
+                #expect(keeps(false))
+                #expect(CrashShield.recordedCount(for: .timer) == 0)
+            }
+            var options = CrashShieldOptions()
+            options.timerWeakTargetClasses = ["CSLScreen", "NoSuchClassAnywhere"]
+            try withGuards(options) {
+                let incidents = collectIncidents {
+                    #expect(!keeps(true), "a named class is held weakly")
+                    #expect(keeps(false), "its superclass is not named")
+                }
+                #expect(CrashShield.recordedCount(for: .timer) == 1)
+                #expect(incidents.filter { $0.guardID == .timer }.map(\.reason)
+                    == ["repeating timer fired after its target was deallocated: invalidated"])
+            }
+            options.timerWeakTargetClasses = ["CSLTicker"]
+            try withGuards(options) {
+                #expect(!keeps(true), "subclasses of a named class too")
+                #expect(!keeps(false))
+                #expect(CrashShield.recordedCount(for: .timer) == 2)
+            }
+        }
+
         @Test func legalLifecycleBehaviourIsIdenticalWithAndWithoutGuards() throws {
             CrashShield._resetForTesting()
             let unguarded = runOracles()
@@ -185,8 +221,21 @@ extension RuntimeTests {
             #expect(timers.contains("tick 3 arg=timer userInfo=info;  valid=0"), "\(timers)")
             #expect(timers.contains("manual repeating tick 1 arg=timer userInfo=manual; tick 2 arg=timer userInfo=manual;  valid=0"), "\(timers)")
             #expect(timers.contains("forwarder ticks=2") && timers.contains("proxy ticks=2"), "\(timers)")
+            // A repeating timer that is its target's only owner fires until the target stops it
+            // (issue 10 item 4), whatever constructor made it; default options name no class here.
+            for form in ["scheduled", "timerWith", "initWithFireDate"] {
+                #expect(timers.contains("sole-owner poller (\(form)) ticks=3 dealloced=1"), "\(timers)")
+            }
+            let notes = try #require(guarded["NSNotificationCenter addObserver:selector:name:object:"])
+            #expect(notes.hasSuffix("after removing four/sender 10; after removing four/nil 10; after removing nil/sender 10; after dealloc 10"), "\(notes)")
             let kvo = try #require(guarded["KVO options, nested and dependent key paths, several observers"])
             #expect(kvo.contains("hits a="), "\(kvo)")
+            // Same observer, key path, two contexts (issue 10 item 7): each platform's own result.
+            #if canImport(Darwin)
+            #expect(kvo.contains("two contexts: b{[count ctx=7 new=9] [count ctx=8 new=9 old=8] [count ctx=8 new=10 old=9] }"), "\(kvo)")
+            #else
+            #expect(kvo.contains("two contexts: b{[count ctx=8 kind=1 new=9 old=8] }"), "\(kvo)")
+            #endif
         }
 
         @Test func guardedLegalUseRecordsNothing() throws {
@@ -262,6 +311,29 @@ extension RuntimeTests {
             #expect(state.calls == 2)
             #expect(state.main_calls == 2)
             #expect(CrashShield.recordedCount(for: .mainThread) == 2)
+        }
+
+        /// Issue 10 item 9: an Objective-C program that calls `cs_guards_start(NULL)` first in
+        /// `main()` (no Swift code, no libdispatch) gets an active main-thread guard, and a call
+        /// from another thread runs once on the main thread when the main run loop runs
+        /// (`Sources/plain-objc-app/main.m` checks each step and exits with its number).
+        @Test func plainObjectiveCProgramGetsAWorkingMainThreadGuard() throws {
+            let executable = URL(fileURLWithPath: (try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")))
+                .deletingLastPathComponent().appendingPathComponent("plain-objc-app")
+            let process = Process()
+            process.executableURL = executable
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = Date().addingTimeInterval(60)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(output)")
+            #expect(output.contains("step 2 main-thread guard active"), "\(output)")
+            #expect(output.hasSuffix("OK\n"), "\(output)")
         }
 
         /// On the main thread the configured call runs at once, unchanged, without an incident.

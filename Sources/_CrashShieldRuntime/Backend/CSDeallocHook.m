@@ -192,7 +192,14 @@ BOOL cs_backend_main_async(void (*fn)(void *), void *context) {
     CSMainCall *call = [[CSMainCall alloc] init];
     call->fn = fn;
     call->context = context;
-    [call performSelectorOnMainThread:@selector(cs_run) withObject:nil waitUntilDone:NO];
+    @autoreleasepool {
+        /* GNUstep performs a "main thread" call at once, not later, when it is made on the main
+         * thread before that thread has a run loop (an Objective-C program early in main(), where
+         * the README starts the guards). Creating the run loop first makes it queue the call like
+         * any other; the loop would be created by the first run anyway. */
+        if (cs_backend_is_main_thread() && [NSThread isMainThread]) (void)[NSRunLoop currentRunLoop];
+        [call performSelectorOnMainThread:@selector(cs_run) withObject:nil waitUntilDone:NO];
+    }
     CS_RELEASE(call);
     return YES;
 }

@@ -31,6 +31,24 @@
  * adds it to NSObject. After uninstall it stays, as an unguarded remove that ignores the context.
  * Where the platform has it (Apple), the guard replaces it and chains to it, and uninstall puts it
  * back.
+ * Same observer, same key path, another context: the platforms differ and each keeps its own
+ * legal result. GNUstep replaces the registration (the new context and options win, one
+ * notification per change, one removal ends it); Apple keeps both. The guard asks the original
+ * which it does at install (`g_add_replaces`, a probe with the originals on its own objects) and
+ * follows it: on a replacing platform a tracked (observer, key path) has one entry whose context
+ * and options the next add replaces, an add made while off drops that entry, and an add made
+ * while on first removes an untracked registration of the pair through the original (a no-op
+ * when there is none). An identical registration added twice is still reported; on a replacing
+ * platform the result is the original's (one registration, the new options).
+ *
+ * Class objects: GCC libobjc registers GNUstep's KVO methods of NSObject's category also as
+ * class methods of the root metaclass, so `[SomeClass addObserver:...]` never reaches the
+ * instance hooks. GNUstep's KVO cannot observe a class object: it throws after replacing the
+ * class object's isa with an instance class of its own, so the class answers none of its class
+ * methods afterwards (a nil key path crashes outright). Where the root metaclass defines these
+ * methods itself, the guard replaces them: a registration on a class object is reported and
+ * ignored, and so is a removal (no registration can exist). Elsewhere (Apple) class objects reach
+ * the instance methods and their behaviour is unchanged.
  * Limitation: an observer and its observed object deallocating at the same moment on two threads
  * race as they would without the guard.
  */
@@ -48,6 +66,9 @@ static IMP g_original_add;    /* -[NSObject addObserver:forKeyPath:options:conte
 static IMP g_original_remove; /* -[NSObject removeObserver:forKeyPath:] before the hook */
 static IMP g_original_remove_context; /* the platform's -removeObserver:forKeyPath:context:, or NULL */
 static IMP g_nsobject_observe; /* NSObject's own -observeValueForKeyPath:... (raises on GNUstep) */
+static BOOL g_add_replaces; /* the platform's add replaces (observer, key path)'s registration */
+static IMP g_class_original_add;    /* the root metaclass's own +addObserver:..., or NULL */
+static IMP g_class_original_remove; /* the root metaclass's own +removeObserver:forKeyPath:, or NULL */
 static pthread_mutex_t g_create_lock = PTHREAD_MUTEX_INITIALIZER;
 static BOOL g_hook_acquired;
 
@@ -64,7 +85,7 @@ static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *
     id observed;             /* unretained; the proxy's owner */
     NSString *key_path;      /* copied */
     NSKeyValueObservingOptions options;
-    void *context;
+    void *context;           /* CS_ATOMIC_*: replaced in place on a replacing platform */
     int registered;          /* 1 while registered with GNUstep; CS_ATOMIC / exchange */
 }
 @end
@@ -131,7 +152,7 @@ static void cs_kvo_unregister(CSKVOEntry *entry) {
         cs_guard_misuse(G, target, sel, NULL, "observer does not implement observeValueForKeyPath: notification dropped",
                         0, 0, 0))
         return;
-    [target observeValueForKeyPath:keyPath ofObject:object change:change context:context];
+    [target observeValueForKeyPath:keyPath ofObject:object change:change context:CS_ATOMIC_LOAD(&context)];
 }
 - (void)dealloc CS_GUARD_METHOD(kvo) {
     CS_RELEASE(key_path);
@@ -251,6 +272,7 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
  * an observed object for a private subclass, and -class hides it. The incident reads the class
  * from the receiver's isa, so a stack stand-in carries the public one. */
 static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason) {
+    if (cs_backend_is_class_object(observed)) return cs_guard_misuse(G, observed, cmd, caller, reason, 0, 0, 0);
     struct {
         Class isa;
     } stand_in = {[observed class]};
@@ -263,6 +285,8 @@ static inline BOOL cs_kvo_same_path(NSString *a, NSString *b) {
 
 #pragma mark - Hooks
 
+static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, BOOL use_context, void *context);
+
 static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath,
                               NSKeyValueObservingOptions options, void *context) {
     if (object_getClass(observer) == [CSKVOEntry class]) {
@@ -270,9 +294,13 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         return;
     }
     if (!CS_LIKELY(cs_guard_is_on(G))) {
-        /* Off: the original behaviour, remembered so a later removal is not taken for a misuse. */
+        /* Off: the original behaviour, remembered so a later removal is not taken for a misuse.
+         * Where the platform replaces, the new registration replaces a tracked one too. */
         ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
-        if (observer && keyPath) CS_ATOMIC_STORE(&cs_kvo_proxy(self, YES)->may_hold_untracked, 1);
+        if (observer && keyPath) {
+            CS_ATOMIC_STORE(&cs_kvo_proxy(self, YES)->may_hold_untracked, 1);
+            if (g_add_replaces) cs_kvo_remove_matching(self, observer, keyPath, NO, NULL);
+        }
         return;
     }
     if (observer == nil &&
@@ -295,12 +323,19 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     entry->context = context;
     entry->registered = 1;
     BOOL duplicate = NO;
+    CSKVOEntry *replaced = nil; /* replacing platform: the tracked registration of the pair, retained */
     pthread_mutex_lock(&proxy->lock);
-    for (size_t i = 0; i < proxy->count && !duplicate; i++) {
+    for (size_t i = 0; i < proxy->count && !duplicate && !replaced; i++) {
         CSKVOEntry *e = proxy->entries[i];
-        duplicate = e->observer == observer && e->context == context && cs_kvo_same_path(e->key_path, keyPath);
+        if (e->observer != observer || !cs_kvo_same_path(e->key_path, keyPath)) continue;
+        duplicate = e->context == context;
+        if (g_add_replaces) {
+            replaced = CS_RETAIN(e);
+            CS_ATOMIC_STORE(&e->context, context);
+            e->options = options;
+        }
     }
-    if (!duplicate) {
+    if (!duplicate && !replaced) {
         if (proxy->count == proxy->capacity) {
             proxy->capacity = proxy->capacity ? proxy->capacity * 2 : 4;
             proxy->entries = realloc(proxy->entries, proxy->capacity * sizeof(CSKVOEntry *));
@@ -308,6 +343,15 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         proxy->entries[proxy->count++] = entry; /* the list's reference */
     }
     pthread_mutex_unlock(&proxy->lock);
+    if (replaced) {
+        /* The original's result under every policy: the entry's registration gets the new options
+         * (and an initial notification when asked), the context is the new one. */
+        CS_RELEASE(entry);
+        if (duplicate) cs_kvo_misuse(self, _cmd, caller, "identical registration added twice: blocked");
+        if (CS_ATOMIC_LOAD(&replaced->registered)) ((cs_add_fn)original)(self, _cmd, replaced, keyPath, options, NULL);
+        CS_RELEASE(replaced);
+        return;
+    }
     if (duplicate) {
         CS_RELEASE(entry);
         if (cs_kvo_misuse(self, _cmd, caller, "identical registration added twice: blocked")) return;
@@ -319,6 +363,12 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     token->entry = CS_RETAIN(entry);
     cs_sidetable_set(observer, (const void *)entry, token);
     CS_RELEASE(token);
+    /* Replacing platform: this registration replaces one of the pair made past the guard. */
+    if (g_add_replaces && CS_ATOMIC_LOAD(&proxy->may_hold_untracked)) {
+        @autoreleasepool {
+            ((cs_remove_fn)g_original_remove)(self, @selector(removeObserver:forKeyPath:), observer, keyPath);
+        }
+    }
     ((cs_add_fn)original)(self, _cmd, entry, keyPath, options, NULL);
 }
 CS_DEFINE_HOOK_4(cs_kvo_add, void, id, NSString *, NSKeyValueObservingOptions, void *)
@@ -331,7 +381,8 @@ static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, 
     pthread_mutex_lock(&proxy->lock);
     for (size_t i = proxy->count; i-- > 0;) {
         CSKVOEntry *e = proxy->entries[i];
-        if (e->observer == observer && (!use_context || e->context == context) && cs_kvo_same_path(e->key_path, keyPath)) {
+        if (e->observer == observer && (!use_context || CS_ATOMIC_LOAD(&e->context) == context) &&
+            cs_kvo_same_path(e->key_path, keyPath)) {
             found = e;
             /* Keep registration order for the remaining entries. */
             for (size_t j = i; j + 1 < proxy->count; j++) proxy->entries[j] = proxy->entries[j + 1];
@@ -384,6 +435,24 @@ static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyP
         ((cs_remove_context_fn)g_original_remove_context)(self, _cmd, observer, keyPath, context);
     else
         ((cs_remove_fn)g_original_remove)(self, @selector(removeObserver:forKeyPath:), observer, keyPath);
+}
+
+/* +addObserver:forKeyPath:options:context: of the root metaclass (see the header). */
+static void cs_kvo_class_add(id self, SEL _cmd, id observer, NSString *keyPath, NSKeyValueObservingOptions options,
+                             void *context) {
+    if (cs_guard_is_on(G) &&
+        cs_kvo_misuse(self, _cmd, __builtin_return_address(0),
+                      "registration on a class object (unsupported, breaks the class): ignored"))
+        return;
+    ((cs_add_fn)g_class_original_add)(self, _cmd, observer, keyPath, options, context);
+}
+
+/* +removeObserver:forKeyPath: of the root metaclass: no registration on a class object can exist. */
+static void cs_kvo_class_remove(id self, SEL _cmd, id observer, NSString *keyPath) {
+    if (cs_guard_is_on(G) &&
+        cs_kvo_misuse(self, _cmd, __builtin_return_address(0), "removal of a registration that does not exist: ignored"))
+        return;
+    ((cs_remove_fn)g_class_original_remove)(self, _cmd, observer, keyPath);
 }
 
 static const CSHookSpec kKVOHooks[] = {
@@ -444,7 +513,33 @@ static const char *cs_kvo_canary(void) {
         CS_RELEASE(model);
         CS_RELEASE(observer);
     }
+    /* Class side: a subclass's metaclass must dispatch to the replacement (dispatch tables
+     * refreshed). Never called: unguarded, the call would break the class it is sent to. */
+    if (!failure && g_class_original_add &&
+        class_getMethodImplementation(object_getClass((id)[CSKVOCanaryModel class]),
+                                      @selector(addObserver:forKeyPath:options:context:)) != (IMP)cs_kvo_class_add)
+        failure = "a registration on a class object does not reach the guard";
     return failure;
+}
+
+/* Does the platform's add replace an observer's registration for the same key path with another
+ * context (GNUstep) or keep both (Apple)? Asked of the originals, on the canary's own classes. */
+static BOOL cs_kvo_probe_add_replaces(void) {
+    BOOL replaces;
+    @autoreleasepool {
+        CSKVOCanaryModel *model = [[CSKVOCanaryModel alloc] init];
+        CSKVOCanaryObserver *observer = [[CSKVOCanaryObserver alloc] init];
+        SEL add = @selector(addObserver:forKeyPath:options:context:), remove = @selector(removeObserver:forKeyPath:);
+        ((cs_add_fn)g_original_add)(model, add, observer, @"value", NSKeyValueObservingOptionNew, (void *)1);
+        ((cs_add_fn)g_original_add)(model, add, observer, @"value", NSKeyValueObservingOptionNew, (void *)2);
+        [model setValue:1];
+        int registrations = observer->hits;
+        replaces = registrations == 1;
+        for (int i = 0; i < registrations; i++) ((cs_remove_fn)g_original_remove)(model, remove, observer, @"value");
+        CS_RELEASE(model);
+        CS_RELEASE(observer);
+    }
+    return replaces;
 }
 
 /* Unguarded fallback left in place of the added method (methods cannot be removed). */
@@ -459,6 +554,7 @@ static const char *cs_kvo_install(uint32_t *hooked) {
     g_original_add = cs_kvo_add_slots.original[0];
     g_original_remove = cs_kvo_remove_slots.original[0];
     g_nsobject_observe = class_getMethodImplementation(root, @selector(observeValueForKeyPath:ofObject:change:context:));
+    g_add_replaces = cs_kvo_probe_add_replaces();
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
     if (cs_backend_class_defines(root, remove_context)) {
         IMP previous = cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context);
@@ -468,6 +564,32 @@ static const char *cs_kvo_install(uint32_t *hooked) {
         return "-removeObserver:forKeyPath:context: could not be added";
     }
     (*hooked)++;
+#if !defined(__APPLE__)
+    /* GCC libobjc: the root metaclass's dispatch table is not rebuilt when NSObject gains a method,
+     * so class objects would still find the method missing. NSObject's metaclass is not
+     * clang-compiled, so adding to it is safe (research/gnustep-probe.md §0b). */
+    Class meta = object_getClass((id)root);
+    if (!cs_backend_class_defines(meta, remove_context))
+        class_addMethod(meta, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v");
+    else if (cs_backend_own_implementation(meta, remove_context) == (IMP)cs_kvo_remove_context_unguarded)
+        cs_backend_replace_implementation(meta, remove_context, (IMP)cs_kvo_remove_context); /* left by uninstall */
+#endif
+    Class root_meta = object_getClass((id)root);
+    SEL add = @selector(addObserver:forKeyPath:options:context:), remove = @selector(removeObserver:forKeyPath:);
+    if (cs_backend_class_defines(root_meta, add)) {
+        g_class_original_add = cs_backend_own_implementation(root_meta, add);
+        IMP previous = cs_backend_replace_implementation(root_meta, add, (IMP)cs_kvo_class_add);
+        if (previous == NULL) return "+addObserver:forKeyPath:options:context: could not be replaced";
+        g_class_original_add = previous;
+        (*hooked)++;
+    }
+    if (cs_backend_class_defines(root_meta, remove)) {
+        g_class_original_remove = cs_backend_own_implementation(root_meta, remove);
+        IMP previous = cs_backend_replace_implementation(root_meta, remove, (IMP)cs_kvo_class_remove);
+        if (previous == NULL) return "+removeObserver:forKeyPath: could not be replaced";
+        g_class_original_remove = previous;
+        (*hooked)++;
+    }
     if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
     g_hook_acquired = YES;
     return NULL;
@@ -483,7 +605,19 @@ static void cs_kvo_uninstall(void) {
         cs_backend_replace_implementation(root, remove_context, g_original_remove_context
                                                                     ? g_original_remove_context
                                                                     : (IMP)cs_kvo_remove_context_unguarded);
+    Class root_meta = object_getClass((id)root);
+    if (cs_backend_class_defines(root_meta, remove_context) &&
+        class_getMethodImplementation(root_meta, remove_context) == (IMP)cs_kvo_remove_context)
+        cs_backend_replace_implementation(root_meta, remove_context, g_original_remove_context
+                                                                         ? g_original_remove_context
+                                                                         : (IMP)cs_kvo_remove_context_unguarded);
     g_original_remove_context = NULL;
+    if (g_class_original_add)
+        cs_backend_replace_implementation(root_meta, @selector(addObserver:forKeyPath:options:context:),
+                                          g_class_original_add);
+    if (g_class_original_remove)
+        cs_backend_replace_implementation(root_meta, @selector(removeObserver:forKeyPath:), g_class_original_remove);
+    g_class_original_add = g_class_original_remove = NULL;
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;
 }

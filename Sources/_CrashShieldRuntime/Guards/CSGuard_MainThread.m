@@ -1,7 +1,10 @@
 /*
  * CSGuard_MainThread.m — SPEC §2.10: configured (class, selector) pairs that must run on the
  * main thread. Called from another thread, the call is re-dispatched asynchronously to the main
- * queue (libdispatch's, drained by the main thread) and an incident is recorded.
+ * queue (libdispatch's, drained by the main thread; in a process without libdispatch, such as a
+ * plain Objective-C program, the main run loop) and an incident is recorded. The replay never
+ * runs inside the call that queued it, even on a main thread that has no run loop yet (the
+ * canary's case when an app starts the guards first in main()).
  *
  * Contracts:
  * - The list is read at install; a later cs_mainthread_configure() hooks its new pairs at once.

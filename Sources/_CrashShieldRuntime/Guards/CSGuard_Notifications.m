@@ -10,6 +10,15 @@
  *
  * The token retains the center: a custom center with a marked observer lives at least as long
  * as that observer (the default center lives forever anyway).
+ *
+ * The token also lists the observer's registrations in its center, (name, object) as added, so a
+ * partial removal (removeObserver:name:object:) ends exactly the registrations the center ends:
+ * a registration (rn, ro) goes when (name == nil || rn equals name) && (object == nil || ro ==
+ * object): a registration for any name (rn nil) survives a removal by name, one for any sender
+ * survives a removal by sender (the documented rule; GNUstep 1.28 behaves so). When none is
+ * left the mark goes, as after -removeObserver:; an observer that dies with a registration left
+ * would be messaged after it was freed, so it is reported and removed. Registrations the guard
+ * did not see (made before install) are not listed: as without the guard.
  */
 #import "../Engine/CSEngine.h"
 #import "../Backend/CSBackend.h"
@@ -23,11 +32,17 @@ extern CSGuard CSGuardNotifications;
 
 /** Removes `observer` from `center` when released by the observer's dealloc. Every live token
  *  is also on g_tokens, so uninstall can take the marks back. */
+typedef struct {
+    NSString *name;    /* copied (retained); nil: any name */
+    uintptr_t object;  /* the sender as added, compared by address like the center does; 0: any */
+} cs_notif_registration;
+
 @interface CSNotificationToken : NSObject {
   @public
     id observer; /* unretained: the token lives exactly as long as the observer's mark */
     NSNotificationCenter *center;
-    int partially_removed; /* a removeObserver:name:object: since the last add: unsure; CS_ATOMIC */
+    cs_notif_registration *registrations; /* under g_tokens_lock */
+    size_t count, capacity;
     CSNotificationToken *prev, *next; /* g_tokens, under g_tokens_lock */
 }
 @end
@@ -42,27 +57,37 @@ static BOOL g_hook_acquired; /* under the engine lock */
     if (prev) prev->next = next;
     else if (g_tokens == self) g_tokens = next;
     if (next) next->prev = prev;
+    cs_notif_registration *left = registrations;
+    size_t left_count = count;
+    registrations = NULL;
+    count = capacity = 0;
     pthread_mutex_unlock(&g_tokens_lock);
-    /* With `observer` still set, this runs from the observer's dealloc: it never removed itself.
-     * (Uninstall clears `observer` first.) */
-    if (observer && center) {
-        /* After a partial removal the observer may have no registration left: remove silently
-         * (removeObserver: is harmless then) instead of reporting a misuse that may not be one. */
-        BOOL remove = CS_ATOMIC_LOAD(&partially_removed) ||
-                      cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
-                                      "observer deallocated while registered for notifications: removed from the center",
-                                      0, 0, 0);
+    /* With `observer` still set, this runs from the observer's dealloc: it never removed itself
+     * (uninstall and full removals clear `observer` first; partial removals that end the last
+     * registration drop the token). */
+    if (observer && center && left_count > 0 &&
+        cs_guard_misuse(G, observer, cs_backend_selector("dealloc"), NULL,
+                        "observer deallocated while registered for notifications: removed from the center", 0, 0, 0)) {
         /* A pool of its own: this runs inside the observer's dealloc, possibly during a drain. */
-        if (remove) {
-            @autoreleasepool {
-                [center removeObserver:observer];
-            }
+        @autoreleasepool {
+            [center removeObserver:observer];
         }
     }
+    for (size_t i = 0; i < left_count; i++) CS_RELEASE(left[i].name);
+    free(left);
     CS_RELEASE(center);
     CS_SUPER_DEALLOC();
 }
 @end
+
+/* Takes over `name`'s reference. Caller holds g_tokens_lock. */
+static void cs_notif_list_add_locked(CSNotificationToken *token, NSString *name, uintptr_t object) {
+    if (token->count == token->capacity) {
+        token->capacity = token->capacity ? token->capacity * 2 : 2;
+        token->registrations = realloc(token->registrations, token->capacity * sizeof(cs_notif_registration));
+    }
+    token->registrations[token->count++] = (cs_notif_registration){name, object};
+}
 
 static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *caller, id observer, SEL selector,
                                 NSString *name, id object) {
@@ -70,21 +95,28 @@ static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *cal
     ((void (*)(id, SEL, id, SEL, NSString *, id))original)(self, _cmd, observer, selector, name, object);
     /* Reached only when the center accepted the observer (GNUstep throws for nil observers,
      * nil selectors and selectors the observer does not answer). */
-    if (!CS_LIKELY(cs_guard_is_on(G)) || observer == nil) return;
-    CSNotificationToken *existing = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
-    if (existing) {
-        CS_ATOMIC_STORE(&existing->partially_removed, 0);
-    } else {
-        CSNotificationToken *token = [[CSNotificationToken alloc] init];
+    if (observer == nil) return;
+    /* A registration made while off is still listed when the observer is marked already, so a
+     * later partial removal never takes its mark away while it is registered. */
+    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    if (token == nil && !CS_LIKELY(cs_guard_is_on(G))) return;
+    NSString *copied = [name copy];
+    if (token == nil) {
+        token = [[CSNotificationToken alloc] init];
         token->observer = observer;
         token->center = CS_RETAIN(self);
         pthread_mutex_lock(&g_tokens_lock);
+        cs_notif_list_add_locked(token, copied, (uintptr_t)object);
         token->next = g_tokens;
         if (g_tokens) g_tokens->prev = token;
         g_tokens = token;
         pthread_mutex_unlock(&g_tokens_lock);
         cs_sidetable_set(observer, (const void *)self, token);
         CS_RELEASE(token);
+    } else {
+        pthread_mutex_lock(&g_tokens_lock);
+        cs_notif_list_add_locked(token, copied, (uintptr_t)object);
+        pthread_mutex_unlock(&g_tokens_lock);
     }
 }
 CS_DEFINE_HOOK_4(cs_notif_add, void, id, SEL, NSString *, id)
@@ -101,8 +133,8 @@ static inline void cs_notif_remove(IMP original, id self, SEL _cmd, const void *
 }
 CS_DEFINE_HOOK_1(cs_notif_remove, void, id)
 
-/* A partial removal may or may not end the observer's last registration (name/object matching is
- * the center's business): remember the doubt; a full removal (nil name and object) is -removeObserver:. */
+/* A partial removal ends the listed registrations the center ends (rule in the header); when
+ * none is left the mark goes. A full removal (nil name and object) is -removeObserver:. */
 static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, const void *caller, id observer,
                                            NSString *name, id object) {
     (void)caller;
@@ -110,11 +142,30 @@ static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, cons
     if (observer == nil) return;
     CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
     if (token == nil) return;
-    if (name == nil && object == nil) {
+    NSString *ended[8];
+    size_t ended_count = 0;
+    BOOL none_left;
+    do {
+        ended_count = 0;
+        pthread_mutex_lock(&g_tokens_lock);
+        for (size_t i = 0; i < token->count && ended_count < 8;) {
+            cs_notif_registration *r = &token->registrations[i];
+            BOOL name_matches = name == nil || (r->name != nil && [r->name isEqualToString:name]);
+            BOOL object_matches = object == nil || r->object == (uintptr_t)object;
+            if (name_matches && object_matches) {
+                ended[ended_count++] = r->name;
+                *r = token->registrations[--token->count];
+            } else {
+                i++;
+            }
+        }
+        none_left = token->count == 0;
+        pthread_mutex_unlock(&g_tokens_lock);
+        for (size_t i = 0; i < ended_count; i++) CS_RELEASE(ended[i]); /* outside the lock */
+    } while (ended_count == 8 && !none_left);
+    if (none_left) {
         token->observer = nil;
         cs_sidetable_set(observer, (const void *)self, NULL);
-    } else {
-        CS_ATOMIC_STORE(&token->partially_removed, 1);
     }
 }
 CS_DEFINE_HOOK_3(cs_notif_remove_partial, void, id, NSString *, id)

@@ -1,21 +1,36 @@
 /*
- * CSGuard_Timers.m — SPEC §2.8: a repeating NSTimer holds its target weakly.
+ * CSGuard_Timers.m — SPEC §2.8: a repeating NSTimer whose target's class the app names holds
+ * that target weakly.
  *
- * The creation hooks hand the timer a CSTimerTarget (retained by the timer, as any target) that
- * holds the real target unretained. GCC libobjc has no weak references, so the pointer is zeroed
- * from the dealloc hook: a CSTimerTargetToken stored in the side table under (target, proxy) is
- * released when the target deallocates, and its -dealloc clears the proxy's pointer. The next
- * fire then invalidates the timer and records an incident.
+ * Scope: only targets that are instances of a configured class (or a subclass) are held weakly
+ * (cs_timer_configure_weak_targets; default on Apple UIViewController, UIView, NSViewController,
+ * NSView, elsewhere none): objects whose lifetime a timer must not extend. Every other timer keeps
+ * NSTimer's documented strong reference, so a timer that is its target's only owner (a poller
+ * that invalidates itself after N ticks) works exactly as unguarded. Names are public class names
+ * resolved with objc_lookUpClass at install (and at once when configured later); missing classes
+ * are skipped.
+ *
+ * For a weak target the creation hooks hand the timer a CSTimerTarget (retained by the timer, as
+ * any target) that holds the real target unretained. GCC libobjc has no weak references, so the
+ * pointer is zeroed from the dealloc hook: a CSTimerTargetToken stored in the side table under
+ * (target, proxy) is released when the target deallocates, and its -dealloc clears the proxy's
+ * pointer. The next fire then invalidates the timer and records an incident.
  *
  * Contracts:
  * - The target's selector is sent with the real timer (so -userInfo works) through normal
  *   dispatch, forwarding included: never decided with respondsToSelector:.
  * - A target outside NSObject's hierarchy (an NSProxy, typically a weak proxy) is passed through
  *   untouched: its -dealloc never reaches the hook, and a weak proxy is the legal fix already.
- * - One-shot timers and nil targets are untouched.
- * - Report-only keeps the original behaviour, a strong target, and records one incident per timer
- *   the first time it fires while it is the only owner of its target (retain count 1: the
- *   pattern that keeps a dead screen alive). The policy a timer was created under stays with it.
+ * - Every constructor with a target: the two class methods and -initWithFireDate:interval:target:
+ *   selector:userInfo:repeats: (GNUstep's class methods call it; a target that already is a
+ *   proxy passes through). Invocation timers are untouched (their target is the invocation).
+ * - One-shot timers, nil targets and targets of classes not named are untouched.
+ * - Report-only keeps the original behaviour, a strong target, and records one incident per
+ *   weak-target timer the first time it fires while it is the only owner of its target (retain
+ *   count 1: the pattern that keeps a dead screen alive). The policy a timer was created under
+ *   stays with it.
+ * - The canary's own target class is always held weakly (the canary checks the mechanism, not
+ *   the app's list).
  * - Limitation: weakness is exact when the timer fires on the thread that releases the target
  *   (the usual run-loop case). A target released on another thread while its timer is firing
  *   races exactly as a plain unretained pointer would.
@@ -23,6 +38,7 @@
 #import "../Engine/CSEngine.h"
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
+#include <string.h>
 
 #pragma clang section text = "cs_guard_timer" /* every function below: see CS_GUARD_METHOD */
 
@@ -90,10 +106,73 @@ static CSTimerTargetToken *g_tokens;
 static Class g_proxy_class;
 static Class g_root_class;
 
-static BOOL cs_timer_descends_from_root(id object) {
-    for (Class c = object_getClass(object); c != Nil; c = class_getSuperclass(c))
-        if (c == g_root_class) return YES;
-    return NO;
+/* The weak-target configuration: names as configured (NULL: the platform default) and the
+ * classes they resolved to at install or at the last configure while installed. Timer creation is
+ * not a hot path: one mutex guards both. */
+static pthread_mutex_t g_weak_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **g_weak_names;       /* strdup'd; NULL with g_weak_configured == NO: default */
+static size_t g_weak_name_count;
+static BOOL g_weak_configured;
+static Class *g_weak_classes;     /* resolved; CS_UNRETAINED (classes are never freed) */
+static size_t g_weak_class_count;
+static BOOL g_weak_resolved;      /* g_weak_classes is current: the guard is installed */
+
+#if defined(__APPLE__)
+static const char *const kDefaultWeakTargetClasses[] = {"UIViewController", "UIView", "NSViewController", "NSView"};
+static const size_t kDefaultWeakTargetCount = 4;
+#else
+static const char *const *const kDefaultWeakTargetClasses = NULL;
+static const size_t kDefaultWeakTargetCount = 0;
+#endif
+
+@class CSTimerCanaryTarget;
+
+/* Resolves the configured (or default) names, plus the canary's own class. Caller holds g_weak_lock. */
+static void cs_timer_resolve_weak_locked(void) {
+    const char *const *names = g_weak_configured ? (const char *const *)g_weak_names : kDefaultWeakTargetClasses;
+    size_t count = g_weak_configured ? g_weak_name_count : kDefaultWeakTargetCount;
+    Class *classes = calloc(count + 1, sizeof(Class));
+    size_t found = 0;
+    classes[found++] = objc_lookUpClass("CSTimerCanaryTarget");
+    for (size_t i = 0; i < count; i++) {
+        Class cls = names[i] ? objc_lookUpClass(names[i]) : Nil;
+        if (cls != Nil) classes[found++] = cls;
+    }
+    free(g_weak_classes);
+    g_weak_classes = classes;
+    g_weak_class_count = found;
+    g_weak_resolved = YES;
+}
+
+void cs_timer_configure_weak_targets(const char *const *class_names, size_t count) {
+    char **names = NULL;
+    if (class_names) {
+        names = calloc(count ? count : 1, sizeof(char *));
+        for (size_t i = 0; i < count; i++) names[i] = strdup(class_names[i] ? class_names[i] : "");
+    }
+    pthread_mutex_lock(&g_weak_lock);
+    char **old = g_weak_names;
+    size_t old_count = g_weak_name_count;
+    g_weak_names = names;
+    g_weak_name_count = class_names ? count : 0;
+    g_weak_configured = class_names != NULL;
+    if (g_weak_resolved) cs_timer_resolve_weak_locked();
+    pthread_mutex_unlock(&g_weak_lock);
+    for (size_t i = 0; i < old_count; i++) free(old[i]);
+    free(old);
+}
+
+/* YES when `object` is an instance of a weak-target class (or a subclass) below NSObject. */
+static BOOL cs_timer_target_is_weak(id object) {
+    BOOL below_root = NO, named = NO;
+    pthread_mutex_lock(&g_weak_lock);
+    for (Class c = object_getClass(object); c != Nil && !(below_root && named); c = class_getSuperclass(c)) {
+        if (c == g_root_class) below_root = YES;
+        for (size_t i = 0; i < g_weak_class_count && !named; i++)
+            if (c == g_weak_classes[i]) named = YES;
+    }
+    pthread_mutex_unlock(&g_weak_lock);
+    return below_root && named;
 }
 
 /* Returns the target to hand the original: `target` itself, or a new proxy (autoreleased by the
@@ -101,7 +180,7 @@ static BOOL cs_timer_descends_from_root(id object) {
 static inline id cs_timer_target_for(id target, SEL selector, BOOL repeats) {
     cs_policy policy = CS_ATOMIC_LOAD_RELAXED(&G->policy);
     if (!repeats || target == nil || policy == CS_POLICY_OFF || object_getClass(target) == g_proxy_class ||
-        !cs_timer_descends_from_root(target))
+        !cs_timer_target_is_weak(target))
         return target;
     CSTimerTarget *proxy = [[CSTimerTarget alloc] init];
     proxy->selector = selector;
@@ -144,6 +223,18 @@ static inline NSTimer *cs_timer_make(IMP original, id self, SEL _cmd, const void
 }
 CS_DEFINE_HOOK_5(cs_timer_make, NSTimer *, NSTimeInterval, id, SEL, id, BOOL)
 
+/* -initWithFireDate:interval:target:selector:userInfo:repeats:, replaced by hand at install (six
+ * arguments: beyond the hook slots' arity). */
+typedef NSTimer *(*cs_timer_init_fn)(id, SEL, NSDate *, NSTimeInterval, id, SEL, id, BOOL);
+static IMP g_original_init;
+
+static NSTimer *cs_timer_init(id self, SEL _cmd, NSDate *date, NSTimeInterval ti, id target, SEL selector,
+                              id userInfo, BOOL repeats) {
+    id actual = cs_timer_target_for(target, selector, repeats);
+    SEL fire = actual == target ? selector : @selector(cs_fire:);
+    return ((cs_timer_init_fn)g_original_init)(self, _cmd, date, ti, actual, fire, userInfo, repeats);
+}
+
 static const CSHookSpec kTimerHooks[] = {
     CS_CLASS_HOOK("NSTimer", "scheduledTimerWithTimeInterval:target:selector:userInfo:repeats:", cs_timer_scheduled),
     CS_CLASS_HOOK("NSTimer", "timerWithTimeInterval:target:selector:userInfo:repeats:", cs_timer_make),
@@ -165,9 +256,26 @@ static const CSHookSpec kTimerHooks[] = {
 }
 @end
 
+/* Not a weak-target class: a repeating timer must keep it alive (the poller pattern). */
+@interface CSTimerCanaryPoller : NSObject {
+  @public
+    int *deallocs;
+}
+- (void)cs_tick:(NSTimer *)timer;
+@end
+@implementation CSTimerCanaryPoller
+- (void)cs_tick:(NSTimer *)timer CS_GUARD_METHOD(timer) {
+    (void)timer;
+}
+- (void)dealloc CS_GUARD_METHOD(timer) {
+    (*deallocs)++;
+    CS_SUPER_DEALLOC();
+}
+@end
+
 /* Misuse: a repeating timer's target released by its owner; with the guard it deallocates at
  * once and the (never scheduled) timer's next fire invalidates it with an incident. Legal: a
- * one-shot timer keeps (retains) its target. */
+ * one-shot timer, and a repeating timer whose target's class is not named, keep (retain) it. */
 static const char *cs_timers_canary(void) {
     int deallocs = 0;
     NSTimer *timer = nil;
@@ -192,15 +300,37 @@ static const char *cs_timers_canary(void) {
     CS_CANARY_LEGAL(deallocs == 0, "a one-shot timer no longer retains its target");
     [timer invalidate];
     CS_RELEASE(timer);
+    deallocs = 0;
+    @autoreleasepool {
+        CSTimerCanaryPoller *poller = [[CSTimerCanaryPoller alloc] init];
+        poller->deallocs = &deallocs;
+        timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:poller selector:@selector(cs_tick:)
+                                                userInfo:nil repeats:YES]);
+        CS_RELEASE(poller);
+    }
+    CS_CANARY_LEGAL(deallocs == 0, "a repeating timer no longer retains a target of a class not named");
+    [timer invalidate];
+    CS_RELEASE(timer);
     return NULL;
 }
 
 static BOOL g_hook_acquired;
 
 static const char *cs_timers_install(uint32_t *hooked) {
-    (void)hooked;
     g_proxy_class = [CSTimerTarget class];
     g_root_class = objc_lookUpClass("NSObject");
+    pthread_mutex_lock(&g_weak_lock);
+    cs_timer_resolve_weak_locked();
+    pthread_mutex_unlock(&g_weak_lock);
+    Class timer_class = objc_lookUpClass("NSTimer");
+    SEL init = @selector(initWithFireDate:interval:target:selector:userInfo:repeats:);
+    if (timer_class && cs_backend_class_defines(timer_class, init)) {
+        g_original_init = cs_backend_own_implementation(timer_class, init);
+        IMP previous = cs_backend_replace_implementation(timer_class, init, (IMP)cs_timer_init);
+        if (previous == NULL) return "-[NSTimer initWithFireDate:...] could not be replaced";
+        g_original_init = previous;
+        (*hooked)++;
+    }
     if (!cs_dealloc_hook_acquire()) return "-[NSObject dealloc] could not be hooked";
     g_hook_acquired = YES;
     return NULL;
@@ -230,6 +360,14 @@ static void cs_timers_uninstall(void) {
         if (token == nil) break;
         if (target) cs_sidetable_set(target, (const void *)proxy, NULL);
     }
+    if (g_original_init)
+        cs_backend_replace_implementation(objc_lookUpClass("NSTimer"),
+                                          @selector(initWithFireDate:interval:target:selector:userInfo:repeats:),
+                                          g_original_init);
+    g_original_init = NULL;
+    pthread_mutex_lock(&g_weak_lock);
+    g_weak_resolved = NO;
+    pthread_mutex_unlock(&g_weak_lock);
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;
 }

@@ -136,6 +136,16 @@ void cs_zombie_reset_peak(void);
  *  guard's status counts only what it hooked). Copies the strings. */
 void cs_mainthread_configure(const char *const *class_names, const char *const *selectors, size_t count);
 
+/** The classes whose instances a repeating timer holds weakly (SPEC §2.8): a repeating timer
+ *  created with scheduledTimerWithTimeInterval:/timerWithTimeInterval:...target:selector:userInfo:
+ *  repeats: whose target is an instance of one of them (or of a subclass) gets a proxy target,
+ *  so the target can deallocate; every other timer keeps NSTimer's strong reference. Names are
+ *  public class names, looked up at start (and at once when the guards run); names of classes
+ *  that do not exist are ignored. `class_names == NULL` restores the platform default (Apple:
+ *  UIViewController, UIView, NSViewController, NSView; elsewhere: none); a list with
+ *  `count == 0` means none. Copies the strings. Affects timers created afterwards. */
+void cs_timer_configure_weak_targets(const char *const *class_names, size_t count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -220,6 +220,17 @@ void cs_lifecycle_dealloc_paths_without_pool(void);
  *  answering non-zero); a memory error crashes instead. */
 unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainthread_fixture);
 
+/** A repeating timer (timerWithTimeInterval:, or -initWithFireDate:... when `init_with_fire_date`;
+ *  not scheduled) gets a target of class CSLScreen (`screen`, a subclass of CSLTicker) or
+ *  CSLTicker, which its creator then releases. Returns true when the target is still alive (the
+ *  timer holds it strongly); then fires the timer once (an incident when the target is gone) and
+ *  invalidates it. Uses the current weak-target list. */
+bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_date);
+
+/** Sends -removeObserver:forKeyPath:context: (never registered) to the class object CSLModel.
+ *  Guards started only: GNUstep 1.28 has no such method of its own. */
+void cs_test_kvo_class_remove_context(void);
+
 #ifdef __cplusplus
 }
 #endif
