@@ -134,7 +134,7 @@ let package = Package(
             // `cs_guards_start(NULL)` first in main() must give working guards (LifecycleGuardTests).
             name: "plain-objc-app",
             dependencies: ["_CrashShieldRuntime"],
-            cSettings: objcSettings,
+            cSettings: scenarioObjCSettings,
             linkerSettings: objcLinker
         ),
         .executableTarget(

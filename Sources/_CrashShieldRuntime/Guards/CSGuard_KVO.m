@@ -530,12 +530,12 @@ static BOOL cs_kvo_probe_add_replaces(void) {
         CSKVOCanaryModel *model = [[CSKVOCanaryModel alloc] init];
         CSKVOCanaryObserver *observer = [[CSKVOCanaryObserver alloc] init];
         SEL add = @selector(addObserver:forKeyPath:options:context:), remove = @selector(removeObserver:forKeyPath:);
-        ((cs_add_fn)g_original_add)(model, add, observer, @"value", NSKeyValueObservingOptionNew, (void *)1);
-        ((cs_add_fn)g_original_add)(model, add, observer, @"value", NSKeyValueObservingOptionNew, (void *)2);
+        ((cs_add_fn)g_original_add)(model, add, observer, CS_STR("value"), NSKeyValueObservingOptionNew, (void *)1);
+        ((cs_add_fn)g_original_add)(model, add, observer, CS_STR("value"), NSKeyValueObservingOptionNew, (void *)2);
         [model setValue:1];
         int registrations = observer->hits;
         replaces = registrations == 1;
-        for (int i = 0; i < registrations; i++) ((cs_remove_fn)g_original_remove)(model, remove, observer, @"value");
+        for (int i = 0; i < registrations; i++) ((cs_remove_fn)g_original_remove)(model, remove, observer, CS_STR("value"));
         CS_RELEASE(model);
         CS_RELEASE(observer);
     }
