@@ -752,7 +752,45 @@ static uint64_t bench_nsnull_length(uint64_t iterations, bool guarded) {
     return elapsed;
 }
 
+/* A legal performSelector: (the guard marks the call for the forward hook): same code both times. */
+static uint64_t bench_selector_performSelector_legal(uint64_t iterations, bool guarded) {
+    (void)guarded;
+    uint64_t elapsed;
+    @autoreleasepool {
+        CSMsgAppModel *model = cs_model();
+        SEL known = @selector(knownValue);
+        uintptr_t acc = 0;
+        uint64_t start = cs_bench_now();
+        for (uint64_t i = 0; i < iterations; i++) acc += (uintptr_t)[model performSelector:known];
+        elapsed = cs_bench_now() - start;
+        g_sink = acc;
+    }
+    return elapsed;
+}
+
+/* JSON type confusion: baseline an implemented method of the NSNumber; guarded -length sent to
+ * it (after its first call; incident deduplicated by fingerprint). */
+static uint64_t bench_selector_json_confusion(uint64_t iterations, bool guarded) {
+    uint64_t elapsed;
+    @autoreleasepool {
+        NSNumber *number = cs_opaque([NSNumber numberWithInt:5]);
+        uintptr_t acc = 0;
+        if (guarded) (void)[(NSString *)number length];
+        uint64_t start = cs_bench_now();
+        if (guarded)
+            for (uint64_t i = 0; i < iterations; i++) acc += [(NSString *)number length];
+        else
+            for (uint64_t i = 0; i < iterations; i++) acc += [number unsignedIntegerValue];
+        elapsed = cs_bench_now() - start;
+        g_sink = acc;
+    }
+    return elapsed;
+}
+
 static const cs_bench_case kBenches[] = {
+    {"selector.performSelector legal (same call both times)", bench_selector_performSelector_legal},
+    {"selector.json -length to NSNumber (after first call; baseline: implemented method)",
+     bench_selector_json_confusion},
     {"selector.unrecognized (after first call; baseline: implemented method)", bench_selector_unrecognized},
     {"nsnull.length (baseline: empty NSString length)", bench_nsnull_length},
 };
