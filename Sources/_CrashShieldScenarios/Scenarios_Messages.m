@@ -978,3 +978,42 @@ int cs_msg_system_date_unrecognized(void) {
         }
     }
 }
+
+#pragma mark - A JSON-class subclass made at run time that forwards on its own
+
+static NSMethodSignature *cs_msg_own_signature(id self, SEL _cmd, SEL sel) {
+    (void)self;
+    (void)_cmd;
+    (void)sel;
+    return [NSMethodSignature signatureWithObjCTypes:"i@:"];
+}
+
+static void cs_msg_own_forward(id self, SEL _cmd, NSInvocation *invocation) {
+    (void)self;
+    (void)_cmd;
+    int answer = 42;
+    [invocation setReturnValue:&answer];
+}
+
+int cs_msg_runtime_json_subclass_forwards(void) {
+    static Class subclass;
+    if (subclass == Nil) {
+        /* Made at run time, so the selector guard judges it by its nearest superclass with an
+         * image (NSString: a JSON value class); its forwarding is its own and must stay so. */
+        subclass = objc_allocateClassPair([NSString class], "CSMsgRuntimeForwardingString", 0);
+        class_addMethod(subclass, @selector(methodSignatureForSelector:), (IMP)cs_msg_own_signature, "@@::");
+        class_addMethod(subclass, @selector(forwardInvocation:), (IMP)cs_msg_own_forward, "v@:@");
+        objc_registerClassPair(subclass);
+    }
+    @autoreleasepool {
+        @try {
+            id object = cs_opaque([[subclass alloc] init]);
+            int answer = [(CSMsgAppModel *)object cs_missingInt];
+            [object release];
+            return answer;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}

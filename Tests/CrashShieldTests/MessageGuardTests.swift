@@ -246,6 +246,17 @@ extension RuntimeTests {
             }
         }
 
+        /// A class below a JSON value class with its own forwarding (found at run time, here one
+        /// made at run time) keeps it: the guard never answers for it.
+        @Test func jsonSubclassesWithTheirOwnForwardingKeepIt() throws {
+            CrashShield._resetForTesting()
+            #expect(cs_msg_runtime_json_subclass_forwards() == 42)
+            try withGuards {
+                #expect(cs_msg_runtime_json_subclass_forwards() == 42)
+                #expect(CrashShield.recordedCount(for: .selector) == 0)
+            }
+        }
+
         /// An app NSProxy keeps its own forwarding; the message it relays to an NSString that does
         /// not implement it is that string's misuse, neutralised like any other.
         @Test func aProxyRelayingAnUnknownMessageToAJSONValue() throws {

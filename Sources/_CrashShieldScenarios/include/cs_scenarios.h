@@ -176,6 +176,9 @@ int cs_msg_proxy_relays_unknown_to_json(void);
 /** The runtime class name of the JSON values the type-confusion scenarios use: 0 NSNumber,
  *  1 NSArray, 2 NSMutableDictionary, 3 NSMutableString. */
 const char *cs_msg_json_class_name(int which);
+/** Sends -cs_missingInt to an instance of an NSString subclass made at run time whose own
+ *  methodSignatureForSelector:/forwardInvocation: answer 42: returns the answer, -1 if it threw. */
+int cs_msg_runtime_json_subclass_forwards(void);
 /** Sends -length to an NSDate (a system class outside the JSON classes): as above. */
 int cs_msg_system_date_unrecognized(void);
 /* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
