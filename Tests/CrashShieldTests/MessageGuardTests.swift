@@ -329,6 +329,19 @@ extension RuntimeTests {
             }
         }
 
+        /// Report-only records exactly what neutralise would answer: a message whose return
+        /// convention is unknown is declined under both, with no incident (the lookup throws
+        /// before anything is called, so this runs in-process).
+        @Test func reportOnlyRecordsNothingForAMessageNeutraliseWouldDecline() throws {
+            var options = CrashShieldOptions()
+            options.policies = [.selector: .reportOnly, .nsnull: .reportOnly]
+            try withGuards(options) {
+                #expect(cs_msg_untyped_call(Int32(CS_MSG_UNTYPED_NSNULL_STRUCT32)) == 1)
+                #expect(cs_msg_untyped_call(Int32(CS_MSG_UNTYPED_STRUCT32)) == 1)
+                #expect(CrashShield.statistics.recorded == 0)
+            }
+        }
+
         @Test func offMeansTheOriginalBehaviourAndNoIncident() throws {
             try withGuards {
                 for id in [GuardID.selector, .nsnull, .kvc] { try CrashShield.setPolicy(.off, for: id) }

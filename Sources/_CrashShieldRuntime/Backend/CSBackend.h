@@ -114,6 +114,11 @@ void cs_backend_object_call_end(cs_object_call_mark previous);
  *  at lookup and again at the call; must not message the receiver. */
 typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
 
+/** The retarget client's decision at lookup. `zero_answerable` says whether a STUB answer would
+ *  be given (the call's return convention is known), so a client that only records (report-only)
+ *  records exactly what it would otherwise neutralise. Must not message the receiver. */
+typedef cs_forward_decision (*cs_forward_retarget_decider)(id receiver, SEL sel, BOOL zero_answerable);
+
 /**
  * Takes over unrecognized messages to instances of exactly `cls`: at lookup `decide` answers
  * DECLINE (the runtime's own forwarding), STUB (zero, as above, reported through `report`) or
@@ -128,8 +133,8 @@ typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
  * Apple (NOT VERIFIED): NSObject's forwardingTargetForSelector: hook answers for `cls` too, so a
  * direct call of -[cls forwardingTargetForSelector:] sees the target there.
  */
-const char *cs_backend_install_forward_retarget(Class cls, cs_forward_decider decide, cs_forward_target_fn target,
-                                                cs_forward_reporter report);
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
+                                                cs_forward_target_fn target, cs_forward_reporter report);
 void cs_backend_uninstall_forward_retarget(void);
 /* ---- dealloc hook and lifecycle helpers (CSDeallocHook.m) --------------------------------- */
 

@@ -62,7 +62,7 @@ const char *cs_backend_selector_types(SEL sel) {
 static cs_forward_decider g_forward_decider;
 static cs_forward_reporter g_forward_reporter;
 static Class g_retarget_class;
-static cs_forward_decider g_retarget_decider;
+static cs_forward_retarget_decider g_retarget_decider;
 static cs_forward_target_fn g_retarget_target;
 static cs_forward_reporter g_retarget_reporter;
 static IMP g_original_instance_ftarget;
@@ -97,8 +97,9 @@ static id cs_apple_ftarget(id self, SEL _cmd, SEL sel, IMP original) {
     id target = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
     if (target != nil) return target;
     if (g_retarget_class != Nil && object_getClass(self) == g_retarget_class) {
-        cs_forward_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
-        cs_forward_decision decision = decide ? decide(self, sel) : CS_FORWARD_DECLINE;
+        cs_forward_retarget_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
+        /* The stub object answers object and integer results only; Apple gives no more to go on. */
+        cs_forward_decision decision = decide ? decide(self, sel, YES) : CS_FORWARD_DECLINE;
         id answer = nil;
         if (decision == CS_FORWARD_RETARGET) {
             cs_forward_target_fn target_for = CS_ATOMIC_LOAD(&g_retarget_target);
@@ -159,8 +160,8 @@ void cs_backend_uninstall_forward_handler(void) {
     CS_ATOMIC_STORE(&g_forward_decider, (cs_forward_decider)NULL);
 }
 
-const char *cs_backend_install_forward_retarget(Class cls, cs_forward_decider decide, cs_forward_target_fn target,
-                                                cs_forward_reporter report) {
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
+                                                cs_forward_target_fn target, cs_forward_reporter report) {
     const char *failure = cs_apple_hook_forwarding();
     if (failure) return failure;
     CS_ATOMIC_STORE(&g_retarget_reporter, report);
@@ -171,7 +172,7 @@ const char *cs_backend_install_forward_retarget(Class cls, cs_forward_decider de
 }
 
 void cs_backend_uninstall_forward_retarget(void) {
-    CS_ATOMIC_STORE(&g_retarget_decider, (cs_forward_decider)NULL);
+    CS_ATOMIC_STORE(&g_retarget_decider, (cs_forward_retarget_decider)NULL);
 }
 
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {

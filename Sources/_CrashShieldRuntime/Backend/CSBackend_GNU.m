@@ -106,7 +106,7 @@ static cs_forward_reporter g_forward_reporter; /* CS_ATOMIC_* */
 static BOOL g_forward_installed;               /* written under the engine lock */
 
 static uintptr_t g_retarget_class;              /* a Class, CS_ATOMIC_*; 0 = no retargeting */
-static cs_forward_decider g_retarget_decider;   /* CS_ATOMIC_* */
+static cs_forward_retarget_decider g_retarget_decider; /* CS_ATOMIC_* */
 static cs_forward_target_fn g_retarget_target;  /* CS_ATOMIC_* */
 static cs_forward_reporter g_retarget_reporter; /* CS_ATOMIC_* */
 
@@ -384,15 +384,16 @@ static IMP cs_gnu_forward2(id receiver, SEL sel) {
         uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
         if (retarget_class != 0 && (uintptr_t)object_getClass(receiver) == retarget_class) {
             /* The retarget client's decision is final for its class. */
-            cs_forward_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
-            cs_forward_decision decision = decide ? decide(receiver, sel) : CS_FORWARD_DECLINE;
+            IMP zero_stub = cs_gnu_stub_for(sel, convention);
+            cs_forward_retarget_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
+            cs_forward_decision decision = decide ? decide(receiver, sel, zero_stub != NULL) : CS_FORWARD_DECLINE;
             IMP stub = NULL;
             if (decision == CS_FORWARD_RETARGET) {
                 cs_forward_target_fn target_for = CS_ATOMIC_LOAD(&g_retarget_target);
                 id target = target_for ? target_for(receiver, sel) : nil;
                 stub = target ? cs_gnu_retarget_stub_for(target, sel, convention) : NULL;
             } else if (decision == CS_FORWARD_STUB) {
-                stub = cs_gnu_stub_for(sel, convention);
+                stub = zero_stub;
             }
             if (stub != NULL) return stub;
         } else {
@@ -438,8 +439,8 @@ void cs_backend_uninstall_forward_handler(void) {
     cs_gnu_unhook_forward2_if_unused();
 }
 
-const char *cs_backend_install_forward_retarget(Class cls, cs_forward_decider decide, cs_forward_target_fn target,
-                                                cs_forward_reporter report) {
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
+                                                cs_forward_target_fn target, cs_forward_reporter report) {
 #if !defined(__x86_64__)
     return "no retarget stubs for this architecture";
 #endif

@@ -55,19 +55,23 @@ static const char *cs_null_reason(SEL sel) {
 
 #pragma mark - Forwarding (the backend's retarget hook)
 
-/* At lookup of a message NSNull does not implement. */
-static cs_forward_decision cs_null_decide(id receiver, SEL sel) {
+/* At lookup of a message NSNull does not implement. A message nothing can answer (no stand-in,
+ * and a return convention the zero stub cannot serve) is declined without an incident under
+ * every policy, so report-only records exactly what neutralise would answer. */
+static cs_forward_decision cs_null_decide(id receiver, SEL sel, BOOL zero_answerable) {
     cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&G->policy);
     if (policy == CS_POLICY_OFF) return CS_FORWARD_DECLINE;
     cs_class_listing listing = cs_guard_class_listing(g_null_class);
     if (listing == CS_CLASS_DENY_LISTED || listing == CS_CLASS_NOT_ALLOW_LISTED) return CS_FORWARD_DECLINE;
-    if (policy == CS_POLICY_REPORT_ONLY) {
+    cs_forward_decision decision =
+        cs_standin_index(sel) >= 0 ? CS_FORWARD_RETARGET : (zero_answerable ? CS_FORWARD_STUB : CS_FORWARD_DECLINE);
+    if (decision != CS_FORWARD_DECLINE && policy == CS_POLICY_REPORT_ONLY) {
         /* The call site is not known at lookup: the stack is captured instead. Then GNUstep's
          * own forwarding throws as it would have. */
         cs_guard_misuse(G, receiver, sel, NULL, cs_null_reason(sel), 0, 0, 0);
         return CS_FORWARD_DECLINE;
     }
-    return cs_standin_index(sel) >= 0 ? CS_FORWARD_RETARGET : CS_FORWARD_STUB;
+    return decision;
 }
 
 /* The stand-in answering `sel`, while the guard neutralises; nil once it no longer does (a
