@@ -6,6 +6,8 @@
  * written without property auto-synthesis (explicit ivars and @synthesize).
  */
 #import "CSScenarioSupport.h"
+#include <objc/runtime.h>
+#include <objc/message.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -133,6 +135,129 @@ typedef struct CSMsgBig {
 }
 @end
 
+/** Implements GNUstep's deprecated undefined-key handlers only: NSObject's
+ *  setValue:forUndefinedKey: / valueForUndefinedKey: hand off to them (legal, no exception). */
+@interface CSMsgDeprecatedUnbound : NSObject {
+    NSString *_stored;
+}
+@end
+
+@implementation CSMsgDeprecatedUnbound
+- (void)dealloc {
+    [_stored release];
+    [super dealloc];
+}
+- (void)handleTakeValue:(id)value forUnboundKey:(NSString *)key {
+    [_stored release];
+    _stored = [[NSString alloc] initWithFormat:@"%@=%@", key, value];
+}
+- (id)handleQueryWithUnboundKey:(NSString *)key {
+    return _stored ? _stored : (id)[NSString stringWithFormat:@"unbound:%@", key];
+}
+@end
+
+/** Implements the deprecated unableToSetNilForKey: only: NSObject's setNilValueForKey: hands
+ *  off to it. */
+@interface CSMsgDeprecatedNil : NSObject {
+    int _count;
+}
+@end
+
+@implementation CSMsgDeprecatedNil
+- (void)unableToSetNilForKey:(NSString *)key {
+    _count = [key isEqualToString:@"count"] ? -7 : -8;
+}
+@end
+
+/** Overrides the deprecated takeValue:forKey: / takeValue:forKeyPath:, which GNUstep's
+ *  setValue:forKey: / setValue:forKeyPath: call instead of their own work (nil keys included). */
+@interface CSMsgTakeValueOverrider : NSObject {
+    int _calls;
+}
+- (int)calls;
+@end
+
+@implementation CSMsgTakeValueOverrider
+- (int)calls {
+    return _calls;
+}
+- (void)takeValue:(id)value forKey:(NSString *)key {
+    (void)value;
+    _calls += key == nil ? 100 : 1;
+}
+- (void)takeValue:(id)value forKeyPath:(NSString *)path {
+    (void)value;
+    _calls += path == nil ? 10000 : 10;
+}
+@end
+
+/** Answers undefined keys with constants (what GNUstep passes for a nil key is not defined). */
+@interface CSMsgUndefinedConstant : NSObject {
+    int _writes;
+}
+- (int)writes;
+@end
+
+@implementation CSMsgUndefinedConstant
+- (int)writes {
+    return _writes;
+}
+- (id)valueForUndefinedKey:(NSString *)key {
+    (void)key;
+    return @"constant";
+}
+- (void)setValue:(id)value forUndefinedKey:(NSString *)key {
+    (void)value;
+    (void)key;
+    _writes++;
+}
++ (id)valueForUndefinedKey:(NSString *)key {
+    (void)key;
+    return @"class constant";
+}
+@end
+
+/** Hands messages it does not implement to a mutable dictionary (stage-2 forwarding). */
+@interface CSMsgTargetForwarder : NSObject {
+    NSMutableDictionary *_target;
+}
+@end
+
+@implementation CSMsgTargetForwarder
+- (instancetype)init {
+    if ((self = [super init])) _target = [[NSMutableDictionary alloc] initWithObjectsAndKeys:@"v", @"k", nil];
+    return self;
+}
+- (void)dealloc {
+    [_target release];
+    [super dealloc];
+}
+- (id)forwardingTargetForSelector:(SEL)sel {
+    return [_target respondsToSelector:sel] ? _target : nil;
+}
+@end
+
+/** What an NSProtocolChecker lets through. */
+@protocol CSMsgCounting
+- (NSUInteger)count;
+@end
+
+/** Methods nobody implements, with results in every register class and a variadic one. */
+typedef struct CSMsgPair {
+    float x, y; /* 8 bytes: returned in xmm0 */
+} CSMsgPair;
+typedef struct CSMsgMixed {
+    long n;
+    double d; /* 16 bytes: rax and xmm0 */
+} CSMsgMixed;
+
+@interface CSMsgAppModel (NeverImplementedShapes)
+- (float)cs_missingFloat;
+- (CSMsgPair)cs_missingPair;
+- (CSMsgMixed)cs_missingMixed;
+- (id)cs_missingFormat:(NSString *)format, ...;
+@end
+
 #pragma mark - Scenarios: unrecognized selectors (§2.3)
 
 static CSMsgAppModel *cs_model(void) {
@@ -167,6 +292,45 @@ static bool selector_missingClassObject_class(void) {
 }
 static bool selector_performSelector_untyped(void) {
     return [cs_model() performSelector:NSSelectorFromString(@"cs_neverDeclared")] == nil;
+}
+
+static bool selector_missingFloat_instance(void) {
+    return [cs_model() cs_missingFloat] == 0.0f;
+}
+static bool selector_missingPair_struct8(void) {
+    CSMsgPair pair = [cs_model() cs_missingPair];
+    return pair.x == 0.0f && pair.y == 0.0f;
+}
+static bool selector_missingMixed_struct16(void) {
+    CSMsgMixed mixed = [cs_model() cs_missingMixed];
+    return mixed.n == 0 && mixed.d == 0.0;
+}
+static bool selector_missingFormat_variadic(void) {
+    return [cs_model() cs_missingFormat:@"%d %f %@", 1, 2.5, @"x"] == nil;
+}
+static bool selector_performSelectorWithObject_untyped(void) {
+    return [cs_model() performSelector:NSSelectorFromString(@"cs_neverDeclared:") withObject:@"x"] == nil;
+}
+static bool selector_performSelector_classUntyped(void) {
+    return [(Class)cs_opaque([CSMsgAppModel class]) performSelector:NSSelectorFromString(@"cs_neverDeclared")] == nil;
+}
+
+/* Type confusion from decoded JSON (SPEC §2.3 default scope): values of the JSON classes used as
+ * the type the code expected. */
+static bool selector_length_number(void) {
+    return [(NSString *)cs_opaque([NSNumber numberWithInt:5]) length] == 0;
+}
+static bool selector_objectForKey_array(void) {
+    return [(NSDictionary *)cs_opaque([NSArray arrayWithObject:@"a"]) objectForKey:@"k"] == nil;
+}
+static bool selector_integerValue_array(void) {
+    return [(NSNumber *)cs_opaque([NSArray arrayWithObject:@"7"]) integerValue] == 0;
+}
+static bool selector_objectAtIndex_dictionary(void) {
+    return [(NSArray *)cs_opaque([NSMutableDictionary dictionaryWithObject:@"v" forKey:@"k"]) objectAtIndex:0] == nil;
+}
+static bool selector_count_string(void) {
+    return [(NSArray *)cs_opaque([NSMutableString stringWithString:@"abc"]) count] == 0;
 }
 
 #pragma mark - Scenarios: NSNull (§2.4)
@@ -233,6 +397,14 @@ static bool kvc_valueForKeyPath_nilPath(void) {
     return [cs_model() valueForKeyPath:cs_opaque(nil)] == nil;
 }
 
+static bool kvc_valueForKey_classUndefinedKey(void) {
+    return [(id)cs_opaque([CSMsgAppModel class]) valueForKey:@"noSuchKey"] == nil;
+}
+static bool kvc_setValue_classUndefinedKey(void) {
+    [(id)cs_opaque([CSMsgAppModel class]) setValue:@"v" forKey:@"noSuchKey"];
+    return true;
+}
+
 static const cs_scenario kScenarios[] = {
     {"selector.missingObject.instance", "selector", "cs_missingObject", false, selector_missingObject_instance},
     {"selector.missingInt.instance", "selector", "cs_missingInt", false, selector_missingInt_instance},
@@ -242,6 +414,19 @@ static const cs_scenario kScenarios[] = {
     {"selector.missingLongDouble.x87", "selector", "cs_missingLongDouble", false, selector_missingLongDouble_x87},
     {"selector.missingClassObject.class", "selector", "cs_missingClassObject", true, selector_missingClassObject_class},
     {"selector.performSelector.untyped", "selector", "cs_neverDeclared", false, selector_performSelector_untyped},
+    {"selector.missingFloat.instance", "selector", "cs_missingFloat", false, selector_missingFloat_instance},
+    {"selector.missingPair.struct8", "selector", "cs_missingPair", false, selector_missingPair_struct8},
+    {"selector.missingMixed.struct16", "selector", "cs_missingMixed", false, selector_missingMixed_struct16},
+    {"selector.missingFormat.variadic", "selector", "cs_missingFormat:", false, selector_missingFormat_variadic},
+    {"selector.performSelectorWithObject.untyped", "selector", "cs_neverDeclared:", false,
+     selector_performSelectorWithObject_untyped},
+    {"selector.performSelector.classUntyped", "selector", "cs_neverDeclared", true,
+     selector_performSelector_classUntyped},
+    {"selector.length.number", "selector", "length", false, selector_length_number},
+    {"selector.objectForKey.array", "selector", "objectForKey:", false, selector_objectForKey_array},
+    {"selector.integerValue.array", "selector", "integerValue", false, selector_integerValue_array},
+    {"selector.objectAtIndex.dictionary", "selector", "objectAtIndex:", false, selector_objectAtIndex_dictionary},
+    {"selector.count.string", "selector", "count", false, selector_count_string},
     {"nsnull.length.null", "nsnull", "length", false, nsnull_length_string},
     {"nsnull.isEqualToString.null", "nsnull", "isEqualToString:", false, nsnull_isEqualToString_string},
     {"nsnull.intValue.null", "nsnull", "intValue", false, nsnull_intValue_number},
@@ -256,6 +441,8 @@ static const cs_scenario kScenarios[] = {
     {"kvc.valueForKeyPath.badPath", "kvc", "valueForUndefinedKey:", false, kvc_valueForKeyPath_badPath},
     {"kvc.setValueForKeyPath.badPath", "kvc", "valueForUndefinedKey:", false, kvc_setValueForKeyPath_badPath},
     {"kvc.valueForKeyPath.nilPath", "kvc", "valueForKeyPath:", false, kvc_valueForKeyPath_nilPath},
+    {"kvc.valueForKey.classUndefinedKey", "kvc", "valueForUndefinedKey:", true, kvc_valueForKey_classUndefinedKey},
+    {"kvc.setValue.classUndefinedKey", "kvc", "setValue:forUndefinedKey:", true, kvc_setValue_classUndefinedKey},
 };
 const cs_scenario_table cs_message_scenarios = CS_TABLE(kScenarios);
 
@@ -288,7 +475,6 @@ static void *oracle_proxy(void) {
     CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"proxied"] autorelease];
     CS_LINE(out, "length", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)proxy length]]));
     CS_LINE(out, "uppercaseString", [(NSString *)proxy uppercaseString]);
-    CS_LINE(out, "unknownToTarget", cs_describe([(CSMsgAppModel *)proxy cs_missingObject]));
     CS_LINE(out, "isProxy", ([proxy isProxy] ? @"YES" : @"NO"));
     return out;
 }
@@ -363,6 +549,153 @@ static void *oracle_implemented_messages(void) {
     return out;
 }
 
+static NSString *cs_yes_no(BOOL value) {
+    return value ? @"YES" : @"NO";
+}
+
+static NSString *cs_signature_text(NSMethodSignature *signature) {
+    if (signature == nil) return @"nil";
+    return [NSString stringWithFormat:@"%s/%lu", [signature methodReturnType],
+                                      (unsigned long)[signature numberOfArguments]];
+}
+
+/* Every introspection answer a guard could change by adding or overriding a method, for the
+ * receivers the guards cover (NSNull, app instances and classes, JSON values, out-of-scope system
+ * objects) and selectors nobody implements (typed at some call site, or never typed at all). */
+static void cs_describe_introspection(NSMutableString *out, const char *label, id receiver) {
+    SEL selectors[] = {@selector(length), @selector(objectForKey:), @selector(cs_missingObject),
+                       @selector(cs_missingBig), NSSelectorFromString(@"cs_neverDeclaredIntrospection")};
+    const char *names[] = {"length", "objectForKey", "missingObject", "missingBig", "neverDeclared"};
+    BOOL is_class = class_isMetaClass(object_getClass(receiver));
+    Class cls = is_class ? (Class)receiver : object_getClass(receiver);
+    for (size_t i = 0; i < sizeof selectors / sizeof selectors[0]; i++) {
+        SEL sel = selectors[i];
+        char line[160];
+        snprintf(line, sizeof line, "%s.%s.respondsToSelector", label, names[i]);
+        CS_LINE(out, line, cs_yes_no([receiver respondsToSelector:sel]));
+        snprintf(line, sizeof line, "%s.%s.methodSignatureForSelector", label, names[i]);
+        CS_LINE(out, line, cs_signature_text([receiver methodSignatureForSelector:sel]));
+        snprintf(line, sizeof line, "%s.%s.forwardingTargetForSelector", label, names[i]);
+        CS_LINE(out, line, cs_describe([receiver forwardingTargetForSelector:sel]));
+        snprintf(line, sizeof line, "%s.%s.instancesRespondToSelector", label, names[i]);
+        CS_LINE(out, line, cs_yes_no([cls instancesRespondToSelector:sel]));
+        snprintf(line, sizeof line, "%s.%s.instanceMethodSignatureForSelector", label, names[i]);
+        CS_LINE(out, line, cs_signature_text([cls instanceMethodSignatureForSelector:sel]));
+        snprintf(line, sizeof line, "%s.%s.class_respondsToSelector", label, names[i]);
+        CS_LINE(out, line, cs_yes_no(class_respondsToSelector(object_getClass(receiver), sel)));
+        snprintf(line, sizeof line, "%s.%s.resolveInstanceMethod", label, names[i]);
+        CS_LINE(out, line, cs_yes_no([cls resolveInstanceMethod:sel]));
+        snprintf(line, sizeof line, "%s.%s.resolveClassMethod", label, names[i]);
+        CS_LINE(out, line, cs_yes_no([cls resolveClassMethod:sel]));
+    }
+    unsigned int count = 0;
+    Method *methods = class_copyMethodList(object_getClass(receiver), &count);
+    free(methods);
+    char line[160];
+    snprintf(line, sizeof line, "%s.ownMethodCount", label);
+    CS_LINE(out, line, ([NSString stringWithFormat:@"%u", count]));
+}
+
+static void *oracle_introspection(void) {
+    NSMutableString *out = [NSMutableString string];
+    cs_describe_introspection(out, "null", [NSNull null]);
+    cs_describe_introspection(out, "model", [[[CSMsgAppModel alloc] init] autorelease]);
+    cs_describe_introspection(out, "modelClass", [CSMsgAppModel class]);
+    cs_describe_introspection(out, "number", [NSNumber numberWithInt:5]);
+    cs_describe_introspection(out, "string", [NSMutableString stringWithString:@"abc"]);
+    cs_describe_introspection(out, "array", [NSArray arrayWithObject:@"a"]);
+    cs_describe_introspection(out, "dictionary", [NSMutableDictionary dictionaryWithObject:@"v" forKey:@"k"]);
+    cs_describe_introspection(out, "date", [NSDate dateWithTimeIntervalSince1970:0]);
+    cs_describe_introspection(out, "nsobjectClass", [NSObject class]);
+    return out;
+}
+
+/* GNUstep's NSObject hands undefined keys and nil for scalars to the deprecated handlers a class
+ * implements, and setValue:forKey: / setValue:forKeyPath: to takeValue:forKey: /
+ * takeValue:forKeyPath: overrides; nil keys reach the undefined-key methods and overriding
+ * valueForKey: (dictionaries). Class objects answer KVC too. */
+static void *oracle_kvc_handoffs(void) {
+    NSMutableString *out = [NSMutableString string];
+    CSMsgDeprecatedUnbound *unbound = [[[CSMsgDeprecatedUnbound alloc] init] autorelease];
+    CS_LINE(out, "unboundQuery", cs_describe([unbound valueForKey:@"Lxcke"]));
+    CS_LINE(out, "setUnbound", ([unbound setValue:@"GNUstep" forKey:@"Lxcke"], @"done"));
+    CS_LINE(out, "unboundAfterTake", cs_describe([unbound valueForKey:@"Lxcke"]));
+    CS_LINE(out, "unboundKeyPath", cs_describe([unbound valueForKeyPath:@"other"]));
+    CSMsgDeprecatedNil *deprecated_nil = [[[CSMsgDeprecatedNil alloc] init] autorelease];
+    CS_LINE(out, "setNilDeprecated", ([deprecated_nil setValue:nil forKey:@"count"], @"done"));
+    CS_LINE(out, "unableToSetNil", cs_describe([deprecated_nil valueForKey:@"count"]));
+    CSMsgTakeValueOverrider *taker = [[[CSMsgTakeValueOverrider alloc] init] autorelease];
+    CS_LINE(out, "takeKey", ([taker setValue:@"x" forKey:@"anything"], @"done"));
+    CS_LINE(out, "takeNilKey", ([taker setValue:@"x" forKey:cs_opaque(nil)], @"done"));
+    CS_LINE(out, "takePath", ([taker setValue:@"x" forKeyPath:@"a.b"], @"done"));
+    CS_LINE(out, "takeNilPath", ([taker setValue:@"x" forKeyPath:cs_opaque(nil)], @"done"));
+    CS_LINE(out, "takeValueCalls", ([NSString stringWithFormat:@"%d", [taker calls]]));
+    CSMsgUndefinedConstant *constant = [[[CSMsgUndefinedConstant alloc] init] autorelease];
+    CS_LINE(out, "nilKeyToOverride", cs_describe([constant valueForKey:cs_opaque(nil)]));
+    CS_LINE(out, "constantNilKeyWrite", ([constant setValue:@"x" forKey:cs_opaque(nil)], @"done"));
+    CS_LINE(out, "nilKeyWritesToOverride", ([NSString stringWithFormat:@"%d", [constant writes]]));
+    CS_LINE(out, "classOverride", cs_describe([CSMsgUndefinedConstant valueForKey:@"missing"]));
+    NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithObject:@"v" forKey:@"k"];
+    CS_LINE(out, "dictionaryNilPath", cs_describe([dictionary valueForKeyPath:cs_opaque(nil)]));
+    CS_LINE(out, "dictionaryNilKey", cs_describe([dictionary valueForKey:cs_opaque(nil)]));
+    CS_LINE(out, "dictionaryNilPathWrite", ([dictionary setValue:@"x" forKeyPath:cs_opaque(nil)], @"done"));
+    CS_LINE(out, "dictionaryAfterNilPathWrite", cs_describe(dictionary));
+    CS_LINE(out, "classDescription", [(id)[CSMsgAppModel class] valueForKey:@"description"]);
+    CS_LINE(out, "classKeyPath", cs_describe([[CSMsgAppModel class] valueForKeyPath:@"description.length"]));
+    return out;
+}
+
+/* Forwarding that is legal: system proxies (NSDistantObject, NSProtocolChecker), an app NSProxy
+ * and app classes forwarding to JSON values, which the selector guard now covers. */
+static void *oracle_forwarding_to_json_values(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSMutableArray *array = [NSMutableArray arrayWithObjects:@"a", @"b", nil];
+#if !defined(__APPLE__)
+    id distant = [NSDistantObject proxyWithLocal:array connection:[NSConnection defaultConnection]];
+    CS_LINE(out, "distantCount", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSArray *)distant count]]));
+    /* No object crosses the connection: GNUstep 1.28 sometimes fails to decode one on the shared
+     * default connection (ProxyDecodedBadTarget), with no guard installed. */
+#endif
+    id checker = [NSProtocolChecker protocolCheckerWithTarget:array protocol:@protocol(CSMsgCounting)];
+    CS_LINE(out, "checkerCount", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSArray *)checker count]]));
+    CS_LINE(out, "checkerOutsideProtocol", cs_describe([(NSArray *)checker lastObject]));
+    CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"json"] autorelease];
+    CS_LINE(out, "proxyLength", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)proxy length]]));
+    CS_LINE(out, "proxyHasPrefix", cs_yes_no([(NSString *)proxy hasPrefix:@"js"]));
+    CSMsgTargetForwarder *forwarder = [[[CSMsgTargetForwarder alloc] init] autorelease];
+    CS_LINE(out, "targetForwarderObjectForKey", cs_describe([(NSDictionary *)forwarder objectForKey:@"k"]));
+    CS_LINE(out, "targetForwarderCount",
+            ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSDictionary *)forwarder count]]));
+    CSMsgForwarder *invocation_forwarder = [[[CSMsgForwarder alloc] init] autorelease];
+    CS_LINE(out, "invocationForwarderCapitalized", [(NSString *)invocation_forwarder capitalizedString]);
+    return out;
+}
+
+/* JSON values in legal use through Foundation's own code paths (serialisation, archiving,
+ * property lists, KVC collection operators, sorting), which would show any reliance on an
+ * unrecognized-selector exception inside Foundation. */
+static void *oracle_json_values_in_foundation(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSData *json = [@"{\"name\":\"Ada\",\"tags\":[\"a\",\"b\"],\"n\":3.5,\"none\":null,\"nested\":{\"k\":[1,2,3]}}"
+        dataUsingEncoding:NSUTF8StringEncoding];
+    id object = [NSJSONSerialization JSONObjectWithData:json options:NSJSONReadingMutableContainers error:NULL];
+    CS_LINE(out, "parsedKeys", cs_describe([[object allKeys] sortedArrayUsingSelector:@selector(compare:)]));
+    NSData *written = [NSJSONSerialization dataWithJSONObject:object options:0 error:NULL];
+    id reparsed = [NSJSONSerialization JSONObjectWithData:written options:0 error:NULL];
+    CS_LINE(out, "roundTripEqual", cs_yes_no([reparsed isEqual:object]));
+    CS_LINE(out, "sumOfNested", cs_describe([object valueForKeyPath:@"nested.k.@sum.intValue"]));
+    NSData *archive = [NSKeyedArchiver archivedDataWithRootObject:object];
+    CS_LINE(out, "archiveRoundTrip", cs_yes_no([[NSKeyedUnarchiver unarchiveObjectWithData:archive] isEqual:object]));
+    NSString *plist = [object description];
+    CS_LINE(out, "propertyListRoundTrip", cs_yes_no([(NSDictionary *)[plist propertyList] count] == [(NSDictionary *)object count]));
+    NSArray *mixed = [NSArray arrayWithObjects:@"b", @"a", @"c", nil];
+    CS_LINE(out, "sorted", cs_describe([mixed sortedArrayUsingSelector:@selector(compare:)]));
+    CS_LINE(out, "componentsJoined", [mixed componentsJoinedByString:@","]);
+    CS_LINE(out, "numberFormatting", ([NSString stringWithFormat:@"%@ %@", [object objectForKey:@"n"],
+                                                                  [[object objectForKey:@"n"] stringValue]]));
+    return out;
+}
+
 static const cs_oracle kOracles[] = {
     {"messages: class with its own forwarding", oracle_forwarding_class},
     {"messages: NSProxy subclass", oracle_proxy},
@@ -370,6 +703,10 @@ static const cs_oracle kOracles[] = {
     {"messages: ordinary KVC on properties and dictionaries", oracle_kvc_ordinary},
     {"messages: NSNull's own methods", oracle_nsnull_own_methods},
     {"messages: implemented methods and respondsToSelector:", oracle_implemented_messages},
+    {"messages: introspection of selectors nobody implements", oracle_introspection},
+    {"messages: KVC hand-offs to deprecated and overriding methods", oracle_kvc_handoffs},
+    {"messages: legal forwarding to JSON values", oracle_forwarding_to_json_values},
+    {"messages: JSON values in Foundation's own code", oracle_json_values_in_foundation},
 };
 const cs_oracle_table cs_message_oracles = CS_TABLE(kOracles);
 
@@ -415,7 +752,45 @@ static uint64_t bench_nsnull_length(uint64_t iterations, bool guarded) {
     return elapsed;
 }
 
+/* A legal performSelector: (the guard marks the call for the forward hook): same code both times. */
+static uint64_t bench_selector_performSelector_legal(uint64_t iterations, bool guarded) {
+    (void)guarded;
+    uint64_t elapsed;
+    @autoreleasepool {
+        CSMsgAppModel *model = cs_model();
+        SEL known = @selector(knownValue);
+        uintptr_t acc = 0;
+        uint64_t start = cs_bench_now();
+        for (uint64_t i = 0; i < iterations; i++) acc += (uintptr_t)[model performSelector:known];
+        elapsed = cs_bench_now() - start;
+        g_sink = acc;
+    }
+    return elapsed;
+}
+
+/* JSON type confusion: baseline an implemented method of the NSNumber; guarded -length sent to
+ * it (after its first call; incident deduplicated by fingerprint). */
+static uint64_t bench_selector_json_confusion(uint64_t iterations, bool guarded) {
+    uint64_t elapsed;
+    @autoreleasepool {
+        NSNumber *number = cs_opaque([NSNumber numberWithInt:5]);
+        uintptr_t acc = 0;
+        if (guarded) (void)[(NSString *)number length];
+        uint64_t start = cs_bench_now();
+        if (guarded)
+            for (uint64_t i = 0; i < iterations; i++) acc += [(NSString *)number length];
+        else
+            for (uint64_t i = 0; i < iterations; i++) acc += [number unsignedIntegerValue];
+        elapsed = cs_bench_now() - start;
+        g_sink = acc;
+    }
+    return elapsed;
+}
+
 static const cs_bench_case kBenches[] = {
+    {"selector.performSelector legal (same call both times)", bench_selector_performSelector_legal},
+    {"selector.json -length to NSNumber (after first call; baseline: implemented method)",
+     bench_selector_json_confusion},
     {"selector.unrecognized (after first call; baseline: implemented method)", bench_selector_unrecognized},
     {"nsnull.length (baseline: empty NSString length)", bench_nsnull_length},
 };
@@ -507,4 +882,138 @@ uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations) {
         failures += workers[t].failures;
     }
     return failures;
+}
+
+#pragma mark - Unknown return conventions (item: untyped selectors)
+
+int cs_msg_untyped_call(int kind) {
+#if defined(__APPLE__)
+    (void)kind;
+    return 3; /* objc_msg_lookup is GNU's; Apple selectors carry no types at all */
+#else
+    @autoreleasepool {
+        id model = cs_model();
+        @try {
+            switch (kind) {
+            case CS_MSG_UNTYPED_STRUCT32: {
+                /* A 32-byte struct comes back in memory: the caller passes the buffer in rdi and
+                 * the receiver in rsi. */
+                SEL sel = NSSelectorFromString(@"frameThatNobodyImplements");
+                CSMsgBig (*frame)(id, SEL) = (CSMsgBig(*)(id, SEL))objc_msg_lookup(model, sel);
+                CSMsgBig big = frame(model, sel);
+                return big.a == 0.0 ? 0 : 2;
+            }
+            case CS_MSG_UNTYPED_DOUBLE: {
+                SEL sel = NSSelectorFromString(@"doubleThatNobodyImplements");
+                double (*fn)(id, SEL) = (double (*)(id, SEL))objc_msg_lookup(model, sel);
+                return fn(model, sel) == 0.0 ? 0 : 2;
+            }
+            case CS_MSG_UNTYPED_LONG_DOUBLE: {
+                SEL sel = NSSelectorFromString(@"longDoubleThatNobodyImplements");
+                long double (*fn)(id, SEL) = (long double (*)(id, SEL))objc_msg_lookup(model, sel);
+                return fn(model, sel) == 0.0L ? 0 : 2;
+            }
+            case CS_MSG_UNTYPED_FLOAT: {
+                SEL sel = NSSelectorFromString(@"floatThatNobodyImplements");
+                float (*fn)(id, SEL) = (float (*)(id, SEL))objc_msg_lookup(model, sel);
+                return fn(model, sel) == 0.0f ? 0 : 2;
+            }
+            case CS_MSG_UNTYPED_SMALL_STRUCT: {
+                SEL sel = NSSelectorFromString(@"rangeThatNobodyImplements");
+                NSRange (*fn)(id, SEL) = (NSRange(*)(id, SEL))objc_msg_lookup(model, sel);
+                NSRange range = fn(model, sel);
+                return range.location == 0 && range.length == 0 ? 0 : 2;
+            }
+            case CS_MSG_UNTYPED_VARIADIC: {
+                SEL sel = NSSelectorFromString(@"formatThatNobodyImplements:");
+                id (*fn)(id, SEL, NSString *, ...) = (id(*)(id, SEL, NSString *, ...))objc_msg_lookup(model, sel);
+                return fn(model, sel, @"%d %f", 1, 2.5) == nil ? 0 : 2;
+            }
+            case CS_MSG_UNTYPED_NSNULL_STRUCT32: {
+                SEL sel = NSSelectorFromString(@"frameThatNobodyImplements");
+                id null = cs_null();
+                CSMsgBig (*frame)(id, SEL) = (CSMsgBig(*)(id, SEL))objc_msg_lookup(null, sel);
+                CSMsgBig big = frame(null, sel);
+                return big.a == 0.0 ? 0 : 2;
+            }
+            default: return 3;
+            }
+        } @catch (NSException *exception) {
+            return [[exception name] isEqualToString:NSInvalidArgumentException] ? 1 : -1;
+        }
+    }
+#endif
+}
+
+int cs_msg_proxy_relays_unknown_to_json(void) {
+    @autoreleasepool {
+        @try {
+            CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"proxied"] autorelease];
+            return [(CSMsgAppModel *)proxy cs_missingObject] == nil ? 1 : 0;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}
+
+const char *cs_msg_json_class_name(int which) {
+    switch (which) {
+    case 0: return class_getName(object_getClass([NSNumber numberWithInt:5]));
+    case 1: return class_getName(object_getClass([NSArray arrayWithObject:@"a"]));
+    case 2: return class_getName(object_getClass([NSMutableDictionary dictionaryWithObject:@"v" forKey:@"k"]));
+    case 3: return class_getName(object_getClass([NSMutableString stringWithString:@"abc"]));
+    default: return "";
+    }
+}
+
+int cs_msg_system_date_unrecognized(void) {
+    @autoreleasepool {
+        @try {
+            NSDate *date = cs_opaque([NSDate dateWithTimeIntervalSince1970:0]);
+            return [(NSString *)date length] == 0 ? 1 : 0;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}
+
+#pragma mark - A JSON-class subclass made at run time that forwards on its own
+
+static NSMethodSignature *cs_msg_own_signature(id self, SEL _cmd, SEL sel) {
+    (void)self;
+    (void)_cmd;
+    (void)sel;
+    return [NSMethodSignature signatureWithObjCTypes:"i@:"];
+}
+
+static void cs_msg_own_forward(id self, SEL _cmd, NSInvocation *invocation) {
+    (void)self;
+    (void)_cmd;
+    int answer = 42;
+    [invocation setReturnValue:&answer];
+}
+
+int cs_msg_runtime_json_subclass_forwards(void) {
+    static Class subclass;
+    if (subclass == Nil) {
+        /* Made at run time, so the selector guard judges it by its nearest superclass with an
+         * image (NSString: a JSON value class); its forwarding is its own and must stay so. */
+        subclass = objc_allocateClassPair([NSString class], "CSMsgRuntimeForwardingString", 0);
+        class_addMethod(subclass, @selector(methodSignatureForSelector:), (IMP)cs_msg_own_signature, "@@::");
+        class_addMethod(subclass, @selector(forwardInvocation:), (IMP)cs_msg_own_forward, "v@:@");
+        objc_registerClassPair(subclass);
+    }
+    @autoreleasepool {
+        @try {
+            id object = cs_opaque([[subclass alloc] init]);
+            int answer = [(CSMsgAppModel *)object cs_missingInt];
+            [object release];
+            return answer;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
 }

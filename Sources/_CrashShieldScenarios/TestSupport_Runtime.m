@@ -4,6 +4,9 @@
  */
 #import "CSScenarioSupport.h"
 #import "../_CrashShieldRuntime/Backend/CSBackend.h"
+#import "../_CrashShieldRuntime/Engine/CSEngine.h"
+
+extern CSGuard CSGuardNSNull;
 #include "cs_runtime.h"
 #include <pthread.h>
 
@@ -291,7 +294,9 @@ size_t cs_test_guard_code_probes(cs_guard_code_probe *out, size_t capacity) {
                  cs_method_address(class_getName(object_getClass(string)), "characterAtIndex:"));
         CS_PROBE("selector", "-[CSUnrecognizedSelectorCanary cs_knownValue]",
                  cs_method_address("CSUnrecognizedSelectorCanary", "cs_knownValue"));
-        CS_PROBE("nsnull", "-[NSNull forwardInvocation:]", cs_method_address("NSNull", "forwardInvocation:"));
+        /* The nsnull guard changes no NSNull method (it answers through the forward hook): its
+         * canary function stands for its code. */
+        CS_PROBE("nsnull", "the nsnull guard's canary", (uintptr_t)CSGuardNSNull.canary);
         CS_PROBE("kvc", "-[NSObject valueForUndefinedKey:]",
                  cs_method_address("NSObject", "valueForUndefinedKey:"));
         CS_PROBE("kvo", "-[CSKVOEntry observeValueForKeyPath:ofObject:change:context:]",

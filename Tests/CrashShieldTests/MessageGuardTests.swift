@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @_spi(Testing) @testable import CrashShield
 import _CrashShieldScenarios
+import _CrashShieldRuntime
+import _CrashShieldIncidents
 
 /// What the one incident of a message-guard scenario must say. `className` nil: the receiver is
 /// a private Foundation class (a string inside a key path), not checked by name.
@@ -34,6 +36,30 @@ let messageScenarioExpectations: [ExpectedMessageIncident] = [
           selector: "cs_missingClassObject", isClassMethod: true, reason: unrecognized),
     .init(scenario: "selector.performSelector.untyped", guardID: .selector, className: "CSMsgAppModel",
           selector: "cs_neverDeclared", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.missingFloat.instance", guardID: .selector, className: "CSMsgAppModel",
+          selector: "cs_missingFloat", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.missingPair.struct8", guardID: .selector, className: "CSMsgAppModel",
+          selector: "cs_missingPair", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.missingMixed.struct16", guardID: .selector, className: "CSMsgAppModel",
+          selector: "cs_missingMixed", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.missingFormat.variadic", guardID: .selector, className: "CSMsgAppModel",
+          selector: "cs_missingFormat:", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.performSelectorWithObject.untyped", guardID: .selector, className: "CSMsgAppModel",
+          selector: "cs_neverDeclared:", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.performSelector.classUntyped", guardID: .selector, className: "CSMsgAppModel",
+          selector: "cs_neverDeclared", isClassMethod: true, reason: unrecognized),
+    // JSON type confusion: the receivers are private concrete classes, checked by
+    // jsonValueClassesAreInScopeByDefault against the runtime's own answer.
+    .init(scenario: "selector.length.number", guardID: .selector, className: nil,
+          selector: "length", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.objectForKey.array", guardID: .selector, className: nil,
+          selector: "objectForKey:", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.integerValue.array", guardID: .selector, className: nil,
+          selector: "integerValue", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.objectAtIndex.dictionary", guardID: .selector, className: nil,
+          selector: "objectAtIndex:", isClassMethod: false, reason: unrecognized),
+    .init(scenario: "selector.count.string", guardID: .selector, className: nil,
+          selector: "count", isClassMethod: false, reason: unrecognized),
     .init(scenario: "nsnull.length.null", guardID: .nsnull, className: "NSNull", selector: "length",
           isClassMethod: false, reason: "message to NSNull answered as an empty NSString"),
     .init(scenario: "nsnull.isEqualToString.null", guardID: .nsnull, className: "NSNull",
@@ -62,13 +88,20 @@ let messageScenarioExpectations: [ExpectedMessageIncident] = [
           selector: "valueForUndefinedKey:", isClassMethod: false, reason: "undefined key: nil returned"),
     .init(scenario: "kvc.valueForKeyPath.nilPath", guardID: .kvc, className: "CSMsgAppModel",
           selector: "valueForKeyPath:", isClassMethod: false, reason: "nil key path: nil returned"),
+    .init(scenario: "kvc.valueForKey.classUndefinedKey", guardID: .kvc, className: "CSMsgAppModel",
+          selector: "valueForUndefinedKey:", isClassMethod: true, reason: "undefined key: nil returned"),
+    .init(scenario: "kvc.setValue.classUndefinedKey", guardID: .kvc, className: "CSMsgAppModel",
+          selector: "setValue:forUndefinedKey:", isClassMethod: true, reason: "undefined key: value ignored"),
 ]
 
 extension RuntimeTests {
     @Suite struct MessageGuard {
         @Test func messageGuardsAreActiveAfterTheirCanaries() throws {
             try withGuards {
-                for (id, hooked) in [(GuardID.selector, 1), (.nsnull, 3), (.kvc, 7)] {
+                // selector: the forward hook plus performSelector:, performSelector:withObject: and
+                // performSelector:withObject:withObject: on NSObject and its metaclass; nsnull: the
+                // forward hook only (no NSNull method changes); kvc: seven methods, both sides.
+                for (id, hooked) in [(GuardID.selector, 7), (.nsnull, 1), (.kvc, 14)] {
                     let status = try #require(CrashShield.status.first { $0.id == id })
                     #expect(status.state == .active, "\(id): \(status.state)")
                     #expect(status.policy == .neutralize)
@@ -122,7 +155,7 @@ extension RuntimeTests {
                 let recorded = [GuardID.selector, .nsnull, .kvc].map { CrashShield.recordedCount(for: $0) }
                 return (results, recorded)
             }
-            #expect(unguarded.count == 6)
+            #expect(unguarded.count == 10)
             #expect(guarded == unguarded)
             #expect(recorded == [0, 0, 0], "legal calls recorded incidents")
             // The oracles exercise what they claim to (spot checks of the shared text).
@@ -132,7 +165,6 @@ extension RuntimeTests {
             #expect(forwarding.contains("unknownToTarget=exception:NSInvalidArgumentException\n"))
             let proxy = try #require(unguarded["messages: NSProxy subclass"])
             #expect(proxy.contains("length=7\n"))
-            #expect(proxy.contains("unknownToTarget=exception:"))
             let overrider = try #require(unguarded["messages: class overriding the KVC hooks"])
             #expect(overrider.contains("valueForUndefinedKey=fallback:missing<"))
             #expect(overrider.contains("countAfterNil=-1\n"))
@@ -142,6 +174,31 @@ extension RuntimeTests {
             let implemented = try #require(unguarded["messages: implemented methods and respondsToSelector:"])
             #expect(implemented.contains("respondsToMissing=NO\n"))
             #expect(implemented.contains("classRespondsToMissing=NO\n"))
+            // NSNull answers no signature for what it does not implement (code that builds an
+            // NSInvocation after asking must not be misled), and nothing else changes either.
+            let introspection = try #require(unguarded["messages: introspection of selectors nobody implements"])
+            #expect(introspection.contains("null.length.methodSignatureForSelector=nil\n"))
+            #expect(introspection.contains("null.missingBig.methodSignatureForSelector=nil\n"))
+            #expect(introspection.contains("model.missingObject.methodSignatureForSelector=nil\n"))
+            #expect(introspection.contains("number.length.respondsToSelector=NO\n"))
+            #expect(introspection.contains("modelClass.neverDeclared.respondsToSelector=NO\n"))
+            let handoffs = try #require(unguarded["messages: KVC hand-offs to deprecated and overriding methods"])
+            #expect(handoffs.contains("unboundQuery=unbound:Lxcke<"))
+            #expect(handoffs.contains("unboundAfterTake=Lxcke=GNUstep<"))
+            #expect(handoffs.contains("unableToSetNil=-7<"))
+            #expect(handoffs.contains("takeValueCalls=10111\n"))
+            #expect(handoffs.contains("nilKeyToOverride=constant<"))
+            #expect(handoffs.contains("nilKeyWritesToOverride=1\n"))
+            #expect(handoffs.contains("classOverride=class constant<"))
+            #expect(handoffs.contains("dictionaryNilPath=nil\n"))
+            let jsonForwarding = try #require(unguarded["messages: legal forwarding to JSON values"])
+            #expect(jsonForwarding.contains("distantCount=2\n"))
+            #expect(jsonForwarding.contains("checkerOutsideProtocol=exception:"))
+            #expect(jsonForwarding.contains("targetForwarderObjectForKey=v<"))
+            #expect(jsonForwarding.contains("invocationForwarderCapitalized=Forwarded!\n"))
+            let foundation = try #require(unguarded["messages: JSON values in Foundation's own code"])
+            #expect(foundation.contains("roundTripEqual=YES\n"))
+            #expect(foundation.contains("archiveRoundTrip=YES\n"))
         }
 
         @Test func nsnullPassesArgumentsAndResultsThroughUnchanged() throws {
@@ -167,8 +224,68 @@ extension RuntimeTests {
 
         @Test func systemClassesAreOutOfScopeByDefault() throws {
             try withGuards {
-                #expect(cs_msg_system_class_unrecognized() == -1)
+                #expect(cs_msg_system_date_unrecognized() == -1)
                 #expect(CrashShield.recordedCount(for: .selector) == 0)
+            }
+        }
+
+        /// Type confusion from JSON: the JSON value classes (NSString, NSNumber, NSArray,
+        /// NSDictionary, mutable forms and concrete private classes) are in the default scope.
+        @Test func jsonValueClassesAreInScopeByDefault() throws {
+            let scenarios = ["selector.length.number", "selector.objectForKey.array", "selector.integerValue.array",
+                             "selector.objectAtIndex.dictionary", "selector.count.string"]
+            let expectedClasses = [0, 1, 1, 2, 3].map { String(cString: cs_msg_json_class_name(Int32($0))) }
+            try withGuards {
+                let incidents = collectIncidents {
+                    for name in scenarios { #expect(runScenario(name) == .neutral, "\(name)") }
+                    #expect(cs_msg_system_class_unrecognized() == 1)
+                }
+                #expect(incidents.count == scenarios.count + 1)
+                #expect(Array(incidents.prefix(scenarios.count).map(\.className)) == expectedClasses)
+                #expect(incidents.allSatisfy { $0.guardID == .selector && !$0.isClassMethod })
+            }
+        }
+
+        /// A class below a JSON value class with its own forwarding (found at run time, here one
+        /// made at run time) keeps it: the guard never answers for it.
+        @Test func jsonSubclassesWithTheirOwnForwardingKeepIt() throws {
+            CrashShield._resetForTesting()
+            #expect(cs_msg_runtime_json_subclass_forwards() == 42)
+            try withGuards {
+                #expect(cs_msg_runtime_json_subclass_forwards() == 42)
+                #expect(CrashShield.recordedCount(for: .selector) == 0)
+            }
+        }
+
+        /// An app NSProxy keeps its own forwarding; the message it relays to an NSString that does
+        /// not implement it is that string's misuse, neutralised like any other.
+        @Test func aProxyRelayingAnUnknownMessageToAJSONValue() throws {
+            CrashShield._resetForTesting()
+            #expect(cs_msg_proxy_relays_unknown_to_json() == -1)
+            try withGuards {
+                let incidents = collectIncidents { #expect(cs_msg_proxy_relays_unknown_to_json() == 1) }
+                #expect(incidents.map(\.selector) == ["cs_missingObject"])
+                #expect(incidents.map(\.guardID) == [.selector])
+            }
+        }
+
+        /// Without guards, every untyped call below throws at the lookup (nothing is called).
+        @Test func untypedSelectorsThrowWithoutGuards() {
+            CrashShield._resetForTesting()
+            for kind in 0...6 { #expect(cs_msg_untyped_call(Int32(kind)) == 1, "kind \(kind)") }
+        }
+
+        /// An untyped selector called through a looked-up IMP has no known return convention (a
+        /// struct returned in memory puts the buffer where the receiver would be): the guards
+        /// decline, the runtime throws as unguarded, and nothing is recorded. In a child process:
+        /// a wrong guess crashes or records a garbage incident.
+        @Test(arguments: 0...6)
+        func untypedSelectorsWithAnUnknownConventionAreDeclined(_ kind: Int) async {
+            await #expect(processExitsWith: .success) { [kind] in
+                guard cs_guards_start(nil) == CS_START_OK else { exit(3) }
+                let outcome = cs_msg_untyped_call(Int32(kind))
+                guard outcome == 1 else { exit(outcome == 0 ? 4 : 5) }
+                exit(cs_incidents_stats().recorded == 0 ? 0 : 6)
             }
         }
 
@@ -179,8 +296,9 @@ extension RuntimeTests {
                 let incidents = collectIncidents { #expect(cs_msg_system_class_unrecognized() == 1) }
                 #expect(incidents.map(\.methodName).contains { $0.hasSuffix(" length]") && $0.hasPrefix("-[") })
                 #expect(incidents.allSatisfy { $0.guardID == .selector })
-                // An app class that is not allow-listed is left alone.
+                // An app class or JSON class that is not allow-listed is left alone.
                 #expect(runScenario("selector.missingObject.instance") == .threw("NSInvalidArgumentException"))
+                #expect(runScenario("selector.objectForKey.array") == .threw("NSInvalidArgumentException"))
             }
         }
 
@@ -208,6 +326,19 @@ extension RuntimeTests {
                 #expect(Set(incidents.map(\.guardID)) == [.selector, .nsnull, .kvc])
                 #expect(incidents.allSatisfy { $0.policy == .reportOnly })
                 #expect(incidents.first { $0.guardID == .selector }?.selector == "cs_missingObject")
+            }
+        }
+
+        /// Report-only records exactly what neutralise would answer: a message whose return
+        /// convention is unknown is declined under both, with no incident (the lookup throws
+        /// before anything is called, so this runs in-process).
+        @Test func reportOnlyRecordsNothingForAMessageNeutraliseWouldDecline() throws {
+            var options = CrashShieldOptions()
+            options.policies = [.selector: .reportOnly, .nsnull: .reportOnly]
+            try withGuards(options) {
+                #expect(cs_msg_untyped_call(Int32(CS_MSG_UNTYPED_NSNULL_STRUCT32)) == 1)
+                #expect(cs_msg_untyped_call(Int32(CS_MSG_UNTYPED_STRUCT32)) == 1)
+                #expect(CrashShield.statistics.recorded == 0)
             }
         }
 

@@ -57,15 +57,17 @@ const char *cs_backend_selector_types(SEL sel);
  *  that has an image. Not for hot paths: callers cache the answer per class. */
 BOOL cs_backend_class_is_system(Class cls);
 
-/* ---- unrecognized messages (SPEC §2.3) ------------------------------------------------------ */
+/* ---- unrecognized messages (SPEC §2.3, §2.4) ------------------------------------------------ */
 
 typedef enum {
-    CS_FORWARD_DECLINE = 0, /**< leave the message to the runtime's own forwarding (and exception) */
-    CS_FORWARD_STUB = 1,    /**< answer it with a stub that returns zero, nil or a zeroed struct */
+    CS_FORWARD_DECLINE = 0,  /**< leave the message to the runtime's own forwarding (and exception) */
+    CS_FORWARD_STUB = 1,     /**< answer it with a stub that returns zero, nil or a zeroed struct */
+    CS_FORWARD_RETARGET = 2, /**< send it on to another object (retarget clients only) */
 } cs_forward_decision;
 
 /** Asked for a message that no class in the receiver's chain implements (receiver never nil),
- *  on the sending thread, before the runtime's own forwarding. Must not message the receiver. */
+ *  on the sending thread, before the runtime's own forwarding, and only when the backend knows
+ *  how the caller expects the result (see below). Must not message the receiver. */
 typedef cs_forward_decision (*cs_forward_decider)(id receiver, SEL sel);
 
 /** Called by the stub when it answers a message, with the call site's return address. */
@@ -75,34 +77,64 @@ typedef void (*cs_forward_reporter)(id receiver, SEL sel, const void *caller);
  * Routes unrecognized messages through `decide` and, when it says STUB, answers them with a stub
  * that calls `report` and returns zero. Chains to whatever forwarding hook was there before
  * (GNUstep's own) for everything it declines. Returns NULL on success, else a static reason.
+ * Nothing is added to any class: respondsToSelector:, methodSignatureForSelector:,
+ * instancesRespondToSelector: and forwardingTargetForSelector: answer as before.
  *
- * GNUstep (verified): the runtime's __objc_msg_forward2 hook; the stub is chosen from the
- * call-site type encoding: x86_64 registers rax/rdx/xmm0/xmm1 zeroed, x87 0.0 for long double,
- * a zeroed buffer for structs returned in memory (> 16 bytes). Not covered (declined, so the
- * runtime throws as before): `_Complex long double` and small structs holding a long double,
- * and every architecture other than x86_64.
+ * The stub must return the way the caller reads the result, so a message is answered only when
+ * that convention is known; otherwise `decide` is not asked and the runtime throws as before.
+ * Known: the call-site type encoding of a typed selector, or a call marked with
+ * cs_backend_object_call_begin (an object result in a register). Unknown: an untyped selector
+ * (NSSelectorFromString, @selector) called any other way, since a caller that expects a struct
+ * in memory passes the result buffer where the receiver would be.
+ *
+ * GNUstep (verified): the runtime's __objc_msg_forward2 hook; x86_64 registers rax/rdx/xmm0/xmm1
+ * zeroed, x87 0.0 for long double, a zeroed buffer for structs returned in memory (> 16 bytes).
+ * Not covered (declined, so the runtime throws as before): `_Complex long double`, small structs
+ * holding a long double, vector results, and every architecture other than x86_64.
  * Apple (NOT VERIFIED): NSObject's forwardingTargetForSelector: answers a stub object.
  */
 const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report);
 /** Stops routing messages to the handler; the previous forwarding hook is restored. */
 void cs_backend_uninstall_forward_handler(void);
 
-/** For an unrecognized message to an instance of exactly the retarget class: the object that
- *  answers it instead (same selector, same arguments), or nil to leave the message alone. Called
- *  at lookup and again at the call; must give the same answer both times and must not message
- *  the receiver. */
+/** A mark for the next unrecognized message on this thread (see cs_backend_object_call_begin). */
+typedef struct {
+    CS_UNRETAINED id receiver;
+    SEL sel;
+} cs_object_call_mark;
+
+/** Declares that the caller, on this thread, is about to send `sel` to `receiver` expecting an
+ *  object in a register (NSObject's performSelector: family): an unrecognized lookup of exactly
+ *  that pair may then be answered even when `sel` is untyped. Returns the previous mark, to be
+ *  handed back to cs_backend_object_call_end when the call returns (marks nest). */
+cs_object_call_mark cs_backend_object_call_begin(id receiver, SEL sel);
+void cs_backend_object_call_end(cs_object_call_mark previous);
+
+/** For the retarget class: the object that answers `sel` instead of `receiver`, or nil. Called
+ *  at lookup and again at the call; must not message the receiver. */
 typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
 
+/** The retarget client's decision at lookup. `zero_answerable` says whether a STUB answer would
+ *  be given (the call's return convention is known), so a client that only records (report-only)
+ *  records exactly what it would otherwise neutralise. Must not message the receiver. */
+typedef cs_forward_decision (*cs_forward_retarget_decider)(id receiver, SEL sel, BOOL zero_answerable);
+
 /**
- * Sends unrecognized messages to instances of exactly `cls` on to the object `target` names,
- * calling `report` with the call site each time. Checked before the forward handler above.
- * Returns NULL on success, else a static reason (then nothing was installed and the client
- * keeps its slower path).
+ * Takes over unrecognized messages to instances of exactly `cls`: at lookup `decide` answers
+ * DECLINE (the runtime's own forwarding), STUB (zero, as above, reported through `report`) or
+ * RETARGET (the same message, same arguments, sent to `target(receiver, sel)`, reported through
+ * `report` with the call site). The forward handler above is never asked about `cls`. The same
+ * conventions apply: a stub needs a known return convention, and a retarget is declined when the
+ * caller's known convention (result in memory or not) differs from the target method's.
+ * Returns NULL on success, else a static reason (then nothing was installed).
  * GNUstep (verified, x86_64): a stub saves the argument registers, asks `target`, and jumps to
  * the target's implementation with the receiver replaced; results in memory (sret) are handled
- * from the target method's types. Apple: not available (returns a reason).
+ * from the target method's types. No method is added to `cls`.
+ * Apple (NOT VERIFIED): NSObject's forwardingTargetForSelector: hook answers for `cls` too, so a
+ * direct call of -[cls forwardingTargetForSelector:] sees the target there.
  */
-const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report);
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
+                                                cs_forward_target_fn target, cs_forward_reporter report);
 void cs_backend_uninstall_forward_retarget(void);
 /* ---- dealloc hook and lifecycle helpers (CSDeallocHook.m) --------------------------------- */
 

@@ -52,14 +52,34 @@ const char *cs_backend_selector_types(SEL sel) {
 #pragma mark - Unrecognized messages (NOT VERIFIED)
 
 /* Stage-2 forwarding: -/+[NSObject forwardingTargetForSelector:] answers a stub object whose
- * class resolves every selector to a function returning nil/0. Covers object and integer
- * returns only (floating-point and struct returns are not zeroed); the report's caller is the
- * forwarding machinery, so incidents are fingerprinted from the captured stack. */
+ * class resolves every selector to a function returning nil/0, or, for the retarget class, the
+ * client's target. Apple selectors carry no types, so the return convention is never known from
+ * the selector: the stub covers object and integer returns (floating-point and struct returns are
+ * not zeroed; arm64 passes a struct buffer in x8, so the receiver is never misread). The
+ * report's caller is the forwarding machinery, so incidents are fingerprinted from the captured
+ * stack. A direct call of forwardingTargetForSelector: for a selector the receiver does not
+ * implement sees the stub or target too: on Apple this method is the forwarding path. */
 static cs_forward_decider g_forward_decider;
 static cs_forward_reporter g_forward_reporter;
+static Class g_retarget_class;
+static cs_forward_retarget_decider g_retarget_decider;
+static cs_forward_target_fn g_retarget_target;
+static cs_forward_reporter g_retarget_reporter;
 static IMP g_original_instance_ftarget;
 static IMP g_original_class_ftarget;
 static id g_stub_object;
+
+/* Marks are only needed where selectors carry types (GNUstep); kept for the shared interface. */
+cs_object_call_mark cs_backend_object_call_begin(id receiver, SEL sel) {
+    (void)receiver;
+    (void)sel;
+    cs_object_call_mark none = {nil, NULL};
+    return none;
+}
+
+void cs_backend_object_call_end(cs_object_call_mark previous) {
+    (void)previous;
+}
 
 static id cs_apple_zero_imp(id self, SEL _cmd) {
     (void)self;
@@ -76,6 +96,21 @@ static BOOL cs_apple_stub_resolve(id self, SEL _cmd, SEL sel) {
 static id cs_apple_ftarget(id self, SEL _cmd, SEL sel, IMP original) {
     id target = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
     if (target != nil) return target;
+    if (g_retarget_class != Nil && object_getClass(self) == g_retarget_class) {
+        cs_forward_retarget_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
+        /* The stub object answers object and integer results only; Apple gives no more to go on. */
+        cs_forward_decision decision = decide ? decide(self, sel, YES) : CS_FORWARD_DECLINE;
+        id answer = nil;
+        if (decision == CS_FORWARD_RETARGET) {
+            cs_forward_target_fn target_for = CS_ATOMIC_LOAD(&g_retarget_target);
+            answer = target_for ? target_for(self, sel) : nil;
+        } else if (decision == CS_FORWARD_STUB) {
+            answer = g_stub_object;
+        }
+        cs_forward_reporter report = CS_ATOMIC_LOAD(&g_retarget_reporter);
+        if (answer != nil && report) report(self, sel, NULL);
+        return answer;
+    }
     cs_forward_decider decide = CS_ATOMIC_LOAD(&g_forward_decider);
     if (decide == NULL || decide(self, sel) != CS_FORWARD_STUB) return nil;
     cs_forward_reporter report = CS_ATOMIC_LOAD(&g_forward_reporter);
@@ -91,7 +126,9 @@ static id cs_apple_class_ftarget(id self, SEL _cmd, SEL sel) {
     return cs_apple_ftarget(self, _cmd, sel, g_original_class_ftarget);
 }
 
-const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report) {
+/* Installs the stub class and the forwardingTargetForSelector: hooks once; they stay (without a
+ * decider they answer exactly what the originals answer). */
+static const char *cs_apple_hook_forwarding(void) {
     if (g_stub_object == nil) {
         Class stub = objc_allocateClassPair(objc_lookUpClass("NSObject"), "CSForwardingStub", 0);
         if (stub == Nil) return "the forwarding stub class could not be made";
@@ -100,8 +137,6 @@ const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_for
         objc_registerClassPair(stub);
         g_stub_object = [[stub alloc] init];
     }
-    CS_ATOMIC_STORE(&g_forward_reporter, report);
-    CS_ATOMIC_STORE(&g_forward_decider, decide);
     if (g_original_instance_ftarget == NULL) {
         Class root = objc_lookUpClass("NSObject");
         SEL sel = sel_registerName("forwardingTargetForSelector:");
@@ -113,19 +148,32 @@ const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_for
     return NULL;
 }
 
+const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report) {
+    const char *failure = cs_apple_hook_forwarding();
+    if (failure) return failure;
+    CS_ATOMIC_STORE(&g_forward_reporter, report);
+    CS_ATOMIC_STORE(&g_forward_decider, decide);
+    return NULL;
+}
+
 void cs_backend_uninstall_forward_handler(void) {
-    /* The hooks stay; without a decider they answer exactly what the originals answer. */
     CS_ATOMIC_STORE(&g_forward_decider, (cs_forward_decider)NULL);
 }
 
-const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report) {
-    (void)cls;
-    (void)target;
-    (void)report;
-    return "retargeting is not available on this runtime";
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
+                                                cs_forward_target_fn target, cs_forward_reporter report) {
+    const char *failure = cs_apple_hook_forwarding();
+    if (failure) return failure;
+    CS_ATOMIC_STORE(&g_retarget_reporter, report);
+    CS_ATOMIC_STORE(&g_retarget_target, target);
+    CS_ATOMIC_STORE(&g_retarget_decider, decide);
+    g_retarget_class = cls;
+    return NULL;
 }
 
-void cs_backend_uninstall_forward_retarget(void) {}
+void cs_backend_uninstall_forward_retarget(void) {
+    CS_ATOMIC_STORE(&g_retarget_decider, (cs_forward_retarget_decider)NULL);
+}
 
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
     unsigned int total = 0;

@@ -106,12 +106,40 @@ static cs_forward_reporter g_forward_reporter; /* CS_ATOMIC_* */
 static BOOL g_forward_installed;               /* written under the engine lock */
 
 static uintptr_t g_retarget_class;              /* a Class, CS_ATOMIC_*; 0 = no retargeting */
+static cs_forward_retarget_decider g_retarget_decider; /* CS_ATOMIC_* */
 static cs_forward_target_fn g_retarget_target;  /* CS_ATOMIC_* */
 static cs_forward_reporter g_retarget_reporter; /* CS_ATOMIC_* */
 
-/* Called by the stubs below; hidden so the asm can call it directly. */
+/* The object-call mark of this thread (cs_backend_object_call_begin): set around NSObject's
+ * performSelector: family, consumed by the one lookup it describes. */
+static __thread cs_object_call_mark t_object_call;
+
+cs_object_call_mark cs_backend_object_call_begin(id receiver, SEL sel) {
+    cs_object_call_mark previous = t_object_call;
+    t_object_call.receiver = receiver;
+    t_object_call.sel = sel;
+    return previous;
+}
+
+void cs_backend_object_call_end(cs_object_call_mark previous) {
+    t_object_call = previous;
+}
+
+/* True (and the mark consumed) when this lookup is the marked object call. */
+static BOOL cs_gnu_take_object_call_mark(id receiver, SEL sel) {
+    if (t_object_call.sel == NULL || t_object_call.receiver != receiver || t_object_call.sel != sel) return NO;
+    t_object_call.receiver = nil;
+    t_object_call.sel = NULL;
+    return YES;
+}
+
+/* Called by the zero stubs below; hidden so the asm can call it directly. Messages to the
+ * retarget class were answered for the retarget client, every other one for the handler. */
 __attribute__((visibility("hidden"), used)) void cs_gnu_forward_report(id receiver, SEL sel, const void *caller) {
-    cs_forward_reporter report = CS_ATOMIC_LOAD(&g_forward_reporter);
+    uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
+    cs_forward_reporter report = retarget_class != 0 && (uintptr_t)object_getClass(receiver) == retarget_class
+                                     ? CS_ATOMIC_LOAD(&g_retarget_reporter)
+                                     : CS_ATOMIC_LOAD(&g_forward_reporter);
     if (report) report(receiver, sel, caller);
 }
 
@@ -252,18 +280,43 @@ __asm__(".text\n"
 void cs_gnu_retarget_stub(void);
 void cs_gnu_retarget_sret_stub(void);
 
-/* The retarget stub for sending `sel` to `target`, from the target's own method types. */
-static IMP cs_gnu_retarget_stub_for(id target, SEL sel) {
+/* How the caller of an unrecognized message expects its result. */
+typedef enum {
+    CS_CALL_UNKNOWN = 0,   /* an untyped selector called directly: a struct buffer may be in rdi */
+    CS_CALL_OBJECT = 1,    /* a marked object call (performSelector:): result in rax, self in rdi */
+    CS_CALL_TYPED = 2,     /* the call-site types of a typed selector say it */
+} cs_call_convention;
+
+static cs_call_convention cs_gnu_convention(id receiver, SEL sel) {
+    if (cs_gnu_take_object_call_mark(receiver, sel)) return CS_CALL_OBJECT;
+    const char *types = sel_getTypeEncoding(sel);
+    return types != NULL && types[0] != 0 ? CS_CALL_TYPED : CS_CALL_UNKNOWN;
+}
+
+/* True when a result of this type is returned in memory (the caller passes the buffer in rdi). */
+static BOOL cs_gnu_returns_in_memory(const char *type) {
+    const char *ret = objc_skip_type_qualifiers(type);
+    return (ret[0] == '{' || ret[0] == '(') && objc_sizeof_type(ret) > 16;
+}
+
+/* The retarget stub for sending `sel` to `target`, from the target's own method types; NULL when
+ * the caller's known convention differs from the target method's (result in memory or not). */
+static IMP cs_gnu_retarget_stub_for(id target, SEL sel, cs_call_convention convention) {
     Method method = class_getInstanceMethod(object_getClass(target), sel);
     const char *types = method ? method_getTypeEncoding(method) : NULL;
     if (types == NULL) return NULL;
-    const char *ret = objc_skip_type_qualifiers(types);
-    if ((ret[0] == '{' || ret[0] == '(') && objc_sizeof_type(ret) > 16) return (IMP)cs_gnu_retarget_sret_stub;
-    return (IMP)cs_gnu_retarget_stub;
+    BOOL target_in_memory = cs_gnu_returns_in_memory(types);
+    if (convention == CS_CALL_OBJECT && target_in_memory) return NULL;
+    if (convention == CS_CALL_TYPED && cs_gnu_returns_in_memory(sel_getTypeEncoding(sel)) != target_in_memory)
+        return NULL;
+    /* CS_CALL_UNKNOWN: the method that answers defines the convention, as it would for a
+     * message that the receiver implemented. */
+    return target_in_memory ? (IMP)cs_gnu_retarget_sret_stub : (IMP)cs_gnu_retarget_stub;
 }
 
 /* A struct returned in memory: the caller passes the buffer in rdi, so self and _cmd move one
- * argument along. The size comes from the call-site types of the selector it was called with. */
+ * argument along. The size comes from the call-site types of the selector it was called with
+ * (only typed selectors get this stub). */
 static void *cs_gnu_sret_stub(void *result, id self, SEL sel) {
     const char *types = sel_getTypeEncoding(sel);
     int size = types ? objc_sizeof_type(objc_skip_type_qualifiers(types)) : 0;
@@ -287,14 +340,17 @@ static BOOL cs_aggregate_has_long_double(const char *type) {
     return NO;
 }
 
-/* The stub for a message sent with `sel`, from its call-site return type; NULL = not covered. */
-static IMP cs_gnu_stub_for(SEL sel) {
-    const char *types = sel_getTypeEncoding(sel);
-    if (types == NULL || types[0] == 0) return (IMP)cs_gnu_zero_stub; /* untyped: performSelector: */
-    const char *ret = objc_skip_type_qualifiers(types);
+/* The zero stub for a message sent with `sel` under `convention`; NULL = not covered, which
+ * includes every call whose convention is unknown: a zero stub guessing "result in registers"
+ * for a caller that passed a struct buffer would read the buffer as the receiver. */
+static IMP cs_gnu_stub_for(SEL sel, cs_call_convention convention) {
+    if (convention == CS_CALL_OBJECT) return (IMP)cs_gnu_zero_stub;
+    if (convention != CS_CALL_TYPED) return NULL;
+    const char *ret = objc_skip_type_qualifiers(sel_getTypeEncoding(sel));
     switch (ret[0]) {
     case 'D': return (IMP)cs_gnu_x87_stub;
     case 'j': return ret[1] == 'D' ? NULL : (IMP)cs_gnu_zero_stub;
+    case '!': return NULL; /* vectors: wider registers than the stub clears */
     case '{':
     case '(':
         if (objc_sizeof_type(ret) > 16) return (IMP)cs_gnu_sret_stub;
@@ -303,29 +359,48 @@ static IMP cs_gnu_stub_for(SEL sel) {
     }
 }
 #else
-static IMP cs_gnu_stub_for(SEL sel) {
+typedef int cs_call_convention;
+static cs_call_convention cs_gnu_convention(id receiver, SEL sel) {
+    (void)cs_gnu_take_object_call_mark(receiver, sel);
+    return 0;
+}
+static IMP cs_gnu_stub_for(SEL sel, cs_call_convention convention) {
     (void)sel;
+    (void)convention;
     return NULL; /* stubs exist for x86_64 only */
 }
-static IMP cs_gnu_retarget_stub_for(id target, SEL sel) {
+static IMP cs_gnu_retarget_stub_for(id target, SEL sel, cs_call_convention convention) {
     (void)target;
     (void)sel;
+    (void)convention;
     return NULL;
 }
 #endif
 
+/* The forward hook. Nothing here messages the receiver. */
 static IMP cs_gnu_forward2(id receiver, SEL sel) {
-    uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
-    if (retarget_class != 0 && receiver != nil && (uintptr_t)object_getClass(receiver) == retarget_class) {
-        cs_forward_target_fn target_for = CS_ATOMIC_LOAD(&g_retarget_target);
-        id target = target_for ? target_for(receiver, sel) : nil;
-        IMP stub = target ? cs_gnu_retarget_stub_for(target, sel) : NULL;
-        if (stub != NULL) return stub;
-    }
-    cs_forward_decider decide = CS_ATOMIC_LOAD(&g_forward_decider);
-    if (receiver != nil && decide != NULL && decide(receiver, sel) == CS_FORWARD_STUB) {
-        IMP stub = cs_gnu_stub_for(sel);
-        if (stub != NULL) return stub;
+    if (receiver != nil) {
+        cs_call_convention convention = cs_gnu_convention(receiver, sel);
+        uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
+        if (retarget_class != 0 && (uintptr_t)object_getClass(receiver) == retarget_class) {
+            /* The retarget client's decision is final for its class. */
+            IMP zero_stub = cs_gnu_stub_for(sel, convention);
+            cs_forward_retarget_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
+            cs_forward_decision decision = decide ? decide(receiver, sel, zero_stub != NULL) : CS_FORWARD_DECLINE;
+            IMP stub = NULL;
+            if (decision == CS_FORWARD_RETARGET) {
+                cs_forward_target_fn target_for = CS_ATOMIC_LOAD(&g_retarget_target);
+                id target = target_for ? target_for(receiver, sel) : nil;
+                stub = target ? cs_gnu_retarget_stub_for(target, sel, convention) : NULL;
+            } else if (decision == CS_FORWARD_STUB) {
+                stub = zero_stub;
+            }
+            if (stub != NULL) return stub;
+        } else {
+            IMP stub = cs_gnu_stub_for(sel, convention);
+            cs_forward_decider decide = CS_ATOMIC_LOAD(&g_forward_decider);
+            if (stub != NULL && decide != NULL && decide(receiver, sel) == CS_FORWARD_STUB) return stub;
+        }
     }
     cs_forward2_fn previous = g_previous_forward2;
     return previous ? previous(receiver, sel) : NULL;
@@ -364,12 +439,14 @@ void cs_backend_uninstall_forward_handler(void) {
     cs_gnu_unhook_forward2_if_unused();
 }
 
-const char *cs_backend_install_forward_retarget(Class cls, cs_forward_target_fn target, cs_forward_reporter report) {
+const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
+                                                cs_forward_target_fn target, cs_forward_reporter report) {
 #if !defined(__x86_64__)
     return "no retarget stubs for this architecture";
 #endif
     CS_ATOMIC_STORE(&g_retarget_reporter, report);
     CS_ATOMIC_STORE(&g_retarget_target, target);
+    CS_ATOMIC_STORE(&g_retarget_decider, decide);
     CS_ATOMIC_STORE(&g_retarget_class, (uintptr_t)cls);
     cs_gnu_hook_forward2();
     return NULL;

@@ -3,20 +3,32 @@
  * returns nil / 0 / 0.0 / a zeroed struct instead of throwing, and is recorded with `+` or `-`.
  *
  * Mechanism: not a method swizzle. The backend's forward handler (the runtime's forward hook on
- * GNUstep, chained to GNUstep's own) asks cs_selectors_decide() about every unrecognized message;
- * the stub it then returns reports through cs_selectors_report() with the real call site.
+ * GNUstep, chained to GNUstep's own) asks cs_selectors_decide() about every unrecognized message
+ * whose return convention it knows; the stub it then returns reports through
+ * cs_selectors_report() with the real call site. A message whose convention is unknown (an
+ * untyped selector called through a looked-up IMP) is never answered: the runtime throws as
+ * unguarded. NSObject's performSelector: family (instance and class side: GCC libobjc gives the
+ * root metaclass its own copies of NSObject's methods) is hooked only to tell the backend that
+ * its call expects an object in a register, so performSelector: with an unknown selector is
+ * answered.
  *
  * Scope, decided per receiver class and cached (the answer cannot change while the class keeps
  * its methods):
  * - left alone: receivers whose root class is not NSObject (NSProxy subclasses and other roots),
  *   and classes with their own forwarding: an implementation of forwardInvocation:,
  *   methodSignatureForSelector:, forwardingTargetForSelector: (instance or class side, as the
- *   message is), +resolveInstanceMethod: or +resolveClassMethod: other than NSObject's;
- * - guarded by default: classes from the app's own images (cs_backend_class_is_system);
+ *   message is), +resolveInstanceMethod: or +resolveClassMethod: other than NSObject's, found at
+ *   run time (inherited ones count);
+ * - guarded by default: classes from the app's own images (cs_backend_class_is_system), and
+ *   instance messages to the JSON value classes (every class at or below NSString, NSNumber,
+ *   NSArray or NSDictionary, mutable forms and private concrete classes included), the type
+ *   confusion a decoded JSON document causes (-length sent to an NSNumber);
+ * - NSNull: the nsnull guard decides (the backend never asks this guard about it);
  * - class filters (read on every message, never cached): a deny-listed class is left alone; when
  *   allow prefixes are set they replace the default scope (an allow-listed system class such as
- *   NSNumber is guarded, an unlisted app class is not).
- * respondsToSelector: keeps answering NO: no method is ever added.
+ *   NSDate is guarded, an unlisted app or JSON class is not).
+ * respondsToSelector:, methodSignatureForSelector:, instancesRespondToSelector: and
+ * forwardingTargetForSelector: keep their answers: no method is ever added.
  */
 #import "../Engine/CSEngine.h"
 #import "../Backend/CSBackend.h"
@@ -31,7 +43,20 @@ static const char *const kUnrecognizedReason = "unrecognized selector: nil/0 ret
 
 #pragma mark - Scope cache
 
-enum { CS_SCOPE_NONE = 0, CS_SCOPE_APP = 1, CS_SCOPE_SYSTEM = 2, CS_SCOPE_OWN_FORWARDING = 3 };
+enum { CS_SCOPE_NONE = 0, CS_SCOPE_APP = 1, CS_SCOPE_SYSTEM = 2, CS_SCOPE_OWN_FORWARDING = 3, CS_SCOPE_JSON = 4 };
+
+/* The public roots of the JSON value classes (their subclasses are found by walking a receiver's
+ * superclass chain, so no private class name is needed). Looked up at install. */
+#define CS_JSON_ROOT_COUNT 4
+static const char *const kJSONRoots[CS_JSON_ROOT_COUNT] = {"NSString", "NSNumber", "NSArray", "NSDictionary"};
+static CS_UNRETAINED Class g_json_roots[CS_JSON_ROOT_COUNT];
+
+static BOOL cs_is_json_value_class(Class plain) {
+    for (Class c = plain; c != Nil; c = class_getSuperclass(c))
+        for (int i = 0; i < CS_JSON_ROOT_COUNT; i++)
+            if (c == g_json_roots[i]) return YES;
+    return NO;
+}
 
 #define CS_SCOPE_CACHE_SIZE 1024u /* power of two */
 #define CS_SCOPE_PROBES 16u
@@ -72,7 +97,8 @@ static int cs_compute_scope(Class plain, Class dispatch_class, BOOL is_class) {
         SEL sel = cs_backend_selector(kResolvers[i]);
         if (cs_method_imp(meta, sel) != cs_method_imp(nsobject_meta, sel)) return CS_SCOPE_OWN_FORWARDING;
     }
-    return cs_backend_class_is_system(plain) ? CS_SCOPE_SYSTEM : CS_SCOPE_APP;
+    if (!cs_backend_class_is_system(plain)) return CS_SCOPE_APP;
+    return !is_class && cs_is_json_value_class(plain) ? CS_SCOPE_JSON : CS_SCOPE_SYSTEM;
 }
 
 static int cs_scope_for(Class plain, Class dispatch_class, BOOL is_class) {
@@ -129,9 +155,71 @@ static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
     cs_guard_record(G, receiver, sel, caller, kUnrecognizedReason, 0, 0, 0);
 }
 
+#pragma mark - performSelector: (a call whose convention is known)
+
+/* GNUstep's performSelector: looks the selector up and calls the IMP as `id (*)(id, SEL, ...)`:
+ * the mark tells the backend so, for exactly that lookup. The original is called unchanged. */
+static inline id cs_sel_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
+    (void)caller;
+    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
+    id result = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
+    cs_backend_object_call_end(previous);
+    return result;
+}
+CS_DEFINE_HOOK_1(cs_sel_perform0, id, SEL)
+
+static inline id cs_sel_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
+    (void)caller;
+    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
+    id result = ((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object);
+    cs_backend_object_call_end(previous);
+    return result;
+}
+CS_DEFINE_HOOK_2(cs_sel_perform1, id, SEL, id)
+
+static inline id cs_sel_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
+                                 id object2) {
+    (void)caller;
+    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
+    id result = ((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2);
+    cs_backend_object_call_end(previous);
+    return result;
+}
+CS_DEFINE_HOOK_3(cs_sel_perform2, id, SEL, id, id)
+
+/* The class side: the root metaclass's own copies of the same methods. */
+static inline id cs_sel_class_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
+    return cs_sel_perform0(original, self, _cmd, caller, sel);
+}
+CS_DEFINE_HOOK_1(cs_sel_class_perform0, id, SEL)
+static inline id cs_sel_class_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
+    return cs_sel_perform1(original, self, _cmd, caller, sel, object);
+}
+CS_DEFINE_HOOK_2(cs_sel_class_perform1, id, SEL, id)
+static inline id cs_sel_class_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
+                                       id object2) {
+    return cs_sel_perform2(original, self, _cmd, caller, sel, object1, object2);
+}
+CS_DEFINE_HOOK_3(cs_sel_class_perform2, id, SEL, id, id)
+
+/* Root-only: classes that override performSelector: (NSProxy, apps) keep theirs. */
+#define CS_SEL_ROOT_HOOK(selector_name, body, on_class_side)                                       \
+    {.root_class = "NSObject", .selector = selector_name, .class_side = on_class_side, .slots = &body##_slots, \
+     .root_only = YES}
+
+static const CSHookSpec kSelectorHooks[] = {
+    CS_SEL_ROOT_HOOK("performSelector:", cs_sel_perform0, NO),
+    CS_SEL_ROOT_HOOK("performSelector:withObject:", cs_sel_perform1, NO),
+    CS_SEL_ROOT_HOOK("performSelector:withObject:withObject:", cs_sel_perform2, NO),
+    CS_SEL_ROOT_HOOK("performSelector:", cs_sel_class_perform0, YES),
+    CS_SEL_ROOT_HOOK("performSelector:withObject:", cs_sel_class_perform1, YES),
+    CS_SEL_ROOT_HOOK("performSelector:withObject:withObject:", cs_sel_class_perform2, YES),
+};
+
 #pragma mark - Install
 
 static const char *cs_selectors_install(uint32_t *hooked) {
+    for (int i = 0; i < CS_JSON_ROOT_COUNT; i++) g_json_roots[i] = objc_lookUpClass(kJSONRoots[i]);
     const char *failure = cs_backend_install_forward_handler(cs_selectors_decide, cs_selectors_report);
     if (failure == NULL) *hooked += 1;
     return failure;
@@ -162,10 +250,11 @@ static const char *cs_selectors_canary(void) {
     CS_CANARY_MISUSE([object performSelector:missing] == nil, "-[NSObject unrecognized selector] not intercepted");
     CS_CANARY_MISUSE([[CSUnrecognizedSelectorCanary class] performSelector:missing] == nil,
                      "+[NSObject unrecognized selector] not intercepted");
-    CS_CANARY_LEGAL([object cs_knownValue] == 7 && ![object respondsToSelector:missing],
-                    "implemented selector or respondsToSelector: changed");
+    CS_CANARY_LEGAL([object cs_knownValue] == 7 && ![object respondsToSelector:missing] &&
+                        [object methodSignatureForSelector:missing] == nil,
+                    "implemented selector, respondsToSelector: or methodSignatureForSelector: changed");
     return NULL;
 }
 
-CS_GUARD_DEFINE_CUSTOM(CSGuardSelectors, selector, cs_selectors_install, cs_selectors_uninstall,
+CS_GUARD_DEFINE_HOOKED(CSGuardSelectors, selector, kSelectorHooks, cs_selectors_install, cs_selectors_uninstall,
                        cs_selectors_canary);

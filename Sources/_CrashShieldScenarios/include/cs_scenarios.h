@@ -167,6 +167,32 @@ int cs_msg_nsnull_answers_like_empty_values(void);
 /** Runs the selector, NSNull and KVC misuses on `threads` threads (at most 16), `iterations`
  *  each; returns how many iterations did not get the neutralised results. */
 uint32_t cs_msg_run_concurrently(uint32_t threads, uint32_t iterations);
+
+/** Calls a selector made with NSSelectorFromString (untyped: its return convention is unknown to
+ *  the runtime) through objc_msg_lookup, cast to the result type `kind` names, on an app object
+ *  (or NSNull). Returns 1 when the lookup threw NSInvalidArgumentException, 0 when the call
+ *  returned zero, 2 when it returned something else, -1 for another exception. */
+enum {
+    CS_MSG_UNTYPED_STRUCT32 = 0, /**< a 32-byte struct, returned in memory */
+    CS_MSG_UNTYPED_DOUBLE = 1,
+    CS_MSG_UNTYPED_LONG_DOUBLE = 2,
+    CS_MSG_UNTYPED_FLOAT = 3,
+    CS_MSG_UNTYPED_SMALL_STRUCT = 4, /**< NSRange, in rax:rdx */
+    CS_MSG_UNTYPED_VARIADIC = 5,
+    CS_MSG_UNTYPED_NSNULL_STRUCT32 = 6, /**< the 32-byte struct, sent to NSNull */
+};
+int cs_msg_untyped_call(int kind);
+/** Sends an app NSProxy (which forwards everything to an NSString) a message the string does
+ *  not implement: 1 = answered nil, 0 = other value, -1 = threw. */
+int cs_msg_proxy_relays_unknown_to_json(void);
+/** The runtime class name of the JSON values the type-confusion scenarios use: 0 NSNumber,
+ *  1 NSArray, 2 NSMutableDictionary, 3 NSMutableString. */
+const char *cs_msg_json_class_name(int which);
+/** Sends -cs_missingInt to an instance of an NSString subclass made at run time whose own
+ *  methodSignatureForSelector:/forwardInvocation: answer 42: returns the answer, -1 if it threw. */
+int cs_msg_runtime_json_subclass_forwards(void);
+/** Sends -length to an NSDate (a system class outside the JSON classes): as above. */
+int cs_msg_system_date_unrecognized(void);
 /* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
 
 /** True on the process's main thread (the kernel's answer, not GNUstep's first NSThread), or in
