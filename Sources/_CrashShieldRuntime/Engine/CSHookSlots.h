@@ -16,9 +16,9 @@
 
 #import "../Backend/CSObjC.h"
 
-/* Slots per hooked selector: enough for every system owner (GNUstep: at most 13 for one selector;
- * Apple's clusters have more) plus opted-in app classes. Owners beyond it are skipped, reported,
- * and never make the guard fail. */
+/* Slots per hooked selector: enough for every system owner (GNUstep: at most 10, for
+ * -characterAtIndex:; Apple's clusters have more) plus opted-in app classes. Owners beyond it are
+ * skipped and reported, and never make the guard fail. */
 #define CS_SLOT_COUNT 32
 
 typedef struct {
