@@ -4,6 +4,8 @@
  */
 #import "CSScenarioSupport.h"
 #include "cs_scope_support.h"
+#import "../_CrashShieldRuntime/Engine/CSEngine.h"
+#import "../_CrashShieldRuntime/Backend/CSBackend.h"
 #include <stdio.h>
 #include <string.h>
 
@@ -211,4 +213,77 @@ size_t cs_scope_make_filler_classes(size_t count) {
         objc_registerClassPair(cls);
     }
     return made;
+}
+
+size_t cs_scope_class_list_copies_during_start(void) {
+    cs_guards_uninstall_for_testing();
+    size_t before = cs_backend_class_list_copies();
+    cs_guards_start(NULL);
+    return cs_backend_class_list_copies() - before;
+}
+
+typedef struct {
+    size_t *query_of_pair;
+    Class *owner_of_pair;
+    size_t count;
+    size_t capacity;
+} cs_scope_pairs;
+
+static void cs_scope_collect_pair(void *context, size_t query, Class owner, IMP implementation) {
+    (void)implementation;
+    cs_scope_pairs *pairs = context;
+    if (pairs->count == pairs->capacity) return;
+    pairs->query_of_pair[pairs->count] = query;
+    pairs->owner_of_pair[pairs->count] = owner;
+    pairs->count++;
+}
+
+size_t cs_scope_batch_discovery_pairs(void) {
+    enum { kMaxQueries = 512, kMaxPairs = 8192 };
+    static cs_owner_query queries[kMaxQueries];
+    static size_t query_of_pair[kMaxPairs];
+    static Class owner_of_pair[kMaxPairs];
+    size_t query_count = 0;
+    for (size_t g = 0; g < CSGuardRegistryCount; g++) {
+        for (size_t h = 0; h < CSGuardRegistry[g]->hook_count && query_count < kMaxQueries; h++) {
+            const CSHookSpec *spec = &CSGuardRegistry[g]->hooks[h];
+            Class root = objc_lookUpClass(spec->root_class);
+            if (root != Nil) queries[query_count++] = (cs_owner_query){root, sel_registerName(spec->selector), spec->class_side};
+        }
+    }
+    cs_scope_pairs pairs = {query_of_pair, owner_of_pair, 0, kMaxPairs};
+    cs_backend_visit_owners(queries, query_count, cs_scope_collect_pair, &pairs);
+    size_t single_total = 0;
+    for (size_t q = 0; q < query_count; q++) {
+        Class owners[256];
+        size_t found = cs_backend_find_owners(queries[q].root, queries[q].sel, queries[q].class_side, owners, 256);
+        single_total += found;
+        for (size_t i = 0; i < found && i < 256; i++) {
+            BOOL in_batch = NO;
+            for (size_t p = 0; p < pairs.count && !in_batch; p++)
+                in_batch = pairs.query_of_pair[p] == q && pairs.owner_of_pair[p] == owners[i];
+            if (!in_batch) return SIZE_MAX;
+        }
+    }
+    return single_total == pairs.count ? pairs.count : SIZE_MAX;
+}
+
+unsigned cs_scope_system_implementation_bits(void) {
+    unsigned bits = 0;
+    @autoreleasepool {
+        Class root = [NSObject class];
+        if (cs_backend_implementation_is_system(cs_backend_own_implementation(root, @selector(description)))) bits |= 1;
+        Class array_class = object_getClass([NSArray arrayWithObjects:@"a", @"b", nil]);
+        IMP array_imp = NULL;
+        for (Class c = array_class; c != Nil && array_imp == NULL; c = class_getSuperclass(c))
+            array_imp = cs_backend_own_implementation(c, @selector(objectAtIndex:));
+        if (array_imp && cs_backend_implementation_is_system(array_imp)) bits |= 2;
+        if (cs_backend_implementation_is_system((IMP)objc_msg_lookup)) bits |= 4;
+        IMP app = cs_backend_own_implementation([CSScopePaddedString class], @selector(characterAtIndex:));
+        if (app && cs_backend_implementation_is_system(app)) bits |= 8;
+        cs_scope_make_extra_string_classes(1);
+        IMP added = cs_backend_own_implementation(objc_lookUpClass("CSScopeExtraString0"), @selector(characterAtIndex:));
+        if (added && cs_backend_implementation_is_system(added)) bits |= 16;
+    }
+    return bits;
 }

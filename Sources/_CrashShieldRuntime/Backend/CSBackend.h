@@ -51,6 +51,10 @@ typedef void (*cs_owner_visitor)(void *context, size_t query, Class owner, IMP i
  */
 void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context);
 
+/** How many times the class list has been copied for owner discovery in this process (tests:
+ *  a start copies it once, whatever the number of hooked selectors). */
+size_t cs_backend_class_list_copies(void);
+
 /**
  * True when `implementation` lies in one of the system's images, decided by address, never by
  * class name. GNUstep: the images holding GNUstep Base (NSObject), libobjc and, when loaded,

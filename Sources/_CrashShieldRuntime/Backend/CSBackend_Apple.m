@@ -136,9 +136,16 @@ void cs_backend_replace_implementations(cs_replacement *items, size_t count) {
         items[i].previous = cs_backend_replace_implementation(items[i].owner, items[i].sel, items[i].replacement);
 }
 
+static size_t g_class_list_copies; /* CS_ATOMIC_* */
+
+size_t cs_backend_class_list_copies(void) {
+    return CS_ATOMIC_LOAD(&g_class_list_copies);
+}
+
 /* objc_copyClassList realizes every class; it runs once per start, for all queries together. */
 void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
     if (count == 0) return;
+    CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
     unsigned int total = 0;
     Class *classes = objc_copyClassList(&total);
     for (unsigned int i = 0; i < total; i++) {

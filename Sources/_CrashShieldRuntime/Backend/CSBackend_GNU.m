@@ -511,6 +511,12 @@ static void cs_visit_side(Class target, BOOL class_side, const cs_owner_query *q
     free(methods);
 }
 
+static size_t g_class_list_copies; /* CS_ATOMIC_* */
+
+size_t cs_backend_class_list_copies(void) {
+    return CS_ATOMIC_LOAD(&g_class_list_copies);
+}
+
 void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
     if (count == 0) return;
     Class roots[CS_MAX_QUERY_ROOTS];
@@ -530,6 +536,7 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
         }
         root_of[q] = r;
     }
+    CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
     int total = objc_getClassList(NULL, 0);
     Class *classes = total > 0 ? calloc((size_t)total + 16, sizeof(Class)) : NULL;
     if (classes) total = objc_getClassList(classes, total + 16);

@@ -38,6 +38,21 @@ int cs_scope_extra_string_character(size_t index);
  *  cost can be measured against the number of classes. Returns how many exist now. */
 size_t cs_scope_make_filler_classes(size_t count);
 
+/** Uninstalls the guards, starts them (config NULL) and returns how many times the start copied
+ *  the class list for owner discovery. Leaves the guards started. */
+size_t cs_scope_class_list_copies_during_start(void);
+
+/** Asks the backend about every hook spec of the registry at once (one walk) and one spec at a
+ *  time; returns the number of (spec, owner) pairs found by the batch, or SIZE_MAX when the two
+ *  answers differ in any pair. */
+size_t cs_scope_batch_discovery_pairs(void);
+
+/** Which implementations the backend counts as the system's, as bits: 1 -[NSObject description],
+ *  2 a GNUstep array's own -objectAtIndex:, 4 objc_msg_lookup (the runtime), 8 the app class
+ *  CSScopePaddedString's -characterAtIndex:, 16 an implementation added at run time to
+ *  CSScopeExtraString0 from this image. Expected: 1|2|4. */
+unsigned cs_scope_system_implementation_bits(void);
+
 #ifdef __cplusplus
 }
 #endif
