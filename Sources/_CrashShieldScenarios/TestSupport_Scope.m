@@ -22,8 +22,8 @@
     return self;
 }
 - (void)dealloc {
-    [_items release];
-    [super dealloc];
+    CS_RELEASE(_items);
+    CS_SUPER_DEALLOC();
 }
 - (NSUInteger)count {
     return [_items count];
@@ -48,8 +48,8 @@
     return self;
 }
 - (void)dealloc {
-    [_base release];
-    [super dealloc];
+    CS_RELEASE(_base);
+    CS_SUPER_DEALLOC();
 }
 - (NSUInteger)length {
     return [_base length];
@@ -76,8 +76,8 @@
     return [self init];
 }
 - (void)dealloc {
-    [_items release];
-    [super dealloc];
+    CS_RELEASE(_items);
+    CS_SUPER_DEALLOC();
 }
 - (NSUInteger)count {
     return [_items count];
@@ -129,13 +129,13 @@ char *cs_scope_app_subclass_calls(void) {
         @try {
             NSMutableString *out = [NSMutableString string];
             id items[3] = {@"a", @"b", @"c"};
-            CSScopeWrappingArray *wrapping = [[[CSScopeWrappingArray alloc] initWithObjects:items count:3] autorelease];
+            CSScopeWrappingArray *wrapping = CS_AUTORELEASE([[CSScopeWrappingArray alloc] initWithObjects:items count:3]);
             [out appendFormat:@"wrap[5]=%@ wrap[3]=%@;", [wrapping objectAtIndex:cs_opaque_index(5)],
                               [wrapping objectAtIndex:cs_opaque_index(3)]];
-            CSScopePaddedString *padded = [[[CSScopePaddedString alloc] initWithBase:@"abc"] autorelease];
+            CSScopePaddedString *padded = CS_AUTORELEASE([[CSScopePaddedString alloc] initWithBase:@"abc"]);
             [out appendFormat:@"pad[1]=%d pad[10]=%d;", (int)[padded characterAtIndex:cs_opaque_index(1)],
                               (int)[padded characterAtIndex:cs_opaque_index(10)]];
-            CSScopeNullStoringArray *nulls = [[[CSScopeNullStoringArray alloc] init] autorelease];
+            CSScopeNullStoringArray *nulls = CS_AUTORELEASE([[CSScopeNullStoringArray alloc] init]);
             [nulls addObject:@"x"];
             [nulls addObject:cs_opaque(nil)];
             [out appendFormat:@"nulls=%lu last-is-null=%d", (unsigned long)[nulls count],
@@ -152,12 +152,12 @@ char *cs_scope_seven_string_calls(void) {
     char *result = NULL;
     @autoreleasepool {
         @try {
-            Class classes[7] = {[CSScopeString1 class], [CSScopeString2 class], [CSScopeString3 class],
+            CS_UNRETAINED Class classes[7] = {[CSScopeString1 class], [CSScopeString2 class], [CSScopeString3 class],
                                 [CSScopeString4 class], [CSScopeString5 class], [CSScopeString6 class],
                                 [CSScopeString7 class]};
             NSMutableString *out = [NSMutableString string];
             for (int i = 0; i < 7; i++) {
-                NSString *string = [[[classes[i] alloc] initWithBase:@"abc"] autorelease];
+                NSString *string = CS_AUTORELEASE([[classes[i] alloc] initWithBase:@"abc"]);
                 [out appendFormat:@"%d,", (int)[string characterAtIndex:cs_opaque_index(10)]];
             }
             result = cs_scope_copy(out);
@@ -196,7 +196,7 @@ int cs_scope_extra_string_character(size_t index) {
     if (cls == Nil) return -1;
     int result;
     @autoreleasepool {
-        NSString *string = [[[cls alloc] initWithBase:@"abc"] autorelease];
+        NSString *string = CS_AUTORELEASE([[cls alloc] initWithBase:@"abc"]);
         result = (int)[string characterAtIndex:cs_opaque_index(10)];
     }
     return result;
@@ -224,7 +224,7 @@ size_t cs_scope_class_list_copies_during_start(void) {
 
 typedef struct {
     size_t *query_of_pair;
-    Class *owner_of_pair;
+    CS_UNRETAINED Class *owner_of_pair;
     size_t count;
     size_t capacity;
 } cs_scope_pairs;
@@ -242,7 +242,7 @@ size_t cs_scope_batch_discovery_pairs(void) {
     enum { kMaxQueries = 512, kMaxPairs = 8192 };
     static cs_owner_query queries[kMaxQueries];
     static size_t query_of_pair[kMaxPairs];
-    static Class owner_of_pair[kMaxPairs];
+    static CS_UNRETAINED Class owner_of_pair[kMaxPairs];
     size_t query_count = 0;
     for (size_t g = 0; g < CSGuardRegistryCount; g++) {
         for (size_t h = 0; h < CSGuardRegistry[g]->hook_count && query_count < kMaxQueries; h++) {
@@ -255,7 +255,7 @@ size_t cs_scope_batch_discovery_pairs(void) {
     cs_backend_visit_owners(queries, query_count, cs_scope_collect_pair, &pairs);
     size_t single_total = 0;
     for (size_t q = 0; q < query_count; q++) {
-        Class owners[256];
+        CS_UNRETAINED Class owners[256];
         size_t found = cs_backend_find_owners(queries[q].root, queries[q].sel, queries[q].class_side, owners, 256);
         single_total += found;
         for (size_t i = 0; i < found && i < 256; i++) {

@@ -147,7 +147,7 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
     if (count == 0) return;
     CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
     unsigned int total = 0;
-    Class *classes = objc_copyClassList(&total);
+    CS_UNRETAINED Class *classes = objc_copyClassList(&total);
     for (unsigned int i = 0; i < total; i++) {
         Class cls = classes[i];
         for (int side = 0; side < 2; side++) {
@@ -177,7 +177,7 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
 }
 
 typedef struct {
-    Class *out;
+    CS_UNRETAINED Class *out;
     size_t capacity;
     size_t found;
 } cs_owner_collector;

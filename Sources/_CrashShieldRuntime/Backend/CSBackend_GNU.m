@@ -28,7 +28,7 @@ static cs_dtable_update_fn cs_dispatch_update_function(void);
 /* Deferred rebuilds (cs_backend_defer_dispatch_refresh): the classes whose tables are due. Only
  * touched under the engine lock, by the one thread that runs start. */
 static BOOL g_refresh_deferred;
-static Class *g_refresh_pending;
+static CS_UNRETAINED Class *g_refresh_pending;
 static size_t g_refresh_pending_count, g_refresh_pending_capacity;
 
 static BOOL cs_class_is_below(Class cls, Class ancestor) {
@@ -39,13 +39,13 @@ static BOOL cs_class_is_below(Class cls, Class ancestor) {
 
 /* Rebuilds each class of `classes` once, skipping repeats and classes below another one of them
  * (a rebuild covers every subclass). */
-static void cs_refresh_each_once(const Class *classes, size_t count);
+static void cs_refresh_each_once(CS_UNRETAINED const Class *classes, size_t count);
 
 static void cs_refresh_dispatch_tables(Class owner) {
     if (g_refresh_deferred) {
         if (g_refresh_pending_count == g_refresh_pending_capacity) {
             size_t capacity = g_refresh_pending_capacity ? 2 * g_refresh_pending_capacity : 64;
-            Class *grown = realloc(g_refresh_pending, capacity * sizeof(Class));
+            CS_UNRETAINED Class *grown = (CS_UNRETAINED Class *)realloc(g_refresh_pending, capacity * sizeof(Class));
             if (grown != NULL) {
                 g_refresh_pending = grown;
                 g_refresh_pending_capacity = capacity;
@@ -128,7 +128,7 @@ IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
     return item.previous;
 }
 
-static void cs_refresh_each_once(const Class *classes, size_t count) {
+static void cs_refresh_each_once(CS_UNRETAINED const Class *classes, size_t count) {
     for (size_t i = 0; i < count; i++) {
         BOOL covered = NO;
         for (size_t j = 0; j < count && !covered; j++)
@@ -148,8 +148,8 @@ void cs_backend_defer_dispatch_refresh(BOOL defer) {
 
 void cs_backend_replace_implementations(cs_replacement *items, size_t count) {
     BOOL can_refresh = cs_dispatch_update_function() != NULL;
-    Class stack_changed[64];
-    Class *changed = count <= 64 ? stack_changed : calloc(count, sizeof(Class));
+    CS_UNRETAINED Class stack_changed[64];
+    CS_UNRETAINED Class *changed = count <= 64 ? stack_changed : (CS_UNRETAINED Class *)calloc(count, sizeof(Class));
     size_t changed_count = 0;
     for (size_t i = 0; i < count; i++) {
         Method method = cs_own_method(items[i].owner, items[i].sel);
@@ -473,7 +473,7 @@ void cs_backend_uninstall_forward_retarget(void) {
 #define CS_MAX_QUERY_ROOTS 64
 
 typedef struct {
-    Class *out;
+    CS_UNRETAINED Class *out;
     size_t capacity;
     size_t found;
 } cs_owner_collector;
@@ -519,7 +519,7 @@ size_t cs_backend_class_list_copies(void) {
 
 void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
     if (count == 0) return;
-    Class roots[CS_MAX_QUERY_ROOTS];
+    CS_UNRETAINED Class roots[CS_MAX_QUERY_ROOTS];
     size_t root_count = 0;
     size_t *root_of = calloc(count, sizeof(size_t));
     for (size_t q = 0; q < count; q++) {
@@ -538,7 +538,7 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
     }
     CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
     int total = objc_getClassList(NULL, 0);
-    Class *classes = total > 0 ? calloc((size_t)total + 16, sizeof(Class)) : NULL;
+    CS_UNRETAINED Class *classes = total > 0 ? (CS_UNRETAINED Class *)calloc((size_t)total + 16, sizeof(Class)) : NULL;
     if (classes) total = objc_getClassList(classes, total + 16);
     for (int i = 0; classes && i < total; i++) {
         Class cls = classes[i];
@@ -602,10 +602,10 @@ static int cs_collect_system_image(struct dl_phdr_info *info, size_t size, void 
 
 static void cs_find_system_images(void) {
     cs_system_anchors anchors = {{0}, 0};
-    anchors.anchors[anchors.anchor_count++] = (uintptr_t)objc_lookUpClass("NSObject"); /* GNUstep Base */
+    anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(objc_lookUpClass("NSObject")); /* GNUstep Base */
     anchors.anchors[anchors.anchor_count++] = (uintptr_t)&objc_msg_lookup;            /* libobjc */
     Class gui = objc_lookUpClass("NSApplication");                                      /* GNUstep GUI */
-    if (gui != Nil) anchors.anchors[anchors.anchor_count++] = (uintptr_t)gui;
+    if (gui != Nil) anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(gui);
     dl_iterate_phdr(cs_collect_system_image, &anchors);
 }
 
