@@ -116,7 +116,7 @@ static void cs_found_owner_append(void *context, size_t query, Class owner, IMP 
     discovery->owners[discovery->count++] = (cs_found_owner){query, owner, implementation};
 }
 
-/* The query that asks for `spec`'s owners, or NULL when the root does not exist. */
+/* Fills the query that asks for `spec`'s owners; NO when its root class does not exist. */
 static BOOL cs_spec_query(const CSHookSpec *spec, cs_owner_query *query) {
     Class root = objc_lookUpClass(spec->root_class);
     if (root == Nil) return NO;
