@@ -82,8 +82,9 @@ void cs_backend_replace_implementations(cs_replacement *items, size_t count);
  * With YES, the dispatch-table rebuilds that cs_backend_replace_implementation(s) and
  * cs_backend_override_method() owe are collected instead of done; NO does them, each class once
  * (a rebuild covers the subclasses, so one rebuild of NSObject serves every hook below it).
- * Meanwhile a message may still reach a replaced implementation's predecessor. For the engine's
- * start, under its lock, while every policy is off. No-op on Apple.
+ * Meanwhile a message may still reach a replaced implementation's predecessor. Applies to the
+ * calling thread only. For the engine's start, under its lock, while every policy is off. No-op
+ * on Apple.
  */
 void cs_backend_defer_dispatch_refresh(BOOL defer);
 

@@ -25,11 +25,12 @@ static void cs_dummy_imp(id self, SEL _cmd) {
 
 static cs_dtable_update_fn cs_dispatch_update_function(void);
 
-/* Deferred rebuilds (cs_backend_defer_dispatch_refresh): the classes whose tables are due. Only
- * touched under the engine lock, by the one thread that runs start. */
-static BOOL g_refresh_deferred;
-static CS_UNRETAINED Class *g_refresh_pending;
-static size_t g_refresh_pending_count, g_refresh_pending_capacity;
+/* Deferred rebuilds (cs_backend_defer_dispatch_refresh): the classes whose tables are due.
+ * Per thread: only the thread that runs start defers; a replacement made meanwhile on another
+ * thread (e.g. a main-thread guard configuration) is rebuilt at once, as always. */
+static __thread BOOL g_refresh_deferred;
+static __thread CS_UNRETAINED Class *g_refresh_pending;
+static __thread size_t g_refresh_pending_count, g_refresh_pending_capacity;
 
 static BOOL cs_class_is_below(Class cls, Class ancestor) {
     for (Class c = class_getSuperclass(cls); c != Nil; c = class_getSuperclass(c))
