@@ -30,14 +30,20 @@ public enum CrashShield {
             var entries = zip(namePointers, policies).map { cs_guard_policy_entry(guard_name: $0, policy: $1.raw) }
             return withCStrings(options.allowedClassPrefixes) { allow in
                 withCStrings(options.deniedClassPrefixes) { deny in
-                    entries.withUnsafeMutableBufferPointer { entryBuffer in
-                        allow.withUnsafeBufferPointer { allowBuffer in
-                            deny.withUnsafeBufferPointer { denyBuffer in
-                                var config = cs_guards_config(
-                                    policies: entryBuffer.baseAddress, policy_count: entryBuffer.count,
-                                    allow_class_prefixes: allowBuffer.baseAddress, allow_count: allowBuffer.count,
-                                    deny_class_prefixes: denyBuffer.baseAddress, deny_count: denyBuffer.count)
-                                return cs_guards_start(&config)
+                    withCStrings(options.guardedAppClassPrefixes) { hooked in
+                        entries.withUnsafeMutableBufferPointer { entryBuffer in
+                            allow.withUnsafeBufferPointer { allowBuffer in
+                                deny.withUnsafeBufferPointer { denyBuffer in
+                                    hooked.withUnsafeBufferPointer { hookedBuffer in
+                                        var config = cs_guards_config(
+                                            policies: entryBuffer.baseAddress, policy_count: entryBuffer.count,
+                                            allow_class_prefixes: allowBuffer.baseAddress, allow_count: allowBuffer.count,
+                                            deny_class_prefixes: denyBuffer.baseAddress, deny_count: denyBuffer.count,
+                                            hooked_app_class_prefixes: hookedBuffer.baseAddress,
+                                            hooked_app_class_count: hookedBuffer.count)
+                                        return cs_guards_start(&config)
+                                    }
+                                }
                             }
                         }
                     }
@@ -63,13 +69,20 @@ public enum CrashShield {
             case CS_GUARD_INSTALL_FAILED: state = .installFailed(reason: detail)
             default: state = .notInstalled
             }
+            let skipped = (0..<Int(raw.skipped_hooks)).compactMap { position -> String? in
+                var hook = cs_guard_skipped_hook()
+                guard cs_guard_skipped_hook_at(index, position, &hook) else { return nil }
+                return "\(hook.class_method ? "+" : "-")[\(String(cString: hook.class_name)) \(String(cString: hook.selector))]"
+            }
             return GuardStatus(
                 id: GuardID(rawValue: String(cString: raw.name)), state: state, policy: GuardPolicy(raw.policy),
-                hookedMethods: Int(raw.hooked_methods))
+                hookedMethods: Int(raw.hooked_methods), skippedHooks: skipped)
         }
         for (id, cell) in swiftGuards {
             result.append(
-                GuardStatus(id: id, state: .active, policy: GuardPolicy(cs_swift_guard_policy(cell)), hookedMethods: 0))
+                GuardStatus(
+                    id: id, state: .active, policy: GuardPolicy(cs_swift_guard_policy(cell)), hookedMethods: 0,
+                    skippedHooks: []))
         }
         return result
     }

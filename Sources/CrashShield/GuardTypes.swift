@@ -60,6 +60,9 @@ public struct GuardStatus: Sendable, Hashable {
     public let policy: GuardPolicy
     /// Method implementations replaced: one per (owning class, selector).
     public let hookedMethods: Int
+    /// In-scope implementations left unhooked because one selector had more owners than the
+    /// engine's hook slots, as `-[Class selector]`; the guard stays active for every other owner.
+    public let skippedHooks: [String]
 }
 
 /// Errors thrown by the CrashShield API.

@@ -15,6 +15,15 @@ public struct CrashShieldOptions: Sendable {
     /// incident). Checked against the receiver's class and its superclasses. Default: empty.
     public var deniedClassPrefixes: [String] = []
 
+    /// Prefixes of your own (or third-party) class names whose own implementations of guarded
+    /// selectors are guarded too. By default the hooks go only on implementations that live in
+    /// the system's images (GNUstep Base and libobjc; Foundation, CoreFoundation and the other
+    /// system images on Apple): an app subclass of `NSArray`, `NSString`... that implements
+    /// `-objectAtIndex:`, `-characterAtIndex:`... itself keeps its own contract and is left alone.
+    /// Listing its prefix here opts it in. Matched against the class that defines the method.
+    /// Default: empty.
+    public var guardedAppClassPrefixes: [String] = []
+
     /// Sinks that receive every delivered incident, in order, on the delivery thread.
     /// Default: empty (incidents are still counted and available through `CrashShield.incidents`).
     public var sinks: [any IncidentSink] = []

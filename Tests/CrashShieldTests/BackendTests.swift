@@ -45,3 +45,18 @@ extension RuntimeTests {
         }
     }
 }
+
+extension RuntimeTests.Backend {
+    /// One walk answering every hook spec finds exactly what one walk per spec finds.
+    @Test func batchDiscoveryMatchesOneQueryAtATime() {
+        let pairs = cs_scope_batch_discovery_pairs()
+        #expect(pairs != Int.max)
+        #expect(pairs > 100)
+    }
+
+    /// "System" is decided by where the implementation lives: GNUstep's and the runtime's yes,
+    /// an app class's (compiled or added at run time) no.
+    @Test func systemImplementationsAreFoundByAddress() {
+        #expect(cs_scope_system_implementation_bits() == 1 | 2 | 4)
+    }
+}

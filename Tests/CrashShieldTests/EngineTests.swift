@@ -65,6 +65,15 @@ extension RuntimeTests {
             #expect(CrashShield.status.first { $0.id == .string }?.state == .active)
         }
 
+        /// Owner discovery walks the class list once per start for every guard's selectors (it
+        /// walked it once per hooked selector: 80+ copies of the list).
+        @Test func startCopiesTheClassListOnce() throws {
+            CrashShield._resetForTesting()
+            defer { CrashShield._resetForTesting() }
+            #expect(cs_scope_class_list_copies_during_start() == 1)
+            #expect(CrashShield.status.filter { $0.state == .active }.count == CrashShield.status.count)
+        }
+
         @Test func startTwiceThrowsAlreadyStarted() throws {
             try withGuards {
                 #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start() }

@@ -31,6 +31,63 @@ IMP cs_backend_own_implementation(Class owner, SEL sel);
  */
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity);
 
+/** One question for cs_backend_visit_owners(): which classes at or below `root` define `sel`
+ *  themselves (with `class_side`, which metaclasses define the class method). */
+typedef struct {
+    Class root;
+    SEL sel;
+    BOOL class_side;
+} cs_owner_query;
+
+/** Called once per (query, owner): `owner` is the class or metaclass, `implementation` its own
+ *  IMP for the query's selector. Must not change the class list or any method list. */
+typedef void (*cs_owner_visitor)(void *context, size_t query, Class owner, IMP implementation);
+
+/**
+ * Answers every query with one walk over the class list (copied once), reading each class's own
+ * method list at most once per side, and only for classes below some query's root. Owners are
+ * visited in class-list order. Cost: one pass over the classes plus the method lists of the
+ * classes under the roots, whatever the number of queries.
+ */
+void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context);
+
+/** How many times the class list has been copied for owner discovery in this process (tests:
+ *  a start copies it once, whatever the number of hooked selectors). */
+size_t cs_backend_class_list_copies(void);
+
+/**
+ * True when `implementation` lies in one of the system's images, decided by address, never by
+ * class name. GNUstep: the images holding GNUstep Base (NSObject), libobjc and, when loaded,
+ * GNUstep GUI (NSApplication). Apple (NOT VERIFIED): Foundation, CoreFoundation, libobjc and
+ * every other image under the system's (or the simulator runtime's) /System and /usr/lib.
+ */
+BOOL cs_backend_implementation_is_system(IMP implementation);
+
+/** One in-place replacement for cs_backend_replace_implementations(). */
+typedef struct {
+    CS_UNRETAINED Class owner;
+    SEL sel;
+    IMP replacement;
+    IMP previous; /**< out: what the owner had (NULL: it does not define `sel`, nothing changed) */
+} cs_replacement;
+
+/**
+ * cs_backend_replace_implementation() for many methods at once: every implementation is replaced
+ * first, then each affected class's dispatch tables (with its subclasses') are rebuilt once. A
+ * call racing with the batch reaches either the old or the new IMP of each method.
+ */
+void cs_backend_replace_implementations(cs_replacement *items, size_t count);
+
+/**
+ * With YES, the dispatch-table rebuilds that cs_backend_replace_implementation(s) and
+ * cs_backend_override_method() owe are collected instead of done; NO does them, each class once
+ * (a rebuild covers the subclasses, so one rebuild of NSObject serves every hook below it).
+ * Meanwhile a message may still reach a replaced implementation's predecessor. Applies to the
+ * calling thread only. For the engine's start, under its lock, while every policy is off. No-op
+ * on Apple.
+ */
+void cs_backend_defer_dispatch_refresh(BOOL defer);
+
 /** True when `cls` (a class or metaclass) defines `sel` itself, not only by inheritance. */
 BOOL cs_backend_class_defines(Class cls, SEL sel);
 

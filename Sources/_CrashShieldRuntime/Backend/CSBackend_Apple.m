@@ -175,21 +175,110 @@ void cs_backend_uninstall_forward_retarget(void) {
     CS_ATOMIC_STORE(&g_retarget_decider, (cs_forward_retarget_decider)NULL);
 }
 
-size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
+void cs_backend_defer_dispatch_refresh(BOOL defer) {
+    (void)defer; /* method_setImplementation() flushes the caches itself */
+}
+
+void cs_backend_replace_implementations(cs_replacement *items, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        items[i].previous = cs_backend_replace_implementation(items[i].owner, items[i].sel, items[i].replacement);
+}
+
+static size_t g_class_list_copies; /* CS_ATOMIC_* */
+
+size_t cs_backend_class_list_copies(void) {
+    return CS_ATOMIC_LOAD(&g_class_list_copies);
+}
+
+/* objc_copyClassList realizes every class; it runs once per start, for all queries together. */
+void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
+    if (count == 0) return;
+    CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
     unsigned int total = 0;
-    Class *classes = objc_copyClassList(&total);
-    size_t found = 0;
+    CS_UNRETAINED Class *classes = objc_copyClassList(&total);
     for (unsigned int i = 0; i < total; i++) {
         Class cls = classes[i];
-        BOOL kind = NO;
-        for (Class c = cls; c != Nil && !kind; c = class_getSuperclass(c)) kind = (c == root);
-        if (!kind) continue;
-        Class target = class_side ? object_getClass((id)cls) : cls;
-        if (cs_own_method(target, sel) == NULL) continue;
-        if (found < capacity) out[found] = target;
-        found++;
+        for (int side = 0; side < 2; side++) {
+            BOOL class_side = side == 1;
+            BOOL wanted = NO;
+            for (size_t q = 0; q < count && !wanted; q++) {
+                if (queries[q].class_side != class_side) continue;
+                for (Class c = cls; c != Nil && !wanted; c = class_getSuperclass(c)) wanted = (c == queries[q].root);
+            }
+            if (!wanted) continue;
+            Class target = class_side ? object_getClass((id)cls) : cls;
+            unsigned int method_count = 0;
+            Method *methods = class_copyMethodList(target, &method_count);
+            for (unsigned int m = 0; m < method_count; m++) {
+                SEL name = method_getName(methods[m]);
+                for (size_t q = 0; q < count; q++) {
+                    if (queries[q].class_side != class_side || queries[q].sel != name) continue;
+                    BOOL below = NO;
+                    for (Class c = cls; c != Nil && !below; c = class_getSuperclass(c)) below = (c == queries[q].root);
+                    if (below) visit(context, q, target, method_getImplementation(methods[m]));
+                }
+            }
+            free(methods);
+        }
     }
     free(classes);
-    return found;
+}
+
+typedef struct {
+    CS_UNRETAINED Class *out;
+    size_t capacity;
+    size_t found;
+} cs_owner_collector;
+
+static void cs_collect_owner(void *context, size_t query, Class owner, IMP implementation) {
+    (void)query;
+    (void)implementation;
+    cs_owner_collector *collector = context;
+    if (collector->found < collector->capacity) collector->out[collector->found] = owner;
+    collector->found++;
+}
+
+size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
+    cs_owner_query query = {root, sel, class_side};
+    cs_owner_collector collector = {out, capacity, 0};
+    cs_backend_visit_owners(&query, 1, cs_collect_owner, &collector);
+    return collector.found;
+}
+
+/* System images by path: the OS's /System and /usr/lib, and the same folders under the simulator
+ * runtime's root (DYLD_ROOT_PATH / SIMULATOR_ROOT), where a simulator app's Foundation lives.
+ * The answer is cached per image base; called only under the engine lock (install), so the
+ * cache takes no lock of its own. */
+#include <dlfcn.h>
+#include <stdlib.h>
+
+static BOOL cs_apple_path_is_system(const char *path) {
+    if (path == NULL) return NO;
+    if (strncmp(path, "/System/", 8) == 0 || strncmp(path, "/usr/lib/", 9) == 0) return YES;
+    const char *roots[] = {getenv("DYLD_ROOT_PATH"), getenv("SIMULATOR_ROOT")};
+    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++) {
+        size_t length = roots[r] ? strlen(roots[r]) : 0;
+        if (length == 0 || strncmp(path, roots[r], length) != 0) continue;
+        const char *rest = path + length;
+        if (strncmp(rest, "/System/", 8) == 0 || strncmp(rest, "/usr/lib/", 9) == 0) return YES;
+    }
+    return NO;
+}
+
+BOOL cs_backend_implementation_is_system(IMP implementation) {
+    static const void *cached_base[16];
+    static BOOL cached_answer[16];
+    static unsigned cached_count;
+    Dl_info info;
+    if (dladdr((const void *)implementation, &info) == 0) return NO;
+    for (unsigned i = 0; i < cached_count && i < 16; i++)
+        if (cached_base[i] == info.dli_fbase) return cached_answer[i];
+    BOOL answer = cs_apple_path_is_system(info.dli_fname);
+    if (cached_count < 16) {
+        cached_base[cached_count] = info.dli_fbase;
+        cached_answer[cached_count] = answer;
+        cached_count++;
+    }
+    return answer;
 }
 #endif

@@ -23,13 +23,41 @@ static void cs_dummy_imp(id self, SEL _cmd) {
     (void)_cmd;
 }
 
+static cs_dtable_update_fn cs_dispatch_update_function(void);
+
+/* Deferred rebuilds (cs_backend_defer_dispatch_refresh): the classes whose tables are due.
+ * Per thread: only the thread that runs start defers; a replacement made meanwhile on another
+ * thread (e.g. a main-thread guard configuration) is rebuilt at once, as always. */
+static __thread BOOL g_refresh_deferred;
+static __thread CS_UNRETAINED Class *g_refresh_pending;
+static __thread size_t g_refresh_pending_count, g_refresh_pending_capacity;
+
+static BOOL cs_class_is_below(Class cls, Class ancestor) {
+    for (Class c = class_getSuperclass(cls); c != Nil; c = class_getSuperclass(c))
+        if (c == ancestor) return YES;
+    return NO;
+}
+
+/* Rebuilds each class of `classes` once, skipping repeats and classes below another one of them
+ * (a rebuild covers every subclass). */
+static void cs_refresh_each_once(CS_UNRETAINED const Class *classes, size_t count);
+
 static void cs_refresh_dispatch_tables(Class owner) {
-    static cs_dtable_update_fn update;
-    static int looked_up;
-    if (!CS_ATOMIC_LOAD(&looked_up)) {
-        update = (cs_dtable_update_fn)dlsym(RTLD_DEFAULT, "__objc_update_dispatch_table_for_class");
-        CS_ATOMIC_STORE(&looked_up, 1);
+    if (g_refresh_deferred) {
+        if (g_refresh_pending_count == g_refresh_pending_capacity) {
+            size_t capacity = g_refresh_pending_capacity ? 2 * g_refresh_pending_capacity : 64;
+            CS_UNRETAINED Class *grown = (CS_UNRETAINED Class *)realloc(g_refresh_pending, capacity * sizeof(Class));
+            if (grown != NULL) {
+                g_refresh_pending = grown;
+                g_refresh_pending_capacity = capacity;
+            }
+        }
+        if (g_refresh_pending_count < g_refresh_pending_capacity) {
+            g_refresh_pending[g_refresh_pending_count++] = owner;
+            return;
+        }
     }
+    cs_dtable_update_fn update = cs_dispatch_update_function();
     if (update) {
         update(owner);
         return;
@@ -62,18 +90,81 @@ BOOL cs_backend_class_defines(Class cls, SEL sel) {
     return cs_own_method(cls, sel) != NULL;
 }
 
+/* GCC libobjc's struct objc_method (objc-private/module-abi-8.h): name, types, implementation. */
+typedef struct {
+    SEL name;
+    const char *types;
+    IMP imp;
+} cs_gnu_method_layout;
+
+/* Why not method_setImplementation(): GCC libobjc's walks every method of every class
+ * (__objc_update_classes_with_methods) to patch the dispatch tables that hold this Method, about
+ * 7 µs per call with ~540 classes and growing with the class count; only the owner's table can
+ * hold it, and the refresh that follows rebuilds that one anyway. So the IMP is stored in place,
+ * after checking that the Method reads back through the public accessors exactly as that layout
+ * says; anything else falls back to method_setImplementation(). Needs the refresh function. */
+static IMP cs_set_implementation_without_walk(Method method, IMP replacement, BOOL can_refresh) {
+    cs_gnu_method_layout *raw = (cs_gnu_method_layout *)(void *)method;
+    IMP current = method_getImplementation(method);
+    if (!can_refresh || raw->name != method_getName(method) || raw->types != method_getTypeEncoding(method) ||
+        raw->imp != current)
+        return method_setImplementation(method, replacement);
+    CS_ATOMIC_STORE(&raw->imp, replacement);
+    return current;
+}
+
+static cs_dtable_update_fn cs_dispatch_update_function(void) {
+    static cs_dtable_update_fn update;
+    static int looked_up;
+    if (!CS_ATOMIC_LOAD(&looked_up)) {
+        CS_ATOMIC_STORE(&update, (cs_dtable_update_fn)dlsym(RTLD_DEFAULT, "__objc_update_dispatch_table_for_class"));
+        CS_ATOMIC_STORE(&looked_up, 1);
+    }
+    return CS_ATOMIC_LOAD(&update);
+}
+
 IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
-    Method method = cs_own_method(owner, sel);
-    if (method == NULL) return NULL;
-    IMP previous = method_setImplementation(method, replacement);
-    cs_refresh_dispatch_tables(owner);
-    return previous;
+    cs_replacement item = {owner, sel, replacement, NULL};
+    cs_backend_replace_implementations(&item, 1);
+    return item.previous;
+}
+
+static void cs_refresh_each_once(CS_UNRETAINED const Class *classes, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        BOOL covered = NO;
+        for (size_t j = 0; j < count && !covered; j++)
+            covered = (j < i && classes[j] == classes[i]) || cs_class_is_below(classes[i], classes[j]);
+        if (!covered) cs_refresh_dispatch_tables(classes[i]);
+    }
+}
+
+void cs_backend_defer_dispatch_refresh(BOOL defer) {
+    g_refresh_deferred = defer;
+    if (defer) return;
+    cs_refresh_each_once(g_refresh_pending, g_refresh_pending_count);
+    free(g_refresh_pending);
+    g_refresh_pending = NULL;
+    g_refresh_pending_count = g_refresh_pending_capacity = 0;
+}
+
+void cs_backend_replace_implementations(cs_replacement *items, size_t count) {
+    BOOL can_refresh = cs_dispatch_update_function() != NULL;
+    CS_UNRETAINED Class stack_changed[64];
+    CS_UNRETAINED Class *changed = count <= 64 ? stack_changed : (CS_UNRETAINED Class *)calloc(count, sizeof(Class));
+    size_t changed_count = 0;
+    for (size_t i = 0; i < count; i++) {
+        Method method = cs_own_method(items[i].owner, items[i].sel);
+        items[i].previous = method ? cs_set_implementation_without_walk(method, items[i].replacement, can_refresh) : NULL;
+        if (method) changed[changed_count++] = items[i].owner;
+    }
+    cs_refresh_each_once(changed, changed_count);
+    if (changed != stack_changed) free(changed);
 }
 
 IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types) {
     Method own = cs_own_method(cls, sel);
     if (own != NULL) {
-        IMP previous = method_setImplementation(own, imp);
+        IMP previous = cs_set_implementation_without_walk(own, imp, cs_dispatch_update_function() != NULL);
         cs_refresh_dispatch_tables(cls);
         return previous;
     }
@@ -457,28 +548,151 @@ void cs_backend_uninstall_forward_retarget(void) {
     cs_gnu_unhook_forward2_if_unused();
 }
 
-static BOOL cs_is_kind_of(Class cls, Class root) {
-    for (Class c = cls; c != Nil; c = class_getSuperclass(c))
-        if (c == root) return YES;
-    return NO;
+#define CS_MAX_QUERY_ROOTS 64
+
+typedef struct {
+    CS_UNRETAINED Class *out;
+    size_t capacity;
+    size_t found;
+} cs_owner_collector;
+
+static void cs_collect_owner(void *context, size_t query, Class owner, IMP implementation) {
+    (void)query;
+    (void)implementation;
+    cs_owner_collector *collector = context;
+    if (collector->found < collector->capacity) collector->out[collector->found] = owner;
+    collector->found++;
 }
 
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
+    cs_owner_query query = {root, sel, class_side};
+    cs_owner_collector collector = {out, capacity, 0};
+    cs_backend_visit_owners(&query, 1, cs_collect_owner, &collector);
+    return collector.found;
+}
+
+/* Matches one side's own methods (instance or class) against the queries whose root is an
+ * ancestor (bit set in `roots_above`) and that ask about this side. */
+static void cs_visit_side(Class target, BOOL class_side, const cs_owner_query *queries, const size_t *root_of,
+                          size_t count, uint64_t roots_above, cs_owner_visitor visit, void *context) {
+    unsigned int method_count = 0;
+    Method *methods = class_copyMethodList(target, &method_count);
+    for (unsigned int m = 0; m < method_count; m++) {
+        /* sel_isEqual compares GCC libobjc's selector ids, one per name (typed or not), without
+         * the runtime lock that sel_getName takes. */
+        SEL name = method_getName(methods[m]);
+        for (size_t q = 0; q < count; q++) {
+            if (queries[q].class_side != class_side || !(roots_above & (UINT64_C(1) << root_of[q]))) continue;
+            if (sel_isEqual(name, queries[q].sel)) visit(context, q, target, method_getImplementation(methods[m]));
+        }
+    }
+    free(methods);
+}
+
+static size_t g_class_list_copies; /* CS_ATOMIC_* */
+
+size_t cs_backend_class_list_copies(void) {
+    return CS_ATOMIC_LOAD(&g_class_list_copies);
+}
+
+void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
+    if (count == 0) return;
+    CS_UNRETAINED Class roots[CS_MAX_QUERY_ROOTS];
+    size_t root_count = 0;
+    size_t *root_of = calloc(count, sizeof(size_t));
+    for (size_t q = 0; q < count; q++) {
+        size_t r = 0;
+        while (r < root_count && roots[r] != queries[q].root) r++;
+        if (r == root_count) {
+            if (root_count == CS_MAX_QUERY_ROOTS) {
+                /* More distinct roots than one mask holds: answer the rest in another walk. */
+                cs_backend_visit_owners(queries + q, count - q, visit, context);
+                count = q;
+                break;
+            }
+            roots[root_count++] = queries[q].root;
+        }
+        root_of[q] = r;
+    }
+    CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
     int total = objc_getClassList(NULL, 0);
-    if (total <= 0) return 0;
-    Class *classes = calloc((size_t)total + 16, sizeof(Class));
-    total = objc_getClassList(classes, total + 16);
-    size_t found = 0;
-    for (int i = 0; i < total; i++) {
+    CS_UNRETAINED Class *classes = total > 0 ? (CS_UNRETAINED Class *)calloc((size_t)total + 16, sizeof(Class)) : NULL;
+    if (classes) total = objc_getClassList(classes, total + 16);
+    for (int i = 0; classes && i < total; i++) {
         Class cls = classes[i];
-        if (!cs_is_kind_of(cls, root)) continue;
-        Class target = class_side ? object_getClass((id)cls) : cls;
-        if (cs_own_method(target, sel) == NULL) continue;
-        if (found < capacity) out[found] = target;
-        found++;
+        uint64_t roots_above = 0;
+        for (Class c = cls; c != Nil; c = class_getSuperclass(c))
+            for (size_t r = 0; r < root_count; r++)
+                if (c == roots[r]) roots_above |= UINT64_C(1) << r;
+        if (roots_above == 0) continue;
+        BOOL wants_instance = NO, wants_class = NO;
+        for (size_t q = 0; q < count; q++) {
+            if (!(roots_above & (UINT64_C(1) << root_of[q]))) continue;
+            if (queries[q].class_side) wants_class = YES;
+            else wants_instance = YES;
+        }
+        if (wants_instance) cs_visit_side(cls, NO, queries, root_of, count, roots_above, visit, context);
+        if (wants_class)
+            cs_visit_side(object_getClass((id)cls), YES, queries, root_of, count, roots_above, visit, context);
     }
     free(classes);
-    return found;
+    free(root_of);
+}
+
+/* The system's images: each entry spans the PT_LOAD segments of one loaded object that holds an
+ * anchor (a class or function GNUstep or the runtime defines). Found once; these images are
+ * never unloaded. */
+#include <link.h>
+#include <pthread.h>
+
+#define CS_MAX_SYSTEM_IMAGES 4
+static uintptr_t g_system_image_low[CS_MAX_SYSTEM_IMAGES], g_system_image_high[CS_MAX_SYSTEM_IMAGES];
+static size_t g_system_image_count;
+static pthread_once_t g_system_images_once = PTHREAD_ONCE_INIT;
+
+typedef struct {
+    uintptr_t anchors[CS_MAX_SYSTEM_IMAGES];
+    size_t anchor_count;
+} cs_system_anchors;
+
+static int cs_collect_system_image(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    const cs_system_anchors *anchors = data;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    for (int p = 0; p < info->dlpi_phnum; p++) {
+        if (info->dlpi_phdr[p].p_type != PT_LOAD) continue;
+        uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)info->dlpi_phdr[p].p_vaddr;
+        uintptr_t end = start + (uintptr_t)info->dlpi_phdr[p].p_memsz;
+        if (start < low) low = start;
+        if (end > high) high = end;
+    }
+    for (size_t a = 0; a < anchors->anchor_count; a++) {
+        if (anchors->anchors[a] < low || anchors->anchors[a] >= high) continue;
+        if (g_system_image_count < CS_MAX_SYSTEM_IMAGES) {
+            g_system_image_low[g_system_image_count] = low;
+            g_system_image_high[g_system_image_count] = high;
+            g_system_image_count++;
+        }
+        break;
+    }
+    return 0;
+}
+
+static void cs_find_system_images(void) {
+    cs_system_anchors anchors = {{0}, 0};
+    anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(objc_lookUpClass("NSObject")); /* GNUstep Base */
+    anchors.anchors[anchors.anchor_count++] = (uintptr_t)&objc_msg_lookup;            /* libobjc */
+    Class gui = objc_lookUpClass("NSApplication");                                      /* GNUstep GUI */
+    if (gui != Nil) anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(gui);
+    dl_iterate_phdr(cs_collect_system_image, &anchors);
+}
+
+BOOL cs_backend_implementation_is_system(IMP implementation) {
+    pthread_once(&g_system_images_once, cs_find_system_images);
+    uintptr_t address = (uintptr_t)implementation;
+    for (size_t i = 0; i < g_system_image_count; i++)
+        if (address >= g_system_image_low[i] && address < g_system_image_high[i]) return YES;
+    return NO;
 }
 #endif
 

@@ -44,6 +44,8 @@ typedef struct CSGuard {
     cs_guard_state state;
     const char *detail;
     uint32_t hooked_methods;
+    cs_guard_skipped_hook *skipped; /* malloc'd, skipped_count entries; replaced at each install */
+    uint32_t skipped_count;
 } CSGuard;
 
 /*

@@ -7,6 +7,13 @@
  * - A slot's original IMP is stored before the slot is installed, so a call racing with
  *   installation always finds a valid original.
  * - A guard's policy is CS_POLICY_OFF unless its state is CS_GUARD_ACTIVE.
+ * - Scope: a slot goes only on an implementation from the system's images
+ *   (cs_backend_implementation_is_system) or of a class the app opted in by name prefix. An app
+ *   class that implements a hooked selector itself keeps its own contract.
+ * - start walks the class list once for every guard's selectors, installs every guard's hooks
+ *   (policies still off), then runs the canaries in registry order: no canary can initialise a
+ *   class (GNUstep copies methods at +initialize) between discovery and the hooks.
+ * - More in-scope owners than slots never fail a guard: the extra owners are skipped and listed.
  */
 #import "CSEngine.h"
 #import "../Backend/CSBackend.h"
@@ -28,6 +35,24 @@ static BOOL g_started;
  * thread may still be reading one. Filters change rarely, so the leak is bounded in practice. */
 static cs_class_filters *g_filters; /* CS_ATOMIC_* access */
 static const char *g_injected_canary_failure;
+/* Opt-in prefixes for app classes' own implementations; read and replaced under the engine lock. */
+static char **g_hooked_app_prefixes;
+static size_t g_hooked_app_prefix_count;
+
+/* Every (query, owner) that discovery found; query = index into the start's query list. */
+typedef struct {
+    size_t query;
+    CS_UNRETAINED Class owner;
+    IMP implementation;
+} cs_found_owner;
+
+typedef struct {
+    cs_found_owner *owners;
+    size_t count;
+    size_t capacity;
+} cs_discovery;
+
+static const char *const kSkippedDetail = "more owners than hook slots: some were left unhooked (see skipped hooks)";
 
 #pragma mark - Private
 
@@ -79,67 +104,141 @@ static BOOL cs_is_replacement(const CSHookSlots *slots, IMP imp, unsigned *slot)
     return NO;
 }
 
+static void cs_found_owner_append(void *context, size_t query, Class owner, IMP implementation) {
+    cs_discovery *discovery = context;
+    if (discovery->count == discovery->capacity) {
+        size_t capacity = discovery->capacity ? 2 * discovery->capacity : 256;
+        cs_found_owner *grown = realloc(discovery->owners, capacity * sizeof *grown);
+        if (grown == NULL) return;
+        discovery->owners = grown;
+        discovery->capacity = capacity;
+    }
+    discovery->owners[discovery->count++] = (cs_found_owner){query, owner, implementation};
+}
+
+/* Fills the query that asks for `spec`'s owners; NO when its root class does not exist. */
+static BOOL cs_spec_query(const CSHookSpec *spec, cs_owner_query *query) {
+    Class root = objc_lookUpClass(spec->root_class);
+    if (root == Nil) return NO;
+    *query = (cs_owner_query){root, cs_backend_selector(spec->selector), spec->class_side};
+    return YES;
+}
+
 /* Undoes cs_hook, newest first. GNUstep copies methods between classes at +initialize ("class
  * behaviours"): a class initialised while we were hooked may hold a copy of one of our slot
  * functions as its own method. Such copies get the original that slot stood for, so nothing of
- * ours stays behind. */
+ * ours stays behind. One walk over the classes finds the copies for all the guard's selectors. */
 static void cs_unhook(CSGuard *g) {
     if (g->uninstall) g->uninstall();
+    cs_owner_query *queries = calloc(g->hook_count ? g->hook_count : 1, sizeof *queries);
+    size_t *query_spec = calloc(g->hook_count ? g->hook_count : 1, sizeof *query_spec);
+    size_t query_count = 0;
     for (size_t h = g->hook_count; h-- > 0;) {
         const CSHookSpec *spec = &g->hooks[h];
         CSHookSlots *slots = spec->slots;
+        if (slots->used == 0) continue;
         SEL sel = cs_backend_selector(spec->selector);
+        cs_replacement restore[CS_SLOT_COUNT];
         for (unsigned i = slots->used; i-- > 0;)
-            cs_backend_replace_implementation(slots->owner[i], sel, slots->original[i]);
-        Class root = objc_lookUpClass(spec->root_class);
-        if (root != Nil && slots->used > 0) {
-            Class owners[4 * CS_SLOT_COUNT];
-            size_t found = cs_backend_find_owners(root, sel, spec->class_side, owners, 4 * CS_SLOT_COUNT);
-            for (size_t i = 0; i < found && i < 4 * CS_SLOT_COUNT; i++) {
-                unsigned slot;
-                if (cs_is_replacement(slots, cs_backend_own_implementation(owners[i], sel), &slot) && slot < slots->used)
-                    cs_backend_replace_implementation(owners[i], sel, slots->original[slot]);
-            }
-        }
-        slots->used = 0;
+            restore[slots->used - 1 - i] = (cs_replacement){slots->owner[i], sel, slots->original[i], NULL};
+        cs_backend_replace_implementations(restore, slots->used);
+        if (cs_spec_query(spec, &queries[query_count])) query_spec[query_count++] = h;
     }
+    cs_discovery copies = {0};
+    cs_backend_visit_owners(queries, query_count, cs_found_owner_append, &copies);
+    for (size_t i = 0; i < copies.count; i++) {
+        const CSHookSpec *spec = &g->hooks[query_spec[copies.owners[i].query]];
+        unsigned slot;
+        if (cs_is_replacement(spec->slots, copies.owners[i].implementation, &slot) && slot < spec->slots->used)
+            cs_backend_replace_implementation(copies.owners[i].owner, cs_backend_selector(spec->selector),
+                                              spec->slots->original[slot]);
+    }
+    free(copies.owners);
+    free(query_spec);
+    free(queries);
+    for (size_t h = 0; h < g->hook_count; h++) g->hooks[h].slots->used = 0;
     g->hooked_methods = 0;
 }
 
-/* Returns NULL on success, else a static reason. */
-static const char *cs_hook(CSGuard *g) {
+typedef enum { CS_SCOPE_OUT = 0, CS_SCOPE_SYSTEM = 1, CS_SCOPE_OPTED_IN = 2 } cs_owner_scope;
+
+static cs_owner_scope cs_scope_of(Class owner, IMP implementation) {
+    if (cs_backend_implementation_is_system(implementation)) return CS_SCOPE_SYSTEM;
+    if (g_hooked_app_prefix_count > 0 && cs_has_prefix(class_getName(owner), g_hooked_app_prefixes, g_hooked_app_prefix_count))
+        return CS_SCOPE_OPTED_IN;
+    return CS_SCOPE_OUT;
+}
+
+static void cs_note_skipped(CSGuard *g, const CSHookSpec *spec, Class owner) {
+    cs_guard_skipped_hook *grown = realloc(g->skipped, (g->skipped_count + 1) * sizeof *grown);
+    if (grown == NULL) return;
+    g->skipped = grown;
+    g->skipped[g->skipped_count++] = (cs_guard_skipped_hook){class_getName(owner), spec->selector, spec->class_side};
+}
+
+/* Hooks every in-scope owner of each of the guard's specs, system owners first, as far as the
+ * slots go; the owners beyond are listed in g->skipped. `discovery` holds the owners of query
+ * spec_query[h] for spec h (root_only specs have no query: the root is looked up here).
+ * Returns NULL on success, else a static reason. */
+static const char *cs_hook(CSGuard *g, const cs_discovery *discovery, const size_t *spec_query) {
+    free(g->skipped);
+    g->skipped = NULL;
+    g->skipped_count = 0;
     for (size_t h = 0; h < g->hook_count; h++) {
         const CSHookSpec *spec = &g->hooks[h];
         Class root = objc_lookUpClass(spec->root_class);
         if (root == Nil) return "a class the guard hooks does not exist on this runtime";
         SEL sel = cs_backend_selector(spec->selector);
-        Class owners[CS_SLOT_COUNT];
-        size_t found;
+        cs_found_owner root_owner;
+        const cs_found_owner *candidates;
+        size_t candidate_count;
         if (spec->root_only) {
-            owners[0] = spec->class_side ? object_getClass((id)root) : root;
-            found = cs_backend_class_defines(owners[0], sel) ? 1 : 0;
-        } else {
-            found = cs_backend_find_owners(root, sel, spec->class_side, owners, CS_SLOT_COUNT);
-        }
-        if (found == 0) return "no class implements a selector the guard hooks";
-        if (found > CS_SLOT_COUNT) return "more classes implement a hooked selector than there are slots";
-        CSHookSlots *slots = spec->slots;
-        for (size_t i = 0; i < found; i++) {
-            Class owner = owners[i];
+            Class owner = spec->class_side ? object_getClass((id)root) : root;
             /* Never class_getMethodImplementation(): on GCC libobjc it reads the dispatch table,
              * which can answer with an inherited IMP for a class not yet messaged. */
-            IMP current = cs_backend_own_implementation(owner, sel);
-            /* A copy of one of our own slots (see cs_unhook) already routes through the hook. */
-            if (cs_is_replacement(slots, current, NULL)) continue;
-            unsigned slot = slots->used;
-            slots->original[slot] = current;
-            slots->owner[slot] = owner;
-            slots->used = slot + 1;
-            IMP previous = cs_backend_replace_implementation(owner, sel, slots->replacement[slot]);
-            if (previous != NULL && previous != current) slots->original[slot] = previous;
-            g->hooked_methods++;
+            root_owner = (cs_found_owner){0, owner, cs_backend_own_implementation(owner, sel)};
+            candidates = &root_owner;
+            candidate_count = root_owner.implementation ? 1 : 0;
+        } else {
+            candidates = discovery->owners;
+            candidate_count = discovery->count;
+        }
+        BOOL any = NO;
+        CSHookSlots *slots = spec->slots;
+        cs_replacement items[CS_SLOT_COUNT];
+        unsigned item_slot[CS_SLOT_COUNT];
+        size_t item_count = 0;
+        /* Two passes: the system's owners take the slots first, opted-in app classes get the rest. */
+        for (cs_owner_scope pass = CS_SCOPE_SYSTEM; pass <= CS_SCOPE_OPTED_IN; pass++) {
+            for (size_t i = 0; i < candidate_count; i++) {
+                const cs_found_owner *found = &candidates[i];
+                if (!spec->root_only && found->query != spec_query[h]) continue;
+                any = YES;
+                if (cs_scope_of(found->owner, found->implementation) != pass) continue;
+                /* A copy of one of our own slots (see cs_unhook) already routes through the hook. */
+                if (cs_is_replacement(slots, found->implementation, NULL)) continue;
+                if (slots->used == CS_SLOT_COUNT) {
+                    cs_note_skipped(g, spec, found->owner);
+                    continue;
+                }
+                unsigned slot = slots->used;
+                slots->original[slot] = found->implementation;
+                slots->owner[slot] = found->owner;
+                slots->used = slot + 1;
+                item_slot[item_count] = slot;
+                items[item_count++] = (cs_replacement){found->owner, sel, slots->replacement[slot], NULL};
+            }
+        }
+        if (!any) return "no class implements a selector the guard hooks";
+        cs_backend_replace_implementations(items, item_count);
+        for (size_t i = 0; i < item_count; i++) {
+            /* Another hook raced in since discovery: chain to it. */
+            if (items[i].previous != NULL && items[i].previous != slots->original[item_slot[i]])
+                slots->original[item_slot[i]] = items[i].previous;
+            if (items[i].previous != NULL) g->hooked_methods++;
         }
     }
+    if (g->skipped_count > 0) g->detail = kSkippedDetail;
     if (g->install) return g->install(&g->hooked_methods);
     return NULL;
 }
@@ -172,15 +271,25 @@ static const char *cs_run_canary(const char *(*canary)(void)) {
     return run.failure;
 }
 
-static void cs_install_guard(CSGuard *g, cs_policy policy) {
+
+/* Phase 1 of start: the guard's hooks, its policy still off. Returns NO when it failed. */
+static BOOL cs_install_hooks(CSGuard *g, const cs_discovery *discovery, const size_t *spec_query) {
     g->detail = NULL;
-    const char *failure = cs_hook(g);
+    const char *failure = cs_hook(g, discovery, spec_query);
     if (failure) {
         cs_unhook(g);
+        free(g->skipped);
+        g->skipped = NULL;
+        g->skipped_count = 0;
         g->state = CS_GUARD_INSTALL_FAILED;
         g->detail = failure;
-        return;
+        return NO;
     }
+    return YES;
+}
+
+/* Phase 2 of start: the canary, then the configured policy. */
+static void cs_verify_guard(CSGuard *g, cs_policy policy) {
     CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_NEUTRALIZE);
     cs_incidents_canary_begin();
     const char *canary_failure = g->canary ? cs_run_canary(g->canary) : NULL;
@@ -192,12 +301,34 @@ static void cs_install_guard(CSGuard *g, cs_policy policy) {
     if (canary_failure) {
         CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_OFF);
         cs_unhook(g);
+        free(g->skipped);
+        g->skipped = NULL;
+        g->skipped_count = 0;
         g->state = CS_GUARD_CANARY_FAILED;
         g->detail = canary_failure;
         return;
     }
     g->state = CS_GUARD_ACTIVE;
     CS_ATOMIC_STORE(&g->policy, (int)policy);
+}
+
+/* One walk over the class list for every guard's (non-root) specs. spec_query[k] is the query
+ * of the k-th spec of the registry, counted over all guards in order; SIZE_MAX when none. */
+static cs_discovery cs_discover_owners(size_t *spec_query, size_t spec_total) {
+    cs_owner_query *queries = calloc(spec_total ? spec_total : 1, sizeof *queries);
+    size_t query_count = 0, k = 0;
+    for (size_t i = 0; i < CSGuardRegistryCount; i++) {
+        CSGuard *g = CSGuardRegistry[i];
+        for (size_t h = 0; h < g->hook_count; h++, k++) {
+            spec_query[k] = SIZE_MAX;
+            if (!g->hooks[h].root_only && cs_spec_query(&g->hooks[h], &queries[query_count]))
+                spec_query[k] = query_count++;
+        }
+    }
+    cs_discovery discovery = {0};
+    cs_backend_visit_owners(queries, query_count, cs_found_owner_append, &discovery);
+    free(queries);
+    return discovery;
 }
 
 #pragma mark - Hook API
@@ -252,16 +383,33 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
         cs_guards_set_class_filters(config->allow_class_prefixes, config->allow_count, config->deny_class_prefixes,
                                     config->deny_count);
     }
+    for (size_t i = 0; i < g_hooked_app_prefix_count; i++) free(g_hooked_app_prefixes[i]);
+    free(g_hooked_app_prefixes);
+    g_hooked_app_prefix_count = config && config->hooked_app_class_prefixes ? config->hooked_app_class_count : 0;
+    g_hooked_app_prefixes = cs_copy_strings(config ? config->hooked_app_class_prefixes : NULL, g_hooked_app_prefix_count);
     @autoreleasepool {
+        size_t spec_total = 0;
+        for (size_t i = 0; i < CSGuardRegistryCount; i++) spec_total += CSGuardRegistry[i]->hook_count;
+        size_t *spec_query = calloc(spec_total ? spec_total : 1, sizeof *spec_query);
+        cs_discovery discovery = cs_discover_owners(spec_query, spec_total);
+        BOOL hooked[CSGuardRegistryCount];
+        /* Every policy is off until the canaries: the rebuilds can wait and run once. */
+        cs_backend_defer_dispatch_refresh(YES);
+        for (size_t i = 0, k = 0; i < CSGuardRegistryCount; k += CSGuardRegistry[i]->hook_count, i++)
+            hooked[i] = cs_install_hooks(CSGuardRegistry[i], &discovery, spec_query + k);
+        cs_backend_defer_dispatch_refresh(NO);
+        free(discovery.owners);
+        free(spec_query);
         for (size_t i = 0; i < CSGuardRegistryCount; i++) {
             CSGuard *g = CSGuardRegistry[i];
+            if (!hooked[i]) continue;
             cs_policy policy = CS_POLICY_NEUTRALIZE;
             for (size_t p = 0; config && p < config->policy_count; p++)
                 if (config->policies[p].guard_name && strcmp(config->policies[p].guard_name, g->name) == 0)
                     policy = config->policies[p].policy;
             /* A guard configured off is installed anyway, so it can be switched on later with
              * one atomic store. */
-            cs_install_guard(g, policy);
+            cs_verify_guard(g, policy);
         }
     }
     g_started = YES;
@@ -283,8 +431,23 @@ cs_guard_status cs_guard_status_at(size_t index) {
     status.policy = (cs_policy)CS_ATOMIC_LOAD(&g->policy);
     status.detail = g->detail;
     status.hooked_methods = g->hooked_methods;
+    status.skipped_hooks = g->skipped_count;
     pthread_mutex_unlock(&g_engine_lock);
     return status;
+}
+
+size_t cs_guard_slot_count(void) {
+    return CS_SLOT_COUNT;
+}
+
+bool cs_guard_skipped_hook_at(size_t index, size_t position, cs_guard_skipped_hook *out) {
+    if (index >= CSGuardRegistryCount || out == NULL) return false;
+    pthread_mutex_lock(&g_engine_lock);
+    CSGuard *g = CSGuardRegistry[index];
+    bool found = position < g->skipped_count;
+    if (found) *out = g->skipped[position];
+    pthread_mutex_unlock(&g_engine_lock);
+    return found;
 }
 
 bool cs_guard_set_policy(const char *guard_name, cs_policy policy) {
@@ -313,6 +476,9 @@ void cs_guards_uninstall_for_testing(void) {
         CSGuard *g = CSGuardRegistry[i];
         CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_OFF);
         cs_unhook(g);
+        free(g->skipped);
+        g->skipped = NULL;
+        g->skipped_count = 0;
         g->state = CS_GUARD_NOT_INSTALLED;
         g->detail = NULL;
     }

@@ -16,7 +16,10 @@
 
 #import "../Backend/CSObjC.h"
 
-#define CS_SLOT_COUNT 16
+/* Slots per hooked selector: enough for every system owner (GNUstep: at most 10, for
+ * -characterAtIndex:; Apple's clusters have more) plus opted-in app classes. Owners beyond it are
+ * skipped and reported, and never make the guard fail. */
+#define CS_SLOT_COUNT 32
 
 typedef struct {
     IMP replacement[CS_SLOT_COUNT]; /* the generated slot functions, fixed at compile time */
@@ -40,17 +43,22 @@ typedef struct {
 #define CS_CLASS_HOOK(root, selector_name, body) {root, selector_name, YES, &body##_slots, NO}
 #define CS_ROOT_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots, YES}
 
-#define CS_REPEAT_SLOTS(M, ...)                                                                   \
-    M(0, __VA_ARGS__) M(1, __VA_ARGS__) M(2, __VA_ARGS__) M(3, __VA_ARGS__) M(4, __VA_ARGS__)     \
-    M(5, __VA_ARGS__) M(6, __VA_ARGS__) M(7, __VA_ARGS__) M(8, __VA_ARGS__) M(9, __VA_ARGS__)     \
-    M(10, __VA_ARGS__) M(11, __VA_ARGS__) M(12, __VA_ARGS__) M(13, __VA_ARGS__)                   \
-    M(14, __VA_ARGS__) M(15, __VA_ARGS__)
+#define CS_REPEAT_SLOTS(M, ...)\
+    M(0, __VA_ARGS__) M(1, __VA_ARGS__) M(2, __VA_ARGS__) M(3, __VA_ARGS__) M(4, __VA_ARGS__)\
+    M(5, __VA_ARGS__) M(6, __VA_ARGS__) M(7, __VA_ARGS__) M(8, __VA_ARGS__) M(9, __VA_ARGS__)\
+    M(10, __VA_ARGS__) M(11, __VA_ARGS__) M(12, __VA_ARGS__) M(13, __VA_ARGS__) M(14, __VA_ARGS__)\
+    M(15, __VA_ARGS__) M(16, __VA_ARGS__) M(17, __VA_ARGS__) M(18, __VA_ARGS__) M(19, __VA_ARGS__)\
+    M(20, __VA_ARGS__) M(21, __VA_ARGS__) M(22, __VA_ARGS__) M(23, __VA_ARGS__) M(24, __VA_ARGS__)\
+    M(25, __VA_ARGS__) M(26, __VA_ARGS__) M(27, __VA_ARGS__) M(28, __VA_ARGS__) M(29, __VA_ARGS__)\
+    M(30, __VA_ARGS__) M(31, __VA_ARGS__)
 
-#define CS_SLOT_LIST(b)                                                                            \
-    (IMP)b##_slot0, (IMP)b##_slot1, (IMP)b##_slot2, (IMP)b##_slot3, (IMP)b##_slot4,                \
-    (IMP)b##_slot5, (IMP)b##_slot6, (IMP)b##_slot7, (IMP)b##_slot8, (IMP)b##_slot9,                \
-    (IMP)b##_slot10, (IMP)b##_slot11, (IMP)b##_slot12, (IMP)b##_slot13, (IMP)b##_slot14,           \
-    (IMP)b##_slot15
+#define CS_SLOT_LIST(b)\
+    (IMP)b##_slot0, (IMP)b##_slot1, (IMP)b##_slot2, (IMP)b##_slot3, (IMP)b##_slot4, (IMP)b##_slot5,\
+    (IMP)b##_slot6, (IMP)b##_slot7, (IMP)b##_slot8, (IMP)b##_slot9, (IMP)b##_slot10, (IMP)b##_slot11,\
+    (IMP)b##_slot12, (IMP)b##_slot13, (IMP)b##_slot14, (IMP)b##_slot15, (IMP)b##_slot16, (IMP)b##_slot17,\
+    (IMP)b##_slot18, (IMP)b##_slot19, (IMP)b##_slot20, (IMP)b##_slot21, (IMP)b##_slot22, (IMP)b##_slot23,\
+    (IMP)b##_slot24, (IMP)b##_slot25, (IMP)b##_slot26, (IMP)b##_slot27, (IMP)b##_slot28, (IMP)b##_slot29,\
+    (IMP)b##_slot30, (IMP)b##_slot31
 
 #define CS_ORIG(N, b) b##_slots.original[N]
 #define CS_CALLER __builtin_return_address(0)

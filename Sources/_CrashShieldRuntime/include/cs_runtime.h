@@ -33,9 +33,20 @@ typedef struct {
     const char *name;        /**< stable guard name, e.g. "container" */
     cs_guard_state state;
     cs_policy policy;        /**< effective policy (CS_POLICY_OFF unless state is ACTIVE) */
-    const char *detail;      /**< static text: why the canary or install failed; NULL when fine */
+    const char *detail;      /**< static text: why the canary or install failed, or, for an active
+                                  guard, that owners were left unhooked (skipped_hooks); NULL when fine */
     uint32_t hooked_methods; /**< implementations replaced (one per owning class and selector) */
+    uint32_t skipped_hooks;  /**< in-scope owners left unhooked: more owners than hook slots
+                                  (cs_guard_skipped_hook_at() names them) */
 } cs_guard_status;
+
+/** An owner whose implementation a guard would hook but could not: the selector's hook slots
+ *  were all taken. The guard stays active for every owner it did hook. */
+typedef struct {
+    const char *class_name;  /**< the owning class (for a class method, the class, not its metaclass) */
+    const char *selector;
+    bool class_method;
+} cs_guard_skipped_hook;
 
 typedef struct {
     const char *guard_name;
@@ -52,6 +63,13 @@ typedef struct {
     size_t allow_count;
     const char *const *deny_class_prefixes;
     size_t deny_count;
+    /** Scope of the hooks: only implementations that live in the system's images (GNUstep Base and
+     *  libobjc; on Apple Foundation, CoreFoundation and the other system images) are hooked. An
+     *  app or third-party class that implements a hooked selector itself keeps its own contract
+     *  and is left alone, unless its name starts with one of these prefixes (opt-in). Default:
+     *  none. Matched against the class that defines the implementation. */
+    const char *const *hooked_app_class_prefixes;
+    size_t hooked_app_class_count;
 } cs_guards_config;
 
 typedef enum {
@@ -67,6 +85,13 @@ cs_start_result cs_guards_start(const cs_guards_config *config);
 /** Number of guards in the registry, and their status by index (registry order). */
 size_t cs_guard_count(void);
 cs_guard_status cs_guard_status_at(size_t index);
+
+/** The `position`-th owner the guard at `index` left unhooked (see cs_guard_status.skipped_hooks).
+ *  Returns false when there is no such entry. */
+bool cs_guard_skipped_hook_at(size_t index, size_t position, cs_guard_skipped_hook *out);
+
+/** Hook slots per hooked selector: owners of one selector beyond this many are skipped. */
+size_t cs_guard_slot_count(void);
 
 /** Switches one guard's policy. Returns false for an unknown name or a guard that is not active. */
 bool cs_guard_set_policy(const char *guard_name, cs_policy policy);

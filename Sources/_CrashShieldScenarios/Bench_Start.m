@@ -1,0 +1,71 @@
+/*
+ * Bench_Start.m — what cs_guards_start costs: every guard's owners found, hooks installed and
+ * canaries run (issue 10 item 15), and how that grows with the number of classes.
+ */
+#import "CSScenarioSupport.h"
+#include "cs_runtime.h"
+#include "cs_scope_support.h"
+#include <stdio.h>
+
+/* Starts are slow next to the other cases' calls: at most this many per measurement. */
+static const uint64_t kMaxStartsPerMeasurement = 40;
+
+/* Each measured start begins from uninstalled guards. The baseline leaves them uninstalled, the
+ * guarded run leaves them installed (what the harness expects of either side). The harness
+ * divides by `iterations`, so fewer starts are scaled up to it: the figure stays per start. */
+static uint64_t cs_measure_starts(uint64_t iterations, bool leave_installed) {
+    uint64_t starts = iterations < kMaxStartsPerMeasurement ? iterations : kMaxStartsPerMeasurement;
+    uint64_t elapsed = 0;
+    /* Zombies an earlier case kept would be freed inside the measured starts otherwise. */
+    cs_zombie_flush();
+    for (uint64_t i = 0; i < starts; i++) {
+        cs_guards_uninstall_for_testing();
+        uint64_t start = cs_bench_now();
+        cs_guards_start(NULL);
+        elapsed += cs_bench_now() - start;
+    }
+    if (!leave_installed) cs_guards_uninstall_for_testing();
+    return elapsed * iterations / (starts ? starts : 1);
+}
+
+static uint64_t bench_guards_start(uint64_t iterations, bool guarded) {
+    uint64_t elapsed;
+    @autoreleasepool {
+        elapsed = cs_measure_starts(iterations, guarded);
+    }
+    return elapsed;
+}
+
+/* The best of a few starts, in microseconds, with the guards left as they were found. */
+static double cs_best_start_us(void) {
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 5; i++) {
+        @autoreleasepool {
+            uint64_t ns = cs_measure_starts(1, true);
+            if (ns < best) best = ns;
+        }
+    }
+    return (double)best / 1000.0;
+}
+
+/* In a process that has started the guards before (as here), so classes GNUstep initialises
+ * on first use are ready: the first start of a fresh process pays that too (see the README).
+ * Runs after every round: adds empty NSObject subclasses made at run time (they stay for the
+ * rest of the process, so nothing else is measured after this) and reports the start time at
+ * each class count. */
+static void note_guards_start(char *buffer, size_t capacity) {
+    int classes = objc_getClassList(NULL, 0);
+    double base = cs_best_start_us();
+    cs_scope_make_filler_classes(2000);
+    double plus_2k = cs_best_start_us();
+    cs_scope_make_filler_classes(10000);
+    double plus_10k = cs_best_start_us();
+    cs_guards_uninstall_for_testing();
+    snprintf(buffer, capacity, "start %.0f us with %d classes; %.0f us with +2000, %.0f us with +10000 empty classes",
+             base, classes, plus_2k, plus_10k);
+}
+
+static const cs_bench_case kBenches[] = {
+    {"guards start (every guard hooked and verified)", bench_guards_start, note_guards_start},
+};
+const cs_bench_table cs_start_benches = CS_TABLE(kBenches);

@@ -1,0 +1,289 @@
+/*
+ * TestSupport_Scope.m — app subclasses of class clusters with their own, legal contracts (see
+ * cs_scope_support.h). Unguarded none of these calls throws; a hook on them would change them.
+ */
+#import "CSScenarioSupport.h"
+#include "cs_scope_support.h"
+#import "../_CrashShieldRuntime/Engine/CSEngine.h"
+#import "../_CrashShieldRuntime/Backend/CSBackend.h"
+#include <stdio.h>
+#include <string.h>
+
+/* An immutable array whose -objectAtIndex: wraps around: any index is legal. */
+@interface CSScopeWrappingArray : NSArray {
+    NSArray *_items;
+}
+@end
+
+@implementation CSScopeWrappingArray
+- (id)initWithObjects:(const id[])objects count:(NSUInteger)count {
+    self = [super init];
+    if (self) _items = [[NSArray alloc] initWithObjects:objects count:count];
+    return self;
+}
+- (void)dealloc {
+    CS_RELEASE(_items);
+    CS_SUPER_DEALLOC();
+}
+- (NSUInteger)count {
+    return [_items count];
+}
+- (id)objectAtIndex:(NSUInteger)index {
+    NSUInteger count = [_items count];
+    return count ? [_items objectAtIndex:index % count] : nil;
+}
+@end
+
+/* A string whose -characterAtIndex: pads with '.' beyond its length. */
+@interface CSScopePaddedString : NSString {
+    NSString *_base;
+}
+- (id)initWithBase:(NSString *)base;
+@end
+
+@implementation CSScopePaddedString
+- (id)initWithBase:(NSString *)base {
+    self = [super init];
+    if (self) _base = [base copy];
+    return self;
+}
+- (void)dealloc {
+    CS_RELEASE(_base);
+    CS_SUPER_DEALLOC();
+}
+- (NSUInteger)length {
+    return [_base length];
+}
+- (unichar)characterAtIndex:(NSUInteger)index {
+    return index < [_base length] ? [_base characterAtIndex:index] : (unichar)'.';
+}
+@end
+
+/* A mutable array that stores NSNull for nil. */
+@interface CSScopeNullStoringArray : NSMutableArray {
+    NSMutableArray *_items;
+}
+@end
+
+@implementation CSScopeNullStoringArray
+- (id)init {
+    self = [super init];
+    if (self) _items = [[NSMutableArray alloc] init];
+    return self;
+}
+- (id)initWithCapacity:(NSUInteger)capacity {
+    (void)capacity;
+    return [self init];
+}
+- (void)dealloc {
+    CS_RELEASE(_items);
+    CS_SUPER_DEALLOC();
+}
+- (NSUInteger)count {
+    return [_items count];
+}
+- (id)objectAtIndex:(NSUInteger)index {
+    return [_items objectAtIndex:index];
+}
+- (void)addObject:(id)object {
+    [_items addObject:object ? object : [NSNull null]];
+}
+- (void)insertObject:(id)object atIndex:(NSUInteger)index {
+    [_items insertObject:object ? object : [NSNull null] atIndex:index];
+}
+- (void)removeObjectAtIndex:(NSUInteger)index {
+    [_items removeObjectAtIndex:index];
+}
+- (void)replaceObjectAtIndex:(NSUInteger)index withObject:(id)object {
+    [_items replaceObjectAtIndex:index withObject:object ? object : [NSNull null]];
+}
+- (void)removeLastObject {
+    [_items removeLastObject];
+}
+@end
+
+/* Seven app NSString subclasses, each with its own -characterAtIndex: (issue 10 item 3). */
+#define CS_SCOPE_STRING(N)                                                                        \
+    @interface CSScopeString##N : CSScopePaddedString                                             \
+    @end                                                                                          \
+    @implementation CSScopeString##N                                                              \
+    -(unichar)characterAtIndex : (NSUInteger)index {                                              \
+        return index < [self length] ? [super characterAtIndex:index] : (unichar)('0' + N);       \
+    }                                                                                             \
+    @end
+CS_SCOPE_STRING(1)
+CS_SCOPE_STRING(2)
+CS_SCOPE_STRING(3)
+CS_SCOPE_STRING(4)
+CS_SCOPE_STRING(5)
+CS_SCOPE_STRING(6)
+CS_SCOPE_STRING(7)
+
+static char *cs_scope_copy(NSString *text) {
+    return strdup([text UTF8String]);
+}
+
+char *cs_scope_app_subclass_calls(void) {
+    char *result = NULL;
+    @autoreleasepool {
+        @try {
+            NSMutableString *out = [NSMutableString string];
+            id items[3] = {@"a", @"b", @"c"};
+            CSScopeWrappingArray *wrapping = CS_AUTORELEASE([[CSScopeWrappingArray alloc] initWithObjects:items count:3]);
+            [out appendFormat:@"wrap[5]=%@ wrap[3]=%@;", [wrapping objectAtIndex:cs_opaque_index(5)],
+                              [wrapping objectAtIndex:cs_opaque_index(3)]];
+            CSScopePaddedString *padded = CS_AUTORELEASE([[CSScopePaddedString alloc] initWithBase:@"abc"]);
+            [out appendFormat:@"pad[1]=%d pad[10]=%d;", (int)[padded characterAtIndex:cs_opaque_index(1)],
+                              (int)[padded characterAtIndex:cs_opaque_index(10)]];
+            CSScopeNullStoringArray *nulls = CS_AUTORELEASE([[CSScopeNullStoringArray alloc] init]);
+            [nulls addObject:@"x"];
+            [nulls addObject:cs_opaque(nil)];
+            [out appendFormat:@"nulls=%lu last-is-null=%d", (unsigned long)[nulls count],
+                              [nulls objectAtIndex:[nulls count] - 1] == [NSNull null]];
+            result = cs_scope_copy(out);
+        } @catch (NSException *exception) {
+            result = cs_scope_copy([@"exception:" stringByAppendingString:[exception name]]);
+        }
+    }
+    return result;
+}
+
+char *cs_scope_seven_string_calls(void) {
+    char *result = NULL;
+    @autoreleasepool {
+        @try {
+            CS_UNRETAINED Class classes[7] = {[CSScopeString1 class], [CSScopeString2 class], [CSScopeString3 class],
+                                [CSScopeString4 class], [CSScopeString5 class], [CSScopeString6 class],
+                                [CSScopeString7 class]};
+            NSMutableString *out = [NSMutableString string];
+            for (int i = 0; i < 7; i++) {
+                NSString *string = CS_AUTORELEASE([[classes[i] alloc] initWithBase:@"abc"]);
+                [out appendFormat:@"%d,", (int)[string characterAtIndex:cs_opaque_index(10)]];
+            }
+            result = cs_scope_copy(out);
+        } @catch (NSException *exception) {
+            result = cs_scope_copy([@"exception:" stringByAppendingString:[exception name]]);
+        }
+    }
+    return result;
+}
+
+static unichar cs_scope_extra_character(id self, SEL _cmd, NSUInteger index) {
+    (void)_cmd;
+    return index < [self length] ? [(NSString *)cs_opaque(@"abc") characterAtIndex:index] : (unichar)'.';
+}
+
+size_t cs_scope_make_extra_string_classes(size_t count) {
+    static size_t made;
+    Class base = [CSScopePaddedString class];
+    SEL sel = @selector(characterAtIndex:);
+    const char *types = method_getTypeEncoding(class_getInstanceMethod(base, sel));
+    for (; made < count; made++) {
+        char name[64];
+        snprintf(name, sizeof name, "CSScopeExtraString%zu", made);
+        Class cls = objc_allocateClassPair(base, name, 0);
+        if (cls == Nil) break;
+        class_addMethod(cls, sel, (IMP)cs_scope_extra_character, types);
+        objc_registerClassPair(cls);
+    }
+    return made;
+}
+
+int cs_scope_extra_string_character(size_t index) {
+    char name[64];
+    snprintf(name, sizeof name, "CSScopeExtraString%zu", index);
+    Class cls = objc_lookUpClass(name);
+    if (cls == Nil) return -1;
+    int result;
+    @autoreleasepool {
+        NSString *string = CS_AUTORELEASE([[cls alloc] initWithBase:@"abc"]);
+        result = (int)[string characterAtIndex:cs_opaque_index(10)];
+    }
+    return result;
+}
+
+size_t cs_scope_make_filler_classes(size_t count) {
+    static size_t made;
+    Class base = [NSObject class];
+    for (; made < count; made++) {
+        char name[64];
+        snprintf(name, sizeof name, "CSScopeFiller%zu", made);
+        Class cls = objc_allocateClassPair(base, name, 0);
+        if (cls == Nil) break;
+        objc_registerClassPair(cls);
+    }
+    return made;
+}
+
+size_t cs_scope_class_list_copies_during_start(void) {
+    cs_guards_uninstall_for_testing();
+    size_t before = cs_backend_class_list_copies();
+    cs_guards_start(NULL);
+    return cs_backend_class_list_copies() - before;
+}
+
+typedef struct {
+    size_t *query_of_pair;
+    CS_UNRETAINED Class *owner_of_pair;
+    size_t count;
+    size_t capacity;
+} cs_scope_pairs;
+
+static void cs_scope_collect_pair(void *context, size_t query, Class owner, IMP implementation) {
+    (void)implementation;
+    cs_scope_pairs *pairs = context;
+    if (pairs->count == pairs->capacity) return;
+    pairs->query_of_pair[pairs->count] = query;
+    pairs->owner_of_pair[pairs->count] = owner;
+    pairs->count++;
+}
+
+size_t cs_scope_batch_discovery_pairs(void) {
+    enum { kMaxQueries = 512, kMaxPairs = 8192 };
+    static cs_owner_query queries[kMaxQueries];
+    static size_t query_of_pair[kMaxPairs];
+    static CS_UNRETAINED Class owner_of_pair[kMaxPairs];
+    size_t query_count = 0;
+    for (size_t g = 0; g < CSGuardRegistryCount; g++) {
+        for (size_t h = 0; h < CSGuardRegistry[g]->hook_count && query_count < kMaxQueries; h++) {
+            const CSHookSpec *spec = &CSGuardRegistry[g]->hooks[h];
+            Class root = objc_lookUpClass(spec->root_class);
+            if (root != Nil) queries[query_count++] = (cs_owner_query){root, sel_registerName(spec->selector), spec->class_side};
+        }
+    }
+    cs_scope_pairs pairs = {query_of_pair, owner_of_pair, 0, kMaxPairs};
+    cs_backend_visit_owners(queries, query_count, cs_scope_collect_pair, &pairs);
+    size_t single_total = 0;
+    for (size_t q = 0; q < query_count; q++) {
+        CS_UNRETAINED Class owners[256];
+        size_t found = cs_backend_find_owners(queries[q].root, queries[q].sel, queries[q].class_side, owners, 256);
+        single_total += found;
+        for (size_t i = 0; i < found && i < 256; i++) {
+            BOOL in_batch = NO;
+            for (size_t p = 0; p < pairs.count && !in_batch; p++)
+                in_batch = pairs.query_of_pair[p] == q && pairs.owner_of_pair[p] == owners[i];
+            if (!in_batch) return SIZE_MAX;
+        }
+    }
+    return single_total == pairs.count ? pairs.count : SIZE_MAX;
+}
+
+unsigned cs_scope_system_implementation_bits(void) {
+    unsigned bits = 0;
+    @autoreleasepool {
+        Class root = [NSObject class];
+        if (cs_backend_implementation_is_system(cs_backend_own_implementation(root, @selector(description)))) bits |= 1;
+        Class array_class = object_getClass([NSArray arrayWithObjects:@"a", @"b", nil]);
+        IMP array_imp = NULL;
+        for (Class c = array_class; c != Nil && array_imp == NULL; c = class_getSuperclass(c))
+            array_imp = cs_backend_own_implementation(c, @selector(objectAtIndex:));
+        if (array_imp && cs_backend_implementation_is_system(array_imp)) bits |= 2;
+        if (cs_backend_implementation_is_system((IMP)objc_msg_lookup)) bits |= 4;
+        IMP app = cs_backend_own_implementation([CSScopePaddedString class], @selector(characterAtIndex:));
+        if (app && cs_backend_implementation_is_system(app)) bits |= 8;
+        cs_scope_make_extra_string_classes(1);
+        IMP added = cs_backend_own_implementation(objc_lookUpClass("CSScopeExtraString0"), @selector(characterAtIndex:));
+        if (added && cs_backend_implementation_is_system(added)) bits |= 16;
+    }
+    return bits;
+}

@@ -1,0 +1,59 @@
+/*
+ * cs_scope_support.h — app classes that implement hooked selectors themselves, for the tests of
+ * the hooks' scope (ScopeTests): every class here is "app code" (this target's image), never
+ * the system's. Not part of the SDK.
+ */
+#ifndef CS_SCOPE_SUPPORT_H
+#define CS_SCOPE_SUPPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Legal calls on the app subclasses, described as text (malloc'd; free() it):
+ *  CSScopeWrappingArray -objectAtIndex:5 of 3 items (wraps: items[5 % 3]),
+ *  CSScopePaddedString -characterAtIndex: beyond its length (answers '.'),
+ *  CSScopeNullStoringArray -addObject:nil (stores NSNull). "exception:Name" when one threw. */
+char *cs_scope_app_subclass_calls(void);
+
+/** The seven CSScopeString1..7 classes, each an NSString subclass with its own
+ *  -characterAtIndex: (padding with '1'..'7' beyond its length): -characterAtIndex:10 of each
+ *  "abc" instance, as text (malloc'd). */
+char *cs_scope_seven_string_calls(void);
+
+/** Makes sure `count` more app NSString subclasses exist, named CSScopeExtraString<N>, each
+ *  defining its own -characterAtIndex: (made at run time, implementation in this image).
+ *  Idempotent per name; returns how many exist now. */
+size_t cs_scope_make_extra_string_classes(size_t count);
+
+/** -characterAtIndex:10 of a "abc" instance of CSScopeExtraString<index>: '.' when its own
+ *  implementation answered, 0 when a guard neutralised it, -1 when the class does not exist. */
+int cs_scope_extra_string_character(size_t index);
+
+/** Makes `count` empty NSObject subclasses at run time (CSScopeFiller<N>, idempotent), so start
+ *  cost can be measured against the number of classes. Returns how many exist now. */
+size_t cs_scope_make_filler_classes(size_t count);
+
+/** Uninstalls the guards, starts them (config NULL) and returns how many times the start copied
+ *  the class list for owner discovery. Leaves the guards started. */
+size_t cs_scope_class_list_copies_during_start(void);
+
+/** Asks the backend about every hook spec of the registry at once (one walk) and one spec at a
+ *  time; returns the number of (spec, owner) pairs found by the batch, or SIZE_MAX when the two
+ *  answers differ in any pair. */
+size_t cs_scope_batch_discovery_pairs(void);
+
+/** Which implementations the backend counts as the system's, as bits: 1 -[NSObject description],
+ *  2 a GNUstep array's own -objectAtIndex:, 4 objc_msg_lookup (the runtime), 8 the app class
+ *  CSScopePaddedString's -characterAtIndex:, 16 an implementation added at run time to
+ *  CSScopeExtraString0 from this image. Expected: 1|2|4. */
+unsigned cs_scope_system_implementation_bits(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
