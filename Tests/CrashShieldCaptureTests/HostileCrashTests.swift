@@ -155,7 +155,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: (executable as NSString).deletingLastPathComponent,
                                                 withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Built.shield, toPath: executable)
+        // Copied by cp(1), not in this process: a child that another test forks while the copy's
+        // write descriptor is open here would keep it open, and exec would fail with ETXTBSY.
+        let copy = try runChild("/bin/cp", [Built.shield, executable])
+        try #require(copy.termination == .exited(0))
         let result = try runChild(executable, ["crash", "segv", "--dir", directory])
         #expect(result.termination == .signaled(SIGSEGV))
         _ = try rawReport(directory)
