@@ -866,6 +866,176 @@ static void *oracle_mdata_resetBytesInRange(void) {
     return [NSString stringWithFormat:@"%@ %@", first, cs_bytes(data)];
 }
 
+#pragma mark - Oracles: key-value coding collection proxies (issue 10 item 1)
+
+/* A model whose collections are reached only through key-value coding proxies: `tags` and
+ * `labels` have a getter and a setter only (the setter stores a copy, as most models do, so each
+ * proxy mutation replaces and frees the collection the proxy read before), `fastTags` has
+ * indexed accessors, `ivarTags` has none. `child` makes key paths. */
+@interface CSScnTagModel : NSObject {
+    NSMutableArray *tags;
+    NSMutableSet *labels;
+    NSMutableArray *fastTags;
+    NSMutableArray *ivarTags;
+    CSScnTagModel *child;
+}
+@end
+
+@implementation CSScnTagModel
+- (id)init {
+    if ((self = [super init]) != nil) {
+        fastTags = [[NSMutableArray alloc] init];
+        ivarTags = [[NSMutableArray alloc] init];
+    }
+    return self;
+}
+- (void)dealloc {
+    CS_SCN_RELEASE(tags);
+    CS_SCN_RELEASE(labels);
+    CS_SCN_RELEASE(fastTags);
+    CS_SCN_RELEASE(ivarTags);
+    CS_SCN_RELEASE(child);
+    [super dealloc];
+}
+- (NSArray *)tags { return tags; }
+- (void)setTags:(NSArray *)value {
+    NSMutableArray *copy = [value mutableCopy];
+    CS_SCN_RELEASE(tags);
+    tags = copy;
+}
+- (NSSet *)labels { return labels; }
+- (void)setLabels:(NSSet *)value {
+    NSMutableSet *copy = [value mutableCopy];
+    CS_SCN_RELEASE(labels);
+    labels = copy;
+}
+- (NSUInteger)countOfFastTags { return [fastTags count]; }
+- (id)objectInFastTagsAtIndex:(NSUInteger)index { return [fastTags objectAtIndex:index]; }
+- (void)insertObject:(id)object inFastTagsAtIndex:(NSUInteger)index { [fastTags insertObject:object atIndex:index]; }
+- (void)removeObjectFromFastTagsAtIndex:(NSUInteger)index { [fastTags removeObjectAtIndex:index]; }
+- (CSScnTagModel *)child { return child; }
+- (void)setChild:(CSScnTagModel *)value {
+    [value retain];
+    CS_SCN_RELEASE(child);
+    child = value;
+}
+@end
+
+/** Counts the KVO notifications it receives. */
+@interface CSScnChangeCounter : NSObject {
+  @public
+    unsigned changes;
+}
+@end
+@implementation CSScnChangeCounter
+- (void)observeValueForKeyPath:(NSString *)keyPath ofObject:(id)object change:(NSDictionary *)change context:(void *)context {
+    changes++;
+}
+@end
+
+/* Every mutation below uses a proxy made for it, except the issue's sequence, which keeps one
+ * proxy for three mutations exactly as reported. GNUstep's own proxy -count/-objectAtIndex: read
+ * a collection cached without a retain, so reading through a proxy after it mutated is not
+ * legal use on this platform and is not done here. */
+static NSString *cs_kvc_array_proxy_run(BOOL observed) {
+    CSScnTagModel *model = [[CSScnTagModel alloc] init];
+    CSScnChangeCounter *counter = [[CSScnChangeCounter alloc] init];
+    if (observed) {
+        [model addObserver:counter forKeyPath:@"tags" options:0 context:NULL];
+        [model addObserver:counter forKeyPath:@"fastTags" options:0 context:NULL];
+        [model addObserver:counter forKeyPath:@"ivarTags" options:0 context:NULL];
+    }
+    [model setTags:[NSMutableArray arrayWithObject:@"a"]];
+    NSMutableArray *proxy = [model mutableArrayValueForKey:@"tags"];
+    [proxy addObject:@"b"];
+    [proxy insertObject:@"0" atIndex:0];
+    [proxy removeObjectAtIndex:1]; /* the issue's case: legal, tags = (0,b) */
+    NSMutableString *out = [NSMutableString stringWithFormat:@"tags %@", cs_list([model tags])];
+    [[model mutableArrayValueForKey:@"tags"] replaceObjectAtIndex:1 withObject:@"B"];
+    [[model mutableArrayValueForKey:@"tags"] insertObject:@"end" atIndex:2];
+    [[model mutableArrayValueForKey:@"tags"] removeObjectAtIndex:0];
+    [[model mutableArrayValueForKey:@"tags"] removeLastObject];
+    [out appendFormat:@" %@ %@", cs_list([model tags]), [[model mutableArrayValueForKey:@"tags"] objectAtIndex:0]];
+    for (NSString *key in [NSArray arrayWithObjects:@"fastTags", @"ivarTags", nil]) {
+        [[model mutableArrayValueForKey:key] addObject:@"x"];
+        [[model mutableArrayValueForKey:key] insertObject:@"w" atIndex:0];
+        [[model mutableArrayValueForKey:key] insertObject:@"y" atIndex:2];
+        [[model mutableArrayValueForKey:key] replaceObjectAtIndex:1 withObject:@"X"];
+        [[model mutableArrayValueForKey:key] removeObjectAtIndex:0];
+        [out appendFormat:@" %@ %@ %lu", key, cs_list([model valueForKey:key]),
+                          (unsigned long)[[model mutableArrayValueForKey:key] count]];
+    }
+    if (observed) {
+        [model removeObserver:counter forKeyPath:@"tags"];
+        [model removeObserver:counter forKeyPath:@"fastTags"];
+        [model removeObserver:counter forKeyPath:@"ivarTags"];
+        [out appendFormat:@" notifications %u", counter->changes];
+    }
+    CS_SCN_RELEASE(counter);
+    CS_SCN_RELEASE(model);
+    return out;
+}
+static void *oracle_kvc_array_proxy(void) {
+    return cs_kvc_array_proxy_run(NO);
+}
+static void *oracle_kvc_array_proxy_observed(void) {
+    return cs_kvc_array_proxy_run(YES);
+}
+static void *oracle_kvc_array_proxy_key_path(void) {
+    CSScnTagModel *model = [[CSScnTagModel alloc] init];
+    CSScnTagModel *child = [[CSScnTagModel alloc] init];
+    [model setChild:child];
+    [child setTags:[NSArray arrayWithObject:@"a"]];
+    NSMutableArray *proxy = [model mutableArrayValueForKeyPath:@"child.tags"];
+    [proxy addObject:@"b"];
+    [proxy insertObject:@"0" atIndex:0];
+    [proxy removeObjectAtIndex:1];
+    NSString *out = [NSString stringWithFormat:@"child.tags %@", cs_list([child tags])];
+    CS_SCN_RELEASE(child);
+    CS_SCN_RELEASE(model);
+    return out;
+}
+static NSString *cs_kvc_set_proxy_run(BOOL observed) {
+    CSScnTagModel *model = [[CSScnTagModel alloc] init];
+    CSScnChangeCounter *counter = [[CSScnChangeCounter alloc] init];
+    if (observed) [model addObserver:counter forKeyPath:@"labels" options:0 context:NULL];
+    [model setLabels:[NSSet setWithObject:@"a"]];
+    NSMutableSet *proxy = [model mutableSetValueForKey:@"labels"];
+    [proxy addObject:@"b"];
+    [proxy addObject:@"c"];
+    [proxy removeObject:@"a"];
+    NSMutableString *out = [NSMutableString stringWithFormat:@"labels %@", cs_list([model labels])];
+    [[model mutableSetValueForKey:@"labels"] removeObject:@"missing"];
+    [[model mutableSetValueForKeyPath:@"labels"] addObject:@"d"];
+    [out appendFormat:@" %@", cs_list([model labels])];
+    if (observed) {
+        [model removeObserver:counter forKeyPath:@"labels"];
+        [out appendFormat:@" notifications %u", counter->changes];
+    }
+    CS_SCN_RELEASE(counter);
+    CS_SCN_RELEASE(model);
+    return out;
+}
+bool cs_containers_kvc_proxy_misuse(void) {
+    bool ok;
+    @autoreleasepool {
+        CSScnTagModel *model = [[CSScnTagModel alloc] init];
+        [model setTags:[NSArray arrayWithObjects:@"a", @"b", nil]];
+        [[model mutableArrayValueForKey:@"tags"] removeObjectAtIndex:cs_opaque_index(9)];
+        [[model mutableArrayValueForKey:@"ivarTags"] addObject:@"x"];
+        [[model mutableArrayValueForKey:@"ivarTags"] removeObjectAtIndex:cs_opaque_index(9)];
+        ok = [[model tags] isEqual:CS_AB] && [[model valueForKey:@"ivarTags"] isEqual:[NSArray arrayWithObject:@"x"]];
+        CS_SCN_RELEASE(model);
+    }
+    return ok;
+}
+static void *oracle_kvc_set_proxy(void) {
+    return cs_kvc_set_proxy_run(NO);
+}
+static void *oracle_kvc_set_proxy_observed(void) {
+    return cs_kvc_set_proxy_run(YES);
+}
+
 static const cs_oracle kOracles[] = {
     {"NSArray objectAtIndex:", oracle_array_objectAtIndex},
     {"NSArray objectAtIndexedSubscript:", oracle_array_objectAtIndexedSubscript},
@@ -912,6 +1082,11 @@ static const cs_oracle kOracles[] = {
     {"NSData getBytes:range:", oracle_data_getBytes_range},
     {"NSMutableData replaceBytesInRange:withBytes:", oracle_mdata_replaceBytesInRange},
     {"NSMutableData resetBytesInRange:", oracle_mdata_resetBytesInRange},
+    {"NSMutableArray KVC proxy (mutableArrayValueForKey:)", oracle_kvc_array_proxy},
+    {"NSMutableArray KVC proxy (mutableArrayValueForKey:, key observed)", oracle_kvc_array_proxy_observed},
+    {"NSMutableArray KVC proxy (mutableArrayValueForKeyPath:)", oracle_kvc_array_proxy_key_path},
+    {"NSMutableSet KVC proxy (mutableSetValueForKey:)", oracle_kvc_set_proxy},
+    {"NSMutableSet KVC proxy (mutableSetValueForKey:, key observed)", oracle_kvc_set_proxy_observed},
 };
 const cs_oracle_table cs_container_oracles = CS_TABLE(kOracles);
 

@@ -133,6 +133,11 @@ uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *
  *  a demo scenario, whose unguarded run would do exactly that). */
 bool cs_containers_nil_index_set_misuse(void);
 
+/** Removes at index 9 through a getter/setter key-value coding proxy and through an
+ *  instance-variable proxy (two misuses, both stopped in the collection the proxy forwards to);
+ *  true when the model's collections are unchanged. Unguarded it throws. */
+bool cs_containers_kvc_proxy_misuse(void);
+
 /* ---- strings (Scenarios_Strings.m) ------------------------------------------------------ */
 
 /** Runs `threads` threads that each make `iterations` rounds of legal string calls and string
