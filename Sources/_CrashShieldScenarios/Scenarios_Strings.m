@@ -252,8 +252,9 @@ static bool astring_attributesAtIndex_beyond(void) {
     NSDictionary *attributes = [cs_attributed_string() attributesAtIndex:CS_BEYOND effectiveRange:&effective];
     return attributes != nil && [attributes count] == 0 && cs_is_not_found(effective);
 }
+#if defined(__APPLE__)
 /** Index 0 of an empty attributed string (index == length): a frequent crash on Apple, which
- *  throws there; GNUstep answers it, so its unguarded outcome differs (see the guard). */
+ *  throws there. GNUstep answers it (legal there: no scenario). */
 static bool astring_attributesAtIndex_empty(void) {
     NSAttributedString *empty = [[NSAttributedString alloc] initWithString:@""];
     NSRange effective = NSMakeRange(7, 7);
@@ -262,6 +263,7 @@ static bool astring_attributesAtIndex_empty(void) {
     CS_SCENARIO_RELEASE(empty);
     return ok;
 }
+#endif
 
 #pragma mark - Scenarios: NSMutableAttributedString
 
@@ -389,7 +391,9 @@ static const cs_scenario kScenarios[] = {
       astring_attributedSubstringFromRange_beyond),
     S("astring.attributeAtIndex.beyond", "attribute:atIndex:effectiveRange:", astring_attributeAtIndex_beyond),
     S("astring.attributesAtIndex.beyond", "attributesAtIndex:effectiveRange:", astring_attributesAtIndex_beyond),
+#if defined(__APPLE__)
     S("astring.attributesAtIndex.empty", "attributesAtIndex:effectiveRange:", astring_attributesAtIndex_empty),
+#endif
     S("mastring.addAttribute.beyond", "addAttribute:value:range:", mastring_addAttribute_beyond),
     S("mastring.addAttribute.nilValue", "addAttribute:value:range:", mastring_addAttribute_nilValue),
     S("mastring.addAttribute.nilName", "addAttribute:value:range:", mastring_addAttribute_nilName),
@@ -770,11 +774,48 @@ static void *oracle_astring_attributedSubstringFromRange(void) {
     return out;
 }
 
+/** One past the last index an attribute read answers on this platform: GNUstep answers at
+ *  index == length (the last run's attributes), Apple throws there. */
+static NSUInteger cs_attribute_index_end(NSAttributedString *text) {
+#if defined(__APPLE__)
+    return [text length];
+#else
+    return [text length] + 1;
+#endif
+}
+
+/** GNUstep Base's own suite, NSMutableAttributedString/test01.m:131: the attributes at
+ *  index == length before a replacement, for every (start, length) the test walks. */
+static void *oracle_mastring_attributesAtLength_gnustep_suite(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSDictionary *attr1 = [NSDictionary dictionaryWithObject:@"1" forKey:@"a"];
+    NSDictionary *attr2 = [NSDictionary dictionaryWithObject:@"2" forKey:@"b"];
+    NSDictionary *attrE = [NSDictionary dictionary];
+    for (NSUInteger start = 0; start <= 8; start++) {
+        for (NSUInteger length = 0; length <= 8 - start; length++) {
+            if (start == 0 && length == 8) continue;
+            NSMutableAttributedString *text = [[NSMutableAttributedString alloc] initWithString:@"aabbccdd" attributes:attr2];
+            [text setAttributes:attr1 range:NSMakeRange(2, 2)];
+            [text setAttributes:attrE range:NSMakeRange(4, 2)];
+            NSRange run = NSMakeRange(7, 7);
+            NSDictionary *begin = [text attributesAtIndex:(start == 0) ? length : 0 effectiveRange:&run];
+            NSDictionary *end = [text attributesAtIndex:((start + length) == 8) ? (start - 1) : 8 effectiveRange:NULL];
+            id value = [text attribute:@"b" atIndex:[text length] effectiveRange:NULL];
+            [text replaceCharactersInRange:NSMakeRange(start, length) withString:@""];
+            [out appendFormat:@"%lu,%lu %@%@ %@ %@ %@; ", (unsigned long)start, (unsigned long)length,
+                              cs_attributes_text(begin), cs_range_text(run), cs_attributes_text(end), cs_describe(value),
+                              cs_attributed_text(text)];
+            CS_SCENARIO_RELEASE(text);
+        }
+    }
+    return out;
+}
+
 static void *oracle_astring_attributeAtIndex(void) {
     NSMutableString *out = [NSMutableString string];
     NSString *names[] = {@"k", @"one", @"none"};
     for (NSAttributedString *text in cs_oracle_attributed_strings()) {
-        for (NSUInteger i = 0; i < [text length]; i++) {
+        for (NSUInteger i = 0; i < cs_attribute_index_end(text); i++) {
             for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
                 NSRange effective = NSMakeRange(7, 7);
                 id value = [text attribute:names[n] atIndex:i effectiveRange:&effective];
@@ -790,7 +831,7 @@ static void *oracle_astring_attributeAtIndex(void) {
 static void *oracle_astring_attributesAtIndex(void) {
     NSMutableString *out = [NSMutableString string];
     for (NSAttributedString *text in cs_oracle_attributed_strings()) {
-        for (NSUInteger i = 0; i < [text length]; i++) {
+        for (NSUInteger i = 0; i < cs_attribute_index_end(text); i++) {
             NSRange effective = NSMakeRange(7, 7);
             NSDictionary *attributes = [text attributesAtIndex:i effectiveRange:&effective];
             [out appendFormat:@"%@%@ ", cs_attributes_text(attributes), cs_range_text(effective)];
@@ -889,6 +930,8 @@ static const cs_oracle kOracles[] = {
     {"NSAttributedString attributedSubstringFromRange:", oracle_astring_attributedSubstringFromRange},
     {"NSAttributedString attribute:atIndex:effectiveRange:", oracle_astring_attributeAtIndex},
     {"NSAttributedString attributesAtIndex:effectiveRange:", oracle_astring_attributesAtIndex},
+    {"NSMutableAttributedString attributesAtIndex:effectiveRange: at length (GNUstep suite test01.m:131)",
+     oracle_mastring_attributesAtLength_gnustep_suite},
     {"NSMutableAttributedString addAttribute:value:range:", oracle_mastring_addAttribute},
     {"NSMutableAttributedString setAttributes:range:", oracle_mastring_setAttributes},
     {"NSMutableAttributedString replaceCharactersInRange:withString:", oracle_mastring_replaceCharactersInRange},

@@ -410,14 +410,36 @@ CS_INDEX_READ_HOOK(cs_oset_objectAtIndexedSubscript)
 CS_OBJECTS_COUNT_HOOK(cs_oset_initWithObjects_count)
 CS_NIL_ADD_HOOK(cs_moset_addObject)
 CS_NIL_ADD_HOOK(cs_moset_removeObject)
+/* Inserting beyond the count of a mutable ordered set: Apple throws; GNUstep Base 1.28 appends
+ * (GSOrderedSet's -insertObject:atIndex: stores at the end, and the generic
+ * -insertObjects:atIndexes: inserts one by one), so there only nil is a misuse. Removing a range
+ * that extends past the end: Apple throws; GNUstep removes the part within the set. Each platform
+ * keeps its own legal results (boundary oracle, issue 10 item 6). */
+#if defined(__APPLE__)
 CS_INSERT_AT_HOOK(cs_moset_insertObject_atIndex)
+#else
+static inline void cs_moset_insertObject_atIndex(IMP original, id self, SEL _cmd, const void *caller, id object,
+                                                 NSUInteger index) {
+    if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
+        cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
+        return;
+    ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, object, index);
+}
+CS_DEFINE_HOOK_2(cs_moset_insertObject_atIndex, void, id, NSUInteger)
+#endif
 CS_REMOVE_AT_HOOK(cs_moset_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_moset_replaceObjectAtIndex_withObject)
 CS_INSERT_AT_HOOK(cs_moset_setObject_atIndex)
 CS_INSERT_AT_HOOK(cs_moset_setObject_atIndexedSubscript)
 CS_EXCHANGE_HOOK(cs_moset_exchange)
+#if defined(__APPLE__)
 CS_REMOVE_RANGE_HOOK(cs_moset_removeObjectsInRange)
 CS_INSERT_OBJECTS_HOOK(cs_moset_insertObjects_atIndexes)
+#else
+/* GNUstep: neither is hooked. Its generic -insertObjects:atIndexes: walks both lists until one
+ * ends (a count mismatch, a nil array or a nil index set never throws) and its
+ * -removeObjectsInRange: clamps the range. */
+#endif
 
 #pragma mark - NSCache and NSUserDefaults
 
@@ -669,8 +691,10 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSMutableOrderedSet", "setObject:atIndex:", cs_moset_setObject_atIndex),
     CS_HOOK("NSMutableOrderedSet", "setObject:atIndexedSubscript:", cs_moset_setObject_atIndexedSubscript),
     CS_HOOK("NSMutableOrderedSet", "exchangeObjectAtIndex:withObjectAtIndex:", cs_moset_exchange),
+#if defined(__APPLE__)
     CS_HOOK("NSMutableOrderedSet", "removeObjectsInRange:", cs_moset_removeObjectsInRange),
     CS_HOOK("NSMutableOrderedSet", "insertObjects:atIndexes:", cs_moset_insertObjects_atIndexes),
+#endif
 
     CS_HOOK("NSCache", "setObject:forKey:", cs_cache_setObject_forKey),
     CS_HOOK("NSCache", "setObject:forKey:cost:", cs_cache_setObject_forKey_cost),

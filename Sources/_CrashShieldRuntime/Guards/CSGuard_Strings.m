@@ -22,22 +22,36 @@
  *   replaceCharactersInRange:withString:, addAttribute:value:range:, setAttributes:range:) that
  *   are out of range or have a nil argument are no-ops.
  * - attribute:atIndex:effectiveRange: beyond returns nil, attributesAtIndex:effectiveRange: an
- *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}.
+ *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}. "Beyond" is
+ *   index > length on GNUstep, index >= length on Apple.
  *
- * Two forms are legal inside GNUstep but throw on Apple's Foundation, so the app must not rely
- * on them: replaceCharactersInRange:withString: with a nil string (GNUstep's own
- * deleteCharactersInRange: implementations send it as their "delete"), and reading attributes at
- * index == length (GNUstep's attributedSubstringFromRange: {length, 0} and addAttribute:… range:
- * {0, 0} on an empty string do). They are a misuse only when the app sent them (cs_sent_by_system:
- * the caller's return address); only those two forms pay for that lookup, every other check is
- * arithmetic.
+ * Where GNUstep and Apple differ, each keeps its own legal results (SPEC §2 rule 1): GNUstep
+ * answers attributesAtIndex:effectiveRange: and attribute:atIndex:effectiveRange: at
+ * index == length, Apple throws there. One form is legal inside GNUstep but throws on Apple's
+ * Foundation, so the app must not rely on it: replaceCharactersInRange:withString: with a nil
+ * string (GNUstep's own deleteCharactersInRange: implementations send it as their "delete"). It
+ * is a misuse only when the app sent it (cs_sent_by_system: the caller's return address); only
+ * that form pays for the lookup, every other check is arithmetic.
  *
  * Ranges are checked with overflow-safe arithmetic: location + length may wrap.
  */
 #import "../Engine/CSEngine.h"
 #include <pthread.h>
 
+#define CS_ALWAYS_INLINE_STRING static inline __attribute__((always_inline))
+
 #pragma clang section text = "cs_guard_string" /* every function below: see CS_GUARD_METHOD */
+
+#import "CSReceiverMeasure.h"
+
+/* -length of the receiver: see CSReceiverMeasure.h (no string class is unbounded). */
+static cs_measure_cache g_length_cache = {.ready = 1};
+
+CS_ALWAYS_INLINE_STRING NSUInteger cs_length(id self) {
+    NSUInteger length = 0;
+    cs_measure(&g_length_cache, @selector(length), self, &length);
+    return length;
+}
 
 extern CSGuard CSGuardStrings;
 #define G (&CSGuardStrings)
@@ -82,7 +96,7 @@ static const char *const kNilString = "nil string";
 static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd, const void *caller,
                                                  NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index >= length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             return 0;
     }
@@ -92,7 +106,7 @@ CS_DEFINE_HOOK_1(cs_string_characterAtIndex, unichar, NSUInteger)
 
 static inline id cs_string_substringFromIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             index = length; /* -> the empty string */
     }
@@ -102,7 +116,7 @@ CS_DEFINE_HOOK_1(cs_string_substringFromIndex, id, NSUInteger)
 
 static inline id cs_string_substringToIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             index = length; /* -> the whole string */
     }
@@ -112,7 +126,7 @@ CS_DEFINE_HOOK_1(cs_string_substringToIndex, id, NSUInteger)
 
 static inline id cs_string_substringWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
             range = cs_range_clamp(range, length);
     }
@@ -142,7 +156,7 @@ CS_DEFINE_HOOK_2(cs_string_rangeOfStringOptions, NSRange, id, NSUInteger)
 static inline BOOL cs_string_search_allowed(id self, SEL _cmd, const void *caller, id string, NSRange *range) {
     if (!cs_guard_is_on(G)) return YES;
     if (CS_UNLIKELY(string == nil)) return !cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0);
-    NSUInteger length = [(NSString *)self length];
+    NSUInteger length = cs_length(self);
     if (CS_UNLIKELY(!cs_range_fits(*range, length)) && CS_RANGE_MISUSE(*range)) *range = cs_range_clamp(*range, length);
     return YES;
 }
@@ -187,7 +201,7 @@ static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id s
                 string = @"";
             }
         } else {
-            NSUInteger length = [(NSString *)self length];
+            NSUInteger length = cs_length(self);
             if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) {
                 range = NSMakeRange(0, 0);
                 string = @"";
@@ -238,7 +252,7 @@ static inline void cs_mstring_insertString(IMP original, id self, SEL _cmd, cons
         if (CS_UNLIKELY(string == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
         } else {
-            NSUInteger length = [(NSString *)self length];
+            NSUInteger length = cs_length(self);
             if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
                 return;
         }
@@ -250,7 +264,7 @@ CS_DEFINE_HOOK_2(cs_mstring_insertString, void, id, NSUInteger)
 static inline void cs_mstring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
                                                       NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
@@ -262,7 +276,7 @@ CS_DEFINE_HOOK_1(cs_mstring_deleteCharactersInRange, void, NSRange)
  *  -length both count characters). YES: the call may proceed. */
 static inline BOOL cs_replace_allowed(id self, SEL _cmd, const void *caller, NSRange range, id string) {
     if (!cs_guard_is_on(G)) return YES;
-    NSUInteger length = [(NSString *)self length];
+    NSUInteger length = cs_length(self);
     if (CS_UNLIKELY(!cs_range_fits(range, length))) return !CS_RANGE_MISUSE(range);
     /* A nil string from the system libraries is their own "delete" (see the file comment). */
     if (CS_UNLIKELY(string == nil) && !cs_sent_by_system(caller))
@@ -297,7 +311,7 @@ CS_DEFINE_HOOK_2(cs_astring_initWithStringAttributes, id, id, id)
 static inline id cs_astring_attributedSubstringFromRange(IMP original, id self, SEL _cmd, const void *caller,
                                                          NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSAttributedString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
             range = cs_range_clamp(range, length);
     }
@@ -305,12 +319,17 @@ static inline id cs_astring_attributedSubstringFromRange(IMP original, id self, 
 }
 CS_DEFINE_HOOK_1(cs_astring_attributedSubstringFromRange, id, NSRange)
 
-/** YES when reading attributes at `index` is a misuse to record (index == length is the system's
- *  own legal form; see the file comment). */
+/** YES when reading attributes at `index` is a misuse to record. GNUstep defines both attribute
+ *  reads at index == length (the last run's attributes, or none for an empty string) and throws
+ *  only beyond it; Apple's Foundation throws at index == length too. Each platform keeps its own
+ *  legal results (SPEC §2 rule 1). */
 static inline BOOL cs_attribute_index_misuse(id self, SEL _cmd, const void *caller, NSUInteger index) {
-    NSUInteger length = [(NSAttributedString *)self length];
+    NSUInteger length = cs_length(self);
+#if defined(__APPLE__)
     if (CS_LIKELY(index < length)) return NO;
-    if (index == length && cs_sent_by_system(caller)) return NO;
+#else
+    if (CS_LIKELY(index <= length)) return NO;
+#endif
     return cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length);
 }
 
@@ -357,7 +376,7 @@ static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, con
         } else if (CS_UNLIKELY(value == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil attribute value", 0, 0, 0)) return;
         } else {
-            NSUInteger length = [(NSAttributedString *)self length];
+            NSUInteger length = cs_length(self);
             if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
         }
     }
@@ -365,11 +384,16 @@ static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_3(cs_mastring_addAttribute, void, id, id, NSRange)
 
-/* A nil dictionary is legal (it clears the attributes of the range). */
+/* A nil dictionary is legal (it clears the attributes of the range). GNUstep returns before its
+ * range check when the range is empty (a logged warning), wherever the range starts: legal there. */
 static inline void cs_mastring_setAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
                                              NSRange range) {
+#if defined(__APPLE__)
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSAttributedString *)self length];
+#else
+    if (CS_LIKELY(cs_guard_is_on(G)) && range.length > 0) {
+#endif
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
@@ -386,7 +410,7 @@ CS_DEFINE_HOOK_2(cs_mastring_replaceCharactersInRange, void, NSRange, id)
 static inline void cs_mastring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
                                                        NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSAttributedString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);

@@ -138,6 +138,17 @@ bool cs_containers_nil_index_set_misuse(void);
  *  true when the model's collections are unchanged. Unguarded it throws. */
 bool cs_containers_kvc_proxy_misuse(void);
 
+/* ---- boundary oracle of the container and string guards (Scenarios_Boundaries.m) ---------- */
+
+/** Number of boundary cases (some indexes are padding: their name and run are NULL). */
+size_t cs_boundary_count(void);
+/** "NSArray objectAtIndex: n=3 n+1": receiver class, selector, receiver size, input; malloc'd
+ *  (free() it), NULL for padding. */
+char *cs_boundary_name(size_t index);
+/** Runs the case on a fresh receiver: what the call returned (and the receiver after a
+ *  mutation), or "threw:<exception name>"; malloc'd, NULL for padding. */
+char *cs_boundary_run(size_t index);
+
 /* ---- strings (Scenarios_Strings.m) ------------------------------------------------------ */
 
 /** Runs `threads` threads that each make `iterations` rounds of legal string calls and string
