@@ -164,6 +164,17 @@ static NSString *b_attributesAtIndex(id r, NSUInteger i, NSRange g) {
     return [NSString stringWithFormat:@"%@ %@", cs_bnd_text(value), cs_bnd_range(effective)];
 }
 FN(b_addAttribute, M([r addAttribute:@"n" value:@"w" range:g]))
+FN(b_removeAttribute, M([r removeAttribute:@"k" range:g]))
+FN(b_addAttributes, M([r addAttributes:[NSDictionary dictionaryWithObject:@"w" forKey:@"n"] range:g]))
+FN(b_replaceObjectsInRange, M([r replaceObjectsInRange:g withObjectsFromArray:[NSArray arrayWithObject:@"x"]]))
+static NSString *b_replaceObjectsInRange_source(id r, NSUInteger i, NSRange g) {
+    (void)i;
+    NSArray *source = [NSArray arrayWithObjects:@"x", @"y", @"z", nil];
+    [r replaceObjectsInRange:NSMakeRange(0, 0) withObjectsFromArray:source range:g];
+    return cs_bnd_text(r);
+}
+FN(b_stringByReplacingOccurrences_range,
+   R([r stringByReplacingOccurrencesOfString:@"b" withString:@"X" options:0 range:g]))
 FN(b_setAttributes, M([r setAttributes:[NSDictionary dictionaryWithObject:@"w" forKey:@"n"] range:g]))
 #undef FN
 #undef M
@@ -225,6 +236,13 @@ static const cs_bnd_row kRows[] = {
     {"setAttributes:range:", CS_BND_MASTRING, CS_BND_RANGE, b_setAttributes},
     {"replaceCharactersInRange:withString:", CS_BND_MASTRING, CS_BND_RANGE, b_replaceCharactersInRange},
     {"deleteCharactersInRange:", CS_BND_MASTRING, CS_BND_RANGE, b_deleteCharactersInRange},
+    {"removeAttribute:range:", CS_BND_MASTRING, CS_BND_RANGE, b_removeAttribute},
+    {"addAttributes:range:", CS_BND_MASTRING, CS_BND_RANGE, b_addAttributes},
+    {"replaceObjectsInRange:withObjectsFromArray:", CS_BND_MARRAY, CS_BND_RANGE, b_replaceObjectsInRange},
+    {"replaceObjectsInRange:withObjectsFromArray:range: (source)", CS_BND_MARRAY, CS_BND_RANGE,
+     b_replaceObjectsInRange_source},
+    {"stringByReplacingOccurrencesOfString:withString:options:range:", CS_BND_STRING, CS_BND_RANGE,
+     b_stringByReplacingOccurrences_range},
 };
 
 #define ROW_COUNT (sizeof kRows / sizeof kRows[0])

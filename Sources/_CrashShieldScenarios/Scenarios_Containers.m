@@ -411,6 +411,32 @@ static bool mdata_resetBytesInRange_beyond(void) {
     return [data isEqual:cs_data_abc()];
 }
 
+/* Issue 10 item 13: misuses found by the selector survey. */
+static bool marray_removeLastObject_empty(void) {
+    NSMutableArray *array = [NSMutableArray array];
+    [array removeLastObject];
+    return [array count] == 0;
+}
+static bool marray_replaceObjectsInRange_beyond(void) {
+    NSMutableArray *array = cs_mab();
+    [array replaceObjectsInRange:NSMakeRange(1, cs_opaque_index(5)) withObjectsFromArray:[NSArray arrayWithObject:@"x"]];
+    return [array isEqual:CS_AB];
+}
+static bool marray_replaceObjectsInRangeRange_sourceBeyond(void) {
+    NSMutableArray *array = cs_mab();
+    [array replaceObjectsInRange:NSMakeRange(0, 1) withObjectsFromArray:[NSArray arrayWithObject:@"x"]
+                           range:NSMakeRange(1, cs_opaque_index(5))];
+    return [array isEqual:CS_AB];
+}
+static bool array_arrayByAddingObject_nil(void) {
+    return [[CS_AB arrayByAddingObject:cs_opaque(nil)] isEqual:CS_AB];
+}
+static bool mdata_replaceBytesInRangeLength_beyond(void) {
+    NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
+    [data replaceBytesInRange:NSMakeRange(cs_opaque_index(5), 0) withBytes:"x" length:1];
+    return [data isEqual:cs_data_abc()];
+}
+
 #define S(name, selector, cls, fn) {name, "container", selector, cls, fn}
 static const cs_scenario kScenarios[] = {
     S("array.objectAtIndex.beyond", "objectAtIndex:", false, array_objectAtIndex_beyond),
@@ -495,6 +521,14 @@ static const cs_scenario kScenarios[] = {
     S("mdata.replaceBytesInRange.beyond", "replaceBytesInRange:withBytes:", false, mdata_replaceBytesInRange_beyond),
     S("mdata.replaceBytesInRange.wrap", "replaceBytesInRange:withBytes:", false, mdata_replaceBytesInRange_wrap),
     S("mdata.resetBytesInRange.beyond", "resetBytesInRange:", false, mdata_resetBytesInRange_beyond),
+    S("marray.removeLastObject.empty", "removeLastObject", false, marray_removeLastObject_empty),
+    S("marray.replaceObjectsInRange.beyond", "replaceObjectsInRange:withObjectsFromArray:", false,
+      marray_replaceObjectsInRange_beyond),
+    S("marray.replaceObjectsInRangeRange.sourceBeyond", "replaceObjectsInRange:withObjectsFromArray:range:", false,
+      marray_replaceObjectsInRangeRange_sourceBeyond),
+    S("array.arrayByAddingObject.nil", "arrayByAddingObject:", false, array_arrayByAddingObject_nil),
+    S("mdata.replaceBytesInRangeLength.beyond", "replaceBytesInRange:withBytes:length:", false,
+      mdata_replaceBytesInRangeLength_beyond),
 };
 #undef S
 const cs_scenario_table cs_container_scenarios = CS_TABLE(kScenarios);
@@ -1052,7 +1086,69 @@ static void *oracle_kvc_set_proxy_observed(void) {
     return cs_kvc_set_proxy_run(YES);
 }
 
+#pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
+
+static void *oracle_marray_removeLastObject(void) {
+    NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
+    [array removeLastObject];
+    NSMutableArray *one = [NSMutableArray arrayWithObject:@"only"];
+    [one removeLastObject];
+    return [NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(one)];
+}
+static void *oracle_marray_replaceObjectsInRange(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSRange ranges[] = {NSMakeRange(0, 0), NSMakeRange(3, 0), NSMakeRange(1, 2), NSMakeRange(0, 3)};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
+        [array replaceObjectsInRange:ranges[i] withObjectsFromArray:[NSArray arrayWithObjects:@"x", @"y", nil]];
+        NSMutableArray *removed = [NSMutableArray arrayWithArray:CS_ABC];
+        [removed replaceObjectsInRange:ranges[i] withObjectsFromArray:nil];
+        [out appendFormat:@"%@ %@ ", cs_list(array), cs_list(removed)];
+    }
+    return out;
+}
+static void *oracle_marray_replaceObjectsInRange_range(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSArray *source = [NSArray arrayWithObjects:@"x", @"y", nil];
+    NSRange sources[] = {NSMakeRange(0, 0), NSMakeRange(2, 0), NSMakeRange(0, 2), NSMakeRange(1, 1)};
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+        NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
+        [array replaceObjectsInRange:NSMakeRange(1, 1) withObjectsFromArray:source range:sources[i]];
+        NSMutableArray *end = [NSMutableArray arrayWithArray:CS_ABC];
+        [end replaceObjectsInRange:NSMakeRange(3, 0) withObjectsFromArray:source range:sources[i]];
+        [out appendFormat:@"%@ %@ ", cs_list(array), cs_list(end)];
+    }
+    return out;
+}
+static void *oracle_array_arrayByAddingObject(void) {
+    NSArray *empty = [[NSArray array] arrayByAddingObject:@"a"];
+    NSArray *more = [CS_ABC arrayByAddingObject:@"d"];
+    NSArray *fromMutable = [cs_mab() arrayByAddingObject:@"c"];
+    return [NSString stringWithFormat:@"%@ %@ %@", cs_list(empty), cs_list(more), cs_list(fromMutable)];
+}
+static void *oracle_mdata_replaceBytesInRange_length(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSRange ranges[] = {NSMakeRange(0, 0), NSMakeRange(3, 0), NSMakeRange(1, 2), NSMakeRange(0, 3), NSMakeRange(1, 1)};
+    NSUInteger lengths[] = {0, 1, 4};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+            NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
+            [data replaceBytesInRange:ranges[i] withBytes:"WXYZ" length:lengths[l]];
+            [out appendFormat:@"%@ ", cs_bytes(data)];
+        }
+    }
+    NSMutableData *cleared = [NSMutableData dataWithBytes:"abc" length:3];
+    [cleared replaceBytesInRange:NSMakeRange(0, 3) withBytes:NULL length:0];
+    [out appendString:cs_bytes(cleared)];
+    return out;
+}
+
 static const cs_oracle kOracles[] = {
+    {"NSMutableArray removeLastObject", oracle_marray_removeLastObject},
+    {"NSMutableArray replaceObjectsInRange:withObjectsFromArray:", oracle_marray_replaceObjectsInRange},
+    {"NSMutableArray replaceObjectsInRange:withObjectsFromArray:range:", oracle_marray_replaceObjectsInRange_range},
+    {"NSArray arrayByAddingObject:", oracle_array_arrayByAddingObject},
+    {"NSMutableData replaceBytesInRange:withBytes:length:", oracle_mdata_replaceBytesInRange_length},
     {"NSArray objectAtIndex:", oracle_array_objectAtIndex},
     {"NSArray objectAtIndexedSubscript:", oracle_array_objectAtIndexedSubscript},
     {"NSArray subarrayWithRange:", oracle_array_subarrayWithRange},

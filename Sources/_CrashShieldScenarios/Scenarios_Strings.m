@@ -340,6 +340,44 @@ static bool mastring_setAttributes_wrap(void) {
     return cs_attributes_unchanged(text);
 }
 
+/* Issue 10 item 13: misuses found by the selector survey. */
+static bool string_stringByReplacingOccurrences_nilTarget(void) {
+    return [[cs_format_string() stringByReplacingOccurrencesOfString:cs_opaque(nil) withString:@"x"] isEqualToString:@"abc"];
+}
+static bool string_stringByReplacingOccurrences_nilReplacement(void) {
+    return [[cs_mutable_string() stringByReplacingOccurrencesOfString:@"b" withString:cs_opaque(nil)] isEqualToString:@"abc"];
+}
+static bool string_stringByReplacingOccurrencesOptionsRange_beyond(void) {
+    NSString *result = [cs_format_string() stringByReplacingOccurrencesOfString:@"b" withString:@"x" options:0
+                                                                          range:NSMakeRange(1, CS_BEYOND)];
+    return [result isEqualToString:@"abc"];
+}
+static bool string_compare_nil(void) {
+    return [cs_format_string() compare:cs_opaque(nil)] == NSOrderedDescending;
+}
+static bool string_containsString_nil(void) {
+    return [@"abc" containsString:cs_opaque(nil)] == NO;
+}
+static bool string_componentsSeparatedByString_nil(void) {
+    NSArray *parts = [cs_format_string() componentsSeparatedByString:cs_opaque(nil)];
+    return [parts count] == 1 && [[parts objectAtIndex:0] isEqualToString:@"abc"];
+}
+static bool mastring_removeAttribute_beyond(void) {
+    NSMutableAttributedString *text = cs_attributed_string();
+    [text removeAttribute:@"k" range:NSMakeRange(2, CS_BEYOND)];
+    return [[text attribute:@"k" atIndex:2 effectiveRange:NULL] isEqualToString:@"v"];
+}
+static bool mastring_addAttributes_nil(void) {
+    NSMutableAttributedString *text = cs_attributed_string();
+    [text addAttributes:cs_opaque(nil) range:NSMakeRange(0, 1)];
+    return [[text attributesAtIndex:0 effectiveRange:NULL] count] == 0;
+}
+static bool mastring_addAttributes_beyond(void) {
+    NSMutableAttributedString *text = cs_attributed_string();
+    [text addAttributes:[NSDictionary dictionaryWithObject:@"w" forKey:@"n"] range:NSMakeRange(1, CS_BEYOND)];
+    return [text attribute:@"n" atIndex:1 effectiveRange:NULL] == nil;
+}
+
 #define S(name, selector, fn) {name, "string", selector, false, fn}
 
 static const cs_scenario kScenarios[] = {
@@ -403,6 +441,19 @@ static const cs_scenario kScenarios[] = {
     S("mastring.replaceCharactersInRange.nil", "replaceCharactersInRange:withString:",
       mastring_replaceCharactersInRange_nil),
     S("mastring.deleteCharactersInRange.beyond", "deleteCharactersInRange:", mastring_deleteCharactersInRange_beyond),
+    S("string.stringByReplacingOccurrences.nilTarget", "stringByReplacingOccurrencesOfString:withString:",
+      string_stringByReplacingOccurrences_nilTarget),
+    S("string.stringByReplacingOccurrences.nilReplacement", "stringByReplacingOccurrencesOfString:withString:",
+      string_stringByReplacingOccurrences_nilReplacement),
+    S("string.stringByReplacingOccurrencesOptionsRange.beyond",
+      "stringByReplacingOccurrencesOfString:withString:options:range:",
+      string_stringByReplacingOccurrencesOptionsRange_beyond),
+    S("string.compare.nil", "compare:", string_compare_nil),
+    S("string.containsString.nil", "containsString:", string_containsString_nil),
+    S("string.componentsSeparatedByString.nil", "componentsSeparatedByString:", string_componentsSeparatedByString_nil),
+    S("mastring.removeAttribute.beyond", "removeAttribute:range:", mastring_removeAttribute_beyond),
+    S("mastring.addAttributes.nil", "addAttributes:range:", mastring_addAttributes_nil),
+    S("mastring.addAttributes.beyond", "addAttributes:range:", mastring_addAttributes_beyond),
     S("string.rangeOfStringOptionsRange.wrap", "rangeOfString:options:range:", string_rangeOfStringOptionsRange_wrap),
     S("string.stringByReplacingCharactersInRange.wrap", "stringByReplacingCharactersInRange:withString:",
       string_stringByReplacingCharactersInRange_wrap),
@@ -906,7 +957,85 @@ static void *oracle_mastring_deleteCharactersInRange(void) {
     return out;
 }
 
+#pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
+
+static void *oracle_string_stringByReplacingOccurrences(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings()) {
+        [out appendFormat:@"'%@' '%@' '%@' ", [text stringByReplacingOccurrencesOfString:@"b" withString:@"XY"],
+                          [text stringByReplacingOccurrencesOfString:@"" withString:@"-"],
+                          [text stringByReplacingOccurrencesOfString:@"q" withString:@""]];
+    }
+    return out;
+}
+static void *oracle_string_stringByReplacingOccurrencesOptionsRange(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings()) {
+        NSUInteger length = [text length];
+        [out appendFormat:@"'%@' '%@' ",
+                          [text stringByReplacingOccurrencesOfString:@"B" withString:@"x" options:NSCaseInsensitiveSearch
+                                                               range:NSMakeRange(0, length)],
+                          [text stringByReplacingOccurrencesOfString:@"c" withString:@"" options:0
+                                                               range:NSMakeRange(length, 0)]];
+    }
+    return out;
+}
+static void *oracle_string_compare(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings())
+        [out appendFormat:@"%ld %ld %ld ", (long)[text compare:@"abc"], (long)[text compare:@""], (long)[@"b" compare:text]];
+    return out;
+}
+static void *oracle_string_containsString(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings())
+        [out appendFormat:@"%d%d%d ", (int)[text containsString:@"b"], (int)[text containsString:@""],
+                          (int)[text containsString:text]];
+    return out;
+}
+static void *oracle_string_componentsSeparatedByString(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings())
+        [out appendFormat:@"(%@) (%@) ", [[text componentsSeparatedByString:@"b"] componentsJoinedByString:@"|"],
+                          [[text componentsSeparatedByString:@","] componentsJoinedByString:@"|"]];
+    return out;
+}
+static void *oracle_mastring_removeAttribute(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSUInteger length = [cs_attributed_string() length];
+    NSRange ranges[] = {NSMakeRange(0, 0), NSMakeRange(0, 1), NSMakeRange(1, 2), NSMakeRange(length, 0),
+                        NSMakeRange(0, length)};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        NSMutableAttributedString *text = cs_attributed_string();
+        [text removeAttribute:@"k" range:ranges[i]];
+        [text removeAttribute:@"absent" range:ranges[i]];
+        [out appendFormat:@"%@; ", cs_attributed_text(text)];
+    }
+    return out;
+}
+static void *oracle_mastring_addAttributes(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSDictionary *attributes = [NSDictionary dictionaryWithObjectsAndKeys:@"1", @"one", @"2", @"two", nil];
+    NSUInteger length = [cs_attributed_string() length];
+    NSRange ranges[] = {NSMakeRange(0, 1), NSMakeRange(1, 2), NSMakeRange(0, length), NSMakeRange(length, 0)};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        NSMutableAttributedString *text = cs_attributed_string();
+        [text addAttributes:attributes range:ranges[i]];
+        [text addAttributes:[NSDictionary dictionary] range:ranges[i]];
+        [out appendFormat:@"%@; ", cs_attributed_text(text)];
+    }
+    return out;
+}
+
 static const cs_oracle kOracles[] = {
+    {"NSString stringByReplacingOccurrencesOfString:withString:", oracle_string_stringByReplacingOccurrences},
+    {"NSString stringByReplacingOccurrencesOfString:withString:options:range:",
+     oracle_string_stringByReplacingOccurrencesOptionsRange},
+    {"NSString compare:", oracle_string_compare},
+    {"NSString containsString:", oracle_string_containsString},
+    {"NSString componentsSeparatedByString:", oracle_string_componentsSeparatedByString},
+    {"NSMutableAttributedString removeAttribute:range:", oracle_mastring_removeAttribute},
+    {"NSMutableAttributedString addAttributes:range:", oracle_mastring_addAttributes},
     {"NSString characterAtIndex:", oracle_string_characterAtIndex},
     {"NSString substringFromIndex:", oracle_string_substringFromIndex},
     {"NSString substringToIndex:", oracle_string_substringToIndex},

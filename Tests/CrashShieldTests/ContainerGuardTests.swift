@@ -168,7 +168,7 @@ extension RuntimeTests {
                 CrashShield.flushIncidents()
                 #expect(CrashShield.recordedCount(for: .container) == 0)
             }
-            #expect(unguarded.count == 45 + kvcProxyOracleNames.count)
+            #expect(unguarded.count == 50 + kvcProxyOracleNames.count)
             #expect(Set(unguarded.keys) == Set(guarded.keys))
             for (name, text) in unguarded.sorted(by: { $0.key < $1.key }) {
                 #expect(!text.hasPrefix("exception:"), "\(name): \(text)")

@@ -318,6 +318,60 @@ CS_INSERT_AT_HOOK(cs_marray_insertObject_atIndex)
 CS_REMOVE_AT_HOOK(cs_marray_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_marray_replaceObjectAtIndex_withObject)
 
+/** -removeLastObject: on an empty array it is a no-op. */
+CS_ALWAYS_INLINE void cs_remove_last(IMP original, id self, SEL _cmd, const void *caller) {
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(count == 0) &&
+        cs_guard_misuse(G, self, _cmd, caller, "no object to remove", 0, 0, 0))
+        return;
+    ((void (*)(id, SEL))original)(self, _cmd);
+}
+#define CS_REMOVE_LAST_HOOK(name)                                                                  \
+    static inline void name(IMP o, id s, SEL c, const void *w) { cs_remove_last(o, s, c, w); }     \
+    CS_DEFINE_HOOK_0(name, void)
+CS_REMOVE_LAST_HOOK(cs_marray_removeLastObject)
+
+/** -replaceObjectsInRange:withObjectsFromArray:: a range not within [0, count] is a no-op (a nil
+ *  array is legal: it removes the range). */
+static inline void cs_marray_replaceObjectsInRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range,
+                                                   NSArray *objects) {
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count)) &&
+        cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
+                        range.length))
+        return;
+    ((void (*)(id, SEL, NSRange, NSArray *))original)(self, _cmd, range, objects);
+}
+CS_DEFINE_HOOK_2(cs_marray_replaceObjectsInRange, void, NSRange, NSArray *)
+
+/** -replaceObjectsInRange:withObjectsFromArray:range:: either range out of its array is a no-op. */
+static inline void cs_marray_replaceObjectsInRange_range(IMP original, id self, SEL _cmd, const void *caller,
+                                                         NSRange range, NSArray *objects, NSRange source) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger count;
+        if (cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count))) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
+                                range.length))
+                return;
+        } else if (CS_UNLIKELY(!cs_range_within(source, [objects count]))) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "source range location {} length {} beyond count", 2,
+                                source.location, source.length))
+                return;
+        }
+    }
+    ((void (*)(id, SEL, NSRange, NSArray *, NSRange))original)(self, _cmd, range, objects, source);
+}
+CS_DEFINE_HOOK_3(cs_marray_replaceObjectsInRange_range, void, NSRange, NSArray *, NSRange)
+
+/** -arrayByAddingObject: nil answers an unchanged (immutable) copy of the receiver. */
+static inline id cs_array_arrayByAddingObject(IMP original, id self, SEL _cmd, const void *caller, id object) {
+    if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
+        cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
+        return CS_AUTORELEASE([(NSArray *)self copy]);
+    return ((id(*)(id, SEL, id))original)(self, _cmd, object);
+}
+CS_DEFINE_HOOK_1(cs_array_arrayByAddingObject, id, id)
+
 /** Exchanges: either index >= count is a no-op. */
 CS_ALWAYS_INLINE void cs_exchange(IMP original, id self, SEL _cmd, const void *caller, NSUInteger a, NSUInteger b) {
     NSUInteger count;
@@ -551,6 +605,29 @@ static inline void cs_mdata_resetBytesInRange(IMP original, id self, SEL _cmd, c
 }
 CS_DEFINE_HOOK_1(cs_mdata_resetBytesInRange, void, NSRange)
 
+/* -replaceBytesInRange:withBytes:length:: the range is the part replaced, so (unlike the
+ * two-argument form) it must lie within the data on GNUstep, which otherwise corrupts its heap or
+ * raises NSMallocException; Apple documents the range's location only. */
+CS_ALWAYS_INLINE BOOL cs_replace_bytes_length_is_misuse(NSRange range, NSUInteger length) {
+#if defined(__APPLE__)
+    return range.location > length || range.length > NSUIntegerMax - range.location;
+#else
+    return !cs_range_within(range, length);
+#endif
+}
+
+static inline void cs_mdata_replaceBytesInRange_withBytes_length(IMP original, id self, SEL _cmd, const void *caller,
+                                                                 NSRange range, const void *bytes, NSUInteger count) {
+    NSUInteger length;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length) &&
+        CS_UNLIKELY(cs_replace_bytes_length_is_misuse(range, length)) &&
+        cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
+                        range.length))
+        return;
+    ((void (*)(id, SEL, NSRange, const void *, NSUInteger))original)(self, _cmd, range, bytes, count);
+}
+CS_DEFINE_HOOK_3(cs_mdata_replaceBytesInRange_withBytes_length, void, NSRange, const void *, NSUInteger)
+
 #pragma mark - Key-value coding collection proxies
 
 /*
@@ -659,6 +736,7 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSArray", "objectsAtIndexes:", cs_array_objectsAtIndexes),
     CS_HOOK("NSArray", "getObjects:range:", cs_array_getObjects_range),
     CS_HOOK("NSArray", "initWithObjects:count:", cs_array_initWithObjects_count),
+    CS_HOOK("NSArray", "arrayByAddingObject:", cs_array_arrayByAddingObject),
     CS_CLASS_HOOK("NSArray", "arrayWithObjects:count:", cs_array_arrayWithObjects_count),
 
     CS_HOOK("NSMutableArray", "addObject:", cs_marray_addObject),
@@ -669,6 +747,9 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSMutableArray", "setObject:atIndexedSubscript:", cs_marray_setObject_atIndexedSubscript),
     CS_HOOK("NSMutableArray", "removeObjectsInRange:", cs_marray_removeObjectsInRange),
     CS_HOOK("NSMutableArray", "insertObjects:atIndexes:", cs_marray_insertObjects_atIndexes),
+    CS_HOOK("NSMutableArray", "removeLastObject", cs_marray_removeLastObject),
+    CS_HOOK("NSMutableArray", "replaceObjectsInRange:withObjectsFromArray:", cs_marray_replaceObjectsInRange),
+    CS_HOOK("NSMutableArray", "replaceObjectsInRange:withObjectsFromArray:range:", cs_marray_replaceObjectsInRange_range),
 
     CS_HOOK("NSDictionary", "initWithObjects:forKeys:count:", cs_dictionary_initWithObjects_forKeys_count),
     CS_CLASS_HOOK("NSDictionary", "dictionaryWithObjects:forKeys:count:",
@@ -706,6 +787,7 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSData", "getBytes:range:", cs_data_getBytes_range),
     CS_HOOK("NSMutableData", "replaceBytesInRange:withBytes:", cs_mdata_replaceBytesInRange_withBytes),
     CS_HOOK("NSMutableData", "resetBytesInRange:", cs_mdata_resetBytesInRange),
+    CS_HOOK("NSMutableData", "replaceBytesInRange:withBytes:length:", cs_mdata_replaceBytesInRange_withBytes_length),
 };
 
 static inline id cs_canary_opaque(id value) {

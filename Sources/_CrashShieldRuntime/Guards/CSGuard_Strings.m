@@ -237,6 +237,64 @@ static inline id cs_string_stringWithString(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_1(cs_string_stringWithString, id, id)
 
+/* Replacing occurrences with a nil target or replacement throws; the neutral result is an unchanged
+ * copy of the receiver (immutable, as the original's result is). */
+static inline id cs_string_stringByReplacingOccurrences(IMP original, id self, SEL _cmd, const void *caller,
+                                                        id target, id replacement) {
+    if (CS_UNLIKELY(target == nil || replacement == nil) && cs_guard_is_on(G) &&
+        cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return CS_AUTORELEASE([(NSString *)self copy]);
+    return ((id(*)(id, SEL, id, id))original)(self, _cmd, target, replacement);
+}
+CS_DEFINE_HOOK_2(cs_string_stringByReplacingOccurrences, id, id, id)
+
+static inline id cs_string_stringByReplacingOccurrencesOptionsRange(IMP original, id self, SEL _cmd,
+                                                                    const void *caller, id target, id replacement,
+                                                                    NSUInteger options, NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(target == nil || replacement == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+                return CS_AUTORELEASE([(NSString *)self copy]);
+        } else {
+            NSUInteger length = cs_length(self);
+            if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
+                return CS_AUTORELEASE([(NSString *)self copy]);
+        }
+    }
+    return ((id(*)(id, SEL, id, id, NSUInteger, NSRange))original)(self, _cmd, target, replacement, options, range);
+}
+CS_DEFINE_HOOK_4(cs_string_stringByReplacingOccurrencesOptionsRange, id, id, id, NSUInteger, NSRange)
+
+/* -compare: nil throws on GNUstep; Apple answers NSOrderedDescending (nil sorts first), which is
+ * the neutral result here. */
+static inline NSComparisonResult cs_string_compare(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NSOrderedDescending;
+    return ((NSComparisonResult(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_compare, NSComparisonResult, id)
+
+static inline BOOL cs_string_containsString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NO;
+    return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_containsString, BOOL, id)
+
+/** A nil separator: no separator is found, so the one component is (a copy of) the receiver. */
+static inline id cs_string_componentsSeparatedByString(IMP original, id self, SEL _cmd, const void *caller,
+                                                       id separator) {
+    if (CS_UNLIKELY(separator == nil) && cs_guard_is_on(G) &&
+        cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
+        NSString *copy = [(NSString *)self copy];
+        NSArray *components = [NSArray arrayWithObject:copy];
+        CS_RELEASE(copy);
+        return components;
+    }
+    return ((id(*)(id, SEL, id))original)(self, _cmd, separator);
+}
+CS_DEFINE_HOOK_1(cs_string_componentsSeparatedByString, id, id)
+
 #pragma mark - NSMutableString
 
 static inline void cs_mstring_appendString(IMP original, id self, SEL _cmd, const void *caller, id string) {
@@ -418,6 +476,32 @@ static inline void cs_mastring_deleteCharactersInRange(IMP original, id self, SE
 }
 CS_DEFINE_HOOK_1(cs_mastring_deleteCharactersInRange, void, NSRange)
 
+/* -removeAttribute:range: (a nil name is legal on GNUstep) and -addAttributes:range: (a nil
+ * dictionary throws): a range beyond the end is a no-op. */
+static inline void cs_mastring_removeAttribute(IMP original, id self, SEL _cmd, const void *caller, id name,
+                                               NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = cs_length(self);
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+    }
+    ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, name, range);
+}
+CS_DEFINE_HOOK_2(cs_mastring_removeAttribute, void, id, NSRange)
+
+static inline void cs_mastring_addAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
+                                             NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(attributes == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil attributes", 0, 0, 0)) return;
+        } else {
+            NSUInteger length = cs_length(self);
+            if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+        }
+    }
+    ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
+}
+CS_DEFINE_HOOK_2(cs_mastring_addAttributes, void, id, NSRange)
+
 #pragma mark - Registration
 
 static const CSHookSpec kStringHooks[] = {
@@ -435,6 +519,12 @@ static const CSHookSpec kStringHooks[] = {
     CS_HOOK("NSString", "stringByAppendingString:", cs_string_stringByAppendingString),
     CS_HOOK("NSString", "initWithString:", cs_string_initWithString),
     CS_CLASS_HOOK("NSString", "stringWithString:", cs_string_stringWithString),
+    CS_HOOK("NSString", "stringByReplacingOccurrencesOfString:withString:", cs_string_stringByReplacingOccurrences),
+    CS_HOOK("NSString", "stringByReplacingOccurrencesOfString:withString:options:range:",
+            cs_string_stringByReplacingOccurrencesOptionsRange),
+    CS_HOOK("NSString", "compare:", cs_string_compare),
+    CS_HOOK("NSString", "containsString:", cs_string_containsString),
+    CS_HOOK("NSString", "componentsSeparatedByString:", cs_string_componentsSeparatedByString),
     CS_HOOK("NSMutableString", "appendString:", cs_mstring_appendString),
     CS_HOOK("NSMutableString", "insertString:atIndex:", cs_mstring_insertString),
     CS_HOOK("NSMutableString", "deleteCharactersInRange:", cs_mstring_deleteCharactersInRange),
@@ -448,6 +538,8 @@ static const CSHookSpec kStringHooks[] = {
     CS_HOOK("NSMutableAttributedString", "setAttributes:range:", cs_mastring_setAttributes),
     CS_HOOK("NSMutableAttributedString", "replaceCharactersInRange:withString:", cs_mastring_replaceCharactersInRange),
     CS_HOOK("NSMutableAttributedString", "deleteCharactersInRange:", cs_mastring_deleteCharactersInRange),
+    CS_HOOK("NSMutableAttributedString", "removeAttribute:range:", cs_mastring_removeAttribute),
+    CS_HOOK("NSMutableAttributedString", "addAttributes:range:", cs_mastring_addAttributes),
 };
 
 #pragma mark - Canary
