@@ -16,6 +16,7 @@ extern const cs_bench_table cs_message_benches;
 extern const cs_scenario_table cs_lifecycle_scenarios;
 extern const cs_oracle_table cs_lifecycle_oracles;
 extern const cs_bench_table cs_lifecycle_benches;
+extern const cs_bench_table cs_workload_benches;
 
 static const cs_scenario_table *const kScenarioTables[] = {
     &cs_container_scenarios,
@@ -33,6 +34,7 @@ static const cs_bench_table *const kBenchTables[] = {
     &cs_core_benches,
     &cs_message_benches,
     &cs_lifecycle_benches,
+    &cs_workload_benches,
 };
 
 /* The family tables above are concatenated: item i of the whole list is found by walking them. */

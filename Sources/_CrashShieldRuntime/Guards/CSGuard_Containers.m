@@ -22,7 +22,8 @@
 
 #import "CSReceiverMeasure.h"
 
-extern CSGuard CSGuardContainers;
+/* Hidden: the hooks read its policy PC-relative instead of through the GOT (hot path). */
+extern CSGuard CSGuardContainers __attribute__((visibility("hidden")));
 #define G (&CSGuardContainers)
 
 #define CS_ALWAYS_INLINE static inline __attribute__((always_inline))

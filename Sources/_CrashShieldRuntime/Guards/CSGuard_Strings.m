@@ -53,7 +53,8 @@ CS_ALWAYS_INLINE_STRING NSUInteger cs_length(id self) {
     return length;
 }
 
-extern CSGuard CSGuardStrings;
+/* Hidden: the hooks read its policy PC-relative instead of through the GOT (hot path). */
+extern CSGuard CSGuardStrings __attribute__((visibility("hidden")));
 #define G (&CSGuardStrings)
 
 /** True when `range` lies within [0, length]; never computes location + length. */

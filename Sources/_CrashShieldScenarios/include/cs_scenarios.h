@@ -44,6 +44,9 @@ typedef struct {
     /** Optional: a figure the case measured besides time (written into `buffer`), read once after
      *  all rounds. NULL for most cases. */
     void (*note)(char *buffer, size_t capacity);
+    /** Optional: operations per measurement when one operation is long (a whole workload run);
+     *  0 lets the harness calibrate. */
+    uint64_t fixed_iterations;
 } cs_bench_case;
 
 size_t cs_bench_count(void);
