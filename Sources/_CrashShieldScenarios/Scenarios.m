@@ -16,6 +16,7 @@ extern const cs_bench_table cs_message_benches;
 extern const cs_scenario_table cs_lifecycle_scenarios;
 extern const cs_oracle_table cs_lifecycle_oracles;
 extern const cs_bench_table cs_lifecycle_benches;
+extern const cs_bench_table cs_workload_benches;
 extern const cs_bench_table cs_start_benches;
 
 static const cs_scenario_table *const kScenarioTables[] = {
@@ -34,6 +35,7 @@ static const cs_bench_table *const kBenchTables[] = {
     &cs_core_benches,
     &cs_message_benches,
     &cs_lifecycle_benches,
+    &cs_workload_benches,
     &cs_start_benches, /* last: its note adds classes to the process */
 };
 

@@ -261,11 +261,13 @@ static bool moset_insertObject_nil(void) {
     [set insertObject:cs_opaque(nil) atIndex:0];
     return cs_moset_is_ab(set);
 }
+#if defined(__APPLE__)
 static bool moset_insertObject_beyond(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set insertObject:@"c" atIndex:cs_opaque_index(9)];
     return cs_moset_is_ab(set);
 }
+#endif
 static bool moset_removeObjectAtIndex_beyond(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set removeObjectAtIndex:cs_opaque_index(9)];
@@ -302,21 +304,27 @@ static bool moset_exchangeObjectAtIndex_beyond(void) {
     [set exchangeObjectAtIndex:0 withObjectAtIndex:cs_opaque_index(9)];
     return cs_moset_is_ab(set);
 }
+#if defined(__APPLE__)
 static bool moset_removeObjectsInRange_beyond(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set removeObjectsInRange:NSMakeRange(1, cs_opaque_index(9))];
     return cs_moset_is_ab(set);
 }
+#endif
+#if defined(__APPLE__)
 static bool moset_insertObjectsAtIndexes_beyond(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set insertObjects:[NSArray arrayWithObject:@"q"] atIndexes:[NSIndexSet indexSetWithIndex:cs_opaque_index(9)]];
     return cs_moset_is_ab(set);
 }
+#endif
+#if defined(__APPLE__)
 static bool moset_insertObjectsAtIndexes_mismatch(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set insertObjects:[NSArray arrayWithObject:@"q"] atIndexes:[NSIndexSet indexSetWithIndexesInRange:NSMakeRange(0, 2)]];
     return cs_moset_is_ab(set);
 }
+#endif
 
 #pragma mark - Scenarios: NSCache, NSUserDefaults
 
@@ -403,6 +411,32 @@ static bool mdata_resetBytesInRange_beyond(void) {
     return [data isEqual:cs_data_abc()];
 }
 
+/* Issue 10 item 13: misuses found by the selector survey. */
+static bool marray_removeLastObject_empty(void) {
+    NSMutableArray *array = [NSMutableArray array];
+    [array removeLastObject];
+    return [array count] == 0;
+}
+static bool marray_replaceObjectsInRange_beyond(void) {
+    NSMutableArray *array = cs_mab();
+    [array replaceObjectsInRange:NSMakeRange(1, cs_opaque_index(5)) withObjectsFromArray:[NSArray arrayWithObject:@"x"]];
+    return [array isEqual:CS_AB];
+}
+static bool marray_replaceObjectsInRangeRange_sourceBeyond(void) {
+    NSMutableArray *array = cs_mab();
+    [array replaceObjectsInRange:NSMakeRange(0, 1) withObjectsFromArray:[NSArray arrayWithObject:@"x"]
+                           range:NSMakeRange(1, cs_opaque_index(5))];
+    return [array isEqual:CS_AB];
+}
+static bool array_arrayByAddingObject_nil(void) {
+    return [[CS_AB arrayByAddingObject:cs_opaque(nil)] isEqual:CS_AB];
+}
+static bool mdata_replaceBytesInRangeLength_beyond(void) {
+    NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
+    [data replaceBytesInRange:NSMakeRange(cs_opaque_index(5), 0) withBytes:"x" length:1];
+    return [data isEqual:cs_data_abc()];
+}
+
 #define S(name, selector, cls, fn) {name, "container", selector, cls, fn}
 static const cs_scenario kScenarios[] = {
     S("array.objectAtIndex.beyond", "objectAtIndex:", false, array_objectAtIndex_beyond),
@@ -452,7 +486,9 @@ static const cs_scenario kScenarios[] = {
     S("moset.addObject.nil", "addObject:", false, moset_addObject_nil),
     S("moset.removeObject.nil", "removeObject:", false, moset_removeObject_nil),
     S("moset.insertObject.nil", "insertObject:atIndex:", false, moset_insertObject_nil),
+#if defined(__APPLE__) /* legal on GNUstep: see the container guard */
     S("moset.insertObject.beyond", "insertObject:atIndex:", false, moset_insertObject_beyond),
+#endif
     S("moset.removeObjectAtIndex.beyond", "removeObjectAtIndex:", false, moset_removeObjectAtIndex_beyond),
     S("moset.replaceObjectAtIndex.beyond", "replaceObjectAtIndex:withObject:", false, moset_replaceObjectAtIndex_beyond),
     S("moset.replaceObjectAtIndex.nil", "replaceObjectAtIndex:withObject:", false, moset_replaceObjectAtIndex_nil),
@@ -462,9 +498,15 @@ static const cs_scenario kScenarios[] = {
       moset_setObjectAtIndexedSubscript_beyond),
     S("moset.exchangeObjectAtIndex.beyond", "exchangeObjectAtIndex:withObjectAtIndex:", false,
       moset_exchangeObjectAtIndex_beyond),
+#if defined(__APPLE__) /* legal on GNUstep: see the container guard */
     S("moset.removeObjectsInRange.beyond", "removeObjectsInRange:", false, moset_removeObjectsInRange_beyond),
+#endif
+#if defined(__APPLE__) /* legal on GNUstep: see the container guard */
     S("moset.insertObjectsAtIndexes.beyond", "insertObjects:atIndexes:", false, moset_insertObjectsAtIndexes_beyond),
+#endif
+#if defined(__APPLE__) /* legal on GNUstep: see the container guard */
     S("moset.insertObjectsAtIndexes.mismatch", "insertObjects:atIndexes:", false, moset_insertObjectsAtIndexes_mismatch),
+#endif
     S("cache.setObjectForKey.nilKey", "setObject:forKey:", false, cache_setObjectForKey_nilKey),
     S("cache.setObjectForKey.nilValue", "setObject:forKey:", false, cache_setObjectForKey_nilValue),
     S("cache.setObjectForKeyCost.nilKey", "setObject:forKey:cost:", false, cache_setObjectForKeyCost_nilKey),
@@ -479,6 +521,14 @@ static const cs_scenario kScenarios[] = {
     S("mdata.replaceBytesInRange.beyond", "replaceBytesInRange:withBytes:", false, mdata_replaceBytesInRange_beyond),
     S("mdata.replaceBytesInRange.wrap", "replaceBytesInRange:withBytes:", false, mdata_replaceBytesInRange_wrap),
     S("mdata.resetBytesInRange.beyond", "resetBytesInRange:", false, mdata_resetBytesInRange_beyond),
+    S("marray.removeLastObject.empty", "removeLastObject", false, marray_removeLastObject_empty),
+    S("marray.replaceObjectsInRange.beyond", "replaceObjectsInRange:withObjectsFromArray:", false,
+      marray_replaceObjectsInRange_beyond),
+    S("marray.replaceObjectsInRangeRange.sourceBeyond", "replaceObjectsInRange:withObjectsFromArray:range:", false,
+      marray_replaceObjectsInRangeRange_sourceBeyond),
+    S("array.arrayByAddingObject.nil", "arrayByAddingObject:", false, array_arrayByAddingObject_nil),
+    S("mdata.replaceBytesInRangeLength.beyond", "replaceBytesInRange:withBytes:length:", false,
+      mdata_replaceBytesInRangeLength_beyond),
 };
 #undef S
 const cs_scenario_table cs_container_scenarios = CS_TABLE(kScenarios);
@@ -866,7 +916,239 @@ static void *oracle_mdata_resetBytesInRange(void) {
     return [NSString stringWithFormat:@"%@ %@", first, cs_bytes(data)];
 }
 
+#pragma mark - Oracles: key-value coding collection proxies (issue 10 item 1)
+
+/* A model whose collections are reached only through key-value coding proxies: `tags` and
+ * `labels` have a getter and a setter only (the setter stores a copy, as most models do, so each
+ * proxy mutation replaces and frees the collection the proxy read before), `fastTags` has
+ * indexed accessors, `ivarTags` has none. `child` makes key paths. */
+@interface CSScnTagModel : NSObject {
+    NSMutableArray *tags;
+    NSMutableSet *labels;
+    NSMutableArray *fastTags;
+    NSMutableArray *ivarTags;
+    CSScnTagModel *child;
+}
+@end
+
+@implementation CSScnTagModel
+- (id)init {
+    if ((self = [super init]) != nil) {
+        fastTags = [[NSMutableArray alloc] init];
+        ivarTags = [[NSMutableArray alloc] init];
+    }
+    return self;
+}
+- (void)dealloc {
+    CS_SCN_RELEASE(tags);
+    CS_SCN_RELEASE(labels);
+    CS_SCN_RELEASE(fastTags);
+    CS_SCN_RELEASE(ivarTags);
+    CS_SCN_RELEASE(child);
+    [super dealloc];
+}
+- (NSArray *)tags { return tags; }
+- (void)setTags:(NSArray *)value {
+    NSMutableArray *copy = [value mutableCopy];
+    CS_SCN_RELEASE(tags);
+    tags = copy;
+}
+- (NSSet *)labels { return labels; }
+- (void)setLabels:(NSSet *)value {
+    NSMutableSet *copy = [value mutableCopy];
+    CS_SCN_RELEASE(labels);
+    labels = copy;
+}
+- (NSUInteger)countOfFastTags { return [fastTags count]; }
+- (id)objectInFastTagsAtIndex:(NSUInteger)index { return [fastTags objectAtIndex:index]; }
+- (void)insertObject:(id)object inFastTagsAtIndex:(NSUInteger)index { [fastTags insertObject:object atIndex:index]; }
+- (void)removeObjectFromFastTagsAtIndex:(NSUInteger)index { [fastTags removeObjectAtIndex:index]; }
+- (CSScnTagModel *)child { return child; }
+- (void)setChild:(CSScnTagModel *)value {
+    [value retain];
+    CS_SCN_RELEASE(child);
+    child = value;
+}
+@end
+
+/** Counts the KVO notifications it receives. */
+@interface CSScnChangeCounter : NSObject {
+  @public
+    unsigned changes;
+}
+@end
+@implementation CSScnChangeCounter
+- (void)observeValueForKeyPath:(NSString *)keyPath ofObject:(id)object change:(NSDictionary *)change context:(void *)context {
+    changes++;
+}
+@end
+
+/* Every mutation below uses a proxy made for it, except the issue's sequence, which keeps one
+ * proxy for three mutations exactly as reported. GNUstep's own proxy -count/-objectAtIndex: read
+ * a collection cached without a retain, so reading through a proxy after it mutated is not
+ * legal use on this platform and is not done here. */
+static NSString *cs_kvc_array_proxy_run(BOOL observed) {
+    CSScnTagModel *model = [[CSScnTagModel alloc] init];
+    CSScnChangeCounter *counter = [[CSScnChangeCounter alloc] init];
+    if (observed) {
+        [model addObserver:counter forKeyPath:@"tags" options:0 context:NULL];
+        [model addObserver:counter forKeyPath:@"fastTags" options:0 context:NULL];
+        [model addObserver:counter forKeyPath:@"ivarTags" options:0 context:NULL];
+    }
+    [model setTags:[NSMutableArray arrayWithObject:@"a"]];
+    NSMutableArray *proxy = [model mutableArrayValueForKey:@"tags"];
+    [proxy addObject:@"b"];
+    [proxy insertObject:@"0" atIndex:0];
+    [proxy removeObjectAtIndex:1]; /* the issue's case: legal, tags = (0,b) */
+    NSMutableString *out = [NSMutableString stringWithFormat:@"tags %@", cs_list([model tags])];
+    [[model mutableArrayValueForKey:@"tags"] replaceObjectAtIndex:1 withObject:@"B"];
+    [[model mutableArrayValueForKey:@"tags"] insertObject:@"end" atIndex:2];
+    [[model mutableArrayValueForKey:@"tags"] removeObjectAtIndex:0];
+    [[model mutableArrayValueForKey:@"tags"] removeLastObject];
+    [out appendFormat:@" %@ %@", cs_list([model tags]), [[model mutableArrayValueForKey:@"tags"] objectAtIndex:0]];
+    for (NSString *key in [NSArray arrayWithObjects:@"fastTags", @"ivarTags", nil]) {
+        [[model mutableArrayValueForKey:key] addObject:@"x"];
+        [[model mutableArrayValueForKey:key] insertObject:@"w" atIndex:0];
+        [[model mutableArrayValueForKey:key] insertObject:@"y" atIndex:2];
+        [[model mutableArrayValueForKey:key] replaceObjectAtIndex:1 withObject:@"X"];
+        [[model mutableArrayValueForKey:key] removeObjectAtIndex:0];
+        [out appendFormat:@" %@ %@ %lu", key, cs_list([model valueForKey:key]),
+                          (unsigned long)[[model mutableArrayValueForKey:key] count]];
+    }
+    if (observed) {
+        [model removeObserver:counter forKeyPath:@"tags"];
+        [model removeObserver:counter forKeyPath:@"fastTags"];
+        [model removeObserver:counter forKeyPath:@"ivarTags"];
+        [out appendFormat:@" notifications %u", counter->changes];
+    }
+    CS_SCN_RELEASE(counter);
+    CS_SCN_RELEASE(model);
+    return out;
+}
+static void *oracle_kvc_array_proxy(void) {
+    return cs_kvc_array_proxy_run(NO);
+}
+static void *oracle_kvc_array_proxy_observed(void) {
+    return cs_kvc_array_proxy_run(YES);
+}
+static void *oracle_kvc_array_proxy_key_path(void) {
+    CSScnTagModel *model = [[CSScnTagModel alloc] init];
+    CSScnTagModel *child = [[CSScnTagModel alloc] init];
+    [model setChild:child];
+    [child setTags:[NSArray arrayWithObject:@"a"]];
+    NSMutableArray *proxy = [model mutableArrayValueForKeyPath:@"child.tags"];
+    [proxy addObject:@"b"];
+    [proxy insertObject:@"0" atIndex:0];
+    [proxy removeObjectAtIndex:1];
+    NSString *out = [NSString stringWithFormat:@"child.tags %@", cs_list([child tags])];
+    CS_SCN_RELEASE(child);
+    CS_SCN_RELEASE(model);
+    return out;
+}
+static NSString *cs_kvc_set_proxy_run(BOOL observed) {
+    CSScnTagModel *model = [[CSScnTagModel alloc] init];
+    CSScnChangeCounter *counter = [[CSScnChangeCounter alloc] init];
+    if (observed) [model addObserver:counter forKeyPath:@"labels" options:0 context:NULL];
+    [model setLabels:[NSSet setWithObject:@"a"]];
+    NSMutableSet *proxy = [model mutableSetValueForKey:@"labels"];
+    [proxy addObject:@"b"];
+    [proxy addObject:@"c"];
+    [proxy removeObject:@"a"];
+    NSMutableString *out = [NSMutableString stringWithFormat:@"labels %@", cs_list([model labels])];
+    [[model mutableSetValueForKey:@"labels"] removeObject:@"missing"];
+    [[model mutableSetValueForKeyPath:@"labels"] addObject:@"d"];
+    [out appendFormat:@" %@", cs_list([model labels])];
+    if (observed) {
+        [model removeObserver:counter forKeyPath:@"labels"];
+        [out appendFormat:@" notifications %u", counter->changes];
+    }
+    CS_SCN_RELEASE(counter);
+    CS_SCN_RELEASE(model);
+    return out;
+}
+bool cs_containers_kvc_proxy_misuse(void) {
+    bool ok;
+    @autoreleasepool {
+        CSScnTagModel *model = [[CSScnTagModel alloc] init];
+        [model setTags:[NSArray arrayWithObjects:@"a", @"b", nil]];
+        [[model mutableArrayValueForKey:@"tags"] removeObjectAtIndex:cs_opaque_index(9)];
+        [[model mutableArrayValueForKey:@"ivarTags"] addObject:@"x"];
+        [[model mutableArrayValueForKey:@"ivarTags"] removeObjectAtIndex:cs_opaque_index(9)];
+        ok = [[model tags] isEqual:CS_AB] && [[model valueForKey:@"ivarTags"] isEqual:[NSArray arrayWithObject:@"x"]];
+        CS_SCN_RELEASE(model);
+    }
+    return ok;
+}
+static void *oracle_kvc_set_proxy(void) {
+    return cs_kvc_set_proxy_run(NO);
+}
+static void *oracle_kvc_set_proxy_observed(void) {
+    return cs_kvc_set_proxy_run(YES);
+}
+
+#pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
+
+static void *oracle_marray_removeLastObject(void) {
+    NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
+    [array removeLastObject];
+    NSMutableArray *one = [NSMutableArray arrayWithObject:@"only"];
+    [one removeLastObject];
+    return [NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(one)];
+}
+static void *oracle_marray_replaceObjectsInRange(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSRange ranges[] = {NSMakeRange(0, 0), NSMakeRange(3, 0), NSMakeRange(1, 2), NSMakeRange(0, 3)};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
+        [array replaceObjectsInRange:ranges[i] withObjectsFromArray:[NSArray arrayWithObjects:@"x", @"y", nil]];
+        NSMutableArray *removed = [NSMutableArray arrayWithArray:CS_ABC];
+        [removed replaceObjectsInRange:ranges[i] withObjectsFromArray:nil];
+        [out appendFormat:@"%@ %@ ", cs_list(array), cs_list(removed)];
+    }
+    return out;
+}
+static void *oracle_marray_replaceObjectsInRange_range(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSArray *source = [NSArray arrayWithObjects:@"x", @"y", nil];
+    NSRange sources[] = {NSMakeRange(0, 0), NSMakeRange(2, 0), NSMakeRange(0, 2), NSMakeRange(1, 1)};
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+        NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
+        [array replaceObjectsInRange:NSMakeRange(1, 1) withObjectsFromArray:source range:sources[i]];
+        NSMutableArray *end = [NSMutableArray arrayWithArray:CS_ABC];
+        [end replaceObjectsInRange:NSMakeRange(3, 0) withObjectsFromArray:source range:sources[i]];
+        [out appendFormat:@"%@ %@ ", cs_list(array), cs_list(end)];
+    }
+    return out;
+}
+static void *oracle_array_arrayByAddingObject(void) {
+    NSArray *empty = [[NSArray array] arrayByAddingObject:@"a"];
+    NSArray *more = [CS_ABC arrayByAddingObject:@"d"];
+    NSArray *fromMutable = [cs_mab() arrayByAddingObject:@"c"];
+    return [NSString stringWithFormat:@"%@ %@ %@", cs_list(empty), cs_list(more), cs_list(fromMutable)];
+}
+static void *oracle_mdata_replaceBytesInRange_length(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSRange ranges[] = {NSMakeRange(0, 0), NSMakeRange(3, 0), NSMakeRange(1, 2), NSMakeRange(0, 3), NSMakeRange(1, 1)};
+    NSUInteger lengths[] = {0, 1, 4};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+            NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
+            [data replaceBytesInRange:ranges[i] withBytes:"WXYZ" length:lengths[l]];
+            [out appendFormat:@"%@ ", cs_bytes(data)];
+        }
+    }
+    NSMutableData *cleared = [NSMutableData dataWithBytes:"abc" length:3];
+    [cleared replaceBytesInRange:NSMakeRange(0, 3) withBytes:NULL length:0];
+    [out appendString:cs_bytes(cleared)];
+    return out;
+}
+
 static const cs_oracle kOracles[] = {
+    {"NSMutableArray removeLastObject", oracle_marray_removeLastObject},
+    {"NSMutableArray replaceObjectsInRange:withObjectsFromArray:", oracle_marray_replaceObjectsInRange},
+    {"NSMutableArray replaceObjectsInRange:withObjectsFromArray:range:", oracle_marray_replaceObjectsInRange_range},
+    {"NSArray arrayByAddingObject:", oracle_array_arrayByAddingObject},
+    {"NSMutableData replaceBytesInRange:withBytes:length:", oracle_mdata_replaceBytesInRange_length},
     {"NSArray objectAtIndex:", oracle_array_objectAtIndex},
     {"NSArray objectAtIndexedSubscript:", oracle_array_objectAtIndexedSubscript},
     {"NSArray subarrayWithRange:", oracle_array_subarrayWithRange},
@@ -912,6 +1194,11 @@ static const cs_oracle kOracles[] = {
     {"NSData getBytes:range:", oracle_data_getBytes_range},
     {"NSMutableData replaceBytesInRange:withBytes:", oracle_mdata_replaceBytesInRange},
     {"NSMutableData resetBytesInRange:", oracle_mdata_resetBytesInRange},
+    {"NSMutableArray KVC proxy (mutableArrayValueForKey:)", oracle_kvc_array_proxy},
+    {"NSMutableArray KVC proxy (mutableArrayValueForKey:, key observed)", oracle_kvc_array_proxy_observed},
+    {"NSMutableArray KVC proxy (mutableArrayValueForKeyPath:)", oracle_kvc_array_proxy_key_path},
+    {"NSMutableSet KVC proxy (mutableSetValueForKey:)", oracle_kvc_set_proxy},
+    {"NSMutableSet KVC proxy (mutableSetValueForKey:, key observed)", oracle_kvc_set_proxy_observed},
 };
 const cs_oracle_table cs_container_oracles = CS_TABLE(kOracles);
 

@@ -252,8 +252,9 @@ static bool astring_attributesAtIndex_beyond(void) {
     NSDictionary *attributes = [cs_attributed_string() attributesAtIndex:CS_BEYOND effectiveRange:&effective];
     return attributes != nil && [attributes count] == 0 && cs_is_not_found(effective);
 }
+#if defined(__APPLE__)
 /** Index 0 of an empty attributed string (index == length): a frequent crash on Apple, which
- *  throws there; GNUstep answers it, so its unguarded outcome differs (see the guard). */
+ *  throws there. GNUstep answers it (legal there: no scenario). */
 static bool astring_attributesAtIndex_empty(void) {
     NSAttributedString *empty = [[NSAttributedString alloc] initWithString:@""];
     NSRange effective = NSMakeRange(7, 7);
@@ -262,6 +263,7 @@ static bool astring_attributesAtIndex_empty(void) {
     CS_SCENARIO_RELEASE(empty);
     return ok;
 }
+#endif
 
 #pragma mark - Scenarios: NSMutableAttributedString
 
@@ -338,6 +340,44 @@ static bool mastring_setAttributes_wrap(void) {
     return cs_attributes_unchanged(text);
 }
 
+/* Issue 10 item 13: misuses found by the selector survey. */
+static bool string_stringByReplacingOccurrences_nilTarget(void) {
+    return [[cs_format_string() stringByReplacingOccurrencesOfString:cs_opaque(nil) withString:@"x"] isEqualToString:@"abc"];
+}
+static bool string_stringByReplacingOccurrences_nilReplacement(void) {
+    return [[cs_mutable_string() stringByReplacingOccurrencesOfString:@"b" withString:cs_opaque(nil)] isEqualToString:@"abc"];
+}
+static bool string_stringByReplacingOccurrencesOptionsRange_beyond(void) {
+    NSString *result = [cs_format_string() stringByReplacingOccurrencesOfString:@"b" withString:@"x" options:0
+                                                                          range:NSMakeRange(1, CS_BEYOND)];
+    return [result isEqualToString:@"abc"];
+}
+static bool string_compare_nil(void) {
+    return [cs_format_string() compare:cs_opaque(nil)] == NSOrderedDescending;
+}
+static bool string_containsString_nil(void) {
+    return [@"abc" containsString:cs_opaque(nil)] == NO;
+}
+static bool string_componentsSeparatedByString_nil(void) {
+    NSArray *parts = [cs_format_string() componentsSeparatedByString:cs_opaque(nil)];
+    return [parts count] == 1 && [[parts objectAtIndex:0] isEqualToString:@"abc"];
+}
+static bool mastring_removeAttribute_beyond(void) {
+    NSMutableAttributedString *text = cs_attributed_string();
+    [text removeAttribute:@"k" range:NSMakeRange(2, CS_BEYOND)];
+    return [[text attribute:@"k" atIndex:2 effectiveRange:NULL] isEqualToString:@"v"];
+}
+static bool mastring_addAttributes_nil(void) {
+    NSMutableAttributedString *text = cs_attributed_string();
+    [text addAttributes:cs_opaque(nil) range:NSMakeRange(0, 1)];
+    return [[text attributesAtIndex:0 effectiveRange:NULL] count] == 0;
+}
+static bool mastring_addAttributes_beyond(void) {
+    NSMutableAttributedString *text = cs_attributed_string();
+    [text addAttributes:[NSDictionary dictionaryWithObject:@"w" forKey:@"n"] range:NSMakeRange(1, CS_BEYOND)];
+    return [text attribute:@"n" atIndex:1 effectiveRange:NULL] == nil;
+}
+
 #define S(name, selector, fn) {name, "string", selector, false, fn}
 
 static const cs_scenario kScenarios[] = {
@@ -389,7 +429,9 @@ static const cs_scenario kScenarios[] = {
       astring_attributedSubstringFromRange_beyond),
     S("astring.attributeAtIndex.beyond", "attribute:atIndex:effectiveRange:", astring_attributeAtIndex_beyond),
     S("astring.attributesAtIndex.beyond", "attributesAtIndex:effectiveRange:", astring_attributesAtIndex_beyond),
+#if defined(__APPLE__)
     S("astring.attributesAtIndex.empty", "attributesAtIndex:effectiveRange:", astring_attributesAtIndex_empty),
+#endif
     S("mastring.addAttribute.beyond", "addAttribute:value:range:", mastring_addAttribute_beyond),
     S("mastring.addAttribute.nilValue", "addAttribute:value:range:", mastring_addAttribute_nilValue),
     S("mastring.addAttribute.nilName", "addAttribute:value:range:", mastring_addAttribute_nilName),
@@ -399,6 +441,19 @@ static const cs_scenario kScenarios[] = {
     S("mastring.replaceCharactersInRange.nil", "replaceCharactersInRange:withString:",
       mastring_replaceCharactersInRange_nil),
     S("mastring.deleteCharactersInRange.beyond", "deleteCharactersInRange:", mastring_deleteCharactersInRange_beyond),
+    S("string.stringByReplacingOccurrences.nilTarget", "stringByReplacingOccurrencesOfString:withString:",
+      string_stringByReplacingOccurrences_nilTarget),
+    S("string.stringByReplacingOccurrences.nilReplacement", "stringByReplacingOccurrencesOfString:withString:",
+      string_stringByReplacingOccurrences_nilReplacement),
+    S("string.stringByReplacingOccurrencesOptionsRange.beyond",
+      "stringByReplacingOccurrencesOfString:withString:options:range:",
+      string_stringByReplacingOccurrencesOptionsRange_beyond),
+    S("string.compare.nil", "compare:", string_compare_nil),
+    S("string.containsString.nil", "containsString:", string_containsString_nil),
+    S("string.componentsSeparatedByString.nil", "componentsSeparatedByString:", string_componentsSeparatedByString_nil),
+    S("mastring.removeAttribute.beyond", "removeAttribute:range:", mastring_removeAttribute_beyond),
+    S("mastring.addAttributes.nil", "addAttributes:range:", mastring_addAttributes_nil),
+    S("mastring.addAttributes.beyond", "addAttributes:range:", mastring_addAttributes_beyond),
     S("string.rangeOfStringOptionsRange.wrap", "rangeOfString:options:range:", string_rangeOfStringOptionsRange_wrap),
     S("string.stringByReplacingCharactersInRange.wrap", "stringByReplacingCharactersInRange:withString:",
       string_stringByReplacingCharactersInRange_wrap),
@@ -770,11 +825,48 @@ static void *oracle_astring_attributedSubstringFromRange(void) {
     return out;
 }
 
+/** One past the last index an attribute read answers on this platform: GNUstep answers at
+ *  index == length (the last run's attributes), Apple throws there. */
+static NSUInteger cs_attribute_index_end(NSAttributedString *text) {
+#if defined(__APPLE__)
+    return [text length];
+#else
+    return [text length] + 1;
+#endif
+}
+
+/** GNUstep Base's own suite, NSMutableAttributedString/test01.m:131: the attributes at
+ *  index == length before a replacement, for every (start, length) the test walks. */
+static void *oracle_mastring_attributesAtLength_gnustep_suite(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSDictionary *attr1 = [NSDictionary dictionaryWithObject:@"1" forKey:@"a"];
+    NSDictionary *attr2 = [NSDictionary dictionaryWithObject:@"2" forKey:@"b"];
+    NSDictionary *attrE = [NSDictionary dictionary];
+    for (NSUInteger start = 0; start <= 8; start++) {
+        for (NSUInteger length = 0; length <= 8 - start; length++) {
+            if (start == 0 && length == 8) continue;
+            NSMutableAttributedString *text = [[NSMutableAttributedString alloc] initWithString:@"aabbccdd" attributes:attr2];
+            [text setAttributes:attr1 range:NSMakeRange(2, 2)];
+            [text setAttributes:attrE range:NSMakeRange(4, 2)];
+            NSRange run = NSMakeRange(7, 7);
+            NSDictionary *begin = [text attributesAtIndex:(start == 0) ? length : 0 effectiveRange:&run];
+            NSDictionary *end = [text attributesAtIndex:((start + length) == 8) ? (start - 1) : 8 effectiveRange:NULL];
+            id value = [text attribute:@"b" atIndex:[text length] effectiveRange:NULL];
+            [text replaceCharactersInRange:NSMakeRange(start, length) withString:@""];
+            [out appendFormat:@"%lu,%lu %@%@ %@ %@ %@; ", (unsigned long)start, (unsigned long)length,
+                              cs_attributes_text(begin), cs_range_text(run), cs_attributes_text(end), cs_describe(value),
+                              cs_attributed_text(text)];
+            CS_SCENARIO_RELEASE(text);
+        }
+    }
+    return out;
+}
+
 static void *oracle_astring_attributeAtIndex(void) {
     NSMutableString *out = [NSMutableString string];
     NSString *names[] = {@"k", @"one", @"none"};
     for (NSAttributedString *text in cs_oracle_attributed_strings()) {
-        for (NSUInteger i = 0; i < [text length]; i++) {
+        for (NSUInteger i = 0; i < cs_attribute_index_end(text); i++) {
             for (size_t n = 0; n < sizeof names / sizeof names[0]; n++) {
                 NSRange effective = NSMakeRange(7, 7);
                 id value = [text attribute:names[n] atIndex:i effectiveRange:&effective];
@@ -790,7 +882,7 @@ static void *oracle_astring_attributeAtIndex(void) {
 static void *oracle_astring_attributesAtIndex(void) {
     NSMutableString *out = [NSMutableString string];
     for (NSAttributedString *text in cs_oracle_attributed_strings()) {
-        for (NSUInteger i = 0; i < [text length]; i++) {
+        for (NSUInteger i = 0; i < cs_attribute_index_end(text); i++) {
             NSRange effective = NSMakeRange(7, 7);
             NSDictionary *attributes = [text attributesAtIndex:i effectiveRange:&effective];
             [out appendFormat:@"%@%@ ", cs_attributes_text(attributes), cs_range_text(effective)];
@@ -865,7 +957,85 @@ static void *oracle_mastring_deleteCharactersInRange(void) {
     return out;
 }
 
+#pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
+
+static void *oracle_string_stringByReplacingOccurrences(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings()) {
+        [out appendFormat:@"'%@' '%@' '%@' ", [text stringByReplacingOccurrencesOfString:@"b" withString:@"XY"],
+                          [text stringByReplacingOccurrencesOfString:@"" withString:@"-"],
+                          [text stringByReplacingOccurrencesOfString:@"q" withString:@""]];
+    }
+    return out;
+}
+static void *oracle_string_stringByReplacingOccurrencesOptionsRange(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings()) {
+        NSUInteger length = [text length];
+        [out appendFormat:@"'%@' '%@' ",
+                          [text stringByReplacingOccurrencesOfString:@"B" withString:@"x" options:NSCaseInsensitiveSearch
+                                                               range:NSMakeRange(0, length)],
+                          [text stringByReplacingOccurrencesOfString:@"c" withString:@"" options:0
+                                                               range:NSMakeRange(length, 0)]];
+    }
+    return out;
+}
+static void *oracle_string_compare(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings())
+        [out appendFormat:@"%ld %ld %ld ", (long)[text compare:@"abc"], (long)[text compare:@""], (long)[@"b" compare:text]];
+    return out;
+}
+static void *oracle_string_containsString(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings())
+        [out appendFormat:@"%d%d%d ", (int)[text containsString:@"b"], (int)[text containsString:@""],
+                          (int)[text containsString:text]];
+    return out;
+}
+static void *oracle_string_componentsSeparatedByString(void) {
+    NSMutableString *out = [NSMutableString string];
+    for (NSString *text in cs_oracle_strings())
+        [out appendFormat:@"(%@) (%@) ", [[text componentsSeparatedByString:@"b"] componentsJoinedByString:@"|"],
+                          [[text componentsSeparatedByString:@","] componentsJoinedByString:@"|"]];
+    return out;
+}
+static void *oracle_mastring_removeAttribute(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSUInteger length = [cs_attributed_string() length];
+    NSRange ranges[] = {NSMakeRange(0, 0), NSMakeRange(0, 1), NSMakeRange(1, 2), NSMakeRange(length, 0),
+                        NSMakeRange(0, length)};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        NSMutableAttributedString *text = cs_attributed_string();
+        [text removeAttribute:@"k" range:ranges[i]];
+        [text removeAttribute:@"absent" range:ranges[i]];
+        [out appendFormat:@"%@; ", cs_attributed_text(text)];
+    }
+    return out;
+}
+static void *oracle_mastring_addAttributes(void) {
+    NSMutableString *out = [NSMutableString string];
+    NSDictionary *attributes = [NSDictionary dictionaryWithObjectsAndKeys:@"1", @"one", @"2", @"two", nil];
+    NSUInteger length = [cs_attributed_string() length];
+    NSRange ranges[] = {NSMakeRange(0, 1), NSMakeRange(1, 2), NSMakeRange(0, length), NSMakeRange(length, 0)};
+    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+        NSMutableAttributedString *text = cs_attributed_string();
+        [text addAttributes:attributes range:ranges[i]];
+        [text addAttributes:[NSDictionary dictionary] range:ranges[i]];
+        [out appendFormat:@"%@; ", cs_attributed_text(text)];
+    }
+    return out;
+}
+
 static const cs_oracle kOracles[] = {
+    {"NSString stringByReplacingOccurrencesOfString:withString:", oracle_string_stringByReplacingOccurrences},
+    {"NSString stringByReplacingOccurrencesOfString:withString:options:range:",
+     oracle_string_stringByReplacingOccurrencesOptionsRange},
+    {"NSString compare:", oracle_string_compare},
+    {"NSString containsString:", oracle_string_containsString},
+    {"NSString componentsSeparatedByString:", oracle_string_componentsSeparatedByString},
+    {"NSMutableAttributedString removeAttribute:range:", oracle_mastring_removeAttribute},
+    {"NSMutableAttributedString addAttributes:range:", oracle_mastring_addAttributes},
     {"NSString characterAtIndex:", oracle_string_characterAtIndex},
     {"NSString substringFromIndex:", oracle_string_substringFromIndex},
     {"NSString substringToIndex:", oracle_string_substringToIndex},
@@ -889,6 +1059,8 @@ static const cs_oracle kOracles[] = {
     {"NSAttributedString attributedSubstringFromRange:", oracle_astring_attributedSubstringFromRange},
     {"NSAttributedString attribute:atIndex:effectiveRange:", oracle_astring_attributeAtIndex},
     {"NSAttributedString attributesAtIndex:effectiveRange:", oracle_astring_attributesAtIndex},
+    {"NSMutableAttributedString attributesAtIndex:effectiveRange: at length (GNUstep suite test01.m:131)",
+     oracle_mastring_attributesAtLength_gnustep_suite},
     {"NSMutableAttributedString addAttribute:value:range:", oracle_mastring_addAttribute},
     {"NSMutableAttributedString setAttributes:range:", oracle_mastring_setAttributes},
     {"NSMutableAttributedString replaceCharactersInRange:withString:", oracle_mastring_replaceCharactersInRange},

@@ -9,6 +9,7 @@
 extern CSGuard CSGuardNSNull;
 #include "cs_runtime.h"
 #include <pthread.h>
+#include <stdio.h>
 
 #pragma mark - Exception helpers and interned strings (the runtime target's `.m` files have neither @try nor @"")
 
@@ -89,18 +90,50 @@ static int cs_replacement_value(id self, SEL _cmd) {
     return 2;
 }
 
+static int cs_value_one(id self, SEL _cmd) {
+    (void)self;
+    (void)_cmd;
+    return 1;
+}
+
+/* Which dispatch-table bucket a compiled selector lands in depends on every selector registered
+ * before it (any new selector elsewhere in the process can move it), so the control uses a
+ * selector registered here, between 40 fresh ones on each side that only Sub defines: Sub then
+ * owns its copy of the control's bucket (buckets hold 32) wherever the numbering starts. */
+static SEL g_control_selector;
+
+static void cs_make_control_selector(void) {
+    char name[64];
+    for (int i = 0; i < 81; i++) {
+        snprintf(name, sizeof name, i == 40 ? "csDispatchControl" : "csDispatchNeighbour%d", i);
+        SEL sel = sel_registerName(name);
+        if (i == 40)
+            g_control_selector = sel;
+        else
+            class_addMethod([CSDispatchSub class], sel, (IMP)cs_value_one, "i@:");
+    }
+    class_addMethod([CSDispatchBase class], g_control_selector, (IMP)cs_value_one, "i@:");
+}
+
+static int cs_send_control(id receiver) {
+    IMP imp = class_getMethodImplementation(object_getClass(receiver), g_control_selector); /* what a send dispatches to */
+    return ((int (*)(id, SEL))imp)(receiver, g_control_selector);
+}
+
 cs_dispatch_probe cs_test_dispatch_refresh(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, cs_make_control_selector);
     cs_dispatch_probe probe = {0};
     @autoreleasepool {
         CSDispatchBase *base = [[CSDispatchBase new] autorelease];
         CSDispatchSub *sub = [[CSDispatchSub new] autorelease];
         /* Warm both classes' dispatch tables first. */
-        probe.before = [sub controlValue] * 10 + [sub backendValue];
+        probe.before = cs_send_control(sub) * 10 + [sub backendValue];
         /* Control: the plain runtime call, no refresh. */
         IMP control_original = method_setImplementation(
-            class_getInstanceMethod([CSDispatchBase class], @selector(controlValue)), (IMP)cs_replacement_value);
-        probe.control_base = [base controlValue];
-        probe.control_sub = [sub controlValue];
+            class_getInstanceMethod([CSDispatchBase class], g_control_selector), (IMP)cs_replacement_value);
+        probe.control_base = cs_send_control(base);
+        probe.control_sub = cs_send_control(sub);
         /* The backend primitive. */
         IMP previous = cs_backend_replace_implementation([CSDispatchBase class], @selector(backendValue),
                                                          (IMP)cs_replacement_value);
@@ -112,7 +145,7 @@ cs_dispatch_probe cs_test_dispatch_refresh(void) {
             cs_backend_replace_implementation([CSDispatchSub class], @selector(backendValue), (IMP)cs_replacement_value) == NULL;
         /* Restore, so the test can run again in the same process. */
         cs_backend_replace_implementation([CSDispatchBase class], @selector(backendValue), previous);
-        cs_backend_replace_implementation([CSDispatchBase class], @selector(controlValue), control_original);
+        cs_backend_replace_implementation([CSDispatchBase class], g_control_selector, control_original);
         probe.restored_sub = [sub backendValue];
     }
     return probe;

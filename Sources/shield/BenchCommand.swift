@@ -61,6 +61,7 @@ enum BenchCommand {
 
     /// Iterations that make one baseline measurement take about `targetNanosecondsPerMeasurement`.
     private static func calibrate(_ benchCase: cs_bench_case) -> UInt64 {
+        if benchCase.fixed_iterations > 0 { return benchCase.fixed_iterations }
         var iterations: UInt64 = 1_000
         while true {
             let elapsed = benchCase.run(iterations, false)

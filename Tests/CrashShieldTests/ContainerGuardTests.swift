@@ -19,6 +19,15 @@ let containerOracleClasses: Set<String> = [
     "NSMutableOrderedSet", "NSCache", "NSUserDefaults", "NSData", "NSMutableData",
 ]
 
+/// The key-value coding proxy oracles (issue 10 item 1), in table order.
+let kvcProxyOracleNames: [String] = [
+    "NSMutableArray KVC proxy (mutableArrayValueForKey:)",
+    "NSMutableArray KVC proxy (mutableArrayValueForKey:, key observed)",
+    "NSMutableArray KVC proxy (mutableArrayValueForKeyPath:)",
+    "NSMutableSet KVC proxy (mutableSetValueForKey:)",
+    "NSMutableSet KVC proxy (mutableSetValueForKey:, key observed)",
+]
+
 func isContainerOracle(_ name: String) -> Bool {
     containerOracleClasses.contains(String(name.split(separator: " ").first ?? ""))
 }
@@ -159,11 +168,46 @@ extension RuntimeTests {
                 CrashShield.flushIncidents()
                 #expect(CrashShield.recordedCount(for: .container) == 0)
             }
-            #expect(unguarded.count == 45)
+            #expect(unguarded.count == 50 + kvcProxyOracleNames.count)
             #expect(Set(unguarded.keys) == Set(guarded.keys))
             for (name, text) in unguarded.sorted(by: { $0.key < $1.key }) {
                 #expect(!text.hasPrefix("exception:"), "\(name): \(text)")
                 #expect(guarded[name] == text, "\(name)")
+            }
+        }
+
+        /// Issue 10 item 1: key-value coding collection proxies (GNUstep's -count of a getter/setter
+        /// proxy reads a collection its own mutations replace) keep every legal result, with and
+        /// without the key observed, and record nothing. In a child process: before the fix the
+        /// guard dropped the issue's removeObjectAtIndex: and, with the key observed, messaged freed memory.
+        @Test func kvcCollectionProxiesKeepTheirLegalResults() async {
+            await #expect(processExitsWith: .success) {
+                let unguarded = runOracles(named: kvcProxyOracleNames)
+                guard unguarded.values.allSatisfy({ !$0.hasPrefix("exception:") }) else { exit(6) }
+                // The issue's reproduction, unguarded: tags = 0,b.
+                guard unguarded[kvcProxyOracleNames[0]]?.hasPrefix("tags (0,b) ") == true,
+                    unguarded[kvcProxyOracleNames[1]]?.hasPrefix("tags (0,b) ") == true
+                else { exit(7) }
+                guard (try? CrashShield.start()) != nil else { exit(5) }
+                let guarded = runOracles(named: kvcProxyOracleNames)
+                guard guarded == unguarded else {
+                    for name in kvcProxyOracleNames where guarded[name] != unguarded[name] {
+                        print("\(name):\n  unguarded \(unguarded[name] ?? "-")\n  guarded   \(guarded[name] ?? "-")")
+                    }
+                    exit(3)
+                }
+                CrashShield.flushIncidents()
+                exit(CrashShield.recordedCount(for: .container) == 0 ? 0 : 4)
+            }
+        }
+
+        /// The proxies' misuse still stops where GNUstep would throw: in the collection the proxy
+        /// forwards to, which the guard covers itself.
+        @Test func kvcArrayProxyMisuseIsStoppedInTheForwardedCollection() throws {
+            try withGuards {
+                #expect(cs_containers_kvc_proxy_misuse())
+                CrashShield.flushIncidents()
+                #expect(CrashShield.recordedCount(for: .container) == 2)
             }
         }
 

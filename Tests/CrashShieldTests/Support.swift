@@ -65,6 +65,20 @@ func runOracles() -> [String: String] {
     return results
 }
 
+/// Runs the oracles called `names` (all must exist) and returns name -> description.
+func runOracles(named names: [String]) -> [String: String] {
+    var results: [String: String] = [:]
+    for index in 0..<cs_oracle_count() {
+        let name = String(cString: cs_oracle_name(index))
+        guard names.contains(name) else { continue }
+        let text = cs_oracle_run(index)!
+        results[name] = String(cString: text)
+        free(text)
+    }
+    precondition(results.count == names.count, "an oracle is missing")
+    return results
+}
+
 /// For exit tests: starts the guards in this (child) process, runs `misuse`, and returns the exit
 /// status that tells what happened: 0 when it returned the neutralised value and exactly the
 /// expected incident reasons were delivered, 3 when the result was wrong, 4 when the incidents

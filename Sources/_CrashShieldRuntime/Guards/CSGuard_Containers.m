@@ -20,7 +20,10 @@
 
 #pragma clang section text = "cs_guard_container" /* every function below: see CS_GUARD_METHOD */
 
-extern CSGuard CSGuardContainers;
+#import "CSReceiverMeasure.h"
+
+/* Hidden: the hooks read its policy PC-relative instead of through the GOT (hot path). */
+extern CSGuard CSGuardContainers __attribute__((visibility("hidden")));
 #define G (&CSGuardContainers)
 
 #define CS_ALWAYS_INLINE static inline __attribute__((always_inline))
@@ -37,16 +40,22 @@ CS_ALWAYS_INLINE NSRange cs_range_clamp(NSRange range, NSUInteger count) {
     return NSMakeRange(range.location, range.length < available ? range.length : available);
 }
 
-CS_ALWAYS_INLINE NSUInteger cs_count(id self) {
-    return [(NSArray *)self count];
+/* -count of arrays and ordered sets: see CSReceiverMeasure.h. Key-value coding collection proxies
+ * are marked unbounded at install (cs_containers_install). */
+static cs_measure_cache g_count_cache;
+
+/** YES with the receiver's -count in *count; NO when the receiver's originals do not check
+ *  against their own -count (the hook then calls the original without a bounds check). */
+CS_ALWAYS_INLINE BOOL cs_count_of(id self, NSUInteger *count) {
+    return cs_measure(&g_count_cache, @selector(count), self, count);
 }
 
 #pragma mark - Shared bodies
 
 /** Index reads (-objectAtIndex: and subscripts): nil beyond count. */
 CS_ALWAYS_INLINE id cs_index_read(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count) &&
             cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
             return nil;
@@ -68,8 +77,8 @@ CS_ALWAYS_INLINE void cs_insert_at(IMP original, id self, SEL _cmd, const void *
         if (CS_UNLIKELY(object == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
         } else {
-            NSUInteger count = cs_count(self);
-            if (CS_UNLIKELY(index > count) &&
+            NSUInteger count;
+            if (cs_count_of(self, &count) && CS_UNLIKELY(index > count) &&
                 cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
                 return;
         }
@@ -79,8 +88,8 @@ CS_ALWAYS_INLINE void cs_insert_at(IMP original, id self, SEL _cmd, const void *
 
 /** Removes at an index: index >= count is a no-op. */
 CS_ALWAYS_INLINE void cs_remove_at(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count) &&
             cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
             return;
@@ -90,8 +99,8 @@ CS_ALWAYS_INLINE void cs_remove_at(IMP original, id self, SEL _cmd, const void *
 
 /** Replaces at an index: index >= count or a nil object is a no-op. */
 CS_ALWAYS_INLINE void cs_replace_at(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index, id object) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count)) return;
         } else if (CS_UNLIKELY(object == nil)) {
@@ -279,8 +288,8 @@ CS_OBJECTS_COUNT_HOOK(cs_array_initWithObjects_count)
 CS_OBJECTS_COUNT_HOOK(cs_array_arrayWithObjects_count)
 
 static inline id cs_array_subarrayWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
                             range.length))
@@ -296,8 +305,8 @@ static inline id cs_array_objectsAtIndexes(IMP original, id self, SEL _cmd, cons
             if (cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return [NSArray array];
         } else {
             NSUInteger last = [indexes lastIndex]; /* NSNotFound when empty: nothing to check */
-            NSUInteger count = cs_count(self);
-            if (CS_UNLIKELY(last != NSNotFound && last >= count) &&
+            NSUInteger count;
+            if (CS_UNLIKELY(last != NSNotFound) && cs_count_of(self, &count) && CS_UNLIKELY(last >= count) &&
                 cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, last, count)) {
                 NSMutableIndexSet *valid = [indexes mutableCopy];
                 [valid removeIndexesInRange:NSMakeRange(count, NSNotFound - count)];
@@ -313,8 +322,8 @@ CS_DEFINE_HOOK_1(cs_array_objectsAtIndexes, id, NSIndexSet *)
 
 static inline void cs_array_getObjects_range(IMP original, id self, SEL _cmd, const void *caller, id *buffer,
                                              NSRange range) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
                             range.length)) {
@@ -333,10 +342,64 @@ CS_INSERT_AT_HOOK(cs_marray_insertObject_atIndex)
 CS_REMOVE_AT_HOOK(cs_marray_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_marray_replaceObjectAtIndex_withObject)
 
+/** -removeLastObject: on an empty array it is a no-op. */
+CS_ALWAYS_INLINE void cs_remove_last(IMP original, id self, SEL _cmd, const void *caller) {
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(count == 0) &&
+        cs_guard_misuse(G, self, _cmd, caller, "no object to remove", 0, 0, 0))
+        return;
+    ((void (*)(id, SEL))original)(self, _cmd);
+}
+#define CS_REMOVE_LAST_HOOK(name)                                                                  \
+    static inline void name(IMP o, id s, SEL c, const void *w) { cs_remove_last(o, s, c, w); }     \
+    CS_DEFINE_HOOK_0(name, void)
+CS_REMOVE_LAST_HOOK(cs_marray_removeLastObject)
+
+/** -replaceObjectsInRange:withObjectsFromArray:: a range not within [0, count] is a no-op (a nil
+ *  array is legal: it removes the range). */
+static inline void cs_marray_replaceObjectsInRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range,
+                                                   NSArray *objects) {
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count)) &&
+        cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
+                        range.length))
+        return;
+    ((void (*)(id, SEL, NSRange, NSArray *))original)(self, _cmd, range, objects);
+}
+CS_DEFINE_HOOK_2(cs_marray_replaceObjectsInRange, void, NSRange, NSArray *)
+
+/** -replaceObjectsInRange:withObjectsFromArray:range:: either range out of its array is a no-op. */
+static inline void cs_marray_replaceObjectsInRange_range(IMP original, id self, SEL _cmd, const void *caller,
+                                                         NSRange range, NSArray *objects, NSRange source) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger count;
+        if (cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count))) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
+                                range.length))
+                return;
+        } else if (CS_UNLIKELY(!cs_range_within(source, [objects count]))) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "source range location {} length {} beyond count", 2,
+                                source.location, source.length))
+                return;
+        }
+    }
+    ((void (*)(id, SEL, NSRange, NSArray *, NSRange))original)(self, _cmd, range, objects, source);
+}
+CS_DEFINE_HOOK_3(cs_marray_replaceObjectsInRange_range, void, NSRange, NSArray *, NSRange)
+
+/** -arrayByAddingObject: nil answers an unchanged (immutable) copy of the receiver. */
+static inline id cs_array_arrayByAddingObject(IMP original, id self, SEL _cmd, const void *caller, id object) {
+    if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
+        cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
+        return CS_AUTORELEASE([(NSArray *)self copy]);
+    return ((id(*)(id, SEL, id))original)(self, _cmd, object);
+}
+CS_DEFINE_HOOK_1(cs_array_arrayByAddingObject, id, id)
+
 /** Exchanges: either index >= count is a no-op. */
 CS_ALWAYS_INLINE void cs_exchange(IMP original, id self, SEL _cmd, const void *caller, NSUInteger a, NSUInteger b) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(a >= count || b >= count) &&
             cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, a >= count ? a : b, count))
             return;
@@ -346,8 +409,8 @@ CS_ALWAYS_INLINE void cs_exchange(IMP original, id self, SEL _cmd, const void *c
 
 /** Range removal: a range not within [0, count] is a no-op. */
 CS_ALWAYS_INLINE void cs_remove_range(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger count = cs_count(self);
+    NSUInteger count;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
                             range.length))
@@ -370,8 +433,8 @@ CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, id self, SEL _c
         } else if (CS_UNLIKELY(n != slots)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "{} objects for {} indexes", 2, n, slots)) return;
         } else if (n > 0) {
-            NSUInteger last = [indexes lastIndex], count = cs_count(self);
-            if (CS_UNLIKELY(last >= n && last - n >= count) &&
+            NSUInteger last = [indexes lastIndex], count;
+            if (CS_UNLIKELY(last >= n) && cs_count_of(self, &count) && CS_UNLIKELY(last - n >= count) &&
                 cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, last, count))
                 return;
         }
@@ -425,14 +488,36 @@ CS_INDEX_READ_HOOK(cs_oset_objectAtIndexedSubscript)
 CS_OBJECTS_COUNT_HOOK(cs_oset_initWithObjects_count)
 CS_NIL_ADD_HOOK(cs_moset_addObject)
 CS_NIL_ADD_HOOK(cs_moset_removeObject)
+/* Inserting beyond the count of a mutable ordered set: Apple throws; GNUstep Base 1.28 appends
+ * (GSOrderedSet's -insertObject:atIndex: stores at the end, and the generic
+ * -insertObjects:atIndexes: inserts one by one), so there only nil is a misuse. Removing a range
+ * that extends past the end: Apple throws; GNUstep removes the part within the set. Each platform
+ * keeps its own legal results (boundary oracle, issue 10 item 6). */
+#if defined(__APPLE__)
 CS_INSERT_AT_HOOK(cs_moset_insertObject_atIndex)
+#else
+static inline void cs_moset_insertObject_atIndex(IMP original, id self, SEL _cmd, const void *caller, id object,
+                                                 NSUInteger index) {
+    if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
+        cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
+        return;
+    ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, object, index);
+}
+CS_DEFINE_HOOK_2(cs_moset_insertObject_atIndex, void, id, NSUInteger)
+#endif
 CS_REMOVE_AT_HOOK(cs_moset_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_moset_replaceObjectAtIndex_withObject)
 CS_INSERT_AT_HOOK(cs_moset_setObject_atIndex)
 CS_INSERT_AT_HOOK(cs_moset_setObject_atIndexedSubscript)
 CS_EXCHANGE_HOOK(cs_moset_exchange)
+#if defined(__APPLE__)
 CS_REMOVE_RANGE_HOOK(cs_moset_removeObjectsInRange)
 CS_INSERT_OBJECTS_HOOK(cs_moset_insertObjects_atIndexes)
+#else
+/* GNUstep: neither is hooked. Its generic -insertObjects:atIndexes: walks both lists until one
+ * ends (a count mismatch, a nil array or a nil index set never throws) and its
+ * -removeObjectsInRange: clamps the range. */
+#endif
 
 #pragma mark - NSCache and NSUserDefaults
 
@@ -473,13 +558,15 @@ CS_KEYED_REMOVE_HOOK(cs_defaults_removeObjectForKey)
 
 #pragma mark - NSData and NSMutableData
 
-CS_ALWAYS_INLINE NSUInteger cs_length(id self) {
-    return [(NSData *)self length];
+static cs_measure_cache g_length_cache; /* -length of data objects */
+
+CS_ALWAYS_INLINE BOOL cs_length_of(id self, NSUInteger *length) {
+    return cs_measure(&g_length_cache, @selector(length), self, length);
 }
 
 static inline id cs_data_subdataWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = cs_length(self);
+    NSUInteger length;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(!cs_range_within(range, length)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
                             range.length))
@@ -491,8 +578,8 @@ CS_DEFINE_HOOK_1(cs_data_subdataWithRange, id, NSRange)
 
 static inline void cs_data_getBytes_range(IMP original, id self, SEL _cmd, const void *caller, void *buffer,
                                           NSRange range) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = cs_length(self);
+    NSUInteger length;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(!cs_range_within(range, length)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
                             range.length)) {
@@ -508,8 +595,8 @@ CS_DEFINE_HOOK_2(cs_data_getBytes_range, void, void *, NSRange)
  *  location + length must not wrap. */
 static inline void cs_mdata_replaceBytesInRange_withBytes(IMP original, id self, SEL _cmd, const void *caller,
                                                           NSRange range, const void *bytes) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = cs_length(self);
+    NSUInteger length;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(range.location > length || range.length > NSUIntegerMax - range.location) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
                             range.length))
@@ -531,8 +618,8 @@ CS_ALWAYS_INLINE BOOL cs_reset_range_is_misuse(NSRange range, NSUInteger length)
 }
 
 static inline void cs_mdata_resetBytesInRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
-    if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = cs_length(self);
+    NSUInteger length;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(cs_reset_range_is_misuse(range, length)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
                             range.length))
@@ -541,6 +628,128 @@ static inline void cs_mdata_resetBytesInRange(IMP original, id self, SEL _cmd, c
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
 }
 CS_DEFINE_HOOK_1(cs_mdata_resetBytesInRange, void, NSRange)
+
+/* -replaceBytesInRange:withBytes:length:: the range is the part replaced, so (unlike the
+ * two-argument form) it must lie within the data on GNUstep, which otherwise corrupts its heap or
+ * raises NSMallocException; Apple documents the range's location only. */
+CS_ALWAYS_INLINE BOOL cs_replace_bytes_length_is_misuse(NSRange range, NSUInteger length) {
+#if defined(__APPLE__)
+    return range.location > length || range.length > NSUIntegerMax - range.location;
+#else
+    return !cs_range_within(range, length);
+#endif
+}
+
+static inline void cs_mdata_replaceBytesInRange_withBytes_length(IMP original, id self, SEL _cmd, const void *caller,
+                                                                 NSRange range, const void *bytes, NSUInteger count) {
+    NSUInteger length;
+    if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length) &&
+        CS_UNLIKELY(cs_replace_bytes_length_is_misuse(range, length)) &&
+        cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
+                        range.length))
+        return;
+    ((void (*)(id, SEL, NSRange, const void *, NSUInteger))original)(self, _cmd, range, bytes, count);
+}
+CS_DEFINE_HOOK_3(cs_mdata_replaceBytesInRange_withBytes_length, void, NSRange, const void *, NSUInteger)
+
+#pragma mark - Key-value coding collection proxies
+
+/*
+ * -mutableArrayValueForKey: / -mutableSetValueForKey: (and their key-path forms) answer proxies
+ * whose mutators forward to the model: through its indexed accessors, through a copy passed to
+ * its setter, or straight to its instance variable. Their -count reads a cached collection that
+ * those mutators may replace and free, so a bounds check against the proxy's -count drops legal
+ * calls and can message freed memory. Their originals check nothing themselves: the collection
+ * they forward to does (and is guarded itself). So the proxy classes are marked unbounded.
+ * They are found at install by asking a scratch model for each kind of proxy — no private class
+ * name is written here.
+ */
+@interface CSKVCProxyProbe : NSObject {
+    NSMutableArray *slowItems;  /* getter + setter only: the "slow" proxy */
+    NSMutableArray *fastItems;  /* indexed accessors: the "fast" proxy */
+    NSMutableArray *ivarItems;  /* no accessors: the instance-variable proxy */
+    NSMutableSet *slowMembers;
+    NSMutableSet *fastMembers;
+    NSMutableSet *ivarMembers;
+}
+@end
+
+@implementation CSKVCProxyProbe
+- (id)init CS_GUARD_METHOD(container) {
+    if ((self = [super init]) != nil) {
+        slowItems = [[NSMutableArray alloc] init];
+        fastItems = [[NSMutableArray alloc] init];
+        ivarItems = [[NSMutableArray alloc] init];
+        slowMembers = [[NSMutableSet alloc] init];
+        fastMembers = [[NSMutableSet alloc] init];
+        ivarMembers = [[NSMutableSet alloc] init];
+    }
+    return self;
+}
+- (void)dealloc CS_GUARD_METHOD(container) {
+    CS_RELEASE(slowItems);
+    CS_RELEASE(fastItems);
+    CS_RELEASE(ivarItems);
+    CS_RELEASE(slowMembers);
+    CS_RELEASE(fastMembers);
+    CS_RELEASE(ivarMembers);
+    [super dealloc];
+}
+- (NSArray *)slowItems CS_GUARD_METHOD(container) { return slowItems; }
+- (void)setSlowItems:(NSArray *)items CS_GUARD_METHOD(container) {
+    NSMutableArray *copy = [items mutableCopy];
+    CS_RELEASE(slowItems);
+    slowItems = copy;
+}
+- (NSUInteger)countOfFastItems CS_GUARD_METHOD(container) { return [fastItems count]; }
+- (id)objectInFastItemsAtIndex:(NSUInteger)index CS_GUARD_METHOD(container) { return [fastItems objectAtIndex:index]; }
+- (void)insertObject:(id)object inFastItemsAtIndex:(NSUInteger)index CS_GUARD_METHOD(container) {
+    [fastItems insertObject:object atIndex:index];
+}
+- (void)removeObjectFromFastItemsAtIndex:(NSUInteger)index CS_GUARD_METHOD(container) {
+    [fastItems removeObjectAtIndex:index];
+}
+- (NSSet *)slowMembers CS_GUARD_METHOD(container) { return slowMembers; }
+- (void)setSlowMembers:(NSSet *)members CS_GUARD_METHOD(container) {
+    NSMutableSet *copy = [members mutableCopy];
+    CS_RELEASE(slowMembers);
+    slowMembers = copy;
+}
+- (NSEnumerator *)enumeratorOfFastMembers CS_GUARD_METHOD(container) { return [fastMembers objectEnumerator]; }
+- (NSUInteger)countOfFastMembers CS_GUARD_METHOD(container) { return [fastMembers count]; }
+- (id)memberOfFastMembers:(id)object CS_GUARD_METHOD(container) { return [fastMembers member:object]; }
+- (void)addFastMembersObject:(id)object CS_GUARD_METHOD(container) { [fastMembers addObject:object]; }
+- (void)removeFastMembersObject:(id)object CS_GUARD_METHOD(container) { [fastMembers removeObject:object]; }
+@end
+
+/** Marks the class of `proxy` and its superclasses below `public_root` unbounded. */
+static void cs_mark_proxy_class(id proxy, Class public_root) {
+    if (proxy == nil) return;
+    for (Class c = object_getClass(proxy); c != Nil && c != public_root; c = class_getSuperclass(c))
+        cs_measure_mark_unbounded(&g_count_cache, c);
+}
+
+static const char *cs_containers_install(uint32_t *hooked) {
+    (void)hooked;
+    @autoreleasepool {
+        CSKVCProxyProbe *probe = [[CSKVCProxyProbe alloc] init];
+        Class mutableArray = [NSMutableArray class], mutableSet = [NSMutableSet class];
+        NSString *const arrayKeys[] = {CS_STR("slowItems"), CS_STR("fastItems"), CS_STR("ivarItems")};
+        NSString *const setKeys[] = {CS_STR("slowMembers"), CS_STR("fastMembers"), CS_STR("ivarMembers")};
+        for (size_t i = 0; i < 3; i++) {
+            cs_mark_proxy_class([probe mutableArrayValueForKey:arrayKeys[i]], mutableArray);
+            cs_mark_proxy_class([probe mutableSetValueForKey:setKeys[i]], mutableSet);
+        }
+        CS_RELEASE(probe);
+    }
+    CS_ATOMIC_STORE(&g_count_cache.ready, 1);
+    CS_ATOMIC_STORE(&g_length_cache.ready, 1);
+    return NULL;
+}
+
+/* The caches map a class to the implementation of its own -count / -length, which does not depend
+ * on whether the hooks are installed: nothing to undo. */
+static void cs_containers_uninstall(void) {}
 
 #pragma mark - Registration
 
@@ -551,6 +760,7 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSArray", "objectsAtIndexes:", cs_array_objectsAtIndexes),
     CS_HOOK("NSArray", "getObjects:range:", cs_array_getObjects_range),
     CS_HOOK("NSArray", "initWithObjects:count:", cs_array_initWithObjects_count),
+    CS_HOOK("NSArray", "arrayByAddingObject:", cs_array_arrayByAddingObject),
     CS_CLASS_HOOK("NSArray", "arrayWithObjects:count:", cs_array_arrayWithObjects_count),
 
     CS_HOOK("NSMutableArray", "addObject:", cs_marray_addObject),
@@ -561,6 +771,9 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSMutableArray", "setObject:atIndexedSubscript:", cs_marray_setObject_atIndexedSubscript),
     CS_HOOK("NSMutableArray", "removeObjectsInRange:", cs_marray_removeObjectsInRange),
     CS_HOOK("NSMutableArray", "insertObjects:atIndexes:", cs_marray_insertObjects_atIndexes),
+    CS_HOOK("NSMutableArray", "removeLastObject", cs_marray_removeLastObject),
+    CS_HOOK("NSMutableArray", "replaceObjectsInRange:withObjectsFromArray:", cs_marray_replaceObjectsInRange),
+    CS_HOOK("NSMutableArray", "replaceObjectsInRange:withObjectsFromArray:range:", cs_marray_replaceObjectsInRange_range),
 
     CS_HOOK("NSDictionary", "initWithObjects:forKeys:count:", cs_dictionary_initWithObjects_forKeys_count),
     CS_CLASS_HOOK("NSDictionary", "dictionaryWithObjects:forKeys:count:",
@@ -583,8 +796,10 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSMutableOrderedSet", "setObject:atIndex:", cs_moset_setObject_atIndex),
     CS_HOOK("NSMutableOrderedSet", "setObject:atIndexedSubscript:", cs_moset_setObject_atIndexedSubscript),
     CS_HOOK("NSMutableOrderedSet", "exchangeObjectAtIndex:withObjectAtIndex:", cs_moset_exchange),
+#if defined(__APPLE__)
     CS_HOOK("NSMutableOrderedSet", "removeObjectsInRange:", cs_moset_removeObjectsInRange),
     CS_HOOK("NSMutableOrderedSet", "insertObjects:atIndexes:", cs_moset_insertObjects_atIndexes),
+#endif
 
     CS_HOOK("NSCache", "setObject:forKey:", cs_cache_setObject_forKey),
     CS_HOOK("NSCache", "setObject:forKey:cost:", cs_cache_setObject_forKey_cost),
@@ -596,6 +811,7 @@ static const CSHookSpec kContainerHooks[] = {
     CS_HOOK("NSData", "getBytes:range:", cs_data_getBytes_range),
     CS_HOOK("NSMutableData", "replaceBytesInRange:withBytes:", cs_mdata_replaceBytesInRange_withBytes),
     CS_HOOK("NSMutableData", "resetBytesInRange:", cs_mdata_resetBytesInRange),
+    CS_HOOK("NSMutableData", "replaceBytesInRange:withBytes:length:", cs_mdata_replaceBytesInRange_withBytes_length),
 };
 
 static inline id cs_canary_opaque(id value) {
@@ -626,4 +842,5 @@ static const char *cs_containers_canary(void) {
     return NULL;
 }
 
-CS_GUARD_DEFINE(CSGuardContainers, container, kContainerHooks, cs_containers_canary);
+CS_GUARD_DEFINE_HOOKED(CSGuardContainers, container, kContainerHooks, cs_containers_install, cs_containers_uninstall,
+                       cs_containers_canary);

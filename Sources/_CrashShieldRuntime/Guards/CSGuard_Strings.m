@@ -22,24 +22,39 @@
  *   replaceCharactersInRange:withString:, addAttribute:value:range:, setAttributes:range:) that
  *   are out of range or have a nil argument are no-ops.
  * - attribute:atIndex:effectiveRange: beyond returns nil, attributesAtIndex:effectiveRange: an
- *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}.
+ *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}. "Beyond" is
+ *   index > length on GNUstep, index >= length on Apple.
  *
- * Two forms are legal inside GNUstep but throw on Apple's Foundation, so the app must not rely
- * on them: replaceCharactersInRange:withString: with a nil string (GNUstep's own
- * deleteCharactersInRange: implementations send it as their "delete"), and reading attributes at
- * index == length (GNUstep's attributedSubstringFromRange: {length, 0} and addAttribute:… range:
- * {0, 0} on an empty string do). They are a misuse only when the app sent them (cs_sent_by_system:
- * the caller's return address); only those two forms pay for that lookup, every other check is
- * arithmetic.
+ * Where GNUstep and Apple differ, each keeps its own legal results (SPEC §2 rule 1): GNUstep
+ * answers attributesAtIndex:effectiveRange: and attribute:atIndex:effectiveRange: at
+ * index == length, Apple throws there. One form is legal inside GNUstep but throws on Apple's
+ * Foundation, so the app must not rely on it: replaceCharactersInRange:withString: with a nil
+ * string (GNUstep's own deleteCharactersInRange: implementations send it as their "delete"). It
+ * is a misuse only when the app sent it (cs_sent_by_system: the caller's return address); only
+ * that form pays for the lookup, every other check is arithmetic.
  *
  * Ranges are checked with overflow-safe arithmetic: location + length may wrap.
  */
 #import "../Engine/CSEngine.h"
 #include <pthread.h>
 
+#define CS_ALWAYS_INLINE_STRING static inline __attribute__((always_inline))
+
 #pragma clang section text = "cs_guard_string" /* every function below: see CS_GUARD_METHOD */
 
-extern CSGuard CSGuardStrings;
+#import "CSReceiverMeasure.h"
+
+/* -length of the receiver: see CSReceiverMeasure.h (no string class is unbounded). */
+static cs_measure_cache g_length_cache = {.ready = 1};
+
+CS_ALWAYS_INLINE_STRING NSUInteger cs_length(id self) {
+    NSUInteger length = 0;
+    cs_measure(&g_length_cache, @selector(length), self, &length);
+    return length;
+}
+
+/* Hidden: the hooks read its policy PC-relative instead of through the GOT (hot path). */
+extern CSGuard CSGuardStrings __attribute__((visibility("hidden")));
 #define G (&CSGuardStrings)
 
 /** True when `range` lies within [0, length]; never computes location + length. */
@@ -82,7 +97,7 @@ static const char *const kNilString = "nil string";
 static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd, const void *caller,
                                                  NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index >= length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             return 0;
     }
@@ -92,7 +107,7 @@ CS_DEFINE_HOOK_1(cs_string_characterAtIndex, unichar, NSUInteger)
 
 static inline id cs_string_substringFromIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             index = length; /* -> the empty string */
     }
@@ -102,7 +117,7 @@ CS_DEFINE_HOOK_1(cs_string_substringFromIndex, id, NSUInteger)
 
 static inline id cs_string_substringToIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
             index = length; /* -> the whole string */
     }
@@ -112,7 +127,7 @@ CS_DEFINE_HOOK_1(cs_string_substringToIndex, id, NSUInteger)
 
 static inline id cs_string_substringWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
             range = cs_range_clamp(range, length);
     }
@@ -142,7 +157,7 @@ CS_DEFINE_HOOK_2(cs_string_rangeOfStringOptions, NSRange, id, NSUInteger)
 static inline BOOL cs_string_search_allowed(id self, SEL _cmd, const void *caller, id string, NSRange *range) {
     if (!cs_guard_is_on(G)) return YES;
     if (CS_UNLIKELY(string == nil)) return !cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0);
-    NSUInteger length = [(NSString *)self length];
+    NSUInteger length = cs_length(self);
     if (CS_UNLIKELY(!cs_range_fits(*range, length)) && CS_RANGE_MISUSE(*range)) *range = cs_range_clamp(*range, length);
     return YES;
 }
@@ -187,7 +202,7 @@ static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id s
                 string = CS_STR("");
             }
         } else {
-            NSUInteger length = [(NSString *)self length];
+            NSUInteger length = cs_length(self);
             if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) {
                 range = NSMakeRange(0, 0);
                 string = CS_STR("");
@@ -223,6 +238,64 @@ static inline id cs_string_stringWithString(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_1(cs_string_stringWithString, id, id)
 
+/* Replacing occurrences with a nil target or replacement throws; the neutral result is an unchanged
+ * copy of the receiver (immutable, as the original's result is). */
+static inline id cs_string_stringByReplacingOccurrences(IMP original, id self, SEL _cmd, const void *caller,
+                                                        id target, id replacement) {
+    if (CS_UNLIKELY(target == nil || replacement == nil) && cs_guard_is_on(G) &&
+        cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return CS_AUTORELEASE([(NSString *)self copy]);
+    return ((id(*)(id, SEL, id, id))original)(self, _cmd, target, replacement);
+}
+CS_DEFINE_HOOK_2(cs_string_stringByReplacingOccurrences, id, id, id)
+
+static inline id cs_string_stringByReplacingOccurrencesOptionsRange(IMP original, id self, SEL _cmd,
+                                                                    const void *caller, id target, id replacement,
+                                                                    NSUInteger options, NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(target == nil || replacement == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+                return CS_AUTORELEASE([(NSString *)self copy]);
+        } else {
+            NSUInteger length = cs_length(self);
+            if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
+                return CS_AUTORELEASE([(NSString *)self copy]);
+        }
+    }
+    return ((id(*)(id, SEL, id, id, NSUInteger, NSRange))original)(self, _cmd, target, replacement, options, range);
+}
+CS_DEFINE_HOOK_4(cs_string_stringByReplacingOccurrencesOptionsRange, id, id, id, NSUInteger, NSRange)
+
+/* -compare: nil throws on GNUstep; Apple answers NSOrderedDescending (nil sorts first), which is
+ * the neutral result here. */
+static inline NSComparisonResult cs_string_compare(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NSOrderedDescending;
+    return ((NSComparisonResult(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_compare, NSComparisonResult, id)
+
+static inline BOOL cs_string_containsString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+        return NO;
+    return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
+}
+CS_DEFINE_HOOK_1(cs_string_containsString, BOOL, id)
+
+/** A nil separator: no separator is found, so the one component is (a copy of) the receiver. */
+static inline id cs_string_componentsSeparatedByString(IMP original, id self, SEL _cmd, const void *caller,
+                                                       id separator) {
+    if (CS_UNLIKELY(separator == nil) && cs_guard_is_on(G) &&
+        cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
+        NSString *copy = [(NSString *)self copy];
+        NSArray *components = [NSArray arrayWithObject:copy];
+        CS_RELEASE(copy);
+        return components;
+    }
+    return ((id(*)(id, SEL, id))original)(self, _cmd, separator);
+}
+CS_DEFINE_HOOK_1(cs_string_componentsSeparatedByString, id, id)
+
 #pragma mark - NSMutableString
 
 static inline void cs_mstring_appendString(IMP original, id self, SEL _cmd, const void *caller, id string) {
@@ -238,7 +311,7 @@ static inline void cs_mstring_insertString(IMP original, id self, SEL _cmd, cons
         if (CS_UNLIKELY(string == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
         } else {
-            NSUInteger length = [(NSString *)self length];
+            NSUInteger length = cs_length(self);
             if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
                 return;
         }
@@ -250,7 +323,7 @@ CS_DEFINE_HOOK_2(cs_mstring_insertString, void, id, NSUInteger)
 static inline void cs_mstring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
                                                       NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
@@ -262,7 +335,7 @@ CS_DEFINE_HOOK_1(cs_mstring_deleteCharactersInRange, void, NSRange)
  *  -length both count characters). YES: the call may proceed. */
 static inline BOOL cs_replace_allowed(id self, SEL _cmd, const void *caller, NSRange range, id string) {
     if (!cs_guard_is_on(G)) return YES;
-    NSUInteger length = [(NSString *)self length];
+    NSUInteger length = cs_length(self);
     if (CS_UNLIKELY(!cs_range_fits(range, length))) return !CS_RANGE_MISUSE(range);
     /* A nil string from the system libraries is their own "delete" (see the file comment). */
     if (CS_UNLIKELY(string == nil) && !cs_sent_by_system(caller))
@@ -297,7 +370,7 @@ CS_DEFINE_HOOK_2(cs_astring_initWithStringAttributes, id, id, id)
 static inline id cs_astring_attributedSubstringFromRange(IMP original, id self, SEL _cmd, const void *caller,
                                                          NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSAttributedString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
             range = cs_range_clamp(range, length);
     }
@@ -305,12 +378,17 @@ static inline id cs_astring_attributedSubstringFromRange(IMP original, id self, 
 }
 CS_DEFINE_HOOK_1(cs_astring_attributedSubstringFromRange, id, NSRange)
 
-/** YES when reading attributes at `index` is a misuse to record (index == length is the system's
- *  own legal form; see the file comment). */
+/** YES when reading attributes at `index` is a misuse to record. GNUstep defines both attribute
+ *  reads at index == length (the last run's attributes, or none for an empty string) and throws
+ *  only beyond it; Apple's Foundation throws at index == length too. Each platform keeps its own
+ *  legal results (SPEC §2 rule 1). */
 static inline BOOL cs_attribute_index_misuse(id self, SEL _cmd, const void *caller, NSUInteger index) {
-    NSUInteger length = [(NSAttributedString *)self length];
+    NSUInteger length = cs_length(self);
+#if defined(__APPLE__)
     if (CS_LIKELY(index < length)) return NO;
-    if (index == length && cs_sent_by_system(caller)) return NO;
+#else
+    if (CS_LIKELY(index <= length)) return NO;
+#endif
     return cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length);
 }
 
@@ -357,7 +435,7 @@ static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, con
         } else if (CS_UNLIKELY(value == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil attribute value", 0, 0, 0)) return;
         } else {
-            NSUInteger length = [(NSAttributedString *)self length];
+            NSUInteger length = cs_length(self);
             if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
         }
     }
@@ -365,11 +443,16 @@ static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_3(cs_mastring_addAttribute, void, id, id, NSRange)
 
-/* A nil dictionary is legal (it clears the attributes of the range). */
+/* A nil dictionary is legal (it clears the attributes of the range). GNUstep returns before its
+ * range check when the range is empty (a logged warning), wherever the range starts: legal there. */
 static inline void cs_mastring_setAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
                                              NSRange range) {
+#if defined(__APPLE__)
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSAttributedString *)self length];
+#else
+    if (CS_LIKELY(cs_guard_is_on(G)) && range.length > 0) {
+#endif
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
@@ -386,13 +469,39 @@ CS_DEFINE_HOOK_2(cs_mastring_replaceCharactersInRange, void, NSRange, id)
 static inline void cs_mastring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
                                                        NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        NSUInteger length = [(NSAttributedString *)self length];
+        NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
     CS_NO_TAIL_CALL();
 }
 CS_DEFINE_HOOK_1(cs_mastring_deleteCharactersInRange, void, NSRange)
+
+/* -removeAttribute:range: (a nil name is legal on GNUstep) and -addAttributes:range: (a nil
+ * dictionary throws): a range beyond the end is a no-op. */
+static inline void cs_mastring_removeAttribute(IMP original, id self, SEL _cmd, const void *caller, id name,
+                                               NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        NSUInteger length = cs_length(self);
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+    }
+    ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, name, range);
+}
+CS_DEFINE_HOOK_2(cs_mastring_removeAttribute, void, id, NSRange)
+
+static inline void cs_mastring_addAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
+                                             NSRange range) {
+    if (CS_LIKELY(cs_guard_is_on(G))) {
+        if (CS_UNLIKELY(attributes == nil)) {
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil attributes", 0, 0, 0)) return;
+        } else {
+            NSUInteger length = cs_length(self);
+            if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+        }
+    }
+    ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
+}
+CS_DEFINE_HOOK_2(cs_mastring_addAttributes, void, id, NSRange)
 
 #pragma mark - Registration
 
@@ -411,6 +520,12 @@ static const CSHookSpec kStringHooks[] = {
     CS_HOOK("NSString", "stringByAppendingString:", cs_string_stringByAppendingString),
     CS_HOOK("NSString", "initWithString:", cs_string_initWithString),
     CS_CLASS_HOOK("NSString", "stringWithString:", cs_string_stringWithString),
+    CS_HOOK("NSString", "stringByReplacingOccurrencesOfString:withString:", cs_string_stringByReplacingOccurrences),
+    CS_HOOK("NSString", "stringByReplacingOccurrencesOfString:withString:options:range:",
+            cs_string_stringByReplacingOccurrencesOptionsRange),
+    CS_HOOK("NSString", "compare:", cs_string_compare),
+    CS_HOOK("NSString", "containsString:", cs_string_containsString),
+    CS_HOOK("NSString", "componentsSeparatedByString:", cs_string_componentsSeparatedByString),
     CS_HOOK("NSMutableString", "appendString:", cs_mstring_appendString),
     CS_HOOK("NSMutableString", "insertString:atIndex:", cs_mstring_insertString),
     CS_HOOK("NSMutableString", "deleteCharactersInRange:", cs_mstring_deleteCharactersInRange),
@@ -424,6 +539,8 @@ static const CSHookSpec kStringHooks[] = {
     CS_HOOK("NSMutableAttributedString", "setAttributes:range:", cs_mastring_setAttributes),
     CS_HOOK("NSMutableAttributedString", "replaceCharactersInRange:withString:", cs_mastring_replaceCharactersInRange),
     CS_HOOK("NSMutableAttributedString", "deleteCharactersInRange:", cs_mastring_deleteCharactersInRange),
+    CS_HOOK("NSMutableAttributedString", "removeAttribute:range:", cs_mastring_removeAttribute),
+    CS_HOOK("NSMutableAttributedString", "addAttributes:range:", cs_mastring_addAttributes),
 };
 
 #pragma mark - Canary

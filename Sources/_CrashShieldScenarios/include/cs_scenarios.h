@@ -44,6 +44,9 @@ typedef struct {
     /** Optional: a figure the case measured besides time (written into `buffer`), read once after
      *  all rounds. NULL for most cases. */
     void (*note)(char *buffer, size_t capacity);
+    /** Optional: operations per measurement when one operation is long (a whole workload run);
+     *  0 lets the harness calibrate. */
+    uint64_t fixed_iterations;
 } cs_bench_case;
 
 size_t cs_bench_count(void);
@@ -144,6 +147,22 @@ uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *
  *  the container guard on: unguarded, GNUstep 1.28 allocates until memory runs out (so it is not
  *  a demo scenario, whose unguarded run would do exactly that). */
 bool cs_containers_nil_index_set_misuse(void);
+
+/** Removes at index 9 through a getter/setter key-value coding proxy and through an
+ *  instance-variable proxy (two misuses, both stopped in the collection the proxy forwards to);
+ *  true when the model's collections are unchanged. Unguarded it throws. */
+bool cs_containers_kvc_proxy_misuse(void);
+
+/* ---- boundary oracle of the container and string guards (Scenarios_Boundaries.m) ---------- */
+
+/** Number of boundary cases (some indexes are padding: their name and run are NULL). */
+size_t cs_boundary_count(void);
+/** "NSArray objectAtIndex: n=3 n+1": receiver class, selector, receiver size, input; malloc'd
+ *  (free() it), NULL for padding. */
+char *cs_boundary_name(size_t index);
+/** Runs the case on a fresh receiver: what the call returned (and the receiver after a
+ *  mutation), or "threw:<exception name>"; malloc'd, NULL for padding. */
+char *cs_boundary_run(size_t index);
 
 /* ---- strings (Scenarios_Strings.m) ------------------------------------------------------ */
 

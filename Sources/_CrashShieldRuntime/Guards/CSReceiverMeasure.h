@@ -1,0 +1,109 @@
+/*
+ * CSReceiverMeasure.h — the bound a container or string hook checks an index against: the
+ * receiver's own -count / -length, without a message lookup on the hot path.
+ *
+ * Included by one guard file each (after its `#pragma clang section`, so the code lands in that
+ * guard's section); every guard file gets its own cache.
+ *
+ * Contract:
+ * - cs_measure() answers exactly what `[self count]` (or `-length`) would answer: the IMP the
+ *   runtime dispatches to for the receiver's class is looked up once per class and cached, then
+ *   called directly. Only classes whose structure lives in a system image are cached (they are
+ *   never disposed, so a cached Class pointer never names another class later); other receivers
+ *   get a plain message.
+ * - Classes marked "unbounded" (cs_measure_mark_unbounded) answer NO: their originals do not
+ *   check against their own -count (key-value coding proxies check against the collection they
+ *   forward to, which is guarded itself), so the hook must call the original without a bounds
+ *   check. Subclasses of a marked class are unbounded too.
+ * - Entries are written once and never changed: a bucket is claimed with a CAS, its IMP written,
+ *   then its class published with a release store; a reader that sees the class sees its IMP.
+ *   A class whose bucket is taken by another class stays on the (uncached) slow path.
+ * - Known limit: a later swizzle of -count / -length itself on a cached class is not seen; the
+ *   check keeps using the implementation found first.
+ */
+#ifndef CS_RECEIVER_MEASURE_H
+#define CS_RECEIVER_MEASURE_H
+
+#import "../Engine/CSEngine.h"
+#include "cs_incidents.h"
+
+#define CS_MEASURE_BUCKETS 128u
+#define CS_MEASURE_UNBOUNDED_MAX 16u
+
+typedef struct {
+    uintptr_t cls;  /* the Class, as an integer for CS_ATOMIC_*; 0 until published */
+    IMP measure;             /* NULL: unbounded class (no bounds check) */
+} cs_measure_entry;
+
+typedef struct {
+    cs_measure_entry entries[CS_MEASURE_BUCKETS];
+    int claimed[CS_MEASURE_BUCKETS];
+    /* Unbounded classes; `ready` is set once the list is complete (before that nothing is
+     * cached, so no class can be cached as bounded before it is known to be a proxy). */
+    CS_UNRETAINED Class unbounded[CS_MEASURE_UNBOUNDED_MAX];
+    unsigned unbounded_count;
+    int ready;
+} cs_measure_cache;
+
+static inline unsigned cs_measure_bucket(Class cls) {
+    uintptr_t p = (uintptr_t)cls;
+    return (unsigned)((p >> 4) ^ (p >> 11)) & (CS_MEASURE_BUCKETS - 1);
+}
+
+static inline BOOL cs_measure_is_unbounded(const cs_measure_cache *cache, Class cls) {
+    unsigned n = CS_ATOMIC_LOAD(&cache->unbounded_count);
+    for (Class c = cls; c != Nil; c = class_getSuperclass(c))
+        for (unsigned i = 0; i < n; i++)
+            if (cache->unbounded[i] == c) return YES;
+    return NO;
+}
+
+/** Adds `cls` to the unbounded list (at install, under the engine lock). */
+static inline void cs_measure_mark_unbounded(cs_measure_cache *cache, Class cls) {
+    unsigned n = cache->unbounded_count;
+    for (unsigned i = 0; i < n; i++)
+        if (cache->unbounded[i] == cls) return;
+    if (n >= CS_MEASURE_UNBOUNDED_MAX) return;
+    cache->unbounded[n] = cls;
+    CS_ATOMIC_STORE(&cache->unbounded_count, n + 1);
+}
+
+__attribute__((noinline)) static BOOL cs_measure_slow(cs_measure_cache *cache, SEL selector, id self, Class cls,
+                                                      NSUInteger *out) {
+    BOOL ready = CS_ATOMIC_LOAD(&cache->ready) != 0;
+    BOOL unbounded = cs_measure_is_unbounded(cache, cls);
+    IMP measure = NULL;
+    if (!unbounded) {
+        Method method = class_getInstanceMethod(cls, selector);
+        measure = method ? method_getImplementation(method) : NULL;
+    }
+    if (ready && cs_address_is_in_system_image((uintptr_t)cls) && (unbounded || measure != NULL)) {
+        unsigned b = cs_measure_bucket(cls);
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            cache->entries[b].measure = measure;
+            CS_ATOMIC_STORE(&cache->entries[b].cls, (uintptr_t)cls);
+        }
+    }
+    if (unbounded) return NO;
+    *out = measure ? ((NSUInteger(*)(id, SEL))measure)(self, selector)
+                   : ((NSUInteger(*)(id, SEL))class_getMethodImplementation(cls, selector))(self, selector);
+    return YES;
+}
+
+/** Writes the receiver's -count (or the cache's selector) to *out and returns YES; returns NO
+ *  for an unbounded receiver (the hook then calls the original unchecked). */
+static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *cache, SEL selector, id self,
+                                                             NSUInteger *out) {
+    Class cls = object_getClass(self);
+    const cs_measure_entry *entry = &cache->entries[cs_measure_bucket(cls)];
+    if (CS_LIKELY(CS_ATOMIC_LOAD(&entry->cls) == (uintptr_t)cls)) {
+        IMP measure = entry->measure;
+        if (CS_UNLIKELY(measure == NULL)) return NO;
+        *out = ((NSUInteger(*)(id, SEL))measure)(self, selector);
+        return YES;
+    }
+    return cs_measure_slow(cache, selector, self, cls, out);
+}
+
+#endif
