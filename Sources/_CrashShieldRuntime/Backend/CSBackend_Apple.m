@@ -224,27 +224,6 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
     free(classes);
 }
 
-typedef struct {
-    CS_UNRETAINED Class *out;
-    size_t capacity;
-    size_t found;
-} cs_owner_collector;
-
-static void cs_collect_owner(void *context, size_t query, Class owner, IMP implementation) {
-    (void)query;
-    (void)implementation;
-    cs_owner_collector *collector = context;
-    if (collector->found < collector->capacity) collector->out[collector->found] = owner;
-    collector->found++;
-}
-
-size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
-    cs_owner_query query = {root, sel, class_side};
-    cs_owner_collector collector = {out, capacity, 0};
-    cs_backend_visit_owners(&query, 1, cs_collect_owner, &collector);
-    return collector.found;
-}
-
 /* System images by path: the OS's /System and /usr/lib, and the same folders under the simulator
  * runtime's root (DYLD_ROOT_PATH / SIMULATOR_ROOT), where a simulator app's Foundation lives.
  * The answer is cached per image base; called only under the engine lock (install), so the

@@ -550,27 +550,6 @@ void cs_backend_uninstall_forward_retarget(void) {
 
 #define CS_MAX_QUERY_ROOTS 64
 
-typedef struct {
-    CS_UNRETAINED Class *out;
-    size_t capacity;
-    size_t found;
-} cs_owner_collector;
-
-static void cs_collect_owner(void *context, size_t query, Class owner, IMP implementation) {
-    (void)query;
-    (void)implementation;
-    cs_owner_collector *collector = context;
-    if (collector->found < collector->capacity) collector->out[collector->found] = owner;
-    collector->found++;
-}
-
-size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity) {
-    cs_owner_query query = {root, sel, class_side};
-    cs_owner_collector collector = {out, capacity, 0};
-    cs_backend_visit_owners(&query, 1, cs_collect_owner, &collector);
-    return collector.found;
-}
-
 /* Matches one side's own methods (instance or class) against the queries whose root is an
  * ancestor (bit set in `roots_above`) and that ask about this side. */
 static void cs_visit_side(Class target, BOOL class_side, const cs_owner_query *queries, const size_t *root_of,
