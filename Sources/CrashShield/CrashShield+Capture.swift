@@ -9,15 +9,20 @@ extension CrashShield {
     /// protection, then applies the guard fail-safe.
     ///
     /// Call it right after `CrashShield.start(_:)`. Fail-safe (SPEC §2.12): when a report from an
-    /// earlier run has frames inside a guard's hook code (same binary: same path and build id),
-    /// that guard is switched off with `CrashShield.setPolicy(.off, for:)` for this run and an
-    /// incident says so. Safe mode (a repair step) switches off the guards in `safeModeGuards`.
+    /// earlier run has frames inside a guard's code, that guard is switched off with
+    /// `CrashShield.setPolicy(.off, for:)` for this run and an incident says so. The crash handler
+    /// names those guards in the report (crashed_thread.guard_frames, from the guards' code ranges
+    /// registered here before capture is installed), so this start reads them with the C scan and
+    /// decodes no report. A report without that key (an older version's) is decoded and its frames
+    /// mapped (same binary only: same path and build id), which costs the first JSONDecoder use
+    /// (~2 ms). Safe mode (a repair step) switches off the guards in `safeModeGuards`.
     @discardableResult
     public static func startCapture(_ options: CaptureOptions = CaptureOptions(),
                                     safeModeGuards: [GuardID] = []) throws -> LaunchProtection? {
+        registerGuardCodeRanges()
         let protection = try CrashCapture.start(options)
         cs_capture_exceptions_start()
-        for guardName in guardsToSwitchOff(CrashCapture.reportsFoundAtStart) {
+        for guardName in guardsToSwitchOff(CrashCapture.guardFramesFoundAtStart) {
             cs_guard_set_policy(guardName, CS_POLICY_OFF)
             recordFailSafeIncident(guardName)
         }
@@ -28,8 +33,42 @@ extension CrashShield {
         return protection
     }
 
-    /// Guard names whose hook code appears in the crashed-thread frames of `reports`.
-    static func guardsToSwitchOff(_ reports: [CrashReport]) -> [String] {
+    /// Gives the crash handler every guard's code range (link-time constants: the handler keeps
+    /// the first table it gets), before capture is installed, so every report names the guards
+    /// among its crashed thread's frames.
+    static func registerGuardCodeRanges() {
+        var ranges: [csc_guard_code_range] = []
+        for index in 0..<cs_guard_count() {
+            var name: UnsafePointer<CChar>?
+            var start: UInt = 0, end: UInt = 0
+            if cs_guard_code_range_at(index, &name, &start, &end), let name {
+                ranges.append(csc_guard_code_range(name: name, start: start, end: end))
+            }
+        }
+        _ = csc_set_guard_code_ranges(ranges, ranges.count)
+    }
+
+    /// Guard names to switch off for `reports`: what the handler recorded, read by the start's
+    /// scan; for a report the scan cannot tell about, what its decoded form records plus its
+    /// frames mapped to guard code.
+    static func guardsToSwitchOff(_ reports: [CrashCapture.GuardFramesOfReport]) -> [String] {
+        var names: [String] = []
+        func add(_ name: String) { if !names.contains(name) { names.append(name) } }
+        for item in reports {
+            if let scanned = item.scanned {
+                scanned.forEach(add)
+                continue
+            }
+            guard let report = item.report else { continue }
+            (report.crashedThread?.guardFrames ?? []).forEach(add)
+            guardsWithCodeInFrames([report]).forEach(add)
+        }
+        return names
+    }
+
+    /// Guard names whose code appears in the crashed-thread frames of `reports` (frames of this
+    /// very binary only: same path and build id as loaded now).
+    static func guardsWithCodeInFrames(_ reports: [CrashReport]) -> [String] {
         var names: [String] = []
         for report in reports {
             let buildIDs = Dictionary((report.images ?? []).compactMap { image in image.path.map { ($0, image.buildId ?? "") } },
@@ -70,7 +109,7 @@ extension CrashShield {
 
     /// Copies the guard states into the crash handler's buffer so every report lists them.
     static func publishGuardStates() {
-        let states = status.map { status -> CrashReport.GuardState in
+        let states = status.map { status -> (name: String, state: String, policy: String) in
             let state: String
             switch status.state {
             case .active: state = "active"
@@ -78,8 +117,53 @@ extension CrashShield {
             case .installFailed: state = "install_failed"
             default: state = "not_installed"
             }
-            return CrashReport.GuardState(name: status.id.rawValue, state: state, policy: "\(status.policy)")
+            let policy: String
+            switch status.policy {
+            case .neutralize: policy = "neutralize"
+            case .reportOnly: policy = "reportOnly"
+            case .off: policy = "off"
+            }
+            return (status.id.rawValue, state, policy)
         }
-        CrashCapture.setGuardStates(states)
+        csc_set_guard_states_json(guardStatesJSON(states))
+    }
+
+    /// The report's "guards" array: what JSONEncoder (sorted keys, slashes unescaped) makes of
+    /// `[CrashReport.GuardState]`, written by hand because the first JSONEncoder use and the
+    /// reflection of an enum's name cost ~0.7 ms of the start (SPEC §9).
+    static func guardStatesJSON(_ states: [(name: String, state: String, policy: String)]) -> String {
+        var json = "["
+        for (index, entry) in states.enumerated() {
+            if index > 0 { json += "," }
+            json += "{\"name\":"
+            appendJSONString(entry.name, to: &json)
+            json += ",\"policy\":"
+            appendJSONString(entry.policy, to: &json)
+            json += ",\"state\":"
+            appendJSONString(entry.state, to: &json)
+            json += "}"
+        }
+        return json + "]"
+    }
+
+    /// A JSON string literal as JSONEncoder writes it with `.withoutEscapingSlashes`.
+    private static func appendJSONString(_ text: String, to json: inout String) {
+        json += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": json += "\\\""
+            case "\\": json += "\\\\"
+            case "\u{08}": json += "\\b"
+            case "\u{0C}": json += "\\f"
+            case "\n": json += "\\n"
+            case "\r": json += "\\r"
+            case "\t": json += "\\t"
+            case "\u{00}"..."\u{1F}":
+                let hex = String(scalar.value, radix: 16)
+                json += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: json.unicodeScalars.append(scalar)
+            }
+        }
+        json += "\""
     }
 }

@@ -156,6 +156,28 @@ public enum CrashCapture {
         return pending.compactMap(\.report)
     }
 
+    /// What a report found at start says about guard code among its crashed thread's frames, for
+    /// the guard fail-safe (SPEC §2.12) in the CrashShield module.
+    package struct GuardFramesOfReport {
+        /// The guard names the crash handler found in the crashed thread's frames
+        /// (crashed_thread.guard_frames), read by the start's C scan; [] for a report without
+        /// crashed-thread frames. nil when the scan cannot tell: a report without the key (written
+        /// by an older version, or without the guards' code registered) or with a value the scan
+        /// leaves to the decoder. Then the caller needs `report`.
+        package let scanned: [String]?
+        let source: PendingReport
+        /// The full decode (the first JSONDecoder use in a process costs ~2 ms).
+        package var report: CrashReport? { source.report }
+    }
+
+    /// `GuardFramesOfReport` of every report found at start, oldest first.
+    package static var guardFramesFoundAtStart: [GuardFramesOfReport] {
+        lock.lock()
+        let pending = earlierReports
+        lock.unlock()
+        return pending.map { GuardFramesOfReport(scanned: $0.scannedGuardFrames, source: $0) }
+    }
+
     /// Launch protection of this run (nil when off or before `start`).
     public static var launchProtection: LaunchProtection? {
         lock.lock()
@@ -194,6 +216,14 @@ public enum CrashCapture {
 extension CrashCapture {
     /// Makes the next crash handler fault after its first section (crash-in-handler test).
     public static func _faultInHandlerForTesting() { csc_test_fault_in_handler(true) }
+
+    /// How many of the reports found at start were fully decoded so far, of how many.
+    public static var _reportsFoundAtStartDecodedForTesting: (decoded: Int, count: Int) {
+        lock.lock()
+        let pending = earlierReports
+        lock.unlock()
+        return (pending.filter(\.isDecoded).count, pending.count)
+    }
 }
 
 /// stat(2) instead of FileManager on the start path (SPEC §9 budget).

@@ -82,6 +82,10 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var unwinder: String?
         /// True when frame 0 is the faulting instruction; the others are return addresses.
         public var firstFrameIsPc: Bool?
+        /// Names of the guards whose code is among `frames`, as the crash handler found them (the
+        /// guard fail-safe reads this). Absent in reports of older versions and of processes that
+        /// did not start capture through `CrashShield.startCapture`.
+        public var guardFrames: [String]?
         public var frames: [Frame]?
     }
 

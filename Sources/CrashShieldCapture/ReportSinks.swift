@@ -179,6 +179,9 @@ final class PendingReport: @unchecked Sendable, Equatable {
     let launchPhase: String?
     /// The crashed thread was parked and the process lived on: not how the run ended.
     let recovered: Bool
+    /// crashed_thread.guard_frames as the scan read it (see `CrashCapture.GuardFramesOfReport`);
+    /// nil when only the decoded report can tell, and always for a report decoded at once.
+    let scannedGuardFrames: [String]?
     private let lock = NSLock()
     /// The file's content until the full decode (malloc'd, owned; freed after decoding).
     private var bytes: UnsafeMutableRawBufferPointer?
@@ -198,6 +201,7 @@ final class PendingReport: @unchecked Sendable, Equatable {
             launchId = report.launchId
             launchPhase = report.launchPhase
             recovered = report.crash?.recovered == true
+            scannedGuardFrames = nil
             decoded = report
             return
         }
@@ -209,6 +213,15 @@ final class PendingReport: @unchecked Sendable, Equatable {
         launchId = fields.has_launch_id ? withUnsafeBytes(of: &fields.launch_id) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
         launchPhase = fields.has_launch_phase ? withUnsafeBytes(of: &fields.launch_phase) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
         recovered = fields.recovered
+        switch fields.guard_frames_status {
+        case CSC_GUARD_FRAMES_READ:
+            let names = withUnsafeBytes(of: &fields.guard_frames) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            scannedGuardFrames = names.split(separator: ",").map(String.init)
+        case CSC_GUARD_FRAMES_ABSENT where !fields.has_crashed_frames:
+            scannedGuardFrames = [] // no frames: none inside a guard
+        default:
+            scannedGuardFrames = nil
+        }
         self.bytes = bytes
     }
 
@@ -220,6 +233,7 @@ final class PendingReport: @unchecked Sendable, Equatable {
         launchId = report.launchId
         launchPhase = report.launchPhase
         recovered = report.crash?.recovered == true
+        scannedGuardFrames = nil
         decoded = report
     }
 

@@ -105,6 +105,15 @@ static _Atomic int g_guard_json_index = -1;
 static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- scratch space for the handler (one crash at a time: only the owner uses it) ----------- */
+/* The guards' code (csc_set_guard_code_ranges): written once, outside the handler, then published
+ * by the release store of g_guard_range_count (-1: no table). The handler reads the count with
+ * acquire and then only the entries below it, which never change again. */
+static struct {
+    char name[CSC_GUARD_NAME_MAX];
+    uintptr_t start, end;
+} g_guard_ranges[CSC_GUARD_RANGES_MAX];
+static _Atomic int g_guard_range_count = -1;
+static atomic_flag g_guard_ranges_claimed = ATOMIC_FLAG_INIT;
 static csc_out g_out;
 static char g_report_name[160];
 static char g_report_path[CSC_PATH_MAX + 160];
@@ -440,6 +449,30 @@ static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
             csc_out_hex(out, frames[i] - table->images[image].bias);
         }
         csc_out_raw(out, "}");
+    }
+    csc_out_raw(out, "]");
+}
+
+/** "guard_frames": the names of the registered guards whose code contains one of `frames` (the
+ *  same addresses "frames" lists), in registration order, each once. Nothing without a table:
+ *  the key's absence tells the reader to map the frames itself. */
+static void csc_write_guard_frames(csc_out *out, const uintptr_t *frames, int count) {
+    int ranges = atomic_load_explicit(&g_guard_range_count, memory_order_acquire);
+    if (ranges < 0) return;
+    uint32_t found = 0;
+    for (int i = 0; i < count; i++) {
+        for (int r = 0; r < ranges; r++) {
+            if (frames[i] >= g_guard_ranges[r].start && frames[i] < g_guard_ranges[r].end) found |= UINT32_C(1) << r;
+        }
+    }
+    csc_out_key(out, "guard_frames", false);
+    csc_out_raw(out, "[");
+    bool first = true;
+    for (int r = 0; r < ranges; r++) {
+        if (!(found & (UINT32_C(1) << r))) continue;
+        if (!first) csc_out_raw(out, ",");
+        first = false;
+        csc_out_string(out, g_guard_ranges[r].name, CSC_GUARD_NAME_MAX);
     }
     csc_out_raw(out, "]");
 }
@@ -790,6 +823,8 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     }
     csc_out_key(out, "first_frame_is_pc", false);
     csc_out_raw(out, "true");
+    /* Before "frames": a report cut inside the frames still names the guards. */
+    csc_write_guard_frames(out, g_frames, atomic_load(&g_frame_count));
     csc_out_key(out, "frames", false);
     csc_write_frames(out, g_frames, atomic_load(&g_frame_count));
     csc_out_raw(out, "}");
@@ -830,7 +865,9 @@ static void csc_write_minimal_report(int first_signal, int second_signal) {
     int frames = atomic_load(&g_frame_count);
     if (frames > 0) {
         csc_out_key(out, "crashed_thread", false);
-        csc_out_raw(out, "{\"unwinder\":\"partial\",\"first_frame_is_pc\":true,\"frames\":");
+        csc_out_raw(out, "{\"unwinder\":\"partial\",\"first_frame_is_pc\":true");
+        csc_write_guard_frames(out, g_frames, frames);
+        csc_out_key(out, "frames", false);
         csc_write_frames(out, g_frames, frames);
         csc_out_raw(out, "}");
     }
@@ -1190,7 +1227,9 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
         for (int i = 0; i < n; i++) g_frames[i] = addresses[i];
         atomic_store(&g_frame_count, n);
         csc_out_key(out, "crashed_thread", false);
-        csc_out_raw(out, "{\"unwinder\":\"exception\",\"first_frame_is_pc\":false,\"frames\":");
+        csc_out_raw(out, "{\"unwinder\":\"exception\",\"first_frame_is_pc\":false");
+        csc_write_guard_frames(out, g_frames, n);
+        csc_out_key(out, "frames", false);
         csc_write_frames(out, g_frames, n);
         csc_out_raw(out, "}");
         csc_out_flush(out);
@@ -1366,6 +1405,27 @@ void csc_set_guard_states_json(const char *json) {
     pthread_mutex_unlock(&g_guard_json_lock);
 }
 
+bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count) {
+    if (count > CSC_GUARD_RANGES_MAX || (count > 0 && ranges == NULL)) return false;
+    for (size_t r = 0; r < count; r++) {
+        const char *name = ranges[r].name;
+        size_t length = name ? strlen(name) : 0;
+        if (length == 0 || length >= CSC_GUARD_NAME_MAX) return false;
+        for (size_t i = 0; i < length; i++) {
+            char c = name[i];
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+        }
+    }
+    if (atomic_flag_test_and_set(&g_guard_ranges_claimed)) return false;
+    for (size_t r = 0; r < count; r++) {
+        memcpy(g_guard_ranges[r].name, ranges[r].name, strlen(ranges[r].name) + 1);
+        g_guard_ranges[r].start = ranges[r].start;
+        g_guard_ranges[r].end = ranges[r].end;
+    }
+    atomic_store_explicit(&g_guard_range_count, (int)count, memory_order_release);
+    return true;
+}
+
 bool csc_report_written(void) { return atomic_load(&g_written); }
 const char *csc_report_path(void) { return g_report_path; }
 void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled ? 1 : 0); }
@@ -1392,6 +1452,7 @@ bool csc_thread_prepare(void) { return false; }
 void csc_set_launch_phase(csc_launch_phase phase) { (void)phase; }
 csc_launch_phase csc_launch_phase_get(void) { return CSC_PHASE_UNKNOWN; }
 void csc_set_guard_states_json(const char *json) { (void)json; }
+bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count) { (void)ranges; (void)count; return false; }
 void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
     (void)name; (void)reason; (void)addresses; (void)count;
 }

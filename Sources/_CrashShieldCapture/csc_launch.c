@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #endif
 #include "csc_launch.h"
+#include "csc_capture.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -515,8 +516,9 @@ bool csc_run_after(uint64_t nanoseconds, void (*callback)(void *context), void *
 
 typedef enum { CSC_JSON_STRING, CSC_JSON_NUMBER, CSC_JSON_TRUE, CSC_JSON_FALSE, CSC_JSON_NULL, CSC_JSON_OBJECT, CSC_JSON_ARRAY } csc_json_type;
 
-/** Which object a container is: the report itself, its "crash" object, or anything else. */
-typedef enum { CSC_SCAN_OTHER, CSC_SCAN_REPORT, CSC_SCAN_CRASH } csc_scan_role;
+/** Which container it is: the report itself, its "crash" object, its (first) "crashed_thread"
+ *  object, that object's "guard_frames" array, or anything else. */
+typedef enum { CSC_SCAN_OTHER, CSC_SCAN_REPORT, CSC_SCAN_CRASH, CSC_SCAN_CRASHED_THREAD, CSC_SCAN_GUARD_NAMES } csc_scan_role;
 
 typedef struct {
     const unsigned char *input;
@@ -525,6 +527,14 @@ typedef struct {
     int depth;
     csc_report_launch_fields *fields;
     unsigned seen; /* bit per wanted key: a key seen twice is left to the full decoder */
+    /* The guard_frames array being scanned: its names so far, and whether each was plain. */
+    char guard_names[sizeof(((csc_report_launch_fields *)0)->guard_frames)];
+    size_t guard_names_length;
+    unsigned guard_name_count;
+    bool guard_names_plain;
+    /* Something the decoder may read differently from the scan's guard_frames: a second
+     * crashed_thread or guard_frames key, or a key in crashed_thread with an escape or non-ASCII. */
+    bool guard_frames_doubtful;
 } csc_scanner;
 
 typedef struct {
@@ -681,7 +691,10 @@ static bool csc_scan_number(csc_scanner *s, csc_json_value *value) {
     return finite;
 }
 
-enum { CSC_KEY_ID = 1, CSC_KEY_LAUNCH_ID = 2, CSC_KEY_LAUNCH_PHASE = 4, CSC_KEY_CRASH = 8, CSC_KEY_RECOVERED = 16 };
+enum { CSC_KEY_ID = 1, CSC_KEY_LAUNCH_ID = 2, CSC_KEY_LAUNCH_PHASE = 4, CSC_KEY_CRASH = 8, CSC_KEY_RECOVERED = 16,
+       /* Keys of the guard fail-safe: recorded by csc_scan_container itself, never with csc_record. */
+       CSC_KEY_CRASHED_THREAD = 32, CSC_KEY_GUARD_FRAMES = 64, CSC_KEY_FRAMES = 128 };
+#define CSC_GUARD_KEYS (CSC_KEY_CRASHED_THREAD | CSC_KEY_GUARD_FRAMES | CSC_KEY_FRAMES)
 
 /** The key as JSONDecoder's convertFromSnakeCase sees it (ASCII keys only; see
  *  csc_scan_container): leading and trailing underscores kept, the words between them joined,
@@ -724,8 +737,12 @@ static unsigned csc_wanted_key(const csc_scanner *s, csc_scan_role role, const c
         if (strcmp(name, "launchId") == 0) return CSC_KEY_LAUNCH_ID;
         if (strcmp(name, "launchPhase") == 0) return CSC_KEY_LAUNCH_PHASE;
         if (strcmp(name, "crash") == 0) return CSC_KEY_CRASH;
+        if (strcmp(name, "crashedThread") == 0) return CSC_KEY_CRASHED_THREAD;
     } else if (role == CSC_SCAN_CRASH) {
         if (strcmp(name, "recovered") == 0) return CSC_KEY_RECOVERED;
+    } else if (role == CSC_SCAN_CRASHED_THREAD) {
+        if (strcmp(name, "guardFrames") == 0) return CSC_KEY_GUARD_FRAMES;
+        if (strcmp(name, "frames") == 0) return CSC_KEY_FRAMES;
     }
     return 0;
 }
@@ -773,6 +790,57 @@ static void csc_record(csc_scanner *s, unsigned key, const csc_json_value *value
     }
 }
 
+/** One element of the guard_frames array: a plain name is appended, anything else makes the
+ *  array unreadable (the decoder's call). */
+static void csc_guard_name_element(csc_scanner *s, const csc_json_value *value) {
+    if (!s->guard_names_plain) return;
+    size_t length = value->end - value->start;
+    bool plain = value->type == CSC_JSON_STRING && !value->escaped && length > 0 && length < CSC_GUARD_NAME_MAX &&
+                 s->guard_name_count < CSC_GUARD_RANGES_MAX &&
+                 s->guard_names_length + length + 2 <= sizeof s->guard_names;
+    for (size_t i = value->start; plain && i < value->end; i++) {
+        unsigned char c = s->input[i];
+        plain = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    }
+    if (!plain) {
+        s->guard_names_plain = false;
+        return;
+    }
+    if (s->guard_name_count++) s->guard_names[s->guard_names_length++] = ',';
+    memcpy(s->guard_names + s->guard_names_length, s->input + value->start, length);
+    s->guard_names_length += length;
+    s->guard_names[s->guard_names_length] = 0;
+}
+
+/** A fail-safe key of the report or its crashed_thread, before its value is scanned: returns the
+ *  role of the value. guard_frames counts as unreadable until its value is complete and plain. */
+static csc_scan_role csc_guard_key_begins(csc_scanner *s, unsigned key) {
+    csc_report_launch_fields *fields = s->fields;
+    bool again = s->seen & key;
+    s->seen |= key;
+    switch (key) {
+    case CSC_KEY_CRASHED_THREAD:
+        if (!again) return CSC_SCAN_CRASHED_THREAD;
+        s->guard_frames_doubtful = true; /* which one the decoder keeps is its call */
+        return CSC_SCAN_OTHER;
+    case CSC_KEY_FRAMES:
+        fields->has_crashed_frames = true;
+        return CSC_SCAN_OTHER;
+    case CSC_KEY_GUARD_FRAMES:
+        fields->guard_frames_status = CSC_GUARD_FRAMES_UNREADABLE;
+        if (again) {
+            s->guard_frames_doubtful = true;
+            return CSC_SCAN_OTHER;
+        }
+        s->guard_names[0] = 0;
+        s->guard_names_length = 0;
+        s->guard_name_count = 0;
+        s->guard_names_plain = true;
+        return CSC_SCAN_GUARD_NAMES;
+    }
+    return CSC_SCAN_OTHER;
+}
+
 static bool csc_scan_container(csc_scanner *s, unsigned char close, bool is_object, csc_scan_role role) {
     if (++s->depth >= 512) return false;
     s->position++;
@@ -790,15 +858,17 @@ static bool csc_scan_container(csc_scanner *s, unsigned char close, bool is_obje
             csc_scan_space(s);
             if (s->position >= s->length || s->input[s->position] != '"') return false;
             if (!csc_scan_string(s, &name)) return false;
-            if (role != CSC_SCAN_OTHER) {
+            if (role == CSC_SCAN_REPORT || role == CSC_SCAN_CRASH || role == CSC_SCAN_CRASHED_THREAD) {
                 /* An escape or a non-ASCII letter might spell a wanted key after decoding and case
                  * mapping ("launch_\u0069d", a dotless i that uppercases to I): decoder's call. */
                 bool plain = !name.escaped;
                 for (size_t i = name.start; plain && i < name.end; i++) plain = s->input[i] < 0x80;
-                if (!plain) s->fields->needs_full_decode = true;
+                if (!plain && role == CSC_SCAN_CRASHED_THREAD) s->guard_frames_doubtful = true;
+                else if (!plain) s->fields->needs_full_decode = true;
             }
             key = csc_wanted_key(s, role, &name);
             if (key == CSC_KEY_CRASH && !(s->seen & CSC_KEY_CRASH)) child_role = CSC_SCAN_CRASH;
+            if (key & CSC_GUARD_KEYS) child_role = csc_guard_key_begins(s, key);
             csc_scan_space(s);
             if (s->position >= s->length || s->input[s->position] != ':') return false;
             s->position++;
@@ -807,7 +877,14 @@ static bool csc_scan_container(csc_scanner *s, unsigned char close, bool is_obje
         /* A value cut short is not recorded; what a "crash" object cut short held before the cut
          * was recorded inside it (the repair closes that object, so the decoder sees it too). */
         if (!csc_scan_value(s, child_role, &value)) return false;
-        if (key) csc_record(s, key, &value);
+        if (role == CSC_SCAN_GUARD_NAMES) csc_guard_name_element(s, &value);
+        if (key == CSC_KEY_GUARD_FRAMES && child_role == CSC_SCAN_GUARD_NAMES && value.type == CSC_JSON_ARRAY &&
+            s->guard_names_plain) {
+            memcpy(s->fields->guard_frames, s->guard_names, s->guard_names_length + 1);
+            s->fields->guard_frames_status = CSC_GUARD_FRAMES_READ;
+        } else if (key && !(key & CSC_GUARD_KEYS)) {
+            csc_record(s, key, &value);
+        }
         csc_scan_space(s);
         if (s->position >= s->length) return false;
         if (s->input[s->position] == ',') {
@@ -830,10 +907,10 @@ static bool csc_scan_value(csc_scanner *s, csc_scan_role role, csc_json_value *v
     switch (s->input[s->position]) {
     case '{':
         value->type = CSC_JSON_OBJECT;
-        return csc_scan_container(s, '}', true, role);
+        return csc_scan_container(s, '}', true, role == CSC_SCAN_GUARD_NAMES ? CSC_SCAN_OTHER : role);
     case '[':
         value->type = CSC_JSON_ARRAY;
-        return csc_scan_container(s, ']', false, CSC_SCAN_OTHER);
+        return csc_scan_container(s, ']', false, role == CSC_SCAN_GUARD_NAMES ? role : CSC_SCAN_OTHER);
     case '"': return csc_scan_string(s, value);
     case 't': return csc_scan_literal(s, "true", CSC_JSON_TRUE, value);
     case 'f': return csc_scan_literal(s, "false", CSC_JSON_FALSE, value);
@@ -849,4 +926,6 @@ void csc_report_scan_launch_fields(const void *bytes, size_t length, csc_report_
     if (scanner.position >= length || scanner.input[scanner.position] != '{') return; /* not an object: never a report */
     csc_json_value value;
     (void)csc_scan_value(&scanner, CSC_SCAN_REPORT, &value); /* a stop keeps what was complete */
+    if (scanner.guard_frames_doubtful) fields->guard_frames_status = CSC_GUARD_FRAMES_UNREADABLE;
+    if (fields->guard_frames_status != CSC_GUARD_FRAMES_READ) fields->guard_frames[0] = 0;
 }

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import CrashShieldCapture
+@testable import CrashShield
+import _CrashShieldCapture
 
 /// SPEC §2.12: a fatal report with frames inside a guard switches that guard off at the next
 /// start, with an incident. Both runs are child processes (guards and capture are per process).
@@ -14,6 +16,7 @@ import Testing
         let report = try #require(loadReports(directory).first)
         #expect((report.crashedThread?.frames ?? []).contains { $0.function?.contains("objectAtIndex") == true })
         #expect((report.guards ?? []).contains { $0.name == "container" && $0.state == "active" })
+        #expect(report.crashedThread?.guardFrames == ["container"], "the handler names the guard among the frames")
         // The misuse neutralised just before the crash is among the report's recent incidents.
         #expect((report.incidents ?? []).contains { $0.guard == "container" && $0.selector == "objectAtIndex:" })
 
@@ -24,15 +27,113 @@ import Testing
         #expect(next.output.contains("FAILSAFE-INCIDENTS 1 container"))
     }
 
+    /// Issue 10 item 16: the start after a crash inside a guard switches the guard off from the
+    /// report's guard_frames, read by the C scan: no report is decoded (the first JSONDecoder
+    /// use alone costs ~2 ms).
+    @Test func crashInsideAGuardSwitchesItOffWithoutDecodingTheReport() throws {
+        let directory = temporaryDirectory("failsafe-lazy")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "inside-guard", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+        let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory, "--launch-protection"])
+        #expect(next.termination == .exited(0))
+        #expect(next.output.contains("POLICY container off"))
+        #expect(next.output.contains("FAILSAFE-INCIDENTS 1 container"))
+        #expect(next.output.contains("REPORTS-DECODED 0/1"), "\(next.output)")
+    }
+
+    /// A report without guard_frames (an older version's, or of a process that registered no
+    /// guard code) still switches the guard off: it is decoded and its frames mapped.
+    @Test func reportWithoutGuardFramesIsDecodedAndItsFramesMapped() throws {
+        let directory = temporaryDirectory("failsafe-old-report")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "inside-guard", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+        let path = try #require(pendingReportPaths(directory).first)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains(#""guard_frames":["container"],"#))
+        try text.replacingOccurrences(of: #""guard_frames":["container"],"#, with: "").write(toFile: path, atomically: false, encoding: .utf8)
+        let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
+        #expect(next.output.contains("POLICY container off"))
+        #expect(next.output.contains("FAILSAFE-INCIDENTS 1 container"))
+        #expect(next.output.contains("REPORTS-DECODED 1/1"), "\(next.output)")
+    }
+
+    /// The handler's guard_frames is what the start trusts: a report that names a guard there
+    /// switches it off even when none of its frames maps to this binary's guard code (a crash in
+    /// an earlier build of the app).
+    @Test func guardFramesAloneSwitchTheNamedGuardOff() throws {
+        let directory = temporaryDirectory("failsafe-named")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+        let path = try #require(pendingReportPaths(directory).first)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains(#""guard_frames":[],"#))
+        try text.replacingOccurrences(of: #""guard_frames":[],"#, with: #""guard_frames":["string"],"#)
+            .write(toFile: path, atomically: false, encoding: .utf8)
+        let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
+        #expect(next.output.contains("POLICY string off"))
+        #expect(next.output.contains("POLICY container neutralize"))
+        #expect(next.output.contains("FAILSAFE-INCIDENTS 1 string"))
+        #expect(next.output.contains("REPORTS-DECODED 0/1"), "\(next.output)")
+    }
+
+    func pendingReportPaths(_ directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix("report-") && $0.hasSuffix(".json") }.sorted().map { "\(directory)/\($0)" }
+    }
+
     @Test func reportsOutsideGuardsSwitchNothingOff() throws {
         let directory = temporaryDirectory("failsafe-none")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
         #expect(crash.termination == .signaled(SIGSEGV))
-        #expect(loadReports(directory).count == 1)
+        let reports = loadReports(directory)
+        #expect(reports.count == 1)
+        #expect(reports.first?.crashedThread?.guardFrames == [])
         let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
         #expect(next.termination == .exited(0))
         #expect(next.output.contains("POLICY container neutralize"))
         #expect(next.output.contains("FAILSAFE-INCIDENTS 0"))
+        #expect(next.output.contains("REPORTS-DECODED 0/1"))
+    }
+}
+
+/// The pieces of the fail-safe that run in the test process.
+@Suite struct FailSafeUnitTests {
+    /// The handler's table takes plain names only, at most CSC_GUARD_RANGES_MAX, and only once
+    /// (the ranges are link-time constants; a second table is refused, never half-replaced).
+    @Test func guardCodeRangesAreTakenOnceAndOnlyWhenPlain() {
+        func register(_ names: [String]) -> Bool {
+            var cNames = names.map { strdup($0) }
+            defer { cNames.forEach { free($0) } }
+            let ranges = cNames.enumerated().map { index, name in
+                csc_guard_code_range(name: UnsafePointer(name), start: UInt(0x1000 * (index + 1)), end: UInt(0x1000 * (index + 1) + 0x100))
+            }
+            return csc_set_guard_code_ranges(ranges, ranges.count)
+        }
+        #expect(!register(["Container"]))
+        #expect(!register(["con\"tainer"]))
+        #expect(!register([""]))
+        #expect(!register([String(repeating: "a", count: Int(CSC_GUARD_NAME_MAX))]))
+        #expect(!register((0...Int(CSC_GUARD_RANGES_MAX)).map { "g\($0)" }))
+        _ = register(["container", "kvo"]) // true unless an in-process start registered first
+        #expect(!register(["container", "kvo"]), "a second table is refused")
+    }
+
+    /// The report's "guards" array, written by hand on the start path, is byte for byte what
+    /// JSONEncoder wrote before (sorted keys, slashes unescaped), escapes included.
+    @Test func guardStatesJSONMatchesJSONEncoder() throws {
+        let states = [
+            CrashReport.GuardState(name: "container", state: "active", policy: "neutralize"),
+            CrashReport.GuardState(name: "a/b\"c\\d", state: "canary_failed", policy: "off"),
+            CrashReport.GuardState(name: "\n\r\t\u{08}\u{0C}\u{01}\u{1F}\u{7F}", state: "é\u{2028}😀", policy: "reportOnly"),
+        ]
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let expected = String(decoding: try encoder.encode(states), as: UTF8.self)
+        #expect(CrashShield.guardStatesJSON(states.map { ($0.name ?? "", $0.state ?? "", $0.policy ?? "") }) == expected)
+        #expect(CrashShield.guardStatesJSON([]) == String(decoding: try encoder.encode([CrashReport.GuardState]()), as: UTF8.self))
     }
 }

@@ -36,10 +36,45 @@ import _CrashShieldCapture
         return (fields, raw.needs_full_decode)
     }
 
+    /// Byte offset of the "crashed_thread" key (0 when there is none).
+    static func offsetOfCrashedThread(_ bytes: [UInt8]) -> Int {
+        let key = Array("\"crashed_thread\"".utf8)
+        return (0..<max(0, bytes.count - key.count)).first { Array(bytes[$0..<($0 + key.count)]) == key } ?? 0
+    }
+
+    /// crashed_thread.guard_frames as the scan reads it, and whether crashed_thread has frames.
+    static func scanGuardFrames(_ bytes: [UInt8]) -> (status: csc_guard_frames_status, names: [String], hasCrashedFrames: Bool) {
+        var raw = csc_report_launch_fields()
+        bytes.withUnsafeBufferPointer { csc_report_scan_launch_fields($0.baseAddress, $0.count, &raw) }
+        let text = withUnsafeBytes(of: raw.guard_frames) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+        return (raw.guard_frames_status, text.split(separator: ",").map(String.init), raw.has_crashed_frames)
+    }
+
+    /// What the guard fail-safe takes from the scan agrees with the decoded report: names read
+    /// are the decoder's guardFrames; "absent, no frames" means the decoder has neither (so
+    /// mapping frames finds nothing either). Returns 1 when guard_frames was read.
+    static func checkGuardFramesAgreement(_ bytes: [UInt8], _ decoded: CrashReport, _ label: String) -> Int {
+        let scanned = scanGuardFrames(bytes)
+        switch scanned.status {
+        case CSC_GUARD_FRAMES_READ:
+            #expect(decoded.crashedThread?.guardFrames == scanned.names, "\(label)")
+            return 1
+        case CSC_GUARD_FRAMES_ABSENT where !scanned.hasCrashedFrames:
+            #expect(decoded.crashedThread?.guardFrames == nil, "\(label)")
+            let frameCount = decoded.crashedThread?.frames?.count ?? 0
+            #expect(frameCount == 0, "\(label)")
+        default: break // the start decodes this report
+        }
+        return 0
+    }
+
     /// For every input the scan reads the decoder's launch fields, or says it cannot (then the
     /// start decodes that report). A decoder failure where the scan found a report is a wrong
-    /// type in a field the scan does not read (`.invalid`), never a parse difference.
-    static func checkAgreement(_ bytes: [UInt8], _ label: String) -> (compared: Int, deferred: Int, typeOnly: Int) {
+    /// type in a field the scan does not read (`.invalid`), never a parse difference. The same
+    /// for crashed_thread.guard_frames (`guardFramesRead` counts the inputs where it was read).
+    static func checkAgreement(_ bytes: [UInt8], _ label: String, guardFramesRead: UnsafeMutablePointer<Int>? = nil)
+        -> (compared: Int, deferred: Int, typeOnly: Int)
+    {
         let (fields, needsFullDecode) = scan(bytes)
         if needsFullDecode { return (0, 1, 0) }
         let decoded: CrashReport?
@@ -51,6 +86,8 @@ import _CrashShieldCapture
         if let decoded {
             let expected = Fields(launchId: decoded.launchId, launchPhase: decoded.launchPhase, recovered: decoded.crash?.recovered == true)
             #expect(fields == expected, "\(label): \(String(decoding: bytes.prefix(400), as: UTF8.self))")
+            let read = checkGuardFramesAgreement(bytes, decoded, label)
+            guardFramesRead?.pointee += read
             return (1, 0, 0)
         }
         if fields != nil {
@@ -63,17 +100,23 @@ import _CrashShieldCapture
     /// Every example cut at every byte of its first 520 (the launch fields and the crash object)
     /// and at every 97th byte after that.
     @Test func scanAgreesWithTheDecoderOnEveryTruncation() throws {
-        var compared = 0, deferred = 0
+        var compared = 0, deferred = 0, guardFramesRead = 0
         for path in ReportParserTests.examples {
             let full = try ReportParserTests.bytes(path)
-            for length in Array(0..<min(520, full.count)) + Array(stride(from: 520, through: full.count, by: 97)) + [full.count] {
-                let result = Self.checkAgreement(Array(full[0..<length]), "\((path as NSString).lastPathComponent) cut at \(length)")
+            // Every byte around crashed_thread's guard_frames too.
+            let guardKey = Self.offsetOfCrashedThread(full)
+            let lengths = Array(0..<min(520, full.count)) + Array(stride(from: 520, through: full.count, by: 97)) + [full.count]
+                + Array(max(0, guardKey - 10)..<min(full.count, guardKey + 160))
+            for length in lengths {
+                let result = Self.checkAgreement(Array(full[0..<length]), "\((path as NSString).lastPathComponent) cut at \(length)",
+                                                 guardFramesRead: &guardFramesRead)
                 compared += result.compared
                 deferred += result.deferred
             }
         }
         #expect(compared > 1000)
         #expect(deferred == 0, "the SDK's own reports never need the full decode at start")
+        #expect(guardFramesRead > 100, "the examples' guard_frames are read by the scan")
     }
 
     /// Seeded fuzzing around the launch fields: byte edits, insertions of JSON tokens, escapes,
@@ -83,15 +126,20 @@ import _CrashShieldCapture
         let corpus = try ReportParserTests.examples.map { try ReportParserTests.bytes($0) }
         let splices = [",\"launch_id\":null", ",\"launch_id\":\"dup\"", ",\"launch_phase\":7", "\\u0041", ",\"crash\":{\"recovered\":true}",
                        ",\"recovered\":1", "\"id\":3,", "1e999", "\u{e9}", ",\"LAUNCH_PHASE\":\"x\"", ",\"launchId\":\"y\"", ",\"launch__id\":\"z\"",
-                       ",\"_launch_id\":\"w\"", ",\"Launch_Phase_\":\"v\"", "[", "}", "\"", ",", ":", "\\"]
-        var compared = 0, deferred = 0
+                       ",\"_launch_id\":\"w\"", ",\"Launch_Phase_\":\"v\"", "[", "}", "\"", ",", ":", "\\",
+                       ",\"guard_frames\":[\"kvo\"]", ",\"guard_frames\":[\"a\\u0062\"]", ",\"crashed_thread\":{\"guard_frames\":[\"x\"]}",
+                       ",\"GUARD_FRAMES\":[\"y\"]", "\"guard_frames\":7,", ",\"frames\":[]", "\"guard_frames\":[[\"z\"]],"]
+        var compared = 0, deferred = 0, guardFramesRead = 0
+        let crashedThreadOffsets = corpus.map(Self.offsetOfCrashedThread)
         for round in 0..<4000 {
             var bytes = corpus[round % corpus.count]
             for _ in 0..<Int(generator.next() % 4) {
                 guard !bytes.isEmpty else { break }
-                // Edits land near the launch fields and the crash object most of the time.
+                // Edits land near the launch fields and the crash object, or near crashed_thread,
+                // most of the time.
                 let window = min(bytes.count, 700)
-                let at = Int(generator.next() % UInt64(window))
+                var at = Int(generator.next() % UInt64(window))
+                if round % 2 == 1 { at = min(bytes.count - 1, crashedThreadOffsets[round % corpus.count] + at / 4) }
                 switch generator.next() % 4 {
                 case 0: bytes[at] = UInt8(truncatingIfNeeded: generator.next())
                 case 1: bytes.remove(at: at)
@@ -99,12 +147,13 @@ import _CrashShieldCapture
                 default: bytes = Array(bytes[0..<(at + Int(generator.next() % UInt64(bytes.count - at)))])
                 }
             }
-            let result = Self.checkAgreement(bytes, "round \(round)")
+            let result = Self.checkAgreement(bytes, "round \(round)", guardFramesRead: &guardFramesRead)
             compared += result.compared
             deferred += result.deferred
         }
         #expect(compared > 1000)
         #expect(deferred > 0, "the corpus reaches the cases left to the decoder")
+        #expect(guardFramesRead > 100)
     }
 
     /// Keys as the decoder's snake-case conversion matches them, escapes, nulls, duplicates and
@@ -132,6 +181,37 @@ import _CrashShieldCapture
         #expect(Self.scan(Array(cases[1].utf8)).fields == Fields(launchId: "a", launchPhase: "running", recovered: false))
         #expect(Self.scan(Array(cases[13].utf8)).fields == Fields(launchId: nil, launchPhase: nil, recovered: true))
         #expect(Self.scan(Array(cases[5].utf8)).needsFullDecode)
+    }
+
+    /// crashed_thread.guard_frames: read when it is a complete array of plain names in the first
+    /// crashed_thread; anything the decoder might read differently is left to it.
+    @Test func scanReadsGuardFramesOrLeavesThemToTheDecoder() {
+        let read = CSC_GUARD_FRAMES_READ, unreadable = CSC_GUARD_FRAMES_UNREADABLE, absent = CSC_GUARD_FRAMES_ABSENT
+        let cases: [(String, csc_guard_frames_status, [String], Bool)] = [
+            (#"{"id":"r","crashed_thread":{"guard_frames":["container","kvo"],"frames":[{}]}}"#, read, ["container", "kvo"], true),
+            (#"{"id":"r","crashed_thread":{"guard_frames":[],"frames":[{"address":"0x1"}]}}"#, read, [], true),
+            (#"{"id":"r","crashed_thread":{"GUARD__FRAMES":["kvo"]}}"#, read, ["kvo"], false),
+            (#"{"id":"r","crashed_thread":{"frames":[{"address":"0x1"}]}}"#, absent, [], true),
+            (#"{"id":"r","crash":{"guard_frames":["kvo"]}}"#, absent, [], false),
+            (#"{"id":"r","guard_frames":["kvo"]}"#, absent, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":["a\u0062"]}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_fr\u0061mes":["kvo"]}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":["kvo"],"guard_frames":[]}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":["kvo"]},"crashed_thread":{}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":"kvo"}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":null}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":[["kvo"]]}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":["Kvo"]}}"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":["kvo","st"#, unreadable, [], false),
+            (#"{"id":"r","crashed_thread":{"guard_frames":["kvo"],"fr"#, read, ["kvo"], false),
+        ]
+        for (text, status, names, hasFrames) in cases {
+            let scanned = Self.scanGuardFrames(Array(text.utf8))
+            #expect(scanned.status == status, "\(text)")
+            #expect(scanned.names == names, "\(text)")
+            #expect(scanned.hasCrashedFrames == hasFrames, "\(text)")
+            _ = Self.checkAgreement(Array(text.utf8), text)
+        }
     }
 
     /// In-process start after a crash during launch: the outcome comes from the scan, the report

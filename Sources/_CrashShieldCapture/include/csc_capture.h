@@ -131,6 +131,25 @@ csc_launch_phase csc_launch_phase_get(void);
  *  at most 4 KiB; longer text is dropped). Not async-signal-safe; safe against a concurrent crash. */
 void csc_set_guard_states_json(const char *json);
 
+/** Code of one guard, for the fail-safe (SPEC §2.12). */
+typedef struct {
+    const char *name;  /**< the guard's public name: 1..CSC_GUARD_NAME_MAX-1 bytes of [a-z0-9_-] */
+    uintptr_t start;   /**< [start, end): addresses of this process */
+    uintptr_t end;
+} csc_guard_code_range;
+#define CSC_GUARD_RANGES_MAX 32
+#define CSC_GUARD_NAME_MAX 32
+
+/** Gives the handler the guards' code, so every report says in its crashed thread's
+ *  "guard_frames" which guards have code among the crashed thread's frames (the next start
+ *  switches those off without decoding the report). Without a call, reports have no
+ *  "guard_frames" key (the reader then has to map the frames itself). Once per process: the first
+ *  call copies and publishes the table (the ranges are link-time constants, so there is nothing to
+ *  replace); later calls, more than CSC_GUARD_RANGES_MAX ranges or a name that is not plain
+ *  return false and change nothing. Not async-signal-safe; safe against a concurrent crash (the
+ *  handler sees no table or the whole table). */
+bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count);
+
 /** Uncaught Objective-C exception (called by the exception handler, not a signal handler):
  *  writes a report with kind "objc_exception" and the exception's return addresses as the
  *  crashed thread's stack. Later fatal signals of this process write no second report. */

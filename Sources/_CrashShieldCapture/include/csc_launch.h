@@ -102,6 +102,13 @@ bool csc_directory_has_reports(const char *directory);
  *  still reads the launch fields. Whatever the scan cannot judge the same way as the decoder
  *  (a wanted field of another type, with an escape, too long, or given twice) sets
  *  `needs_full_decode`: decode that report to know. */
+typedef enum {
+    CSC_GUARD_FRAMES_ABSENT = 0,     /**< no "guard_frames" key in the first crashed_thread object */
+    CSC_GUARD_FRAMES_READ = 1,       /**< a complete array of plain names (at most 32, each 1..31 bytes of [a-z0-9_-]) */
+    CSC_GUARD_FRAMES_UNREADABLE = 2, /**< anything else (cut short, another type, escapes, a key given twice, a
+                                      *   second crashed_thread): decode the report to know */
+} csc_guard_frames_status;
+
 typedef struct {
     bool is_report;          /**< a JSON object with a complete top-level string "id" (the decoder requires one) */
     bool needs_full_decode;
@@ -110,6 +117,15 @@ typedef struct {
     bool recovered;          /**< crash.recovered is true (the thread was parked, the process lived on) */
     char launch_id[128];     /**< "" unless has_launch_id */
     char launch_phase[32];   /**< "" unless has_launch_phase */
+    /** crashed_thread.guard_frames, the guards the handler found in the crashed thread's frames
+     *  (the guard fail-safe reads it instead of decoding the report). It never sets
+     *  `needs_full_decode`; its own status says whether the scan could read it: */
+    csc_guard_frames_status guard_frames_status;
+    /** crashed_thread has a "frames" key (its value possibly cut short): with guard_frames
+     *  absent, a report of an older writer whose frames the reader must map itself. */
+    bool has_crashed_frames;
+    /** CSC_GUARD_FRAMES_READ: the names, comma-separated, in the report's order ("" for none). */
+    char guard_frames[256];
 } csc_report_launch_fields;
 
 /** Scans a report file's bytes (any bytes: never reads outside them, never fails). */

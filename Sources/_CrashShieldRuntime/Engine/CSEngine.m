@@ -486,28 +486,43 @@ void cs_guards_uninstall_for_testing(void) {
     pthread_mutex_unlock(&g_engine_lock);
 }
 
+/** The code cs_guard_name_for_address() attributes to `g`: [*low, *high). False when there is none. */
+static bool cs_guard_code_range(const CSGuard *g, uintptr_t *low_out, uintptr_t *high_out) {
+    if (g->code_start < g->code_end) {
+        *low_out = (uintptr_t)g->code_start;
+        *high_out = (uintptr_t)g->code_end;
+        return true;
+    }
+    /* No code section (Mach-O): each guard's hooks live in one translation unit, so its slot
+     * functions (each with the guard body inlined) span one stretch of text, [first slot,
+     * last slot + one body). Guards without a hook table are not found this way. */
+    static const uintptr_t kBodySlack = 4096;
+    uintptr_t low = UINTPTR_MAX, high = 0;
+    for (size_t h = 0; h < g->hook_count; h++) {
+        for (unsigned s = 0; s < CS_SLOT_COUNT; s++) {
+            uintptr_t slot = (uintptr_t)g->hooks[h].slots->replacement[s];
+            if (slot < low) low = slot;
+            if (slot > high) high = slot;
+        }
+    }
+    if (low > high) return false;
+    *low_out = low;
+    *high_out = high + kBodySlack;
+    return true;
+}
+
 const char *cs_guard_name_for_address(uintptr_t address) {
     for (size_t i = 0; i < CSGuardRegistryCount; i++) {
-        CSGuard *g = CSGuardRegistry[i];
-        if (g->code_start < g->code_end) {
-            if (address >= (uintptr_t)g->code_start && address < (uintptr_t)g->code_end) return g->name;
-            continue;
-        }
-        /* No code section (Mach-O): each guard's hooks live in one translation unit, so its slot
-         * functions (each with the guard body inlined) span one stretch of text, [first slot,
-         * last slot + one body). Guards without a hook table are not found this way. */
-        static const uintptr_t kBodySlack = 4096;
-        uintptr_t low = UINTPTR_MAX, high = 0;
-        for (size_t h = 0; h < g->hook_count; h++) {
-            for (unsigned s = 0; s < CS_SLOT_COUNT; s++) {
-                uintptr_t slot = (uintptr_t)g->hooks[h].slots->replacement[s];
-                if (slot < low) low = slot;
-                if (slot > high) high = slot;
-            }
-        }
-        if (address >= low && address < high + kBodySlack) return g->name;
+        uintptr_t low, high;
+        if (cs_guard_code_range(CSGuardRegistry[i], &low, &high) && address >= low && address < high) return CSGuardRegistry[i]->name;
     }
     return NULL;
+}
+
+bool cs_guard_code_range_at(size_t index, const char **name, uintptr_t *start, uintptr_t *end) {
+    if (index >= CSGuardRegistryCount) return false;
+    *name = CSGuardRegistry[index]->name;
+    return cs_guard_code_range(CSGuardRegistry[index], start, end);
 }
 
 void cs_guard_inject_canary_failure_for_testing(const char *guard_name) {

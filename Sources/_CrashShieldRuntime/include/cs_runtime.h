@@ -109,6 +109,11 @@ void cs_guards_uninstall_for_testing(void);
  *  guard switches that guard off. */
 const char *cs_guard_name_for_address(uintptr_t address);
 
+/** The code cs_guard_name_for_address() attributes to the guard at `index` (registry order):
+ *  its name and [*start, *end). Fixed for the life of the process (link-time sections, or the
+ *  hook slots), so the crash handler can hold a copy. False when the guard has none. */
+bool cs_guard_code_range_at(size_t index, const char **name, uintptr_t *start, uintptr_t *end);
+
 /** Test-only fault injection: the named guard's next canary reports a failure. */
 void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
 
