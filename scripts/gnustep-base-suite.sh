@@ -25,17 +25,23 @@
 #      ports and the defaults database), prints both runs' counts, and compares:
 #      - a guard-caused failure (an assertion that fails more often guarded than unguarded) must
 #        be listed in Tests/GNUstepBase/expected-guarded-failures.txt, each entry an assertion
-#        that a misuse raises with the guard that stops it;
+#        that a misuse raises with the guard that stops it; that guard must have recorded a misuse
+#        in the entry's test program (the starter prints each guard's incident count at exit);
 #      - an entry of that list that no longer fails is stale and fails the gate too, so the list
 #        stays exact;
 #      - an unguarded failure must be listed in Tests/GNUstepBase/expected-unguarded-failures.txt
 #        (the baseline of this platform; empty when the suite passes);
 #      - no test may report that a guard failed to start, and both runs must have passed tests.
+#      An unexpected failure is confirmed by rerunning its test programs in both modes; one that
+#      does not happen again is reported as timing-dependent and does not fail the gate (the
+#      suite has assertions on timers and timeouts, and CI machines are loaded).
 #
 # Nothing is subset: every test directory of Tests/base runs in both modes. Wall time is mostly
 # the tests' own waiting (run loops, timeouts) and the compile of ~380 test programs per run.
 #
 # Usage: scripts/gnustep-base-suite.sh        (after `swift build`; scripts/test runs it last)
+#        CS_SUITE_REUSE_RUNS=1 scripts/gnustep-base-suite.sh   compares the last runs' logs again
+#        (for editing the expected lists) and runs only a mode whose log is missing.
 # Exit status: 0 when the gate holds, 1 otherwise. Linux (Debian) only; elsewhere it says so and
 # exits 0.
 set -euo pipefail
@@ -220,7 +226,8 @@ parse_log() { # tests.log > records
         }
         /^Failed file:/              { printf "failed\t%s/%s:aborted\t%s\n", dir, $3, "the program ended abnormally"; next }
         /^Skipped \(not built\) file:/ { printf "failed\t%s/%s:not-built\t%s\n", dir, $5, "the program did not build"; next }
-        /^crashshield-suite-starter:/ { printf "starter\t%s/%s\t%s\n", dir, test, $0; next }
+        /^crashshield-suite-starter:/   { printf "starter\t%s/%s\t%s\n", dir, test, $0; next }
+        /^crashshield-suite-incidents:/ { $1 = ""; sub(/^ /, ""); printf "incidents\t%s/%s\t%s\n", dir, test, $0; next }
     ' "$1"
 }
 for mode in unguarded guarded; do
@@ -236,8 +243,11 @@ guard_caused() { # unguarded-records guarded-records > keys failing more often g
     awk -F'\t' 'NR == FNR { before[$2] = $1; next } $1 > before[$2] + 0 { print $2 }' \
         <(failure_counts "$1") <(failure_counts "$2") | sort -u
 }
-describe() { # mode key > "  key  (n×) description"
-    awk -F'\t' -v k="$2" '$1 == "failed" && $2 == k { n++; d = $3 } END { printf "  %s  (%d×) %s\n", k, n, d }' "$work/$1.records"
+describe() { # mode key > "  key  (n×) description  [incidents in that program]"
+    awk -F'\t' -v k="$2" -v p="${2%%[@:]*}" '
+        $1 == "failed" && $2 == k { n++; d = $3 }
+        $1 == "incidents" && $2 == p { i = $3 }
+        END { printf "  %s  (%d×) %s  [incidents: %s]\n", k, n, d, (i == "" ? "none" : i) }' "$work/$1.records"
 }
 list_keys() { # expected-list file > keys (comments and blank lines skipped)
     [ -f "$1" ] || return 0
@@ -328,6 +338,22 @@ compare() { # label mode actual-keys-file expected-list
 }
 compare "unguarded" unguarded "$work/unguarded.keys" "$expected_unguarded"
 compare "guard-caused" guarded "$work/guard-caused.keys" "$expected_guarded"
+
+# The guard column of the expected list: a guard of the registry, and that guard recorded a misuse
+# in the entry's test program during the guarded run (the starter prints the counts at exit).
+guard_names=$(grep -ho 'CS_GUARD_DEFINE[A-Z_]*([A-Za-z_]*, *[a-z]*' Sources/_CrashShieldRuntime/Guards/*.m | sed 's/.*, *//' | sort -u)
+while read -r key guard _; do
+    if ! grep -qx "$guard" <<<"$guard_names"; then
+        say "FAIL: $expected_guarded: '$guard' (entry $key) is not a guard name ($(echo $guard_names))"
+        status=1; continue
+    fi
+    program=${key%%[@:]*}
+    if ! awk -F'\t' -v p="$program" -v g="$guard" \
+        '$1 == "incidents" && $2 == p && (" " $3) ~ (" " g "=") { found = 1 } END { exit !found }' "$work/guarded.records"; then
+        say "FAIL: $expected_guarded: entry $key names guard $guard, which recorded no misuse in $program"
+        status=1
+    fi
+done < <(awk '!/^[[:space:]]*(#|$)/' "$expected_guarded" 2>/dev/null || true)
 
 if [ "$status" -eq 0 ]; then
     echo "gnustep-base-suite: OK (every guard-caused failure is an expected misuse; logs: $work/unguarded.log, $work/guarded.log)"
