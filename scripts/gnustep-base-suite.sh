@@ -148,7 +148,7 @@ for target in _CrashShieldIncidents _CrashShieldCapture _CrashShieldRuntime; do
         object="$bin/$target.build/${source#Sources/$target/}.o"
         [ -f "$object" ] || die "$object is missing (did swift build succeed?)"
         objects+=("$object")
-    done < <(find "Sources/$target" -name '*.c' -o -name '*.m' | sort)
+    done < <(find "Sources/$target" -name '*.c' -o -name '*.m' -o -name '*.mm' | sort)
 done
 CC="$(gnustep-config --variable=CC)"
 mkdir -p "$work/guards"

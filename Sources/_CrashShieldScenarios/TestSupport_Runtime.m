@@ -54,6 +54,16 @@ bool cs_test_interned_string(void) {
     return [first isKindOfClass:[NSString class]] && [first isEqualToString:@"interned"] && cs_probe_interned() == first;
 }
 
+static NSUInteger cs_category_length(id self, SEL _cmd) {
+    (void)self;
+    (void)_cmd;
+    return 0;
+}
+
+void cs_test_add_nsobject_length(void) {
+    class_addMethod([NSObject class], @selector(length), (IMP)cs_category_length, "Q@:");
+}
+
 #pragma mark - Dispatch-table refresh
 
 /* Sub defines 40 methods, so its copy-on-write dispatch-table bucket is its own copy: exactly the

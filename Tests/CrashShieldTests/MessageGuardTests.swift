@@ -279,6 +279,21 @@ extension RuntimeTests {
         /// struct returned in memory puts the buffer where the receiver would be): the guards
         /// decline, the runtime throws as unguarded, and nothing is recorded. In a child process:
         /// a wrong guess crashes or records a garbage incident.
+        /// An app category that gives NSObject -length (GNUstep's own test suite has one) makes
+        /// NSNull answer -length itself: the canary must probe another selector, not switch the
+        /// guard off. Before: "-[NSNull length] not answered as an empty string".
+        @Test func nsnullGuardStartsWhenNSObjectHasALengthCategory() async {
+            await #expect(processExitsWith: .success) {
+                cs_test_add_nsobject_length()
+                guard cs_guards_start(nil) == CS_START_OK else { exit(3) }
+                for index in 0..<cs_guard_count() {
+                    let status = cs_guard_status_at(index)
+                    if String(cString: status.name) == "nsnull" { exit(status.state == CS_GUARD_ACTIVE ? 0 : 4) }
+                }
+                exit(5)
+            }
+        }
+
         @Test(arguments: 0...6)
         func untypedSelectorsWithAnUnknownConventionAreDeclined(_ kind: Int) async {
             await #expect(processExitsWith: .success) { [kind] in

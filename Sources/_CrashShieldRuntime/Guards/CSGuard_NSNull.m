@@ -114,12 +114,40 @@ static void cs_nsnull_uninstall(void) {
 
 #pragma mark - Canary
 
+/* The canary's misuse is a message NSNull does not implement, sent with a typed selector. An app
+ * (or a test suite: GNUstep's own adds -[NSObject length]) may give NSObject a category with any
+ * of these, and then NSNull answers it itself: the canary probes the first selector NSNull does
+ * not respond to. With all of them implemented there is nothing to forward and no misuse to try;
+ * the legal half still runs. */
+typedef enum { CS_NULL_PROBE_LENGTH, CS_NULL_PROBE_COUNT, CS_NULL_PROBE_INTEGER_VALUE, CS_NULL_PROBE_NONE } cs_null_probe;
+
+static cs_null_probe cs_nsnull_canary_probe(id null) {
+    if (![null respondsToSelector:@selector(length)]) return CS_NULL_PROBE_LENGTH;
+    if (![null respondsToSelector:@selector(count)]) return CS_NULL_PROBE_COUNT;
+    if (![null respondsToSelector:@selector(integerValue)]) return CS_NULL_PROBE_INTEGER_VALUE;
+    return CS_NULL_PROBE_NONE;
+}
+
 static const char *cs_nsnull_canary(void) {
     id null = [NSNull null];
-    CS_CANARY_MISUSE([(NSString *)null length] == 0, "-[NSNull length] not answered as an empty string");
-    CS_CANARY_LEGAL([null isEqual:[NSNull null]] && [[null description] length] > 0 &&
-                        [null methodSignatureForSelector:cs_backend_selector("length")] == nil,
-                    "NSNull's own methods changed");
+    switch (cs_nsnull_canary_probe(null)) {
+    case CS_NULL_PROBE_LENGTH:
+        CS_CANARY_MISUSE([(NSString *)null length] == 0, "-[NSNull length] not answered as an empty string");
+        CS_CANARY_LEGAL([null methodSignatureForSelector:@selector(length)] == nil, "NSNull's own methods changed");
+        break;
+    case CS_NULL_PROBE_COUNT:
+        CS_CANARY_MISUSE([(NSArray *)null count] == 0, "-[NSNull count] not answered as an empty array");
+        CS_CANARY_LEGAL([null methodSignatureForSelector:@selector(count)] == nil, "NSNull's own methods changed");
+        break;
+    case CS_NULL_PROBE_INTEGER_VALUE:
+        CS_CANARY_MISUSE([(NSNumber *)null integerValue] == 0, "-[NSNull integerValue] not answered as zero");
+        CS_CANARY_LEGAL([null methodSignatureForSelector:@selector(integerValue)] == nil,
+                        "NSNull's own methods changed");
+        break;
+    case CS_NULL_PROBE_NONE:
+        break;
+    }
+    CS_CANARY_LEGAL([null isEqual:[NSNull null]] && [[null description] length] > 0, "NSNull's own methods changed");
     return NULL;
 }
 

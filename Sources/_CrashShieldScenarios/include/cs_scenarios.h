@@ -100,6 +100,9 @@ typedef struct {
 cs_objc_try_probe cs_test_objc_try(void);
 /** The runtime's interned string for "interned": equal to the text, and the same object on every call. */
 bool cs_test_interned_string(void);
+/** Gives NSObject a -length returning 0 (as GNUstep's own test suite does with a category), so
+ *  NSNull answers -length itself. For child processes only: it changes every class. */
+void cs_test_add_nsobject_length(void);
 /** Hammers the side table from `threads` threads; returns the number of inconsistencies seen. */
 unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 
