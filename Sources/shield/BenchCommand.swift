@@ -17,7 +17,11 @@ enum BenchCommand {
     }
 
     static func run(json: Bool) -> Int32 {
+        /// SHIELD_BENCH_FILTER=<text>: only the cases whose name contains <text> (for comparing
+        /// variants of one hook without running every case).
+        let filter = ProcessInfo.processInfo.environment["SHIELD_BENCH_FILTER"] ?? ""
         let cases = (0..<cs_bench_count()).map { cs_bench_at($0).pointee }
+            .filter { filter.isEmpty || String(cString: $0.name).contains(filter) }
         CrashShield._resetForTesting()
         let iterations = cases.map(calibrate)
         var results = cases.map { Result(name: String(cString: $0.name)) }

@@ -158,32 +158,69 @@ static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
 #pragma mark - performSelector: (a call whose convention is known)
 
 /* GNUstep's performSelector: looks the selector up and calls the IMP as `id (*)(id, SEL, ...)`:
- * the mark tells the backend so, for exactly that lookup. The original is called unchanged. */
+ * the mark tells the backend so, for exactly that lookup. The original is called unchanged.
+ * The mark is only needed when the lookup can reach the forward hook, so a receiver whose class
+ * already answers `sel` from its dispatch table (class_respondsToSelector: a table read, no
+ * resolver, no side effect) goes straight to the original without a mark. A NO is conservative:
+ * a method that +resolveInstanceMethod: adds later still finds its call marked, and the mark is
+ * consumed only by an unrecognized lookup. On Apple the mark is free (the backend ignores it) and
+ * class_respondsToSelector may run a resolver, so there the mark is always set.
+ *
+ * The last (class, selector) pair found answered is remembered per thread, so a repeated legal
+ * call costs two compares and no call before the original (a class never loses a method, so the
+ * memo never turns a misuse into an unmarked call; a stale memo only costs the check again). */
+#if defined(__APPLE__)
+static inline BOOL cs_sel_answered_by_table(id self, SEL sel) {
+    (void)self;
+    (void)sel;
+    return NO;
+}
+#else
+typedef struct {
+    uintptr_t cls;
+    SEL sel;
+} cs_sel_answered_memo;
+static __thread cs_sel_answered_memo t_answered __attribute__((tls_model("initial-exec")));
+
+__attribute__((noinline)) static BOOL cs_sel_answered_slow(uintptr_t cls, SEL sel) {
+    if (!class_respondsToSelector((Class)cls, sel)) return NO;
+    t_answered.cls = cls;
+    t_answered.sel = sel;
+    return YES;
+}
+
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(id self, SEL sel) {
+    uintptr_t cls = (uintptr_t)object_getClass(self);
+    if (CS_LIKELY(t_answered.cls == cls && t_answered.sel == sel && cls != 0)) return YES;
+    return cs_sel_answered_slow(cls, sel);
+}
+#endif
+
+#define CS_SEL_PERFORM_BODY(call_original)                                                          \
+    do {                                                                                            \
+        if (CS_LIKELY(cs_sel_answered_by_table(self, sel))) return call_original;                   \
+        cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);                     \
+        id result = call_original;                                                                  \
+        cs_backend_object_call_end(previous);                                                       \
+        return result;                                                                              \
+    } while (0)
+
 static inline id cs_sel_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
     (void)caller;
-    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
-    id result = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
-    cs_backend_object_call_end(previous);
-    return result;
+    CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL))original)(self, _cmd, sel));
 }
 CS_DEFINE_HOOK_1(cs_sel_perform0, id, SEL)
 
 static inline id cs_sel_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
     (void)caller;
-    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
-    id result = ((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object);
-    cs_backend_object_call_end(previous);
-    return result;
+    CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object));
 }
 CS_DEFINE_HOOK_2(cs_sel_perform1, id, SEL, id)
 
 static inline id cs_sel_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
                                  id object2) {
     (void)caller;
-    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
-    id result = ((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2);
-    cs_backend_object_call_end(previous);
-    return result;
+    CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2));
 }
 CS_DEFINE_HOOK_3(cs_sel_perform2, id, SEL, id, id)
 
