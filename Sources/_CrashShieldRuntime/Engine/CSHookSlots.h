@@ -85,6 +85,25 @@ typedef struct {
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4, a5);                        \
     }
 
+/*
+ * Fast slots, for the hottest hooks. `fast(self, a1)` is an always-inline, call-free predicate
+ * that answers YES only when the call is certainly legal (or the guard is off); the slot then
+ * jumps to the original with no frame of its own. Otherwise it jumps to `b##_full##N`, which is
+ * exactly a plain slot (the whole body, which decides again from scratch). Both jumps are
+ * guaranteed tail calls (musttail, at every optimisation level), so inside the full slot the
+ * return address is still the caller's: incidents name the same call site as a plain slot.
+ * Only for hooks whose arguments and result are passed in registers.
+ */
+#define CS_MUSTTAIL __attribute__((musttail))
+#define CS_FAST_SLOT_1(N, b, R, T1, fast)                                                          \
+    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, T1 a1) {                     \
+        return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1);                                        \
+    }                                                                                              \
+    static R b##_slot##N(id self, SEL _cmd, T1 a1) {                                               \
+        if (CS_LIKELY(fast(self, a1))) CS_MUSTTAIL return ((R(*)(id, SEL, T1))CS_ORIG(N, b))(self, _cmd, a1); \
+        CS_MUSTTAIL return b##_full##N(self, _cmd, a1);                                            \
+    }
+
 #define CS_DEFINE_SLOTS(b, SLOT, ...)                                                              \
     static CSHookSlots b##_slots;                                                                  \
     CS_REPEAT_SLOTS(SLOT, b, __VA_ARGS__)                                                          \
@@ -95,6 +114,8 @@ typedef struct {
 #define CS_DEFINE_HOOK_2(b, R, T1, T2) CS_DEFINE_SLOTS(b, CS_SLOT_2, R, T1, T2)
 #define CS_DEFINE_HOOK_3(b, R, T1, T2, T3) CS_DEFINE_SLOTS(b, CS_SLOT_3, R, T1, T2, T3)
 #define CS_DEFINE_HOOK_4(b, R, T1, T2, T3, T4) CS_DEFINE_SLOTS(b, CS_SLOT_4, R, T1, T2, T3, T4)
+/** A hook with one argument and a fast predicate (see CS_FAST_SLOT_1). */
+#define CS_DEFINE_FAST_HOOK_1(b, R, T1, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_1, R, T1, fast)
 #define CS_DEFINE_HOOK_5(b, R, T1, T2, T3, T4, T5) CS_DEFINE_SLOTS(b, CS_SLOT_5, R, T1, T2, T3, T4, T5)
 
 #endif

@@ -18,6 +18,11 @@
  * - Entries are written once and never changed: a bucket is claimed with a CAS, its IMP written,
  *   then its class published with a release store; a reader that sees the class sees its IMP.
  *   A class whose bucket is taken by another class stays on the (uncached) slow path.
+ * - Field form (x86_64): when the cached IMP is a plain field getter (`[endbr64] mov disp(%rdi),
+ *   %eax|%rax; ret`, recognised from its machine code at caching time: no ivar or class name is
+ *   used), the entry also records the field's offset and width, and cs_measure_field() reads the
+ *   field itself: the same value the IMP returns, with no call. Hooks use it in their fast
+ *   predicate (CS_DEFINE_FAST_HOOK_1); any other receiver takes the full path.
  * - Known limit: a later swizzle of -count / -length itself on a cached class is not seen; the
  *   check keeps using the implementation found first.
  */
@@ -26,6 +31,7 @@
 
 #import "../Engine/CSEngine.h"
 #include "cs_incidents.h"
+#include <string.h>
 
 #define CS_MEASURE_BUCKETS 128u
 #define CS_MEASURE_UNBOUNDED_MAX 16u
@@ -33,6 +39,8 @@
 typedef struct {
     uintptr_t cls;  /* the Class, as an integer for CS_ATOMIC_*; 0 until published */
     IMP measure;             /* NULL: unbounded class (no bounds check) */
+    int32_t field_offset;    /* field form: the getter's displacement from self */
+    uint8_t field_width;     /* field form: 4 (zero-extended) or 8 bytes; 0: call `measure` */
 } cs_measure_entry;
 
 typedef struct {
@@ -68,7 +76,46 @@ static inline void cs_measure_mark_unbounded(cs_measure_cache *cache, Class cls)
     CS_ATOMIC_STORE(&cache->unbounded_count, n + 1);
 }
 
-__attribute__((noinline)) static BOOL cs_measure_slow(cs_measure_cache *cache, SEL selector, id self, Class cls,
+/** The field `measure` returns, when it is a plain getter (see the contract): YES with its
+ *  offset and width. Reads the code one instruction at a time and stops at the first byte that
+ *  does not fit, so it never reads past the end of a shorter function. */
+static inline BOOL cs_measure_getter_field(IMP measure, int32_t *offset, uint8_t *width) {
+#if defined(__x86_64__)
+    const unsigned char *code = (const unsigned char *)measure;
+    if (code == NULL) return NO;
+    if (code[0] == 0xf3) { /* endbr64 */
+        if (code[1] != 0x0f || code[2] != 0x1e || code[3] != 0xfa) return NO;
+        code += 4;
+    }
+    uint8_t bytes = 4;
+    if (code[0] == 0x48) { /* REX.W: 64-bit load */
+        bytes = 8;
+        code++;
+    }
+    if (code[0] != 0x8b) return NO; /* mov r/m -> reg */
+    int32_t displacement;
+    if (code[1] == 0x47) { /* eax/rax <- disp8(%rdi) */
+        displacement = (int8_t)code[2];
+        code += 3;
+    } else if (code[1] == 0x87) { /* eax/rax <- disp32(%rdi) */
+        memcpy(&displacement, code + 2, sizeof displacement);
+        code += 6;
+    } else {
+        return NO;
+    }
+    if (code[0] != 0xc3 || displacement < (int32_t)sizeof(void *)) return NO; /* ret; never the isa */
+    *offset = displacement;
+    *width = bytes;
+    return YES;
+#else
+    (void)measure;
+    (void)offset;
+    (void)width;
+    return NO;
+#endif
+}
+
+__attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *cache, SEL selector, id self, Class cls,
                                                       NSUInteger *out) {
     BOOL ready = CS_ATOMIC_LOAD(&cache->ready) != 0;
     BOOL unbounded = cs_measure_is_unbounded(cache, cls);
@@ -82,6 +129,12 @@ __attribute__((noinline)) static BOOL cs_measure_slow(cs_measure_cache *cache, S
         int expected = 0;
         if (__atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             cache->entries[b].measure = measure;
+            int32_t offset;
+            uint8_t width;
+            if (cs_measure_getter_field(measure, &offset, &width)) {
+                cache->entries[b].field_offset = offset;
+                cache->entries[b].field_width = width;
+            }
             CS_ATOMIC_STORE(&cache->entries[b].cls, (uintptr_t)cls);
         }
     }
@@ -104,6 +157,21 @@ static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *c
         return YES;
     }
     return cs_measure_slow(cache, selector, self, cls, out);
+}
+
+/** The receiver's -count / -length when its class is cached in field form (see the contract):
+ *  YES with the value in *out. Call-free; NO sends the hook to its full path. */
+static inline __attribute__((always_inline)) BOOL cs_measure_field(const cs_measure_cache *cache, id self,
+                                                                   NSUInteger *out) {
+    Class cls = object_getClass(self);
+    const cs_measure_entry *entry = &cache->entries[cs_measure_bucket(cls)];
+    if (CS_UNLIKELY(CS_ATOMIC_LOAD(&entry->cls) != (uintptr_t)cls)) return NO; /* nil: Nil meets no field form */
+    const char *field = (const char *)self + entry->field_offset;
+    switch (entry->field_width) {
+    case 4: *out = *(const uint32_t *)(const void *)field; return YES;
+    case 8: *out = *(const NSUInteger *)(const void *)field; return YES;
+    default: return NO;
+    }
 }
 
 #endif

@@ -276,6 +276,20 @@ bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_d
  *  Guards started only: GNUstep 1.28 has no such method of its own. */
 void cs_test_kvo_class_remove_context(void);
 
+/* ---- hot-path fixtures (TestSupport_HotPath.m) ------------------------------------------ */
+
+/** What the receiver-measure cache reads from a -count/-length IMP whose first bytes are `code`:
+ *  the field's width (4 or 8) with its offset in *offset, or 0 when the code is not a plain field
+ *  getter (the hook then calls the IMP). */
+int cs_test_getter_field(const unsigned char *code, int32_t *offset);
+
+/** Sends each misuse of the fast hooks (-objectAtIndex:, -objectAtIndexedSubscript:,
+ *  -characterAtIndex:, -substringWithRange:) once, after a legal call of the same selector on the
+ *  same receiver (so the receiver's class is cached), from this function. Returns the start of
+ *  this function (an incident's first frame must lie just after it) and the number of neutralised
+ *  results in *neutralised (4 when guarded). */
+uintptr_t cs_test_fast_hook_misuses(unsigned *neutralised);
+
 #ifdef __cplusplus
 }
 #endif
