@@ -30,3 +30,74 @@ __attribute__((noinline)) uintptr_t cs_test_fast_hook_misuses(unsigned *neutrali
     *neutralised = n;
     return (uintptr_t)cs_test_fast_hook_misuses;
 }
+
+/* performSelector: after the selector guard's per-thread memo of the last answered pair. */
+@interface CSHotPerformer : NSObject
+- (id)cs_hotKnown;
++ (id)cs_hotClassKnown;
+@end
+
+static id cs_hot_resolved(id self, SEL _cmd) {
+    (void)self;
+    (void)_cmd;
+    return @"resolved";
+}
+
+@implementation CSHotPerformer
+- (id)cs_hotKnown {
+    return @"known";
+}
++ (id)cs_hotClassKnown {
+    return @"classKnown";
+}
+@end
+
+/* Has its own resolver, so the selector guard leaves its unknown selectors alone; used for legal
+ * calls only. */
+@interface CSHotResolver : NSObject
+@end
+
+@implementation CSHotResolver
+/* Answers `cs_hotResolved` only when first asked: its first performSelector: finds no method in the
+ * dispatch table. */
++ (BOOL)resolveInstanceMethod:(SEL)sel {
+    if (strcmp(sel_getName(sel), "cs_hotResolved") == 0) {
+        class_addMethod(self, sel, (IMP)cs_hot_resolved, "@@:");
+        return YES;
+    }
+    return [super resolveInstanceMethod:sel];
+}
+@end
+
+unsigned cs_test_perform_after_memo(void) {
+    unsigned ok = 0;
+    @autoreleasepool {
+        CSHotPerformer *object = [[[CSHotPerformer alloc] init] autorelease];
+        SEL known = @selector(cs_hotKnown);
+        SEL missing = NSSelectorFromString(@"cs_hotNeverDeclared");
+        /* The same receiver class, legal then unknown then legal: only the legal pair is remembered. */
+        if ([[object performSelector:known] isEqual:@"known"]) ok |= 1u << 0;
+        if ([object performSelector:missing] == nil) ok |= 1u << 1;
+        if ([[object performSelector:known] isEqual:@"known"]) ok |= 1u << 2;
+        if ([object performSelector:missing withObject:@"x"] == nil) ok |= 1u << 3;
+        Class cls = [CSHotPerformer class];
+        if ([[cls performSelector:@selector(cs_hotClassKnown)] isEqual:@"classKnown"]) ok |= 1u << 4;
+        if ([cls performSelector:missing] == nil) ok |= 1u << 5;
+        /* A method added by the resolver during the call's own lookup: the legal result. */
+        id resolver = [[[CSHotResolver alloc] init] autorelease];
+        if ([[resolver performSelector:NSSelectorFromString(@"cs_hotResolved")] isEqual:@"resolved"]) ok |= 1u << 6;
+    }
+    return ok;
+}
+
+unsigned cs_test_perform_legal_only(void) {
+    unsigned ok = 0;
+    @autoreleasepool {
+        CSHotPerformer *object = [[[CSHotPerformer alloc] init] autorelease];
+        if ([[object performSelector:@selector(cs_hotKnown)] isEqual:@"known"]) ok |= 1u << 0;
+        id resolver = [[[CSHotResolver alloc] init] autorelease];
+        if ([[resolver performSelector:NSSelectorFromString(@"cs_hotResolved")] isEqual:@"resolved"]) ok |= 1u << 6;
+        if ([[[CSHotPerformer class] performSelector:@selector(cs_hotClassKnown)] isEqual:@"classKnown"]) ok |= 1u << 4;
+    }
+    return ok;
+}

@@ -55,5 +55,25 @@ extension RuntimeTests {
             }
             #expect(Set(incidents.map(\.fingerprint)).count == 4)
         }
+
+        /// The selector guard's per-thread memo of the last (class, selector) pair its dispatch
+        /// table answers: a legal call in between never leaves an unknown selector unmarked.
+        @Test func performSelectorAfterALegalCallStillAnswersUnknownSelectors() throws {
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(cs_test_perform_after_memo() == 0x7f)
+                    CrashShield.flushIncidents()
+                }
+            }
+            #expect(incidents.filter { $0.guardID == .selector }.count == 3)
+        }
+
+        @Test func legalPerformSelectorResultsAreTheSameWithAndWithoutGuards() throws {
+            CrashShield._resetForTesting()
+            let unguarded = cs_test_perform_legal_only()
+            let guarded = try withGuards { cs_test_perform_legal_only() }
+            #expect(unguarded == 0x51)
+            #expect(guarded == unguarded)
+        }
     }
 }

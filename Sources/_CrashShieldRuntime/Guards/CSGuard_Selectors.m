@@ -167,8 +167,10 @@ static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
  * class_respondsToSelector may run a resolver, so there the mark is always set.
  *
  * The last (class, selector) pair found answered is remembered per thread, so a repeated legal
- * call costs two compares and no call before the original (a class never loses a method, so the
- * memo never turns a misuse into an unmarked call; a stale memo only costs the check again). */
+ * call costs two compares and no call before the original. A class never loses a method, so the
+ * memo never leaves an unknown selector unmarked; the one exception, a class pair disposed and
+ * another allocated at its address, can only leave a call unmarked, which the backend then declines
+ * (the runtime throws as unguarded): never a changed legal result. */
 #if defined(__APPLE__)
 static inline BOOL cs_sel_answered_by_table(id self, SEL sel) {
     (void)self;

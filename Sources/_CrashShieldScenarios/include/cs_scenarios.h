@@ -290,6 +290,13 @@ int cs_test_getter_field(const unsigned char *code, int32_t *offset);
  *  results in *neutralised (4 when guarded). */
 uintptr_t cs_test_fast_hook_misuses(unsigned *neutralised);
 
+/** performSelector: on one receiver class, legal then unknown (untyped) then legal, instance and
+ *  class side, and a selector that +resolveInstanceMethod: adds during the call. Bit i set: step
+ *  i gave the expected result (0x7f when guarded; unguarded the unknown steps throw). */
+unsigned cs_test_perform_after_memo(void);
+/** Only the legal steps of cs_test_perform_after_memo (bits 0, 4, 6): 0x51 with or without guards. */
+unsigned cs_test_perform_legal_only(void);
+
 #ifdef __cplusplus
 }
 #endif
