@@ -20,8 +20,9 @@
  *   A class whose bucket is taken by another class stays on the (uncached) slow path.
  * - Field form (x86_64): when the cached IMP is a plain field getter (`[endbr64] mov disp(%rdi),
  *   %eax|%rax; ret`, recognised from its machine code at caching time: no ivar or class name is
- *   used), the entry also records the field's offset and width, and cs_measure_field() reads the
- *   field itself: the same value the IMP returns, with no call. Hooks use it in their fast
+ *   used), the entry also records the field's offset and width (as a mask over an 8-byte read that
+ *   must lie inside the instance), and cs_measure_field() reads the field itself: the same value
+ *   the IMP returns (x86_64 is little-endian, and a 32-bit load zero-extends), with no call. Hooks use it in their fast
  *   predicate (CS_DEFINE_FAST_HOOK_1); any other receiver takes the full path.
  * - Known limit: a later swizzle of -count / -length itself on a cached class is not seen; the
  *   check keeps using the implementation found first.
@@ -39,9 +40,12 @@
 typedef struct {
     uintptr_t cls;  /* the Class, as an integer for CS_ATOMIC_*; 0 until published */
     IMP measure;             /* NULL: unbounded class (no bounds check) */
-    int32_t field_offset;    /* field form: the getter's displacement from self */
-    uint8_t field_width;     /* field form: 4 (zero-extended) or 8 bytes; 0: call `measure` */
-} cs_measure_entry;
+    /* Field form: the count is `*(uint64_t *)(self + field_offset) & field_mask`; the mask is 0
+     * when `measure` must be called, 0xffffffff for a 4-byte field (its 8-byte read stays inside
+     * the instance: checked against the class's instance size when cached). */
+    uint64_t field_mask;
+    int64_t field_offset;
+} cs_measure_entry; /* 32 bytes: the bucket index scales by a shift */
 
 typedef struct {
     cs_measure_entry entries[CS_MEASURE_BUCKETS];
@@ -131,9 +135,10 @@ __attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *
             cache->entries[b].measure = measure;
             int32_t offset;
             uint8_t width;
-            if (cs_measure_getter_field(measure, &offset, &width)) {
+            if (cs_measure_getter_field(measure, &offset, &width) &&
+                (size_t)offset + sizeof(uint64_t) <= class_getInstanceSize(cls)) {
                 cache->entries[b].field_offset = offset;
-                cache->entries[b].field_width = width;
+                cache->entries[b].field_mask = width == 8 ? UINT64_MAX : UINT32_MAX;
             }
             CS_ATOMIC_STORE(&cache->entries[b].cls, (uintptr_t)cls);
         }
@@ -166,12 +171,12 @@ static inline __attribute__((always_inline)) BOOL cs_measure_field(const cs_meas
     Class cls = object_getClass(self);
     const cs_measure_entry *entry = &cache->entries[cs_measure_bucket(cls)];
     if (CS_UNLIKELY(CS_ATOMIC_LOAD(&entry->cls) != (uintptr_t)cls)) return NO; /* nil: Nil meets no field form */
-    const char *field = (const char *)self + entry->field_offset;
-    switch (entry->field_width) {
-    case 4: *out = *(const uint32_t *)(const void *)field; return YES;
-    case 8: *out = *(const NSUInteger *)(const void *)field; return YES;
-    default: return NO;
-    }
+    uint64_t mask = entry->field_mask;
+    if (CS_UNLIKELY(mask == 0)) return NO;
+    uint64_t word;
+    memcpy(&word, (const char *)self + entry->field_offset, sizeof word);
+    *out = (NSUInteger)(word & mask);
+    return YES;
 }
 
 #endif
