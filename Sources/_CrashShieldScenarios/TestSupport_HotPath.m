@@ -18,8 +18,8 @@ __attribute__((noinline)) uintptr_t cs_test_fast_hook_misuses(unsigned *neutrali
         NSArray *array = [NSArray arrayWithObjects:@"a", @"b", nil];
         NSString *text = [NSString stringWithFormat:@"%s", "abc"];
         NSUInteger beyond = cs_opaque_index(5);
-        /* Legal first: the receiver's class is cached, so the misuse passes the fast predicate's
-         * field read and reaches the full slot through its tail call. */
+        /* Legal first: the receiver's class is cached, so the misuse fails the fast predicate's
+         * field check itself and reaches the full body from the slot. */
         if ([[array objectAtIndex:1] isEqual:@"b"] && [array objectAtIndex:beyond] == nil) n++;
         if ([[array objectAtIndexedSubscript:0] isEqual:@"a"] && [array objectAtIndexedSubscript:beyond] == nil) n++;
         if ([text characterAtIndex:2] == 'c' && [text characterAtIndex:beyond] == 0) n++;

@@ -34,8 +34,8 @@ extension RuntimeTests {
             #expect(field([0x55, 0x48, 0x89, 0xe5]).width == 0) // a frame: a real method body
         }
 
-        /// A misuse that passed the fast predicate's field read is decided by the full slot,
-        /// reached through a guaranteed tail call: the incident names the sender's code as its
+        /// A misuse that fails the fast predicate's field check is decided by the full body,
+        /// called with the slot's return address: the incident names the sender's code as its
         /// first frame, not the slot.
         @Test func fastHookMisusesAreNeutralisedAndNameTheirCallSite() throws {
             var neutralised: UInt32 = 0

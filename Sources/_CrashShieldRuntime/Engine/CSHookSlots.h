@@ -88,20 +88,22 @@ typedef struct {
 /*
  * Fast slots, for the hottest hooks. `fast(self, a1)` is an always-inline, call-free predicate
  * that answers YES only when the call is certainly legal (or the guard is off); the slot then
- * jumps to the original with no frame of its own. Otherwise it jumps to `b##_full##N`, which is
- * exactly a plain slot (the whole body, which decides again from scratch). Both jumps are
- * guaranteed tail calls (musttail, at every optimisation level), so inside the full slot the
- * return address is still the caller's: incidents name the same call site as a plain slot.
- * Only for hooks whose arguments and result are passed in registers.
+ * jumps to the original and, having no call of its own on that path, sets up no frame (the
+ * compiler places the prologue on the other path only). Otherwise the slot calls `b##_full##N`
+ * with its own return address (the call site, as a plain slot passes it), which runs the whole
+ * body and decides again from scratch. The result is kept across an empty asm so that call is
+ * never turned into a tail call: a slot whose only calls are tail calls would get its frame on
+ * every path. Non-void results only (a void hook's plain slot already shrink-wraps).
  */
-#define CS_MUSTTAIL __attribute__((musttail))
 #define CS_FAST_SLOT_1(N, b, R, T1, fast)                                                          \
-    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, T1 a1) {                     \
-        return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1);                                        \
+    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, const void *caller, T1 a1) { \
+        return b(CS_ORIG(N, b), self, _cmd, caller, a1);                                           \
     }                                                                                              \
     static R b##_slot##N(id self, SEL _cmd, T1 a1) {                                               \
-        if (CS_LIKELY(fast(self, a1))) CS_MUSTTAIL return ((R(*)(id, SEL, T1))CS_ORIG(N, b))(self, _cmd, a1); \
-        CS_MUSTTAIL return b##_full##N(self, _cmd, a1);                                            \
+        if (CS_LIKELY(fast(self, a1))) return ((R(*)(id, SEL, T1))CS_ORIG(N, b))(self, _cmd, a1);  \
+        R result = b##_full##N(self, _cmd, CS_CALLER, a1);                                         \
+        __asm__ volatile("" : "+r"(result));                                                       \
+        return result;                                                                             \
     }
 
 #define CS_DEFINE_SLOTS(b, SLOT, ...)                                                              \

@@ -71,12 +71,6 @@ CS_ALWAYS_INLINE BOOL cs_index_read_fast(id self, NSUInteger index) {
     return cs_measure_field(&g_count_cache, self, &count) && index < count;
 }
 
-/** Fast predicate of the adds of one object: the guard is off, or the object is not nil. */
-CS_ALWAYS_INLINE BOOL cs_nil_object_add_fast(id self, id object) {
-    (void)self;
-    return CS_UNLIKELY(!cs_guard_is_on(G)) || object != nil;
-}
-
 /** Adds of one object: nil is a no-op. */
 CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, id self, SEL _cmd, const void *caller, id object) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
@@ -267,7 +261,7 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, id self, SEL _cmd, const voi
     CS_DEFINE_FAST_HOOK_1(name, id, NSUInteger, cs_index_read_fast)
 #define CS_NIL_ADD_HOOK(name)                                                                      \
     static inline void name(IMP o, id s, SEL c, const void *w, id x) { cs_nil_object_add(o, s, c, w, x); } \
-    CS_DEFINE_FAST_HOOK_1(name, void, id, cs_nil_object_add_fast)
+    CS_DEFINE_HOOK_1(name, void, id)
 #define CS_INSERT_AT_HOOK(name)                                                                    \
     static inline void name(IMP o, id s, SEL c, const void *w, id x, NSUInteger i) { cs_insert_at(o, s, c, w, x, i); } \
     CS_DEFINE_HOOK_2(name, void, id, NSUInteger)
