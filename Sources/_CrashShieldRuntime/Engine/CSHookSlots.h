@@ -95,16 +95,23 @@ typedef struct {
  * never turned into a tail call: a slot whose only calls are tail calls would get its frame on
  * every path. Non-void results only (a void hook's plain slot already shrink-wraps).
  */
-#define CS_FAST_SLOT_1(N, b, R, T1, fast)                                                          \
-    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, const void *caller, T1 a1) { \
-        return b(CS_ORIG(N, b), self, _cmd, caller, a1);                                           \
+#define CS_FAST_SLOT_BODY(N, b, R, fast, params, args, fast_args)                                     \
+    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, const void *caller CS_UNPAREN params) { \
+        return b(CS_ORIG(N, b), self, _cmd, caller CS_UNPAREN args);                               \
     }                                                                                              \
-    static R b##_slot##N(id self, SEL _cmd, T1 a1) {                                               \
-        if (CS_LIKELY(fast(self, a1))) return ((R(*)(id, SEL, T1))CS_ORIG(N, b))(self, _cmd, a1);  \
-        R result = b##_full##N(self, _cmd, CS_CALLER, a1);                                         \
+    static R b##_slot##N(id self, SEL _cmd CS_UNPAREN params) {                                    \
+        if (CS_LIKELY(fast(self CS_UNPAREN fast_args)))                                            \
+            return ((R(*)(id, SEL CS_UNPAREN params))CS_ORIG(N, b))(self, _cmd CS_UNPAREN args);   \
+        R result = b##_full##N(self, _cmd, CS_CALLER CS_UNPAREN args);                             \
         __asm__ volatile("" : "+r"(result));                                                       \
         return result;                                                                             \
     }
+#define CS_UNPAREN(...) __VA_ARGS__
+#define CS_FAST_SLOT_1(N, b, R, T1, fast) CS_FAST_SLOT_BODY(N, b, R, fast, (, T1 a1), (, a1), (, a1))
+/* The predicate sees the first argument only. */
+#define CS_FAST_SLOT_2(N, b, R, T1, T2, fast) CS_FAST_SLOT_BODY(N, b, R, fast, (, T1 a1, T2 a2), (, a1, a2), (, a1))
+#define CS_FAST_SLOT_3(N, b, R, T1, T2, T3, fast)                                                  \
+    CS_FAST_SLOT_BODY(N, b, R, fast, (, T1 a1, T2 a2, T3 a3), (, a1, a2, a3), (, a1))
 
 #define CS_DEFINE_SLOTS(b, SLOT, ...)                                                              \
     static CSHookSlots b##_slots;                                                                  \
@@ -116,8 +123,10 @@ typedef struct {
 #define CS_DEFINE_HOOK_2(b, R, T1, T2) CS_DEFINE_SLOTS(b, CS_SLOT_2, R, T1, T2)
 #define CS_DEFINE_HOOK_3(b, R, T1, T2, T3) CS_DEFINE_SLOTS(b, CS_SLOT_3, R, T1, T2, T3)
 #define CS_DEFINE_HOOK_4(b, R, T1, T2, T3, T4) CS_DEFINE_SLOTS(b, CS_SLOT_4, R, T1, T2, T3, T4)
-/** A hook with one argument and a fast predicate (see CS_FAST_SLOT_1). */
+/** Hooks with a fast predicate `fast(self, a1)` (see the fast slots above). */
 #define CS_DEFINE_FAST_HOOK_1(b, R, T1, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_1, R, T1, fast)
+#define CS_DEFINE_FAST_HOOK_2(b, R, T1, T2, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_2, R, T1, T2, fast)
+#define CS_DEFINE_FAST_HOOK_3(b, R, T1, T2, T3, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_3, R, T1, T2, T3, fast)
 #define CS_DEFINE_HOOK_5(b, R, T1, T2, T3, T4, T5) CS_DEFINE_SLOTS(b, CS_SLOT_5, R, T1, T2, T3, T4, T5)
 
 #endif

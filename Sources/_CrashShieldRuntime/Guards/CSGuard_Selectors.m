@@ -167,7 +167,8 @@ static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
  * class_respondsToSelector may run a resolver, so there the mark is always set.
  *
  * The last (class, selector) pair found answered is remembered per thread, so a repeated legal
- * call costs two compares and no call before the original. A class never loses a method, so the
+ * call costs two compares and no call or frame before the original (the memo is the fast slots'
+ * predicate). A class never loses a method, so the
  * memo never leaves an unknown selector unmarked; the one exception, a class pair disposed and
  * another allocated at its address, can only leave a call unmarked, which the backend then declines
  * (the runtime throws as unguarded): never a changed legal result. */
@@ -177,6 +178,7 @@ static inline BOOL cs_sel_answered_by_table(id self, SEL sel) {
     (void)sel;
     return NO;
 }
+#define cs_sel_answered_by_memo cs_sel_answered_by_table
 #else
 typedef struct {
     uintptr_t cls;
@@ -191,10 +193,15 @@ __attribute__((noinline)) static BOOL cs_sel_answered_slow(uintptr_t cls, SEL se
     return YES;
 }
 
-static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(id self, SEL sel) {
+/** The fast slots' predicate: the memo answers (call-free). */
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_memo(id self, SEL sel) {
     uintptr_t cls = (uintptr_t)object_getClass(self);
-    if (CS_LIKELY(t_answered.cls == cls && t_answered.sel == sel && cls != 0)) return YES;
-    return cs_sel_answered_slow(cls, sel);
+    return t_answered.cls == cls && t_answered.sel == sel && cls != 0;
+}
+
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(id self, SEL sel) {
+    if (CS_LIKELY(cs_sel_answered_by_memo(self, sel))) return YES;
+    return cs_sel_answered_slow((uintptr_t)object_getClass(self), sel);
 }
 #endif
 
@@ -211,35 +218,35 @@ static inline id cs_sel_perform0(IMP original, id self, SEL _cmd, const void *ca
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL))original)(self, _cmd, sel));
 }
-CS_DEFINE_HOOK_1(cs_sel_perform0, id, SEL)
+CS_DEFINE_FAST_HOOK_1(cs_sel_perform0, id, SEL, cs_sel_answered_by_memo)
 
 static inline id cs_sel_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object));
 }
-CS_DEFINE_HOOK_2(cs_sel_perform1, id, SEL, id)
+CS_DEFINE_FAST_HOOK_2(cs_sel_perform1, id, SEL, id, cs_sel_answered_by_memo)
 
 static inline id cs_sel_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
                                  id object2) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2));
 }
-CS_DEFINE_HOOK_3(cs_sel_perform2, id, SEL, id, id)
+CS_DEFINE_FAST_HOOK_3(cs_sel_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
 
 /* The class side: the root metaclass's own copies of the same methods. */
 static inline id cs_sel_class_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
     return cs_sel_perform0(original, self, _cmd, caller, sel);
 }
-CS_DEFINE_HOOK_1(cs_sel_class_perform0, id, SEL)
+CS_DEFINE_FAST_HOOK_1(cs_sel_class_perform0, id, SEL, cs_sel_answered_by_memo)
 static inline id cs_sel_class_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
     return cs_sel_perform1(original, self, _cmd, caller, sel, object);
 }
-CS_DEFINE_HOOK_2(cs_sel_class_perform1, id, SEL, id)
+CS_DEFINE_FAST_HOOK_2(cs_sel_class_perform1, id, SEL, id, cs_sel_answered_by_memo)
 static inline id cs_sel_class_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
                                        id object2) {
     return cs_sel_perform2(original, self, _cmd, caller, sel, object1, object2);
 }
-CS_DEFINE_HOOK_3(cs_sel_class_perform2, id, SEL, id, id)
+CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
 
 /* Root-only: classes that override performSelector: (NSProxy, apps) keep theirs. */
 #define CS_SEL_ROOT_HOOK(selector_name, body, on_class_side)                                       \
