@@ -17,7 +17,8 @@
  *   check. Subclasses of a marked class are unbounded too.
  * - Entries are written once and never changed: a bucket is claimed with a CAS, its IMP written,
  *   then its class published with a release store; a reader that sees the class sees its IMP.
- *   A class whose bucket is taken by another class stays on the (uncached) slow path.
+ *   A class goes to its hash bucket or the next one; when both are taken by other classes it
+ *   stays on the (uncached) slow path.
  * - Field form (x86_64): when the cached IMP is a plain field getter (`[endbr64] mov disp(%rdi),
  *   %eax|%rax; ret`, recognised from its machine code at caching time: no ivar or class name is
  *   used), the entry also records the field's offset and width (as a mask over an 8-byte read that
@@ -131,7 +132,12 @@ __attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *
     if (ready && cs_address_is_in_system_image((uintptr_t)cls) && (unbounded || measure != NULL)) {
         unsigned b = cs_measure_bucket(cls);
         int expected = 0;
-        if (__atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        if (!__atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            b = (b + 1) & (CS_MEASURE_BUCKETS - 1); /* the second probe */
+            expected = 0;
+        }
+        if (expected == 0 &&
+            __atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             cache->entries[b].measure = measure;
             int32_t offset;
             uint8_t width;
@@ -149,13 +155,23 @@ __attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *
     return YES;
 }
 
+/** The published entry of `cls` (its bucket or the next one), or NULL. */
+static inline __attribute__((always_inline)) const cs_measure_entry *cs_measure_find(const cs_measure_cache *cache,
+                                                                                    Class cls) {
+    unsigned b = cs_measure_bucket(cls);
+    const cs_measure_entry *entry = &cache->entries[b];
+    if (CS_LIKELY(CS_ATOMIC_LOAD(&entry->cls) == (uintptr_t)cls)) return entry;
+    entry = &cache->entries[(b + 1) & (CS_MEASURE_BUCKETS - 1)];
+    return CS_ATOMIC_LOAD(&entry->cls) == (uintptr_t)cls ? entry : NULL;
+}
+
 /** Writes the receiver's -count (or the cache's selector) to *out and returns YES; returns NO
  *  for an unbounded receiver (the hook then calls the original unchecked). */
 static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *cache, SEL selector, id self,
                                                              NSUInteger *out) {
     Class cls = object_getClass(self);
-    const cs_measure_entry *entry = &cache->entries[cs_measure_bucket(cls)];
-    if (CS_LIKELY(CS_ATOMIC_LOAD(&entry->cls) == (uintptr_t)cls)) {
+    const cs_measure_entry *entry = cs_measure_find(cache, cls);
+    if (CS_LIKELY(entry != NULL)) {
         IMP measure = entry->measure;
         if (CS_UNLIKELY(measure == NULL)) return NO;
         *out = ((NSUInteger(*)(id, SEL))measure)(self, selector);
@@ -168,9 +184,8 @@ static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *c
  *  YES with the value in *out. Call-free; NO sends the hook to its full path. */
 static inline __attribute__((always_inline)) BOOL cs_measure_field(const cs_measure_cache *cache, id self,
                                                                    NSUInteger *out) {
-    Class cls = object_getClass(self);
-    const cs_measure_entry *entry = &cache->entries[cs_measure_bucket(cls)];
-    if (CS_UNLIKELY(CS_ATOMIC_LOAD(&entry->cls) != (uintptr_t)cls)) return NO; /* nil: Nil meets no field form */
+    const cs_measure_entry *entry = cs_measure_find(cache, object_getClass(self));
+    if (CS_UNLIKELY(entry == NULL)) return NO; /* nil: Nil meets no field form (its entry has no mask) */
     uint64_t mask = entry->field_mask;
     if (CS_UNLIKELY(mask == 0)) return NO;
     uint64_t word;
