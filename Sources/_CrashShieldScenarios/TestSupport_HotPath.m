@@ -101,3 +101,20 @@ unsigned cs_test_perform_legal_only(void) {
     }
     return ok;
 }
+
+unsigned cs_test_measure_cache_entry(void) {
+    static cs_measure_cache cache = {.ready = 1};
+    unsigned ok = 0;
+    @autoreleasepool {
+        NSArray *array = [NSArray arrayWithObjects:@"a", @"b", @"c", nil];
+        Class cls = object_getClass(array);
+        NSUInteger measured = 0, field = 0;
+        if (cs_measure(&cache, @selector(count), array, &measured) && measured == 3) ok |= 1u << 0;
+        const cs_measure_entry *home = &cache.entries[cs_measure_bucket(cls)];
+        if (home->cls == (uintptr_t)cls) ok |= 1u << 1;
+        if (home->field_mask != 0) ok |= 1u << 2;
+        if (cs_measure_field(&cache, array, &field) && field == 3) ok |= 1u << 3;
+        if (cs_measure_find(&cache, cls) == home) ok |= 1u << 4;
+    }
+    return ok;
+}

@@ -22,6 +22,12 @@ extension RuntimeTests {
             #expect(field([0xf3, 0x0f, 0x1e, 0xfa, 0x8b, 0x87, 0x00, 0x01, 0x00, 0x00, 0xc3]) == (4, 256))
         }
 
+        /// GNUstep's arrays answer -count from a plain field: cached in their home bucket, in
+        /// field form, and the field read agrees with the implementation.
+        @Test func aSystemArrayClassIsCachedInFieldForm() {
+            #expect(cs_test_measure_cache_entry() == 0x1f)
+        }
+
         @Test func anythingElseKeepsCallingTheImplementation() {
             #expect(field([0x8b, 0x47, 0x10, 0x90, 0xc3]).width == 0) // more than a load before ret
             #expect(field([0x8b, 0x47, 0x00, 0xc3]).width == 0) // the isa is no count

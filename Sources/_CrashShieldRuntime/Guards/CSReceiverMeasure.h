@@ -131,13 +131,14 @@ __attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *
     }
     if (ready && cs_address_is_in_system_image((uintptr_t)cls) && (unbounded || measure != NULL)) {
         unsigned b = cs_measure_bucket(cls);
-        int expected = 0;
-        if (!__atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            b = (b + 1) & (CS_MEASURE_BUCKETS - 1); /* the second probe */
-            expected = 0;
+        BOOL claimed = NO;
+        for (unsigned probe = 0; probe < 2 && !claimed; probe++) { /* its bucket, then the next */
+            int expected = 0;
+            claimed = __atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL,
+                                                  __ATOMIC_RELAXED);
+            if (!claimed) b = (b + 1) & (CS_MEASURE_BUCKETS - 1);
         }
-        if (expected == 0 &&
-            __atomic_compare_exchange_n(&cache->claimed[b], &expected, 1, NO, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        if (claimed) {
             cache->entries[b].measure = measure;
             int32_t offset;
             uint8_t width;

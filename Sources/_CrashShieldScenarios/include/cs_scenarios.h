@@ -294,6 +294,10 @@ uintptr_t cs_test_fast_hook_misuses(unsigned *neutralised);
  *  class side, and a selector that +resolveInstanceMethod: adds during the call. Bit i set: step
  *  i gave the expected result (0x7f when guarded; unguarded the unknown steps throw). */
 unsigned cs_test_perform_after_memo(void);
+/** A fresh receiver-measure cache asked for an array's -count: bit 0 the count, 1 its class
+ *  published in its home bucket, 2 in field form, 3 the field read gives the count, 4 found there
+ *  again (0x1f when all hold). */
+unsigned cs_test_measure_cache_entry(void);
 /** Only the legal steps of cs_test_perform_after_memo (bits 0, 4, 6): 0x51 with or without guards. */
 unsigned cs_test_perform_legal_only(void);
 
