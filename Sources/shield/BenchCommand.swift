@@ -17,7 +17,16 @@ enum BenchCommand {
     }
 
     static func run(json: Bool) -> Int32 {
+        /// SHIELD_BENCH_FILTER=<name>[|<name>...]: only the cases with one of these names (a name
+        /// ending in `*` is a prefix), for comparing variants of one hook (e.g. under callgrind).
+        let filters = (ProcessInfo.processInfo.environment["SHIELD_BENCH_FILTER"] ?? "")
+            .split(separator: "|").map(String.init)
         let cases = (0..<cs_bench_count()).map { cs_bench_at($0).pointee }
+            .filter { benchCase in
+                let name = String(cString: benchCase.name)
+                return filters.isEmpty
+                    || filters.contains { $0.hasSuffix("*") ? name.hasPrefix($0.dropLast()) : name == $0 }
+            }
         CrashShield._resetForTesting()
         let iterations = cases.map(calibrate)
         var results = cases.map { Result(name: String(cString: $0.name)) }

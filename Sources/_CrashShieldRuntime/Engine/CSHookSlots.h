@@ -85,6 +85,34 @@ typedef struct {
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4, a5);                        \
     }
 
+/*
+ * Fast slots, for the hottest hooks. `fast(self, a1)` is an always-inline, call-free predicate
+ * that answers YES only when the call is certainly legal (or the guard is off); the slot then
+ * jumps to the original and, having no call of its own on that path, sets up no frame (the
+ * compiler places the prologue on the other path only). Otherwise the slot calls `b##_full##N`
+ * with its own return address (the call site, as a plain slot passes it), which runs the whole
+ * body and decides again from scratch. The result is kept across an empty asm so that call is
+ * never turned into a tail call: a slot whose only calls are tail calls would get its frame on
+ * every path. Non-void results only (a void hook's plain slot already shrink-wraps).
+ */
+#define CS_FAST_SLOT_BODY(N, b, R, fast, params, args, fast_args)                                     \
+    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, const void *caller CS_UNPAREN params) { \
+        return b(CS_ORIG(N, b), self, _cmd, caller CS_UNPAREN args);                               \
+    }                                                                                              \
+    static R b##_slot##N(id self, SEL _cmd CS_UNPAREN params) {                                    \
+        if (CS_LIKELY(fast(self CS_UNPAREN fast_args)))                                            \
+            return ((R(*)(id, SEL CS_UNPAREN params))CS_ORIG(N, b))(self, _cmd CS_UNPAREN args);   \
+        R result = b##_full##N(self, _cmd, CS_CALLER CS_UNPAREN args);                             \
+        __asm__ volatile("" : "+r"(result));                                                       \
+        return result;                                                                             \
+    }
+#define CS_UNPAREN(...) __VA_ARGS__
+#define CS_FAST_SLOT_1(N, b, R, T1, fast) CS_FAST_SLOT_BODY(N, b, R, fast, (, T1 a1), (, a1), (, a1))
+/* The predicate sees the first argument only. */
+#define CS_FAST_SLOT_2(N, b, R, T1, T2, fast) CS_FAST_SLOT_BODY(N, b, R, fast, (, T1 a1, T2 a2), (, a1, a2), (, a1))
+#define CS_FAST_SLOT_3(N, b, R, T1, T2, T3, fast)                                                  \
+    CS_FAST_SLOT_BODY(N, b, R, fast, (, T1 a1, T2 a2, T3 a3), (, a1, a2, a3), (, a1))
+
 #define CS_DEFINE_SLOTS(b, SLOT, ...)                                                              \
     static CSHookSlots b##_slots;                                                                  \
     CS_REPEAT_SLOTS(SLOT, b, __VA_ARGS__)                                                          \
@@ -95,6 +123,10 @@ typedef struct {
 #define CS_DEFINE_HOOK_2(b, R, T1, T2) CS_DEFINE_SLOTS(b, CS_SLOT_2, R, T1, T2)
 #define CS_DEFINE_HOOK_3(b, R, T1, T2, T3) CS_DEFINE_SLOTS(b, CS_SLOT_3, R, T1, T2, T3)
 #define CS_DEFINE_HOOK_4(b, R, T1, T2, T3, T4) CS_DEFINE_SLOTS(b, CS_SLOT_4, R, T1, T2, T3, T4)
+/** Hooks with a fast predicate `fast(self, a1)` (see the fast slots above). */
+#define CS_DEFINE_FAST_HOOK_1(b, R, T1, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_1, R, T1, fast)
+#define CS_DEFINE_FAST_HOOK_2(b, R, T1, T2, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_2, R, T1, T2, fast)
+#define CS_DEFINE_FAST_HOOK_3(b, R, T1, T2, T3, fast) CS_DEFINE_SLOTS(b, CS_FAST_SLOT_3, R, T1, T2, T3, fast)
 #define CS_DEFINE_HOOK_5(b, R, T1, T2, T3, T4, T5) CS_DEFINE_SLOTS(b, CS_SLOT_5, R, T1, T2, T3, T4, T5)
 
 #endif

@@ -63,6 +63,14 @@ CS_ALWAYS_INLINE id cs_index_read(IMP original, id self, SEL _cmd, const void *c
     return ((id(*)(id, SEL, NSUInteger))original)(self, _cmd, index);
 }
 
+/** Fast predicate of the index reads: the guard is off, or the receiver's count is a field
+ *  (CSReceiverMeasure.h) and the index lies below it. NO is not a verdict: the full body decides. */
+CS_ALWAYS_INLINE BOOL cs_index_read_fast(id self, NSUInteger index) {
+    if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
+    NSUInteger count;
+    return cs_measure_field(&g_count_cache, self, &count) && index < count;
+}
+
 /** Adds of one object: nil is a no-op. */
 CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, id self, SEL _cmd, const void *caller, id object) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
@@ -250,7 +258,7 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, id self, SEL _cmd, const voi
  * under each hook's name. */
 #define CS_INDEX_READ_HOOK(name)                                                                   \
     static inline id name(IMP o, id s, SEL c, const void *w, NSUInteger i) { return cs_index_read(o, s, c, w, i); } \
-    CS_DEFINE_HOOK_1(name, id, NSUInteger)
+    CS_DEFINE_FAST_HOOK_1(name, id, NSUInteger, cs_index_read_fast)
 #define CS_NIL_ADD_HOOK(name)                                                                      \
     static inline void name(IMP o, id s, SEL c, const void *w, id x) { cs_nil_object_add(o, s, c, w, x); } \
     CS_DEFINE_HOOK_1(name, void, id)

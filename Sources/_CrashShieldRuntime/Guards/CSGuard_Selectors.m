@@ -158,49 +158,95 @@ static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
 #pragma mark - performSelector: (a call whose convention is known)
 
 /* GNUstep's performSelector: looks the selector up and calls the IMP as `id (*)(id, SEL, ...)`:
- * the mark tells the backend so, for exactly that lookup. The original is called unchanged. */
+ * the mark tells the backend so, for exactly that lookup. The original is called unchanged.
+ * The mark is only needed when the lookup can reach the forward hook, so a receiver whose class
+ * already answers `sel` from its dispatch table (class_respondsToSelector: a table read, no
+ * resolver, no side effect) goes straight to the original without a mark. A NO is conservative:
+ * a method that +resolveInstanceMethod: adds later still finds its call marked, and the mark is
+ * consumed only by an unrecognized lookup. On Apple the mark is free (the backend ignores it) and
+ * class_respondsToSelector may run a resolver, so there the mark is always set.
+ *
+ * The last (class, selector) pair found answered is remembered per thread, so a repeated legal
+ * call costs two compares and no call or frame before the original (the memo is the fast slots'
+ * predicate). A class never loses a method, so the
+ * memo never leaves an unknown selector unmarked; the one exception, a class pair disposed and
+ * another allocated at its address, can only leave a call unmarked, which the backend then declines
+ * (the runtime throws as unguarded): never a changed legal result. */
+#if defined(__APPLE__)
+static inline BOOL cs_sel_answered_by_table(id self, SEL sel) {
+    (void)self;
+    (void)sel;
+    return NO;
+}
+#define cs_sel_answered_by_memo cs_sel_answered_by_table
+#else
+typedef struct {
+    uintptr_t cls;
+    SEL sel;
+} cs_sel_answered_memo;
+static __thread cs_sel_answered_memo t_answered __attribute__((tls_model("initial-exec")));
+
+__attribute__((noinline)) static BOOL cs_sel_answered_slow(uintptr_t cls, SEL sel) {
+    if (!class_respondsToSelector((Class)cls, sel)) return NO;
+    t_answered.cls = cls;
+    t_answered.sel = sel;
+    return YES;
+}
+
+/** The fast slots' predicate: the memo answers (call-free). */
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_memo(id self, SEL sel) {
+    uintptr_t cls = (uintptr_t)object_getClass(self);
+    return t_answered.cls == cls && t_answered.sel == sel && cls != 0;
+}
+
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(id self, SEL sel) {
+    if (CS_LIKELY(cs_sel_answered_by_memo(self, sel))) return YES;
+    return cs_sel_answered_slow((uintptr_t)object_getClass(self), sel);
+}
+#endif
+
+#define CS_SEL_PERFORM_BODY(call_original)                                                          \
+    do {                                                                                            \
+        if (CS_LIKELY(cs_sel_answered_by_table(self, sel))) return call_original;                   \
+        cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);                     \
+        id result = call_original;                                                                  \
+        cs_backend_object_call_end(previous);                                                       \
+        return result;                                                                              \
+    } while (0)
+
 static inline id cs_sel_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
     (void)caller;
-    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
-    id result = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
-    cs_backend_object_call_end(previous);
-    return result;
+    CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL))original)(self, _cmd, sel));
 }
-CS_DEFINE_HOOK_1(cs_sel_perform0, id, SEL)
+CS_DEFINE_FAST_HOOK_1(cs_sel_perform0, id, SEL, cs_sel_answered_by_memo)
 
 static inline id cs_sel_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
     (void)caller;
-    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
-    id result = ((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object);
-    cs_backend_object_call_end(previous);
-    return result;
+    CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object));
 }
-CS_DEFINE_HOOK_2(cs_sel_perform1, id, SEL, id)
+CS_DEFINE_FAST_HOOK_2(cs_sel_perform1, id, SEL, id, cs_sel_answered_by_memo)
 
 static inline id cs_sel_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
                                  id object2) {
     (void)caller;
-    cs_object_call_mark previous = cs_backend_object_call_begin(self, sel);
-    id result = ((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2);
-    cs_backend_object_call_end(previous);
-    return result;
+    CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2));
 }
-CS_DEFINE_HOOK_3(cs_sel_perform2, id, SEL, id, id)
+CS_DEFINE_FAST_HOOK_3(cs_sel_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
 
 /* The class side: the root metaclass's own copies of the same methods. */
 static inline id cs_sel_class_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
     return cs_sel_perform0(original, self, _cmd, caller, sel);
 }
-CS_DEFINE_HOOK_1(cs_sel_class_perform0, id, SEL)
+CS_DEFINE_FAST_HOOK_1(cs_sel_class_perform0, id, SEL, cs_sel_answered_by_memo)
 static inline id cs_sel_class_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
     return cs_sel_perform1(original, self, _cmd, caller, sel, object);
 }
-CS_DEFINE_HOOK_2(cs_sel_class_perform1, id, SEL, id)
+CS_DEFINE_FAST_HOOK_2(cs_sel_class_perform1, id, SEL, id, cs_sel_answered_by_memo)
 static inline id cs_sel_class_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
                                        id object2) {
     return cs_sel_perform2(original, self, _cmd, caller, sel, object1, object2);
 }
-CS_DEFINE_HOOK_3(cs_sel_class_perform2, id, SEL, id, id)
+CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
 
 /* Root-only: classes that override performSelector: (NSProxy, apps) keep theirs. */
 #define CS_SEL_ROOT_HOOK(selector_name, body, on_class_side)                                       \

@@ -94,6 +94,21 @@ static const char *const kNilString = "nil string";
 
 #pragma mark - NSString reads
 
+/* Fast predicates (CS_DEFINE_FAST_HOOK_1): the guard is off, or the receiver's length is a field
+ * (CSReceiverMeasure.h) and the argument lies within it. NO is not a verdict: the full body
+ * decides. */
+CS_ALWAYS_INLINE_STRING BOOL cs_character_index_fast(id self, NSUInteger index) {
+    if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
+    NSUInteger length;
+    return cs_measure_field(&g_length_cache, self, &length) && index < length;
+}
+
+CS_ALWAYS_INLINE_STRING BOOL cs_range_read_fast(id self, NSRange range) {
+    if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
+    NSUInteger length;
+    return cs_measure_field(&g_length_cache, self, &length) && cs_range_fits(range, length);
+}
+
 static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd, const void *caller,
                                                  NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
@@ -103,7 +118,7 @@ static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd
     }
     return ((unichar(*)(id, SEL, NSUInteger))original)(self, _cmd, index);
 }
-CS_DEFINE_HOOK_1(cs_string_characterAtIndex, unichar, NSUInteger)
+CS_DEFINE_FAST_HOOK_1(cs_string_characterAtIndex, unichar, NSUInteger, cs_character_index_fast)
 
 static inline id cs_string_substringFromIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
@@ -133,7 +148,7 @@ static inline id cs_string_substringWithRange(IMP original, id self, SEL _cmd, c
     }
     return ((id(*)(id, SEL, NSRange))original)(self, _cmd, range);
 }
-CS_DEFINE_HOOK_1(cs_string_substringWithRange, id, NSRange)
+CS_DEFINE_FAST_HOOK_1(cs_string_substringWithRange, id, NSRange, cs_range_read_fast)
 
 #pragma mark - NSString searches
 

@@ -279,6 +279,31 @@ bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_d
  *  Guards started only: GNUstep 1.28 has no such method of its own. */
 void cs_test_kvo_class_remove_context(void);
 
+/* ---- hot-path fixtures (TestSupport_HotPath.m) ------------------------------------------ */
+
+/** What the receiver-measure cache reads from a -count/-length IMP whose first bytes are `code`:
+ *  the field's width (4 or 8) with its offset in *offset, or 0 when the code is not a plain field
+ *  getter (the hook then calls the IMP). */
+int cs_test_getter_field(const unsigned char *code, int32_t *offset);
+
+/** Sends each misuse of the fast hooks (-objectAtIndex:, -objectAtIndexedSubscript:,
+ *  -characterAtIndex:, -substringWithRange:) once, after a legal call of the same selector on the
+ *  same receiver (so the receiver's class is cached), from this function. Returns the start of
+ *  this function (an incident's first frame must lie just after it) and the number of neutralised
+ *  results in *neutralised (4 when guarded). */
+uintptr_t cs_test_fast_hook_misuses(unsigned *neutralised);
+
+/** performSelector: on one receiver class, legal then unknown (untyped) then legal, instance and
+ *  class side, and a selector that +resolveInstanceMethod: adds during the call. Bit i set: step
+ *  i gave the expected result (0x7f when guarded; unguarded the unknown steps throw). */
+unsigned cs_test_perform_after_memo(void);
+/** A fresh receiver-measure cache asked for an array's -count: bit 0 the count, 1 its class
+ *  published in its home bucket, 2 in field form, 3 the field read gives the count, 4 found there
+ *  again (0x1f when all hold). */
+unsigned cs_test_measure_cache_entry(void);
+/** Only the legal steps of cs_test_perform_after_memo (bits 0, 4, 6): 0x51 with or without guards. */
+unsigned cs_test_perform_legal_only(void);
+
 #ifdef __cplusplus
 }
 #endif
