@@ -405,23 +405,33 @@ static const cs_scenario kScenarios[] = {
     S("string.hasSuffix.nil", "hasSuffix:", string_hasSuffix_nil),
     S("string.stringByReplacingCharactersInRange.beyond", "stringByReplacingCharactersInRange:withString:",
       string_stringByReplacingCharactersInRange_beyond),
+#if defined(__APPLE__) /* a nil string in an edit is legal on GNUstep: see CS_NIL_EDIT_STRING_IS_MISUSE */
     S("string.stringByReplacingCharactersInRange.nil", "stringByReplacingCharactersInRange:withString:",
       string_stringByReplacingCharactersInRange_nil),
+#endif
+#if defined(__APPLE__) /* a nil string in an edit is legal on GNUstep: see CS_NIL_EDIT_STRING_IS_MISUSE */
     S("string.stringByAppendingString.nil", "stringByAppendingString:", string_stringByAppendingString_nil),
+#endif
     S("string.initWithString.nil", "initWithString:", string_initWithString_nil),
     S("mstring.initWithString.nil", "initWithString:", mstring_initWithString_nil),
     {"string.stringWithString.nil", "string", "stringWithString:", true, string_stringWithString_nil},
     {"mstring.stringWithString.nil", "string", "stringWithString:", true, mstring_stringWithString_nil},
+#if defined(__APPLE__) /* a nil string in an edit is legal on GNUstep: see CS_NIL_EDIT_STRING_IS_MISUSE */
     S("mstring.appendString.nil", "appendString:", mstring_appendString_nil),
+#endif
     S("mstring.insertString.beyond", "insertString:atIndex:", mstring_insertString_beyond),
+#if defined(__APPLE__) /* a nil string in an edit is legal on GNUstep: see CS_NIL_EDIT_STRING_IS_MISUSE */
     S("mstring.insertString.nil", "insertString:atIndex:", mstring_insertString_nil),
+#endif
     S("mstring.deleteCharactersInRange.beyond", "deleteCharactersInRange:", mstring_deleteCharactersInRange_beyond),
     S("mstring.deleteCharactersInRange.beyond.tracker", "deleteCharactersInRange:",
       mstring_deleteCharactersInRange_beyond_tracker),
     S("mstring.replaceCharactersInRange.beyond", "replaceCharactersInRange:withString:",
       mstring_replaceCharactersInRange_beyond),
+#if defined(__APPLE__) /* a nil string in an edit is legal on GNUstep: see CS_NIL_EDIT_STRING_IS_MISUSE */
     S("mstring.replaceCharactersInRange.nil", "replaceCharactersInRange:withString:",
       mstring_replaceCharactersInRange_nil),
+#endif
     S("astring.initWithString.nil", "initWithString:", astring_initWithString_nil),
     S("astring.initWithStringAttributes.nil", "initWithString:attributes:", astring_initWithStringAttributes_nil),
     S("mastring.initWithString.nil", "initWithString:", mastring_initWithString_nil),
@@ -438,8 +448,10 @@ static const cs_scenario kScenarios[] = {
     S("mastring.setAttributes.beyond", "setAttributes:range:", mastring_setAttributes_beyond),
     S("mastring.replaceCharactersInRange.beyond", "replaceCharactersInRange:withString:",
       mastring_replaceCharactersInRange_beyond),
+#if defined(__APPLE__) /* a nil string in an edit is legal on GNUstep: see CS_NIL_EDIT_STRING_IS_MISUSE */
     S("mastring.replaceCharactersInRange.nil", "replaceCharactersInRange:withString:",
       mastring_replaceCharactersInRange_nil),
+#endif
     S("mastring.deleteCharactersInRange.beyond", "deleteCharactersInRange:", mastring_deleteCharactersInRange_beyond),
     S("string.stringByReplacingOccurrences.nilTarget", "stringByReplacingOccurrencesOfString:withString:",
       string_stringByReplacingOccurrences_nilTarget),
@@ -1027,7 +1039,31 @@ static void *oracle_mastring_addAttributes(void) {
     return out;
 }
 
+#if !defined(__APPLE__)
+/** GNUstep's legal nil-string edits (Apple raises; see CS_NIL_EDIT_STRING_IS_MISUSE in the guard):
+ *  appended or inserted as nothing, a replacement by nil deletes the range. */
+static void *oracle_gnustep_nil_string_edits(void) {
+    NSString *nothing = cs_opaque(nil);
+    NSMutableString *out = [NSMutableString string];
+    NSString *base = [NSString stringWithFormat:@"%@", @"abc"];
+    [out appendFormat:@"%@ %@ | ", [base stringByAppendingString:nothing],
+                      [base stringByReplacingCharactersInRange:NSMakeRange(1, 1) withString:nothing]];
+    NSMutableString *m = [NSMutableString stringWithString:@"abc"];
+    [m appendString:nothing];
+    [m insertString:nothing atIndex:1];
+    [m replaceCharactersInRange:NSMakeRange(0, 1) withString:nothing];
+    NSMutableAttributedString *a = [[NSMutableAttributedString alloc] initWithString:@"abcd"];
+    [a replaceCharactersInRange:NSMakeRange(1, 2) withString:nothing];
+    [out appendFormat:@"%@ | %@", m, [a string]];
+    [a release];
+    return out;
+}
+#endif
+
 static const cs_oracle kOracles[] = {
+#if !defined(__APPLE__)
+    {"NSString nil string in edits (GNUstep: legal)", oracle_gnustep_nil_string_edits},
+#endif
     {"NSString stringByReplacingOccurrencesOfString:withString:", oracle_string_stringByReplacingOccurrences},
     {"NSString stringByReplacingOccurrencesOfString:withString:options:range:",
      oracle_string_stringByReplacingOccurrencesOptionsRange},
@@ -1107,7 +1143,7 @@ static void *cs_strings_stress_thread(void *argument) {
             misuses++;
             if (![[state->mutable substringWithRange:cs_raw_range(1, NSUIntegerMax)] isEqualToString:@"bc"]) wrong++;
             misuses++;
-            [state->mutable appendString:(NSString *)nil];
+            [state->mutable insertString:@"x" atIndex:9]; /* appendString:nil is legal on GNUstep */
             misuses++;
             [state->mutable replaceCharactersInRange:NSMakeRange(2, 5) withString:@"x"];
             misuses++;

@@ -73,7 +73,7 @@ extension RuntimeTests {
             ("string.rangeOfString.nil", "nil string"),
             ("string.rangeOfStringOptionsRange.beyond", "range at 4 with length 9 beyond the end"),
             ("mstring.insertString.beyond", "index 9 beyond length 3"),
-            ("mstring.replaceCharactersInRange.nil", "nil string"),
+            ("string.hasPrefix.nil", "nil string"),
             ("astring.attributesAtIndex.beyond", "index 9 beyond length 3"),
             ("mastring.addAttribute.nilValue", "nil attribute value"),
             ("mastring.addAttribute.nilName", "nil attribute name"),
@@ -133,7 +133,7 @@ extension RuntimeTests {
                 return results
             }
             let names = unguarded.keys.filter { name in stringOracleClasses.contains { name.hasPrefix($0) } }.sorted()
-            #expect(names.count == 35)
+            #expect(names.count == 36)
             for name in names {
                 let before = try #require(unguarded[name])
                 #expect(guarded[name] == before, "\(name)")
@@ -153,8 +153,7 @@ extension RuntimeTests {
             ("string.rangeOfString.nil", .threw("NSInvalidArgumentException")),
             ("astring.attributeAtIndex.beyond", .threw("NSRangeException")),
             ("mastring.addAttribute.nilValue", .threw("NSInvalidArgumentException")),
-            // GNUstep deletes with a nil replacement string: report-only lets it.
-            ("mstring.replaceCharactersInRange.nil", .otherValue),
+            ("string.hasSuffix.nil", .threw("NSInvalidArgumentException")),
         ])
         func reportOnlyRecordsAndKeepsTheOriginalBehaviour(_ name: String, _ original: ScenarioRun.Outcome) throws {
             var options = CrashShieldOptions()
@@ -176,7 +175,7 @@ extension RuntimeTests {
             options.policies[.string] = .off
             try withGuards(options) {
                 #expect(runScenario("string.substringWithRange.beyond.unicode") == .threw("NSRangeException"))
-                #expect(runScenario("mstring.appendString.nil") == .neutral)  // GNUstep ignores nil itself
+                #expect(runScenario("string.rangeOfString.nil") == .threw("NSInvalidArgumentException"))
                 #expect(CrashShield.recordedCount(for: .string) == 0)
             }
         }

@@ -90,6 +90,17 @@ static const char *const kRangeBeyond = "range at {} with length {} beyond the e
 static const char *const kIndexBeyond = "index {} beyond length {}";
 static const char *const kNilString = "nil string";
 
+/* A nil string in an edit: Apple raises NSInvalidArgumentException. GNUstep Base (1.28) raises
+ * nothing: stringByAppendingString: and stringByReplacingCharactersInRange:withString: treat it as
+ * empty, appendString: and insertString:atIndex: do nothing, replaceCharactersInRange:withString:
+ * deletes the range. A guard keeps each platform's legal results, so on GNUstep it is no misuse
+ * there (the range and index checks still apply). Every other nil-string hook raises on both. */
+#if defined(__APPLE__)
+#define CS_NIL_EDIT_STRING_IS_MISUSE 1
+#else
+#define CS_NIL_EDIT_STRING_IS_MISUSE 0
+#endif
+
 #define CS_RANGE_MISUSE(range) cs_guard_misuse(G, self, _cmd, caller, kRangeBeyond, 2, (range).location, (range).length)
 
 #pragma mark - NSString reads
@@ -211,7 +222,7 @@ CS_DEFINE_HOOK_1(cs_string_hasSuffix, BOOL, id)
 static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
                                                               NSRange range, id string) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        if (CS_UNLIKELY(string == nil)) {
+        if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
                 range = NSMakeRange(0, 0); /* replacing nothing with nothing: an unchanged copy */
                 string = CS_STR("");
@@ -229,7 +240,7 @@ static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id s
 CS_DEFINE_HOOK_2(cs_string_stringByReplacingCharactersInRange, id, NSRange, id)
 
 static inline id cs_string_stringByAppendingString(IMP original, id self, SEL _cmd, const void *caller, id string) {
-    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+    if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
@@ -314,7 +325,7 @@ CS_DEFINE_HOOK_1(cs_string_componentsSeparatedByString, id, id)
 #pragma mark - NSMutableString
 
 static inline void cs_mstring_appendString(IMP original, id self, SEL _cmd, const void *caller, id string) {
-    if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
+    if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return;
     ((void (*)(id, SEL, id))original)(self, _cmd, string);
 }
@@ -323,7 +334,7 @@ CS_DEFINE_HOOK_1(cs_mstring_appendString, void, id)
 static inline void cs_mstring_insertString(IMP original, id self, SEL _cmd, const void *caller, id string,
                                            NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
-        if (CS_UNLIKELY(string == nil)) {
+        if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
         } else {
             NSUInteger length = cs_length(self);
@@ -353,7 +364,7 @@ static inline BOOL cs_replace_allowed(id self, SEL _cmd, const void *caller, NSR
     NSUInteger length = cs_length(self);
     if (CS_UNLIKELY(!cs_range_fits(range, length))) return !CS_RANGE_MISUSE(range);
     /* A nil string from the system libraries is their own "delete" (see the file comment). */
-    if (CS_UNLIKELY(string == nil) && !cs_sent_by_system(caller))
+    if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE && !cs_sent_by_system(caller))
         return !cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0);
     return YES;
 }
@@ -560,9 +571,10 @@ static const CSHookSpec kStringHooks[] = {
 
 #pragma mark - Canary
 
-static BOOL cs_canary_append_nil(void) {
+/* A mutable-string edit that raises on every platform (a nil string does not on GNUstep). */
+static BOOL cs_canary_insert_beyond(void) {
     NSMutableString *text = [NSMutableString stringWithString:CS_STR("ab")];
-    [text appendString:(NSString *)nil];
+    [text insertString:CS_STR("x") atIndex:9];
     return [text isEqualToString:CS_STR("ab")];
 }
 
@@ -585,7 +597,7 @@ static const char *cs_strings_canary(void) {
                      "-[NSMutableString substringWithRange:] beyond length not intercepted");
     CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:CS_STR("b")],
                     "-[NSMutableString substringWithRange:] legal call changed");
-    CS_CANARY_MISUSE(cs_canary_append_nil(), "-[NSMutableString appendString:] nil not intercepted");
+    CS_CANARY_MISUSE(cs_canary_insert_beyond(), "-[NSMutableString insertString:atIndex:] beyond length not intercepted");
     CS_CANARY_LEGAL(cs_canary_append_legal(), "-[NSMutableString appendString:] legal call changed");
     return NULL;
 }
