@@ -64,6 +64,20 @@ void cs_test_add_nsobject_length(void) {
     class_addMethod([NSObject class], @selector(length), (IMP)cs_category_length, "Q@:");
 }
 
+bool cs_test_nsoperation_remove_cancelled_dependency(void) {
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    NSOperation *first = [[NSOperation alloc] init];
+    NSOperation *second = [[NSOperation alloc] init];
+    [second addDependency:first];
+    [first cancel];
+    [second removeDependency:first];
+    bool empty = [[second dependencies] count] == 0;
+    [second release];
+    [first release];
+    [pool release];
+    return empty;
+}
+
 #pragma mark - Dispatch-table refresh
 
 /* Sub defines 40 methods, so its copy-on-write dispatch-table bucket is its own copy: exactly the

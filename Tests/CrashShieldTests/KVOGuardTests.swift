@@ -7,6 +7,17 @@ import _CrashShieldScenarios
 /// and removal by context: legal calls keep their meaning across policy switches.
 extension RuntimeTests {
     @Suite struct KVOGuard {
+        /// GNUstep's own NSOperation removes a KVO registration it already removed when a
+        /// cancelled dependency is dropped (GNUstep Tests/base NSOperation/basic.m:51); GNUstep
+        /// ignores that, so it is no app misuse: the same result, and no incident.
+        @Test func systemCodeRemovingANonexistentRegistrationIsNotReported() throws {
+            try withGuards {
+                #expect(cs_test_nsoperation_remove_cancelled_dependency())
+                CrashShield.flushIncidents()
+                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+            }
+        }
+
         /// A policy switch between adding and removing never changes what the removal means:
         /// added while off (untracked), removed while on, the removal must reach the registration
         /// (not be taken for a misuse and ignored); added while on (tracked), removed while off,

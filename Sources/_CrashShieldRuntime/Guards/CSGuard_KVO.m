@@ -408,13 +408,27 @@ static BOOL cs_kvo_may_hold_untracked(id observed) {
     return cs_kvo_has_observation_info(observed);
 }
 
+/* GNUstep ignores the removal of a registration that does not exist, and its own code relies on it
+ * (NSOperation's -removeDependency: after the dependency finished or was cancelled removes an
+ * observer it already removed). Such a removal sent by the system's own code is its legal form,
+ * not the app's misuse: it goes to the original with no incident. Apple raises, so there every
+ * caller is judged. */
+static inline BOOL cs_kvo_platform_removal(const void *caller) {
+#if defined(__APPLE__)
+    (void)caller;
+    return NO;
+#else
+    return cs_address_is_in_system_image((uintptr_t)caller);
+#endif
+}
+
 static inline void cs_kvo_remove(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath) {
     if (object_getClass(observer) == [CSKVOEntry class]) {
         ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
         return;
     }
     if (cs_kvo_remove_matching(self, observer, keyPath, NO, NULL)) return;
-    if (CS_LIKELY(cs_guard_is_on(G)) && !cs_kvo_may_hold_untracked(self) &&
+    if (CS_LIKELY(cs_guard_is_on(G)) && !cs_kvo_may_hold_untracked(self) && !cs_kvo_platform_removal(caller) &&
         cs_kvo_misuse(self, _cmd, caller, "removal of a registration that does not exist: ignored"))
         return;
     ((cs_remove_fn)original)(self, _cmd, observer, keyPath);

@@ -103,6 +103,10 @@ bool cs_test_interned_string(void);
 /** Gives NSObject a -length returning 0 (as GNUstep's own test suite does with a category), so
  *  NSNull answers -length itself. For child processes only: it changes every class. */
 void cs_test_add_nsobject_length(void);
+/** GNUstep's NSOperation removing a dependency it already stopped observing (Tests/base
+ *  NSOperation/basic.m): its own code removes a KVO registration that no longer exists, which
+ *  GNUstep ignores. Returns whether the dependency list is empty afterwards. */
+bool cs_test_nsoperation_remove_cancelled_dependency(void);
 /** Hammers the side table from `threads` threads; returns the number of inconsistencies seen. */
 unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations);
 
