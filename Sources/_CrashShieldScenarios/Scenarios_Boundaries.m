@@ -40,7 +40,7 @@ typedef struct {
 } cs_bnd_row;
 
 static const char *const kReceiverNames[] = {"NSArray", "NSMutableArray", "NSOrderedSet", "NSMutableOrderedSet",
-                                             "NSData", "NSMutableData", "NSConstantString", "NSString",
+                                             "NSData", "NSMutableData", "NSString(literal)", "NSString",
                                              "NSString(unicode)", "NSMutableString", "NSAttributedString",
                                              "NSMutableAttributedString"};
 
