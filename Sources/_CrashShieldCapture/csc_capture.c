@@ -1070,17 +1070,7 @@ static bool csc_is_watchdog_signal(const siginfo_t *info) {
 /** The report took longer than watchdog_seconds: the process ends with SIGALRM (the report's
  *  prefix stays on disk). SIGALRM is set to its default action and unblocked only now. */
 static void csc_watchdog_expired(void) {
-    struct sigaction action;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = SIG_DFL;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGALRM, &action, NULL);
-    sigset_t alarm_only;
-    sigemptyset(&alarm_only);
-    sigaddset(&alarm_only, SIGALRM);
-    pthread_sigmask(SIG_UNBLOCK, &alarm_only, NULL);
-    syscall(SYS_tgkill, (long)getpid(), (long)csc_gettid(), (long)SIGALRM);
-    _exit(128 + SIGALRM);
+    csc_die_with(SIGALRM);
 }
 
 /* ---- the handler ---------------------------------------------------------------------------- */

@@ -42,6 +42,7 @@ typedef struct {
 #define CS_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots, NO}
 #define CS_CLASS_HOOK(root, selector_name, body) {root, selector_name, YES, &body##_slots, NO}
 #define CS_ROOT_HOOK(root, selector_name, body) {root, selector_name, NO, &body##_slots, YES}
+#define CS_CLASS_ROOT_HOOK(root, selector_name, body) {root, selector_name, YES, &body##_slots, YES}
 
 #define CS_REPEAT_SLOTS(M, ...)\
     M(0, __VA_ARGS__) M(1, __VA_ARGS__) M(2, __VA_ARGS__) M(3, __VA_ARGS__) M(4, __VA_ARGS__)\

@@ -215,25 +215,22 @@ CS_DEFINE_HOOK_1(cs_kvc_class_valueForKeyPath, id, id)
 
 #pragma mark - Registration
 
-#define CS_KVC_HOOK(selector_name, body, on_class_side)                                             \
-    {.root_class = "NSObject", .selector = selector_name, .class_side = on_class_side, .slots = &body##_slots, \
-     .root_only = YES}
 
 static const CSHookSpec kKVCHooks[] = {
-    CS_KVC_HOOK("setValue:forUndefinedKey:", cs_kvc_setValueForUndefinedKey, NO),
-    CS_KVC_HOOK("valueForUndefinedKey:", cs_kvc_valueForUndefinedKey, NO),
-    CS_KVC_HOOK("setNilValueForKey:", cs_kvc_setNilValueForKey, NO),
-    CS_KVC_HOOK("setValue:forKey:", cs_kvc_setValueForKey, NO),
-    CS_KVC_HOOK("valueForKey:", cs_kvc_valueForKey, NO),
-    CS_KVC_HOOK("setValue:forKeyPath:", cs_kvc_setValueForKeyPath, NO),
-    CS_KVC_HOOK("valueForKeyPath:", cs_kvc_valueForKeyPath, NO),
-    CS_KVC_HOOK("setValue:forUndefinedKey:", cs_kvc_class_setValueForUndefinedKey, YES),
-    CS_KVC_HOOK("valueForUndefinedKey:", cs_kvc_class_valueForUndefinedKey, YES),
-    CS_KVC_HOOK("setNilValueForKey:", cs_kvc_class_setNilValueForKey, YES),
-    CS_KVC_HOOK("setValue:forKey:", cs_kvc_class_setValueForKey, YES),
-    CS_KVC_HOOK("valueForKey:", cs_kvc_class_valueForKey, YES),
-    CS_KVC_HOOK("setValue:forKeyPath:", cs_kvc_class_setValueForKeyPath, YES),
-    CS_KVC_HOOK("valueForKeyPath:", cs_kvc_class_valueForKeyPath, YES),
+    CS_ROOT_HOOK("NSObject", "setValue:forUndefinedKey:", cs_kvc_setValueForUndefinedKey),
+    CS_ROOT_HOOK("NSObject", "valueForUndefinedKey:", cs_kvc_valueForUndefinedKey),
+    CS_ROOT_HOOK("NSObject", "setNilValueForKey:", cs_kvc_setNilValueForKey),
+    CS_ROOT_HOOK("NSObject", "setValue:forKey:", cs_kvc_setValueForKey),
+    CS_ROOT_HOOK("NSObject", "valueForKey:", cs_kvc_valueForKey),
+    CS_ROOT_HOOK("NSObject", "setValue:forKeyPath:", cs_kvc_setValueForKeyPath),
+    CS_ROOT_HOOK("NSObject", "valueForKeyPath:", cs_kvc_valueForKeyPath),
+    CS_CLASS_ROOT_HOOK("NSObject", "setValue:forUndefinedKey:", cs_kvc_class_setValueForUndefinedKey),
+    CS_CLASS_ROOT_HOOK("NSObject", "valueForUndefinedKey:", cs_kvc_class_valueForUndefinedKey),
+    CS_CLASS_ROOT_HOOK("NSObject", "setNilValueForKey:", cs_kvc_class_setNilValueForKey),
+    CS_CLASS_ROOT_HOOK("NSObject", "setValue:forKey:", cs_kvc_class_setValueForKey),
+    CS_CLASS_ROOT_HOOK("NSObject", "valueForKey:", cs_kvc_class_valueForKey),
+    CS_CLASS_ROOT_HOOK("NSObject", "setValue:forKeyPath:", cs_kvc_class_setValueForKeyPath),
+    CS_CLASS_ROOT_HOOK("NSObject", "valueForKeyPath:", cs_kvc_class_valueForKeyPath),
 };
 
 static const char *cs_kvc_canary(void) {

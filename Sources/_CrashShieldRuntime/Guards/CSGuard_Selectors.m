@@ -249,17 +249,13 @@ static inline id cs_sel_class_perform2(IMP original, id self, SEL _cmd, const vo
 CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
 
 /* Root-only: classes that override performSelector: (NSProxy, apps) keep theirs. */
-#define CS_SEL_ROOT_HOOK(selector_name, body, on_class_side)                                       \
-    {.root_class = "NSObject", .selector = selector_name, .class_side = on_class_side, .slots = &body##_slots, \
-     .root_only = YES}
-
 static const CSHookSpec kSelectorHooks[] = {
-    CS_SEL_ROOT_HOOK("performSelector:", cs_sel_perform0, NO),
-    CS_SEL_ROOT_HOOK("performSelector:withObject:", cs_sel_perform1, NO),
-    CS_SEL_ROOT_HOOK("performSelector:withObject:withObject:", cs_sel_perform2, NO),
-    CS_SEL_ROOT_HOOK("performSelector:", cs_sel_class_perform0, YES),
-    CS_SEL_ROOT_HOOK("performSelector:withObject:", cs_sel_class_perform1, YES),
-    CS_SEL_ROOT_HOOK("performSelector:withObject:withObject:", cs_sel_class_perform2, YES),
+    CS_ROOT_HOOK("NSObject", "performSelector:", cs_sel_perform0),
+    CS_ROOT_HOOK("NSObject", "performSelector:withObject:", cs_sel_perform1),
+    CS_ROOT_HOOK("NSObject", "performSelector:withObject:withObject:", cs_sel_perform2),
+    CS_CLASS_ROOT_HOOK("NSObject", "performSelector:", cs_sel_class_perform0),
+    CS_CLASS_ROOT_HOOK("NSObject", "performSelector:withObject:", cs_sel_class_perform1),
+    CS_CLASS_ROOT_HOOK("NSObject", "performSelector:withObject:withObject:", cs_sel_class_perform2),
 };
 
 #pragma mark - Install
