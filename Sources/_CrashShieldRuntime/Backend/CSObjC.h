@@ -1,6 +1,19 @@
 /*
- * CSObjC.h — the one import for Objective-C sources in this target. Memory management is manual
- * (GCC libobjc has no ARC); the CS_* macros let the same sources compile under ARC on Apple.
+ * CSObjC.h — the one import for Objective-C sources in this target.
+ *
+ * Ownership: every Objective-C file compiles under MRC (GCC's libobjc, where it runs and is tested;
+ * it has no ARC) and under ARC (Apple: SwiftPM turns ARC on and a package used by URL cannot turn
+ * it off). `scripts/check-arc.sh` runs clang's ARC front end over every file in CI. The rules
+ * (docs/ARCHITECTURE.md, "Ownership: MRC and ARC"):
+ *   - retain/release/autorelease only through CS_RETAIN / CS_RELEASE / CS_AUTORELEASE (no-ops
+ *     under ARC, where a strong variable does the same), -dealloc ends with CS_SUPER_DEALLOC();
+ *     no -retainCount anywhere; pools are @autoreleasepool (both modes), never NSAutoreleasePool;
+ *   - an object pointer that does not own (documented "unretained", a back pointer, a dealloc-path
+ *     receiver or parameter, an element of a C array of objects) is written CS_UNRETAINED, so that
+ *     ARC does not retain what MRC only borrowed;
+ *   - an object kept in C memory crosses with a bridge: CS_RETAINED_POINTER (+1, the C side owns
+ *     it) and CS_RELEASE_POINTER to give it up; CS_POINTER / CS_OBJECT cross without ownership;
+ *     an integer becomes an object only through CS_OBJECT((void *)value).
  */
 #ifndef CS_OBJC_H
 #define CS_OBJC_H
@@ -9,25 +22,27 @@
 #include <objc/runtime.h>
 #include <objc/message.h>
 
+/* Clang accepts ownership qualifiers and __bridge casts in MRC too (as no-ops), so these two are
+ * the same in both modes; they are macros to name the intent where they are used. */
+#define CS_UNRETAINED __unsafe_unretained
+#define CS_OBJECT(p) ((__bridge id)(p))
+#define CS_POINTER(x) ((__bridge void *)(x))
+
 #if __has_feature(objc_arc)
 #define CS_RETAIN(x) (x)
 #define CS_RELEASE(x) ((void)0)
 #define CS_AUTORELEASE(x) (x)
+#define CS_SUPER_DEALLOC() ((void)0)
 /* An object kept in C storage: +1 as a plain pointer, and back. */
-#define CS_RETAINED_POINTER(x) ((void *)CFBridgingRetain(x))
-#define CS_RELEASE_POINTER(p) CFRelease((CFTypeRef)(p))
-#define CS_OBJECT(p) ((__bridge id)(p))
-#define CS_POINTER(x) ((__bridge void *)(x))
-#define CS_UNRETAINED __unsafe_unretained
+#define CS_RETAINED_POINTER(x) ((__bridge_retained void *)(x))
+#define CS_RELEASE_POINTER(p) ((void)(__bridge_transfer id)(p))
 #else
 #define CS_RETAIN(x) [(x) retain]
 #define CS_RELEASE(x) [(x) release]
 #define CS_AUTORELEASE(x) [(x) autorelease]
+#define CS_SUPER_DEALLOC() [super dealloc]
 #define CS_RETAINED_POINTER(x) ((void *)[(x) retain])
 #define CS_RELEASE_POINTER(p) [(id)(p) release]
-#define CS_OBJECT(p) ((id)(p))
-#define CS_POINTER(x) ((void *)(x))
-#define CS_UNRETAINED
 #endif
 
 /* GCC's <stdatomic.h> shadows clang's when GCC's include directory is on the path (it is, for
