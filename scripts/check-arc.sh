@@ -9,6 +9,12 @@
 # missing header would stop the check early and hide everything after it), and if its own canary,
 # a file with one MRC-only call, is not rejected (a check that cannot fail checks nothing).
 #
+# A second rule, for the runtime target (what ships): every struct field and instance variable of
+# object type states its ownership in writing (`__strong`, or CS_UNRETAINED for one that does not
+# own). Unwritten, ARC makes it strong while MRC code treats it as the comment says, which is how a
+# proxy or token documented "unretained" would keep alive what it watches on Apple only. Read from
+# clang's ARC AST by scripts/lib/implicit_strong_fields.py.
+#
 # Errors inside GNUstep's and GCC's headers (GCC's objc/runtime.h is not ARC-clean) are counted and
 # shown in the summary but do not fail the check: they are not ours to fix.
 set -euo pipefail
@@ -75,4 +81,36 @@ for dir in "${!target_flags[@]}"; do
 done
 
 echo "check-arc: $files Objective-C files, $failed with errors in project lines ($foreign_total errors inside system headers ignored)"
+
+# Fields and ivars without written ownership, runtime target only (headers are seen once per file
+# that includes them, hence sort -u).
+fields_log="$(mktemp)"
+trap 'rm -f "$log" "${canary:-}" "$fields_log"' EXIT
+runtime=Sources/_CrashShieldRuntime
+while IFS= read -r file; do
+  lang=(-x objective-c)
+  [[ "$file" == *.mm ]] && lang=(-x objective-c++)
+  "$clang_bin" "${lang[@]}" "${common[@]}" -I "$runtime" -Xclang -ast-dump "$file" 2>/dev/null |
+    python3 scripts/lib/implicit_strong_fields.py >>"$fields_log" || true
+done < <(find "$runtime" \( -name '*.m' -o -name '*.mm' \) | sort)
+# The rule's canary: an unqualified object field in a project path must be found.
+canary_dir="$(mktemp -d)"
+mkdir -p "$canary_dir/Sources"
+printf 'typedef struct { id implicit_owner; } S;\n' >"$canary_dir/Sources/canary.m"
+canary_found=$(cd "$canary_dir" &&
+  "$clang_bin" -x objective-c -fsyntax-only -fobjc-arc -fobjc-runtime=gnustep-2.0 -Xclang -ast-dump Sources/canary.m 2>/dev/null |
+  python3 "$OLDPWD/scripts/lib/implicit_strong_fields.py" || true)
+rm -rf "$canary_dir"
+if ! grep -q implicit_owner <<<"$canary_found"; then
+  echo "check-arc: FAIL: the field canary (an unqualified id field) was not found; the field rule checks nothing" >&2
+  exit 1
+fi
+implicit=$(sort -u "$fields_log" | sort -t: -k1,1 -k2,2n)
+if [ -n "$implicit" ]; then
+  echo "$implicit"
+  echo "check-arc: $(wc -l <<<"$implicit") object fields in $runtime without written ownership (write __strong or CS_UNRETAINED)"
+  failed=$((failed + 1))
+else
+  echo "check-arc: every object field in $runtime states its ownership"
+fi
 [ "$failed" -eq 0 ]
