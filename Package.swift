@@ -70,6 +70,10 @@ let objcLinker: [LinkerSetting] = [
 
 let package = Package(
     name: "CrashShield",
+    // The public API uses `Duration` (iOS 16, macOS 13, Mac Catalyst 16, visionOS 1) and
+    // `AsyncStream`. No tvOS or watchOS: their SDKs mark `sigaltstack` prohibited, and crash
+    // capture needs an alternate signal stack to report a stack overflow.
+    platforms: [.iOS(.v16), .macOS(.v13), .macCatalyst(.v16), .visionOS(.v1)],
     products: [
         .library(name: "CrashShield", targets: ["CrashShield"]),
         .library(name: "CrashShieldCapture", targets: ["CrashShieldCapture"]),

@@ -5,7 +5,9 @@ internal import _CrashShieldIncidents
 /// Configuration for `CrashCapture.start(_:)`.
 public struct CaptureOptions: Sendable {
     /// Where reports and the launch-protection state live. Created if missing.
-    /// Default: `$XDG_CACHE_HOME/crashshield/<executable>` (or `~/.cache/...`).
+    /// Default (`defaultDirectory`): on Apple platforms `<Caches>/crashshield/<bundle identifier>`
+    /// (the app's own Caches directory; the executable's name when there is no bundle
+    /// identifier); elsewhere `$XDG_CACHE_HOME/crashshield/<executable>` (or `~/.cache/...`).
     public var directory: String
     /// Written into reports. Default: the executable's name.
     public var appName: String?
@@ -32,10 +34,28 @@ public struct CaptureOptions: Sendable {
     public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
 
     public static var defaultDirectory: String {
+        let executable = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "app"
+        #if canImport(Darwin)
+        // An app's container has no XDG variables and its HOME is the container itself; reports
+        // are discardable data that must survive relaunches, which is what Caches is for.
+        return appleDefaultDirectory(
+            caches: FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first?.path,
+            bundleIdentifier: Bundle.main.bundleIdentifier, executable: executable)
+        #else
         let environment = Foundation.ProcessInfo.processInfo.environment
         let base = environment["XDG_CACHE_HOME"] ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.cache")
-        let executable = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "app"
         return "\(base)/crashshield/\(executable)"
+        #endif
+    }
+
+    /// The Apple default, from its parts: `<caches>/crashshield/<bundle identifier or executable>`;
+    /// without a Caches directory, the temporary directory stands in. Platform-neutral so that the
+    /// Linux tests check the composition; only Apple platforms call it for the default.
+    static func appleDefaultDirectory(caches: String?, bundleIdentifier: String?, executable: String) -> String {
+        let base = caches.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+            ?? (NSTemporaryDirectory() as NSString).standardizingPath
+        let name = bundleIdentifier.flatMap { $0.isEmpty ? nil : $0 } ?? executable
+        return "\(base)/crashshield/\(name)"
     }
 }
 

@@ -6,12 +6,19 @@ internal import _CrashShieldCapture
 /// 1. `dladdr` when the image is loaded in this process with the same GNU build id (exported
 ///    symbols only: a static function is named after the nearest exported one before it);
 /// 2. `llvm-symbolizer` (or else `addr2line`) on the image file, when the file on disk still has
-///    the build id recorded in the report: every symbol in the symbol table, plus file and line;
+///    the build id recorded in the report: every symbol in the symbol table, plus file and line.
+///    Linux and macOS only (`ExternalSymbolizer.canRunTools`): iOS and the other Apple platforms
+///    have no `Process`, so there the frames keep what step 1 found;
 /// 3. Swift demangling of the names found (the runtime's `swift_demangle`).
 /// Frames whose image changed on disk (other build id) keep their raw address.
 public enum Symbolicator {
     /// Symbolicates `report` in place and re-classifies it. Blocking: runs external tools.
     public static func symbolicate(_ report: inout CrashReport) {
+        symbolicate(&report, externalTools: ExternalSymbolizer.canRunTools)
+    }
+
+    /// `externalTools: false` is what a platform without `Process` does (the tests run it here).
+    static func symbolicate(_ report: inout CrashReport, externalTools: Bool) {
         guard var frames = report.crashedThread?.frames, !frames.isEmpty else { return }
         let firstIsPC = report.crashedThread?.firstFrameIsPc ?? true
         let buildIDs = Dictionary(
@@ -48,8 +55,9 @@ public enum Symbolicator {
                 }
             }
             // 2. Tools on the file, if it is still the file that crashed.
-            guard FileManager.default.isReadableFile(atPath: image) else { continue }
-            if !recorded.isEmpty, let onDisk = ELFBuildID.read(path: image), onDisk != recorded { continue }
+            guard externalTools, FileManager.default.isReadableFile(atPath: image) else { continue }
+            if !recorded.isEmpty, let onDisk = ImageDebugID.read(path: image),
+               !onDisk.contains(ImageDebugID.normalized(recorded)) { continue }
             let offsets = indices.compactMap { lookupOffset($0) }
             if let results = ExternalSymbolizer.symbolize(path: image, offsets: offsets), results.count == indices.count {
                 for (index, result) in zip(indices, results) {
@@ -78,10 +86,10 @@ enum SwiftDemangler {
     ) -> UnsafeMutablePointer<CChar>?
 
     private static let function: Demangle? = {
-        #if os(Linux)
-        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc
-        #else
+        #if canImport(Darwin)
         let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
+        #else
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc and musl
         #endif
         guard let symbol = dlsym(defaultHandle, "swift_demangle") else { return nil }
         return unsafeBitCast(symbol, to: Demangle.self)
@@ -95,6 +103,22 @@ enum SwiftDemangler {
             defer { free(result) }
             return String(cString: result)
         }
+    }
+}
+
+/// The debug ids a file on disk carries, in the report's form (lowercase hex, no dashes): the GNU
+/// build id of an ELF file, or the LC_UUID of each slice of a Mach-O file (thin or universal).
+/// nil when the file is neither or carries no id: the caller then cannot tell a changed file.
+enum ImageDebugID {
+    static func read(path: String) -> [String]? {
+        if let buildID = ELFBuildID.read(path: path) { return [buildID] }
+        let uuids = MachOUUID.read(path: path)
+        return uuids.isEmpty ? nil : uuids
+    }
+
+    /// Reports write ids as lowercase hex; a UUID may also come as 8-4-4-4-12 in capitals.
+    static func normalized(_ id: String) -> String {
+        id.lowercased().filter { $0 != "-" }
     }
 }
 
@@ -134,8 +158,78 @@ enum ELFBuildID {
     }
 }
 
+/// Reads LC_UUID from a Mach-O file (<mach-o/loader.h>, <mach-o/fat.h>): a 64- or 32-bit
+/// little-endian image, or each such slice of a universal ("fat") file. Platform-neutral: the
+/// file is read as bytes, so the Linux tests check it.
+enum MachOUUID {
+    static func read(path: String) -> [String] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        guard let magic = try? handle.read(upToCount: 8), magic.count == 8 else { return [] }
+        let bigMagic = magic.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        // FAT_MAGIC / FAT_MAGIC_64: big-endian header, then nfat_arch entries of 20 / 32 bytes
+        // whose offset field (32 or 64 bits) locates each slice.
+        if bigMagic == 0xcafe_babe || bigMagic == 0xcafe_babf {
+            let wide = bigMagic == 0xcafe_babf
+            let count = Int(magic.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+            let entrySize = wide ? 32 : 20
+            // A Java class file shares 0xcafebabe; its "count" (a version) is far above any slice count.
+            guard count > 0, count < 32,
+                  let table = try? handle.read(upToCount: entrySize * count), table.count == entrySize * count else { return [] }
+            return (0..<count).flatMap { index -> [String] in
+                let entry = table.subdata(in: (index * entrySize)..<((index + 1) * entrySize))
+                let offset = wide ? bigEndian(entry, 8, 8) : bigEndian(entry, 8, 4)
+                return thinUUID(handle, at: offset).map { [$0] } ?? []
+            }
+        }
+        return thinUUID(handle, at: 0).map { [$0] } ?? []
+    }
+
+    private static func bigEndian(_ data: Data, _ at: Int, _ width: Int) -> UInt64 {
+        data[(data.startIndex + at)..<(data.startIndex + at + width)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+
+    private static func littleEndian(_ data: Data, _ at: Int) -> Int {
+        (0..<4).reduce(0) { $0 | Int(data[data.startIndex + at + $1]) << (8 * $1) }
+    }
+
+    /// The UUID of the thin Mach-O image starting at `offset`, if it is one and has LC_UUID.
+    private static func thinUUID(_ handle: FileHandle, at offset: UInt64) -> String? {
+        guard (try? handle.seek(toOffset: offset)) != nil,
+              let header = try? handle.read(upToCount: 32), header.count == 32 else { return nil }
+        let headerSize: Int
+        switch littleEndian(header, 0) {
+        case 0xfeed_facf: headerSize = 32  // MH_MAGIC_64
+        case 0xfeed_face: headerSize = 28  // MH_MAGIC
+        default: return nil
+        }
+        let commandCount = littleEndian(header, 16), commandsSize = littleEndian(header, 20)
+        guard commandCount < 4096, commandsSize < 1 << 24, (try? handle.seek(toOffset: offset + UInt64(headerSize))) != nil,
+              let commands = try? handle.read(upToCount: commandsSize), commands.count == commandsSize else { return nil }
+        var at = 0
+        for _ in 0..<commandCount {
+            guard at + 8 <= commands.count else { break }
+            let command = littleEndian(commands, at), size = littleEndian(commands, at + 4)
+            guard size >= 8, at + size <= commands.count else { break }
+            if command == 0x1b /* LC_UUID */, size >= 24 {
+                return commands.subdata(in: (at + 8)..<(at + 24)).map { String(format: "%02x", $0) }.joined()
+            }
+            at += size
+        }
+        return nil
+    }
+}
+
 /// llvm-symbolizer or addr2line, whichever is on PATH (llvm-symbolizer first).
 enum ExternalSymbolizer {
+    /// Whether this platform can start a tool: Foundation's `Process` exists on Linux and macOS
+    /// only (not on iOS, Mac Catalyst, tvOS, watchOS or visionOS).
+    #if os(Linux) || os(macOS)
+    static let canRunTools = true
+    #else
+    static let canRunTools = false
+    #endif
+
     struct Symbol {
         var function: String
         var file: String?
@@ -156,6 +250,7 @@ enum ExternalSymbolizer {
     }
 
     static func symbolize(path: String, offsets: [UInt64]) -> [Symbol?]? {
+        guard canRunTools else { return nil }
         let addresses = offsets.map { "0x" + String($0, radix: 16) }
         if let tool = llvmSymbolizer,
            let output = run(tool, ["--obj=\(path)", "--no-demangle", "--no-inlines", "--functions=linkage"] + addresses) {
@@ -190,6 +285,7 @@ enum ExternalSymbolizer {
     }
 
     private static func run(_ tool: String, _ arguments: [String]) -> String? {
+        #if os(Linux) || os(macOS)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
@@ -201,6 +297,9 @@ enum ExternalSymbolizer {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { return nil }
         return String(decoding: data, as: UTF8.self)
+        #else
+        return nil
+        #endif
     }
 }
 

@@ -15,13 +15,22 @@ struct ChildProcess {
     }
 
     static var currentExecutable: String {
+        #if os(Linux)
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        #else
+        Bundle.main.executablePath ?? CommandLine.arguments[0]  // no /proc on Darwin
+        #endif
     }
 
     static func run(_ path: String, _ arguments: [String], timeout: Duration = .seconds(20)) -> Result {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { return Result(termination: .exited(-1), output: "") }
+        // glibc's file actions are a struct; Darwin's are an opaque pointer that init allocates.
+        #if canImport(Glibc)
         var actions = posix_spawn_file_actions_t()
+        #else
+        var actions: posix_spawn_file_actions_t?
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)

@@ -145,12 +145,21 @@ enum CrashCommand {
 /// report directory deleted), `--unwritable-dir` (the directory made read-only, and as root the
 /// process drops to uid/gid 65534, as servers do after start, so it cannot write there).
 enum HostileSetup {
+    // glibc declares the resources as an enum (imported with a raw value); Darwin and musl as ints.
+    #if canImport(Glibc)
+    static let fileSizeLimit = Int32(RLIMIT_FSIZE.rawValue)
+    static let descriptorLimit = Int32(RLIMIT_NOFILE.rawValue)
+    #else
+    static let fileSizeLimit = RLIMIT_FSIZE
+    static let descriptorLimit = RLIMIT_NOFILE
+    #endif
+
     static func apply(_ arguments: [String], directory: String) {
         if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) {
             var value = rlimit()
-            getrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)
+            getrlimit(fileSizeLimit, &value)
             value.rlim_cur = limit
-            setrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)
+            setrlimit(fileSizeLimit, &value)
             // The default action, unblocked, as in a process started from a shell (a parent may
             // hand down an ignored or blocked SIGXFSZ, which would hide what the limit does).
             signal(SIGXFSZ, SIG_DFL)
@@ -161,9 +170,9 @@ enum HostileSetup {
         }
         if arguments.contains("--exhaust-fds") {
             var value = rlimit()
-            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &value)
+            getrlimit(descriptorLimit, &value)
             value.rlim_cur = min(value.rlim_cur, 256)
-            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &value)
+            setrlimit(descriptorLimit, &value)
             var opened = 0
             while open("/dev/null", O_RDONLY) >= 0 { opened += 1 }
             if errno != EMFILE { print("EXHAUST-FAILED errno=\(errno)") }

@@ -1,13 +1,24 @@
 /*
  * CSBackend_Apple.m — the runtime backend for Apple's Objective-C runtime.
  *
- * NOT VERIFIED: the Linux build machines cannot compile or run this file. It is kept to the
- * documented public runtime API and as small as possible. Apple's runtime flushes its method
- * caches on method_setImplementation(), so no dispatch-table refresh is needed.
+ * NOT COMPILED HERE, NOT VERIFIED: everything below is inside `#if defined(__APPLE__)`, so the
+ * Linux build and scripts/check-arc.sh (which runs against GNUstep's headers) see an empty file.
+ * It is kept to the documented public runtime API (<objc/runtime.h>, <dlfcn.h>,
+ * <dispatch/dispatch.h>) and as small as possible. Apple's runtime flushes its method caches on
+ * method_setImplementation(), so no dispatch-table refresh is needed.
+ *
+ * Ownership: on Apple SwiftPM compiles this file with ARC; it is written for ARC and MRC alike
+ * (Backend/CSObjC.h): no retain/release/autorelease, receivers the runtime hands to our IMPs are
+ * CS_UNRETAINED (borrowed, as in MRC), classes cross into integers only for identity compares,
+ * and the one object kept for good (the forwarding stub) is a strong static.
  */
 #import "CSBackend.h"
 
 #if defined(__APPLE__)
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static Method cs_own_method(Class owner, SEL sel) {
@@ -59,15 +70,20 @@ const char *cs_backend_selector_types(SEL sel) {
  * report's caller is the forwarding machinery, so incidents are fingerprinted from the captured
  * stack. A direct call of forwardingTargetForSelector: for a selector the receiver does not
  * implement sees the stub or target too: on Apple this method is the forwarding path. */
-static cs_forward_decider g_forward_decider;
-static cs_forward_reporter g_forward_reporter;
-static Class g_retarget_class;
-static cs_forward_retarget_decider g_retarget_decider;
-static cs_forward_target_fn g_retarget_target;
-static cs_forward_reporter g_retarget_reporter;
+static cs_forward_decider g_forward_decider;            /* CS_ATOMIC_* */
+static cs_forward_reporter g_forward_reporter;          /* CS_ATOMIC_* */
+static uintptr_t g_retarget_class;                      /* CS_ATOMIC_*; 0 when no retarget client */
+static cs_forward_retarget_decider g_retarget_decider;  /* CS_ATOMIC_* */
+static cs_forward_target_fn g_retarget_target;          /* CS_ATOMIC_* */
+static cs_forward_reporter g_retarget_reporter;         /* CS_ATOMIC_* */
+/* The IMPs our hooks chain to (CS_ATOMIC_*: read by the hooks on any thread). They stay valid
+ * after an unhook, so a call already inside a hook finishes through them. */
 static IMP g_original_instance_ftarget;
 static IMP g_original_class_ftarget;
-static id g_stub_object;
+/* Whether our hook is in NSObject's instance / class method; written under the engine lock. */
+static BOOL g_instance_hooked;
+static BOOL g_class_hooked;
+static id g_stub_object; /* strong: made once, kept for good (its class cannot be disposed safely) */
 
 /* Marks are only needed where selectors carry types (GNUstep); kept for the shared interface. */
 cs_object_call_mark cs_backend_object_call_begin(id receiver, SEL sel) {
@@ -81,22 +97,24 @@ void cs_backend_object_call_end(cs_object_call_mark previous) {
     (void)previous;
 }
 
-static id cs_apple_zero_imp(id self, SEL _cmd) {
+static id cs_apple_zero_imp(CS_UNRETAINED id self, SEL _cmd) {
     (void)self;
     (void)_cmd;
     return nil;
 }
 
-static BOOL cs_apple_stub_resolve(id self, SEL _cmd, SEL sel) {
+/* +resolveInstanceMethod: of the stub class: every selector becomes cs_apple_zero_imp. */
+static BOOL cs_apple_stub_resolve(CS_UNRETAINED id self, SEL _cmd, SEL sel) {
     (void)_cmd;
     class_addMethod((Class)self, sel, (IMP)cs_apple_zero_imp, "@@:");
     return YES;
 }
 
-static id cs_apple_ftarget(id self, SEL _cmd, SEL sel, IMP original) {
+static id cs_apple_ftarget(CS_UNRETAINED id self, SEL _cmd, SEL sel, IMP original) {
     id target = ((id(*)(id, SEL, SEL))original)(self, _cmd, sel);
     if (target != nil) return target;
-    if (g_retarget_class != Nil && object_getClass(self) == g_retarget_class) {
+    uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
+    if (retarget_class != 0 && (uintptr_t)object_getClass(self) == retarget_class) {
         cs_forward_retarget_decider decide = CS_ATOMIC_LOAD(&g_retarget_decider);
         /* The stub object answers object and integer results only; Apple gives no more to go on. */
         cs_forward_decision decision = decide ? decide(self, sel, YES) : CS_FORWARD_DECLINE;
@@ -118,34 +136,68 @@ static id cs_apple_ftarget(id self, SEL _cmd, SEL sel, IMP original) {
     return g_stub_object;
 }
 
-static id cs_apple_instance_ftarget(id self, SEL _cmd, SEL sel) {
-    return cs_apple_ftarget(self, _cmd, sel, g_original_instance_ftarget);
+static id cs_apple_instance_ftarget(CS_UNRETAINED id self, SEL _cmd, SEL sel) {
+    return cs_apple_ftarget(self, _cmd, sel, CS_ATOMIC_LOAD(&g_original_instance_ftarget));
 }
 
-static id cs_apple_class_ftarget(id self, SEL _cmd, SEL sel) {
-    return cs_apple_ftarget(self, _cmd, sel, g_original_class_ftarget);
+static id cs_apple_class_ftarget(CS_UNRETAINED id self, SEL _cmd, SEL sel) {
+    return cs_apple_ftarget(self, _cmd, sel, CS_ATOMIC_LOAD(&g_original_class_ftarget));
 }
 
-/* Installs the stub class and the forwardingTargetForSelector: hooks once; they stay (without a
- * decider they answer exactly what the originals answer). */
+/* Puts `hook` in place of `owner`'s own forwardingTargetForSelector:, chaining to the IMP it
+ * replaces (method_setImplementation answers it, so a hook that raced in is chained too). */
+static BOOL cs_apple_hook_side(Class owner, IMP hook, IMP *original) {
+    SEL sel = sel_registerName("forwardingTargetForSelector:");
+    IMP current = cs_backend_own_implementation(owner, sel);
+    if (current == NULL) return NO;
+    CS_ATOMIC_STORE(original, current);
+    IMP replaced = cs_backend_replace_implementation(owner, sel, hook);
+    if (replaced != NULL && replaced != current) CS_ATOMIC_STORE(original, replaced);
+    return YES;
+}
+
+/* Makes the stub class once (it stays), then hooks NSObject's instance and class
+ * forwardingTargetForSelector: where not hooked already. Without a decider the hooks answer
+ * exactly what the originals answer. */
 static const char *cs_apple_hook_forwarding(void) {
     if (g_stub_object == nil) {
         Class stub = objc_allocateClassPair(objc_lookUpClass("NSObject"), "CSForwardingStub", 0);
         if (stub == Nil) return "the forwarding stub class could not be made";
+        /* +resolveInstanceMethod: returns BOOL, whose encoding differs by architecture ('B' where
+         * BOOL is bool, arm64; 'c' where it is signed char, x86_64 macOS): from the compiler. */
+        static char resolver_types[16];
+        snprintf(resolver_types, sizeof resolver_types, "%s@::", @encode(BOOL));
         class_addMethod(object_getClass((id)stub), sel_registerName("resolveInstanceMethod:"),
-                        (IMP)cs_apple_stub_resolve, "c@::");
+                        (IMP)cs_apple_stub_resolve, resolver_types);
         objc_registerClassPair(stub);
         g_stub_object = [[stub alloc] init];
     }
-    if (g_original_instance_ftarget == NULL) {
-        Class root = objc_lookUpClass("NSObject");
-        SEL sel = sel_registerName("forwardingTargetForSelector:");
-        g_original_instance_ftarget = class_getMethodImplementation(root, sel);
-        g_original_class_ftarget = class_getMethodImplementation(object_getClass((id)root), sel);
-        cs_backend_replace_implementation(root, sel, (IMP)cs_apple_instance_ftarget);
-        cs_backend_replace_implementation(object_getClass((id)root), sel, (IMP)cs_apple_class_ftarget);
-    }
+    Class root = objc_lookUpClass("NSObject");
+    if (!g_instance_hooked)
+        g_instance_hooked = cs_apple_hook_side(root, (IMP)cs_apple_instance_ftarget, &g_original_instance_ftarget);
+    if (!g_class_hooked)
+        g_class_hooked = cs_apple_hook_side(object_getClass((id)root), (IMP)cs_apple_class_ftarget,
+                                            &g_original_class_ftarget);
+    if (!g_instance_hooked || !g_class_hooked) return "NSObject does not define forwardingTargetForSelector:";
     return NULL;
+}
+
+/* Gives NSObject's forwardingTargetForSelector: back once neither client uses the hooks, as the
+ * GNU backend gives __objc_msg_forward2 back. A side whose method no longer holds our hook (a
+ * later hook chains to ours) keeps it: ours then declines everything, like the original. */
+static void cs_apple_unhook_forwarding_if_unused(void) {
+    if (CS_ATOMIC_LOAD(&g_forward_decider) != NULL || CS_ATOMIC_LOAD(&g_retarget_class) != 0) return;
+    SEL sel = sel_registerName("forwardingTargetForSelector:");
+    Class root = objc_lookUpClass("NSObject");
+    Class meta = object_getClass((id)root);
+    if (g_instance_hooked && cs_backend_own_implementation(root, sel) == (IMP)cs_apple_instance_ftarget) {
+        cs_backend_replace_implementation(root, sel, CS_ATOMIC_LOAD(&g_original_instance_ftarget));
+        g_instance_hooked = NO;
+    }
+    if (g_class_hooked && cs_backend_own_implementation(meta, sel) == (IMP)cs_apple_class_ftarget) {
+        cs_backend_replace_implementation(meta, sel, CS_ATOMIC_LOAD(&g_original_class_ftarget));
+        g_class_hooked = NO;
+    }
 }
 
 const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_forward_reporter report) {
@@ -158,6 +210,7 @@ const char *cs_backend_install_forward_handler(cs_forward_decider decide, cs_for
 
 void cs_backend_uninstall_forward_handler(void) {
     CS_ATOMIC_STORE(&g_forward_decider, (cs_forward_decider)NULL);
+    cs_apple_unhook_forwarding_if_unused();
 }
 
 const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_decider decide,
@@ -167,12 +220,14 @@ const char *cs_backend_install_forward_retarget(Class cls, cs_forward_retarget_d
     CS_ATOMIC_STORE(&g_retarget_reporter, report);
     CS_ATOMIC_STORE(&g_retarget_target, target);
     CS_ATOMIC_STORE(&g_retarget_decider, decide);
-    g_retarget_class = cls;
+    CS_ATOMIC_STORE(&g_retarget_class, (uintptr_t)cls);
     return NULL;
 }
 
 void cs_backend_uninstall_forward_retarget(void) {
+    CS_ATOMIC_STORE(&g_retarget_class, (uintptr_t)0);
     CS_ATOMIC_STORE(&g_retarget_decider, (cs_forward_retarget_decider)NULL);
+    cs_apple_unhook_forwarding_if_unused();
 }
 
 void cs_backend_defer_dispatch_refresh(BOOL defer) {
@@ -224,26 +279,57 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
     free(classes);
 }
 
-/* System images by path: the OS's /System and /usr/lib, and the same folders under the simulator
- * runtime's root (DYLD_ROOT_PATH / SIMULATOR_ROOT), where a simulator app's Foundation lives.
- * The answer is cached per image base; called only under the engine lock (install), so the
- * cache takes no lock of its own. */
-#include <dlfcn.h>
-#include <stdlib.h>
+/* System images by path, never by class name: an image is the system's when it lies under
+ * /System/ or /usr/lib/ of a system root. The roots are "" (the OS itself) and the root of the
+ * runtime the app runs on, found once: the part of Foundation's image path before
+ * "/System/Library/Frameworks/" (empty on a device or a Mac; the simulator runtime's root in the
+ * simulator, whatever Xcode names it), plus SIMULATOR_ROOT, IPHONE_SIMULATOR_ROOT and
+ * DYLD_ROOT_PATH when the environment sets them. Copied once, so a later setenv changes nothing. */
+enum { kMaxSystemRoots = 4 };
+static char *g_system_roots[kMaxSystemRoots];
+static size_t g_system_root_count;
+static pthread_once_t g_system_roots_once = PTHREAD_ONCE_INIT;
+
+static void cs_apple_add_system_root(const char *root, size_t length) {
+    if (length == 0 || g_system_root_count == kMaxSystemRoots) return;
+    for (size_t i = 0; i < g_system_root_count; i++)
+        if (strlen(g_system_roots[i]) == length && strncmp(g_system_roots[i], root, length) == 0) return;
+    char *copy = strndup(root, length);
+    if (copy != NULL) g_system_roots[g_system_root_count++] = copy;
+}
+
+static void cs_apple_find_system_roots(void) {
+    Dl_info info;
+    if (dladdr((const void *)&NSStringFromSelector, &info) != 0 && info.dli_fname != NULL) {
+        const char *frameworks = strstr(info.dli_fname, "/System/Library/Frameworks/");
+        if (frameworks != NULL) cs_apple_add_system_root(info.dli_fname, (size_t)(frameworks - info.dli_fname));
+    }
+    const char *variables[] = {"SIMULATOR_ROOT", "IPHONE_SIMULATOR_ROOT", "DYLD_ROOT_PATH"};
+    for (size_t v = 0; v < sizeof variables / sizeof variables[0]; v++) {
+        const char *value = getenv(variables[v]);
+        size_t length = value ? strlen(value) : 0;
+        while (length > 1 && value[length - 1] == '/') length--;
+        if (length > 1) cs_apple_add_system_root(value, length);
+    }
+}
+
+static BOOL cs_apple_under_system_folder(const char *path) {
+    return strncmp(path, "/System/", 8) == 0 || strncmp(path, "/usr/lib/", 9) == 0;
+}
 
 static BOOL cs_apple_path_is_system(const char *path) {
     if (path == NULL) return NO;
-    if (strncmp(path, "/System/", 8) == 0 || strncmp(path, "/usr/lib/", 9) == 0) return YES;
-    const char *roots[] = {getenv("DYLD_ROOT_PATH"), getenv("SIMULATOR_ROOT")};
-    for (size_t r = 0; r < sizeof roots / sizeof roots[0]; r++) {
-        size_t length = roots[r] ? strlen(roots[r]) : 0;
-        if (length == 0 || strncmp(path, roots[r], length) != 0) continue;
-        const char *rest = path + length;
-        if (strncmp(rest, "/System/", 8) == 0 || strncmp(rest, "/usr/lib/", 9) == 0) return YES;
+    if (cs_apple_under_system_folder(path)) return YES;
+    pthread_once(&g_system_roots_once, cs_apple_find_system_roots);
+    for (size_t r = 0; r < g_system_root_count; r++) {
+        size_t length = strlen(g_system_roots[r]);
+        if (strncmp(path, g_system_roots[r], length) == 0 && cs_apple_under_system_folder(path + length)) return YES;
     }
     return NO;
 }
 
+/* The answer is cached per image base; called only under the engine lock (install), so the
+ * cache takes no lock of its own. */
 BOOL cs_backend_implementation_is_system(IMP implementation) {
     static const void *cached_base[16];
     static BOOL cached_answer[16];

@@ -140,20 +140,34 @@ static void cs_tag_main_queue(void) {
     }
 }
 
+#if defined(__APPLE__)
+#include <dispatch/dispatch.h>
+#endif
+
+/* True on the main thread, and for work the main queue runs on any thread. */
 BOOL cs_backend_is_main_thread(void) {
+#if defined(__APPLE__)
+    /* NOT COMPILED HERE. libdispatch is part of libSystem on Apple: its public API, called
+     * directly. The main queue is tagged once with a queue-specific key (thread-safe from any
+     * thread); a block it runs reads the key back on whatever thread drains it. */
+    if (pthread_main_np()) return YES;
+    static char main_queue_key;
+    static dispatch_once_t main_queue_tagged;
+    dispatch_once(&main_queue_tagged, ^{
+        dispatch_queue_set_specific(dispatch_get_main_queue(), &main_queue_key, &main_queue_key, NULL);
+    });
+    return dispatch_get_specific(&main_queue_key) == &main_queue_key;
+#else
     static __thread int cached; /* 0 unknown, 1 main, 2 other */
     if (CS_UNLIKELY(cached == 0)) {
-#if defined(__APPLE__)
-        cached = pthread_main_np() ? 1 : 2;
-#else
         /* GNUstep's +[NSThread isMainThread] means "the thread that first used NSThread", which in
          * a Swift process may be a worker; the kernel's answer is exact. */
         cached = (pid_t)syscall(SYS_gettid) == getpid() ? 1 : 2;
-#endif
     }
     if (cached == 1) return YES;
     pthread_once(&g_main_queue_once, cs_tag_main_queue);
     return g_get_specific != NULL && g_get_specific(&kMainQueueKey) == &kMainQueueKey;
+#endif
 }
 
 /* Runs a C function on the main run loop when libdispatch is not in the process. */
