@@ -8,8 +8,8 @@
 #include "csc_internal.h"
 
 /** Prepares the loader side before the first collect; idempotent, cheap after the first call.
- *  Called outside every lock of csc_images.c (Apple: registers the dyld callbacks, and dyld may
- *  call them on other threads at once). */
+ *  Called outside every lock of csc_images.c (Apple: registers with dyld, whose callbacks may run
+ *  on other threads at once and end in csc_images_rebuild). */
 void csc_images_platform_start(void);
 
 /** Appends every loaded image to `table` (count and path bytes already reset). Called under the

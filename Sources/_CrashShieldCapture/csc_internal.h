@@ -14,7 +14,12 @@
 #include <limits.h>
 #include <sys/types.h>
 
+/* Apple: an app loads several hundred images (most from the dyld shared cache). */
+#if defined(__APPLE__)
+#define CSC_MAX_IMAGES 2048
+#else
 #define CSC_MAX_IMAGES 512
+#endif
 /** Longest path kept whole (the executable, the report directory, one image): the platform's
  *  limit, so a frame in an image under a long path can still be symbolicated. */
 #define CSC_PATH_MAX PATH_MAX

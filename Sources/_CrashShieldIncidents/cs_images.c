@@ -6,7 +6,7 @@
 
 #include <pthread.h>
 
-#define CS_MAX_IMAGES 512
+#define CS_MAX_IMAGES 2048 /* an iOS app loads several hundred images, most from the shared cache */
 
 static cs_image_info g_images[CS_MAX_IMAGES];
 static int g_image_count;
@@ -19,6 +19,7 @@ static bool cs_images_append(const cs_image_info *image) {
 }
 
 void cs_images_refresh(void) {
+    cs_images_platform_start();
     pthread_rwlock_wrlock(&g_images_lock);
     g_image_count = 0;
     cs_images_platform_collect(cs_images_append);

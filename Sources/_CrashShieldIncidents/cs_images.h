@@ -28,6 +28,10 @@ bool cs_images_lookup(uintptr_t address, cs_image_info *out);
 /** Receives one image; false when the cache is full (the walk then stops). */
 typedef bool (*cs_image_sink)(const cs_image_info *image);
 
+/** Prepares the loader side before a collect (Apple: registers with dyld once, without waiting
+ *  for another thread's registration). Called with no lock of the cache held. */
+void cs_images_platform_start(void);
+
 /** Reports every loaded image to `sink`, classifying each (is_system). Called under the cache's
  *  write lock, never from a signal handler. */
 void cs_images_platform_collect(cs_image_sink sink);

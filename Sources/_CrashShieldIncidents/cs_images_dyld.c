@@ -1,35 +1,36 @@
 /*
- * cs_images_dyld.c — fills the image cache (cs_images.c) from dyld's list of loaded images and
- * classifies each by its path (cs_image_paths.h). Compiled only for Apple targets; written
- * against <mach-o/dyld.h> (apple-oss-distributions/dyld include/mach-o/dyld.h) and <dlfcn.h>,
- * and not compiled or run on the Linux build machines.
- *
- * dyld documents its index API as racing with loads and unloads on other threads ("This is not a
- * thread safe operation"), so an index past the end gives a NULL header or name, which is
- * skipped; an image that appears later is found by the refresh cs_images_lookup() does on a miss.
+ * cs_images_dyld.c — fills the image cache (cs_images.c) on Apple platforms from the dyld
+ * registry (cs_dyld_images.h) and classifies each image by its path (cs_image_paths.h): under
+ * /System/ or /usr/lib/ of the runtime root, which in the simulator is the simulator runtime's
+ * root (from the loaded libSystem's path, and SIMULATOR_ROOT when set). Compiled only for Apple
+ * targets; not compiled or run on the Linux build machines.
  */
 #if defined(__APPLE__)
 #include "cs_images.h"
+#include "cs_dyld_images.h"
 #include "cs_image_paths.h"
 #include "cs_macho.h"
 
-#include <mach-o/dyld.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Runtime roots: "" on a device or a Mac, the simulator runtime's root in the simulator (from
- * the loaded libSystem's path, and SIMULATOR_ROOT when the simulator sets it). Read at the first
- * collect, under the cache's write lock, then only read. */
+/* Runtime roots: "" on a device or a Mac, the simulator runtime's root in the simulator. Written
+ * by the collect that first sees libSystem (under the cache's write lock), then only read. */
 static char g_runtime_root[1024];
 static char g_simulator_root[1024];
-static bool g_roots_read;
+static bool g_runtime_root_known;
+static bool g_simulator_root_read;
 
-static void cs_read_runtime_roots(void) {
-    uint32_t count = _dyld_image_count();
-    for (uint32_t i = 0; i < count; i++) {
-        const char *name = _dyld_get_image_name(i);
-        if (name && cs_apple_runtime_root(name, g_runtime_root, sizeof g_runtime_root)) break;
-    }
+void cs_images_platform_start(void) {
+    cs_dyld_images_start(); /* outside the cache's lock: registration calls into dyld */
+}
+
+static bool cs_path_is_system(const char *path) {
+    return cs_apple_path_is_system(path, g_runtime_root)
+        || (g_simulator_root[0] && cs_apple_path_is_system(path, g_simulator_root));
+}
+
+static void cs_read_simulator_root(void) {
     const char *simulator = getenv("SIMULATOR_ROOT");
     size_t length = simulator ? strlen(simulator) : 0;
     while (length > 0 && simulator[length - 1] == '/') length--; /* the rule appends "/System/" */
@@ -39,31 +40,31 @@ static void cs_read_runtime_roots(void) {
     }
 }
 
-static bool cs_path_is_system(const char *path) {
-    return cs_apple_path_is_system(path, g_runtime_root)
-        || (g_simulator_root[0] && cs_apple_path_is_system(path, g_simulator_root));
+static void cs_find_runtime_root(const cs_dyld_image *image, void *context) {
+    (void)context;
+    if (!g_runtime_root_known) g_runtime_root_known = cs_apple_runtime_root(image->path, g_runtime_root, sizeof g_runtime_root);
+}
+
+static void cs_collect_image(const cs_dyld_image *image, void *context) {
+    cs_image_sink sink = (cs_image_sink)context;
+    cs_macho_layout layout;
+    if (!cs_macho_read_layout(image->header, SIZE_MAX, image->slide, &layout)) return;
+    /* The header starts __TEXT; offsets from it are what symbolication of a Mach-O uses. */
+    cs_image_info info = {
+        .base = (uintptr_t)image->header,
+        .end = layout.text_high,
+        .name = image->path,
+        .is_system = cs_path_is_system(image->path),
+    };
+    (void)sink(&info); /* a full cache keeps the images it has */
 }
 
 void cs_images_platform_collect(cs_image_sink sink) {
-    if (!g_roots_read) {
-        cs_read_runtime_roots();
-        g_roots_read = true;
+    if (!g_simulator_root_read) {
+        cs_read_simulator_root();
+        g_simulator_root_read = true;
     }
-    uint32_t count = _dyld_image_count();
-    for (uint32_t i = 0; i < count; i++) {
-        const struct mach_header *header = _dyld_get_image_header(i);
-        const char *name = _dyld_get_image_name(i);
-        if (header == NULL || name == NULL) continue; /* unloaded during the walk */
-        cs_macho_layout layout;
-        if (!cs_macho_read_layout(header, SIZE_MAX, _dyld_get_image_vmaddr_slide(i), &layout)) continue;
-        /* The header starts __TEXT; offsets from it are what symbolication of a Mach-O uses. */
-        cs_image_info image = {
-            .base = (uintptr_t)header,
-            .end = layout.text_high,
-            .name = name,
-            .is_system = cs_path_is_system(name),
-        };
-        if (!sink(&image)) return;
-    }
+    if (!g_runtime_root_known) cs_dyld_images_visit(cs_find_runtime_root, NULL);
+    cs_dyld_images_visit(cs_collect_image, (void *)sink);
 }
 #endif

@@ -59,6 +59,8 @@ static int cs_collect_image(struct dl_phdr_info *info, size_t size, void *data) 
     return sink(&image) ? 0 : 1;
 }
 
+void cs_images_platform_start(void) {}
+
 void cs_images_platform_collect(cs_image_sink sink) {
     if (!g_paths_read) {
         cs_read_paths();
