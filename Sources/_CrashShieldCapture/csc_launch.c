@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #if defined(__APPLE__)
-#include <xlocale.h> /* newlocale, strtod_l: Apple declares the _l functions here */
+#include <xlocale.h> /* strtod_l, newlocale: Apple declares the _l functions of the headers included before it */
 #endif
 
 #define CSC_STATE_HEADER "crashshield-launch-state 1"
