@@ -1,29 +1,23 @@
 /*
  * csc_images.c — the image list the handler writes into a report (path, load bias, address
- * range, GNU build id), and a fault-free memory read. Both are prepared at install so the
- * handler only reads frozen tables.
+ * range, build id), shared by every platform: two frozen tables, pinned by a crash handler,
+ * refilled at install and when images are added. What fills them is per loader
+ * (csc_images_platform.h); reading memory without faulting is per kernel (csc_safe_read_*.c).
+ *
+ * The handler's rule: it reads only a published table, through csc_images_pin(), and never the
+ * loader's own structures; no lock is taken on that path, and nothing it reads is written while
+ * it holds the pin.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "csc_internal.h"
+#include "csc_images_platform.h"
 
 #include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
-#if defined(__linux__)
-#include <elf.h>
-#include <link.h>
-
-#include "cs_image_range.h"
-#endif
 
 /* Two tables: a refresh fills the one that is not current, then publishes it. A crash handler
  * pins the table it reads (g_pinned), and a refresh that would refill the pinned table is skipped
@@ -69,10 +63,7 @@ bool csc_address_is_code(const csc_image_table *table, uintptr_t address) {
     return !image->executable_known || (address >= image->exec_low && address < image->exec_high);
 }
 
-#if defined(__linux__)
-/** Appends `in` whole to the table's path bytes and points the image at it; an empty path when
- *  it does not fit (a cut path would name another file). Offset 0 always holds "". */
-static void csc_store_path(csc_image_table *table, csc_image *image, const char *in) {
+void csc_image_table_store_path(csc_image_table *table, csc_image *image, const char *in) {
     image->path_offset = 0;
     size_t length = in ? strlen(in) : 0;
     if (length == 0 || table->paths_used + length + 1 > sizeof table->paths) return;
@@ -81,75 +72,7 @@ static void csc_store_path(csc_image_table *table, csc_image *image, const char 
     table->paths_used += (uint32_t)(length + 1);
 }
 
-/** The span of the image's executable PT_LOAD segments. */
-static void csc_read_code_range(struct dl_phdr_info *info, csc_image *image) {
-    uintptr_t lowest = UINTPTR_MAX, highest = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
-        if (segment->p_type != PT_LOAD || !(segment->p_flags & PF_X)) continue;
-        uintptr_t start = info->dlpi_addr + segment->p_vaddr;
-        if (start < lowest) lowest = start;
-        if (start + segment->p_memsz > highest) highest = start + segment->p_memsz;
-    }
-    image->executable_known = highest != 0;
-    image->exec_low = highest ? lowest : 0;
-    image->exec_high = highest;
-}
-
-/** GNU build id from the image's PT_NOTE segments, which the loader maps into memory. */
-static void csc_read_build_id(struct dl_phdr_info *info, csc_image *image) {
-    image->build_id_length = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
-        if (segment->p_type != PT_NOTE) continue;
-        uintptr_t note = info->dlpi_addr + segment->p_vaddr;
-        uintptr_t end = note + segment->p_memsz;
-        while (note + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *header = (const ElfW(Nhdr) *)note;
-            uintptr_t name = note + sizeof(ElfW(Nhdr));
-            uintptr_t desc = name + ((header->n_namesz + 3u) & ~3u);
-            uintptr_t next = desc + ((header->n_descsz + 3u) & ~3u);
-            if (next > end) break;
-            if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 && memcmp((const void *)name, "GNU", 4) == 0) {
-                size_t length = header->n_descsz < CSC_BUILD_ID_MAX ? header->n_descsz : CSC_BUILD_ID_MAX;
-                memcpy(image->build_id, (const void *)desc, length);
-                image->build_id_length = (uint8_t)length;
-                return;
-            }
-            note = next;
-        }
-    }
-}
-
-/* The main program's path (the loader gives it no name), read once; guarded by g_refresh_lock. */
-static char g_program_path[CSC_PATH_MAX];
-
-static int csc_collect(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    csc_image_table *table = data;
-    if (table->count >= CSC_MAX_IMAGES) return 1;
-    uintptr_t low, high;
-    if (!cs_image_load_range(info, &low, &high)) return 0;
-    csc_image *image = &table->images[table->count++];
-    image->bias = info->dlpi_addr;
-    image->low = low;
-    image->high = high;
-    if (info->dlpi_name && info->dlpi_name[0]) {
-        csc_store_path(table, image, info->dlpi_name);
-    } else {
-        if (g_program_path[0] == 0) {
-            ssize_t n = readlink("/proc/self/exe", g_program_path, CSC_PATH_MAX - 1);
-            g_program_path[n > 0 ? n : 0] = 0;
-        }
-        csc_store_path(table, image, g_program_path);
-    }
-    csc_read_code_range(info, image);
-    csc_read_build_id(info, image);
-    return 0;
-}
-#endif
-
-void csc_refresh_images(void) {
+void csc_images_rebuild(void) {
     pthread_mutex_lock(&g_refresh_lock);
     int current = atomic_load(&g_current);
     int next = current == 0 ? 1 : 0;
@@ -161,54 +84,14 @@ void csc_refresh_images(void) {
     table->count = 0;
     table->paths[0] = 0;
     table->paths_used = 1;
-#if defined(__linux__)
-    dl_iterate_phdr(csc_collect, table);
-#endif
+    csc_images_platform_collect(table);
     atomic_store(&g_current, next);
     pthread_mutex_unlock(&g_refresh_lock);
 }
 
-/* ---- fault-free reads -------------------------------------------------------------------- */
-
-static int g_probe_pipe[2] = {-1, -1};
-
-#if defined(__linux__)
-/* Every argument is passed as a full register: syscall() is variadic, and an int literal would
- * leave the upper half of the count and flags registers undefined. */
-static ssize_t csc_vm_read(const struct iovec *local, const struct iovec *remote) {
-    return syscall(SYS_process_vm_readv, (long)getpid(), local, 1UL, remote, 1UL, 0UL);
-}
-#endif
-static bool g_have_vm_readv;
-
-void csc_safe_read_prepare(void) {
-#if defined(__linux__)
-    uint64_t probe = 0x1234, copy = 0;
-    struct iovec local = {&copy, sizeof copy}, remote = {&probe, sizeof probe};
-    g_have_vm_readv = csc_vm_read(&local, &remote) == (ssize_t)sizeof copy && copy == probe;
-#endif
-    if (!g_have_vm_readv && g_probe_pipe[0] < 0) {
-        if (pipe(g_probe_pipe) == 0) {
-            fcntl(g_probe_pipe[0], F_SETFL, O_NONBLOCK);
-            fcntl(g_probe_pipe[1], F_SETFL, O_NONBLOCK);
-            fcntl(g_probe_pipe[0], F_SETFD, FD_CLOEXEC);
-            fcntl(g_probe_pipe[1], F_SETFD, FD_CLOEXEC);
-        }
-    }
-}
-
-bool csc_safe_read(uintptr_t address, void *out, size_t length) {
-    if (address == 0 || address + length < address) return false;
-#if defined(__linux__)
-    if (g_have_vm_readv) {
-        struct iovec local = {out, length}, remote = {(void *)address, length};
-        return csc_vm_read(&local, &remote) == (ssize_t)length;
-    }
-#endif
-    if (g_probe_pipe[1] < 0 || length > 512) return false;
-    /* write(2) reports EFAULT for an unreadable source instead of faulting. */
-    if (write(g_probe_pipe[1], (const void *)address, length) != (ssize_t)length) return false;
-    return read(g_probe_pipe[0], out, length) == (ssize_t)length;
+void csc_refresh_images(void) {
+    csc_images_platform_start();
+    csc_images_rebuild();
 }
 
 bool csc_loaded_image(const char *path, uintptr_t *bias, char *build_id_hex, size_t capacity) {

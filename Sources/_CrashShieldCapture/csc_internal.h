@@ -5,6 +5,7 @@
 #ifndef CSC_INTERNAL_H
 #define CSC_INTERNAL_H
 #include "csc_capture.h"
+#include "cs_debug_id.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -13,7 +14,12 @@
 #include <limits.h>
 #include <sys/types.h>
 
+/* Apple: an app loads several hundred images (most from the dyld shared cache). */
+#if defined(__APPLE__)
+#define CSC_MAX_IMAGES 2048
+#else
 #define CSC_MAX_IMAGES 512
+#endif
 /** Longest path kept whole (the executable, the report directory, one image): the platform's
  *  limit, so a frame in an image under a long path can still be symbolicated. */
 #define CSC_PATH_MAX PATH_MAX
@@ -24,13 +30,13 @@
 #define CSC_BUILD_ID_MAX 32
 
 typedef struct {
-    uintptr_t bias;     /**< load bias (dlpi_addr): file virtual address = address - bias */
-    uintptr_t low;      /**< lowest mapped address of the image */
-    uintptr_t high;     /**< one past the highest mapped address */
-    uint8_t build_id[CSC_BUILD_ID_MAX];
+    uintptr_t bias;     /**< load bias (ELF dlpi_addr, Mach-O vmaddr slide): file virtual address = address - bias */
+    uintptr_t low;      /**< lowest mapped address of the image (Mach-O: of its __TEXT segment) */
+    uintptr_t high;     /**< one past the highest mapped address (Mach-O: of its __TEXT segment) */
+    uint8_t build_id[CSC_BUILD_ID_MAX]; /**< ELF: GNU build id; Mach-O: the 16 LC_UUID bytes */
     uint8_t build_id_length;
-    bool executable_known;  /**< exec_low/exec_high were read from the program headers */
-    uintptr_t exec_low;     /**< span of the executable (PF_X) segments */
+    bool executable_known;  /**< exec_low/exec_high were read from the program headers / load commands */
+    uintptr_t exec_low;     /**< span of the executable segments (PF_X / VM_PROT_EXECUTE) */
     uintptr_t exec_high;
     uint32_t path_offset;   /**< into the table's `paths`: the whole path, or "" */
 } csc_image;
@@ -41,6 +47,11 @@ typedef struct {
     csc_image images[CSC_MAX_IMAGES];
     char paths[CSC_IMAGE_PATH_BYTES];
 } csc_image_table;
+
+/** The image's debug id as Sentry expects it (36 characters: Mach-O, its LC_UUID; ELF, derived
+ *  from its GNU build id); false, writing "", when it has none. Async-signal-safe. Defined per
+ *  loader (csc_images_elf.c, csc_images_dyld.c). */
+bool csc_image_debug_id(const csc_image *image, char text[CS_DEBUG_ID_TEXT_SIZE]);
 
 /** The image's path (never NULL). Async-signal-safe. */
 static inline const char *csc_image_path(const csc_image_table *table, const csc_image *image) {

@@ -7,6 +7,7 @@
 #endif
 #include "csc_launch.h"
 #include "csc_capture.h"
+#include "csc_launch_platform.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,9 +22,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#if defined(__linux__)
-#include <sys/random.h>
+#if defined(__APPLE__)
+#include <xlocale.h> /* strtod_l, newlocale: Apple declares the _l functions of the headers included before it */
 #endif
 
 #define CSC_STATE_HEADER "crashshield-launch-state 1"
@@ -328,12 +328,12 @@ bool csc_write_file_atomically(const char *path, const void *bytes, size_t lengt
     close(fd);
     bool ok = false;
     if (done == length) {
-#if defined(__linux__) && defined(RENAME_EXCHANGE)
-        if (renameat2(AT_FDCWD, temporary, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+        if (csc_platform_swap_paths(temporary, path) == 0) {
             /* Now the old entry. A directory that appeared since the lstat above is swapped
              * back, so it is neither lost nor left under the temporary name. */
-            if (unlink(temporary) != 0 && errno == EISDIR
-                && renameat2(AT_FDCWD, temporary, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+            struct stat swapped_out; /* unlink(2) of a directory: EISDIR on Linux, EPERM on Apple */
+            if (unlink(temporary) != 0 && lstat(temporary, &swapped_out) == 0 && S_ISDIR(swapped_out.st_mode)
+                && csc_platform_swap_paths(temporary, path) == 0) {
                 unlink(temporary);
                 free(temporary);
                 return false;
@@ -341,8 +341,7 @@ bool csc_write_file_atomically(const char *path, const void *bytes, size_t lengt
             free(temporary);
             return true;
         }
-        /* ENOENT: no old file yet; EINVAL/ENOSYS: no swap here. Either way a plain rename. */
-#endif
+        /* ENOENT: no old file yet; anything else: no swap here. Either way a plain rename. */
         ok = rename(temporary, path) == 0;
     }
     if (!ok) unlink(temporary);
@@ -354,18 +353,7 @@ bool csc_write_file_atomically(const char *path, const void *bytes, size_t lengt
 
 void csc_make_launch_id(char out[37]) {
     unsigned char random[16];
-    size_t filled = 0;
-#if defined(__linux__)
-    while (filled < sizeof random) {
-        ssize_t count = getrandom(random + filled, sizeof random - filled, 0);
-        if (count < 0 && errno == EINTR) continue;
-        if (count <= 0) break;
-        filled += (size_t)count;
-    }
-#elif defined(__APPLE__)
-    arc4random_buf(random, sizeof random);
-    filled = sizeof random;
-#endif
+    size_t filled = csc_platform_random(random, sizeof random);
     if (filled < sizeof random) { /* no entropy source: time, pid and address bits, still unique enough */
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
@@ -438,13 +426,7 @@ csc_pending_report *csc_pending_reports_list(const char *directory, bool read, s
         memset(report, 0, sizeof *report);
         report->path = path;
         struct stat info; /* follows a symlink, like the listing always did; reading does not */
-        if (stat(path, &info) == 0) {
-#if defined(__APPLE__)
-            report->modified_ns = (int64_t)info.st_mtimespec.tv_sec * 1000000000 + info.st_mtimespec.tv_nsec;
-#else
-            report->modified_ns = (int64_t)info.st_mtim.tv_sec * 1000000000 + info.st_mtim.tv_nsec;
-#endif
-        }
+        if (stat(path, &info) == 0) report->modified_ns = csc_platform_modified_ns(&info);
     }
     closedir(handle);
     if (used > 1) qsort(reports, used, sizeof *reports, csc_compare_pending);

@@ -17,10 +17,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#endif
 
 #pragma mark - Globals
 
@@ -445,28 +441,6 @@ size_t cs_breadcrumbs_copy(cs_breadcrumb *out, size_t capacity) {
         out[copied++] = copy;
     }
     return copied;
-}
-
-uint64_t cs_current_thread_id(void) {
-#if defined(__APPLE__)
-    uint64_t tid = 0;
-    pthread_threadid_np(NULL, &tid);
-    return tid;
-#elif defined(__linux__)
-    return (uint64_t)syscall(SYS_gettid);
-#else
-    return (uint64_t)(uintptr_t)pthread_self();
-#endif
-}
-
-bool cs_is_main_thread(void) {
-#if defined(__APPLE__)
-    return pthread_main_np() != 0;
-#elif defined(__linux__)
-    return (pid_t)syscall(SYS_gettid) == getpid();
-#else
-    return false;
-#endif
 }
 
 bool cs_address_is_in_system_image(uintptr_t address) {

@@ -69,8 +69,9 @@ bool csc_launch_state_write(const char *path, const csc_launch_state *state);
 /** Replaces `path` with `bytes` so that a reader sees either the old or the new content, never
  *  a mix or a partial file, even when this process dies at any point: the bytes go to a new
  *  "<path>.tmp-<pid>-<n>" (O_EXCL | O_NOFOLLOW: no existing entry is ever opened), which is then
- *  swapped with `path` (renameat2 RENAME_EXCHANGE, plain rename(2) when `path` does not exist
- *  yet or the file system cannot swap) and the swapped-out old entry is unlinked. A directory at
+ *  swapped with `path` (Linux: renameat2 RENAME_EXCHANGE; Apple: renamex_np RENAME_SWAP; plain
+ *  rename(2) when `path` does not exist yet or the file system cannot swap) and the swapped-out
+ *  old entry is unlinked. A directory at
  *  `path` is never swapped out: an empty one is removed first, a non-empty one makes the write
  *  fail (false) and nothing is left behind. No fsync: this is atomic against a crash of the
  *  process, not durable against power loss (after which the checksum may reject the file and the
@@ -86,7 +87,8 @@ bool csc_write_file_atomically(const char *path, const void *bytes, size_t lengt
  *  than FileManager/Data on the start path. */
 char *csc_read_file(const char *path, size_t limit, size_t *length);
 
-/** A random (version 4) UUID in lowercase, 36 characters plus NUL, from getrandom(2). */
+/** A random (version 4) UUID in lowercase, 36 characters plus NUL, from the kernel's entropy
+ *  (Linux: getrandom(2); Apple: arc4random_buf). */
 void csc_make_launch_id(char out[37]);
 
 /** True when `directory` holds at least one "report-*.json" file (a pending crash report). */

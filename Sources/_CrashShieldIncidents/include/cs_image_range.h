@@ -1,15 +1,16 @@
 /*
  * cs_image_range.h — the address range of a loaded ELF image, shared by the incident pipeline's
- * image cache (cs_images.c) and the crash report's image list (_CrashShieldCapture/csc_images.c).
+ * image cache (cs_images_elf.c) and the crash report's image list (_CrashShieldCapture/csc_images_elf.c).
  * Async-signal-safe (reads the loader's program headers only), though both callers run it at
  * refresh time, outside any signal handler.
  */
 #ifndef CS_IMAGE_RANGE_H
 #define CS_IMAGE_RANGE_H
 
-/* struct dl_phdr_info is complete only with _GNU_SOURCE (both C targets define it); the Swift
- * importer, which reads this public header without it, sees nothing. */
-#if defined(__linux__) && defined(_GNU_SOURCE)
+/* ELF only (Mach-O images: cs_macho.h). struct dl_phdr_info is complete only with _GNU_SOURCE
+ * (both C targets define it); the Swift importer, which reads this public header without it, sees
+ * nothing. */
+#if defined(__ELF__) && defined(_GNU_SOURCE)
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>

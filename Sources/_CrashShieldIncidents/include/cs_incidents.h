@@ -150,9 +150,21 @@ size_t cs_breadcrumbs_copy(cs_breadcrumb *out, size_t capacity);
 
 /* ---- process helpers shared with the runtime layer -------------------------------------- */
 
-/** Thread id as the OS reports it, and whether the calling thread is the process's main thread. */
+/* Thread helpers, one file per platform (cs_thread_linux.c, cs_thread_darwin.c). */
+
+/** Thread id as the OS reports it (Linux: gettid; Apple: pthread_threadid_np), and whether the
+ *  calling thread is the process's main thread. */
 uint64_t cs_current_thread_id(void);
 bool cs_is_main_thread(void);
+
+/** Names the calling thread (as debuggers and crash reports show it): Linux keeps the first 15
+ *  bytes (PR_SET_NAME), Apple up to its own limit (pthread_setname_np names only the caller). */
+bool cs_thread_set_name(const char *name);
+
+/** Copies the calling thread's name into `name` ("" when unknown; cut to `capacity`). On Linux a
+ *  single prctl(2) system call, so async-signal-safe; on Apple pthread_getname_np, which reads
+ *  the thread's own structure but is not on POSIX's async-signal-safe list. */
+void cs_thread_copy_name(char *name, size_t capacity);
 
 /** True when `address` lies in an image the system ships (libc, the ObjC runtime, Foundation,
  *  the Swift runtime), false for the app's own images. */
