@@ -42,7 +42,7 @@ def main() -> int:
         type_text = type_match.group(1)
         if "__strong" not in type_text:
             continue
-        if rng.startswith("<built-in>") or "<scratch space>" in rng:
+        if rng.startswith("<built-in") or "<scratch space>" in rng:
             continue  # an ownership qualifier was written
         if current_file is None or not re.match(r"^(\./)?Sources/", current_file):
             continue
