@@ -54,7 +54,7 @@ static uint64_t bench_mdictionary_setObjectForKey(uint64_t iterations, bool guar
     @autoreleasepool {
         NSMutableDictionary *dictionary = [NSMutableDictionary dictionary];
         NSArray *keys = [NSArray arrayWithObjects:@"a", @"b", @"c", @"d", nil];
-        id k[4];
+        CS_UNRETAINED id k[4]; /* borrowed from `keys` */
         for (int i = 0; i < 4; i++) k[i] = [keys objectAtIndex:i];
         id value = cs_opaque(@"v");
         uint64_t start = cs_bench_now();
@@ -117,7 +117,7 @@ static uint64_t bench_string_substringWithRange(uint64_t iterations, bool guarde
         }
         done += batch;
     }
-    [text release];
+    CS_RELEASE(text);
     return elapsed;
 }
 

@@ -11,26 +11,18 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#if __has_feature(objc_arc)
-#define CS_WL_RETAIN(x) (x)
-#define CS_WL_RELEASE(x) ((void)0)
-#else
-#define CS_WL_RETAIN(x) [(x) retain]
-#define CS_WL_RELEASE(x) [(x) release]
-#endif
-
 static volatile uintptr_t g_workload_sink;
 
 /** A model filled through -setValue:forKey: (KVC finds the setters). */
 @interface CSWorkloadUser : NSObject {
     NSInteger identifier;
-    NSString *name;
-    NSString *email;
+    __strong NSString *name;
+    __strong NSString *email;
     double score;
     BOOL active;
-    NSArray *tags;
-    NSString *city;
-    NSString *zip;
+    __strong NSArray *tags;
+    __strong NSString *city;
+    __strong NSString *zip;
 }
 - (NSString *)name;
 - (NSString *)email;
@@ -42,29 +34,29 @@ static volatile uintptr_t g_workload_sink;
 
 @implementation CSWorkloadUser
 - (void)dealloc {
-    CS_WL_RELEASE(name);
-    CS_WL_RELEASE(email);
-    CS_WL_RELEASE(tags);
-    CS_WL_RELEASE(city);
-    CS_WL_RELEASE(zip);
-    [super dealloc];
+    CS_RELEASE(name);
+    CS_RELEASE(email);
+    CS_RELEASE(tags);
+    CS_RELEASE(city);
+    CS_RELEASE(zip);
+    CS_SUPER_DEALLOC();
 }
 - (NSInteger)identifier { return identifier; }
 - (void)setIdentifier:(NSInteger)value { identifier = value; }
 - (NSString *)name { return name; }
-- (void)setName:(NSString *)value { CS_WL_RETAIN(value); CS_WL_RELEASE(name); name = value; }
+- (void)setName:(NSString *)value { id old = name; name = CS_RETAIN(value); CS_RELEASE(old); }
 - (NSString *)email { return email; }
-- (void)setEmail:(NSString *)value { CS_WL_RETAIN(value); CS_WL_RELEASE(email); email = value; }
+- (void)setEmail:(NSString *)value { id old = email; email = CS_RETAIN(value); CS_RELEASE(old); }
 - (double)score { return score; }
 - (void)setScore:(double)value { score = value; }
 - (BOOL)active { return active; }
 - (void)setActive:(BOOL)value { active = value; }
 - (NSArray *)tags { return tags; }
-- (void)setTags:(NSArray *)value { CS_WL_RETAIN(value); CS_WL_RELEASE(tags); tags = value; }
+- (void)setTags:(NSArray *)value { id old = tags; tags = CS_RETAIN(value); CS_RELEASE(old); }
 - (NSString *)city { return city; }
-- (void)setCity:(NSString *)value { CS_WL_RETAIN(value); CS_WL_RELEASE(city); city = value; }
+- (void)setCity:(NSString *)value { id old = city; city = CS_RETAIN(value); CS_RELEASE(old); }
 - (NSString *)zip { return zip; }
-- (void)setZip:(NSString *)value { CS_WL_RETAIN(value); CS_WL_RELEASE(zip); zip = value; }
+- (void)setZip:(NSString *)value { id old = zip; zip = CS_RETAIN(value); CS_RELEASE(old); }
 @end
 
 /* ~1 MB of JSON: an object with a "users" array; every field derived from the record's index. */
@@ -87,7 +79,7 @@ static void cs_workload_make_document(void) {
                                (unsigned long)i];
         }
         [json appendString:@"]}"];
-        g_document = CS_WL_RETAIN([json dataUsingEncoding:NSUTF8StringEncoding]);
+        g_document = CS_RETAIN([json dataUsingEncoding:NSUTF8StringEncoding]);
     }
 }
 
@@ -109,7 +101,7 @@ static uintptr_t cs_workload_run_once(void) {
             [user setValue:[address objectForKey:@"city"] forKey:@"city"];
             [user setValue:[address objectForKey:@"zip"] forKey:@"zip"];
             [users addObject:user];
-            CS_WL_RELEASE(user);
+            CS_RELEASE(user);
         }
 
         NSCache *cache = [[NSCache alloc] init];
@@ -138,7 +130,7 @@ static uintptr_t cs_workload_run_once(void) {
         }
         for (NSString *city in [[byCity allKeys] sortedArrayUsingSelector:@selector(compare:)])
             checksum += [[city substringWithRange:NSMakeRange(0, 4)] hash] & 0xff;
-        CS_WL_RELEASE(cache);
+        CS_RELEASE(cache);
     }
     return checksum;
 }

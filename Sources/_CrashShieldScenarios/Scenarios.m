@@ -89,7 +89,7 @@ char *cs_oracle_run(size_t index) {
     @autoreleasepool {
         NSString *text;
         @try {
-            text = (NSString *)oracle->run();
+            text = CS_OBJECT(oracle->run()); /* autoreleased in this pool (cs_oracle) */
         } @catch (NSException *exception) {
             text = [NSString stringWithFormat:@"exception:%@", [exception name]];
         }

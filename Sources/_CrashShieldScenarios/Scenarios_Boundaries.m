@@ -13,12 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#if __has_feature(objc_arc)
-#define CS_BND_AUTORELEASE(x) (x)
-#else
-#define CS_BND_AUTORELEASE(x) [(x) autorelease]
-#endif
-
 typedef enum { CS_BND_INDEX, CS_BND_RANGE } cs_bnd_kind;
 
 typedef enum {
@@ -60,9 +54,9 @@ static id cs_bnd_make(cs_bnd_receiver kind, NSUInteger n) {
     case CS_BND_STRING: return [NSString stringWithFormat:@"%@", text];
     case CS_BND_UNICODE_STRING: return n ? [NSString stringWithUTF8String:"\xc3\xa9\xc3\xa8z"] : [NSString string];
     case CS_BND_MSTRING: return [NSMutableString stringWithString:text];
-    case CS_BND_ASTRING: return CS_BND_AUTORELEASE([[NSAttributedString alloc] initWithString:text attributes:attributes]);
+    case CS_BND_ASTRING: return CS_AUTORELEASE([[NSAttributedString alloc] initWithString:text attributes:attributes]);
     case CS_BND_MASTRING:
-        return CS_BND_AUTORELEASE([[NSMutableAttributedString alloc] initWithString:text attributes:attributes]);
+        return CS_AUTORELEASE([[NSMutableAttributedString alloc] initWithString:text attributes:attributes]);
     }
     return nil;
 }
@@ -111,7 +105,7 @@ FN(b_subarrayWithRange, R([(NSArray *)r subarrayWithRange:g]))
 FN(b_objectsAtIndexes, R([r objectsAtIndexes:[NSIndexSet indexSetWithIndex:i]]))
 static NSString *b_getObjects_range(id r, NSUInteger i, NSRange g) {
     (void)i;
-    id buffer[8] = {@"-", @"-", @"-", @"-", @"-", @"-", @"-", @"-"};
+    CS_UNRETAINED id buffer[8] = {@"-", @"-", @"-", @"-", @"-", @"-", @"-", @"-"};
     [(NSArray *)r getObjects:buffer range:g];
     return [NSString stringWithFormat:@"%@%@%@%@", buffer[0], buffer[1], buffer[2], buffer[3]];
 }

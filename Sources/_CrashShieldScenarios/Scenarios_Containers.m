@@ -11,14 +11,6 @@
 #include <pthread.h>
 #include <string.h>
 
-#if __has_feature(objc_arc)
-#define CS_SCN_RELEASE(x) ((void)0)
-#define CS_SCN_AUTORELEASE(x) (x)
-#else
-#define CS_SCN_RELEASE(x) [(x) release]
-#define CS_SCN_AUTORELEASE(x) [(x) autorelease]
-#endif
-
 #define CS_ABC [NSArray arrayWithObjects:@"a", @"b", @"c", nil]
 #define CS_AB [NSArray arrayWithObjects:@"a", @"b", nil]
 #define CS_DEFAULTS_KEY @"CrashShieldTest.key"
@@ -66,12 +58,12 @@ static bool array_objectsAtIndexes_beyond(void) {
 }
 static bool array_getObjects_beyond(void) {
     id sentinel = @"untouched";
-    id buffer[4] = {sentinel, sentinel, sentinel, sentinel};
+    CS_UNRETAINED id buffer[4] = {sentinel, sentinel, sentinel, sentinel};
     [CS_AB getObjects:buffer range:NSMakeRange(1, cs_opaque_index(5))];
     return [buffer[0] isEqual:@"b"] && buffer[1] == sentinel && buffer[2] == sentinel;
 }
 static bool array_arrayWithObjects_nil(void) {
-    id objects[3] = {@"x", cs_opaque(nil), @"z"};
+    CS_UNRETAINED id objects[3] = {@"x", cs_opaque(nil), @"z"};
     return [[NSArray arrayWithObjects:objects count:3] isEqual:[NSArray arrayWithObjects:@"x", @"z", nil]];
 }
 static bool array_literal_nil(void) {
@@ -80,10 +72,10 @@ static bool array_literal_nil(void) {
     return [literal isEqual:[NSArray arrayWithObjects:@"x", @"z", nil]];
 }
 static bool array_initWithObjects_nil(void) {
-    id objects[3] = {@"x", cs_opaque(nil), @"z"};
+    CS_UNRETAINED id objects[3] = {@"x", cs_opaque(nil), @"z"};
     NSArray *array = [[NSArray alloc] initWithObjects:objects count:3];
     BOOL ok = [array isEqual:[NSArray arrayWithObjects:@"x", @"z", nil]];
-    CS_SCN_RELEASE(array);
+    CS_RELEASE(array);
     return ok;
 }
 
@@ -166,13 +158,13 @@ static NSDictionary *cs_dict_a1(void) {
     return [NSDictionary dictionaryWithObject:@"1" forKey:@"a"];
 }
 static bool dict_dictionaryWithObjects_nilKey(void) {
-    id objects[2] = {@"1", @"2"};
-    id keys[2] = {@"a", cs_opaque(nil)};
+    CS_UNRETAINED id objects[2] = {@"1", @"2"};
+    CS_UNRETAINED id keys[2] = {@"a", cs_opaque(nil)};
     return [[NSDictionary dictionaryWithObjects:objects forKeys:keys count:2] isEqual:cs_dict_a1()];
 }
 static bool dict_dictionaryWithObjects_nilValue(void) {
-    id objects[2] = {@"1", cs_opaque(nil)};
-    id keys[2] = {@"a", @"b"};
+    CS_UNRETAINED id objects[2] = {@"1", cs_opaque(nil)};
+    CS_UNRETAINED id keys[2] = {@"a", @"b"};
     return [[NSDictionary dictionaryWithObjects:objects forKeys:keys count:2] isEqual:cs_dict_a1()];
 }
 static bool dict_literal_nilValue(void) {
@@ -181,11 +173,11 @@ static bool dict_literal_nilValue(void) {
     return [literal isEqual:cs_dict_a1()];
 }
 static bool dict_initWithObjects_nilKey(void) {
-    id objects[2] = {@"1", @"2"};
-    id keys[2] = {@"a", cs_opaque(nil)};
+    CS_UNRETAINED id objects[2] = {@"1", @"2"};
+    CS_UNRETAINED id keys[2] = {@"a", cs_opaque(nil)};
     NSDictionary *dictionary = [[NSDictionary alloc] initWithObjects:objects forKeys:keys count:2];
     BOOL ok = [dictionary isEqual:cs_dict_a1()];
-    CS_SCN_RELEASE(dictionary);
+    CS_RELEASE(dictionary);
     return ok;
 }
 static NSMutableDictionary *cs_mdict_a1(void) {
@@ -215,10 +207,10 @@ static bool mdict_removeObjectForKey_nil(void) {
 #pragma mark - Scenarios: sets and ordered sets
 
 static bool set_initWithObjects_nil(void) {
-    id objects[3] = {@"x", cs_opaque(nil), @"z"};
+    CS_UNRETAINED id objects[3] = {@"x", cs_opaque(nil), @"z"};
     NSSet *set = [[NSSet alloc] initWithObjects:objects count:3];
     BOOL ok = [set isEqual:[NSSet setWithObjects:@"x", @"z", nil]];
-    CS_SCN_RELEASE(set);
+    CS_RELEASE(set);
     return ok;
 }
 static bool mset_addObject_nil(void) {
@@ -240,10 +232,10 @@ static bool oset_objectAtIndexedSubscript_beyond(void) {
     return [set objectAtIndexedSubscript:cs_opaque_index(5)] == nil;
 }
 static bool oset_initWithObjects_nil(void) {
-    id objects[3] = {@"x", cs_opaque(nil), @"z"};
+    CS_UNRETAINED id objects[3] = {@"x", cs_opaque(nil), @"z"};
     NSOrderedSet *set = [[NSOrderedSet alloc] initWithObjects:objects count:3];
     BOOL ok = [[set array] isEqual:[NSArray arrayWithObjects:@"x", @"z", nil]];
-    CS_SCN_RELEASE(set);
+    CS_RELEASE(set);
     return ok;
 }
 static bool moset_addObject_nil(void) {
@@ -329,7 +321,7 @@ static bool moset_insertObjectsAtIndexes_mismatch(void) {
 #pragma mark - Scenarios: NSCache, NSUserDefaults
 
 static NSCache *cs_cache_k1(void) {
-    NSCache *cache = CS_SCN_AUTORELEASE([[NSCache alloc] init]);
+    NSCache *cache = CS_AUTORELEASE([[NSCache alloc] init]);
     [cache setObject:@"1" forKey:@"k"];
     return cache;
 }
@@ -575,67 +567,67 @@ static void *oracle_array_objectAtIndex(void) {
     }
     NSArray *large = cs_numbers(1000);
     [out appendFormat:@"%@ %@", [large objectAtIndex:999], [@[ @"x" ] objectAtIndex:0]];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_array_objectAtIndexedSubscript(void) {
     NSArray *array = CS_ABC;
-    return [NSString stringWithFormat:@"%@ %@ %@", [array objectAtIndexedSubscript:0], [array objectAtIndexedSubscript:2],
-                                      [cs_mab() objectAtIndexedSubscript:1]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@", [array objectAtIndexedSubscript:0], [array objectAtIndexedSubscript:2],
+                                      [cs_mab() objectAtIndexedSubscript:1]]);
 }
 static void *oracle_array_subarrayWithRange(void) {
     NSArray *array = CS_ABC;
-    return [NSString stringWithFormat:@"%@ %@ %@ %@ %@", cs_list([array subarrayWithRange:NSMakeRange(0, 0)]),
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@ %@ %@", cs_list([array subarrayWithRange:NSMakeRange(0, 0)]),
                                       cs_list([array subarrayWithRange:NSMakeRange(3, 0)]),
                                       cs_list([array subarrayWithRange:NSMakeRange(1, 2)]),
                                       cs_list([array subarrayWithRange:NSMakeRange(0, 3)]),
-                                      cs_list([[NSArray array] subarrayWithRange:NSMakeRange(0, 0)])];
+                                      cs_list([[NSArray array] subarrayWithRange:NSMakeRange(0, 0)])]);
 }
 static void *oracle_array_objectsAtIndexes(void) {
     NSArray *array = CS_ABC;
     NSMutableIndexSet *some = [NSMutableIndexSet indexSetWithIndex:0];
     [some addIndex:2];
-    return [NSString stringWithFormat:@"%@ %@ %@ %@", cs_list([array objectsAtIndexes:[NSIndexSet indexSet]]),
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@ %@", cs_list([array objectsAtIndexes:[NSIndexSet indexSet]]),
                                       cs_list([array objectsAtIndexes:some]),
                                       cs_list([array objectsAtIndexes:[NSIndexSet indexSetWithIndex:2]]),
-                                      cs_list([[NSArray array] objectsAtIndexes:[NSIndexSet indexSet]])];
+                                      cs_list([[NSArray array] objectsAtIndexes:[NSIndexSet indexSet]])]);
 }
 static void *oracle_array_getObjects_range(void) {
     NSArray *array = CS_ABC;
-    id buffer[4] = {@"-", @"-", @"-", @"-"};
+    CS_UNRETAINED id buffer[4] = {@"-", @"-", @"-", @"-"};
     [array getObjects:buffer range:NSMakeRange(3, 0)];
     [array getObjects:buffer range:NSMakeRange(1, 2)];
     NSString *first = [NSString stringWithFormat:@"%@%@%@%@", buffer[0], buffer[1], buffer[2], buffer[3]];
     [cs_mab() getObjects:buffer range:NSMakeRange(0, 2)];
-    return [NSString stringWithFormat:@"%@ %@%@%@%@", first, buffer[0], buffer[1], buffer[2], buffer[3]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@%@%@%@", first, buffer[0], buffer[1], buffer[2], buffer[3]]);
 }
 static void *oracle_array_initWithObjects_count(void) {
     NSMutableString *out = [NSMutableString string];
     NSArray *numbers = cs_numbers(100);
-    id objects[100];
+    CS_UNRETAINED id objects[100];
     [numbers getObjects:objects range:NSMakeRange(0, 100)];
     NSArray *empty = [[NSArray alloc] initWithObjects:NULL count:0];
     NSArray *large = [[NSArray alloc] initWithObjects:objects count:100];
     NSMutableArray *mutable = [[NSMutableArray alloc] initWithObjects:objects count:3];
     [out appendFormat:@"%@ %lu %@ %@", cs_list(empty), (unsigned long)[large count], [large lastObject], cs_list(mutable)];
-    CS_SCN_RELEASE(empty);
-    CS_SCN_RELEASE(large);
-    CS_SCN_RELEASE(mutable);
-    return out;
+    CS_RELEASE(empty);
+    CS_RELEASE(large);
+    CS_RELEASE(mutable);
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_array_arrayWithObjects_count(void) {
     NSArray *numbers = cs_numbers(40);
-    id objects[40];
+    CS_UNRETAINED id objects[40];
     [numbers getObjects:objects range:NSMakeRange(0, 40)];
-    return [NSString stringWithFormat:@"%@ %@ %@ %lu %@", cs_list(@[]), cs_list(@[ @"a", @"b" ]),
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@ %lu %@", cs_list(@[]), cs_list(@[ @"a", @"b" ]),
                                       cs_list([NSArray arrayWithObjects:objects count:3]),
                                       (unsigned long)[[NSArray arrayWithObjects:objects count:40] count],
-                                      cs_list([NSMutableArray arrayWithObjects:objects count:2])];
+                                      cs_list([NSMutableArray arrayWithObjects:objects count:2])]);
 }
 static void *oracle_marray_addObject(void) {
     NSMutableArray *array = [NSMutableArray array];
     for (int i = 0; i < 40; i++) [array addObject:[NSNumber numberWithInt:i]];
     [array addObject:@"a"];
-    return [NSString stringWithFormat:@"%lu %@", (unsigned long)[array count], [array lastObject]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%lu %@", (unsigned long)[array count], [array lastObject]]);
 }
 static void *oracle_marray_insertObject_atIndex(void) {
     NSMutableArray *array = cs_mab();
@@ -643,26 +635,26 @@ static void *oracle_marray_insertObject_atIndex(void) {
     [array insertObject:@"start" atIndex:0];
     NSMutableArray *empty = [NSMutableArray array];
     [empty insertObject:@"only" atIndex:0];
-    return [NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(empty)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(empty)]);
 }
 static void *oracle_marray_removeObjectAtIndex(void) {
     NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
     [array removeObjectAtIndex:2];
     [array removeObjectAtIndex:0];
-    return cs_list(array);
+    return cs_autoreleased_pointer(cs_list(array));
 }
 static void *oracle_marray_replaceObjectAtIndex(void) {
     NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
     [array replaceObjectAtIndex:2 withObject:@"z"];
     [array replaceObjectAtIndex:0 withObject:@"y"];
-    return cs_list(array);
+    return cs_autoreleased_pointer(cs_list(array));
 }
 static void *oracle_marray_exchange(void) {
     NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
     [array exchangeObjectAtIndex:0 withObjectAtIndex:2];
     NSString *first = cs_list(array);
     [array exchangeObjectAtIndex:1 withObjectAtIndex:1];
-    return [NSString stringWithFormat:@"%@ %@", first, cs_list(array)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", first, cs_list(array)]);
 }
 static void *oracle_marray_setObject_atIndexedSubscript(void) {
     NSMutableArray *array = cs_mab();
@@ -670,7 +662,7 @@ static void *oracle_marray_setObject_atIndexedSubscript(void) {
     [array setObject:@"replaced" atIndexedSubscript:0];
     NSMutableArray *empty = [NSMutableArray array];
     [empty setObject:@"first" atIndexedSubscript:0];
-    return [NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(empty)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(empty)]);
 }
 static void *oracle_marray_removeObjectsInRange(void) {
     NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];
@@ -680,7 +672,7 @@ static void *oracle_marray_removeObjectsInRange(void) {
     [array removeObjectsInRange:NSMakeRange(1, 2)];
     NSMutableArray *all = cs_mab();
     [all removeObjectsInRange:NSMakeRange(0, 2)];
-    return [NSString stringWithFormat:@"%@ %@ %@", unchanged, cs_list(array), cs_list(all)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@", unchanged, cs_list(array), cs_list(all)]);
 }
 static void *oracle_marray_insertObjects_atIndexes(void) {
     NSMutableArray *array = cs_mab();
@@ -692,34 +684,34 @@ static void *oracle_marray_insertObjects_atIndexes(void) {
     NSMutableIndexSet *mixed = [NSMutableIndexSet indexSetWithIndex:0];
     [mixed addIndex:5];
     [array insertObjects:[NSArray arrayWithObjects:@"p", @"q", nil] atIndexes:mixed];
-    return [NSString stringWithFormat:@"%@ %@ %@", unchanged, atEnd, cs_list(array)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@", unchanged, atEnd, cs_list(array)]);
 }
 static void *oracle_dictionary_initWithObjects_forKeys_count(void) {
-    id objects[2] = {@"1", @"2"};
-    id keys[2] = {@"a", @"b"};
+    CS_UNRETAINED id objects[2] = {@"1", @"2"};
+    CS_UNRETAINED id keys[2] = {@"a", @"b"};
     NSDictionary *empty = [[NSDictionary alloc] initWithObjects:NULL forKeys:NULL count:0];
     NSDictionary *two = [[NSDictionary alloc] initWithObjects:objects forKeys:keys count:2];
     NSMutableDictionary *mutable = [[NSMutableDictionary alloc] initWithObjects:objects forKeys:keys count:1];
     NSString *out = [NSString stringWithFormat:@"%@ %@ %@", cs_pairs(empty), cs_pairs(two), cs_pairs(mutable)];
-    CS_SCN_RELEASE(empty);
-    CS_SCN_RELEASE(two);
-    CS_SCN_RELEASE(mutable);
-    return out;
+    CS_RELEASE(empty);
+    CS_RELEASE(two);
+    CS_RELEASE(mutable);
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_dictionary_dictionaryWithObjects_forKeys_count(void) {
     NSArray *numbers = cs_numbers(40);
-    id objects[40];
+    CS_UNRETAINED id objects[40];
     [numbers getObjects:objects range:NSMakeRange(0, 40)];
-    return [NSString stringWithFormat:@"%@ %@ %lu %@", cs_pairs(@{}), cs_pairs(@{@"a" : @"1", @"b" : @"2"}),
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %lu %@", cs_pairs(@{}), cs_pairs(@{@"a" : @"1", @"b" : @"2"}),
                                       (unsigned long)[[NSDictionary dictionaryWithObjects:objects forKeys:objects count:40] count],
-                                      cs_pairs([NSMutableDictionary dictionaryWithObjects:objects forKeys:objects count:2])];
+                                      cs_pairs([NSMutableDictionary dictionaryWithObjects:objects forKeys:objects count:2])]);
 }
 static void *oracle_mdictionary_setObject_forKey(void) {
     NSMutableDictionary *dictionary = [NSMutableDictionary dictionary];
     [dictionary setObject:@"1" forKey:@"a"];
     [dictionary setObject:@"2" forKey:@"a"];
     [dictionary setObject:[NSNull null] forKey:@"n"];
-    return cs_pairs(dictionary);
+    return cs_autoreleased_pointer(cs_pairs(dictionary));
 }
 static void *oracle_mdictionary_setObject_forKeyedSubscript(void) {
     NSMutableDictionary *dictionary = [NSMutableDictionary dictionary];
@@ -729,112 +721,112 @@ static void *oracle_mdictionary_setObject_forKeyedSubscript(void) {
     /* A nil value with a real key removes the key (SPEC §2 rule 1). */
     [dictionary setObject:nil forKeyedSubscript:@"a"];
     [dictionary setObject:nil forKeyedSubscript:@"missing"];
-    return [NSString stringWithFormat:@"%@ %@ %lu", both, cs_pairs(dictionary), (unsigned long)[dictionary count]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %lu", both, cs_pairs(dictionary), (unsigned long)[dictionary count]]);
 }
 static void *oracle_mdictionary_removeObjectForKey(void) {
     NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithObject:@"1" forKey:@"a"];
     [dictionary removeObjectForKey:@"missing"];
     NSString *unchanged = cs_pairs(dictionary);
     [dictionary removeObjectForKey:@"a"];
-    return [NSString stringWithFormat:@"%@ %@", unchanged, cs_pairs(dictionary)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", unchanged, cs_pairs(dictionary)]);
 }
 static void *oracle_set_initWithObjects_count(void) {
-    id objects[3] = {@"b", @"a", @"b"};
+    CS_UNRETAINED id objects[3] = {@"b", @"a", @"b"};
     NSSet *empty = [[NSSet alloc] initWithObjects:NULL count:0];
     NSSet *set = [[NSSet alloc] initWithObjects:objects count:3];
     NSMutableSet *mutable = [[NSMutableSet alloc] initWithObjects:objects count:2];
     NSString *out = [NSString stringWithFormat:@"%@ %@ %@ %@", cs_list(empty), cs_list(set), cs_list(mutable),
                                                cs_list([NSSet setWithObjects:@"z", @"y", nil])];
-    CS_SCN_RELEASE(empty);
-    CS_SCN_RELEASE(set);
-    CS_SCN_RELEASE(mutable);
-    return out;
+    CS_RELEASE(empty);
+    CS_RELEASE(set);
+    CS_RELEASE(mutable);
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_mset_addObject(void) {
     NSMutableSet *set = [NSMutableSet set];
     [set addObject:@"a"];
     [set addObject:@"a"];
     [set addObject:@"b"];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_mset_removeObject(void) {
     NSMutableSet *set = [NSMutableSet setWithObjects:@"a", @"b", nil];
     [set removeObject:@"missing"];
     [set removeObject:@"a"];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_oset_objectAtIndex(void) {
     NSOrderedSet *set = [NSOrderedSet orderedSetWithArray:cs_numbers(50)];
-    return [NSString stringWithFormat:@"%@ %@ %@", [set objectAtIndex:0], [set objectAtIndex:49],
-                                      [cs_moab() objectAtIndex:1]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@", [set objectAtIndex:0], [set objectAtIndex:49],
+                                      [cs_moab() objectAtIndex:1]]);
 }
 static void *oracle_oset_objectAtIndexedSubscript(void) {
     NSOrderedSet *set = [NSOrderedSet orderedSetWithObjects:@"a", @"b", nil];
-    return [NSString stringWithFormat:@"%@ %@", [set objectAtIndexedSubscript:0], [set objectAtIndexedSubscript:1]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", [set objectAtIndexedSubscript:0], [set objectAtIndexedSubscript:1]]);
 }
 static void *oracle_oset_initWithObjects_count(void) {
-    id objects[3] = {@"b", @"a", @"b"};
+    CS_UNRETAINED id objects[3] = {@"b", @"a", @"b"};
     NSOrderedSet *empty = [[NSOrderedSet alloc] initWithObjects:NULL count:0];
     NSOrderedSet *set = [[NSOrderedSet alloc] initWithObjects:objects count:3];
     NSString *out = [NSString stringWithFormat:@"%@ %@", cs_list(empty), cs_list(set)];
-    CS_SCN_RELEASE(empty);
-    CS_SCN_RELEASE(set);
-    return out;
+    CS_RELEASE(empty);
+    CS_RELEASE(set);
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_moset_addObject(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set addObject:@"a"];
     [set addObject:@"c"];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_removeObject(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set removeObject:@"missing"];
     [set removeObject:@"a"];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_insertObject_atIndex(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set insertObject:@"end" atIndex:2];
     [set insertObject:@"start" atIndex:0];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_removeObjectAtIndex(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set removeObjectAtIndex:1];
     [set removeObjectAtIndex:0];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_replaceObjectAtIndex(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set replaceObjectAtIndex:1 withObject:@"z"];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_setObject_atIndex(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set setObject:@"appended" atIndex:2];
     [set setObject:@"replaced" atIndex:0];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_setObject_atIndexedSubscript(void) {
     NSMutableOrderedSet *set = cs_moab();
     [set setObject:@"appended" atIndexedSubscript:2];
     [set setObject:@"replaced" atIndexedSubscript:1];
-    return cs_list(set);
+    return cs_autoreleased_pointer(cs_list(set));
 }
 static void *oracle_moset_exchange(void) {
     NSMutableOrderedSet *set = [NSMutableOrderedSet orderedSetWithArray:CS_ABC];
     [set exchangeObjectAtIndex:0 withObjectAtIndex:2];
     NSString *first = cs_list(set);
     [set exchangeObjectAtIndex:1 withObjectAtIndex:1];
-    return [NSString stringWithFormat:@"%@ %@", first, cs_list(set)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", first, cs_list(set)]);
 }
 static void *oracle_moset_removeObjectsInRange(void) {
     NSMutableOrderedSet *set = [NSMutableOrderedSet orderedSetWithArray:CS_ABC];
     [set removeObjectsInRange:NSMakeRange(3, 0)];
     NSString *unchanged = cs_list(set);
     [set removeObjectsInRange:NSMakeRange(1, 2)];
-    return [NSString stringWithFormat:@"%@ %@", unchanged, cs_list(set)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", unchanged, cs_list(set)]);
 }
 static void *oracle_moset_insertObjects_atIndexes(void) {
     NSMutableOrderedSet *set = cs_moab();
@@ -842,19 +834,19 @@ static void *oracle_moset_insertObjects_atIndexes(void) {
     NSString *unchanged = cs_list(set);
     [set insertObjects:[NSArray arrayWithObjects:@"x", @"y", nil]
              atIndexes:[NSIndexSet indexSetWithIndexesInRange:NSMakeRange(2, 2)]];
-    return [NSString stringWithFormat:@"%@ %@", unchanged, cs_list(set)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", unchanged, cs_list(set)]);
 }
 static void *oracle_cache_setObject_forKey(void) {
-    NSCache *cache = CS_SCN_AUTORELEASE([[NSCache alloc] init]);
+    NSCache *cache = CS_AUTORELEASE([[NSCache alloc] init]);
     [cache setObject:@"1" forKey:@"a"];
     [cache setObject:@"2" forKey:@"a"];
-    return [NSString stringWithFormat:@"%@ %@", [cache objectForKey:@"a"], cs_describe([cache objectForKey:@"b"])];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", [cache objectForKey:@"a"], cs_describe([cache objectForKey:@"b"])]);
 }
 static void *oracle_cache_setObject_forKey_cost(void) {
-    NSCache *cache = CS_SCN_AUTORELEASE([[NSCache alloc] init]);
+    NSCache *cache = CS_AUTORELEASE([[NSCache alloc] init]);
     [cache setObject:@"1" forKey:@"a" cost:0];
     [cache setObject:@"2" forKey:@"b" cost:1000];
-    return [NSString stringWithFormat:@"%@ %@", [cache objectForKey:@"a"], [cache objectForKey:@"b"]];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", [cache objectForKey:@"a"], [cache objectForKey:@"b"]]);
 }
 static void *oracle_defaults_setObject_forKey(void) {
     NSUserDefaults *defaults = [NSUserDefaults standardUserDefaults];
@@ -863,7 +855,7 @@ static void *oracle_defaults_setObject_forKey(void) {
     [defaults setObject:nil forKey:CS_DEFAULTS_KEY]; /* legal: removes the key */
     NSString *out = [NSString stringWithFormat:@"%@ %@", set, cs_describe([defaults objectForKey:CS_DEFAULTS_KEY])];
     [defaults removeObjectForKey:CS_DEFAULTS_KEY];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_defaults_objectForKey(void) {
     NSUserDefaults *defaults = [NSUserDefaults standardUserDefaults];
@@ -871,21 +863,21 @@ static void *oracle_defaults_objectForKey(void) {
     [defaults setObject:@"v" forKey:CS_DEFAULTS_KEY];
     NSString *out = [NSString stringWithFormat:@"%@ %@", missing, [defaults objectForKey:CS_DEFAULTS_KEY]];
     [defaults removeObjectForKey:CS_DEFAULTS_KEY];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_defaults_removeObjectForKey(void) {
     NSUserDefaults *defaults = [NSUserDefaults standardUserDefaults];
     [defaults removeObjectForKey:@"CrashShieldTest.missing"];
     [defaults setObject:@"v" forKey:CS_DEFAULTS_KEY];
     [defaults removeObjectForKey:CS_DEFAULTS_KEY];
-    return cs_describe([defaults objectForKey:CS_DEFAULTS_KEY]);
+    return cs_autoreleased_pointer(cs_describe([defaults objectForKey:CS_DEFAULTS_KEY]));
 }
 static void *oracle_data_subdataWithRange(void) {
     NSData *data = cs_data_abc();
-    return [NSString stringWithFormat:@"%@ %@ %@ %@", cs_bytes([data subdataWithRange:NSMakeRange(3, 0)]),
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@ %@", cs_bytes([data subdataWithRange:NSMakeRange(3, 0)]),
                                       cs_bytes([data subdataWithRange:NSMakeRange(0, 3)]),
                                       cs_bytes([data subdataWithRange:NSMakeRange(1, 1)]),
-                                      cs_bytes([[NSData data] subdataWithRange:NSMakeRange(0, 0)])];
+                                      cs_bytes([[NSData data] subdataWithRange:NSMakeRange(0, 0)])]);
 }
 static void *oracle_data_getBytes_range(void) {
     char buffer[4] = "----";
@@ -894,7 +886,7 @@ static void *oracle_data_getBytes_range(void) {
     NSMutableData *mutable = [NSMutableData dataWithBytes:"xyz" length:3];
     char other[4] = "----";
     [mutable getBytes:other range:NSMakeRange(0, 3)];
-    return [NSString stringWithFormat:@"%.4s %.4s", buffer, other];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%.4s %.4s", buffer, other]);
 }
 static void *oracle_mdata_replaceBytesInRange(void) {
     NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
@@ -905,7 +897,7 @@ static void *oracle_mdata_replaceBytesInRange(void) {
     [data replaceBytesInRange:NSMakeRange(2, 4) withBytes:"WXYZ"];
     NSMutableData *append = [NSMutableData dataWithBytes:"ab" length:2];
     [append replaceBytesInRange:NSMakeRange(2, 2) withBytes:"cd"];
-    return [NSString stringWithFormat:@"%@ %@ %@", first, cs_bytes(data), cs_bytes(append)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@", first, cs_bytes(data), cs_bytes(append)]);
 }
 static void *oracle_mdata_resetBytesInRange(void) {
     NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
@@ -913,7 +905,7 @@ static void *oracle_mdata_resetBytesInRange(void) {
     [data resetBytesInRange:NSMakeRange(1, 1)];
     NSString *first = cs_bytes(data);
     [data resetBytesInRange:NSMakeRange(0, 3)];
-    return [NSString stringWithFormat:@"%@ %@", first, cs_bytes(data)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", first, cs_bytes(data)]);
 }
 
 #pragma mark - Oracles: key-value coding collection proxies (issue 10 item 1)
@@ -923,11 +915,11 @@ static void *oracle_mdata_resetBytesInRange(void) {
  * proxy mutation replaces and frees the collection the proxy read before), `fastTags` has
  * indexed accessors, `ivarTags` has none. `child` makes key paths. */
 @interface CSScnTagModel : NSObject {
-    NSMutableArray *tags;
-    NSMutableSet *labels;
-    NSMutableArray *fastTags;
-    NSMutableArray *ivarTags;
-    CSScnTagModel *child;
+    __strong NSMutableArray *tags;
+    __strong NSMutableSet *labels;
+    __strong NSMutableArray *fastTags;
+    __strong NSMutableArray *ivarTags;
+    __strong CSScnTagModel *child;
 }
 @end
 
@@ -940,23 +932,23 @@ static void *oracle_mdata_resetBytesInRange(void) {
     return self;
 }
 - (void)dealloc {
-    CS_SCN_RELEASE(tags);
-    CS_SCN_RELEASE(labels);
-    CS_SCN_RELEASE(fastTags);
-    CS_SCN_RELEASE(ivarTags);
-    CS_SCN_RELEASE(child);
-    [super dealloc];
+    CS_RELEASE(tags);
+    CS_RELEASE(labels);
+    CS_RELEASE(fastTags);
+    CS_RELEASE(ivarTags);
+    CS_RELEASE(child);
+    CS_SUPER_DEALLOC();
 }
 - (NSArray *)tags { return tags; }
 - (void)setTags:(NSArray *)value {
     NSMutableArray *copy = [value mutableCopy];
-    CS_SCN_RELEASE(tags);
+    CS_RELEASE(tags);
     tags = copy;
 }
 - (NSSet *)labels { return labels; }
 - (void)setLabels:(NSSet *)value {
     NSMutableSet *copy = [value mutableCopy];
-    CS_SCN_RELEASE(labels);
+    CS_RELEASE(labels);
     labels = copy;
 }
 - (NSUInteger)countOfFastTags { return [fastTags count]; }
@@ -965,9 +957,9 @@ static void *oracle_mdata_resetBytesInRange(void) {
 - (void)removeObjectFromFastTagsAtIndex:(NSUInteger)index { [fastTags removeObjectAtIndex:index]; }
 - (CSScnTagModel *)child { return child; }
 - (void)setChild:(CSScnTagModel *)value {
-    [value retain];
-    CS_SCN_RELEASE(child);
-    child = value;
+    id old = child;
+    child = CS_RETAIN(value);
+    CS_RELEASE(old);
 }
 @end
 
@@ -1021,15 +1013,15 @@ static NSString *cs_kvc_array_proxy_run(BOOL observed) {
         [model removeObserver:counter forKeyPath:@"ivarTags"];
         [out appendFormat:@" notifications %u", counter->changes];
     }
-    CS_SCN_RELEASE(counter);
-    CS_SCN_RELEASE(model);
+    CS_RELEASE(counter);
+    CS_RELEASE(model);
     return out;
 }
 static void *oracle_kvc_array_proxy(void) {
-    return cs_kvc_array_proxy_run(NO);
+    return cs_autoreleased_pointer(cs_kvc_array_proxy_run(NO));
 }
 static void *oracle_kvc_array_proxy_observed(void) {
-    return cs_kvc_array_proxy_run(YES);
+    return cs_autoreleased_pointer(cs_kvc_array_proxy_run(YES));
 }
 static void *oracle_kvc_array_proxy_key_path(void) {
     CSScnTagModel *model = [[CSScnTagModel alloc] init];
@@ -1041,9 +1033,9 @@ static void *oracle_kvc_array_proxy_key_path(void) {
     [proxy insertObject:@"0" atIndex:0];
     [proxy removeObjectAtIndex:1];
     NSString *out = [NSString stringWithFormat:@"child.tags %@", cs_list([child tags])];
-    CS_SCN_RELEASE(child);
-    CS_SCN_RELEASE(model);
-    return out;
+    CS_RELEASE(child);
+    CS_RELEASE(model);
+    return cs_autoreleased_pointer(out);
 }
 static NSString *cs_kvc_set_proxy_run(BOOL observed) {
     CSScnTagModel *model = [[CSScnTagModel alloc] init];
@@ -1062,8 +1054,8 @@ static NSString *cs_kvc_set_proxy_run(BOOL observed) {
         [model removeObserver:counter forKeyPath:@"labels"];
         [out appendFormat:@" notifications %u", counter->changes];
     }
-    CS_SCN_RELEASE(counter);
-    CS_SCN_RELEASE(model);
+    CS_RELEASE(counter);
+    CS_RELEASE(model);
     return out;
 }
 bool cs_containers_kvc_proxy_misuse(void) {
@@ -1075,15 +1067,15 @@ bool cs_containers_kvc_proxy_misuse(void) {
         [[model mutableArrayValueForKey:@"ivarTags"] addObject:@"x"];
         [[model mutableArrayValueForKey:@"ivarTags"] removeObjectAtIndex:cs_opaque_index(9)];
         ok = [[model tags] isEqual:CS_AB] && [[model valueForKey:@"ivarTags"] isEqual:[NSArray arrayWithObject:@"x"]];
-        CS_SCN_RELEASE(model);
+        CS_RELEASE(model);
     }
     return ok;
 }
 static void *oracle_kvc_set_proxy(void) {
-    return cs_kvc_set_proxy_run(NO);
+    return cs_autoreleased_pointer(cs_kvc_set_proxy_run(NO));
 }
 static void *oracle_kvc_set_proxy_observed(void) {
-    return cs_kvc_set_proxy_run(YES);
+    return cs_autoreleased_pointer(cs_kvc_set_proxy_run(YES));
 }
 
 #pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
@@ -1093,7 +1085,7 @@ static void *oracle_marray_removeLastObject(void) {
     [array removeLastObject];
     NSMutableArray *one = [NSMutableArray arrayWithObject:@"only"];
     [one removeLastObject];
-    return [NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(one)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", cs_list(array), cs_list(one)]);
 }
 static void *oracle_marray_replaceObjectsInRange(void) {
     NSMutableString *out = [NSMutableString string];
@@ -1105,7 +1097,7 @@ static void *oracle_marray_replaceObjectsInRange(void) {
         [removed replaceObjectsInRange:ranges[i] withObjectsFromArray:nil];
         [out appendFormat:@"%@ %@ ", cs_list(array), cs_list(removed)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_marray_replaceObjectsInRange_range(void) {
     NSMutableString *out = [NSMutableString string];
@@ -1118,13 +1110,13 @@ static void *oracle_marray_replaceObjectsInRange_range(void) {
         [end replaceObjectsInRange:NSMakeRange(3, 0) withObjectsFromArray:source range:sources[i]];
         [out appendFormat:@"%@ %@ ", cs_list(array), cs_list(end)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_array_arrayByAddingObject(void) {
     NSArray *empty = [[NSArray array] arrayByAddingObject:@"a"];
     NSArray *more = [CS_ABC arrayByAddingObject:@"d"];
     NSArray *fromMutable = [cs_mab() arrayByAddingObject:@"c"];
-    return [NSString stringWithFormat:@"%@ %@ %@", cs_list(empty), cs_list(more), cs_list(fromMutable)];
+    return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %@", cs_list(empty), cs_list(more), cs_list(fromMutable)]);
 }
 static void *oracle_mdata_replaceBytesInRange_length(void) {
     NSMutableString *out = [NSMutableString string];
@@ -1140,7 +1132,7 @@ static void *oracle_mdata_replaceBytesInRange_length(void) {
     NSMutableData *cleared = [NSMutableData dataWithBytes:"abc" length:3];
     [cleared replaceBytesInRange:NSMakeRange(0, 3) withBytes:NULL length:0];
     [out appendString:cs_bytes(cleared)];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static const cs_oracle kOracles[] = {
@@ -1207,12 +1199,13 @@ const cs_oracle_table cs_container_oracles = CS_TABLE(kOracles);
 /* Shared containers receive legal reads and misuse only: with the guard on, every misuse is a
  * read-only no-op, so concurrent use is as safe as concurrent reads. Legal mutations go to
  * per-thread containers. */
+/* The containers are borrowed from cs_containers_stress's autorelease pool (CS_POOLED). */
 typedef struct {
-    NSArray *array;
-    NSMutableArray *mutableArray;
-    NSMutableDictionary *dictionary;
-    NSCache *cache;
-    NSData *data;
+    CS_UNRETAINED NSArray *array;
+    CS_UNRETAINED NSMutableArray *mutableArray;
+    CS_UNRETAINED NSMutableDictionary *dictionary;
+    CS_UNRETAINED NSCache *cache;
+    CS_UNRETAINED NSData *data;
     unsigned iterations;
     uint64_t misuses;  /* __atomic */
     int failed;        /* __atomic */
@@ -1234,7 +1227,7 @@ static void *cs_stress_thread(void *unused) {
 #endif
     @autoreleasepool {
         NSMutableArray *own = [NSMutableArray array];
-        NSCache *ownCache = CS_SCN_AUTORELEASE([[NSCache alloc] init]);
+        NSCache *ownCache = CS_AUTORELEASE([[NSCache alloc] init]);
         uint64_t misuses = 0;
         for (unsigned i = 0; i < g_stress.iterations; i++) {
             @autoreleasepool {
@@ -1291,11 +1284,11 @@ static void *cs_stress_thread(void *unused) {
 uint64_t cs_containers_stress(unsigned threads, unsigned iterations) {
     uint64_t result;
     @autoreleasepool {
-        g_stress.array = CS_ABC;
-        g_stress.mutableArray = cs_mab();
-        g_stress.dictionary = cs_mdict_a1();
-        g_stress.cache = CS_SCN_AUTORELEASE([[NSCache alloc] init]);
-        g_stress.data = cs_data_abc();
+        g_stress.array = CS_POOLED(CS_ABC);
+        g_stress.mutableArray = CS_POOLED(cs_mab());
+        g_stress.dictionary = CS_POOLED(cs_mdict_a1());
+        g_stress.cache = CS_POOLED(CS_AUTORELEASE([[NSCache alloc] init]));
+        g_stress.data = CS_POOLED(cs_data_abc());
         g_stress.iterations = iterations;
         g_stress.misuses = 0;
         g_stress.failed = 0;
@@ -1343,12 +1336,12 @@ typedef struct {
     uint64_t state, misuses, mismatches;
     NSUInteger model[64];
     NSUInteger modelCount;
-    NSMutableArray *array;
+    CS_UNRETAINED NSMutableArray *array; /* the three containers: borrowed from the run's pool */
     unsigned values[8]; /* keyed model: key i -> 1 + value number, 0 when absent */
-    NSMutableDictionary *dictionary;
+    CS_UNRETAINED NSMutableDictionary *dictionary;
     unsigned char bytes[64];
     NSUInteger byteCount;
-    NSMutableData *data;
+    CS_UNRETAINED NSMutableData *data;
 } cs_fuzz;
 
 static void cs_fuzz_check(cs_fuzz *f, BOOL ok) {
@@ -1404,7 +1397,7 @@ static void cs_fuzz_step(cs_fuzz *f) {
     }
     case 2: { /* getObjects:range: */
         NSRange range = cs_raw_range(cs_pick_extent(s, count), cs_pick_extent(s, count));
-        id buffer[64];
+        CS_UNRETAINED id buffer[64];
         for (int i = 0; i < 64; i++) buffer[i] = @"-";
         [f->array getObjects:buffer range:range];
         if (!cs_within(range, count)) f->misuses++;
@@ -1545,11 +1538,11 @@ uint64_t cs_containers_randomized(uint64_t seed, unsigned iterations, uint64_t *
     f.state = seed;
     uint64_t mismatches;
     @autoreleasepool {
-        f.array = [NSMutableArray array];
-        f.dictionary = [NSMutableDictionary dictionary];
+        f.array = CS_POOLED([NSMutableArray array]);
+        f.dictionary = CS_POOLED([NSMutableDictionary dictionary]);
         f.byteCount = 8;
         for (NSUInteger i = 0; i < f.byteCount; i++) f.bytes[i] = (unsigned char)('a' + i);
-        f.data = [NSMutableData dataWithBytes:f.bytes length:f.byteCount];
+        f.data = CS_POOLED([NSMutableData dataWithBytes:f.bytes length:f.byteCount]);
         for (NSUInteger i = 0; i < 6; i++) {
             f.model[i] = i;
             [f.array addObject:[NSNumber numberWithUnsignedInteger:i]];

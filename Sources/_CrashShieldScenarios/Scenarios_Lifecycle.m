@@ -53,9 +53,9 @@ static volatile long g_pings;
 
 /** Observed model: `name`, `count`, a nested `child`, and `fullName` depending on `name`. */
 @interface CSLModel : NSObject {
-    NSString *name;
+    __strong NSString *name;
     long count;
-    CSLModel *child;
+    __strong CSLModel *child;
 }
 - (NSString *)name;
 - (void)setName:(NSString *)value;
@@ -74,9 +74,9 @@ static volatile long g_pings;
     return name;
 }
 - (void)setName:(NSString *)value {
-    [value retain];
-    [name release];
-    name = value;
+    id old = name;
+    name = CS_RETAIN(value);
+    CS_RELEASE(old);
 }
 - (long)count {
     return count;
@@ -88,17 +88,17 @@ static volatile long g_pings;
     return child;
 }
 - (void)setChild:(CSLModel *)value {
-    [value retain];
-    [child release];
-    child = value;
+    id old = child;
+    child = CS_RETAIN(value);
+    CS_RELEASE(old);
 }
 - (NSString *)fullName {
     return [NSString stringWithFormat:@"Full %@", name];
 }
 - (void)dealloc {
-    [name release];
-    [child release];
-    [super dealloc];
+    CS_RELEASE(name);
+    CS_RELEASE(child);
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -106,7 +106,7 @@ static volatile long g_pings;
 @interface CSLKVOObserver : NSObject {
   @public
     int hits;
-    NSMutableString *log;
+    __strong NSMutableString *log;
 }
 @end
 @implementation CSLKVOObserver
@@ -123,8 +123,8 @@ static volatile long g_pings;
     [log appendString:@"] "];
 }
 - (void)dealloc {
-    [log release];
-    [super dealloc];
+    CS_RELEASE(log);
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -137,7 +137,7 @@ static volatile long g_pings;
 /** Zombie fixture: opted in by the zombie scenarios, tests and bench (by exact class name). */
 @interface CSLZombieVictim : NSObject {
   @public
-    NSString *name;
+    __strong NSString *name;
     long count;
 }
 - (NSString *)name;
@@ -159,8 +159,8 @@ static volatile long g_pings;
     return NSMakeRange(3, 4);
 }
 - (void)dealloc {
-    [name release];
-    [super dealloc];
+    CS_RELEASE(name);
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -177,7 +177,7 @@ static volatile long g_pings;
     int stop_after; /* invalidates the timer at this tick (0: never) */
     BOOL *dealloced;
     int *ticks_out; /* mirrors `ticks`, readable after the ticker is gone */
-    NSMutableString *log;
+    __strong NSMutableString *log;
 }
 - (void)cs_tick:(NSTimer *)timer;
 @end
@@ -190,8 +190,8 @@ static volatile long g_pings;
 }
 - (void)dealloc {
     if (dealloced) *dealloced = YES;
-    [log release];
-    [super dealloc];
+    CS_RELEASE(log);
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -214,7 +214,7 @@ static void cs_restore_weak_timer_targets(void) {
 /** An NSObject that answers the timer selector only by forwarding to another object. */
 @interface CSLForwarder : NSObject {
   @public
-    id inner;
+    __strong id inner;
 }
 @end
 @implementation CSLForwarder
@@ -223,15 +223,15 @@ static void cs_restore_weak_timer_targets(void) {
     return inner;
 }
 - (void)dealloc {
-    [inner release];
-    [super dealloc];
+    CS_RELEASE(inner);
+    CS_SUPER_DEALLOC();
 }
 @end
 
 /** A weak-proxy style NSProxy: forwards every message to its target (kept retained here). */
 @interface CSLProxy : NSProxy {
   @public
-    id target;
+    __strong id target;
 }
 @end
 @implementation CSLProxy
@@ -242,8 +242,8 @@ static void cs_restore_weak_timer_targets(void) {
     [invocation invokeWithTarget:target];
 }
 - (void)dealloc {
-    [target release];
-    [super dealloc];
+    CS_RELEASE(target);
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -309,7 +309,7 @@ static NSString *cs_nil_string(void) {
 /* After a misuse the object's observing still works: a real registration gets exactly one
  * notification per change and is removed cleanly. */
 static bool cs_kvo_still_works(CSLModel *model) {
-    CSLKVOObserver *probe = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLKVOObserver *probe = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model addObserver:probe forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
     [model setName:@"probe"];
     [model removeObserver:probe forKeyPath:@"name"];
@@ -318,23 +318,23 @@ static bool cs_kvo_still_works(CSLModel *model) {
 }
 
 static bool kvo_add_nil_observer(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
     [model addObserver:cs_opaque(nil) forKeyPath:@"name" options:0 context:NULL];
     [model setName:@"x"];
     return cs_kvo_still_works(model);
 }
 
 static bool kvo_add_nil_keypath(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model addObserver:observer forKeyPath:cs_nil_string() options:0 context:NULL];
     [model setName:@"x"];
     return observer->hits == 0;
 }
 
 static bool kvo_add_empty_keypath(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model addObserver:observer forKeyPath:@"" options:0 context:NULL];
     [model setName:@"x"];
     return observer->hits == 0;
@@ -342,8 +342,8 @@ static bool kvo_add_empty_keypath(void) {
 
 /* The identical registration twice: one change is delivered once, and one removal ends it. */
 static bool kvo_add_duplicate(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:(void *)1];
     [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:(void *)1];
     [model setName:@"a"];
@@ -360,40 +360,40 @@ static bool cs_class_still_works(void) {
 }
 
 static bool kvo_class_add(void) {
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [(id)[CSLModel class] addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
     return cs_class_still_works() && observer->hits == 0;
 }
 
 static bool kvo_class_add_nil_keypath(void) {
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [(id)[CSLModel class] addObserver:observer forKeyPath:cs_nil_string() options:0 context:NULL];
     return cs_class_still_works();
 }
 
 static bool kvo_class_remove_never_added(void) {
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [(id)[CSLModel class] removeObserver:observer forKeyPath:@"name"];
     return cs_class_still_works();
 }
 
 void cs_test_kvo_class_remove_context(void) {
     @autoreleasepool {
-        CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+        CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
         [(id)[CSLModel class] removeObserver:observer forKeyPath:@"name" context:NULL];
     }
 }
 
 static bool kvo_remove_never_added(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model removeObserver:observer forKeyPath:@"name"];
     return cs_kvo_still_works(model) && observer->hits == 0;
 }
 
 static bool kvo_remove_twice(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model addObserver:observer forKeyPath:@"name" options:0 context:NULL];
     [model removeObserver:observer forKeyPath:@"name"];
     [model removeObserver:observer forKeyPath:@"name"];
@@ -403,8 +403,8 @@ static bool kvo_remove_twice(void) {
 
 /* Removal with a context matches on the context: the wrong one is ignored, the right one works. */
 static bool kvo_remove_context_wrong(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model addObserver:observer forKeyPath:@"name" options:0 context:(void *)1];
     [model removeObserver:observer forKeyPath:@"name" context:(void *)2];
     [model setName:@"a"];
@@ -415,43 +415,43 @@ static bool kvo_remove_context_wrong(void) {
 }
 
 static bool kvo_remove_context_never_added(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
     [model removeObserver:observer forKeyPath:@"name" context:(void *)1];
     return cs_kvo_still_works(model) && observer->hits == 0;
 }
 
 /* The observed object deallocates while observed; a new object may reuse its memory. */
 static bool kvo_observed_dealloc(void) {
-    CSLKVOObserver *observer = [[[CSLKVOObserver alloc] init] autorelease];
-    CSLModel *model = [[CSLModel alloc] init];
+    CSLKVOObserver *observer = CS_AUTORELEASE([[CSLKVOObserver alloc] init]);
+    CS_UNRETAINED CSLModel *model = CS_SCENARIO_OWNED([[CSLModel alloc] init]);
     [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
     [model setName:@"a"];
-    [model release];
+    CS_SCENARIO_DISOWN(model);
     for (int i = 0; i < 16; i++) {
         CSLModel *other = [[CSLModel alloc] init];
         [other setName:@"b"];
-        [other release];
+        CS_RELEASE(other);
     }
     return observer->hits == 1;
 }
 
 /* The observer deallocates while registered; a later change must not message its memory. */
 static bool kvo_observer_dealloc(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLKVOObserver *observer = [[CSLKVOObserver alloc] init];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CS_UNRETAINED CSLKVOObserver *observer = CS_SCENARIO_OWNED([[CSLKVOObserver alloc] init]);
     [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
-    [observer release];
+    CS_SCENARIO_DISOWN(observer);
     NSMutableArray *fillers = [NSMutableArray array];
-    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
+    for (int i = 0; i < 64; i++) [fillers addObject:CS_AUTORELEASE([[CSLFiller alloc] init])];
     [model setName:@"boom"];
     [model setName:@"again"];
     return [[model name] isEqualToString:@"again"] && cs_kvo_still_works(model);
 }
 
 static bool kvo_observer_without_callback(void) {
-    CSLModel *model = [[[CSLModel alloc] init] autorelease];
-    CSLLazyObserver *observer = [[[CSLLazyObserver alloc] init] autorelease];
+    CSLModel *model = CS_AUTORELEASE([[CSLModel alloc] init]);
+    CSLLazyObserver *observer = CS_AUTORELEASE([[CSLLazyObserver alloc] init]);
     [model addObserver:observer forKeyPath:@"name" options:0 context:NULL];
     [model setName:@"x"];
     [model removeObserver:observer forKeyPath:@"name"];
@@ -471,42 +471,47 @@ void cs_lifecycle_unconfigure_zombies(void) {
     cs_zombie_flush();
 }
 
+/* A pointer to a freed object, hidden from the compiler, typed for messaging. Never through
+ * cs_opaque or a strong variable: under ARC either would retain the freed object. */
+#define CS_STALE_VICTIM(victim) ((CSLZombieVictim *)CS_OBJECT(cs_opaque_pointer(CS_POINTER(victim))))
+
 /* A victim released, its memory reused by other objects, then messaged through the stale
- * pointer. Unguarded that is a use after free: whatever GNUstep does with the bytes there. */
-static CSLZombieVictim *cs_dead_victim(void) {
+ * pointer. Unguarded that is a use after free: whatever GNUstep does with the bytes there. The
+ * stale pointer crosses as a plain pointer and lands in CS_UNRETAINED variables. */
+static void *cs_dead_victim(void) {
     cs_lifecycle_configure_zombies(0, 0);
-    CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+    CS_UNRETAINED CSLZombieVictim *victim = CS_SCENARIO_OWNED([[CSLZombieVictim alloc] init]);
     victim->name = [[NSString alloc] initWithUTF8String:"victim"];
     victim->count = 7;
-    [victim release];
+    CS_SCENARIO_DISOWN(victim);
     NSMutableArray *fillers = [NSMutableArray array];
-    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
-    return cs_opaque(victim);
+    for (int i = 0; i < 64; i++) [fillers addObject:CS_AUTORELEASE([[CSLFiller alloc] init])];
+    return cs_opaque_pointer(CS_POINTER(victim));
 }
 
 static bool zombie_message_object(void) {
-    CSLZombieVictim *victim = cs_dead_victim();
+    CS_UNRETAINED CSLZombieVictim *victim = CS_OBJECT(cs_dead_victim());
     bool ok = [victim name] == nil;
     cs_lifecycle_unconfigure_zombies();
     return ok;
 }
 
 static bool zombie_message_integer(void) {
-    CSLZombieVictim *victim = cs_dead_victim();
+    CS_UNRETAINED CSLZombieVictim *victim = CS_OBJECT(cs_dead_victim());
     bool ok = [victim count] == 0;
     cs_lifecycle_unconfigure_zombies();
     return ok;
 }
 
 static bool zombie_message_double(void) {
-    CSLZombieVictim *victim = cs_dead_victim();
+    CS_UNRETAINED CSLZombieVictim *victim = CS_OBJECT(cs_dead_victim());
     bool ok = [victim ratio] == 0.0;
     cs_lifecycle_unconfigure_zombies();
     return ok;
 }
 
 static bool zombie_message_struct(void) {
-    CSLZombieVictim *victim = cs_dead_victim();
+    CS_UNRETAINED CSLZombieVictim *victim = CS_OBJECT(cs_dead_victim());
     NSRange range = [victim range];
     cs_lifecycle_unconfigure_zombies();
     return range.location == 0 && range.length == 0;
@@ -514,8 +519,8 @@ static bool zombie_message_struct(void) {
 
 /* The extra release reaches the zombie, which stays kept (not freed a second time). */
 static bool zombie_release_over(void) {
-    CSLZombieVictim *victim = cs_dead_victim();
-    [victim release];
+    void *victim = cs_dead_victim();
+    cs_send_release(victim);
     bool kept = cs_zombie_count() == 1;
     cs_lifecycle_unconfigure_zombies();
     return kept;
@@ -528,12 +533,12 @@ static bool zombie_release_over(void) {
 static bool notification_observer_dealloc(void) {
     NSNotificationCenter *center = [NSNotificationCenter defaultCenter];
     NSString *name = @"CSLifecycleEvent";
-    CSLObserver *observer = [[CSLObserver alloc] init];
+    CS_UNRETAINED CSLObserver *observer = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
     [center addObserver:observer selector:@selector(cs_ping:) name:name object:nil];
     g_pings = 0;
-    [observer release];
+    CS_SCENARIO_DISOWN(observer);
     NSMutableArray *fillers = [NSMutableArray array];
-    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
+    for (int i = 0; i < 64; i++) [fillers addObject:CS_AUTORELEASE([[CSLFiller alloc] init])];
     [center postNotificationName:name object:nil];
     [center postNotificationName:name object:nil];
     return g_pings == 0;
@@ -544,14 +549,14 @@ static bool notification_observer_dealloc(void) {
  * reaches its freed memory unguarded, exactly as when it never removed anything. */
 static bool notification_observer_dealloc_after_partial_removal(void) {
     NSNotificationCenter *center = [NSNotificationCenter defaultCenter];
-    CSLObserver *observer = [[CSLObserver alloc] init];
+    CS_UNRETAINED CSLObserver *observer = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
     [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLPartialA" object:nil];
     [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLPartialB" object:nil];
     [center removeObserver:observer name:@"CSLPartialA" object:nil];
     g_pings = 0;
-    [observer release];
+    CS_SCENARIO_DISOWN(observer);
     NSMutableArray *fillers = [NSMutableArray array];
-    for (int i = 0; i < 64; i++) [fillers addObject:[[[CSLFiller alloc] init] autorelease]];
+    for (int i = 0; i < 64; i++) [fillers addObject:CS_AUTORELEASE([[CSLFiller alloc] init])];
     [center postNotificationName:@"CSLPartialB" object:nil];
     [center postNotificationName:@"CSLPartialA" object:nil];
     return g_pings == 0;
@@ -569,11 +574,11 @@ static BOOL cs_flag_set(void *flag) {
 static bool timer_repeating_target_released(void) {
     cs_name_screen_as_weak_timer_target();
     BOOL dealloced = NO;
-    CSLTicker *target = [[CSLScreen alloc] init];
+    CS_UNRETAINED CSLTicker *target = CS_SCENARIO_OWNED([[CSLScreen alloc] init]);
     target->dealloced = &dealloced;
-    NSTimer *timer = [[NSTimer scheduledTimerWithTimeInterval:0.01 target:target selector:@selector(cs_tick:)
-                                                     userInfo:nil repeats:YES] retain];
-    [target release];
+    NSTimer *timer = CS_RETAIN([NSTimer scheduledTimerWithTimeInterval:0.01 target:target selector:@selector(cs_tick:)
+                                                     userInfo:nil repeats:YES]);
+    CS_SCENARIO_DISOWN(target);
     cs_spin_until(cs_flag_set, &dealloced, 0.5);
     NSDate *limit = [NSDate dateWithTimeIntervalSinceNow:0.5];
     while ([timer isValid] && [limit timeIntervalSinceNow] > 0) {
@@ -587,7 +592,7 @@ static bool timer_repeating_target_released(void) {
         target->dealloced = NULL; /* still alive (leaked by the timer): do not point at the stack */
         [timer invalidate];
     }
-    [timer release];
+    CS_RELEASE(timer);
     cs_restore_weak_timer_targets();
     return ok;
 }
@@ -595,24 +600,24 @@ static bool timer_repeating_target_released(void) {
 bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_date) {
     BOOL dealloced = NO;
     NSTimer *timer;
-    CSLTicker *target;
+    CS_UNRETAINED CSLTicker *target;
     @autoreleasepool {
-        target = screen ? [[CSLScreen alloc] init] : [[CSLTicker alloc] init];
+        target = screen ? CS_SCENARIO_OWNED([[CSLScreen alloc] init]) : CS_SCENARIO_OWNED([[CSLTicker alloc] init]);
         target->dealloced = &dealloced;
         if (init_with_fire_date)
             timer = [[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:1000] interval:1000
                                                target:target selector:@selector(cs_tick:) userInfo:nil repeats:YES];
         else
-            timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
-                                            repeats:YES] retain];
-        [target release];
+            timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
+                                            repeats:YES]);
+        CS_SCENARIO_DISOWN(target);
     }
     bool alive = !dealloced;
     if (alive) target->dealloced = NULL; /* the timer releases it later: not into this frame */
     @autoreleasepool {
         [timer fire];
         [timer invalidate];
-        [timer release];
+        CS_RELEASE(timer);
     }
     return alive;
 }
@@ -621,13 +626,13 @@ bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_d
 
 static void *cs_background_touch(void *object) {
     @autoreleasepool {
-        [(CSLMainThreadOnly *)object cs_touch:[NSNumber numberWithInt:7]];
+        [(CSLMainThreadOnly *)CS_OBJECT(object) cs_touch:[NSNumber numberWithInt:7]];
     }
     return NULL;
 }
 
 static bool cs_main_touched(void *object) {
-    return ((CSLMainThreadOnly *)object)->calls > 0;
+    return ((CSLMainThreadOnly *)CS_OBJECT(object))->calls > 0;
 }
 
 void cs_lifecycle_configure_main_thread_fixture(void) {
@@ -642,27 +647,28 @@ static bool mainthread_call_background(void) {
     cs_lifecycle_configure_main_thread_fixture();
     CSLMainThreadOnly *object = [[CSLMainThreadOnly alloc] init];
     pthread_t thread;
-    pthread_create(&thread, NULL, cs_background_touch, object);
+    pthread_create(&thread, NULL, cs_background_touch, CS_POINTER(object));
     pthread_join(thread, NULL);
-    cs_lifecycle_drain_main_queue(2.0, cs_main_touched, object);
+    cs_lifecycle_drain_main_queue(2.0, cs_main_touched, CS_POINTER(object));
     bool ok = object->calls == 1 && object->main_calls == 1 && object->last_argument == 7;
-    [object release];
+    CS_RELEASE(object);
     return ok;
 }
 
 #pragma mark - Test helpers (cs_scenarios.h, lifecycle block)
 
+/* The fixture crosses to Swift at +1 as a plain pointer; _free gives that reference up. */
 void *cs_lifecycle_mainthread_fixture_new(void) {
-    return [[CSLMainThreadOnly alloc] init];
+    return CS_POINTER(CS_SCENARIO_OWNED([[CSLMainThreadOnly alloc] init]));
 }
 
 void cs_lifecycle_mainthread_fixture_free(void *object) {
-    [(CSLMainThreadOnly *)object release];
+    CS_SCENARIO_DISOWN(CS_OBJECT(object));
 }
 
 static void *cs_background_touch_value(void *object) {
     @autoreleasepool {
-        [(CSLMainThreadOnly *)object cs_touchValue:42];
+        [(CSLMainThreadOnly *)CS_OBJECT(object) cs_touchValue:42];
     }
     return NULL;
 }
@@ -674,11 +680,11 @@ void cs_lifecycle_mainthread_call_from_background(void *object, bool with_object
 }
 
 void cs_lifecycle_mainthread_call_here(void *object) {
-    [(CSLMainThreadOnly *)object cs_touchValue:5];
+    [(CSLMainThreadOnly *)CS_OBJECT(object) cs_touchValue:5];
 }
 
 cs_mainthread_fixture_state cs_lifecycle_mainthread_state(void *object) {
-    CSLMainThreadOnly *o = object;
+    CS_UNRETAINED CSLMainThreadOnly *o = CS_OBJECT(object);
     cs_mainthread_fixture_state state = {o->calls, o->main_calls, o->last_argument};
     return state;
 }
@@ -690,7 +696,7 @@ cs_mainthread_fixture_state cs_lifecycle_mainthread_state(void *object) {
 typedef struct {
     unsigned iterations;
     unsigned anomalies;
-    CSLMainThreadOnly *main_only; /* shared by all workers; NULL: no main-thread calls */
+    CS_UNRETAINED CSLMainThreadOnly *main_only; /* shared by all workers, owned by the caller; nil: no main-thread calls */
 } cs_stress_arg;
 
 static void *cs_stress_worker(void *raw) {
@@ -698,9 +704,9 @@ static void *cs_stress_worker(void *raw) {
     NSNotificationCenter *center = [[NSNotificationCenter alloc] init];
     for (unsigned i = 0; i < arg->iterations; i++) {
         @autoreleasepool {
-            { /* KVO */
-            CSLModel *model = [[CSLModel alloc] init];
-            CSLKVOObserver *observer = [[CSLKVOObserver alloc] init];
+            { /* KVO: the order of the two deaths is the point, so both are released by hand */
+            CS_UNRETAINED CSLModel *model = CS_SCENARIO_OWNED([[CSLModel alloc] init]);
+            CS_UNRETAINED CSLKVOObserver *observer = CS_SCENARIO_OWNED([[CSLKVOObserver alloc] init]);
             [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
             [model setName:@"x"];
             if (observer->hits != 1) arg->anomalies++;
@@ -710,48 +716,48 @@ static void *cs_stress_worker(void *raw) {
             switch (i % 3) {
             case 0: /* clean removal */
                 [model removeObserver:observer forKeyPath:@"name"];
-                [observer release];
-                [model release];
+                CS_SCENARIO_DISOWN(observer);
+                CS_SCENARIO_DISOWN(model);
                 break;
             case 1: /* observer dies first, while registered */
-                [observer release];
+                CS_SCENARIO_DISOWN(observer);
                 [model setName:@"y"];
-                [model release];
+                CS_SCENARIO_DISOWN(model);
                 break;
             default: /* observed dies first, while observed */
-                [model release];
-                [observer release];
+                CS_SCENARIO_DISOWN(model);
+                CS_SCENARIO_DISOWN(observer);
                 break;
             }
             }
             { /* notifications */
-            CSLObserver *listener = [[CSLObserver alloc] init];
+            CS_UNRETAINED CSLObserver *listener = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
             [center addObserver:listener selector:@selector(cs_ping:) name:@"CSLStress" object:nil];
             [center postNotificationName:@"CSLStress" object:nil];
             if (i % 2) [center removeObserver:listener];
-            [listener release];
+            CS_SCENARIO_DISOWN(listener);
             [center postNotificationName:@"CSLStress" object:nil];
             }
             { /* timers */
-            CSLTicker *target = [[CSLScreen alloc] init];
+            CS_UNRETAINED CSLTicker *target = CS_SCENARIO_OWNED([[CSLScreen alloc] init]);
             NSTimer *timer = [NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
                                                    userInfo:nil repeats:YES];
             [timer fire];
-            [target release];
+            CS_SCENARIO_DISOWN(target);
             [timer fire];
             [timer invalidate];
             }
             { /* zombies: kept (cs_lifecycle_stress sets a budget no run reaches), then messaged */
-            CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+            CS_UNRETAINED CSLZombieVictim *victim = CS_SCENARIO_OWNED([[CSLZombieVictim alloc] init]);
             victim->count = 3;
-            [victim release];
-            if ([cs_opaque(victim) count] != 0) arg->anomalies++;
+            CS_SCENARIO_DISOWN(victim);
+            if ([CS_STALE_VICTIM(victim) count] != 0) arg->anomalies++;
             }
             /* main-thread-only call from this background thread: re-dispatched to the main queue */
             if (arg->main_only) [arg->main_only cs_touchValue:(long)i];
         }
     }
-    [center release];
+    CS_RELEASE(center);
     return NULL;
 }
 
@@ -764,7 +770,7 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
     for (unsigned t = 0; t < threads; t++) {
         args[t].iterations = iterations;
         args[t].anomalies = 0;
-        args[t].main_only = mainthread_fixture;
+        args[t].main_only = CS_OBJECT(mainthread_fixture);
         pthread_create(&ids[t], NULL, cs_stress_worker, &args[t]);
     }
     unsigned anomalies = 0;
@@ -784,9 +790,9 @@ size_t cs_lifecycle_zombie_churn(size_t objects, size_t max_bytes, size_t max_co
     cs_zombie_reset_peak();
     size_t worst = 0;
     for (size_t i = 0; i < objects; i++) {
-        CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
+        CS_UNRETAINED CSLZombieVictim *victim = CS_SCENARIO_OWNED([[CSLZombieVictim alloc] init]);
         if (i % 7 == 0) victim->name = [[NSString alloc] initWithFormat:@"%zu", i];
-        [victim release];
+        CS_SCENARIO_DISOWN(victim); /* before the byte count below, in both modes */
         size_t bytes = cs_zombie_bytes();
         if (bytes > worst) worst = bytes;
     }
@@ -796,14 +802,17 @@ size_t cs_lifecycle_zombie_churn(size_t objects, size_t max_bytes, size_t max_co
 }
 
 size_t cs_lifecycle_free_victims(size_t objects) {
-    for (size_t i = 0; i < objects; i++) [[[CSLZombieVictim alloc] init] release];
+    for (size_t i = 0; i < objects; i++) {
+        CS_UNRETAINED CSLZombieVictim *victim = CS_SCENARIO_OWNED([[CSLZombieVictim alloc] init]);
+        CS_SCENARIO_DISOWN(victim);
+    }
     return cs_zombie_count();
 }
 
 bool cs_lifecycle_message_latest_zombie(void) {
-    CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
-    [victim release];
-    return [cs_opaque(victim) count] == 0;
+    CS_UNRETAINED CSLZombieVictim *victim = CS_SCENARIO_OWNED([[CSLZombieVictim alloc] init]);
+    CS_SCENARIO_DISOWN(victim);
+    return [CS_STALE_VICTIM(victim) count] == 0;
 }
 
 /* Every dealloc-hook path runs on a thread with no autorelease pool in place: a KVO observer and
@@ -811,36 +820,38 @@ bool cs_lifecycle_message_latest_zombie(void) {
  * and evicted. Set-up and clean-up have pools; the releases do not. */
 static void *cs_dealloc_paths_worker(void *unused) {
     (void)unused;
-    CSLModel *model;
-    CSLKVOObserver *observer;
-    CSLObserver *listener;
-    CSLTicker *target;
-    NSTimer *timer;
-    CSLZombieVictim *victims[3];
+    /* Owned by hand: each release below must happen exactly there, outside any pool. */
+    CS_UNRETAINED CSLModel *model;
+    CS_UNRETAINED CSLKVOObserver *observer;
+    CS_UNRETAINED CSLObserver *listener;
+    CS_UNRETAINED CSLTicker *target;
+    CS_UNRETAINED NSTimer *timer;
+    CS_UNRETAINED CSLZombieVictim *victims[3];
     @autoreleasepool {
-        model = [[CSLModel alloc] init];
-        observer = [[CSLKVOObserver alloc] init];
+        model = CS_SCENARIO_OWNED([[CSLModel alloc] init]);
+        observer = CS_SCENARIO_OWNED([[CSLKVOObserver alloc] init]);
         [model addObserver:observer forKeyPath:@"name" options:NSKeyValueObservingOptionNew context:NULL];
-        listener = [[CSLObserver alloc] init];
+        listener = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
         [[NSNotificationCenter defaultCenter] addObserver:listener selector:@selector(cs_ping:) name:@"CSLNoPool"
                                                    object:nil];
         cs_name_screen_as_weak_timer_target();
-        target = [[CSLScreen alloc] init];
-        timer = [[NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:) userInfo:nil
-                                        repeats:YES] retain];
+        target = CS_SCENARIO_OWNED([[CSLScreen alloc] init]);
+        timer = CS_SCENARIO_OWNED(CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:target
+                                                                  selector:@selector(cs_tick:) userInfo:nil
+                                                                   repeats:YES]));
         cs_lifecycle_configure_zombies(0, 2);
-        for (int i = 0; i < 3; i++) victims[i] = [[CSLZombieVictim alloc] init];
+        for (int i = 0; i < 3; i++) victims[i] = CS_SCENARIO_OWNED([[CSLZombieVictim alloc] init]);
     }
-    [observer release];
-    [listener release];
-    [target release];
-    for (int i = 0; i < 3; i++) [victims[i] release]; /* the third evicts the first */
+    CS_SCENARIO_DISOWN(observer);
+    CS_SCENARIO_DISOWN(listener);
+    CS_SCENARIO_DISOWN(target);
+    for (int i = 0; i < 3; i++) CS_SCENARIO_DISOWN(victims[i]); /* the third evicts the first */
     @autoreleasepool {
         [model setName:@"after"];
         [[NSNotificationCenter defaultCenter] postNotificationName:@"CSLNoPool" object:nil];
         [timer fire];
-        [timer release];
-        [model release];
+        CS_SCENARIO_DISOWN(timer);
+        CS_SCENARIO_DISOWN(model);
         cs_lifecycle_unconfigure_zombies();
         cs_restore_weak_timer_targets();
     }
@@ -892,8 +903,9 @@ const cs_scenario_table cs_lifecycle_scenarios = CS_TABLE(kScenarios);
 static void *oracle_notifications(void) {
     NSMutableString *out = [NSMutableString string];
     NSNotificationCenter *center = [[NSNotificationCenter alloc] init];
-    CSLObserver *a = [[CSLObserver alloc] init];
-    CSLObserver *b = [[CSLObserver alloc] init];
+    /* Observers die at chosen points below (while registered or not): released by hand. */
+    CS_UNRETAINED CSLObserver *a = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
+    CS_UNRETAINED CSLObserver *b = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
     id sender = [[NSObject alloc] init];
     g_pings = 0;
     [center addObserver:a selector:@selector(cs_ping:) name:@"one" object:nil];
@@ -920,7 +932,7 @@ static void *oracle_notifications(void) {
     /* Partial removals follow the center's matching: a registration for any name survives a
      * removal by name, one for any sender a removal by sender; an observer whose partial
      * removals ended every registration dies without an incident. */
-    CSLObserver *c = [[CSLObserver alloc] init];
+    CS_UNRETAINED CSLObserver *c = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
     [center addObserver:c selector:@selector(cs_ping:) name:nil object:sender];
     [center addObserver:c selector:@selector(cs_ping:) name:@"four" object:nil];
     [center addObserver:c selector:@selector(cs_ping:) name:@"five" object:sender];
@@ -933,19 +945,19 @@ static void *oracle_notifications(void) {
     [center removeObserver:c name:nil object:sender];
     [center postNotificationName:@"five" object:sender];
     [out appendFormat:@"after removing nil/sender %ld; ", (long)g_pings];
-    [c release];
+    CS_SCENARIO_DISOWN(c);
     [center postNotificationName:@"five" object:sender];
-    [a release];
-    [b release];
+    CS_SCENARIO_DISOWN(a);
+    CS_SCENARIO_DISOWN(b);
     [center postNotificationName:@"three" object:nil];
     [out appendFormat:@"after dealloc %ld", (long)g_pings];
-    [sender release];
-    [center release];
-    return out;
+    CS_RELEASE(sender);
+    CS_RELEASE(center);
+    return cs_autoreleased_pointer(out);
 }
 
 static BOOL cs_ticker_done(void *ticker) {
-    CSLTicker *t = ticker;
+    CS_UNRETAINED CSLTicker *t = CS_OBJECT(ticker);
     return t->ticks >= t->stop_after;
 }
 
@@ -1015,15 +1027,16 @@ static void *oracle_kvo(void) {
     [model removeObserver:a forKeyPath:@"name"];
     [model setName:@"five"];
     [out appendFormat:@"end: a{%@} b{%@} hits a=%d b=%d", a->log, b->log, a->hits, b->hits];
-    [a release];
-    [b release];
-    [model release];
-    [child release];
-    [other release];
-    return out;
+    CS_RELEASE(a);
+    CS_RELEASE(b);
+    CS_RELEASE(model);
+    CS_RELEASE(child);
+    CS_RELEASE(other);
+    return cs_autoreleased_pointer(out);
 }
 
 /* A ticker that logs each tick and invalidates its timer at tick `stop_after`. */
+static CSLTicker *cs_logging_ticker(int stop_after) NS_RETURNS_RETAINED;
 static CSLTicker *cs_logging_ticker(int stop_after) {
     CSLTicker *ticker = [[CSLTicker alloc] init];
     ticker->log = [[NSMutableString alloc] init];
@@ -1033,46 +1046,65 @@ static CSLTicker *cs_logging_ticker(int stop_after) {
 
 /* A timer made with timerWithTimeInterval: and added to the current run loop by hand (retained:
  * GNUstep's run loop frees an invalidated timer it owned alone). */
+static NSTimer *cs_added_timer(CSLTicker *ticker, id userInfo, BOOL repeats) NS_RETURNS_RETAINED;
 static NSTimer *cs_added_timer(CSLTicker *ticker, id userInfo, BOOL repeats) {
-    NSTimer *timer = [[NSTimer timerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:)
-                                            userInfo:userInfo repeats:repeats] retain];
+    NSTimer *timer = CS_RETAIN([NSTimer timerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:)
+                                            userInfo:userInfo repeats:repeats]);
     [[NSRunLoop currentRunLoop] addTimer:timer forMode:NSDefaultRunLoopMode];
     return timer;
+}
+
+static BOOL cs_ticks_reached_one(void *ticks) {
+    return *(int *)ticks >= 1;
 }
 
 static void *oracle_timers(void) {
     NSMutableString *out = [NSMutableString string];
     /* Repeating timer: the selector gets the real timer and its userInfo; the target stops it. */
     CSLTicker *ticker = cs_logging_ticker(3);
-    NSTimer *timer = [[NSTimer scheduledTimerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:)
-                                                     userInfo:@"info" repeats:YES] retain];
+    NSTimer *timer = CS_RETAIN([NSTimer scheduledTimerWithTimeInterval:0.005 target:ticker selector:@selector(cs_tick:)
+                                                     userInfo:@"info" repeats:YES]);
     [out appendFormat:@"repeating valid=%d interval=%.3f userInfo=%@; ", [timer isValid], [timer timeInterval],
                       [timer userInfo]];
-    cs_spin_until(cs_ticker_done, ticker, 5.0);
+    cs_spin_until(cs_ticker_done, CS_POINTER(ticker), 5.0);
     [out appendFormat:@"%@ valid=%d | ", ticker->log, [timer isValid]];
-    [ticker release];
-    [timer release];
+    CS_RELEASE(ticker);
+    CS_RELEASE(timer);
     /* Repeating timer made with timerWithTimeInterval: and added to the run loop by hand. */
     ticker = cs_logging_ticker(2);
     timer = cs_added_timer(ticker, @"manual", YES);
-    cs_spin_until(cs_ticker_done, ticker, 5.0);
+    cs_spin_until(cs_ticker_done, CS_POINTER(ticker), 5.0);
     [out appendFormat:@"manual repeating %@ valid=%d | ", ticker->log, [timer isValid]];
-    [ticker release];
-    [timer release];
-    /* One-shot timer: retains its target until it fired. */
-    ticker = cs_logging_ticker(1);
-    timer = cs_added_timer(ticker, @"once", NO);
-    unsigned long before = (unsigned long)[ticker retainCount];
-    cs_spin_until(cs_ticker_done, ticker, 5.0);
-    [out appendFormat:@"one-shot retained=%d %@ | ", before > 1, ticker->log];
-    [ticker release];
-    [timer release];
+    CS_RELEASE(ticker);
+    CS_RELEASE(timer);
+    /* One-shot timer: retains its target until it fired. Seen without -retainCount: the oracle
+     * gives up its own reference first, so the target lives on only if the timer holds it; a
+     * timer left with a freed target is invalidated before it could fire. */
+    BOOL one_shot_dealloced = NO;
+    int one_shot_ticks = 0;
+    CS_UNRETAINED CSLTicker *one_shot = CS_SCENARIO_OWNED(cs_logging_ticker(1));
+    one_shot->dealloced = &one_shot_dealloced;
+    one_shot->ticks_out = &one_shot_ticks;
+    NSMutableString *one_shot_log = CS_RETAIN(one_shot->log);
+    timer = cs_added_timer(one_shot, @"once", NO);
+    CS_SCENARIO_DISOWN(one_shot);
+    BOOL retained = !one_shot_dealloced;
+    if (!retained) [timer invalidate];
+    cs_spin_until(cs_ticks_reached_one, &one_shot_ticks, 5.0);
+    [out appendFormat:@"one-shot retained=%d %@ | ", retained, one_shot_log];
+    CS_RELEASE(one_shot_log);
+    CS_RELEASE(timer);
+    timer = nil;
+    if (!one_shot_dealloced) { /* still alive (the run loop may hold the timer): forget this frame */
+        one_shot->dealloced = NULL;
+        one_shot->ticks_out = NULL;
+    }
     /* A poller whose only owner is its repeating timer (legal: NSTimer retains its target) fires
      * until it invalidates its timer at tick 3; only then is it freed. Each constructor. */
     for (int form = 0; form < 3; form++) {
         BOOL dealloced = NO;
         int ticks = 0;
-        CSLTicker *poller = [[CSLTicker alloc] init];
+        CS_UNRETAINED CSLTicker *poller = CS_SCENARIO_OWNED([[CSLTicker alloc] init]);
         poller->stop_after = 3;
         poller->dealloced = &dealloced;
         poller->ticks_out = &ticks;
@@ -1083,12 +1115,12 @@ static void *oracle_timers(void) {
         } else {
             owner = form == 1 ? [NSTimer timerWithTimeInterval:0.005 target:poller selector:@selector(cs_tick:)
                                                       userInfo:nil repeats:YES]
-                              : [[[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:0.005]
+                              : CS_AUTORELEASE([[NSTimer alloc] initWithFireDate:[NSDate dateWithTimeIntervalSinceNow:0.005]
                                                           interval:0.005 target:poller selector:@selector(cs_tick:)
-                                                          userInfo:nil repeats:YES] autorelease];
+                                                          userInfo:nil repeats:YES]);
             [[NSRunLoop currentRunLoop] addTimer:owner forMode:NSDefaultRunLoopMode];
         }
-        [poller release]; /* the run loop's timer is now the poller's only owner */
+        CS_SCENARIO_DISOWN(poller); /* the run loop's timer is now the poller's only owner */
         cs_spin_until(cs_flag_set, &dealloced, 5.0);
         [out appendFormat:@"sole-owner poller (%s) ticks=%d dealloced=%d | ",
                           form == 0 ? "scheduled" : form == 1 ? "timerWith" : "initWithFireDate", ticks, dealloced];
@@ -1102,23 +1134,23 @@ static void *oracle_timers(void) {
     ticker = [[CSLTicker alloc] init];
     ticker->stop_after = 2;
     forwarder->inner = ticker;
-    timer = [[NSTimer scheduledTimerWithTimeInterval:0.005 target:forwarder selector:@selector(cs_tick:)
-                                            userInfo:nil repeats:YES] retain];
-    cs_spin_until(cs_ticker_done, ticker, 5.0);
+    timer = CS_RETAIN([NSTimer scheduledTimerWithTimeInterval:0.005 target:forwarder selector:@selector(cs_tick:)
+                                            userInfo:nil repeats:YES]);
+    cs_spin_until(cs_ticker_done, CS_POINTER(ticker), 5.0);
     [out appendFormat:@"forwarder ticks=%d valid=%d | ", ticker->ticks, [timer isValid]];
-    [forwarder release];
-    [timer release];
+    CS_RELEASE(forwarder);
+    CS_RELEASE(timer);
     CSLProxy *proxy = [CSLProxy alloc];
     ticker = [[CSLTicker alloc] init];
     ticker->stop_after = 2;
     proxy->target = ticker;
-    timer = [[NSTimer scheduledTimerWithTimeInterval:0.005 target:proxy selector:@selector(cs_tick:) userInfo:nil
-                                             repeats:YES] retain];
-    cs_spin_until(cs_ticker_done, ticker, 5.0);
+    timer = CS_RETAIN([NSTimer scheduledTimerWithTimeInterval:0.005 target:proxy selector:@selector(cs_tick:) userInfo:nil
+                                             repeats:YES]);
+    cs_spin_until(cs_ticker_done, CS_POINTER(ticker), 5.0);
     [out appendFormat:@"proxy ticks=%d valid=%d", ticker->ticks, [timer isValid]];
-    [proxy release];
-    [timer release];
-    return out;
+    CS_RELEASE(proxy);
+    CS_RELEASE(timer);
+    return cs_autoreleased_pointer(out);
 }
 
 static const cs_oracle kOracles[] = {
@@ -1140,7 +1172,7 @@ static uint64_t bench_dealloc_plain(uint64_t iterations, bool guarded) {
     for (uint64_t i = 0; i < iterations; i++) {
         id object = [[cls alloc] init];
         g_sink = (uintptr_t)object;
-        [object release];
+        CS_RELEASE(object);
     }
     return cs_bench_now() - start;
 }
@@ -1169,7 +1201,7 @@ static uint64_t bench_zombie_churn(uint64_t iterations, bool guarded) {
     for (uint64_t i = 0; i < iterations; i++) {
         CSLZombieVictim *victim = [[CSLZombieVictim alloc] init];
         g_sink = (uintptr_t)victim;
-        [victim release];
+        CS_RELEASE(victim);
     }
     uint64_t elapsed = cs_bench_now() - start;
     if (guarded) {
@@ -1200,8 +1232,8 @@ static uint64_t bench_kvo_notify(uint64_t iterations, bool guarded) {
         elapsed = cs_bench_now() - start;
         [model removeObserver:observer forKeyPath:@"count"];
         g_sink = (uintptr_t)observer->hits;
-        [observer release];
-        [model release];
+        CS_RELEASE(observer);
+        CS_RELEASE(model);
     }
     return elapsed;
 }

@@ -19,7 +19,7 @@ typedef struct CSMsgBig {
 
 /** A plain app model: two KVC-compliant properties, one of them a scalar. */
 @interface CSMsgAppModel : NSObject {
-    NSString *_name;
+    __strong NSString *_name;
     int _count;
 }
 @property(nonatomic, copy) NSString *name;
@@ -34,8 +34,8 @@ typedef struct CSMsgBig {
     return 42;
 }
 - (void)dealloc {
-    [_name release];
-    [super dealloc];
+    CS_RELEASE(_name);
+    CS_SUPER_DEALLOC();
 }
 @end
 
@@ -53,7 +53,7 @@ typedef struct CSMsgBig {
 /** Does its own forwarding: messages its target understands go there; others reach NSObject's
  *  forwardInvocation: (its own decision: an exception). */
 @interface CSMsgForwarder : NSObject {
-    NSString *_target;
+    __strong NSString *_target;
 }
 @end
 
@@ -63,8 +63,8 @@ typedef struct CSMsgBig {
     return self;
 }
 - (void)dealloc {
-    [_target release];
-    [super dealloc];
+    CS_RELEASE(_target);
+    CS_SUPER_DEALLOC();
 }
 - (NSMethodSignature *)methodSignatureForSelector:(SEL)sel {
     NSMethodSignature *signature = [super methodSignatureForSelector:sel];
@@ -80,7 +80,7 @@ typedef struct CSMsgBig {
 
 /** An NSProxy subclass forwarding everything to a string. */
 @interface CSMsgProxy : NSProxy {
-    NSString *_target;
+    __strong NSString *_target;
 }
 - (instancetype)initWithTarget:(NSString *)target;
 @end
@@ -91,8 +91,8 @@ typedef struct CSMsgBig {
     return self;
 }
 - (void)dealloc {
-    [_target release];
-    [super dealloc];
+    CS_RELEASE(_target);
+    CS_SUPER_DEALLOC();
 }
 - (NSMethodSignature *)methodSignatureForSelector:(SEL)sel {
     return [_target methodSignatureForSelector:sel];
@@ -104,7 +104,7 @@ typedef struct CSMsgBig {
 
 /** Overrides every KVC hook the guard replaces on NSObject: its behaviour must not change. */
 @interface CSMsgKVCOverrider : NSObject {
-    NSMutableDictionary *_extra;
+    __strong NSMutableDictionary *_extra;
     int _count;
 }
 @property(nonatomic) int count;
@@ -117,8 +117,8 @@ typedef struct CSMsgBig {
     return self;
 }
 - (void)dealloc {
-    [_extra release];
-    [super dealloc];
+    CS_RELEASE(_extra);
+    CS_SUPER_DEALLOC();
 }
 - (id)valueForUndefinedKey:(NSString *)key {
     id value = [_extra objectForKey:key];
@@ -138,17 +138,17 @@ typedef struct CSMsgBig {
 /** Implements GNUstep's deprecated undefined-key handlers only: NSObject's
  *  setValue:forUndefinedKey: / valueForUndefinedKey: hand off to them (legal, no exception). */
 @interface CSMsgDeprecatedUnbound : NSObject {
-    NSString *_stored;
+    __strong NSString *_stored;
 }
 @end
 
 @implementation CSMsgDeprecatedUnbound
 - (void)dealloc {
-    [_stored release];
-    [super dealloc];
+    CS_RELEASE(_stored);
+    CS_SUPER_DEALLOC();
 }
 - (void)handleTakeValue:(id)value forUnboundKey:(NSString *)key {
-    [_stored release];
+    CS_RELEASE(_stored);
     _stored = [[NSString alloc] initWithFormat:@"%@=%@", key, value];
 }
 - (id)handleQueryWithUnboundKey:(NSString *)key {
@@ -219,7 +219,7 @@ typedef struct CSMsgBig {
 
 /** Hands messages it does not implement to a mutable dictionary (stage-2 forwarding). */
 @interface CSMsgTargetForwarder : NSObject {
-    NSMutableDictionary *_target;
+    __strong NSMutableDictionary *_target;
 }
 @end
 
@@ -229,8 +229,8 @@ typedef struct CSMsgBig {
     return self;
 }
 - (void)dealloc {
-    [_target release];
-    [super dealloc];
+    CS_RELEASE(_target);
+    CS_SUPER_DEALLOC();
 }
 - (id)forwardingTargetForSelector:(SEL)sel {
     return [_target respondsToSelector:sel] ? _target : nil;
@@ -261,7 +261,7 @@ typedef struct CSMsgMixed {
 #pragma mark - Scenarios: unrecognized selectors (§2.3)
 
 static CSMsgAppModel *cs_model(void) {
-    return cs_opaque([[[CSMsgAppModel alloc] init] autorelease]);
+    return cs_opaque(CS_AUTORELEASE([[CSMsgAppModel alloc] init]));
 }
 
 static bool selector_missingObject_instance(void) {
@@ -462,26 +462,26 @@ const cs_scenario_table cs_message_scenarios = CS_TABLE(kScenarios);
 
 static void *oracle_forwarding_class(void) {
     NSMutableString *out = [NSMutableString string];
-    CSMsgForwarder *forwarder = [[[CSMsgForwarder alloc] init] autorelease];
+    CSMsgForwarder *forwarder = CS_AUTORELEASE([[CSMsgForwarder alloc] init]);
     CS_LINE(out, "length", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)forwarder length]]));
     CS_LINE(out, "uppercaseString", [(NSString *)forwarder uppercaseString]);
     CS_LINE(out, "unknownToTarget", cs_describe([(CSMsgAppModel *)forwarder cs_missingObject]));
     CS_LINE(out, "respondsToLength", ([forwarder respondsToSelector:@selector(length)] ? @"YES" : @"NO"));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_proxy(void) {
     NSMutableString *out = [NSMutableString string];
-    CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"proxied"] autorelease];
+    CSMsgProxy *proxy = CS_AUTORELEASE([[CSMsgProxy alloc] initWithTarget:@"proxied"]);
     CS_LINE(out, "length", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)proxy length]]));
     CS_LINE(out, "uppercaseString", [(NSString *)proxy uppercaseString]);
     CS_LINE(out, "isProxy", ([proxy isProxy] ? @"YES" : @"NO"));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_kvc_overrider(void) {
     NSMutableString *out = [NSMutableString string];
-    CSMsgKVCOverrider *object = [[[CSMsgKVCOverrider alloc] init] autorelease];
+    CSMsgKVCOverrider *object = CS_AUTORELEASE([[CSMsgKVCOverrider alloc] init]);
     CS_LINE(out, "valueForUndefinedKey", cs_describe([object valueForKey:@"missing"]));
     [object setValue:@"stored" forKey:@"missing"];
     CS_LINE(out, "afterSetUndefined", cs_describe([object valueForKey:@"missing"]));
@@ -490,12 +490,12 @@ static void *oracle_kvc_overrider(void) {
     [object setValue:nil forKey:@"count"];
     CS_LINE(out, "countAfterNil", ([NSString stringWithFormat:@"%d", [object count]]));
     CS_LINE(out, "keyPathThroughOverride", cs_describe([object valueForKeyPath:@"other.length"]));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_kvc_ordinary(void) {
     NSMutableString *out = [NSMutableString string];
-    CSMsgAppModel *model = [[[CSMsgAppModel alloc] init] autorelease];
+    CSMsgAppModel *model = CS_AUTORELEASE([[CSMsgAppModel alloc] init]);
     [model setValue:@"Ada" forKey:@"name"];
     [model setValue:[NSNumber numberWithInt:7] forKey:@"count"];
     CS_LINE(out, "name", cs_describe([model valueForKey:@"name"]));
@@ -517,7 +517,7 @@ static void *oracle_kvc_ordinary(void) {
     CS_LINE(out, "arrayCount", cs_describe([models valueForKeyPath:@"@count"]));
     CS_LINE(out, "arraySum", cs_describe([models valueForKeyPath:@"@sum.count"]));
     CS_LINE(out, "description", ([[model valueForKey:@"description"] length] > 0 ? @"non-empty" : @"empty"));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_nsnull_own_methods(void) {
@@ -527,17 +527,17 @@ static void *oracle_nsnull_own_methods(void) {
     CS_LINE(out, "isEqual", ([null isEqual:[NSNull null]] ? @"YES" : @"NO"));
     CS_LINE(out, "isEqualOther", ([null isEqual:@""] ? @"YES" : @"NO"));
     CS_LINE(out, "hashStable", ([null hash] == [[NSNull null] hash] ? @"YES" : @"NO"));
-    CS_LINE(out, "copySame", ([[[null copy] autorelease] isEqual:null] ? @"YES" : @"NO"));
+    CS_LINE(out, "copySame", ([CS_AUTORELEASE([null copy]) isEqual:null] ? @"YES" : @"NO"));
     CS_LINE(out, "class", NSStringFromClass([null class]));
     CS_LINE(out, "respondsToLength", ([null respondsToSelector:@selector(length)] ? @"YES" : @"NO"));
     CS_LINE(out, "respondsToDescription", ([null respondsToSelector:@selector(description)] ? @"YES" : @"NO"));
     CS_LINE(out, "signatureOfDescription", ([null methodSignatureForSelector:@selector(description)] ? @"YES" : @"NO"));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_implemented_messages(void) {
     NSMutableString *out = [NSMutableString string];
-    CSMsgAppModel *model = [[[CSMsgAppModel alloc] init] autorelease];
+    CSMsgAppModel *model = CS_AUTORELEASE([[CSMsgAppModel alloc] init]);
     CS_LINE(out, "knownValue", ([NSString stringWithFormat:@"%d", [model knownValue]]));
     CS_LINE(out, "performKnown", ([NSString stringWithFormat:@"%d", (int)(intptr_t)[model performSelector:@selector(knownValue)]]));
     CS_LINE(out, "respondsToMissing", ([model respondsToSelector:@selector(cs_missingObject)] ? @"YES" : @"NO"));
@@ -546,7 +546,7 @@ static void *oracle_implemented_messages(void) {
     CS_LINE(out, "instancesRespond",
             ([CSMsgAppModel instancesRespondToSelector:@selector(cs_missingInt)] ? @"YES" : @"NO"));
     CS_LINE(out, "systemClassUnrecognized", cs_describe([(CSMsgAppModel *)[NSDate date] cs_missingObject]));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static NSString *cs_yes_no(BOOL value) {
@@ -599,7 +599,7 @@ static void cs_describe_introspection(NSMutableString *out, const char *label, i
 static void *oracle_introspection(void) {
     NSMutableString *out = [NSMutableString string];
     cs_describe_introspection(out, "null", [NSNull null]);
-    cs_describe_introspection(out, "model", [[[CSMsgAppModel alloc] init] autorelease]);
+    cs_describe_introspection(out, "model", CS_AUTORELEASE([[CSMsgAppModel alloc] init]));
     cs_describe_introspection(out, "modelClass", [CSMsgAppModel class]);
     cs_describe_introspection(out, "number", [NSNumber numberWithInt:5]);
     cs_describe_introspection(out, "string", [NSMutableString stringWithString:@"abc"]);
@@ -607,7 +607,7 @@ static void *oracle_introspection(void) {
     cs_describe_introspection(out, "dictionary", [NSMutableDictionary dictionaryWithObject:@"v" forKey:@"k"]);
     cs_describe_introspection(out, "date", [NSDate dateWithTimeIntervalSince1970:0]);
     cs_describe_introspection(out, "nsobjectClass", [NSObject class]);
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /* GNUstep's NSObject hands undefined keys and nil for scalars to the deprecated handlers a class
@@ -616,21 +616,21 @@ static void *oracle_introspection(void) {
  * valueForKey: (dictionaries). Class objects answer KVC too. */
 static void *oracle_kvc_handoffs(void) {
     NSMutableString *out = [NSMutableString string];
-    CSMsgDeprecatedUnbound *unbound = [[[CSMsgDeprecatedUnbound alloc] init] autorelease];
+    CSMsgDeprecatedUnbound *unbound = CS_AUTORELEASE([[CSMsgDeprecatedUnbound alloc] init]);
     CS_LINE(out, "unboundQuery", cs_describe([unbound valueForKey:@"Lxcke"]));
     CS_LINE(out, "setUnbound", ([unbound setValue:@"GNUstep" forKey:@"Lxcke"], @"done"));
     CS_LINE(out, "unboundAfterTake", cs_describe([unbound valueForKey:@"Lxcke"]));
     CS_LINE(out, "unboundKeyPath", cs_describe([unbound valueForKeyPath:@"other"]));
-    CSMsgDeprecatedNil *deprecated_nil = [[[CSMsgDeprecatedNil alloc] init] autorelease];
+    CSMsgDeprecatedNil *deprecated_nil = CS_AUTORELEASE([[CSMsgDeprecatedNil alloc] init]);
     CS_LINE(out, "setNilDeprecated", ([deprecated_nil setValue:nil forKey:@"count"], @"done"));
     CS_LINE(out, "unableToSetNil", cs_describe([deprecated_nil valueForKey:@"count"]));
-    CSMsgTakeValueOverrider *taker = [[[CSMsgTakeValueOverrider alloc] init] autorelease];
+    CSMsgTakeValueOverrider *taker = CS_AUTORELEASE([[CSMsgTakeValueOverrider alloc] init]);
     CS_LINE(out, "takeKey", ([taker setValue:@"x" forKey:@"anything"], @"done"));
     CS_LINE(out, "takeNilKey", ([taker setValue:@"x" forKey:cs_opaque(nil)], @"done"));
     CS_LINE(out, "takePath", ([taker setValue:@"x" forKeyPath:@"a.b"], @"done"));
     CS_LINE(out, "takeNilPath", ([taker setValue:@"x" forKeyPath:cs_opaque(nil)], @"done"));
     CS_LINE(out, "takeValueCalls", ([NSString stringWithFormat:@"%d", [taker calls]]));
-    CSMsgUndefinedConstant *constant = [[[CSMsgUndefinedConstant alloc] init] autorelease];
+    CSMsgUndefinedConstant *constant = CS_AUTORELEASE([[CSMsgUndefinedConstant alloc] init]);
     CS_LINE(out, "nilKeyToOverride", cs_describe([constant valueForKey:cs_opaque(nil)]));
     CS_LINE(out, "constantNilKeyWrite", ([constant setValue:@"x" forKey:cs_opaque(nil)], @"done"));
     CS_LINE(out, "nilKeyWritesToOverride", ([NSString stringWithFormat:@"%d", [constant writes]]));
@@ -642,7 +642,7 @@ static void *oracle_kvc_handoffs(void) {
     CS_LINE(out, "dictionaryAfterNilPathWrite", cs_describe(dictionary));
     CS_LINE(out, "classDescription", [(id)[CSMsgAppModel class] valueForKey:@"description"]);
     CS_LINE(out, "classKeyPath", cs_describe([[CSMsgAppModel class] valueForKeyPath:@"description.length"]));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /* Forwarding that is legal: system proxies (NSDistantObject, NSProtocolChecker), an app NSProxy
@@ -659,16 +659,16 @@ static void *oracle_forwarding_to_json_values(void) {
     id checker = [NSProtocolChecker protocolCheckerWithTarget:array protocol:@protocol(CSMsgCounting)];
     CS_LINE(out, "checkerCount", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSArray *)checker count]]));
     CS_LINE(out, "checkerOutsideProtocol", cs_describe([(NSArray *)checker lastObject]));
-    CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"json"] autorelease];
+    CSMsgProxy *proxy = CS_AUTORELEASE([[CSMsgProxy alloc] initWithTarget:@"json"]);
     CS_LINE(out, "proxyLength", ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSString *)proxy length]]));
     CS_LINE(out, "proxyHasPrefix", cs_yes_no([(NSString *)proxy hasPrefix:@"js"]));
-    CSMsgTargetForwarder *forwarder = [[[CSMsgTargetForwarder alloc] init] autorelease];
+    CSMsgTargetForwarder *forwarder = CS_AUTORELEASE([[CSMsgTargetForwarder alloc] init]);
     CS_LINE(out, "targetForwarderObjectForKey", cs_describe([(NSDictionary *)forwarder objectForKey:@"k"]));
     CS_LINE(out, "targetForwarderCount",
             ([NSString stringWithFormat:@"%lu", (unsigned long)[(NSDictionary *)forwarder count]]));
-    CSMsgForwarder *invocation_forwarder = [[[CSMsgForwarder alloc] init] autorelease];
+    CSMsgForwarder *invocation_forwarder = CS_AUTORELEASE([[CSMsgForwarder alloc] init]);
     CS_LINE(out, "invocationForwarderCapitalized", [(NSString *)invocation_forwarder capitalizedString]);
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /* JSON values in legal use through Foundation's own code paths (serialisation, archiving,
@@ -693,7 +693,7 @@ static void *oracle_json_values_in_foundation(void) {
     CS_LINE(out, "componentsJoined", [mixed componentsJoinedByString:@","]);
     CS_LINE(out, "numberFormatting", ([NSString stringWithFormat:@"%@ %@", [object objectForKey:@"n"],
                                                                   [[object objectForKey:@"n"] stringValue]]));
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static const cs_oracle kOracles[] = {
@@ -813,7 +813,7 @@ int cs_msg_system_class_unrecognized(void) {
 int cs_msg_forwarder_unknown(void) {
     @autoreleasepool {
         @try {
-            CSMsgForwarder *forwarder = [[[CSMsgForwarder alloc] init] autorelease];
+            CSMsgForwarder *forwarder = CS_AUTORELEASE([[CSMsgForwarder alloc] init]);
             return [(CSMsgAppModel *)forwarder cs_missingObject] == nil ? 1 : 0;
         } @catch (NSException *exception) {
             (void)exception;
@@ -948,7 +948,7 @@ int cs_msg_untyped_call(int kind) {
 int cs_msg_proxy_relays_unknown_to_json(void) {
     @autoreleasepool {
         @try {
-            CSMsgProxy *proxy = [[[CSMsgProxy alloc] initWithTarget:@"proxied"] autorelease];
+            CSMsgProxy *proxy = CS_AUTORELEASE([[CSMsgProxy alloc] initWithTarget:@"proxied"]);
             return [(CSMsgAppModel *)proxy cs_missingObject] == nil ? 1 : 0;
         } @catch (NSException *exception) {
             (void)exception;
@@ -981,14 +981,14 @@ int cs_msg_system_date_unrecognized(void) {
 
 #pragma mark - A JSON-class subclass made at run time that forwards on its own
 
-static NSMethodSignature *cs_msg_own_signature(id self, SEL _cmd, SEL sel) {
+static NSMethodSignature *cs_msg_own_signature(CS_UNRETAINED id self, SEL _cmd, SEL sel) {
     (void)self;
     (void)_cmd;
     (void)sel;
     return [NSMethodSignature signatureWithObjCTypes:"i@:"];
 }
 
-static void cs_msg_own_forward(id self, SEL _cmd, NSInvocation *invocation) {
+static void cs_msg_own_forward(CS_UNRETAINED id self, SEL _cmd, NSInvocation *invocation) {
     (void)self;
     (void)_cmd;
     int answer = 42;
@@ -1009,7 +1009,7 @@ int cs_msg_runtime_json_subclass_forwards(void) {
         @try {
             id object = cs_opaque([[subclass alloc] init]);
             int answer = [(CSMsgAppModel *)object cs_missingInt];
-            [object release];
+            CS_RELEASE(object);
             return answer;
         } @catch (NSException *exception) {
             (void)exception;

@@ -11,14 +11,6 @@
 #import "CSScenarioSupport.h"
 #include <pthread.h>
 
-#if __has_feature(objc_arc)
-#define CS_SCENARIO_RELEASE(x) ((void)0)
-#define CS_SCENARIO_AUTORELEASE(x) (x)
-#else
-#define CS_SCENARIO_RELEASE(x) [(x) release]
-#define CS_SCENARIO_AUTORELEASE(x) [(x) autorelease]
-#endif
-
 #pragma mark - Receivers of different concrete classes
 
 static NSString *cs_utf8(const char *text) {
@@ -43,7 +35,7 @@ static NSMutableString *cs_mutable_string(void) {
 static NSMutableAttributedString *cs_attributed_string(void) {
     NSMutableAttributedString *text = [[NSMutableAttributedString alloc] initWithString:@"abc"];
     [text addAttribute:@"k" value:@"v" range:NSMakeRange(1, 2)];
-    return CS_SCENARIO_AUTORELEASE(text);
+    return CS_AUTORELEASE(text);
 }
 
 /** A range built field by field: GNUstep's NSMakeRange() itself raises when location + length
@@ -152,7 +144,7 @@ static bool string_stringByAppendingString_nil(void) {
 static bool string_initWithString_nil(void) {
     NSString *result = [[NSString alloc] initWithString:cs_opaque(nil)];
     bool ok = result != nil && [result length] == 0;
-    CS_SCENARIO_RELEASE(result);
+    CS_RELEASE(result);
     return ok;
 }
 /** The empty result is still a working mutable string. */
@@ -161,7 +153,7 @@ static bool mstring_initWithString_nil(void) {
     bool ok = result != nil && [result length] == 0;
     [result appendString:@"x"];
     ok = ok && [result isEqualToString:@"x"];
-    CS_SCENARIO_RELEASE(result);
+    CS_RELEASE(result);
     return ok;
 }
 static bool string_stringWithString_nil(void) {
@@ -219,14 +211,14 @@ static bool mstring_replaceCharactersInRange_nil(void) {
 static bool astring_initWithString_nil(void) {
     NSAttributedString *result = [[NSAttributedString alloc] initWithString:cs_opaque(nil)];
     bool ok = result != nil && [result length] == 0;
-    CS_SCENARIO_RELEASE(result);
+    CS_RELEASE(result);
     return ok;
 }
 static bool astring_initWithStringAttributes_nil(void) {
     NSDictionary *attributes = [NSDictionary dictionaryWithObject:@"v" forKey:@"k"];
     NSAttributedString *result = [[NSAttributedString alloc] initWithString:cs_opaque(nil) attributes:attributes];
     bool ok = result != nil && [result length] == 0;
-    CS_SCENARIO_RELEASE(result);
+    CS_RELEASE(result);
     return ok;
 }
 static bool mastring_initWithString_nil(void) {
@@ -234,7 +226,7 @@ static bool mastring_initWithString_nil(void) {
     bool ok = result != nil && [result length] == 0;
     [[result mutableString] appendString:@"x"];
     ok = ok && [[result string] isEqualToString:@"x"];
-    CS_SCENARIO_RELEASE(result);
+    CS_RELEASE(result);
     return ok;
 }
 static bool astring_attributedSubstringFromRange_beyond(void) {
@@ -260,7 +252,7 @@ static bool astring_attributesAtIndex_empty(void) {
     NSRange effective = NSMakeRange(7, 7);
     NSDictionary *attributes = [empty attributesAtIndex:cs_opaque_index(0) effectiveRange:&effective];
     bool ok = attributes != nil && [attributes count] == 0 && cs_is_not_found(effective);
-    CS_SCENARIO_RELEASE(empty);
+    CS_RELEASE(empty);
     return ok;
 }
 #endif
@@ -527,7 +519,7 @@ static void *oracle_string_characterAtIndex(void) {
         for (NSUInteger i = 0; i < [s length]; i++) [out appendFormat:@"%u ", (unsigned)[s characterAtIndex:i]];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_substringFromIndex(void) {
@@ -538,7 +530,7 @@ static void *oracle_string_substringFromIndex(void) {
         if (length > 0) [out appendFormat:@"%@ ", cs_describe([s substringFromIndex:length - 1])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_substringToIndex(void) {
@@ -549,7 +541,7 @@ static void *oracle_string_substringToIndex(void) {
         if (length > 0) [out appendFormat:@"%@ ", cs_describe([s substringToIndex:length - 1])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_substringWithRange(void) {
@@ -563,10 +555,14 @@ static void *oracle_string_substringWithRange(void) {
         if (length > 0) [out appendFormat:@"%@ ", cs_describe([s substringWithRange:NSMakeRange(length - 1, 1)])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 #pragma mark - Oracles: NSString searches
+
+/* The oracles' local C arrays of strings are strong under ARC on purpose: their elements include
+ * autoreleased call results, which ARC may take back from the pool when stored into an unretained
+ * slot; strong slots keep them for the array's scope, as the pool does under MRC. */
 
 static void *oracle_string_rangeOfString(void) {
     NSMutableString *out = [NSMutableString string];
@@ -576,7 +572,7 @@ static void *oracle_string_rangeOfString(void) {
             [out appendFormat:@"%@ ", cs_range_text([s rangeOfString:needles[n]])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static const NSUInteger kSearchOptions[] = {
@@ -594,7 +590,7 @@ static void *oracle_string_rangeOfStringOptions(void) {
                 [out appendFormat:@"%@ ", cs_range_text([haystacks[h] rangeOfString:needles[n] options:kSearchOptions[o]])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /** Ranges that are legal for a string of `length`: empty at both ends, whole, inner parts. */
@@ -626,7 +622,7 @@ static void *oracle_string_rangeOfStringOptionsRange(void) {
                                                                                  range:ranges[r]])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_rangeOfStringOptionsRangeLocale(void) {
@@ -645,7 +641,7 @@ static void *oracle_string_rangeOfStringOptionsRangeLocale(void) {
                                                                                 locale:nil])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_hasPrefixSuffix(bool suffix) {
@@ -656,7 +652,7 @@ static void *oracle_string_hasPrefixSuffix(bool suffix) {
             [out appendFormat:@"%d", suffix ? (int)[s hasSuffix:affixes[a]] : (int)[s hasPrefix:affixes[a]]];
         [out appendString:@" "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_string_hasPrefix(void) {
     return oracle_string_hasPrefixSuffix(false);
@@ -678,7 +674,7 @@ static void *oracle_string_stringByReplacingCharactersInRange(void) {
                 [out appendFormat:@"%@ ", [s stringByReplacingCharactersInRange:ranges[r] withString:replacements[x]]];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_stringByAppendingString(void) {
@@ -686,7 +682,7 @@ static void *oracle_string_stringByAppendingString(void) {
     for (NSString *s in cs_oracle_strings())
         [out appendFormat:@"%@ %@ %@ | ", [s stringByAppendingString:@""], [s stringByAppendingString:@"+z"],
                           [s stringByAppendingString:cs_unicode_string()]];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_initWithString(void) {
@@ -696,10 +692,10 @@ static void *oracle_string_initWithString(void) {
         NSMutableString *mutableCopy = [[NSMutableString alloc] initWithString:s];
         [mutableCopy appendString:@"!"];
         [out appendFormat:@"%@ %@ | ", cs_describe(copy), cs_describe(mutableCopy)];
-        CS_SCENARIO_RELEASE(copy);
-        CS_SCENARIO_RELEASE(mutableCopy);
+        CS_RELEASE(copy);
+        CS_RELEASE(mutableCopy);
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_string_stringWithString(void) {
@@ -709,7 +705,7 @@ static void *oracle_string_stringWithString(void) {
         [mutableCopy appendString:@"!"];
         [out appendFormat:@"%@ %@ | ", cs_describe([NSString stringWithString:s]), cs_describe(mutableCopy)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 #pragma mark - Oracles: NSMutableString
@@ -732,7 +728,7 @@ static void *oracle_mstring_appendString(void) {
         [out appendFormat:@"%@ | ", s];
     }
     [out appendString:cs_attributed_text(owner)];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_mstring_insertString(void) {
@@ -746,7 +742,7 @@ static void *oracle_mstring_insertString(void) {
         [out appendFormat:@"%@ | ", s];
     }
     [out appendString:cs_attributed_text(owner)];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_mstring_deleteCharactersInRange(void) {
@@ -761,7 +757,7 @@ static void *oracle_mstring_deleteCharactersInRange(void) {
         [out appendFormat:@"%@ | ", cs_describe(s)];
     }
     [out appendString:cs_attributed_text(owner)];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_mstring_replaceCharactersInRange(void) {
@@ -777,7 +773,7 @@ static void *oracle_mstring_replaceCharactersInRange(void) {
         [out appendFormat:@"%@ | ", cs_describe(s)];
     }
     [out appendString:cs_attributed_text(owner)];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 #pragma mark - Oracles: NSAttributedString
@@ -794,10 +790,10 @@ static void *oracle_astring_initWithString(void) {
         NSMutableAttributedString *mutable = [[NSMutableAttributedString alloc] initWithString:texts[t]];
         [[mutable mutableString] appendString:@"!"];
         [out appendFormat:@"%@ / %@ | ", cs_attributed_text(plain), cs_attributed_text(mutable)];
-        CS_SCENARIO_RELEASE(plain);
-        CS_SCENARIO_RELEASE(mutable);
+        CS_RELEASE(plain);
+        CS_RELEASE(mutable);
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_astring_initWithStringAttributes(void) {
@@ -810,17 +806,17 @@ static void *oracle_astring_initWithStringAttributes(void) {
             NSMutableAttributedString *mutable = [[NSMutableAttributedString alloc] initWithString:texts[t]
                                                                                         attributes:attributes[a]];
             [out appendFormat:@"%@ / %@ | ", cs_attributed_text(plain), cs_attributed_text(mutable)];
-            CS_SCENARIO_RELEASE(plain);
-            CS_SCENARIO_RELEASE(mutable);
+            CS_RELEASE(plain);
+            CS_RELEASE(mutable);
         }
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /** Attributed receivers: "abc" with a run, an empty one, one with attributes everywhere. */
 static NSArray *cs_oracle_attributed_strings(void) {
-    NSAttributedString *empty = CS_SCENARIO_AUTORELEASE([[NSAttributedString alloc] initWithString:@""]);
-    NSAttributedString *full = CS_SCENARIO_AUTORELEASE(
+    NSAttributedString *empty = CS_AUTORELEASE([[NSAttributedString alloc] initWithString:@""]);
+    NSAttributedString *full = CS_AUTORELEASE(
         [[NSAttributedString alloc] initWithString:cs_unicode_string() attributes:cs_oracle_attributes()]);
     return [NSArray arrayWithObjects:cs_attributed_string(), empty, full, nil];
 }
@@ -834,7 +830,7 @@ static void *oracle_astring_attributedSubstringFromRange(void) {
             [out appendFormat:@"%@ ; ", cs_attributed_text([text attributedSubstringFromRange:ranges[r]])];
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /** One past the last index an attribute read answers on this platform: GNUstep answers at
@@ -868,10 +864,10 @@ static void *oracle_mastring_attributesAtLength_gnustep_suite(void) {
             [out appendFormat:@"%lu,%lu %@%@ %@ %@ %@; ", (unsigned long)start, (unsigned long)length,
                               cs_attributes_text(begin), cs_range_text(run), cs_attributes_text(end), cs_describe(value),
                               cs_attributed_text(text)];
-            CS_SCENARIO_RELEASE(text);
+            CS_RELEASE(text);
         }
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_astring_attributeAtIndex(void) {
@@ -888,7 +884,7 @@ static void *oracle_astring_attributeAtIndex(void) {
         }
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_astring_attributesAtIndex(void) {
@@ -902,14 +898,14 @@ static void *oracle_astring_attributesAtIndex(void) {
         }
         [out appendString:@"| "];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 #pragma mark - Oracles: NSMutableAttributedString
 
 static NSArray *cs_oracle_mutable_attributed_strings(void) {
-    NSMutableAttributedString *empty = CS_SCENARIO_AUTORELEASE([[NSMutableAttributedString alloc] initWithString:@""]);
-    NSMutableAttributedString *full = CS_SCENARIO_AUTORELEASE(
+    NSMutableAttributedString *empty = CS_AUTORELEASE([[NSMutableAttributedString alloc] initWithString:@""]);
+    NSMutableAttributedString *full = CS_AUTORELEASE(
         [[NSMutableAttributedString alloc] initWithString:cs_unicode_string() attributes:cs_oracle_attributes()]);
     return [NSArray arrayWithObjects:cs_attributed_string(), empty, full, nil];
 }
@@ -924,7 +920,7 @@ static void *oracle_mastring_addAttribute(void) {
         if (length > 1) [text addAttribute:@"k" value:@"w" range:NSMakeRange(length - 1, 1)];
         [out appendFormat:@"%@ | ", cs_attributed_text(text)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_mastring_setAttributes(void) {
@@ -937,7 +933,7 @@ static void *oracle_mastring_setAttributes(void) {
         if (length > 2) [text setAttributes:[NSDictionary dictionaryWithObject:@"s" forKey:@"set"] range:NSMakeRange(1, 1)];
         [out appendFormat:@"%@ | ", cs_attributed_text(text)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 static void *oracle_mastring_replaceCharactersInRange(void) {
@@ -951,7 +947,7 @@ static void *oracle_mastring_replaceCharactersInRange(void) {
         [text replaceCharactersInRange:NSMakeRange(0, [text length]) withString:@""];
         [out appendFormat:@"%@ | ", cs_attributed_text(text)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 /** Deleting goes through replaceCharactersInRange:withString: with a nil string inside GNUstep:
@@ -966,7 +962,7 @@ static void *oracle_mastring_deleteCharactersInRange(void) {
         [text deleteCharactersInRange:NSMakeRange(0, [text length])];
         [out appendFormat:@"%@ | ", cs_attributed_text(text)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 #pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
@@ -978,7 +974,7 @@ static void *oracle_string_stringByReplacingOccurrences(void) {
                           [text stringByReplacingOccurrencesOfString:@"" withString:@"-"],
                           [text stringByReplacingOccurrencesOfString:@"q" withString:@""]];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_string_stringByReplacingOccurrencesOptionsRange(void) {
     NSMutableString *out = [NSMutableString string];
@@ -990,27 +986,27 @@ static void *oracle_string_stringByReplacingOccurrencesOptionsRange(void) {
                           [text stringByReplacingOccurrencesOfString:@"c" withString:@"" options:0
                                                                range:NSMakeRange(length, 0)]];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_string_compare(void) {
     NSMutableString *out = [NSMutableString string];
     for (NSString *text in cs_oracle_strings())
         [out appendFormat:@"%ld %ld %ld ", (long)[text compare:@"abc"], (long)[text compare:@""], (long)[@"b" compare:text]];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_string_containsString(void) {
     NSMutableString *out = [NSMutableString string];
     for (NSString *text in cs_oracle_strings())
         [out appendFormat:@"%d%d%d ", (int)[text containsString:@"b"], (int)[text containsString:@""],
                           (int)[text containsString:text]];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_string_componentsSeparatedByString(void) {
     NSMutableString *out = [NSMutableString string];
     for (NSString *text in cs_oracle_strings())
         [out appendFormat:@"(%@) (%@) ", [[text componentsSeparatedByString:@"b"] componentsJoinedByString:@"|"],
                           [[text componentsSeparatedByString:@","] componentsJoinedByString:@"|"]];
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_mastring_removeAttribute(void) {
     NSMutableString *out = [NSMutableString string];
@@ -1023,7 +1019,7 @@ static void *oracle_mastring_removeAttribute(void) {
         [text removeAttribute:@"absent" range:ranges[i]];
         [out appendFormat:@"%@; ", cs_attributed_text(text)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 static void *oracle_mastring_addAttributes(void) {
     NSMutableString *out = [NSMutableString string];
@@ -1036,7 +1032,7 @@ static void *oracle_mastring_addAttributes(void) {
         [text addAttributes:[NSDictionary dictionary] range:ranges[i]];
         [out appendFormat:@"%@; ", cs_attributed_text(text)];
     }
-    return out;
+    return cs_autoreleased_pointer(out);
 }
 
 #if !defined(__APPLE__)
@@ -1055,8 +1051,8 @@ static void *oracle_gnustep_nil_string_edits(void) {
     NSMutableAttributedString *a = [[NSMutableAttributedString alloc] initWithString:@"abcd"];
     [a replaceCharactersInRange:NSMakeRange(1, 2) withString:nothing];
     [out appendFormat:@"%@ | %@", m, [a string]];
-    [a release];
-    return out;
+    CS_RELEASE(a);
+    return cs_autoreleased_pointer(out);
 }
 #endif
 

@@ -37,7 +37,7 @@ __attribute__((noinline)) uintptr_t cs_test_fast_hook_misuses(unsigned *neutrali
 + (id)cs_hotClassKnown;
 @end
 
-static id cs_hot_resolved(id self, SEL _cmd) {
+static id cs_hot_resolved(CS_UNRETAINED id self, SEL _cmd) {
     (void)self;
     (void)_cmd;
     return @"resolved";
@@ -72,7 +72,7 @@ static id cs_hot_resolved(id self, SEL _cmd) {
 unsigned cs_test_perform_after_memo(void) {
     unsigned ok = 0;
     @autoreleasepool {
-        CSHotPerformer *object = [[[CSHotPerformer alloc] init] autorelease];
+        CSHotPerformer *object = CS_AUTORELEASE([[CSHotPerformer alloc] init]);
         SEL known = @selector(cs_hotKnown);
         SEL missing = NSSelectorFromString(@"cs_hotNeverDeclared");
         /* The same receiver class, legal then unknown then legal: only the legal pair is remembered. */
@@ -84,7 +84,7 @@ unsigned cs_test_perform_after_memo(void) {
         if ([[cls performSelector:@selector(cs_hotClassKnown)] isEqual:@"classKnown"]) ok |= 1u << 4;
         if ([cls performSelector:missing] == nil) ok |= 1u << 5;
         /* A method added by the resolver during the call's own lookup: the legal result. */
-        id resolver = [[[CSHotResolver alloc] init] autorelease];
+        id resolver = CS_AUTORELEASE([[CSHotResolver alloc] init]);
         if ([[resolver performSelector:NSSelectorFromString(@"cs_hotResolved")] isEqual:@"resolved"]) ok |= 1u << 6;
     }
     return ok;
@@ -93,9 +93,9 @@ unsigned cs_test_perform_after_memo(void) {
 unsigned cs_test_perform_legal_only(void) {
     unsigned ok = 0;
     @autoreleasepool {
-        CSHotPerformer *object = [[[CSHotPerformer alloc] init] autorelease];
+        CSHotPerformer *object = CS_AUTORELEASE([[CSHotPerformer alloc] init]);
         if ([[object performSelector:@selector(cs_hotKnown)] isEqual:@"known"]) ok |= 1u << 0;
-        id resolver = [[[CSHotResolver alloc] init] autorelease];
+        id resolver = CS_AUTORELEASE([[CSHotResolver alloc] init]);
         if ([[resolver performSelector:NSSelectorFromString(@"cs_hotResolved")] isEqual:@"resolved"]) ok |= 1u << 6;
         if ([[[CSHotPerformer class] performSelector:@selector(cs_hotClassKnown)] isEqual:@"classKnown"]) ok |= 1u << 4;
     }

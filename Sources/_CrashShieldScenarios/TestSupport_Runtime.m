@@ -28,20 +28,20 @@ static void cs_probe_cleanup(void *context) {
 
 cs_objc_try_probe cs_test_objc_try(void) {
     cs_objc_try_probe probe = {0};
-    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
-    id caught = cs_objc_try(cs_probe_throw_range, NULL);
-    probe.try_caught_range_exception =
-        [caught isKindOfClass:[NSException class]] && [[caught name] isEqualToString:NSRangeException];
-    int calls = 0;
-    probe.try_returned_nil_without_exception = cs_objc_try(cs_probe_no_throw, &calls) == nil && calls == 1;
-    bool cleaned = false;
-    @try {
-        cs_objc_try_finally(cs_probe_throw_range, cs_probe_cleanup, &cleaned);
-    } @catch (NSException *exception) {
-        probe.finally_exception_reached_caller = [[exception name] isEqualToString:NSRangeException];
+    @autoreleasepool {
+        id caught = cs_objc_try(cs_probe_throw_range, NULL);
+        probe.try_caught_range_exception =
+            [caught isKindOfClass:[NSException class]] && [[caught name] isEqualToString:NSRangeException];
+        int calls = 0;
+        probe.try_returned_nil_without_exception = cs_objc_try(cs_probe_no_throw, &calls) == nil && calls == 1;
+        bool cleaned = false;
+        @try {
+            cs_objc_try_finally(cs_probe_throw_range, cs_probe_cleanup, &cleaned);
+        } @catch (NSException *exception) {
+            probe.finally_exception_reached_caller = [[exception name] isEqualToString:NSRangeException];
+        }
+        probe.finally_cleanup_ran = cleaned;
     }
-    probe.finally_cleanup_ran = cleaned;
-    [pool release];
     return probe;
 }
 
@@ -54,7 +54,7 @@ bool cs_test_interned_string(void) {
     return [first isKindOfClass:[NSString class]] && [first isEqualToString:@"interned"] && cs_probe_interned() == first;
 }
 
-static NSUInteger cs_category_length(id self, SEL _cmd) {
+static NSUInteger cs_category_length(CS_UNRETAINED id self, SEL _cmd) {
     (void)self;
     (void)_cmd;
     return 0;
@@ -65,16 +65,17 @@ void cs_test_add_nsobject_length(void) {
 }
 
 bool cs_test_nsoperation_remove_cancelled_dependency(void) {
-    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
-    NSOperation *first = [[NSOperation alloc] init];
-    NSOperation *second = [[NSOperation alloc] init];
-    [second addDependency:first];
-    [first cancel];
-    [second removeDependency:first];
-    bool empty = [[second dependencies] count] == 0;
-    [second release];
-    [first release];
-    [pool release];
+    bool empty;
+    @autoreleasepool {
+        NSOperation *first = [[NSOperation alloc] init];
+        NSOperation *second = [[NSOperation alloc] init];
+        [second addDependency:first];
+        [first cancel];
+        [second removeDependency:first];
+        empty = [[second dependencies] count] == 0;
+        CS_RELEASE(second);
+        CS_RELEASE(first);
+    }
     return empty;
 }
 
@@ -108,13 +109,13 @@ CS_FILLER(24) CS_FILLER(25) CS_FILLER(26) CS_FILLER(27) CS_FILLER(28) CS_FILLER(
 CS_FILLER(32) CS_FILLER(33) CS_FILLER(34) CS_FILLER(35) CS_FILLER(36) CS_FILLER(37) CS_FILLER(38) CS_FILLER(39)
 @end
 
-static int cs_replacement_value(id self, SEL _cmd) {
+static int cs_replacement_value(CS_UNRETAINED id self, SEL _cmd) {
     (void)self;
     (void)_cmd;
     return 2;
 }
 
-static int cs_value_one(id self, SEL _cmd) {
+static int cs_value_one(CS_UNRETAINED id self, SEL _cmd) {
     (void)self;
     (void)_cmd;
     return 1;
@@ -149,8 +150,8 @@ cs_dispatch_probe cs_test_dispatch_refresh(void) {
     pthread_once(&once, cs_make_control_selector);
     cs_dispatch_probe probe = {0};
     @autoreleasepool {
-        CSDispatchBase *base = [[CSDispatchBase new] autorelease];
-        CSDispatchSub *sub = [[CSDispatchSub new] autorelease];
+        CSDispatchBase *base = CS_AUTORELEASE([CSDispatchBase new]);
+        CSDispatchSub *sub = CS_AUTORELEASE([CSDispatchSub new]);
         /* Warm both classes' dispatch tables first. */
         probe.before = cs_send_control(sub) * 10 + [sub backendValue];
         /* Control: the plain runtime call, no refresh. */
@@ -187,7 +188,7 @@ size_t cs_test_owner_count(const char *root, const char *selector, bool class_si
 typedef struct {
     unsigned thread_index;
     unsigned iterations;
-    NSArray *shared_objects;
+    CS_UNRETAINED NSArray *shared_objects; /* owned by cs_test_sidetable_stress's pool */
     unsigned failures;
 } cs_side_worker;
 
@@ -202,17 +203,17 @@ static void *cs_side_worker_main(void *argument) {
                 /* Private object: exact results expected. */
                 NSObject *own = [[NSObject alloc] init];
                 NSNumber *value = [NSNumber numberWithUnsignedInt:i];
-                cs_sidetable_set(own, &kKeyA, value);
-                cs_sidetable_set(own, &kKeyB, value);
-                if (cs_sidetable_get(own, &kKeyA) != value) worker->failures++;
-                cs_sidetable_set(own, &kKeyA, NULL);
-                if (cs_sidetable_get(own, &kKeyA) != NULL) worker->failures++;
-                if (cs_sidetable_remove_all(own) != 1) worker->failures++;
-                [own release];
+                cs_sidetable_set(CS_POINTER(own), &kKeyA, CS_POINTER(value));
+                cs_sidetable_set(CS_POINTER(own), &kKeyB, CS_POINTER(value));
+                if (cs_sidetable_get(CS_POINTER(own), &kKeyA) != CS_POINTER(value)) worker->failures++;
+                cs_sidetable_set(CS_POINTER(own), &kKeyA, NULL);
+                if (cs_sidetable_get(CS_POINTER(own), &kKeyA) != NULL) worker->failures++;
+                if (cs_sidetable_remove_all(CS_POINTER(own)) != 1) worker->failures++;
+                CS_RELEASE(own);
                 /* Shared objects: racing writers, only consistency matters. */
                 id shared = [worker->shared_objects objectAtIndex:(i + worker->thread_index) % [worker->shared_objects count]];
-                cs_sidetable_set(shared, &kKeyA, value);
-                id seen = cs_sidetable_get(shared, &kKeyA);
+                cs_sidetable_set(CS_POINTER(shared), &kKeyA, CS_POINTER(value));
+                id seen = CS_OBJECT(cs_sidetable_get(CS_POINTER(shared), &kKeyA));
                 if (seen != nil && ![seen isKindOfClass:[NSNumber class]]) worker->failures++;
             }
         }
@@ -224,7 +225,7 @@ unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations) {
     unsigned failures = 0;
     @autoreleasepool {
         NSMutableArray *shared = [NSMutableArray array];
-        for (unsigned i = 0; i < 16; i++) [shared addObject:[[[NSObject alloc] init] autorelease]];
+        for (unsigned i = 0; i < 16; i++) [shared addObject:CS_AUTORELEASE([[NSObject alloc] init])];
         size_t before = cs_sidetable_count();
         pthread_t ids[64];
         cs_side_worker workers[64];
@@ -238,7 +239,7 @@ unsigned cs_test_sidetable_stress(unsigned threads, unsigned iterations) {
             failures += workers[t].failures;
         }
         size_t removed = 0;
-        for (id object in shared) removed += cs_sidetable_remove_all(object);
+        for (id object in shared) removed += cs_sidetable_remove_all(CS_POINTER(object));
         if (removed != 16) failures++;
         if (cs_sidetable_count() != before) failures++;
     }
@@ -413,15 +414,16 @@ size_t cs_test_guard_code_probes(cs_guard_code_probe *out, size_t capacity) {
 }
 @end
 
+/* In C memory: each field holds a +1 taken by hand, given up by cs_test_kvo_pair_free. */
 struct cs_test_kvo_pair {
-    CSTestKVOModel *model;
-    CSTestKVOObserver *observer;
+    CS_UNRETAINED CSTestKVOModel *model;
+    CS_UNRETAINED CSTestKVOObserver *observer;
 };
 
 cs_test_kvo_pair *cs_test_kvo_pair_new(void) {
     cs_test_kvo_pair *pair = calloc(1, sizeof *pair);
-    pair->model = [[CSTestKVOModel alloc] init];
-    pair->observer = [[CSTestKVOObserver alloc] init];
+    pair->model = CS_SCENARIO_OWNED([[CSTestKVOModel alloc] init]);
+    pair->observer = CS_SCENARIO_OWNED([[CSTestKVOObserver alloc] init]);
     return pair;
 }
 
@@ -458,7 +460,7 @@ unsigned cs_test_kvo_pair_change(cs_test_kvo_pair *pair) {
 
 /* Releases the observer first, then the model (the registrations must be gone by then). */
 void cs_test_kvo_pair_free(cs_test_kvo_pair *pair) {
-    [pair->observer release];
-    [pair->model release];
+    CS_SCENARIO_DISOWN(pair->observer);
+    CS_SCENARIO_DISOWN(pair->model);
     free(pair);
 }

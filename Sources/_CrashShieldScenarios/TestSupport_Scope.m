@@ -11,7 +11,7 @@
 
 /* An immutable array whose -objectAtIndex: wraps around: any index is legal. */
 @interface CSScopeWrappingArray : NSArray {
-    NSArray *_items;
+    __strong NSArray *_items;
 }
 @end
 
@@ -36,7 +36,7 @@
 
 /* A string whose -characterAtIndex: pads with '.' beyond its length. */
 @interface CSScopePaddedString : NSString {
-    NSString *_base;
+    __strong NSString *_base;
 }
 - (id)initWithBase:(NSString *)base;
 @end
@@ -61,7 +61,7 @@
 
 /* A mutable array that stores NSNull for nil. */
 @interface CSScopeNullStoringArray : NSMutableArray {
-    NSMutableArray *_items;
+    __strong NSMutableArray *_items;
 }
 @end
 
@@ -128,7 +128,7 @@ char *cs_scope_app_subclass_calls(void) {
     @autoreleasepool {
         @try {
             NSMutableString *out = [NSMutableString string];
-            id items[3] = {@"a", @"b", @"c"};
+            CS_UNRETAINED id items[3] = {@"a", @"b", @"c"};
             CSScopeWrappingArray *wrapping = CS_AUTORELEASE([[CSScopeWrappingArray alloc] initWithObjects:items count:3]);
             [out appendFormat:@"wrap[5]=%@ wrap[3]=%@;", [wrapping objectAtIndex:cs_opaque_index(5)],
                               [wrapping objectAtIndex:cs_opaque_index(3)]];
@@ -168,7 +168,7 @@ char *cs_scope_seven_string_calls(void) {
     return result;
 }
 
-static unichar cs_scope_extra_character(id self, SEL _cmd, NSUInteger index) {
+static unichar cs_scope_extra_character(CS_UNRETAINED id self, SEL _cmd, NSUInteger index) {
     (void)_cmd;
     return index < [self length] ? [(NSString *)cs_opaque(@"abc") characterAtIndex:index] : (unichar)'.';
 }

@@ -221,6 +221,8 @@ extension RuntimeTests {
             #expect(timers.contains("tick 3 arg=timer userInfo=info;  valid=0"), "\(timers)")
             #expect(timers.contains("manual repeating tick 1 arg=timer userInfo=manual; tick 2 arg=timer userInfo=manual;  valid=0"), "\(timers)")
             #expect(timers.contains("forwarder ticks=2") && timers.contains("proxy ticks=2"), "\(timers)")
+            // A one-shot timer keeps its target alive after the oracle gave its own reference up.
+            #expect(timers.contains("one-shot retained=1 tick 1 arg=timer userInfo=once;  |"), "\(timers)")
             // A repeating timer that is its target's only owner fires until the target stops it
             // (issue 10 item 4), whatever constructor made it; default options name no class here.
             for form in ["scheduled", "timerWith", "initWithFireDate"] {
