@@ -67,7 +67,7 @@
     ({                                                                                             \
         static void *volatile cs_str_cache_;                                                       \
         void *cs_str_ = CS_ATOMIC_LOAD(&cs_str_cache_);                                            \
-        (__bridge NSString *)(cs_str_ ? cs_str_ : cs_interned_string(&cs_str_cache_, "" literal));          \
+        (__bridge NSString *)(cs_str_ ? cs_str_ : cs_interned_string(&cs_str_cache_, "" literal)); \
     })
 #endif
 
