@@ -9,8 +9,8 @@
 #    gives section$start$/section$end$ must equal the sections' bounds, with every function inside
 #    its own guard's range and outside the other's: the fail-safe's address -> guard mapping at
 #    link level.
-# 2. PURE_C_FILES: C sources that need only clang's freestanding headers (stdint, stddef, stdbool,
-#    stdarg, limits, ...), compiled -ffreestanding -fsyntax-only for each Apple target.
+# 2. PURE_C_FILES: C sources and headers that need only clang's freestanding headers (stdint,
+#    stddef, stdbool, stdarg, limits, ...), compiled -ffreestanding -fsyntax-only per Apple target.
 # 3. Canaries, so that each check is shown able to fail: the old `#pragma clang section` form and
 #    a tag too long for Mach-O must be rejected, a host header must not be found by the pure-C
 #    compile, and the link-level checker must reject a wrong mapping.
@@ -22,11 +22,19 @@
 # target's, only the platform load command is absent. The link is a dylib without libSystem.
 set -euo pipefail
 
-# C sources (paths from the repository root) that must compile for Apple targets with nothing but
-# clang's freestanding headers. Each is compiled with -I of its own directory and of its target's
-# include/ directory (Sources/<Target>/include). Empty today: the capture code still includes
-# POSIX headers; its platform-neutral parts are added here as they are split out.
+# C sources and headers (paths from the repository root) that must compile for Apple targets with
+# nothing but clang's freestanding headers. Each is compiled as C with -I of its own directory and
+# of every target's include/ directory (Sources/*/include, as SwiftPM gives a target its
+# dependencies' public headers). Today: the section header and the C interfaces of the shipped
+# targets; the capture sources still include POSIX headers, and their platform-neutral parts are
+# added here as they are split out.
 PURE_C_FILES=(
+    Sources/_CrashShieldRuntime/Engine/CSGuardSection.h
+    Sources/_CrashShieldIncidents/include/cs_incidents.h
+    Sources/_CrashShieldCapture/include/csc_capture.h
+    Sources/_CrashShieldCapture/include/csc_launch.h
+    Sources/_CrashShieldRuntime/include/cs_runtime.h
+    Sources/_CrashShieldRuntime/include/cs_capture_exceptions.h
 )
 
 APPLE_TARGETS=(
@@ -211,9 +219,11 @@ for target in "${APPLE_TARGETS[@]}"; do
 
     # Link: the target's code, re-assembled without the platform load command (see the top).
     asm="$WORK/probe-$target.s"
-    apple_cc -target "$target" -I"$SECTION_HEADER_DIR" -S "$WORK/probe.c" -o "$asm"
-    grep -v '^[[:space:]]*\.build_version' "$asm" >"$asm.noplatform.s"
-    clang -target "$arch-apple-none-macho" -c "$asm.noplatform.s" -o "$obj.noplatform.o"
+    if ! apple_cc -target "$target" -I"$SECTION_HEADER_DIR" -S "$WORK/probe.c" -o "$asm" 2>"$WORK/err" ||
+        ! grep -v '^[[:space:]]*\.build_version' "$asm" >"$asm.noplatform.s" ||
+        ! clang -target "$arch-apple-none-macho" -c "$asm.noplatform.s" -o "$obj.noplatform.o" 2>>"$WORK/err"; then
+        fail "$target: cannot assemble the section probe for linking"; sed 's/^/    /' "$WORK/err"; continue
+    fi
     dylib="$WORK/probe-$target.dylib"
     if ! ld64.lld -arch "$arch" -platform_version macos 13.0 13.0 -dylib -no_fixup_chains \
         -install_name @rpath/probe.dylib "$obj.noplatform.o" -o "$dylib" 2>"$WORK/err"; then
@@ -262,17 +272,11 @@ done
 # ---------------------------------------------------------------------------------------------
 # 2. Pure C files.
 
-if [ ${#PURE_C_FILES[@]} -eq 0 ]; then
-    echo "note: PURE_C_FILES is empty; nothing to compile there yet"
-fi
+[ ${#PURE_C_FILES[@]} -gt 0 ] || echo "note: PURE_C_FILES is empty"
+PUBLIC_INCLUDES=()
+for dir in "$ROOT"/Sources/*/include; do PUBLIC_INCLUDES+=(-I"$dir"); done
 pure_c_check() { # <file> <target>
-    local file="$1" target="$2" dir
-    dir="$(dirname "$file")"
-    local includes=(-I"$dir")
-    local target_dir
-    target_dir="$(sed -E 's|^(.*/Sources/[^/]+)/.*$|\1|' <<<"$file")"
-    [ -d "$target_dir/include" ] && includes+=(-I"$target_dir/include")
-    apple_cc -target "$target" -fsyntax-only -x c "${includes[@]}" "$file"
+    apple_cc -target "$2" -fsyntax-only -x c -I"$(dirname "$1")" "${PUBLIC_INCLUDES[@]}" "$1"
 }
 for file in "${PURE_C_FILES[@]}"; do
     for target in "${APPLE_TARGETS[@]}"; do
