@@ -509,6 +509,8 @@ def scan_text(path, text, language):
 def scan_paths(paths):
     findings = []
     for root in paths:
+        if not os.path.exists(root):
+            raise FileNotFoundError(root)
         files = [root] if os.path.isfile(root) else sorted(
             os.path.join(directory, name)
             for directory, subdirectories, names in os.walk(root)
@@ -616,7 +618,11 @@ def main(argv):
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    findings = scan_paths(argv)
+    try:
+        findings = scan_paths(argv)
+    except FileNotFoundError as missing:
+        print(f"portability_scan: no such path: {missing}", file=sys.stderr)
+        return 2
     report(findings)
     return 1 if findings else 0
 
