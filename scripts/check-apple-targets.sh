@@ -65,8 +65,8 @@ apple_cc() { clang -nostdlibinc -ffreestanding -std=c11 -Wall -Wextra -Werror "$
 # 1. The guard-section header.
 
 # Two guards: "notification" is the longest tag in use (12 characters: "__csnotification" is
-# exactly Mach-O's 16). Each has a function placed by the section pragma and one by the
-# attribute while the other guard's section is open.
+# exactly Mach-O's 16). Functions are placed by the section pragma, and one kvo function by the
+# attribute while notification's section is open; probe_unguarded precedes both sections.
 cat >"$WORK/probe.c" <<'EOF'
 #include "CSGuardSection.h"
 
