@@ -15,6 +15,7 @@
 #define CS_ENGINE_H
 
 #import "CSHookSlots.h"
+#include "CSGuardSection.h"
 #include "cs_runtime.h"
 
 typedef struct CSGuard {
@@ -50,26 +51,16 @@ typedef struct CSGuard {
 
 /*
  * Guard code sections, for the fail-safe (SPEC §2.12: a crash with frames inside a guard switches
- * that guard off). Each guard file, after its includes, opens with
- *     #pragma clang section text = "cs_guard_<tag>"
+ * that guard off). Each guard file, after its includes, opens its section with
+ *     CS_GUARD_CODE_SECTION(<tag>)
  * which puts every C function that follows (hook bodies, slot functions, callbacks, functions
- * added with class_addMethod) into an ELF section of that name; the linker defines
- * __start_/__stop_ symbols for it, and CS_GUARD_DEFINE records them. Clang's pragma does not
- * reach Objective-C methods: each method of a guard's own classes carries CS_GUARD_METHOD(tag).
- * `tag` is the guard's public name ("kvo"), so name and section cannot drift apart.
- * On Apple (Mach-O, not verified) the macros are empty and the ranges stay NULL.
+ * added with class_addMethod) into that guard's section; the pragma behind it does not reach
+ * Objective-C methods, so each method of a guard's own classes carries CS_GUARD_METHOD(tag).
+ * CS_GUARD_DEFINE records the section's bounds. `tag` is the guard's public name ("kvo"), so
+ * name and section cannot drift apart. Names and bounds per object format (ELF, Mach-O, none):
+ * CSGuardSection.h.
  */
-#if defined(__ELF__)
-#define CS_GUARD_METHOD(tag) __attribute__((section("cs_guard_" #tag)))
-#define CS_GUARD_CODE_RANGE(tag)                                                                   \
-    extern const char __start_cs_guard_##tag[] __attribute__((weak, visibility("hidden")));        \
-    extern const char __stop_cs_guard_##tag[] __attribute__((weak, visibility("hidden")));
-#define CS_GUARD_CODE_FIELDS(tag) .code_start = __start_cs_guard_##tag, .code_end = __stop_cs_guard_##tag,
-#else
-#define CS_GUARD_METHOD(tag)
-#define CS_GUARD_CODE_RANGE(tag)
-#define CS_GUARD_CODE_FIELDS(tag)
-#endif
+#define CS_GUARD_CODE_FIELDS(tag) .code_start = CS_GUARD_CODE_START(tag), .code_end = CS_GUARD_CODE_END(tag),
 
 #define CS_GUARD_STRUCT(symbol, tag, hook_table, count, install_fn, uninstall_fn, canary_fn)     \
     CS_GUARD_CODE_RANGE(tag)                                                                       \

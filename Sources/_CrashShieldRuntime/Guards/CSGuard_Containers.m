@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#pragma clang section text = "cs_guard_container" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(container) /* every function below: see CS_GUARD_METHOD */
 
 #import "CSReceiverMeasure.h"
 

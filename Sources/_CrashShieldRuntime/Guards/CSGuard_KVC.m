@@ -31,7 +31,7 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 
-#pragma clang section text = "cs_guard_kvc" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(kvc) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardKVC;
 #define G (&CSGuardKVC)

@@ -56,7 +56,7 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 
-#pragma clang section text = "cs_guard_kvo" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(kvo) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardKVO;
 #define G (&CSGuardKVO)

@@ -26,7 +26,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#pragma clang section text = "cs_guard_mainthread" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(mainthread) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardMainThread;
 #define G (&CSGuardMainThread)

@@ -24,7 +24,7 @@
 #import "../Backend/CSBackend.h"
 #include <string.h>
 
-#pragma clang section text = "cs_guard_nsnull" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(nsnull) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardNSNull;
 #define G (&CSGuardNSNull)

@@ -24,7 +24,7 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 
-#pragma clang section text = "cs_guard_notification" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(notification) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardNotifications;
 #define G (&CSGuardNotifications)

@@ -34,7 +34,7 @@
 #import "../Backend/CSBackend.h"
 #include <string.h>
 
-#pragma clang section text = "cs_guard_selector" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(selector) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardSelectors;
 #define G (&CSGuardSelectors)

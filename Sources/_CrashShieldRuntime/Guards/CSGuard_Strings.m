@@ -40,7 +40,7 @@
 
 #define CS_ALWAYS_INLINE_STRING static inline __attribute__((always_inline))
 
-#pragma clang section text = "cs_guard_string" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(string) /* every function below: see CS_GUARD_METHOD */
 
 #import "CSReceiverMeasure.h"
 

@@ -40,7 +40,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#pragma clang section text = "cs_guard_timer" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(timer) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardTimers;
 #define G (&CSGuardTimers)

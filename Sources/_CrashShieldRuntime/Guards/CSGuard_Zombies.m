@@ -31,7 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#pragma clang section text = "cs_guard_zombie" /* every function below: see CS_GUARD_METHOD */
+CS_GUARD_CODE_SECTION(zombie) /* every function below: see CS_GUARD_METHOD */
 
 extern CSGuard CSGuardZombies;
 #define G (&CSGuardZombies)

@@ -2,7 +2,7 @@
  * CSReceiverMeasure.h — the bound a container or string hook checks an index against: the
  * receiver's own -count / -length, without a message lookup on the hot path.
  *
- * Included by one guard file each (after its `#pragma clang section`, so the code lands in that
+ * Included by one guard file each (after its CS_GUARD_CODE_SECTION, so the code lands in that
  * guard's section); every guard file gets its own cache.
  *
  * Contract:
