@@ -168,48 +168,7 @@ void csc_refresh_images(void) {
     pthread_mutex_unlock(&g_refresh_lock);
 }
 
-/* ---- fault-free reads -------------------------------------------------------------------- */
-
-static int g_probe_pipe[2] = {-1, -1};
-
-#if defined(__linux__)
-/* Every argument is passed as a full register: syscall() is variadic, and an int literal would
- * leave the upper half of the count and flags registers undefined. */
-static ssize_t csc_vm_read(const struct iovec *local, const struct iovec *remote) {
-    return syscall(SYS_process_vm_readv, (long)getpid(), local, 1UL, remote, 1UL, 0UL);
-}
-#endif
-static bool g_have_vm_readv;
-
-void csc_safe_read_prepare(void) {
-#if defined(__linux__)
-    uint64_t probe = 0x1234, copy = 0;
-    struct iovec local = {&copy, sizeof copy}, remote = {&probe, sizeof probe};
-    g_have_vm_readv = csc_vm_read(&local, &remote) == (ssize_t)sizeof copy && copy == probe;
-#endif
-    if (!g_have_vm_readv && g_probe_pipe[0] < 0) {
-        if (pipe(g_probe_pipe) == 0) {
-            fcntl(g_probe_pipe[0], F_SETFL, O_NONBLOCK);
-            fcntl(g_probe_pipe[1], F_SETFL, O_NONBLOCK);
-            fcntl(g_probe_pipe[0], F_SETFD, FD_CLOEXEC);
-            fcntl(g_probe_pipe[1], F_SETFD, FD_CLOEXEC);
-        }
-    }
-}
-
-bool csc_safe_read(uintptr_t address, void *out, size_t length) {
-    if (address == 0 || address + length < address) return false;
-#if defined(__linux__)
-    if (g_have_vm_readv) {
-        struct iovec local = {out, length}, remote = {(void *)address, length};
-        return csc_vm_read(&local, &remote) == (ssize_t)length;
-    }
-#endif
-    if (g_probe_pipe[1] < 0 || length > 512) return false;
-    /* write(2) reports EFAULT for an unreadable source instead of faulting. */
-    if (write(g_probe_pipe[1], (const void *)address, length) != (ssize_t)length) return false;
-    return read(g_probe_pipe[0], out, length) == (ssize_t)length;
-}
+/* Fault-free reads (csc_safe_read) live in csc_memory_linux.c / csc_memory_darwin.c. */
 
 bool csc_loaded_image(const char *path, uintptr_t *bias, char *build_id_hex, size_t capacity) {
     static const char hex[] = "0123456789abcdef";
