@@ -30,7 +30,13 @@ CSC_NOINLINE void csc_crash_segv(void) {
 
 CSC_NOINLINE void csc_crash_bus(void) {
     /* A mapping of a file that is shorter than the mapping: touching past its end is SIGBUS. */
-    char path[] = "/tmp/crashshield-busXXXXXX";
+    char path[1024] = "/tmp";
+#if defined(__APPLE__)
+    /* An iOS app may not write /tmp: its own temporary directory (confstr, no allocation). */
+    size_t needed = confstr(_CS_DARWIN_USER_TEMP_DIR, path, sizeof path - 32);
+    if (needed == 0 || needed > sizeof path - 32) strcpy(path, "/tmp");
+#endif
+    strcat(path, "/crashshield-busXXXXXX");
     int fd = mkstemp(path);
     if (fd >= 0) {
         unlink(path);
@@ -51,10 +57,16 @@ CSC_NOINLINE void csc_crash_ill(void) {
     __builtin_trap();
 }
 
+/** x86_64: the division traps (#DE, SIGFPE). arm64 has no integer-division trap (the quotient
+ *  is 0) and Apple's cores do not trap floating-point exceptions, so there the kind raises SIGFPE
+ *  itself after the division. */
 CSC_NOINLINE void csc_crash_fpe(void) {
     volatile int numerator = 1, denominator = 0;
     volatile int result = numerator / denominator;
     (void)result;
+#if defined(__aarch64__) || defined(__arm64__)
+    raise(SIGFPE);
+#endif
     __asm__ volatile("" ::: "memory");
 }
 

@@ -20,6 +20,7 @@
 
 #include <mach/mach.h>
 #include <mach/semaphore.h>
+#include <mach/sync_policy.h>
 #include <mach/task.h>
 #include <pthread.h>
 #include <signal.h>
