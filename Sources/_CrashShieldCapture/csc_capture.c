@@ -1057,6 +1057,8 @@ csc_install_result csc_install(const csc_config *config) {
     if (g_marker_fd >= 0) close(g_marker_fd);
     g_marker_fd = openat(dir, CSC_UNREPORTED_MARKER, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
+    /* Darwin's minimum (MINSIGSTKSZ 32 KiB) is above the smallest size accepted here. */
+    if (g_alt_stack_size < (uint32_t)MINSIGSTKSZ) g_alt_stack_size = (uint32_t)MINSIGSTKSZ;
     if (config->watchdog_seconds) g_watchdog_seconds = config->watchdog_seconds;
     g_recover = config->recover_background_threads;
 

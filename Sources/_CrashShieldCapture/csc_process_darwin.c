@@ -10,7 +10,8 @@
  *     gets the si_code/si_pid recorded for the process by its sender (0/0 when the kernel itself
  *     raised it, as for a BRK's EXC_BREAKPOINT);
  *   - mach-o/dyld.h: _NSGetExecutablePath; sys/sysctl.h: KERN_PROC_PID's kinfo_proc
- *     (kp_proc.p_starttime, a wall-clock timeval).
+ *     (kp_proc.p_starttime, a wall-clock timeval); time.h: clock_gettime with CLOCK_MONOTONIC
+ *     (macOS 10.12, iOS 10).
  * Consequence (a documented limit): a SIGSEGV/SIGBUS/SIGILL/SIGFPE sent with kill() cannot be
  * told from a fault on Darwin; it is reported as one.
  */
@@ -94,19 +95,29 @@ void csc_process_executable(char *path, size_t capacity) {
     if (_NSGetExecutablePath(path, &size) != 0) path[0] = 0; /* the buffer was too small */
 }
 
-uint64_t csc_uptime_clock_ns(void) {
-    /* The wall clock: the process start sysctl gives is a wall-clock time. */
+static uint64_t csc_clock_now_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t csc_uptime_clock_ns(void) {
+    /* Darwin's CLOCK_MONOTONIC keeps counting while the device sleeps (like Linux's
+     * CLOCK_BOOTTIME) and does not follow changes of the wall clock. */
+    return csc_clock_now_ns(CLOCK_MONOTONIC);
+}
+
 uint64_t csc_process_start_ns(void) {
+    /* The kernel records the start as a wall-clock time: carried over to the monotonic clock
+     * once, here, so a later change of the wall clock does not move the report's uptime. */
     int name[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, (int)getpid()};
     struct kinfo_proc info;
     size_t size = sizeof info;
     if (sysctl(name, 4, &info, &size, NULL, 0) != 0 || size == 0) return 0;
     const struct timeval *start = &info.kp_proc.p_starttime;
-    return (uint64_t)start->tv_sec * 1000000000ull + (uint64_t)start->tv_usec * 1000ull;
+    uint64_t start_wall = (uint64_t)start->tv_sec * 1000000000ull + (uint64_t)start->tv_usec * 1000ull;
+    uint64_t now_wall = csc_clock_now_ns(CLOCK_REALTIME), now_monotonic = csc_clock_now_ns(CLOCK_MONOTONIC);
+    uint64_t running = now_wall > start_wall ? now_wall - start_wall : 0;
+    return now_monotonic > running ? now_monotonic - running : 0;
 }
 #endif /* __APPLE__ */
