@@ -1,64 +1,53 @@
 /*
- * csc_capture.c — install, the signal handler, the report, chaining and re-raising.
- * Everything reachable from csc_handler() follows the rules at the top of csc_capture.h.
+ * csc_capture.c — install, the signal handler, the report, chaining and re-raising. Shared by
+ * every platform: what differs per operating system (registers, signal codes, threads, the
+ * unwinder, the watchdog's timer, fault-free reads) is behind csc_platform.h, one small file per
+ * concern. Everything reachable from csc_handler() follows the rules at the top of csc_capture.h.
  *
  * Concurrency and re-entry (one report per crash, never a hang):
- * - g_owner holds the thread id of the thread writing the report (0 = nobody). The first
- *   crashing thread claims it with a CAS. A second thread that crashes meanwhile waits for the
- *   owner: while the report is written (bounded: the watchdog ends a stuck owner) and while the
- *   owner passes its signal on (state CHAINING). It never re-raises its own signal, so the
- *   process ends with the signal the report names. If the owner finds its signal handled by a
- *   previous handler (state back to IDLE), the waiting thread claims the handler for its own
- *   crash. Waiting threads are counted (g_other_crashers) and the report says how many there
+ * - The first crashing thread claims the crash (csc_claim.h). A second thread that crashes
+ *   meanwhile waits for the owner: while the report is written (bounded: the watchdog ends a
+ *   stuck owner) and while the owner passes its signal on (state CHAINING). It never re-raises its
+ *   own signal, so the process ends with the signal the report names. If the owner finds its
+ *   signal handled by a previous handler (state back to IDLE), the waiting thread claims the
+ *   handler for its own crash. Waiting threads are counted and the report says how many there
  *   were when its tail was written ("other_crashing_threads").
  * - The owner changes the disposition of its own signal only: the other captured signals stay
  *   ours until the process is gone, so a thread that faults later still waits instead of dying
  *   by its own signal's default action.
  * - The handler runs with SA_NODEFER, so a fault inside the handler re-enters it on the same
- *   thread (g_owner == self, state WRITING): depth 1 rewrites the report file as a minimal report
+ *   thread (owner == self, state WRITING): depth 1 rewrites the report file as a minimal report
  *   and ends the process with the original signal; depth 2 calls _exit(128 + signal).
- * - Watchdog: a POSIX timer of the crashing thread's own, created in the handler, sends the
- *   crash's signal to that thread (SI_TIMER, our cookie) if the report takes longer than
- *   watchdog_seconds; the handler recognises it and ends the process with SIGALRM. It uses no
- *   signal the app may own or block (the app's SIGALRM, alarm() and itimers are left alone).
+ * - Watchdog (csc_watchdog_*.c): if the report takes longer than watchdog_seconds the process
+ *   ends with SIGALRM. It uses no signal state the app may own or block (the app's SIGALRM,
+ *   alarm() and itimers are left alone).
  * - Process identity follows fork: the pid, the report file name and the main-thread test are
- *   taken from getpid() in the handler; a pthread_atfork child handler resets the crash state.
+ *   taken in the handler; a pthread_atfork child handler resets the crash state.
  * - A signal a previous handler handles is not a crash (see csc_pass_on_as_owner()): the report
  *   is removed and the handler re-armed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "csc_internal.h"
+#include "csc_platform.h"
 
 #include <cs_incidents.h>
 
-#if defined(__linux__)
+#if defined(__linux__) || defined(__APPLE__)
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
-#include <unwind.h>
 
+/* Larger than every captured signal's number on Linux (NSIG 65) and Darwin (NSIG 32). */
 #define CSC_SIGNAL_COUNT 65
-
-/* IDLE: no crash. WRITING: the owner writes the report. DONE: an uncaught exception was
- * reported (the process ends by exit or abort). CHAINING: the owner wrote a signal report and
- * passes the signal on; it ends the process or returns the state to IDLE. */
-enum { CSC_STATE_IDLE = 0, CSC_STATE_WRITING = 1, CSC_STATE_DONE = 2, CSC_STATE_CHAINING = 3 };
 
 static const int kCaptured[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS, SIGPIPE};
 #define CSC_CAPTURED_COUNT (sizeof kCaptured / sizeof kCaptured[0])
@@ -91,10 +80,6 @@ static int g_spare_fd = -1;
 static int g_marker_fd = -1;
 
 /* ---- state that changes while running ------------------------------------------------------ */
-static _Atomic pid_t g_owner;
-static _Atomic int g_state;
-static _Atomic int g_depth;
-static _Atomic int g_other_crashers; /* threads waiting for (or passed on by) the report owner */
 static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
 static _Atomic int g_report_count;
 static _Atomic bool g_written;
@@ -124,8 +109,6 @@ static int g_first_signal;
 static uint64_t g_handler_start_ns;
 /* The image table this report reads, pinned when the handler claimed the crash. */
 static const csc_image_table *g_report_images;
-static int g_watchdog_timer = -1; /* kernel timer id while a report is written, else -1 */
-#define CSC_WATCHDOG_COOKIE 0x43534357
 /* How long a thread that lost the race waits while the owner passes its signal on (the Swift
  * backtracer may take many seconds). */
 #define CSC_CHAIN_WAIT_LIMIT_MS 60000u
@@ -135,8 +118,6 @@ static uint64_t csc_clock_ns(clockid_t clock) {
     clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
-
-static pid_t csc_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
 static void csc_copy(char *out, size_t capacity, const char *in) {
     size_t i = 0;
@@ -166,47 +147,6 @@ static const char *csc_signal_name(int sig) {
     }
 }
 
-static const char *csc_code_name(int sig, int code) {
-    if (code <= 0) {
-        switch (code) {
-        case SI_USER: return "SI_USER";
-        case SI_TKILL: return "SI_TKILL";
-        case SI_QUEUE: return "SI_QUEUE";
-        default: return "SI_OTHER";
-        }
-    }
-    if (code == SI_KERNEL) return "SI_KERNEL";
-    switch (sig) {
-    case SIGSEGV: return code == SEGV_MAPERR ? "SEGV_MAPERR" : code == SEGV_ACCERR ? "SEGV_ACCERR" : "SEGV_OTHER";
-    case SIGBUS: return code == BUS_ADRALN ? "BUS_ADRALN" : code == BUS_ADRERR ? "BUS_ADRERR" : code == BUS_OBJERR ? "BUS_OBJERR" : "BUS_OTHER";
-    case SIGILL:
-        switch (code) {
-        case ILL_ILLOPC: return "ILL_ILLOPC";
-        case ILL_ILLOPN: return "ILL_ILLOPN";
-        case ILL_ILLADR: return "ILL_ILLADR";
-        case ILL_ILLTRP: return "ILL_ILLTRP";
-        case ILL_PRVOPC: return "ILL_PRVOPC";
-        case ILL_PRVREG: return "ILL_PRVREG";
-        case ILL_COPROC: return "ILL_COPROC";
-        case ILL_BADSTK: return "ILL_BADSTK";
-        default: return "ILL_OTHER";
-        }
-    case SIGFPE:
-        switch (code) {
-        case FPE_INTDIV: return "FPE_INTDIV";
-        case FPE_INTOVF: return "FPE_INTOVF";
-        case FPE_FLTDIV: return "FPE_FLTDIV";
-        case FPE_FLTOVF: return "FPE_FLTOVF";
-        case FPE_FLTUND: return "FPE_FLTUND";
-        case FPE_FLTRES: return "FPE_FLTRES";
-        case FPE_FLTINV: return "FPE_FLTINV";
-        default: return "FPE_OTHER";
-        }
-    case SIGTRAP: return code == TRAP_BRKPT ? "TRAP_BRKPT" : code == TRAP_TRACE ? "TRAP_TRACE" : "TRAP_OTHER";
-    default: return "OTHER";
-    }
-}
-
 static const char *csc_phase_name(int phase) {
     switch (phase) {
     case CSC_PHASE_LAUNCHING: return "launching";
@@ -216,110 +156,7 @@ static const char *csc_phase_name(int phase) {
     }
 }
 
-/* ---- registers and unwinding ------------------------------------------------------------- */
-
-static uintptr_t csc_context_pc(const ucontext_t *uc) {
-#if defined(__x86_64__)
-    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    return (uintptr_t)uc->uc_mcontext.pc;
-#else
-    (void)uc;
-    return 0;
-#endif
-}
-
-static uintptr_t csc_context_fp(const ucontext_t *uc) {
-#if defined(__x86_64__)
-    return (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
-#elif defined(__aarch64__)
-    return (uintptr_t)uc->uc_mcontext.regs[29];
-#else
-    (void)uc;
-    return 0;
-#endif
-}
-
-static void csc_write_registers(csc_out *out, const ucontext_t *uc) {
-    csc_out_raw(out, "{");
-#if defined(__x86_64__)
-    static const struct { const char *name; int index; } regs[] = {
-        {"rip", REG_RIP}, {"rsp", REG_RSP}, {"rbp", REG_RBP}, {"rax", REG_RAX}, {"rbx", REG_RBX},
-        {"rcx", REG_RCX}, {"rdx", REG_RDX}, {"rsi", REG_RSI}, {"rdi", REG_RDI}, {"r8", REG_R8},
-        {"r9", REG_R9}, {"r10", REG_R10}, {"r11", REG_R11}, {"r12", REG_R12}, {"r13", REG_R13},
-        {"r14", REG_R14}, {"r15", REG_R15}, {"eflags", REG_EFL}, {"trapno", REG_TRAPNO}, {"err", REG_ERR},
-    };
-    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
-        csc_out_key(out, regs[i].name, i == 0);
-        csc_out_hex(out, (uint64_t)uc->uc_mcontext.gregs[regs[i].index]);
-    }
-#elif defined(__aarch64__)
-    static const char *const names[31] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
-                                          "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20",
-                                          "x21", "x22", "x23", "x24", "x25", "x26", "x27", "x28", "fp", "lr"};
-    csc_out_key(out, "pc", true);
-    csc_out_hex(out, uc->uc_mcontext.pc);
-    csc_out_key(out, "sp", false);
-    csc_out_hex(out, uc->uc_mcontext.sp);
-    for (int i = 0; i < 31; i++) {
-        csc_out_key(out, names[i], false);
-        csc_out_hex(out, uc->uc_mcontext.regs[i]);
-    }
-#else
-    (void)uc;
-#endif
-    csc_out_raw(out, "}");
-}
-
-typedef struct {
-    uintptr_t pc;
-    bool found;
-    int skipped;
-} csc_unwind_state;
-
-static _Unwind_Reason_Code csc_unwind_step(struct _Unwind_Context *context, void *argument) {
-    csc_unwind_state *state = argument;
-    int before = 0;
-    uintptr_t ip = (uintptr_t)_Unwind_GetIPInfo(context, &before);
-    if (!state->found) {
-        /* Skip the handler's own frames and the signal trampoline until the interrupted PC. */
-        if (ip != state->pc) return ++state->skipped > 64 ? _URC_END_OF_STACK : _URC_NO_REASON;
-        state->found = true;
-    }
-    int count = atomic_load_explicit(&g_frame_count, memory_order_relaxed);
-    if (count >= CSC_MAX_FRAMES || ip == 0) return _URC_END_OF_STACK;
-    g_frames[count] = ip;
-    atomic_store_explicit(&g_frame_count, count + 1, memory_order_relaxed);
-    return _URC_NO_REASON;
-}
-
-/* Set at install: the DWARF unwinder may run in the handler. libgcc's _Unwind_Backtrace finds
- * unwind tables without the loader lock and without allocating only through glibc's
- * _dl_find_object (glibc 2.35+); older systems fall back to dl_iterate_phdr, which takes the
- * loader lock (rule 2). Without it the handler walks frame pointers only. */
-static bool g_dwarf_unwind_is_safe;
-
-/* libgcc's unwinder reads memory directly (rule 6 cannot hold inside it): the instruction bytes
- * at a PC without unwind tables (its signal-frame check) and whatever a corrupt CFA points to.
- * So the DWARF walk runs only from a PC whose instruction could be fetched (see
- * csc_collect_frames), and under a recovery point: while
- * it runs, g_unwind_guard_tid holds the owner's thread id, and a SIGSEGV/SIGBUS on that thread
- * (which re-enters csc_handler: SA_NODEFER) jumps back to g_unwind_recovery instead of counting as
- * a crash of the handler. The walk is then "failed": the report keeps what was gathered and the
- * frame-pointer walk (through csc_safe_read) takes over. Only the report owner unwinds, so one
- * recovery point suffices. Jumping out of libgcc is safe on the _dl_find_object path: it holds no
- * lock and allocates nothing there. */
-static sigjmp_buf g_unwind_recovery;
-static _Atomic pid_t g_unwind_guard_tid;
-
-/** Called by csc_handler for a signal on the thread that owns the report: returns unless that
- *  thread's DWARF walk faulted, in which case it resumes the walk's caller (does not return). */
-static void csc_unwind_fault_recover(int sig, pid_t self) {
-    if ((sig == SIGSEGV || sig == SIGBUS) && atomic_load(&g_unwind_guard_tid) == self) {
-        atomic_store(&g_unwind_guard_tid, 0);
-        siglongjmp(g_unwind_recovery, 1);
-    }
-}
+/* ---- unwinding ---------------------------------------------------------------------------- */
 
 #if defined(__x86_64__)
 /** True when the bytes before `address` end with a call instruction (call rel32, or an indirect
@@ -341,16 +178,16 @@ static bool csc_follows_call(uintptr_t address) {
  *  x86_64: the word the call pushed at the stack pointer (kept only when it follows a call
  *  instruction: after a `ret` through a smashed return address the word there is not one).
  *  aarch64: the link register. Either way only an address in an image's code. */
-static uintptr_t csc_caller_of_unfetched_pc(const ucontext_t *uc, const csc_image_table *table) {
+static uintptr_t csc_caller_of_unfetched_pc(const void *context, const csc_image_table *table) {
     uintptr_t candidate = 0;
 #if defined(__x86_64__)
-    if (!csc_safe_read((uintptr_t)uc->uc_mcontext.gregs[REG_RSP], &candidate, sizeof candidate)) return 0;
+    if (!csc_safe_read(csc_context_sp(context), &candidate, sizeof candidate)) return 0;
     if (!csc_follows_call(candidate)) return 0;
-#elif defined(__aarch64__)
-    candidate = (uintptr_t)uc->uc_mcontext.regs[30];
-    if (candidate == (uintptr_t)uc->uc_mcontext.pc) return 0; /* a `ret` to a bad LR */
+#elif defined(__aarch64__) || defined(__arm64__)
+    candidate = csc_code_address(csc_context_lr(context));
+    if (candidate == csc_context_pc(context)) return 0; /* a `ret` to a bad LR */
 #else
-    (void)uc;
+    (void)context;
 #endif
     return csc_address_is_code(table, candidate) ? candidate : 0;
 }
@@ -364,40 +201,34 @@ typedef struct {
 } csc_unwind_result;
 
 /** Frames of the interrupted thread, innermost first; frame 0 is the faulting PC. Uses the
- *  DWARF unwinder (libgcc, warmed up at install) when it is safe here, and falls back to the
- *  frame-pointer chain. Never faults (see g_unwind_recovery).
+ *  DWARF unwinder where the platform allows it in the handler (csc_unwind_dwarf_available():
+ *  Linux with glibc's _dl_find_object), and otherwise, or when that walk fails, the frame-pointer
+ *  chain through csc_safe_read (the default on Darwin, whose arm64 and x86_64 ABIs make frame
+ *  pointers mandatory). Never faults.
  *
  *  A PC that could not even be fetched (0, unmapped, or the fault is the instruction fetch
  *  itself: si_addr == PC, as for a jump into a non-executable buffer) was reached by a call or
  *  jump that executed nothing there: DWARF is not tried (libgcc would read the bytes at the PC),
  *  and the caller is taken from the stack pointer / link register. Any other PC — including one
  *  in a plug-in loaded after the image list was last refreshed — gets the DWARF walk. */
-static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_t *info, pid_t self) {
-    /* Static: must survive a siglongjmp back into this function. */
-    static csc_unwind_state state;
-    static csc_unwind_result result;
-    result = (csc_unwind_result){"frame_pointer", false, false, NULL};
+static csc_unwind_result csc_collect_frames(const void *context, const siginfo_t *info, csc_thread_id self) {
+    csc_unwind_result result = {"frame_pointer", false, false, NULL};
     atomic_store(&g_frame_count, 0);
     const csc_image_table *table = g_report_images;
-    uintptr_t pc = csc_context_pc(uc);
+    uintptr_t pc = csc_context_pc(context);
     result.pc_is_code = pc != 0 && csc_address_is_code(table, pc);
     uint8_t byte;
     bool fetch_faulted = pc == 0 || !csc_safe_read(pc, &byte, 1) ||
-                         (info && info->si_code > 0 && (info->si_signo == SIGSEGV || info->si_signo == SIGBUS) &&
+                         (info && !csc_signal_was_sent(info) && (info->si_signo == SIGSEGV || info->si_signo == SIGBUS) &&
                           (uintptr_t)info->si_addr == pc);
-    if (!fetch_faulted && g_dwarf_unwind_is_safe) {
-        state = (csc_unwind_state){pc, false, 0};
-        if (sigsetjmp(g_unwind_recovery, 1) == 0) {
-            atomic_store(&g_unwind_guard_tid, self);
-            _Unwind_Backtrace(csc_unwind_step, &state);
-            atomic_store(&g_unwind_guard_tid, 0);
-        } else {
-            result.dwarf_faulted = true;
-        }
+    if (!fetch_faulted && csc_unwind_dwarf_available()) {
+        bool faulted = false;
+        bool found = csc_unwind_dwarf(pc, self, g_frames, &g_frame_count, &faulted);
+        result.dwarf_faulted = faulted;
         /* After a fault the frames gathered before it are still right (the walk faulted on the
          * way to the next one), e.g. everything up to a function whose return address a stack
          * smash overwrote. */
-        if (state.found && atomic_load(&g_frame_count) > 1) {
+        if (found && atomic_load(&g_frame_count) > 1) {
             result.unwinder = "dwarf";
             return result;
         }
@@ -407,10 +238,10 @@ static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_
     int count = 0;
     g_frames[count++] = pc;
     if (fetch_faulted) {
-        uintptr_t caller = csc_caller_of_unfetched_pc(uc, table);
+        uintptr_t caller = csc_caller_of_unfetched_pc(context, table);
         if (caller) {
             g_frames[count++] = caller;
-#if defined(__aarch64__)
+#if defined(__aarch64__) || defined(__arm64__)
             result.caller_from = "link_register";
 #else
             result.caller_from = "stack_pointer";
@@ -418,12 +249,15 @@ static csc_unwind_result csc_collect_frames(const ucontext_t *uc, const siginfo_
         }
     }
     atomic_store(&g_frame_count, count);
-    uintptr_t fp = csc_context_fp(uc);
+    /* A frame record is {saved frame pointer, return address} on x86_64 and arm64 alike; the
+     * chain must climb (the stack grows down), so a loop or a corrupt record ends the walk. */
+    uintptr_t fp = csc_context_fp(context);
     while (count < CSC_MAX_FRAMES && fp != 0 && (fp & (sizeof(uintptr_t) - 1)) == 0) {
         uintptr_t pair[2];
         if (!csc_safe_read(fp, pair, sizeof pair)) break;
-        if (pair[1] == 0) break;
-        g_frames[count++] = pair[1];
+        uintptr_t return_address = csc_code_address(pair[1]);
+        if (return_address == 0) break;
+        g_frames[count++] = return_address;
         atomic_store(&g_frame_count, count);
         if (pair[0] <= fp) break;
         fp = pair[0];
@@ -645,22 +479,27 @@ static void csc_write_header(csc_out *out, const char *kind, uint64_t now_wall, 
     csc_out_string(out, csc_phase_name(atomic_load(&g_phase)), 32);
 }
 
-static void csc_write_thread(csc_out *out, pid_t tid) {
-    char name[17] = {0};
-    prctl(PR_GET_NAME, name, 0, 0, 0);
+static void csc_write_thread(csc_out *out, csc_thread_id tid) {
+    char name[CSC_THREAD_NAME_BYTES];
+    csc_thread_name(name, sizeof name);
     csc_out_key(out, "thread_id", false);
-    csc_out_u64(out, (uint64_t)tid);
+    csc_out_u64(out, tid);
     csc_out_key(out, "thread_name", false);
-    csc_out_string(out, name, 16);
+    csc_out_string(out, name, csc_thread_name_max());
     csc_out_key(out, "main_thread", false);
-    /* The main thread's tid is the pid; in a forked child that is the thread that forked. */
-    csc_out_raw(out, tid == getpid() ? "true" : "false");
+    /* In a forked child the main thread is the thread that forked. */
+    csc_out_raw(out, csc_thread_is_main() ? "true" : "false");
 }
 
 static void csc_write_process(csc_out *out) {
     csc_out_key(out, "process", false);
     csc_out_raw(out, "{\"pid\":");
     csc_out_u64(out, (uint64_t)getpid());
+    int threads = csc_thread_count();
+    if (threads >= 0) {
+        csc_out_key(out, "thread_count", false);
+        csc_out_u64(out, (uint64_t)threads);
+    }
     csc_out_key(out, "executable", false);
     csc_out_string(out, g_executable, CSC_PATH_MAX);
     csc_out_key(out, "name", false);
@@ -697,10 +536,10 @@ static void csc_write_tail(csc_out *out) {
     int wait_for = atomic_exchange(&g_test_wait_other, 0);
     if (wait_for > 0) {
         struct timespec pause = {0, 1000000};
-        for (int i = 0; i < 500 && atomic_load(&g_other_crashers) < wait_for; i++) nanosleep(&pause, NULL);
+        for (int i = 0; i < 500 && csc_claim_other_crashers() < wait_for; i++) nanosleep(&pause, NULL);
     }
     csc_out_key(out, "other_crashing_threads", false);
-    csc_out_u64(out, (uint64_t)atomic_load(&g_other_crashers));
+    csc_out_u64(out, (uint64_t)csc_claim_other_crashers());
     csc_out_key(out, "handler_ns", false);
     csc_out_u64(out, csc_clock_ns(CLOCK_MONOTONIC) - g_handler_start_ns);
     csc_out_key(out, "complete", false);
@@ -725,7 +564,10 @@ static void csc_trap_instruction(uintptr_t pc, int sig, const char **name, char 
         uint8_t previous = 0;
         if (csc_safe_read(pc - 1, &previous, 1) && previous == 0xcc) *name = "int3";
     }
-#elif defined(__aarch64__)
+#elif defined(__aarch64__) || defined(__arm64__)
+    /* BRK #imm16 (the Swift runtime's and __builtin_trap's trap on arm64: SIGTRAP on Darwin and
+     * on Linux; the PC stays on the instruction). */
+    (void)sig;
     uint32_t word = (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 24;
     if ((word & 0xffe0001fu) == 0xd4200000u) *name = "brk";
 #else
@@ -749,8 +591,8 @@ static void csc_finish_report(csc_out *out, int sig) {
     if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
-static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pid_t tid, bool recovered) {
-    uint64_t wall = csc_clock_ns(CLOCK_REALTIME), boot = csc_clock_ns(CLOCK_BOOTTIME);
+static void csc_write_signal_report(int sig, siginfo_t *info, void *uc, csc_thread_id tid, bool recovered) {
+    uint64_t wall = csc_clock_ns(CLOCK_REALTIME), boot = csc_uptime_clock_ns();
     csc_quiet_write_signals_begin();
     int fd = csc_open_report();
     if (fd < 0) {
@@ -775,9 +617,9 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     csc_out_i64(out, info ? info->si_code : 0);
     csc_out_key(out, "code_name", false);
     csc_out_string(out, csc_code_name(sig, info ? info->si_code : 0), 24);
-    if (info && info->si_code > 0) {
-        /* For a signal another process sent (kill, sigqueue, tgkill: si_code <= 0) si_addr
-         * overlays the sender's pid and uid: it is not an address. */
+    if (info && !csc_signal_was_sent(info)) {
+        /* For a signal a process sent (kill, sigqueue, tgkill) si_addr is not a fault address
+         * (on Linux it overlays the sender's pid and uid). */
         csc_out_key(out, "fault_address", false);
         csc_out_hex(out, (uint64_t)(uintptr_t)info->si_addr);
     }
@@ -790,7 +632,7 @@ static void csc_write_signal_report(int sig, siginfo_t *info, ucontext_t *uc, pi
     csc_out_string(out, bytes, sizeof bytes);
     csc_out_key(out, "trap_instruction", false);
     csc_out_string(out, trap, 8);
-    if (info && info->si_code <= 0) {
+    if (info && csc_signal_was_sent(info)) {
         csc_out_key(out, "sender_pid", false);
         csc_out_u64(out, (uint64_t)info->si_pid);
     }
@@ -846,7 +688,7 @@ static void csc_write_minimal_report(int first_signal, int second_signal) {
     lseek(out->fd, 0, SEEK_SET);
     out->length = 0;
     out->failed = false;
-    csc_write_header(out, "signal", csc_clock_ns(CLOCK_REALTIME), csc_clock_ns(CLOCK_BOOTTIME));
+    csc_write_header(out, "signal", csc_clock_ns(CLOCK_REALTIME), csc_uptime_clock_ns());
     csc_out_key(out, "minimal", false);
     csc_out_raw(out, "true");
     csc_out_key(out, "crash", false);
@@ -854,7 +696,7 @@ static void csc_write_minimal_report(int first_signal, int second_signal) {
     csc_out_u64(out, (uint64_t)first_signal);
     csc_out_key(out, "signal_name", false);
     csc_out_string(out, csc_signal_name(first_signal), 16);
-    csc_write_thread(out, csc_gettid());
+    csc_write_thread(out, csc_thread_self());
     csc_out_raw(out, "}");
     csc_out_key(out, "handler_crash", false);
     csc_out_raw(out, "{\"signal\":");
@@ -905,7 +747,7 @@ static bool csc_is_custom(const struct sigaction *action) {
 /** Ends the process with `sig` and its default action. Only `sig`'s disposition changes: the
  *  other captured signals stay ours, so a thread faulting meanwhile waits in the handler instead
  *  of ending the process with another signal than the report's. */
-static void csc_die_with(int sig) {
+_Noreturn void csc_die_with(int sig) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = SIG_DFL;
@@ -915,24 +757,25 @@ static void csc_die_with(int sig) {
     sigemptyset(&unblock);
     sigaddset(&unblock, sig);
     pthread_sigmask(SIG_UNBLOCK, &unblock, NULL);
-    syscall(SYS_tgkill, (long)getpid(), (long)csc_gettid(), (long)sig);
+    csc_thread_raise(sig);
     /* Still alive: the signal is blocked elsewhere or we are PID 1 (which ignores default-fatal
      * signals it sends itself). Never continue past a crash. */
     _exit(128 + sig);
 }
 
 /** A hardware fault: returning from the handler re-executes the faulting instruction, which
- *  faults again unless someone resolved it. Signals that were sent (kill, raise, a timer: si_code
- *  <= 0), breakpoints (the PC is past int3), SIGPIPE and SIGSYS do not come back by themselves. */
+ *  faults again unless someone resolved it. Signals that were sent (kill, raise, a timer),
+ *  x86_64 breakpoints (the PC is past int3), SIGPIPE and SIGSYS do not come back by themselves.
+ *  An arm64 BRK does: the PC stays on the instruction. */
 static bool csc_signal_refires(int sig, const siginfo_t *info) {
-    if (info == NULL || info->si_code <= 0) return false;
+    if (info == NULL || csc_signal_was_sent(info)) return false;
+#if defined(__aarch64__) || defined(__arm64__)
+    if (sig == SIGTRAP) return true;
+#endif
     return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
 }
 
-/** abort() (and raise(SIGABRT)): when a handler returns, abort() re-raises with the default action. */
-static bool csc_is_abort(int sig, const siginfo_t *info) {
-    return sig == SIGABRT && (info == NULL || (info->si_code == SI_TKILL && info->si_pid == getpid()));
-}
+static bool csc_is_abort(int sig, const siginfo_t *info) { return csc_signal_is_abort(sig, info); }
 
 /** Calls a previous handler the way the kernel would have delivered the signal to it:
  *  SA_RESETHAND resets the disposition to SIG_DFL before the call (the one-shot reset a plain
@@ -1017,9 +860,7 @@ static void csc_pass_on_as_owner(int sig, siginfo_t *info, void *context) {
     csc_forget_report();
     csc_rearm(sig);
     csc_images_unpin();
-    atomic_store(&g_depth, 0);
-    atomic_store(&g_state, CSC_STATE_IDLE);
-    atomic_store(&g_owner, 0);
+    csc_claim_release();
 }
 
 static void csc_park_forever(void) {
@@ -1028,137 +869,64 @@ static void csc_park_forever(void) {
     for (;;) sigsuspend(&all);
 }
 
-/* ---- watchdog ------------------------------------------------------------------------------- */
-
-#ifndef sigev_notify_thread_id
-#define sigev_notify_thread_id _sigev_un._tid
-#endif
-
-/** Arms a one-shot timer that sends `sig` (the crash's own signal: ours, and unblocked in this
- *  thread while it is handled) to thread `tid` after watchdog_seconds, with SI_TIMER and our
- *  cookie. Raw syscalls: no allocation, no lock; the app's SIGALRM, alarm() and itimers are not
- *  touched. Without a timer (RLIMIT_SIGPENDING reached) the report is written without a watchdog;
- *  waiting threads still end a stuck owner after watchdog_seconds + 1 s. */
-static void csc_watchdog_arm(pid_t tid, int sig) {
-    struct sigevent event;
-    memset(&event, 0, sizeof event);
-    event.sigev_notify = SIGEV_THREAD_ID;
-    event.sigev_signo = sig;
-    event.sigev_value.sival_int = CSC_WATCHDOG_COOKIE;
-    event.sigev_notify_thread_id = tid;
-    int timer = -1;
-    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &event, &timer) != 0) {
-        g_watchdog_timer = -1;
-        return;
-    }
-    struct itimerspec expiry;
-    memset(&expiry, 0, sizeof expiry);
-    expiry.it_value.tv_sec = (time_t)g_watchdog_seconds;
-    syscall(SYS_timer_settime, timer, 0, &expiry, NULL);
-    g_watchdog_timer = timer;
-}
-
-static void csc_watchdog_disarm(void) {
-    if (g_watchdog_timer >= 0) syscall(SYS_timer_delete, g_watchdog_timer);
-    g_watchdog_timer = -1;
-}
-
-static bool csc_is_watchdog_signal(const siginfo_t *info) {
-    return info && info->si_code == SI_TIMER && info->si_value.sival_int == CSC_WATCHDOG_COOKIE;
-}
-
-/** The report took longer than watchdog_seconds: the process ends with SIGALRM (the report's
- *  prefix stays on disk). SIGALRM is set to its default action and unblocked only now. */
-static void csc_watchdog_expired(void) {
-    csc_die_with(SIGALRM);
-}
-
 /* ---- the handler ---------------------------------------------------------------------------- */
 
 static void csc_handler(int sig, siginfo_t *info, void *context) {
     int saved_errno = errno;
-    if (csc_is_watchdog_signal(info)) {
-        if (g_watchdog_timer >= 0 && info->si_timerid == g_watchdog_timer) csc_watchdog_expired();
-        /* A watchdog that expired as it was deleted: its signal stays queued (the kernel does not
-         * take back a queued timer signal). Not a crash. */
+    if (csc_watchdog_claims_signal(info)) {
         errno = saved_errno;
         return;
     }
-    if (info && info->si_code <= 0 && g_have_previous[sig] && g_previous[sig].sa_handler == SIG_IGN && !csc_is_abort(sig, info)) {
+    if (info && csc_signal_was_sent(info) && g_have_previous[sig] && g_previous[sig].sa_handler == SIG_IGN && !csc_is_abort(sig, info)) {
         /* A signal sent (kill, raise, sigqueue) while the app had set SIG_IGN: without us it
          * would have been discarded. (A fault is not: the kernel forces the default action.)
          * abort() is the exception: it re-raises with the default action, a crash either way. */
         errno = saved_errno;
         return;
     }
-    pid_t self = csc_gettid();
-    bool counted = false; /* this thread is in g_other_crashers */
+    csc_thread_id self = csc_thread_self();
     const uint32_t writing_wait_limit_ms = g_watchdog_seconds * 1000u + 1000u;
-    uint32_t waited_for_writer_ms = 0, waited_for_chain_ms = 0;
-    for (;;) {
-        pid_t expected = 0;
-        if (atomic_compare_exchange_strong(&g_owner, &expected, self)) {
-            /* After an opt-in recovery or a handled signal a waiting thread becomes the next owner. */
-            if (counted) atomic_fetch_sub(&g_other_crashers, 1);
-            break;
-        }
-        int state = atomic_load(&g_state);
-        if (expected == self) {
-            csc_unwind_fault_recover(sig, self); /* a fault in the DWARF walk: not a handler crash */
-            if (state == CSC_STATE_DONE || state == CSC_STATE_CHAINING) {
-                /* This thread already reported (an uncaught exception that now aborts), or a
-                 * previous handler we called raised a signal. */
-                csc_pass_on(sig, info, context);
-                errno = saved_errno;
-                return;
-            }
-            /* A fault inside our own handler. */
-            if (atomic_fetch_add(&g_depth, 1) == 1) {
-                csc_write_minimal_report(g_first_signal, sig);
-                csc_die_with(g_first_signal);
-            }
-            _exit(128 + g_first_signal);
-        }
-        if (state == CSC_STATE_DONE) {
-            /* An uncaught exception was reported and the process is exiting: no second report. */
+    switch (csc_claim(self, writing_wait_limit_ms, CSC_CHAIN_WAIT_LIMIT_MS)) {
+    case CSC_CLAIM_OWNER:
+        break;
+    case CSC_CLAIM_REENTERED: {
+        csc_unwind_fault_recover(sig, self); /* a fault in the DWARF walk: not a handler crash */
+        int state = csc_claim_state();
+        if (state == CSC_STATE_DONE || state == CSC_STATE_CHAINING) {
+            /* This thread already reported (an uncaught exception that now aborts), or a
+             * previous handler we called raised a signal. */
             csc_pass_on(sig, info, context);
             errno = saved_errno;
             return;
         }
-        /* Another thread is writing the report or passing its signal on: it ends the process with
-         * the signal the report names (or finds it handled and releases the claim). Never
-         * re-raise this thread's own signal meanwhile. */
-        if (!counted) {
-            atomic_fetch_add(&g_other_crashers, 1);
-            counted = true;
-        }
-        if (state == CSC_STATE_WRITING && ++waited_for_writer_ms > writing_wait_limit_ms) {
-            /* The owner is stuck past its watchdog (it could not make a timer): end the process
-             * with the signal its report names. */
+        /* A fault inside our own handler. */
+        if (csc_claim_enter_again() == 1) {
+            csc_write_minimal_report(g_first_signal, sig);
             csc_die_with(g_first_signal);
         }
-        if (state == CSC_STATE_CHAINING && ++waited_for_chain_ms > CSC_CHAIN_WAIT_LIMIT_MS) {
-            /* The owner's previous handler neither ended the process nor returned within a
-             * minute (or it resolved a fault and reset the default action: the owner went on
-             * without releasing the claim). Pass this signal on, without a report. */
-            csc_pass_on(sig, info, context);
-            errno = saved_errno;
-            return;
-        }
-        struct timespec pause = {0, 1000000};
-        nanosleep(&pause, NULL);
+        _exit(128 + g_first_signal);
+    }
+    case CSC_CLAIM_PASS_ON:
+        /* An uncaught exception was reported and the process is exiting, or the owner's previous
+         * handler neither ended the process nor returned within a minute: no report for this one. */
+        csc_pass_on(sig, info, context);
+        errno = saved_errno;
+        return;
+    case CSC_CLAIM_OWNER_STUCK:
+        /* The owner is stuck past its watchdog (it could not make one): end the process with the
+         * signal its report names. */
+        csc_die_with(g_first_signal);
     }
     g_handler_start_ns = csc_clock_ns(CLOCK_MONOTONIC);
-    atomic_store(&g_state, CSC_STATE_WRITING);
-    atomic_store(&g_depth, 1);
+    csc_claim_begin_writing();
     g_first_signal = sig;
     g_report_images = csc_images_pin();
     g_out.fd = -1;
-    csc_watchdog_arm(self, sig);
+    csc_watchdog_arm(self, sig, g_watchdog_seconds);
 
-    /* The main thread's tid is the pid (in a forked child: the thread that forked). */
-    bool recover = g_recover && self != getpid() && sig != SIGABRT;
-    csc_write_signal_report(sig, info, (ucontext_t *)context, self, recover);
+    /* Never the main thread (in a forked child: the thread that forked). */
+    bool recover = g_recover && !csc_thread_is_main() && sig != SIGABRT;
+    csc_write_signal_report(sig, info, context, self, recover);
     /* The watchdog covers our own work only: the previous handler (the Swift runtime's
      * backtracer may take seconds) must not be cut short by it. */
     csc_watchdog_disarm();
@@ -1167,13 +935,11 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         /* Opt-in recovery: this background thread never returns; the rest of the process runs on.
          * The next crash (on any thread) is reported again. */
         csc_images_unpin();
-        atomic_store(&g_depth, 0);
-        atomic_store(&g_state, CSC_STATE_IDLE);
-        atomic_store(&g_owner, 0);
+        csc_claim_release();
         errno = saved_errno;
         csc_park_forever();
     }
-    atomic_store(&g_state, CSC_STATE_CHAINING);
+    csc_claim_set_state(CSC_STATE_CHAINING);
     csc_pass_on_as_owner(sig, info, context);
     errno = saved_errno;
 }
@@ -1182,12 +948,10 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
 
 void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
     if (!g_installed) return;
-    pid_t self = csc_gettid();
-    pid_t expected = 0;
-    if (!atomic_compare_exchange_strong(&g_owner, &expected, self)) return; /* already crashing */
+    csc_thread_id self = csc_thread_self();
+    if (!csc_claim_try(self)) return; /* already crashing */
     g_handler_start_ns = csc_clock_ns(CLOCK_MONOTONIC);
-    atomic_store(&g_state, CSC_STATE_WRITING);
-    atomic_store(&g_depth, 1);
+    csc_claim_begin_writing();
     g_first_signal = SIGABRT;
     g_report_images = csc_images_pin();
     csc_quiet_write_signals_begin();
@@ -1200,7 +964,7 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
         out->failed = false;
         out->written = 0;
         out->error = 0;
-        csc_write_header(out, "objc_exception", csc_clock_ns(CLOCK_REALTIME), csc_clock_ns(CLOCK_BOOTTIME));
+        csc_write_header(out, "objc_exception", csc_clock_ns(CLOCK_REALTIME), csc_uptime_clock_ns());
         csc_out_key(out, "crash", false);
         csc_out_raw(out, "{\"signal\":0");
         csc_write_thread(out, self);
@@ -1228,7 +992,7 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
     }
     csc_quiet_write_signals_end();
     csc_images_unpin(); /* the report is written; a following abort writes nothing */
-    atomic_store(&g_state, CSC_STATE_DONE); /* owner stays: a following abort writes nothing */
+    csc_claim_set_state(CSC_STATE_DONE); /* owner stays: a following abort writes nothing */
 }
 
 /* ---- install ------------------------------------------------------------------------------ */
@@ -1251,7 +1015,7 @@ bool csc_thread_prepare(void) {
     if (!(current.ss_flags & SS_DISABLE) && current.ss_size >= MINSIGSTKSZ) return true; /* keep theirs */
     pthread_once(&g_alt_stack_once, csc_make_alt_stack_key);
     size_t page = (size_t)getpagesize();
-    void *memory = mmap(NULL, g_alt_stack_size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *memory = mmap(NULL, g_alt_stack_size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
     if (memory == MAP_FAILED) return false;
     mprotect(memory, page, PROT_NONE); /* guard page below the stack */
     stack_t stack;
@@ -1266,51 +1030,17 @@ bool csc_thread_prepare(void) {
     return true;
 }
 
-static _Unwind_Reason_Code csc_warm_step(struct _Unwind_Context *context, void *argument) {
-    (void)context;
-    return ++*(int *)argument > 2 ? _URC_END_OF_STACK : _URC_NO_REASON;
-}
-
-static uint64_t csc_read_process_start(void) {
-    /* Field 22 of /proc/self/stat: start time in clock ticks after boot. */
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    char text[1024];
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    text[n] = 0;
-    char *cursor = strrchr(text, ')'); /* the command name may contain spaces */
-    if (!cursor) return 0;
-    int field = 2;
-    uint64_t ticks = 0;
-    for (char *p = cursor + 1; *p; p++) {
-        if (*p == ' ') {
-            field++;
-            if (field == 22) {
-                ticks = strtoull(p + 1, NULL, 10);
-                break;
-            }
-        }
-    }
-    long hz = sysconf(_SC_CLK_TCK);
-    return hz > 0 ? ticks * (1000000000ull / (uint64_t)hz) : 0;
-}
-
 /** Runs in the child of fork(). The child is a process of its own: the handler takes its pid,
  *  report name and main thread from getpid(); this resets what the parent's crash state could
  *  hold (a report being written by a thread that does not exist here, "report written" of a
  *  recovered thread), the uptime origin, and the launch id: the child is not the launch, so its
  *  crash never counts as a launch crash. Async-signal-safe (fork may be called from a handler). */
 static void csc_after_fork_in_child(void) {
-    atomic_store(&g_owner, 0);
-    atomic_store(&g_state, CSC_STATE_IDLE);
-    atomic_store(&g_depth, 0);
-    atomic_store(&g_other_crashers, 0);
+    csc_claim_reset();
     atomic_store(&g_written, false);
     g_report_path[0] = 0;
-    g_watchdog_timer = -1; /* timers are not inherited */
-    g_process_start_boot_ns = csc_clock_ns(CLOCK_BOOTTIME);
+    csc_watchdog_after_fork();
+    g_process_start_boot_ns = csc_uptime_clock_ns();
     g_launch_id[0] = 0;
 }
 
@@ -1327,28 +1057,26 @@ csc_install_result csc_install(const csc_config *config) {
     if (g_marker_fd >= 0) close(g_marker_fd);
     g_marker_fd = openat(dir, CSC_UNREPORTED_MARKER, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
+    /* Darwin's minimum (MINSIGSTKSZ 32 KiB) is above the smallest size accepted here. */
+    if (g_alt_stack_size < (uint32_t)MINSIGSTKSZ) g_alt_stack_size = (uint32_t)MINSIGSTKSZ;
     if (config->watchdog_seconds) g_watchdog_seconds = config->watchdog_seconds;
     g_recover = config->recover_background_threads;
 
-    ssize_t n = readlink("/proc/self/exe", g_executable, sizeof g_executable - 1);
-    g_executable[n > 0 ? n : 0] = 0;
+    csc_process_executable(g_executable, sizeof g_executable);
     const char *base = strrchr(g_executable, '/');
     csc_copy(g_app_name, sizeof g_app_name, config->app_name ? config->app_name : (base ? base + 1 : g_executable));
     csc_copy(g_app_version, sizeof g_app_version, config->app_version);
     csc_copy(g_launch_id, sizeof g_launch_id, config->launch_id);
     uname(&g_uname);
-    g_process_start_boot_ns = csc_read_process_start();
+    g_process_start_boot_ns = csc_process_start_ns();
 
     csc_format_u64(g_install_ns_text, csc_clock_ns(CLOCK_REALTIME));
     if (!g_atfork_registered) g_atfork_registered = pthread_atfork(NULL, NULL, csc_after_fork_in_child) == 0;
 
     csc_safe_read_prepare();
     csc_refresh_images();
-    g_dwarf_unwind_is_safe = dlsym(RTLD_DEFAULT, "_dl_find_object") != NULL;
-    if (g_dwarf_unwind_is_safe) {
-        int warm = 0;
-        _Unwind_Backtrace(csc_warm_step, &warm); /* binds the unwinder's lazy symbols outside a crash */
-    }
+    csc_unwind_prepare();
+    csc_watchdog_prepare();
     (void)cs_breadcrumbs_copy(g_crumbs, 1);
     csc_thread_prepare();
 
@@ -1432,9 +1160,7 @@ bool csc_test_occupy_next_report_name(void) {
 }
 void csc_test_wait_for_other_crashes(int count) { atomic_store(&g_test_wait_other, count); }
 
-#else /* not Linux: NOT VERIFIED, NOT IMPLEMENTED. Apple needs its own handler (ucontext layout,
-       * no process_vm_readv, Mach thread ids); until then capture reports itself unsupported. */
-#include <stdbool.h>
+#else /* neither Linux nor Darwin: no handler; capture reports itself unsupported. */
 csc_install_result csc_install(const csc_config *config) { (void)config; return CSC_INSTALL_UNSUPPORTED; }
 void csc_uninstall(void) {}
 bool csc_is_installed(void) { return false; }

@@ -14,8 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #define CSC_NOINLINE __attribute__((noinline, used))
@@ -28,7 +30,13 @@ CSC_NOINLINE void csc_crash_segv(void) {
 
 CSC_NOINLINE void csc_crash_bus(void) {
     /* A mapping of a file that is shorter than the mapping: touching past its end is SIGBUS. */
-    char path[] = "/tmp/crashshield-busXXXXXX";
+    char path[1024] = "/tmp";
+#if defined(__APPLE__)
+    /* An iOS app may not write /tmp: its own temporary directory (confstr, no allocation). */
+    size_t needed = confstr(_CS_DARWIN_USER_TEMP_DIR, path, sizeof path - 32);
+    if (needed == 0 || needed > sizeof path - 32) strcpy(path, "/tmp");
+#endif
+    strcat(path, "/crashshield-busXXXXXX");
     int fd = mkstemp(path);
     if (fd >= 0) {
         unlink(path);
@@ -39,14 +47,26 @@ CSC_NOINLINE void csc_crash_bus(void) {
     abort(); /* unreachable unless the mapping failed */
 }
 
+/** An undefined instruction: SIGILL on every platform. x86_64: __builtin_trap() is ud2 (the
+ *  Swift runtime's trap there). arm64: __builtin_trap() is BRK, which raises SIGTRAP (Darwin's
+ *  EXC_BREAKPOINT, Linux's brk handler), so the permanently undefined UDF #0 is used instead. */
 CSC_NOINLINE void csc_crash_ill(void) {
+#if defined(__aarch64__) || defined(__arm64__)
+    __asm__ volatile("udf #0");
+#endif
     __builtin_trap();
 }
 
+/** x86_64: the division traps (#DE, SIGFPE). arm64 has no integer-division trap (the quotient
+ *  is 0) and Apple's cores do not trap floating-point exceptions, so there the kind raises SIGFPE
+ *  itself after the division. */
 CSC_NOINLINE void csc_crash_fpe(void) {
     volatile int numerator = 1, denominator = 0;
     volatile int result = numerator / denominator;
     (void)result;
+#if defined(__aarch64__) || defined(__arm64__)
+    raise(SIGFPE);
+#endif
     __asm__ volatile("" ::: "memory");
 }
 
@@ -79,7 +99,7 @@ CSC_NOINLINE void csc_crash_null_call(void) {
 
 /** Calls through a corrupt function pointer: an address that was mapped and is not any more. */
 CSC_NOINLINE void csc_crash_bad_function_pointer(void) {
-    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
     if (page == MAP_FAILED) abort();
     munmap(page, 4096);
     csc_function volatile function = (csc_function)page;
@@ -217,7 +237,11 @@ int csc_test_image_pin(void) {
 }
 
 void csc_test_set_thread_name(const char *name) {
+#if defined(__APPLE__)
+    pthread_setname_np(name); /* Darwin: names the calling thread only */
+#else
     prctl(PR_SET_NAME, name, 0, 0, 0);
+#endif
 }
 
 bool csc_test_sigpipe_is_ignored(void) {
@@ -380,7 +404,7 @@ static void csc_resolving_handler(int sig, siginfo_t *info, void *context) {
 }
 
 void csc_test_install_resolving_handler(void) {
-    void *page = mmap(NULL, (size_t)getpagesize(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *page = mmap(NULL, (size_t)getpagesize(), PROT_NONE, MAP_PRIVATE | MAP_ANON, -1, 0);
     g_guarded_page = page == MAP_FAILED ? NULL : page;
     struct sigaction action;
     memset(&action, 0, sizeof action);

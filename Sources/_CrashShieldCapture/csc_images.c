@@ -2,7 +2,7 @@
  * csc_images.c — the image list the handler writes into a report (path, load bias, address
  * range, build id), shared by every platform: two frozen tables, pinned by a crash handler,
  * refilled at install and when images are added. What fills them is per loader
- * (csc_images_platform.h); reading memory without faulting is per kernel (csc_safe_read_*.c).
+ * (csc_images_platform.h); reading memory without faulting is per kernel (csc_memory_*.c).
  *
  * The handler's rule: it reads only a published table, through csc_images_pin(), and never the
  * loader's own structures; no lock is taken on that path, and nothing it reads is written while
@@ -93,6 +93,8 @@ void csc_refresh_images(void) {
     csc_images_platform_start();
     csc_images_rebuild();
 }
+
+/* Fault-free reads (csc_safe_read) live in csc_memory_linux.c / csc_memory_darwin.c. */
 
 bool csc_loaded_image(const char *path, uintptr_t *bias, char *build_id_hex, size_t capacity) {
     static const char hex[] = "0123456789abcdef";

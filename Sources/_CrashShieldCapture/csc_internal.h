@@ -6,6 +6,7 @@
 #define CSC_INTERNAL_H
 #include "csc_capture.h"
 #include "cs_debug_id.h"
+#include "csc_writer.h"
 
 #include <signal.h>
 #include <stdbool.h>
@@ -74,28 +75,6 @@ bool csc_address_is_code(const csc_image_table *table, uintptr_t address);
 bool csc_safe_read(uintptr_t address, void *out, size_t length);
 void csc_safe_read_prepare(void);
 
-/* ---- async-signal-safe JSON writer --------------------------------------------------------- */
-typedef struct {
-    int fd;
-    size_t length;
-    bool failed;
-    uint64_t written; /**< bytes write(2) accepted so far */
-    int error;        /**< errno of the write that failed */
-    char buffer[4096];
-} csc_out;
-
-void csc_out_flush(csc_out *out);
-void csc_out_raw(csc_out *out, const char *text);
-void csc_out_bytes(csc_out *out, const char *bytes, size_t length);
-/** A JSON string literal (quoted, escaped, at most `max` source bytes). NULL writes null. */
-void csc_out_string(csc_out *out, const char *text, size_t max);
-void csc_out_u64(csc_out *out, uint64_t value);
-void csc_out_i64(csc_out *out, int64_t value);
-/** A quoted hex string "0x..." (addresses are strings: JSON numbers lose 64-bit precision). */
-void csc_out_hex(csc_out *out, uint64_t value);
-/** Writes `,"key":` (or `"key":` when `first`). */
-void csc_out_key(csc_out *out, const char *key, bool first);
-/** Formats `value` in decimal into `text` (NUL-terminated); returns the length. */
-size_t csc_format_u64(char *text, uint64_t value);
+/* ---- async-signal-safe JSON writer: csc_writer.h ---------------------------------------- */
 
 #endif

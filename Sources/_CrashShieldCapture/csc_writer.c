@@ -1,23 +1,23 @@
 /*
- * csc_writer.c — a streaming JSON writer into a static buffer, flushed with write(2).
+ * csc_writer.c — a streaming JSON writer into a static buffer, flushed with csc_sys_write().
  * Async-signal-safe (see the rules in csc_capture.h): no allocation, no locale, no stdio.
+ * Platform-neutral and freestanding: it includes only csc_writer.h and csc_sys.h, which need
+ * nothing but the compiler's freestanding headers.
  */
-#include "csc_internal.h"
-
-#include <errno.h>
-#include <unistd.h>
+#include "csc_writer.h"
+#include "csc_sys.h"
 
 void csc_out_flush(csc_out *out) {
     size_t done = 0;
     while (done < out->length && !out->failed) {
-        ssize_t n = write(out->fd, out->buffer + done, out->length - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            out->error = n < 0 ? errno : ENOSPC;
+        int error = 0;
+        size_t n = csc_sys_write(out->fd, out->buffer + done, out->length - done, &error);
+        if (n == 0) {
+            out->error = error;
             out->failed = true;
             break;
         }
-        done += (size_t)n;
+        done += n;
         out->written += (uint64_t)n;
     }
     out->length = 0;

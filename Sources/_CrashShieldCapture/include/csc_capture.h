@@ -9,7 +9,8 @@
  *   2. No locks: no pthread_mutex, no rwlock, no condition variables, no dispatch, no loader lock.
  *      Shared state is read through atomics or was frozen at install time. (The DWARF unwinder
  *      is used only where glibc has _dl_find_object, checked at install: elsewhere libgcc finds
- *      unwind tables under the loader lock, so the handler walks frame pointers instead.)
+ *      unwind tables under the loader lock, so the handler walks frame pointers instead. On
+ *      Darwin the handler always walks frame pointers: libunwind finds unwind info through dyld.)
  *   3. No Objective-C or Swift runtime calls (no message sends, no retain/release, no
  *      swift_* entry points) and no C++ exceptions.
  *   4. Output goes through write(2) on descriptors opened with openat(2) relative to the report
@@ -23,8 +24,8 @@
  *      text from the crashed process (thread names, exception reasons) is truncated and never
  *      trusted: well-formed UTF-8 is copied as it is, every other byte is escaped.
  *   6. Memory that may be invalid (frame pointers, instruction bytes, the word at the stack
- *      pointer) is read only through csc_safe_read(), which asks the kernel (process_vm_readv, or
- *      a pipe write) and never faults. The one exception is libgcc's DWARF unwinder, which reads
+ *      pointer) is read only through csc_safe_read(), which asks the kernel (Linux:
+ *      process_vm_readv, or a pipe write; Darwin: vm_read_overwrite) and never faults. The one exception is libgcc's DWARF unwinder, which reads
  *      memory itself: it runs only from a PC inside an image's code, and under a recovery point
  *      (sigsetjmp) that turns a fault inside it into "this unwinder failed" — the frame-pointer
  *      walk takes over and the rest of the report is written as usual.
@@ -98,7 +99,7 @@ typedef enum {
     CSC_INSTALL_ALREADY = 1,
     CSC_INSTALL_NO_DIRECTORY = 2, /**< the directory could not be created or opened */
     CSC_INSTALL_SIGACTION_FAILED = 3,
-    CSC_INSTALL_UNSUPPORTED = 4,  /**< not Linux: the handler is implemented for Linux only so far */
+    CSC_INSTALL_UNSUPPORTED = 4,  /**< neither Linux nor Darwin (iOS, macOS): no handler for this platform */
 } csc_install_result;
 
 /** Installs the signal handlers. Not async-signal-safe. Idempotent (second call: CSC_INSTALL_ALREADY). */

@@ -1,7 +1,7 @@
 /*
- * csc_safe_read_linux.c — csc_safe_read() for Linux: process_vm_readv(2) on our own pid, which
- * reports an unreadable source as an error instead of faulting; where it is refused (seccomp,
- * old kernels), write(2) of the source into a pipe, which reports EFAULT. Compiled only there.
+ * csc_memory_linux.c — fault-free memory reads on Linux: process_vm_readv on this process, or,
+ * where that is refused (seccomp, old kernels), a write(2) of the bytes into a pipe, which
+ * reports EFAULT for an unreadable source instead of faulting. Async-signal-safe.
  */
 #if defined(__linux__)
 #ifndef _GNU_SOURCE
@@ -44,8 +44,7 @@ bool csc_safe_read(uintptr_t address, void *out, size_t length) {
         return csc_vm_read(&local, &remote) == (ssize_t)length;
     }
     if (g_probe_pipe[1] < 0 || length > 512) return false;
-    /* write(2) reports EFAULT for an unreadable source instead of faulting. */
     if (write(g_probe_pipe[1], (const void *)address, length) != (ssize_t)length) return false;
     return read(g_probe_pipe[0], out, length) == (ssize_t)length;
 }
-#endif
+#endif /* __linux__ */
