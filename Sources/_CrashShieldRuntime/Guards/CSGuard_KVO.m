@@ -226,7 +226,7 @@ static BOOL cs_kvo_has_observation_info(CS_UNRETAINED id observed) {
 }
 
 /* The proxy of `observed`, created when `create`; not retained, not autoreleased (the side table
- * owns it and the caller holds `observed`). A proxy created for an object that already has
+ * owns it and the caller holds `observed`): callers keep it in CS_UNRETAINED variables. A proxy created for an object that already has
  * observation info starts with may_hold_untracked set: those registrations predate it. */
 static CSKVOProxy *cs_kvo_proxy(CS_UNRETAINED id observed, BOOL create) {
     CS_UNRETAINED CSKVOProxy *proxy = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observed), &kProxyKey));
@@ -246,7 +246,7 @@ static CSKVOProxy *cs_kvo_proxy(CS_UNRETAINED id observed, BOOL create) {
 }
 
 static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
-    CSKVOProxy *proxy = cs_kvo_proxy(entry->observed, NO);
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(entry->observed, NO);
     if (proxy && cs_kvo_proxy_take(proxy, entry)) {
         cs_kvo_retire(CS_POINTER(entry)); /* the list's reference */
         return YES;
@@ -323,7 +323,7 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         if (observer && keyPath) CS_ATOMIC_STORE(&cs_kvo_proxy(self, YES)->may_hold_untracked, 1);
         return;
     }
-    CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
     CSKVOEntry *entry = [[CSKVOEntry alloc] init];
     entry->observer = observer;
     entry->observed = self;
@@ -387,7 +387,7 @@ CS_DEFINE_HOOK_4(cs_kvo_add, void, id, NSString *, NSKeyValueObservingOptions, v
 /* Removes the most recent matching registration; returns NO when there is none. */
 static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id observer, NSString *keyPath,
                                    BOOL use_context, void *context) {
-    CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
     if (proxy == nil || keyPath == nil) return NO;
     CS_UNRETAINED CSKVOEntry *found = nil; /* taken off the list with the list's reference */
     pthread_mutex_lock(&proxy->lock);
@@ -415,7 +415,7 @@ static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id o
 
 /* YES when `observed` may hold a registration the guard did not make (see the header). */
 static BOOL cs_kvo_may_hold_untracked(CS_UNRETAINED id observed) {
-    CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
     if (proxy) return CS_ATOMIC_LOAD(&proxy->may_hold_untracked) != 0;
     return cs_kvo_has_observation_info(observed);
 }

@@ -139,7 +139,7 @@ static inline void cs_notif_remove(IMP original, id self, SEL _cmd, const void *
     (void)caller;
     ((void (*)(id, SEL, id))original)(self, _cmd, observer);
     if (observer == nil) return;
-    CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
+    CS_UNRETAINED CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
     if (token == nil) return;
     token->observer = nil; /* the token's -dealloc then neither reports nor removes */
     cs_sidetable_set(CS_POINTER(observer), CS_POINTER(self), NULL);
@@ -153,7 +153,7 @@ static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, cons
     (void)caller;
     ((void (*)(id, SEL, id, NSString *, id))original)(self, _cmd, observer, name, object);
     if (observer == nil) return;
-    CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
+    CS_UNRETAINED CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
     if (token == nil) return;
     void *ended[8]; /* names taken off the list, +1 each */
     size_t ended_count = 0;
