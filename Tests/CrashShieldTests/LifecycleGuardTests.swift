@@ -17,6 +17,8 @@ struct LifecycleMisuse: Sendable, CustomStringConvertible {
 private let addSelector = "addObserver:forKeyPath:options:context:"
 private let removeSelector = "removeObserver:forKeyPath:"
 private let removeContextSelector = "removeObserver:forKeyPath:context:"
+private let reportOnlyTimerReason =
+    "repeating timer was the last owner of its target: kept it alive until the timer ended (report-only)"
 
 let lifecycleMisuses: [LifecycleMisuse] = [
     .init(scenario: "kvo.addObserver.nilObserver", guardID: .kvo, className: "CSLModel", selector: addSelector,
@@ -158,7 +160,8 @@ extension RuntimeTests {
         }
 
         /// Report-only timers keep the unguarded behaviour (the timer retains its target) and say
-        /// once per timer that the timer is all that keeps the target alive.
+        /// once per timer that the timer was all that kept the target alive: when the timer lets
+        /// the target go (invalidated or freed), its release is the one that deallocates it.
         @Test func reportOnlyTimerKeepsItsTargetAndReportsOnce() throws {
             var options = CrashShieldOptions()
             options.policies[.timer] = .reportOnly
@@ -169,8 +172,55 @@ extension RuntimeTests {
                 #expect(CrashShield.recordedCount(for: .timer) == 1)
                 let timer = incidents.filter { $0.guardID == .timer }
                 #expect(timer.count == 1)
-                #expect(timer.first?.policy == .reportOnly)
-                #expect(timer.first?.reason == "repeating timer is the last owner of its target: kept alive (report-only)")
+                let first = try #require(timer.first)
+                #expect(first.policy == .reportOnly)
+                #expect(first.reason == reportOnlyTimerReason)
+                #expect(first.className == "NSTimer")
+                #expect(first.selector == "cs_tick:")
+            }
+            // Every constructor: the released target stays alive (as unguarded) and is reported once,
+            // when its timer is invalidated; a target of a class not named is neither.
+            options.timerWeakTargetClasses = ["CSLScreen"]
+            for initWithFireDate in [false, true] {
+                try withGuards(options) {
+                    let incidents = collectIncidents {
+                        #expect(cs_lifecycle_timer_keeps_released_target(true, initWithFireDate))
+                        #expect(cs_lifecycle_timer_keeps_released_target(false, initWithFireDate))
+                    }
+                    #expect(incidents.filter { $0.guardID == .timer }.map(\.reason) == [reportOnlyTimerReason],
+                            "initWithFireDate: \(initWithFireDate)")
+                    #expect(CrashShield.recordedCount(for: .timer) == 1)
+                }
+            }
+        }
+
+        /// Report-only with every ticker's timer watched (CSLTicker named): the timer oracle's legal
+        /// uses give exactly the unguarded text, and only the three pollers whose timer was their
+        /// last owner are reported, never a ticker that its owner still held when its timer stopped
+        /// (the first two timers of the oracle). The proxy must not outlive the timer's reference
+        /// either (no pool keeps it), or the pollers would not deallocate when they stop.
+        @Test func reportOnlyTimerReportsOnlyWhenTheTimerWasTheLastOwner() throws {
+            let name = "NSTimer repeating and one-shot"
+            CrashShield._resetForTesting()
+            let unguarded = try #require(runOracles(named: [name])[name])
+            var options = CrashShieldOptions()
+            options.policies[.timer] = .reportOnly
+            options.timerWeakTargetClasses = ["CSLTicker"]
+            try withGuards(options) {
+                var guarded: String?
+                let incidents = collectIncidents { guarded = runOracles(named: [name])[name] }
+                #expect(guarded == unguarded)
+                // The pollers' incidents share one fingerprint (delivered once, then counted):
+                // the exact number is the recorded count.
+                let timer = incidents.filter { $0.guardID == .timer }
+                #expect(!timer.isEmpty)
+                for incident in timer {
+                    #expect(incident.reason == reportOnlyTimerReason)
+                    #expect(incident.policy == .reportOnly)
+                    #expect(incident.className == "NSTimer")
+                    #expect(incident.selector == "cs_tick:")
+                }
+                #expect(CrashShield.recordedCount(for: .timer) == 3)
             }
         }
 

@@ -77,13 +77,13 @@ typedef void (*cs_remove_fn)(id, SEL, id, NSString *);
 typedef void (*cs_remove_context_fn)(id, SEL, id, NSString *, void *);
 
 @class CSKVOProxy;
-static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason);
+static BOOL cs_kvo_misuse(CS_UNRETAINED id observed, SEL cmd, const void *caller, const char *reason);
 
 @interface CSKVOEntry : NSObject {
   @public
-    id observer;             /* unretained; cleared when the observer deallocates */
-    id observed;             /* unretained; the proxy's owner */
-    NSString *key_path;      /* copied */
+    CS_UNRETAINED id observer; /* cleared when the observer deallocates */
+    CS_UNRETAINED id observed; /* the proxy's owner */
+    NSString *key_path;      /* copied (retained) */
     NSKeyValueObservingOptions options;
     void *context;           /* CS_ATOMIC_*: replaced in place on a replacing platform */
     int registered;          /* 1 while registered with GNUstep; CS_ATOMIC / exchange */
@@ -98,9 +98,11 @@ static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *
 
 @interface CSKVOProxy : NSObject {
   @public
-    id observed; /* unretained: the proxy lives exactly as long as the observed object */
+    CS_UNRETAINED id observed; /* the proxy lives exactly as long as the observed object */
     pthread_mutex_t lock;
-    CSKVOEntry **entries; /* retained */
+    /* malloc'd; each element holds one reference taken with CS_RETAINED_POINTER ("the list's
+     * reference"), given up through cs_kvo_retire */
+    CS_UNRETAINED CSKVOEntry **entries;
     size_t count, capacity;
     int may_hold_untracked; /* CS_ATOMIC_*: a registration the guard did not make may exist */
 }
@@ -111,18 +113,19 @@ static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *
  * race crashes on the observer itself). An entry's last references are therefore released only
  * after kRetired later retirements; by then `registered` is 0 and delivery drops the change. */
 enum { kRetired = 1024 };
-static CSKVOEntry *g_retired[kRetired];
+static void *g_retired[kRetired]; /* CSKVOEntry, +1 each */
 static size_t g_retired_next;
 static pthread_mutex_t g_retired_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Takes over one reference to `entry`. */
-static void cs_kvo_retire(CSKVOEntry *entry) {
+/* Takes over one reference to an entry: `retained_entry` is +1 (the list's reference, or one
+ * taken with CS_RETAINED_POINTER). */
+static void cs_kvo_retire(void *retained_entry) {
     pthread_mutex_lock(&g_retired_lock);
-    CSKVOEntry *evicted = g_retired[g_retired_next];
-    g_retired[g_retired_next] = entry;
+    void *evicted = g_retired[g_retired_next];
+    g_retired[g_retired_next] = retained_entry;
     g_retired_next = (g_retired_next + 1) % kRetired;
     pthread_mutex_unlock(&g_retired_lock);
-    if (evicted) CS_RELEASE(evicted);
+    if (evicted) CS_RELEASE_POINTER(evicted);
 }
 
 static inline BOOL cs_kvo_claim(CSKVOEntry *entry) {
@@ -145,7 +148,7 @@ static void cs_kvo_unregister(CSKVOEntry *entry) {
                         change:(NSDictionary *)change
                        context:(void *)unused CS_GUARD_METHOD(kvo) {
     (void)unused;
-    id target = observer;
+    CS_UNRETAINED id target = observer; /* as registered: the entry never owns its observer */
     if (target == nil || !CS_ATOMIC_LOAD(&registered)) return;
     SEL sel = @selector(observeValueForKeyPath:ofObject:change:context:);
     if (class_getMethodImplementation(object_getClass(target), sel) == g_nsobject_observe &&
@@ -185,14 +188,14 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
  * left before its memory goes. */
 - (void)dealloc CS_GUARD_METHOD(kvo) {
     pthread_mutex_lock(&lock);
-    CSKVOEntry **left = entries;
+    CS_UNRETAINED CSKVOEntry **left = entries;
     size_t n = count;
     entries = NULL;
     count = capacity = 0;
     pthread_mutex_unlock(&lock);
     BOOL reported = NO;
     for (size_t i = 0; i < n; i++) {
-        CSKVOEntry *e = left[i];
+        CS_UNRETAINED CSKVOEntry *e = left[i]; /* the list's reference, retired below */
         if (cs_kvo_claim(e)) {
             if (!reported) {
                 cs_kvo_misuse(observed, cs_backend_selector("dealloc"), NULL,
@@ -200,11 +203,11 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
                 reported = YES;
             }
             cs_kvo_unregister(e);
-            id watcher = e->observer;
+            CS_UNRETAINED id watcher = e->observer; /* a side-table key only */
             e->observer = nil;
-            if (watcher) cs_sidetable_set(watcher, (const void *)e, NULL); /* releases the token */
+            if (watcher) cs_sidetable_set(CS_POINTER(watcher), CS_POINTER(e), NULL); /* releases the token */
         }
-        cs_kvo_retire(e);
+        cs_kvo_retire(CS_POINTER(e));
     }
     free(left);
     pthread_mutex_destroy(&lock);
@@ -214,7 +217,7 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
 
 /* YES when `observed` has any KVO registration at all. GNUstep may retain and autorelease the
  * info it returns: a pool of its own keeps that local. */
-static BOOL cs_kvo_has_observation_info(id observed) {
+static BOOL cs_kvo_has_observation_info(CS_UNRETAINED id observed) {
     BOOL has;
     @autoreleasepool {
         has = [observed observationInfo] != NULL;
@@ -223,28 +226,29 @@ static BOOL cs_kvo_has_observation_info(id observed) {
 }
 
 /* The proxy of `observed`, created when `create`; not retained, not autoreleased (the side table
- * owns it and the caller holds `observed`). A proxy created for an object that already has
+ * owns it and the caller holds `observed`): callers keep it in CS_UNRETAINED variables. A proxy created for an object that already has
  * observation info starts with may_hold_untracked set: those registrations predate it. */
-static CSKVOProxy *cs_kvo_proxy(id observed, BOOL create) {
-    CSKVOProxy *proxy = (CSKVOProxy *)cs_sidetable_peek(observed, &kProxyKey);
+static CSKVOProxy *cs_kvo_proxy(CS_UNRETAINED id observed, BOOL create) {
+    CS_UNRETAINED CSKVOProxy *proxy = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observed), &kProxyKey));
     if (proxy || !create) return proxy;
     pthread_mutex_lock(&g_create_lock);
-    proxy = (CSKVOProxy *)cs_sidetable_peek(observed, &kProxyKey);
+    proxy = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observed), &kProxyKey));
     if (proxy == nil) {
-        proxy = [[CSKVOProxy alloc] init];
-        proxy->observed = observed;
-        proxy->may_hold_untracked = cs_kvo_has_observation_info(observed);
-        cs_sidetable_set(observed, &kProxyKey, proxy);
-        CS_RELEASE(proxy);
+        CSKVOProxy *created = [[CSKVOProxy alloc] init];
+        created->observed = observed;
+        created->may_hold_untracked = cs_kvo_has_observation_info(observed);
+        cs_sidetable_set(CS_POINTER(observed), &kProxyKey, CS_POINTER(created)); /* the side table's reference */
+        proxy = created;
+        CS_RELEASE(created);
     }
     pthread_mutex_unlock(&g_create_lock);
     return proxy;
 }
 
 static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
-    CSKVOProxy *proxy = cs_kvo_proxy(entry->observed, NO);
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(entry->observed, NO);
     if (proxy && cs_kvo_proxy_take(proxy, entry)) {
-        cs_kvo_retire(entry);
+        cs_kvo_retire(CS_POINTER(entry)); /* the list's reference */
         return YES;
     }
     return NO;
@@ -256,14 +260,16 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
 - (void)dealloc CS_GUARD_METHOD(kvo) {
     CSKVOEntry *e = entry;
     if (e && cs_kvo_claim(e)) {
-        id dying = e->observer;
+        CS_UNRETAINED id dying = e->observer; /* deallocating: never retained */
         e->observer = nil;
         cs_guard_misuse(G, dying, cs_backend_selector("dealloc"), NULL,
                         "observer deallocated while registered for key-value observing: removed", 0, 0, 0);
         cs_kvo_unregister(e);
         cs_kvo_forget_entry(e);
     }
-    cs_kvo_retire(e);
+    /* The retirement ring gets a reference of its own; the token's goes with the token. */
+    if (e) cs_kvo_retire(CS_RETAINED_POINTER(e));
+    CS_RELEASE(entry);
     CS_SUPER_DEALLOC();
 }
 @end
@@ -271,12 +277,12 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
 /* Records a misuse on an observed object under its public class: GNUstep's KVO swaps the isa of
  * an observed object for a private subclass, and -class hides it. The incident reads the class
  * from the receiver's isa, so a stack stand-in carries the public one. */
-static BOOL cs_kvo_misuse(id observed, SEL cmd, const void *caller, const char *reason) {
+static BOOL cs_kvo_misuse(CS_UNRETAINED id observed, SEL cmd, const void *caller, const char *reason) {
     if (cs_backend_is_class_object(observed)) return cs_guard_misuse(G, observed, cmd, caller, reason, 0, 0, 0);
     struct {
-        Class isa;
+        CS_UNRETAINED Class isa;
     } stand_in = {[observed class]};
-    return cs_guard_misuse(G, (id)(void *)&stand_in, cmd, caller, reason, 0, 0, 0);
+    return cs_guard_misuse(G, CS_OBJECT(&stand_in), cmd, caller, reason, 0, 0, 0);
 }
 
 static inline BOOL cs_kvo_same_path(NSString *a, NSString *b) {
@@ -285,7 +291,10 @@ static inline BOOL cs_kvo_same_path(NSString *a, NSString *b) {
 
 #pragma mark - Hooks
 
-static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, BOOL use_context, void *context);
+/* Removal paths run from -dealloc methods too (an observer removing itself, an object removing its
+ * observers): their object parameters are never retained. */
+static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id observer, NSString *keyPath,
+                                   BOOL use_context, void *context);
 
 static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath,
                               NSKeyValueObservingOptions options, void *context) {
@@ -314,7 +323,7 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         if (observer && keyPath) CS_ATOMIC_STORE(&cs_kvo_proxy(self, YES)->may_hold_untracked, 1);
         return;
     }
-    CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
     CSKVOEntry *entry = [[CSKVOEntry alloc] init];
     entry->observer = observer;
     entry->observed = self;
@@ -326,7 +335,7 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     CSKVOEntry *replaced = nil; /* replacing platform: the tracked registration of the pair, retained */
     pthread_mutex_lock(&proxy->lock);
     for (size_t i = 0; i < proxy->count && !duplicate && !replaced; i++) {
-        CSKVOEntry *e = proxy->entries[i];
+        CS_UNRETAINED CSKVOEntry *e = proxy->entries[i];
         if (e->observer != observer || !cs_kvo_same_path(e->key_path, keyPath)) continue;
         duplicate = e->context == context;
         if (g_add_replaces) {
@@ -338,9 +347,10 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     if (!duplicate && !replaced) {
         if (proxy->count == proxy->capacity) {
             proxy->capacity = proxy->capacity ? proxy->capacity * 2 : 4;
-            proxy->entries = realloc(proxy->entries, proxy->capacity * sizeof(CSKVOEntry *));
+            proxy->entries = (CS_UNRETAINED CSKVOEntry **)realloc(proxy->entries,
+                                                                  proxy->capacity * sizeof(CSKVOEntry *));
         }
-        proxy->entries[proxy->count++] = entry; /* the list's reference */
+        proxy->entries[proxy->count++] = CS_OBJECT(CS_RETAINED_POINTER(entry)); /* the list's reference */
     }
     pthread_mutex_unlock(&proxy->lock);
     if (replaced) {
@@ -361,7 +371,7 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     }
     CSKVOToken *token = [[CSKVOToken alloc] init];
     token->entry = CS_RETAIN(entry);
-    cs_sidetable_set(observer, (const void *)entry, token);
+    cs_sidetable_set(CS_POINTER(observer), CS_POINTER(entry), CS_POINTER(token));
     CS_RELEASE(token);
     /* Replacing platform: this registration replaces one of the pair made past the guard. */
     if (g_add_replaces && CS_ATOMIC_LOAD(&proxy->may_hold_untracked)) {
@@ -370,17 +380,19 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         }
     }
     ((cs_add_fn)original)(self, _cmd, entry, keyPath, options, NULL);
+    CS_RELEASE(entry); /* alloc's; the list and the token hold their own */
 }
 CS_DEFINE_HOOK_4(cs_kvo_add, void, id, NSString *, NSKeyValueObservingOptions, void *)
 
 /* Removes the most recent matching registration; returns NO when there is none. */
-static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, BOOL use_context, void *context) {
-    CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
+static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id observer, NSString *keyPath,
+                                   BOOL use_context, void *context) {
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
     if (proxy == nil || keyPath == nil) return NO;
-    CSKVOEntry *found = nil;
+    CS_UNRETAINED CSKVOEntry *found = nil; /* taken off the list with the list's reference */
     pthread_mutex_lock(&proxy->lock);
     for (size_t i = proxy->count; i-- > 0;) {
-        CSKVOEntry *e = proxy->entries[i];
+        CS_UNRETAINED CSKVOEntry *e = proxy->entries[i];
         if (e->observer == observer && (!use_context || CS_ATOMIC_LOAD(&e->context) == context) &&
             cs_kvo_same_path(e->key_path, keyPath)) {
             found = e;
@@ -395,15 +407,15 @@ static BOOL cs_kvo_remove_matching(id observed, id observer, NSString *keyPath, 
     if (cs_kvo_claim(found)) {
         cs_kvo_unregister(found);
         found->observer = nil;
-        cs_sidetable_set(observer, (const void *)found, NULL); /* releases the token */
+        cs_sidetable_set(CS_POINTER(observer), CS_POINTER(found), NULL); /* releases the token */
     }
-    cs_kvo_retire(found);
+    cs_kvo_retire(CS_POINTER(found));
     return YES;
 }
 
 /* YES when `observed` may hold a registration the guard did not make (see the header). */
-static BOOL cs_kvo_may_hold_untracked(id observed) {
-    CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
+static BOOL cs_kvo_may_hold_untracked(CS_UNRETAINED id observed) {
+    CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(observed, NO);
     if (proxy) return CS_ATOMIC_LOAD(&proxy->may_hold_untracked) != 0;
     return cs_kvo_has_observation_info(observed);
 }
@@ -422,7 +434,8 @@ static inline BOOL cs_kvo_platform_removal(const void *caller) {
 #endif
 }
 
-static inline void cs_kvo_remove(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath) {
+static inline void cs_kvo_remove(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                 CS_UNRETAINED id observer, NSString *keyPath) {
     if (object_getClass(observer) == [CSKVOEntry class]) {
         ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
         return;
@@ -439,7 +452,8 @@ CS_DEFINE_HOOK_2(cs_kvo_remove, void, id, NSString *)
  * 1.28); there an untracked registration is removed without its context, the best GNUstep offers,
  * through GNUstep's own removal (not the hooked one, which would take a tracked entry of another
  * context instead). */
-static void cs_kvo_remove_context(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
+static void cs_kvo_remove_context(CS_UNRETAINED id self, SEL _cmd, CS_UNRETAINED id observer, NSString *keyPath,
+                                  void *context) {
     if (cs_kvo_remove_matching(self, observer, keyPath, YES, context)) return;
     if (cs_guard_is_on(G) && !cs_kvo_may_hold_untracked(self) &&
         cs_kvo_misuse(self, _cmd, __builtin_return_address(0),
@@ -557,7 +571,8 @@ static BOOL cs_kvo_probe_add_replaces(void) {
 }
 
 /* Unguarded fallback left in place of the added method (methods cannot be removed). */
-static void cs_kvo_remove_context_unguarded(id self, SEL _cmd, id observer, NSString *keyPath, void *context) {
+static void cs_kvo_remove_context_unguarded(CS_UNRETAINED id self, SEL _cmd, CS_UNRETAINED id observer,
+                                            NSString *keyPath, void *context) {
     (void)_cmd;
     (void)context;
     [self removeObserver:observer forKeyPath:keyPath];

@@ -29,26 +29,35 @@ CS_GUARD_CODE_SECTION(notification) /* every function below: see CS_GUARD_METHOD
 extern CSGuard CSGuardNotifications;
 #define G (&CSGuardNotifications)
 
+/* Gives up a strong local's reference at this point, in both modes (the canary's release is the
+ * step under test). Local to this file: the lead may hoist it into CSObjC.h. */
+#if __has_feature(objc_arc)
+#define CS_RELEASE_NOW(variable) ((void)((variable) = nil))
+#else
+#define CS_RELEASE_NOW(variable) ((void)([(variable) release], (variable) = nil))
+#endif
+
 
 /** Removes `observer` from `center` when released by the observer's dealloc. Every live token
  *  is also on g_tokens, so uninstall can take the marks back. */
 typedef struct {
-    NSString *name;    /* copied (retained); nil: any name */
+    void *name;        /* an NSString copy, +1 (CS_RETAINED_POINTER); NULL: any name */
     uintptr_t object;  /* the sender as added, compared by address like the center does; 0: any */
 } cs_notif_registration;
 
 @interface CSNotificationToken : NSObject {
   @public
-    id observer; /* unretained: the token lives exactly as long as the observer's mark */
-    NSNotificationCenter *center;
+    CS_UNRETAINED id observer; /* the token lives exactly as long as the observer's mark */
+    NSNotificationCenter *center; /* retained */
     cs_notif_registration *registrations; /* under g_tokens_lock */
     size_t count, capacity;
-    CSNotificationToken *prev, *next; /* g_tokens, under g_tokens_lock */
+    /* g_tokens, under g_tokens_lock: a registry, not owners (the side table owns each token) */
+    CS_UNRETAINED CSNotificationToken *prev, *next;
 }
 @end
 
 static pthread_mutex_t g_tokens_lock = PTHREAD_MUTEX_INITIALIZER;
-static CSNotificationToken *g_tokens;
+static CS_UNRETAINED CSNotificationToken *g_tokens;
 static BOOL g_hook_acquired; /* under the engine lock */
 
 @implementation CSNotificationToken
@@ -73,15 +82,16 @@ static BOOL g_hook_acquired; /* under the engine lock */
             [center removeObserver:observer];
         }
     }
-    for (size_t i = 0; i < left_count; i++) CS_RELEASE(left[i].name);
+    for (size_t i = 0; i < left_count; i++)
+        if (left[i].name) CS_RELEASE_POINTER(left[i].name);
     free(left);
     CS_RELEASE(center);
     CS_SUPER_DEALLOC();
 }
 @end
 
-/* Takes over `name`'s reference. Caller holds g_tokens_lock. */
-static void cs_notif_list_add_locked(CSNotificationToken *token, NSString *name, uintptr_t object) {
+/* Takes over `name` (+1, or NULL). Caller holds g_tokens_lock. */
+static void cs_notif_list_add_locked(CSNotificationToken *token, void *name, uintptr_t object) {
     if (token->count == token->capacity) {
         token->capacity = token->capacity ? token->capacity * 2 : 2;
         token->registrations = realloc(token->registrations, token->capacity * sizeof(cs_notif_registration));
@@ -98,51 +108,54 @@ static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *cal
     if (observer == nil) return;
     /* A registration made while off is still listed when the observer is marked already, so a
      * later partial removal never takes its mark away while it is registered. */
-    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
     if (token == nil && !CS_LIKELY(cs_guard_is_on(G))) return;
     NSString *copied = [name copy];
+    void *listed = copied ? CS_RETAINED_POINTER(copied) : NULL; /* the list's reference */
+    CS_RELEASE(copied);
     if (token == nil) {
         token = [[CSNotificationToken alloc] init];
         token->observer = observer;
         token->center = CS_RETAIN(self);
         pthread_mutex_lock(&g_tokens_lock);
-        cs_notif_list_add_locked(token, copied, (uintptr_t)object);
+        cs_notif_list_add_locked(token, listed, (uintptr_t)object);
         token->next = g_tokens;
         if (g_tokens) g_tokens->prev = token;
         g_tokens = token;
         pthread_mutex_unlock(&g_tokens_lock);
-        cs_sidetable_set(observer, (const void *)self, token);
+        cs_sidetable_set(CS_POINTER(observer), CS_POINTER(self), CS_POINTER(token));
         CS_RELEASE(token);
     } else {
         pthread_mutex_lock(&g_tokens_lock);
-        cs_notif_list_add_locked(token, copied, (uintptr_t)object);
+        cs_notif_list_add_locked(token, listed, (uintptr_t)object);
         pthread_mutex_unlock(&g_tokens_lock);
     }
 }
 CS_DEFINE_HOOK_4(cs_notif_add, void, id, SEL, NSString *, id)
 
-/* -removeObserver: ends every registration of the observer in this center: its mark goes too. */
-static inline void cs_notif_remove(IMP original, id self, SEL _cmd, const void *caller, id observer) {
+/* -removeObserver: ends every registration of the observer in this center: its mark goes too.
+ * Observers typically send it from their own -dealloc: `observer` is never retained here. */
+static inline void cs_notif_remove(IMP original, id self, SEL _cmd, const void *caller, CS_UNRETAINED id observer) {
     (void)caller;
     ((void (*)(id, SEL, id))original)(self, _cmd, observer);
     if (observer == nil) return;
-    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    CS_UNRETAINED CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
     if (token == nil) return;
     token->observer = nil; /* the token's -dealloc then neither reports nor removes */
-    cs_sidetable_set(observer, (const void *)self, NULL);
+    cs_sidetable_set(CS_POINTER(observer), CS_POINTER(self), NULL);
 }
 CS_DEFINE_HOOK_1(cs_notif_remove, void, id)
 
 /* A partial removal ends the listed registrations the center ends (rule in the header); when
  * none is left the mark goes. A full removal (nil name and object) is -removeObserver:. */
-static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, const void *caller, id observer,
-                                           NSString *name, id object) {
+static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, const void *caller,
+                                           CS_UNRETAINED id observer, NSString *name, id object) {
     (void)caller;
     ((void (*)(id, SEL, id, NSString *, id))original)(self, _cmd, observer, name, object);
     if (observer == nil) return;
-    CSNotificationToken *token = (CSNotificationToken *)cs_sidetable_peek(observer, (const void *)self);
+    CS_UNRETAINED CSNotificationToken *token = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observer), CS_POINTER(self)));
     if (token == nil) return;
-    NSString *ended[8];
+    void *ended[8]; /* names taken off the list, +1 each */
     size_t ended_count = 0;
     BOOL none_left;
     do {
@@ -150,7 +163,7 @@ static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, cons
         pthread_mutex_lock(&g_tokens_lock);
         for (size_t i = 0; i < token->count && ended_count < 8;) {
             cs_notif_registration *r = &token->registrations[i];
-            BOOL name_matches = name == nil || (r->name != nil && [r->name isEqualToString:name]);
+            BOOL name_matches = name == nil || (r->name != NULL && [(NSString *)CS_OBJECT(r->name) isEqualToString:name]);
             BOOL object_matches = object == nil || r->object == (uintptr_t)object;
             if (name_matches && object_matches) {
                 ended[ended_count++] = r->name;
@@ -161,11 +174,12 @@ static inline void cs_notif_remove_partial(IMP original, id self, SEL _cmd, cons
         }
         none_left = token->count == 0;
         pthread_mutex_unlock(&g_tokens_lock);
-        for (size_t i = 0; i < ended_count; i++) CS_RELEASE(ended[i]); /* outside the lock */
+        for (size_t i = 0; i < ended_count; i++) /* outside the lock */
+            if (ended[i]) CS_RELEASE_POINTER(ended[i]);
     } while (ended_count == 8 && !none_left);
     if (none_left) {
         token->observer = nil;
-        cs_sidetable_set(observer, (const void *)self, NULL);
+        cs_sidetable_set(CS_POINTER(observer), CS_POINTER(self), NULL);
     }
 }
 CS_DEFINE_HOOK_3(cs_notif_remove_partial, void, id, NSString *, id)
@@ -198,7 +212,7 @@ static const char *cs_notifications_canary(void) {
         CSNotificationCanaryObserver *dying = [[CSNotificationCanaryObserver alloc] init];
         [center addObserver:dying selector:@selector(cs_ping:) name:name object:nil];
         /* Misuse: the observer dies registered. The removal is recorded from the dealloc hook. */
-        CS_CANARY_MISUSE(([dying release], YES), "observer deallocated while registered was not removed");
+        CS_CANARY_MISUSE((CS_RELEASE_NOW(dying), YES), "observer deallocated while registered was not removed");
     }
     CS_CANARY_LEGAL(([center postNotificationName:name object:nil], kept->hits == 1),
                     "a live observer did not receive its notification");
@@ -219,9 +233,9 @@ static const char *cs_notifications_install(uint32_t *hooked) {
 static void cs_notifications_uninstall(void) {
     for (;;) {
         pthread_mutex_lock(&g_tokens_lock);
-        CSNotificationToken *token = g_tokens;
-        id observer = nil;
-        NSNotificationCenter *center = nil;
+        CS_UNRETAINED CSNotificationToken *token = g_tokens;
+        CS_UNRETAINED id observer = nil;
+        CS_UNRETAINED NSNotificationCenter *center = nil; /* the token's, alive while the mark is */
         if (token) {
             observer = token->observer;
             center = token->center;
@@ -232,7 +246,7 @@ static void cs_notifications_uninstall(void) {
         }
         pthread_mutex_unlock(&g_tokens_lock);
         if (token == nil) break;
-        if (observer) cs_sidetable_set(observer, (const void *)center, NULL);
+        if (observer) cs_sidetable_set(CS_POINTER(observer), CS_POINTER(center), NULL);
     }
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;

@@ -14,7 +14,9 @@
  * any target) that holds the real target unretained. GCC libobjc has no weak references, so the
  * pointer is zeroed from the dealloc hook: a CSTimerTargetToken stored in the side table under
  * (target, proxy) is released when the target deallocates, and its -dealloc clears the proxy's
- * pointer. The next fire then invalidates the timer and records an incident.
+ * pointer. The next fire then invalidates the timer and records an incident. Token and proxy
+ * point at each other unretained; whichever goes first clears the other's pointer under
+ * g_tokens_lock, so neither ever touches the other after it was freed.
  *
  * Contracts:
  * - The target's selector is sent with the real timer (so -userInfo works) through normal
@@ -26,9 +28,14 @@
  *   proxy passes through). Invocation timers are untouched (their target is the invocation).
  * - One-shot timers, nil targets and targets of classes not named are untouched.
  * - Report-only keeps the original behaviour, a strong target, and records one incident per
- *   weak-target timer the first time it fires while it is the only owner of its target (retain
- *   count 1: the pattern that keeps a dead screen alive). The policy a timer was created under
- *   stays with it.
+ *   weak-target timer that was its target's last owner: the proxy's release (when the timer is
+ *   invalidated or freed) is what deallocates the target. The signal is the target's token: the
+ *   dealloc hook releases it while the target deallocates, and when that happens on the proxy's
+ *   thread during the proxy's own release of the target, that release was the last. No reference
+ *   count is read (ARC has none to read), so the incident comes when the timer lets the target
+ *   go, not at the first fire after its other owners did: a timer that is never invalidated (the
+ *   leak itself) is not reported. The proxy is not autoreleased, so it goes with the timer's
+ *   reference. The policy a timer was created under stays with it.
  * - The canary's own target class is always held weakly (the canary checks the mechanism, not
  *   the app's list).
  * - Limitation: weakness is exact when the timer fires on the thread that releases the target
@@ -45,60 +52,120 @@ CS_GUARD_CODE_SECTION(timer) /* every function below: see CS_GUARD_METHOD */
 extern CSGuard CSGuardTimers;
 #define G (&CSGuardTimers)
 
+@class CSTimerTargetToken;
+
 @interface CSTimerTarget : NSObject {
   @public
-    void *target; /* an unretained id; CS_ATOMIC_* access; nil once the target deallocated */
+    /* The real target, CS_ATOMIC_* access. Weak: unretained (CS_POINTER), NULL once it
+     * deallocated. With retains_target: +1 (CS_RETAINED_POINTER), as unguarded. */
+    void *target;
     SEL selector;
     BOOL retains_target; /* strong, as unguarded: report-only timers, and all of them after uninstall */
     BOOL report_only;    /* created under report-only: watch for the timer being the last owner */
-    int reported;        /* report-only: the incident was recorded (once per timer); CS_ATOMIC */
+    CS_UNRETAINED Class timer_class; /* report-only: the incident's class (the timer may be going) */
+    /* Under g_tokens_lock: */
+    CS_UNRETAINED CSTimerTargetToken *token; /* the target's token while both live */
+    BOOL releasing;              /* report-only: -dealloc is releasing the target ... */
+    pthread_t releasing_thread;  /* ... on this thread */
+    BOOL target_died_in_release; /* report-only: that release deallocated the target */
 }
 - (void)cs_fire:(NSTimer *)timer;
 @end
 
 @interface CSTimerTargetToken : NSObject {
   @public
-    CSTimerTarget *proxy; /* unretained: the proxy removes the token before it goes away */
-    CSTimerTargetToken *prev, *next; /* g_tokens, under g_tokens_lock */
+    CS_UNRETAINED CSTimerTarget *proxy; /* under g_tokens_lock; cleared by whichever goes first */
+    /* g_tokens, under g_tokens_lock: a registry, not owners (the side table owns each token) */
+    CS_UNRETAINED CSTimerTargetToken *prev, *next;
 }
 @end
 
 static pthread_mutex_t g_tokens_lock = PTHREAD_MUTEX_INITIALIZER;
-static CSTimerTargetToken *g_tokens;
+static CS_UNRETAINED CSTimerTargetToken *g_tokens;
 
 @implementation CSTimerTargetToken
+/* Released by the side table while the target deallocates (or taken back by the proxy or by
+ * uninstall, which clear `proxy` first). */
 - (void)dealloc CS_GUARD_METHOD(timer) {
     pthread_mutex_lock(&g_tokens_lock);
     if (prev) prev->next = next;
     else if (g_tokens == self) g_tokens = next;
     if (next) next->prev = prev;
+    CS_UNRETAINED CSTimerTarget *watching = proxy;
+    proxy = nil;
+    if (watching) {
+        watching->token = nil;
+        if (!watching->retains_target)
+            CS_ATOMIC_STORE(&watching->target, (void *)NULL);
+        else if (watching->releasing && pthread_equal(watching->releasing_thread, pthread_self()))
+            watching->target_died_in_release = YES;
+    }
     pthread_mutex_unlock(&g_tokens_lock);
-    if (proxy) CS_ATOMIC_STORE(&proxy->target, (void *)NULL);
     CS_SUPER_DEALLOC();
 }
 @end
 
+/* Report-only: gives up the proxy's reference to its target and reports when that was the
+ * target's last reference. The target deallocated during this release exactly when its token
+ * was released on this thread meanwhile (another owner's release on another thread afterwards
+ * does not count). */
+static void cs_timer_release_watched(CS_UNRETAINED CSTimerTarget *proxy, void *retained_target) {
+    pthread_mutex_lock(&g_tokens_lock);
+    proxy->releasing = YES;
+    proxy->releasing_thread = pthread_self();
+    pthread_mutex_unlock(&g_tokens_lock);
+    CS_RELEASE_POINTER(retained_target); /* may run the target's -dealloc, and the token's, here */
+    pthread_mutex_lock(&g_tokens_lock);
+    proxy->releasing = NO;
+    BOOL last_owner = proxy->target_died_in_release;
+    CS_UNRETAINED CSTimerTargetToken *token = proxy->token;
+    proxy->token = nil;
+    if (token) token->proxy = nil;
+    pthread_mutex_unlock(&g_tokens_lock);
+    /* The target lives on (or is going on another thread): take the token back. The address is a
+     * key only, never messaged, and no other entry can be keyed by this live proxy. */
+    if (token) cs_sidetable_set(retained_target, CS_POINTER(proxy), NULL);
+    if (last_owner) {
+        struct {
+            CS_UNRETAINED Class isa;
+        } timer_stand_in = {proxy->timer_class}; /* the incident names the timer's class */
+        cs_guard_misuse(G, CS_OBJECT(&timer_stand_in), proxy->selector, NULL,
+                        "repeating timer was the last owner of its target: kept it alive until the timer ended "
+                        "(report-only)",
+                        0, 0, 0);
+    }
+}
+
 @implementation CSTimerTarget
 - (void)cs_fire:(NSTimer *)timer CS_GUARD_METHOD(timer) {
-    id current = (id)CS_ATOMIC_LOAD(&target);
+    /* Unretained, as the weak target is (see the limitation above); a retained one is alive. */
+    CS_UNRETAINED id current = CS_OBJECT(CS_ATOMIC_LOAD(&target));
     if (CS_LIKELY(current != nil)) {
-        if (report_only && [current retainCount] == 1 && !__atomic_exchange_n(&reported, 1, __ATOMIC_RELAXED))
-            cs_guard_misuse(G, timer, selector, NULL,
-                            "repeating timer is the last owner of its target: kept alive (report-only)", 0, 0, 0);
         cs_backend_send1(current, selector, timer);
         return;
     }
     cs_guard_misuse(G, timer, selector, NULL, "repeating timer fired after its target was deallocated: invalidated",
                     0, 0, 0);
-    /* Nothing else can happen: the target is gone (report-only records the same). */
+    /* Nothing else can happen: the target is gone. */
     [timer invalidate];
 }
 
 - (void)dealloc CS_GUARD_METHOD(timer) {
-    /* The timer released us: take the token back so it does not outlive the proxy. */
-    id current = (id)__atomic_exchange_n(&target, (void *)NULL, __ATOMIC_ACQ_REL);
-    if (current && retains_target) CS_RELEASE(current);
-    else if (current) cs_sidetable_set(current, (const void *)self, NULL);
+    /* The timer released us. */
+    void *current = __atomic_exchange_n(&target, (void *)NULL, __ATOMIC_ACQ_REL);
+    if (current && retains_target) {
+        if (report_only) cs_timer_release_watched(self, current);
+        else CS_RELEASE_POINTER(current);
+    } else {
+        /* Weak: take the token back so it does not outlive the proxy (none left when the target
+         * deallocated first). */
+        pthread_mutex_lock(&g_tokens_lock);
+        CS_UNRETAINED CSTimerTargetToken *left = token;
+        token = nil;
+        if (left) left->proxy = nil;
+        pthread_mutex_unlock(&g_tokens_lock);
+        if (current && left) cs_sidetable_set(current, CS_POINTER(self), NULL);
+    }
     CS_SUPER_DEALLOC();
 }
 @end
@@ -113,7 +180,7 @@ static pthread_mutex_t g_weak_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **g_weak_names;       /* strdup'd; NULL with g_weak_configured == NO: default */
 static size_t g_weak_name_count;
 static BOOL g_weak_configured;
-static Class *g_weak_classes;     /* resolved; CS_UNRETAINED (classes are never freed) */
+static CS_UNRETAINED Class *g_weak_classes; /* resolved (classes are never freed) */
 static size_t g_weak_class_count;
 static BOOL g_weak_resolved;      /* g_weak_classes is current: the guard is installed */
 
@@ -131,7 +198,7 @@ static const size_t kDefaultWeakTargetCount = 0;
 static void cs_timer_resolve_weak_locked(void) {
     const char *const *names = g_weak_configured ? (const char *const *)g_weak_names : kDefaultWeakTargetClasses;
     size_t count = g_weak_configured ? g_weak_name_count : kDefaultWeakTargetCount;
-    Class *classes = calloc(count + 1, sizeof(Class));
+    CS_UNRETAINED Class *classes = (CS_UNRETAINED Class *)calloc(count + 1, sizeof(Class));
     size_t found = 0;
     classes[found++] = objc_lookUpClass("CSTimerCanaryTarget");
     for (size_t i = 0; i < count; i++) {
@@ -175,64 +242,83 @@ static BOOL cs_timer_target_is_weak(id object) {
     return below_root && named;
 }
 
-/* Returns the target to hand the original: `target` itself, or a new proxy (autoreleased by the
- * caller's pool: timer creation already autoreleases its result). */
-static inline id cs_timer_target_for(id target, SEL selector, BOOL repeats) {
+/* Returns the target to hand the original, +1 (the caller gives it up with
+ * cs_timer_target_done once the original returned): `target` itself, or a new proxy. Not
+ * autoreleased: the timer must be the proxy's only owner, or a pool would keep the proxy, and so
+ * a strong target, alive after the timer let it go. `creator` is the receiver of the creation
+ * message: the timer class, or the timer being initialised. */
+static inline id cs_timer_target_for(id creator, id target, SEL selector, BOOL repeats) __attribute__((ns_returns_retained));
+static inline id cs_timer_target_for(id creator, id target, SEL selector, BOOL repeats) {
     cs_policy policy = CS_ATOMIC_LOAD_RELAXED(&G->policy);
     if (!repeats || target == nil || policy == CS_POLICY_OFF || object_getClass(target) == g_proxy_class ||
         !cs_timer_target_is_weak(target))
-        return target;
+        return CS_RETAIN(target);
     CSTimerTarget *proxy = [[CSTimerTarget alloc] init];
     proxy->selector = selector;
+    proxy->timer_class = cs_backend_is_class_object(creator) ? (Class)creator : object_getClass(creator);
     if (policy == CS_POLICY_REPORT_ONLY) {
         proxy->report_only = YES;
         proxy->retains_target = YES;
-        CS_ATOMIC_STORE(&proxy->target, (void *)CS_RETAIN(target));
-        return CS_AUTORELEASE(proxy);
+        CS_ATOMIC_STORE(&proxy->target, CS_RETAINED_POINTER(target));
+    } else {
+        CS_ATOMIC_STORE(&proxy->target, CS_POINTER(target));
     }
-    CS_ATOMIC_STORE(&proxy->target, (void *)target);
     CSTimerTargetToken *token = [[CSTimerTargetToken alloc] init];
     token->proxy = proxy;
     pthread_mutex_lock(&g_tokens_lock);
+    proxy->token = token;
     token->next = g_tokens;
     if (g_tokens) g_tokens->prev = token;
     g_tokens = token;
     pthread_mutex_unlock(&g_tokens_lock);
-    cs_sidetable_set(target, (const void *)proxy, token);
+    cs_sidetable_set(CS_POINTER(target), CS_POINTER(proxy), CS_POINTER(token)); /* the side table owns it */
     CS_RELEASE(token);
-    return CS_AUTORELEASE(proxy);
+    return proxy;
 }
+
+/* Gives up cs_timer_target_for's reference (ARC: the caller's strong variable does). */
+#define cs_timer_target_done(actual) CS_RELEASE(actual)
 
 static inline NSTimer *cs_timer_scheduled(IMP original, id self, SEL _cmd, const void *caller, NSTimeInterval ti,
                                           id target, SEL selector, id userInfo, BOOL repeats) {
     (void)caller;
-    id actual = cs_timer_target_for(target, selector, repeats);
+    id actual = cs_timer_target_for(self, target, selector, repeats);
     SEL fire = actual == target ? selector : @selector(cs_fire:);
-    return ((NSTimer * (*)(id, SEL, NSTimeInterval, id, SEL, id, BOOL)) original)(self, _cmd, ti, actual, fire,
-                                                                                   userInfo, repeats);
+    NSTimer *timer = ((NSTimer * (*)(id, SEL, NSTimeInterval, id, SEL, id, BOOL)) original)(self, _cmd, ti, actual, fire,
+                                                                                          userInfo, repeats);
+    cs_timer_target_done(actual);
+    return timer;
 }
 CS_DEFINE_HOOK_5(cs_timer_scheduled, NSTimer *, NSTimeInterval, id, SEL, id, BOOL)
 
 static inline NSTimer *cs_timer_make(IMP original, id self, SEL _cmd, const void *caller, NSTimeInterval ti,
                                      id target, SEL selector, id userInfo, BOOL repeats) {
     (void)caller;
-    id actual = cs_timer_target_for(target, selector, repeats);
+    id actual = cs_timer_target_for(self, target, selector, repeats);
     SEL fire = actual == target ? selector : @selector(cs_fire:);
-    return ((NSTimer * (*)(id, SEL, NSTimeInterval, id, SEL, id, BOOL)) original)(self, _cmd, ti, actual, fire,
-                                                                                   userInfo, repeats);
+    NSTimer *timer = ((NSTimer * (*)(id, SEL, NSTimeInterval, id, SEL, id, BOOL)) original)(self, _cmd, ti, actual, fire,
+                                                                                          userInfo, repeats);
+    cs_timer_target_done(actual);
+    return timer;
 }
 CS_DEFINE_HOOK_5(cs_timer_make, NSTimer *, NSTimeInterval, id, SEL, id, BOOL)
 
 /* -initWithFireDate:interval:target:selector:userInfo:repeats:, replaced by hand at install (six
- * arguments: beyond the hook slots' arity). */
-typedef NSTimer *(*cs_timer_init_fn)(id, SEL, NSDate *, NSTimeInterval, id, SEL, id, BOOL);
+ * arguments: beyond the hook slots' arity). An init method: it consumes `self` and returns +1, said
+ * to ARC with the attributes (MRC ignores them). */
+typedef NSTimer *(*cs_timer_init_fn)(__attribute__((ns_consumed)) id, SEL, NSDate *, NSTimeInterval, id, SEL, id,
+                                     BOOL) __attribute__((ns_returns_retained));
 static IMP g_original_init;
 
-static NSTimer *cs_timer_init(id self, SEL _cmd, NSDate *date, NSTimeInterval ti, id target, SEL selector,
-                              id userInfo, BOOL repeats) {
-    id actual = cs_timer_target_for(target, selector, repeats);
+static NSTimer *cs_timer_init(__attribute__((ns_consumed)) id self, SEL _cmd, NSDate *date, NSTimeInterval ti,
+                              id target, SEL selector, id userInfo, BOOL repeats) __attribute__((ns_returns_retained));
+static NSTimer *cs_timer_init(__attribute__((ns_consumed)) id self, SEL _cmd, NSDate *date, NSTimeInterval ti,
+                              id target, SEL selector, id userInfo, BOOL repeats) {
+    id actual = cs_timer_target_for(self, target, selector, repeats);
     SEL fire = actual == target ? selector : @selector(cs_fire:);
-    return ((cs_timer_init_fn)g_original_init)(self, _cmd, date, ti, actual, fire, userInfo, repeats);
+    NSTimer *timer = ((cs_timer_init_fn)g_original_init)(self, _cmd, date, ti, actual, fire, userInfo, repeats);
+    cs_timer_target_done(actual);
+    return timer;
 }
 
 static const CSHookSpec kTimerHooks[] = {
@@ -328,28 +414,32 @@ static const char *cs_timers_install(uint32_t *hooked) {
 }
 
 /* Proxies already handed to timers go back to the unguarded behaviour: they retain their live
- * targets, and the tokens (which only the dealloc hook would release) are taken back. */
+ * targets (report-only ones already do), and the tokens (which only the dealloc hook would
+ * release) are taken back. */
 static void cs_timers_uninstall(void) {
     for (;;) {
         pthread_mutex_lock(&g_tokens_lock);
-        CSTimerTargetToken *token = g_tokens;
-        CSTimerTarget *proxy = nil;
-        id target = nil;
+        CS_UNRETAINED CSTimerTargetToken *token = g_tokens;
+        CS_UNRETAINED CSTimerTarget *proxy = nil;
+        void *target = NULL;
         if (token) {
             proxy = token->proxy;
             token->proxy = nil;
             g_tokens = token->next;
             if (g_tokens) g_tokens->prev = nil;
             token->next = nil;
-            target = proxy ? (id)CS_ATOMIC_LOAD(&proxy->target) : nil;
-            if (target) {
-                CS_RETAIN(target);
-                proxy->retains_target = YES;
+            if (proxy) {
+                proxy->token = nil;
+                target = CS_ATOMIC_LOAD(&proxy->target);
+                if (target && !proxy->retains_target) {
+                    CS_ATOMIC_STORE(&proxy->target, CS_RETAINED_POINTER(CS_OBJECT(target))); /* same pointer, +1 */
+                    proxy->retains_target = YES;
+                }
             }
         }
         pthread_mutex_unlock(&g_tokens_lock);
         if (token == nil) break;
-        if (target) cs_sidetable_set(target, (const void *)proxy, NULL);
+        if (target) cs_sidetable_set(target, CS_POINTER(proxy), NULL);
     }
     if (g_original_init)
         cs_backend_replace_implementation(objc_lookUpClass("NSTimer"),

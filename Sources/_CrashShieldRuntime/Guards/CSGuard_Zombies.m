@@ -36,13 +36,23 @@ CS_GUARD_CODE_SECTION(zombie) /* every function below: see CS_GUARD_METHOD */
 extern CSGuard CSGuardZombies;
 #define G (&CSGuardZombies)
 
+/* Gives up a strong local's reference at this point, in both modes (the canary's release is the
+ * step under test). Local to this file: the lead may hoist it into CSObjC.h. */
+#if __has_feature(objc_arc)
+#define CS_RELEASE_NOW(variable) ((void)((variable) = nil))
+#else
+#define CS_RELEASE_NOW(variable) ((void)([(variable) release], (variable) = nil))
+#endif
+
 enum { kZombieFrames = 16, kBuckets = 4096, kVerdictCache = 1024 };
 static const size_t kDefaultMaxBytes = 2u * 1024u * 1024u;
 static const size_t kDefaultMaxCount = 10000;
 
+/* A C record: it owns nothing in ARC's sense. `object` is the zombie's memory, kept by this record
+ * (the object's count already reached zero) until cs_zombie_free_list frees it. */
 typedef struct cs_zombie {
-    id object;
-    Class original;
+    CS_UNRETAINED id object;
+    CS_UNRETAINED Class original;
     size_t bytes;
     uintptr_t frames[kZombieFrames];
     uint8_t frame_count;
@@ -70,7 +80,7 @@ static uintptr_t g_verdicts[kVerdictCache];
 static Class g_zombie_class;
 static BOOL g_hook_acquired;
 
-static inline size_t cs_zombie_bucket(id object) {
+static inline size_t cs_zombie_bucket(CS_UNRETAINED id object) {
     uintptr_t h = (uintptr_t)object;
     h ^= h >> 4;
     h *= 0x9E3779B97F4A7C15ull;
@@ -78,7 +88,7 @@ static inline size_t cs_zombie_bucket(id object) {
 }
 
 /* Caller holds g_lock. */
-static cs_zombie *cs_zombie_find_locked(id object) {
+static cs_zombie *cs_zombie_find_locked(CS_UNRETAINED id object) {
     for (cs_zombie *z = g_buckets[cs_zombie_bucket(object)]; z; z = z->chain)
         if (z->object == object) return z;
     return NULL;
@@ -107,7 +117,7 @@ static void cs_zombie_free_list(cs_zombie *list) {
     while (list) {
         cs_zombie *next = list->newer;
         object_setClass(list->object, list->original);
-        ((void (*)(id, SEL))dealloc)(list->object, sel);
+        ((void (*)(CS_UNRETAINED id, SEL))dealloc)(list->object, sel);
         free(list);
         list = next;
     }
@@ -138,8 +148,8 @@ static BOOL cs_zombie_verdict(Class cls, cs_zombie_rules *rules) {
     return wanted;
 }
 
-/* The dealloc hook's keeper. */
-static BOOL cs_zombie_keep(id object) {
+/* The dealloc hook's keeper. `object` is deallocating: never retained (ARC would otherwise). */
+static BOOL cs_zombie_keep(CS_UNRETAINED id object) {
     cs_zombie_rules *rules = CS_ATOMIC_LOAD(&g_rules);
     if (CS_LIKELY(rules == NULL) || !cs_guard_is_on(G)) return NO;
     Class cls = object_getClass(object);
@@ -181,7 +191,9 @@ static BOOL cs_zombie_keep(id object) {
 
 #pragma mark - The zombie class
 
-static NSMethodSignature *cs_zombie_signature(id self, SEL _cmd, SEL selector) {
+/* The zombie class's methods: `self` is a zombie, whose class has no retain or release of its own,
+ * so it is never retained (CS_UNRETAINED; ARC would retain a strong parameter). */
+static NSMethodSignature *cs_zombie_signature(CS_UNRETAINED id self, SEL _cmd, SEL selector) {
     (void)_cmd;
     Class original = Nil;
     pthread_mutex_lock(&g_lock);
@@ -195,7 +207,7 @@ static NSMethodSignature *cs_zombie_signature(id self, SEL _cmd, SEL selector) {
     return signature;
 }
 
-static void cs_zombie_forward(id self, SEL _cmd, NSInvocation *invocation) {
+static void cs_zombie_forward(CS_UNRETAINED id self, SEL _cmd, NSInvocation *invocation) {
     (void)_cmd;
     SEL selector = [invocation selector];
     cs_zombie copy;
@@ -328,8 +340,13 @@ static const char *cs_zombies_canary(void) {
     static char *names[] = {"CSZombieCanaryVictim"};
     static cs_zombie_rules canary_rules = {names, 1, NULL, 0, NULL, 0};
     CS_ATOMIC_STORE(&g_rules, &canary_rules);
-    CSZombieCanaryVictim *victim = [[CSZombieCanaryVictim alloc] init];
-    [victim release];
+    /* The canary keeps the address past the last release: an unretained pointer (the zombie). */
+    CS_UNRETAINED CSZombieCanaryVictim *victim;
+    {
+        CSZombieCanaryVictim *owner = [[CSZombieCanaryVictim alloc] init];
+        victim = owner;
+        CS_RELEASE(owner); /* ARC: released at the end of this scope */
+    }
     CS_ATOMIC_STORE(&g_rules, saved);
     for (size_t i = 0; i < kVerdictCache; i++) CS_ATOMIC_STORE(&g_verdicts[i], (uintptr_t)0);
     const char *failure = NULL;
@@ -359,7 +376,7 @@ static const char *cs_zombies_canary(void) {
     cs_zombie_free_list(mine);
     if (failure) return failure;
     NSObject *plain = [[NSObject alloc] init];
-    CS_CANARY_LEGAL(([plain release], YES), "a plain object's dealloc was intercepted");
+    CS_CANARY_LEGAL((CS_RELEASE_NOW(plain), YES), "a plain object's dealloc was intercepted");
     return NULL;
 }
 
