@@ -62,7 +62,7 @@ static void cs_kvc_prepare(void) {
 /* True when `self` answers `sel` with another implementation than NSObject's, judged as
  * GNUstep's own checks judge it ([self methodForSelector:] against NSObject's): the object's
  * class, or the metaclass for a class object. For a hooked method, NSObject's is the hook. */
-static BOOL cs_kvc_overridden(id self, SEL sel) {
+static BOOL cs_kvc_overridden(CS_UNRETAINED id self, SEL sel) {
     BOOL is_class = cs_backend_is_class_object(self);
     IMP root = class_getMethodImplementation(is_class ? g_root_meta : g_root, sel);
     return class_getMethodImplementation(object_getClass(self), sel) != root;
@@ -70,7 +70,7 @@ static BOOL cs_kvc_overridden(id self, SEL sel) {
 
 /* The same, judged by the class the object reports (an observed object's KVO subclass is not
  * the app's override). */
-static BOOL cs_kvc_overridden_by_app(id self, SEL sel) {
+static BOOL cs_kvc_overridden_by_app(CS_UNRETAINED id self, SEL sel) {
     if (cs_backend_is_class_object(self)) return cs_kvc_overridden(self, sel);
     return class_getMethodImplementation([self class], sel) != class_getMethodImplementation(g_root, sel);
 }
@@ -78,34 +78,34 @@ static BOOL cs_kvc_overridden_by_app(id self, SEL sel) {
 /* Each predicate below answers whether NSObject's original, called now on `self`, would end in
  * its raise rather than in a method of the receiver's own (see the header). */
 
-static BOOL cs_kvc_undefined_read_raises(id self) {
+static BOOL cs_kvc_undefined_read_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_handle_query);
 }
 
-static BOOL cs_kvc_undefined_write_raises(id self) {
+static BOOL cs_kvc_undefined_write_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_handle_take);
 }
 
-static BOOL cs_kvc_nil_for_scalar_raises(id self) {
+static BOOL cs_kvc_nil_for_scalar_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_unable_nil);
 }
 
-static BOOL cs_kvc_nil_key_read_raises(id self) {
+static BOOL cs_kvc_nil_key_read_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_value_for_undefined) && !cs_kvc_overridden(self, g_handle_query);
 }
 
-static BOOL cs_kvc_nil_key_write_raises(id self) {
+static BOOL cs_kvc_nil_key_write_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden_by_app(self, g_take_value) && !cs_kvc_overridden(self, g_set_for_undefined) &&
            !cs_kvc_overridden(self, g_handle_take);
 }
 
 /* Either way GNUstep splits a nil path (see below), [self valueForKey:nil] comes first. */
-static BOOL cs_kvc_nil_path_read_raises(id self) {
+static BOOL cs_kvc_nil_path_read_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_value_for_key) && cs_kvc_nil_key_read_raises(self);
 }
@@ -113,7 +113,7 @@ static BOOL cs_kvc_nil_path_read_raises(id self) {
 /* GNUstep splits a nil path with [nil rangeOfString:], whose NSRange is undefined on GCC libobjc
  * (rdx is not cleared): it goes on to [self setValue:v forKey:nil] or to
  * [[self valueForKey:nil] setValue:v forKeyPath:nil]. Neutralised only when both would raise. */
-static BOOL cs_kvc_nil_path_write_raises(id self) {
+static BOOL cs_kvc_nil_path_write_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden_by_app(self, g_take_path) && !cs_kvc_overridden(self, g_set_for_key) &&
            cs_kvc_nil_key_write_raises(self) && !cs_kvc_overridden(self, g_value_for_key) &&
@@ -122,8 +122,8 @@ static BOOL cs_kvc_nil_path_write_raises(id self) {
 
 #pragma mark - Hook bodies
 
-static inline void cs_kvc_setValueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                                  id key) {
+static inline void cs_kvc_setValueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                  id value, id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_undefined_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "undefined key: value ignored", 0, 0, 0))
         return;
@@ -131,7 +131,8 @@ static inline void cs_kvc_setValueForUndefinedKey(IMP original, id self, SEL _cm
 }
 CS_DEFINE_HOOK_2(cs_kvc_setValueForUndefinedKey, void, id, id)
 
-static inline id cs_kvc_valueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_valueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_undefined_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "undefined key: nil returned", 0, 0, 0))
         return nil;
@@ -139,7 +140,7 @@ static inline id cs_kvc_valueForUndefinedKey(IMP original, id self, SEL _cmd, co
 }
 CS_DEFINE_HOOK_1(cs_kvc_valueForUndefinedKey, id, id)
 
-static inline void cs_kvc_setNilValueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline void cs_kvc_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_nil_for_scalar_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil for a scalar property: ignored", 0, 0, 0))
         return;
@@ -147,7 +148,8 @@ static inline void cs_kvc_setNilValueForKey(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_1(cs_kvc_setNilValueForKey, void, id)
 
-static inline void cs_kvc_setValueForKey(IMP original, id self, SEL _cmd, const void *caller, id value, id key) {
+static inline void cs_kvc_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id value,
+                                         id key) {
     if (CS_UNLIKELY(key == nil) && cs_guard_is_on(G) && cs_kvc_nil_key_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key: value ignored", 0, 0, 0))
         return;
@@ -155,7 +157,7 @@ static inline void cs_kvc_setValueForKey(IMP original, id self, SEL _cmd, const 
 }
 CS_DEFINE_HOOK_2(cs_kvc_setValueForKey, void, id, id)
 
-static inline id cs_kvc_valueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
     if (CS_UNLIKELY(key == nil) && cs_guard_is_on(G) && cs_kvc_nil_key_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key: nil returned", 0, 0, 0))
         return nil;
@@ -163,8 +165,8 @@ static inline id cs_kvc_valueForKey(IMP original, id self, SEL _cmd, const void 
 }
 CS_DEFINE_HOOK_1(cs_kvc_valueForKey, id, id)
 
-static inline void cs_kvc_setValueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                             id path) {
+static inline void cs_kvc_setValueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             id value, id path) {
     if (CS_UNLIKELY(path == nil) && cs_guard_is_on(G) && cs_kvc_nil_path_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key path: value ignored", 0, 0, 0))
         return;
@@ -172,7 +174,7 @@ static inline void cs_kvc_setValueForKeyPath(IMP original, id self, SEL _cmd, co
 }
 CS_DEFINE_HOOK_2(cs_kvc_setValueForKeyPath, void, id, id)
 
-static inline id cs_kvc_valueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id path) {
+static inline id cs_kvc_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id path) {
     if (CS_UNLIKELY(path == nil) && cs_guard_is_on(G) && cs_kvc_nil_path_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key path: nil returned", 0, 0, 0))
         return nil;
@@ -181,34 +183,37 @@ static inline id cs_kvc_valueForKeyPath(IMP original, id self, SEL _cmd, const v
 CS_DEFINE_HOOK_1(cs_kvc_valueForKeyPath, id, id)
 
 /* Class side: the same bodies behind their own slots (the root metaclass's copies). */
-static inline void cs_kvc_class_setValueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller,
-                                                        id value, id key) {
+static inline void cs_kvc_class_setValueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                        const void *caller, id value, id key) {
     cs_kvc_setValueForUndefinedKey(original, self, _cmd, caller, value, key);
 }
 CS_DEFINE_HOOK_2(cs_kvc_class_setValueForUndefinedKey, void, id, id)
-static inline id cs_kvc_class_valueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_class_valueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   id key) {
     return cs_kvc_valueForUndefinedKey(original, self, _cmd, caller, key);
 }
 CS_DEFINE_HOOK_1(cs_kvc_class_valueForUndefinedKey, id, id)
-static inline void cs_kvc_class_setNilValueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline void cs_kvc_class_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                  id key) {
     cs_kvc_setNilValueForKey(original, self, _cmd, caller, key);
 }
 CS_DEFINE_HOOK_1(cs_kvc_class_setNilValueForKey, void, id)
-static inline void cs_kvc_class_setValueForKey(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                               id key) {
+static inline void cs_kvc_class_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                               id value, id key) {
     cs_kvc_setValueForKey(original, self, _cmd, caller, value, key);
 }
 CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKey, void, id, id)
-static inline id cs_kvc_class_valueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_class_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
     return cs_kvc_valueForKey(original, self, _cmd, caller, key);
 }
 CS_DEFINE_HOOK_1(cs_kvc_class_valueForKey, id, id)
-static inline void cs_kvc_class_setValueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                                   id path) {
+static inline void cs_kvc_class_setValueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   id value, id path) {
     cs_kvc_setValueForKeyPath(original, self, _cmd, caller, value, path);
 }
 CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKeyPath, void, id, id)
-static inline id cs_kvc_class_valueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id path) {
+static inline id cs_kvc_class_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              id path) {
     return cs_kvc_valueForKeyPath(original, self, _cmd, caller, path);
 }
 CS_DEFINE_HOOK_1(cs_kvc_class_valueForKeyPath, id, id)
