@@ -34,7 +34,7 @@ size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, 
 /** One question for cs_backend_visit_owners(): which classes at or below `root` define `sel`
  *  themselves (with `class_side`, which metaclasses define the class method). */
 typedef struct {
-    Class root;
+    CS_UNRETAINED Class root;
     SEL sel;
     BOOL class_side;
 } cs_owner_query;
