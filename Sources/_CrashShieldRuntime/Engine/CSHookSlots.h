@@ -11,9 +11,11 @@
  * and CS_DEFINE_HOOK_<arity>(body, RET, T1, ...) generates `body_slots` with the slot functions.
  * `caller` is the return address into the code that sent the message: the incident's call site.
  *
- * Ownership (MRC and ARC alike): a slot does not own its receiver. `self` is CS_UNRETAINED in the
- * slots and should be in the bodies too: under ARC a plain `id self` parameter is retained on entry,
- * which a method's own `self` never is, and a hooked method may run on an object in -dealloc.
+ * Ownership (MRC and ARC alike): a hook owns nothing it is passed. `self` is CS_UNRETAINED in the
+ * slots, and the bodies write it and their object arguments (in their signatures and in the
+ * CS_DEFINE_HOOK type list: `CS_UNRETAINED id`) the same way: under ARC a plain `id` parameter is
+ * retained on entry, which a method's own `self` never is, and a hooked method may run on, or be
+ * passed, an object in -dealloc (`[registry removeObject:self]` from a -dealloc).
  * A hook whose original returns an object with other than +0 ownership (the init family, which
  * also consumes `self`) declares RET as cs_opaque_object; see there.
  */

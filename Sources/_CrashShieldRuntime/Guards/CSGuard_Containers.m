@@ -72,7 +72,8 @@ CS_ALWAYS_INLINE BOOL cs_index_read_fast(CS_UNRETAINED id self, NSUInteger index
 }
 
 /** Adds of one object: nil is a no-op. */
-CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id object) {
+CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                        CS_UNRETAINED id object) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
         return;
@@ -80,8 +81,8 @@ CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, CS_UNRETAINED id self, SEL
 }
 
 /** Inserts at an index: nil object or index > count is a no-op. */
-CS_ALWAYS_INLINE void cs_insert_at(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id object,
-                                   NSUInteger index) {
+CS_ALWAYS_INLINE void cs_insert_at(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                   CS_UNRETAINED id object, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(object == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
@@ -109,7 +110,7 @@ CS_ALWAYS_INLINE void cs_remove_at(IMP original, CS_UNRETAINED id self, SEL _cmd
 
 /** Replaces at an index: index >= count or a nil object is a no-op. */
 CS_ALWAYS_INLINE void cs_replace_at(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index,
-                                    id object) {
+                                    CS_UNRETAINED id object) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count)) {
@@ -240,8 +241,8 @@ static cs_opaque_object cs_dictionary_count_init(IMP original, CS_UNRETAINED id 
 }
 
 /** Keyed stores (-setObject:forKey:): a nil key or a nil value is a no-op. */
-CS_ALWAYS_INLINE void cs_keyed_store(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id object,
-                                     id key) {
+CS_ALWAYS_INLINE void cs_keyed_store(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                     CS_UNRETAINED id object, CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(key == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
@@ -253,7 +254,8 @@ CS_ALWAYS_INLINE void cs_keyed_store(IMP original, CS_UNRETAINED id self, SEL _c
 }
 
 /** Keyed removal: a nil key is a no-op. */
-CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
+CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                      CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return;
@@ -266,17 +268,17 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _
     static inline id name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) { return cs_index_read(o, s, c, w, i); } \
     CS_DEFINE_FAST_HOOK_1(name, id, NSUInteger, cs_index_read_fast)
 #define CS_NIL_ADD_HOOK(name)                                                                      \
-    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, id x) { cs_nil_object_add(o, s, c, w, x); } \
-    CS_DEFINE_HOOK_1(name, void, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x) { cs_nil_object_add(o, s, c, w, x); } \
+    CS_DEFINE_HOOK_1(name, void, CS_UNRETAINED id)
 #define CS_INSERT_AT_HOOK(name)                                                                    \
-    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, id x, NSUInteger i) { cs_insert_at(o, s, c, w, x, i); } \
-    CS_DEFINE_HOOK_2(name, void, id, NSUInteger)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x, NSUInteger i) { cs_insert_at(o, s, c, w, x, i); } \
+    CS_DEFINE_HOOK_2(name, void, CS_UNRETAINED id, NSUInteger)
 #define CS_REMOVE_AT_HOOK(name)                                                                    \
     static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) { cs_remove_at(o, s, c, w, i); } \
     CS_DEFINE_HOOK_1(name, void, NSUInteger)
 #define CS_REPLACE_AT_HOOK(name)                                                                   \
-    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i, id x) { cs_replace_at(o, s, c, w, i, x); } \
-    CS_DEFINE_HOOK_2(name, void, NSUInteger, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i, CS_UNRETAINED id x) { cs_replace_at(o, s, c, w, i, x); } \
+    CS_DEFINE_HOOK_2(name, void, NSUInteger, CS_UNRETAINED id)
 #define CS_OBJECTS_COUNT_HOOK(name)                                                                \
     static inline cs_opaque_object name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, const id *x, NSUInteger n) { \
         return cs_objects_count_init(o, s, c, w, x, n);                                            \
@@ -289,11 +291,11 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _
     }                                                                                              \
     CS_DEFINE_HOOK_3(name, cs_opaque_object, const id *, const id *, NSUInteger)
 #define CS_KEYED_STORE_HOOK(name)                                                                  \
-    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, id x, id k) { cs_keyed_store(o, s, c, w, x, k); } \
-    CS_DEFINE_HOOK_2(name, void, id, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x, CS_UNRETAINED id k) { cs_keyed_store(o, s, c, w, x, k); } \
+    CS_DEFINE_HOOK_2(name, void, CS_UNRETAINED id, CS_UNRETAINED id)
 #define CS_KEYED_REMOVE_HOOK(name)                                                                 \
-    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, id k) { cs_keyed_remove(o, s, c, w, k); } \
-    CS_DEFINE_HOOK_1(name, void, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id k) { cs_keyed_remove(o, s, c, w, k); } \
+    CS_DEFINE_HOOK_1(name, void, CS_UNRETAINED id)
 
 #pragma mark - NSArray
 
@@ -316,7 +318,7 @@ static inline id cs_array_subarrayWithRange(IMP original, CS_UNRETAINED id self,
 CS_DEFINE_HOOK_1(cs_array_subarrayWithRange, id, NSRange)
 
 static inline id cs_array_objectsAtIndexes(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                           NSIndexSet *indexes) {
+                                           CS_UNRETAINED NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(indexes == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return [NSArray array];
@@ -335,7 +337,7 @@ static inline id cs_array_objectsAtIndexes(IMP original, CS_UNRETAINED id self, 
     }
     return ((id(*)(id, SEL, NSIndexSet *))original)(self, _cmd, indexes);
 }
-CS_DEFINE_HOOK_1(cs_array_objectsAtIndexes, id, NSIndexSet *)
+CS_DEFINE_HOOK_1(cs_array_objectsAtIndexes, id, CS_UNRETAINED NSIndexSet *)
 
 /* `buffer` is the caller's C array: the original stores borrowed (unretained) pointers into it. */
 static inline void cs_array_getObjects_range(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
@@ -376,7 +378,7 @@ CS_REMOVE_LAST_HOOK(cs_marray_removeLastObject)
 /** -replaceObjectsInRange:withObjectsFromArray:: a range not within [0, count] is a no-op (a nil
  *  array is legal: it removes the range). */
 static inline void cs_marray_replaceObjectsInRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                   NSRange range, NSArray *objects) {
+                                                   NSRange range, CS_UNRETAINED NSArray *objects) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count)) &&
         cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
@@ -384,12 +386,12 @@ static inline void cs_marray_replaceObjectsInRange(IMP original, CS_UNRETAINED i
         return;
     ((void (*)(id, SEL, NSRange, NSArray *))original)(self, _cmd, range, objects);
 }
-CS_DEFINE_HOOK_2(cs_marray_replaceObjectsInRange, void, NSRange, NSArray *)
+CS_DEFINE_HOOK_2(cs_marray_replaceObjectsInRange, void, NSRange, CS_UNRETAINED NSArray *)
 
 /** -replaceObjectsInRange:withObjectsFromArray:range:: either range out of its array is a no-op. */
 static inline void cs_marray_replaceObjectsInRange_range(IMP original, CS_UNRETAINED id self, SEL _cmd,
-                                                         const void *caller, NSRange range, NSArray *objects,
-                                                         NSRange source) {
+                                                         const void *caller, NSRange range,
+                                                         CS_UNRETAINED NSArray *objects, NSRange source) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger count;
         if (cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count))) {
@@ -404,17 +406,17 @@ static inline void cs_marray_replaceObjectsInRange_range(IMP original, CS_UNRETA
     }
     ((void (*)(id, SEL, NSRange, NSArray *, NSRange))original)(self, _cmd, range, objects, source);
 }
-CS_DEFINE_HOOK_3(cs_marray_replaceObjectsInRange_range, void, NSRange, NSArray *, NSRange)
+CS_DEFINE_HOOK_3(cs_marray_replaceObjectsInRange_range, void, NSRange, CS_UNRETAINED NSArray *, NSRange)
 
 /** -arrayByAddingObject: nil answers an unchanged (immutable) copy of the receiver. */
 static inline id cs_array_arrayByAddingObject(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                              id object) {
+                                              CS_UNRETAINED id object) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
         return CS_AUTORELEASE([(NSArray *)self copy]);
     return ((id(*)(id, SEL, id))original)(self, _cmd, object);
 }
-CS_DEFINE_HOOK_1(cs_array_arrayByAddingObject, id, id)
+CS_DEFINE_HOOK_1(cs_array_arrayByAddingObject, id, CS_UNRETAINED id)
 
 /** Exchanges: either index >= count is a no-op. */
 CS_ALWAYS_INLINE void cs_exchange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger a,
@@ -444,7 +446,7 @@ CS_ALWAYS_INLINE void cs_remove_range(IMP original, CS_UNRETAINED id self, SEL _
 /** -insertObjects:atIndexes:: nil array or index set, a count mismatch, or an index beyond the
  *  result is a no-op. Indexes are positions in the result, so with n objects each must be < count + n. */
 CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                   NSArray *objects, NSIndexSet *indexes) {
+                                                   CS_UNRETAINED NSArray *objects, CS_UNRETAINED NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         /* One incident per call: the first problem found is the one reported. */
         NSUInteger n = [objects count], slots = [indexes count];
@@ -471,10 +473,10 @@ CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, CS_UNRETAINED i
     static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSRange r) { cs_remove_range(o, s, c, w, r); } \
     CS_DEFINE_HOOK_1(name, void, NSRange)
 #define CS_INSERT_OBJECTS_HOOK(name)                                                               \
-    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSArray *x, NSIndexSet *i) {        \
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED NSArray *x, CS_UNRETAINED NSIndexSet *i) {        \
         cs_insert_objects_at_indexes(o, s, c, w, x, i);                                            \
     }                                                                                              \
-    CS_DEFINE_HOOK_2(name, void, NSArray *, NSIndexSet *)
+    CS_DEFINE_HOOK_2(name, void, CS_UNRETAINED NSArray *, CS_UNRETAINED NSIndexSet *)
 
 /* -setObject:atIndexedSubscript: (and the ordered set's -setObject:atIndex:): index == count
  * appends (legal); index > count or a nil object is a no-op, exactly the insert rule. */
@@ -492,13 +494,14 @@ CS_KEYED_REMOVE_HOOK(cs_mdictionary_removeObjectForKey)
 
 /** A nil value with a real key removes the key: legal (SPEC §2 rule 1), so only a nil key is caught. */
 static inline void cs_mdictionary_setObject_forKeyedSubscript(IMP original, CS_UNRETAINED id self, SEL _cmd,
-                                                              const void *caller, id object, id key) {
+                                                              const void *caller, CS_UNRETAINED id object,
+                                                              CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, object, key);
 }
-CS_DEFINE_HOOK_2(cs_mdictionary_setObject_forKeyedSubscript, void, id, id)
+CS_DEFINE_HOOK_2(cs_mdictionary_setObject_forKeyedSubscript, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
 #pragma mark - NSSet, NSMutableSet, NSOrderedSet, NSMutableOrderedSet
 
@@ -519,13 +522,13 @@ CS_NIL_ADD_HOOK(cs_moset_removeObject)
 CS_INSERT_AT_HOOK(cs_moset_insertObject_atIndex)
 #else
 static inline void cs_moset_insertObject_atIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                 id object, NSUInteger index) {
+                                                 CS_UNRETAINED id object, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, object, index);
 }
-CS_DEFINE_HOOK_2(cs_moset_insertObject_atIndex, void, id, NSUInteger)
+CS_DEFINE_HOOK_2(cs_moset_insertObject_atIndex, void, CS_UNRETAINED id, NSUInteger)
 #endif
 CS_REMOVE_AT_HOOK(cs_moset_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_moset_replaceObjectAtIndex_withObject)
@@ -546,7 +549,7 @@ CS_INSERT_OBJECTS_HOOK(cs_moset_insertObjects_atIndexes)
 CS_KEYED_STORE_HOOK(cs_cache_setObject_forKey)
 
 static inline void cs_cache_setObject_forKey_cost(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                  id object, id key, NSUInteger cost) {
+                                                  CS_UNRETAINED id object, CS_UNRETAINED id key, NSUInteger cost) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(key == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
@@ -556,25 +559,26 @@ static inline void cs_cache_setObject_forKey_cost(IMP original, CS_UNRETAINED id
     }
     ((void (*)(id, SEL, id, id, NSUInteger))original)(self, _cmd, object, key, cost);
 }
-CS_DEFINE_HOOK_3(cs_cache_setObject_forKey_cost, void, id, id, NSUInteger)
+CS_DEFINE_HOOK_3(cs_cache_setObject_forKey_cost, void, CS_UNRETAINED id, CS_UNRETAINED id, NSUInteger)
 
 /** A nil value with a real key removes the key (legal); only a nil key is caught. */
 static inline void cs_defaults_setObject_forKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                id object, id key) {
+                                                CS_UNRETAINED id object, CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, object, key);
 }
-CS_DEFINE_HOOK_2(cs_defaults_setObject_forKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_defaults_setObject_forKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_defaults_objectForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_defaults_objectForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                          CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_defaults_objectForKey, id, id)
+CS_DEFINE_HOOK_1(cs_defaults_objectForKey, id, CS_UNRETAINED id)
 
 CS_KEYED_REMOVE_HOOK(cs_defaults_removeObjectForKey)
 

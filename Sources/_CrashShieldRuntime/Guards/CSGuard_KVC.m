@@ -123,100 +123,105 @@ static BOOL cs_kvc_nil_path_write_raises(CS_UNRETAINED id self) {
 #pragma mark - Hook bodies
 
 static inline void cs_kvc_setValueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                  id value, id key) {
+                                                  CS_UNRETAINED id value, CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_undefined_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "undefined key: value ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_setValueForUndefinedKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_setValueForUndefinedKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
 static inline id cs_kvc_valueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                             id key) {
+                                             CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_undefined_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "undefined key: nil returned", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_valueForUndefinedKey, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_valueForUndefinedKey, id, CS_UNRETAINED id)
 
-static inline void cs_kvc_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
+static inline void cs_kvc_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_nil_for_scalar_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil for a scalar property: ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_setNilValueForKey, void, id)
+CS_DEFINE_HOOK_1(cs_kvc_setNilValueForKey, void, CS_UNRETAINED id)
 
-static inline void cs_kvc_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id value,
-                                         id key) {
+static inline void cs_kvc_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                         CS_UNRETAINED id value, CS_UNRETAINED id key) {
     if (CS_UNLIKELY(key == nil) && cs_guard_is_on(G) && cs_kvc_nil_key_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key: value ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_setValueForKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_setValueForKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_kvc_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                    CS_UNRETAINED id key) {
     if (CS_UNLIKELY(key == nil) && cs_guard_is_on(G) && cs_kvc_nil_key_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key: nil returned", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_valueForKey, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_valueForKey, id, CS_UNRETAINED id)
 
 static inline void cs_kvc_setValueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                             id value, id path) {
+                                             CS_UNRETAINED id value, CS_UNRETAINED id path) {
     if (CS_UNLIKELY(path == nil) && cs_guard_is_on(G) && cs_kvc_nil_path_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key path: value ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, value, path);
 }
-CS_DEFINE_HOOK_2(cs_kvc_setValueForKeyPath, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_setValueForKeyPath, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_kvc_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id path) {
+static inline id cs_kvc_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                        CS_UNRETAINED id path) {
     if (CS_UNLIKELY(path == nil) && cs_guard_is_on(G) && cs_kvc_nil_path_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key path: nil returned", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, path);
 }
-CS_DEFINE_HOOK_1(cs_kvc_valueForKeyPath, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_valueForKeyPath, id, CS_UNRETAINED id)
 
 /* Class side: the same bodies behind their own slots (the root metaclass's copies). */
 static inline void cs_kvc_class_setValueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd,
-                                                        const void *caller, id value, id key) {
+                                                        const void *caller, CS_UNRETAINED id value,
+                                                        CS_UNRETAINED id key) {
     cs_kvc_setValueForUndefinedKey(original, self, _cmd, caller, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_class_setValueForUndefinedKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_class_setValueForUndefinedKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 static inline id cs_kvc_class_valueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                   id key) {
+                                                   CS_UNRETAINED id key) {
     return cs_kvc_valueForUndefinedKey(original, self, _cmd, caller, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_valueForUndefinedKey, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_class_valueForUndefinedKey, id, CS_UNRETAINED id)
 static inline void cs_kvc_class_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                  id key) {
+                                                  CS_UNRETAINED id key) {
     cs_kvc_setNilValueForKey(original, self, _cmd, caller, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_setNilValueForKey, void, id)
+CS_DEFINE_HOOK_1(cs_kvc_class_setNilValueForKey, void, CS_UNRETAINED id)
 static inline void cs_kvc_class_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                               id value, id key) {
+                                               CS_UNRETAINED id value, CS_UNRETAINED id key) {
     cs_kvc_setValueForKey(original, self, _cmd, caller, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKey, void, id, id)
-static inline id cs_kvc_class_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, id key) {
+CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
+static inline id cs_kvc_class_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                          CS_UNRETAINED id key) {
     return cs_kvc_valueForKey(original, self, _cmd, caller, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_valueForKey, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_class_valueForKey, id, CS_UNRETAINED id)
 static inline void cs_kvc_class_setValueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                                   id value, id path) {
+                                                   CS_UNRETAINED id value, CS_UNRETAINED id path) {
     cs_kvc_setValueForKeyPath(original, self, _cmd, caller, value, path);
 }
-CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKeyPath, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKeyPath, void, CS_UNRETAINED id, CS_UNRETAINED id)
 static inline id cs_kvc_class_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
-                                              id path) {
+                                              CS_UNRETAINED id path) {
     return cs_kvc_valueForKeyPath(original, self, _cmd, caller, path);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_valueForKeyPath, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_class_valueForKeyPath, id, CS_UNRETAINED id)
 
 #pragma mark - Registration
 

@@ -221,18 +221,18 @@ static inline id cs_sel_perform0(IMP original, CS_UNRETAINED id self, SEL _cmd, 
 CS_DEFINE_FAST_HOOK_1(cs_sel_perform0, id, SEL, cs_sel_answered_by_memo)
 
 static inline id cs_sel_perform1(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
-                                 id object) {
+                                 CS_UNRETAINED id object) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object));
 }
-CS_DEFINE_FAST_HOOK_2(cs_sel_perform1, id, SEL, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_2(cs_sel_perform1, id, SEL, CS_UNRETAINED id, cs_sel_answered_by_memo)
 
-static inline id cs_sel_perform2(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel, id object1,
-                                 id object2) {
+static inline id cs_sel_perform2(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
+                                 CS_UNRETAINED id object1, CS_UNRETAINED id object2) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2));
 }
-CS_DEFINE_FAST_HOOK_3(cs_sel_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_3(cs_sel_perform2, id, SEL, CS_UNRETAINED id, CS_UNRETAINED id, cs_sel_answered_by_memo)
 
 /* The class side: the root metaclass's own copies of the same methods. */
 static inline id cs_sel_class_perform0(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel) {
@@ -240,15 +240,15 @@ static inline id cs_sel_class_perform0(IMP original, CS_UNRETAINED id self, SEL 
 }
 CS_DEFINE_FAST_HOOK_1(cs_sel_class_perform0, id, SEL, cs_sel_answered_by_memo)
 static inline id cs_sel_class_perform1(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
-                                       id object) {
+                                       CS_UNRETAINED id object) {
     return cs_sel_perform1(original, self, _cmd, caller, sel, object);
 }
-CS_DEFINE_FAST_HOOK_2(cs_sel_class_perform1, id, SEL, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_2(cs_sel_class_perform1, id, SEL, CS_UNRETAINED id, cs_sel_answered_by_memo)
 static inline id cs_sel_class_perform2(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
-                                       id object1, id object2) {
+                                       CS_UNRETAINED id object1, CS_UNRETAINED id object2) {
     return cs_sel_perform2(original, self, _cmd, caller, sel, object1, object2);
 }
-CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, CS_UNRETAINED id, CS_UNRETAINED id, cs_sel_answered_by_memo)
 
 /* Root-only: classes that override performSelector: (NSProxy, apps) keep theirs. */
 static const CSHookSpec kSelectorHooks[] = {
