@@ -34,7 +34,7 @@ size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, 
 /** One question for cs_backend_visit_owners(): which classes at or below `root` define `sel`
  *  themselves (with `class_side`, which metaclasses define the class method). */
 typedef struct {
-    Class root;
+    CS_UNRETAINED Class root;
     SEL sel;
     BOOL class_side;
 } cs_owner_query;
@@ -95,7 +95,7 @@ BOOL cs_backend_class_defines(Class cls, SEL sel);
 SEL cs_backend_selector(const char *name);
 
 /** True when the receiver is a class object (a `+` message). */
-BOOL cs_backend_is_class_object(id receiver);
+BOOL cs_backend_is_class_object(CS_UNRETAINED id receiver);
 
 /**
  * Gives `cls` its own implementation of the instance method `sel`: replaces it in place when `cls`
@@ -124,11 +124,13 @@ typedef enum {
 
 /** Asked for a message that no class in the receiver's chain implements (receiver never nil),
  *  on the sending thread, before the runtime's own forwarding, and only when the backend knows
- *  how the caller expects the result (see below). Must not message the receiver. */
-typedef cs_forward_decision (*cs_forward_decider)(id receiver, SEL sel);
+ *  how the caller expects the result (see below). Must not message the receiver. The receiver
+ *  parameters of these callbacks are CS_UNRETAINED (write them so in the implementations too:
+ *  the function-pointer type does not enforce it): the receiver may be a zombie or deallocating. */
+typedef cs_forward_decision (*cs_forward_decider)(CS_UNRETAINED id receiver, SEL sel);
 
 /** Called by the stub when it answers a message, with the call site's return address. */
-typedef void (*cs_forward_reporter)(id receiver, SEL sel, const void *caller);
+typedef void (*cs_forward_reporter)(CS_UNRETAINED id receiver, SEL sel, const void *caller);
 
 /**
  * Routes unrecognized messages through `decide` and, when it says STUB, answers them with a stub
@@ -164,17 +166,17 @@ typedef struct {
  *  object in a register (NSObject's performSelector: family): an unrecognized lookup of exactly
  *  that pair may then be answered even when `sel` is untyped. Returns the previous mark, to be
  *  handed back to cs_backend_object_call_end when the call returns (marks nest). */
-cs_object_call_mark cs_backend_object_call_begin(id receiver, SEL sel);
+cs_object_call_mark cs_backend_object_call_begin(CS_UNRETAINED id receiver, SEL sel);
 void cs_backend_object_call_end(cs_object_call_mark previous);
 
 /** For the retarget class: the object that answers `sel` instead of `receiver`, or nil. Called
  *  at lookup and again at the call; must not message the receiver. */
-typedef id (*cs_forward_target_fn)(id receiver, SEL sel);
+typedef id (*cs_forward_target_fn)(CS_UNRETAINED id receiver, SEL sel);
 
 /** The retarget client's decision at lookup. `zero_answerable` says whether a STUB answer would
  *  be given (the call's return convention is known), so a client that only records (report-only)
  *  records exactly what it would otherwise neutralise. Must not message the receiver. */
-typedef cs_forward_decision (*cs_forward_retarget_decider)(id receiver, SEL sel, BOOL zero_answerable);
+typedef cs_forward_decision (*cs_forward_retarget_decider)(CS_UNRETAINED id receiver, SEL sel, BOOL zero_answerable);
 
 /**
  * Takes over unrecognized messages to instances of exactly `cls`: at lookup `decide` answers
@@ -200,11 +202,13 @@ void cs_backend_uninstall_forward_retarget(void);
  * -dealloc bodies), before the memory is freed. Contract for a callback: no autoreleased objects,
  * no lock held while releasing anything (a release may run another -dealloc on this thread), no
  * formatting. Nested deallocs caused by a callback run the callbacks too, up to a small depth.
+ * `object` is CS_UNRETAINED in the observers and the keeper as well (ARC must not retain an object
+ * in -dealloc; a function-pointer type does not carry the qualifier, so each definition states it).
  */
-typedef void (*cs_dealloc_observer)(id object);
+typedef void (*cs_dealloc_observer)(CS_UNRETAINED id object);
 /** Decides, after the observers ran, whether to keep the object's memory (a zombie). Returns YES
  *  when it took the object over: the original -dealloc is then not called. */
-typedef BOOL (*cs_dealloc_keeper)(id object);
+typedef BOOL (*cs_dealloc_keeper)(CS_UNRETAINED id object);
 
 /** Adds an observer to the fixed list (8 entries). Returns NO when the list is full. Idempotent. */
 BOOL cs_dealloc_add_observer(cs_dealloc_observer observer);
@@ -217,13 +221,6 @@ BOOL cs_dealloc_hook_acquire(void);
 void cs_dealloc_hook_release(void);
 /** The -[NSObject dealloc] implementation the hook replaced (frees the object), or NULL. */
 IMP cs_dealloc_original(void);
-
-/** `[super dealloc]` in the SDK's own helper classes (ARC inserts it by itself). */
-#if __has_feature(objc_arc)
-#define CS_SUPER_DEALLOC() ((void)0)
-#else
-#define CS_SUPER_DEALLOC() [super dealloc]
-#endif
 
 /** True on the process's main thread. */
 BOOL cs_backend_is_main_thread(void);

@@ -18,7 +18,7 @@
 
 typedef void (*cs_dtable_update_fn)(Class);
 
-static void cs_dummy_imp(id self, SEL _cmd) {
+static void cs_dummy_imp(CS_UNRETAINED id self, SEL _cmd) {
     (void)self;
     (void)_cmd;
 }
@@ -189,7 +189,7 @@ const char *cs_backend_selector_types(SEL sel) {
  * method. GNUstep installs its own forward2 (NSInvocation-based forwarding); it is kept as the
  * chained previous hook. Nothing here is cached by the runtime: every miss comes back. */
 
-typedef IMP (*cs_forward2_fn)(id, SEL);
+typedef IMP (*cs_forward2_fn)(CS_UNRETAINED id, SEL);
 
 static cs_forward2_fn g_previous_forward2;
 static cs_forward_decider g_forward_decider;   /* CS_ATOMIC_* */
@@ -205,7 +205,7 @@ static cs_forward_reporter g_retarget_reporter; /* CS_ATOMIC_* */
  * performSelector: family, consumed by the one lookup it describes. */
 static __thread cs_object_call_mark t_object_call;
 
-cs_object_call_mark cs_backend_object_call_begin(id receiver, SEL sel) {
+cs_object_call_mark cs_backend_object_call_begin(CS_UNRETAINED id receiver, SEL sel) {
     cs_object_call_mark previous = t_object_call;
     t_object_call.receiver = receiver;
     t_object_call.sel = sel;
@@ -217,7 +217,7 @@ void cs_backend_object_call_end(cs_object_call_mark previous) {
 }
 
 /* True (and the mark consumed) when this lookup is the marked object call. */
-static BOOL cs_gnu_take_object_call_mark(id receiver, SEL sel) {
+static BOOL cs_gnu_take_object_call_mark(CS_UNRETAINED id receiver, SEL sel) {
     if (t_object_call.sel == NULL || t_object_call.receiver != receiver || t_object_call.sel != sel) return NO;
     t_object_call.receiver = nil;
     t_object_call.sel = NULL;
@@ -226,7 +226,8 @@ static BOOL cs_gnu_take_object_call_mark(id receiver, SEL sel) {
 
 /* Called by the zero stubs below; hidden so the asm can call it directly. Messages to the
  * retarget class were answered for the retarget client, every other one for the handler. */
-__attribute__((visibility("hidden"), used)) void cs_gnu_forward_report(id receiver, SEL sel, const void *caller) {
+__attribute__((visibility("hidden"), used)) void cs_gnu_forward_report(CS_UNRETAINED id receiver, SEL sel,
+                                                                       const void *caller) {
     uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
     cs_forward_reporter report = retarget_class != 0 && (uintptr_t)object_getClass(receiver) == retarget_class
                                      ? CS_ATOMIC_LOAD(&g_retarget_reporter)
@@ -237,7 +238,8 @@ __attribute__((visibility("hidden"), used)) void cs_gnu_forward_report(id receiv
 /* Called by the retarget stubs at the moment of the call: reports, stores the receiver to use
  * instead in *target, and returns its implementation of `sel`. A nil target (the client changed
  * its mind since the lookup) gets the runtime's nil-receiver IMP, which returns zero. */
-__attribute__((visibility("hidden"), used)) IMP cs_gnu_retarget(id receiver, SEL sel, const void *caller, id *target) {
+__attribute__((visibility("hidden"), used)) IMP cs_gnu_retarget(CS_UNRETAINED id receiver, SEL sel, const void *caller,
+                                                                 CS_UNRETAINED id *target) {
     cs_forward_target_fn target_for = CS_ATOMIC_LOAD(&g_retarget_target);
     id replacement = target_for ? target_for(receiver, sel) : nil;
     cs_forward_reporter report = CS_ATOMIC_LOAD(&g_retarget_reporter);
@@ -378,7 +380,7 @@ typedef enum {
     CS_CALL_TYPED = 2,     /* the call-site types of a typed selector say it */
 } cs_call_convention;
 
-static cs_call_convention cs_gnu_convention(id receiver, SEL sel) {
+static cs_call_convention cs_gnu_convention(CS_UNRETAINED id receiver, SEL sel) {
     if (cs_gnu_take_object_call_mark(receiver, sel)) return CS_CALL_OBJECT;
     const char *types = sel_getTypeEncoding(sel);
     return types != NULL && types[0] != 0 ? CS_CALL_TYPED : CS_CALL_UNKNOWN;
@@ -408,7 +410,7 @@ static IMP cs_gnu_retarget_stub_for(id target, SEL sel, cs_call_convention conve
 /* A struct returned in memory: the caller passes the buffer in rdi, so self and _cmd move one
  * argument along. The size comes from the call-site types of the selector it was called with
  * (only typed selectors get this stub). */
-static void *cs_gnu_sret_stub(void *result, id self, SEL sel) {
+static void *cs_gnu_sret_stub(void *result, CS_UNRETAINED id self, SEL sel) {
     const char *types = sel_getTypeEncoding(sel);
     int size = types ? objc_sizeof_type(objc_skip_type_qualifiers(types)) : 0;
     if (size > 0) memset(result, 0, (size_t)size);
@@ -451,7 +453,7 @@ static IMP cs_gnu_stub_for(SEL sel, cs_call_convention convention) {
 }
 #else
 typedef int cs_call_convention;
-static cs_call_convention cs_gnu_convention(id receiver, SEL sel) {
+static cs_call_convention cs_gnu_convention(CS_UNRETAINED id receiver, SEL sel) {
     (void)cs_gnu_take_object_call_mark(receiver, sel);
     return 0;
 }
@@ -469,7 +471,7 @@ static IMP cs_gnu_retarget_stub_for(id target, SEL sel, cs_call_convention conve
 #endif
 
 /* The forward hook. Nothing here messages the receiver. */
-static IMP cs_gnu_forward2(id receiver, SEL sel) {
+static IMP cs_gnu_forward2(CS_UNRETAINED id receiver, SEL sel) {
     if (receiver != nil) {
         cs_call_convention convention = cs_gnu_convention(receiver, sel);
         uintptr_t retarget_class = CS_ATOMIC_LOAD(&g_retarget_class);
@@ -679,14 +681,14 @@ SEL cs_backend_selector(const char *name) {
     return sel_registerName(name);
 }
 
-BOOL cs_backend_is_class_object(id receiver) {
+BOOL cs_backend_is_class_object(CS_UNRETAINED id receiver) {
     return receiver != nil && class_isMetaClass(object_getClass(receiver));
 }
 
 BOOL cs_backend_class_is_system(Class cls) {
     for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
         Dl_info info;
-        if (dladdr((const void *)c, &info) != 0 && info.dli_fname != NULL)
+        if (dladdr(CS_POINTER(c), &info) != 0 && info.dli_fname != NULL)
             return cs_address_is_in_system_image((uintptr_t)c) ? YES : NO;
     }
     return YES;

@@ -35,7 +35,8 @@ static int g_acquired;                                        /* under g_lock */
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread unsigned t_depth;
 
-static void cs_dealloc_hook(id self, SEL _cmd) {
+/* `self` is mid-dealloc: never retained (CS_UNRETAINED), in either mode. */
+static void cs_dealloc_hook(CS_UNRETAINED id self, SEL _cmd) {
     IMP original = CS_ATOMIC_LOAD(&g_original);
     if (CS_LIKELY(t_depth < kMaxDepth)) {
         t_depth++;
@@ -45,13 +46,13 @@ static void cs_dealloc_hook(id self, SEL _cmd) {
                 if (observer) observer(self);
             }
         }
-        cs_sidetable_remove_all(self);
+        cs_sidetable_remove_all(CS_POINTER(self));
         cs_dealloc_keeper keeper = CS_ATOMIC_LOAD(&g_keeper);
         BOOL kept = keeper ? keeper(self) : NO;
         t_depth--;
         if (kept) return;
     }
-    ((void (*)(id, SEL))original)(self, _cmd);
+    ((void (*)(CS_UNRETAINED id, SEL))original)(self, _cmd);
 }
 
 BOOL cs_dealloc_add_observer(cs_dealloc_observer observer) {

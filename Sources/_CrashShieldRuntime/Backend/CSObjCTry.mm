@@ -24,11 +24,13 @@ extern "C" void cs_objc_try_finally(void (*body)(void *context), void (*cleanup)
 
 #if !defined(__APPLE__)
 extern "C" void *cs_interned_string(void *volatile *cache, const char *utf8) {
-    NSString *made = [[NSString alloc] initWithUTF8String:utf8]; /* +1, kept for good */
+    NSString *made = [[NSString alloc] initWithUTF8String:utf8];
+    void *kept = CS_RETAINED_POINTER(made); /* +1 owned by the cache, for good */
+    CS_RELEASE(made);
     void *expected = NULL;
-    if (__atomic_compare_exchange_n(cache, &expected, (void *)made, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return (void *)made;
-    [made release];
+    if (__atomic_compare_exchange_n(cache, &expected, kept, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return kept;
+    CS_RELEASE_POINTER(kept); /* lost the race: the winner's string is the one kept */
     return expected;
 }
 #endif

@@ -88,8 +88,14 @@ void *cs_sidetable_get(void *object, const void *key) {
         }
     pthread_mutex_unlock(&stripe->lock);
     if (found == NULL) return NULL;
-    /* Hand the caller an autoreleased reference: the +1 taken under the lock balances here. */
+    /* Hand the caller an autoreleased reference: the +1 taken under the lock balances here. Under
+     * ARC a strong local would be released before the caller sees the value; storing into an
+     * __autoreleasing variable is ARC's retain + autorelease. */
+#if __has_feature(objc_arc)
+    __autoreleasing id result = CS_OBJECT(found);
+#else
     id result = CS_AUTORELEASE(CS_RETAIN(CS_OBJECT(found)));
+#endif
     CS_RELEASE_POINTER(found);
     return CS_POINTER(result);
 }

@@ -93,9 +93,10 @@ static inline BOOL cs_guard_is_on(CSGuard *g) {
 }
 
 /** Records a misuse (see the hook contract above). `reason` is a static template whose "{}"
- *  markers are replaced by `a0`, `a1` when the incident is formatted. Returns YES to neutralise. */
-BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
-                     uint64_t a0, uint64_t a1);
+ *  markers are replaced by `a0`, `a1` when the incident is formatted. Returns YES to neutralise.
+ *  `receiver` is never retained (CS_UNRETAINED): it may be deallocating or a zombie. */
+BOOL cs_guard_misuse(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void *caller, const char *reason,
+                     uint8_t argc, uint64_t a0, uint64_t a1);
 
 /** How the class filters (allow/deny prefixes) list a class. */
 typedef enum {
@@ -110,8 +111,8 @@ cs_class_listing cs_guard_class_listing(Class cls);
 
 /** Records a misuse like cs_guard_misuse() but without consulting the class filters: for a
  *  guard that applies its own scope (the selector guard). Returns YES to neutralise. */
-BOOL cs_guard_record(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
-                     uint64_t a0, uint64_t a1);
+BOOL cs_guard_record(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void *caller, const char *reason,
+                     uint8_t argc, uint64_t a0, uint64_t a1);
 
 /* ---- canary helpers: used inside a guard's canary function ------------------------------- */
 

@@ -333,8 +333,8 @@ static cs_discovery cs_discover_owners(size_t *spec_query, size_t spec_total) {
 
 #pragma mark - Hook API
 
-BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
-                     uint64_t a0, uint64_t a1) {
+BOOL cs_guard_misuse(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void *caller, const char *reason,
+                     uint8_t argc, uint64_t a0, uint64_t a1) {
     if (CS_ATOMIC_LOAD_RELAXED(&g->policy) == CS_POLICY_OFF) return NO;
     BOOL is_class = cs_backend_is_class_object(receiver);
     Class cls = is_class ? (Class)receiver : object_getClass(receiver);
@@ -342,8 +342,8 @@ BOOL cs_guard_misuse(CSGuard *g, id receiver, SEL cmd, const void *caller, const
     return cs_guard_record(g, receiver, cmd, caller, reason, argc, a0, a1);
 }
 
-BOOL cs_guard_record(CSGuard *g, id receiver, SEL cmd, const void *caller, const char *reason, uint8_t argc,
-                     uint64_t a0, uint64_t a1) {
+BOOL cs_guard_record(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void *caller, const char *reason,
+                     uint8_t argc, uint64_t a0, uint64_t a1) {
     cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&g->policy);
     if (policy == CS_POLICY_OFF) return NO;
     BOOL is_class = cs_backend_is_class_object(receiver);

@@ -10,6 +10,14 @@
  *
  * and CS_DEFINE_HOOK_<arity>(body, RET, T1, ...) generates `body_slots` with the slot functions.
  * `caller` is the return address into the code that sent the message: the incident's call site.
+ *
+ * Ownership (MRC and ARC alike): a hook owns nothing it is passed. `self` is CS_UNRETAINED in the
+ * slots, and the bodies write it and their object arguments (in their signatures and in the
+ * CS_DEFINE_HOOK type list: `CS_UNRETAINED id`) the same way: under ARC a plain `id` parameter is
+ * retained on entry, which a method's own `self` never is, and a hooked method may run on, or be
+ * passed, an object in -dealloc (`[registry removeObject:self]` from a -dealloc).
+ * A hook whose original returns an object with other than +0 ownership (the init family, which
+ * also consumes `self`) declares RET as cs_opaque_object; see there.
  */
 #ifndef CS_HOOK_SLOTS_H
 #define CS_HOOK_SLOTS_H
@@ -20,6 +28,15 @@
  * -characterAtIndex:; Apple's clusters have more) plus opted-in app classes. Owners beyond it are
  * skipped and reported, and never make the guard fail. */
 #define CS_SLOT_COUNT 32
+
+/**
+ * An object result that crosses a hook with whatever ownership its original gives it. A C function
+ * returning `id` returns +0 to ARC, which would retain and autorelease an init method's +1 result
+ * on its way through; as a plain pointer the result passes untouched, as under MRC. For hooks of
+ * the init family (and bodies shared with their +0 class-side factories): the body calls the
+ * original as `cs_opaque_object (*)(CS_UNRETAINED id, SEL, ...)` and returns its result.
+ */
+typedef void *cs_opaque_object;
 
 typedef struct {
     IMP replacement[CS_SLOT_COUNT]; /* the generated slot functions, fixed at compile time */
@@ -65,24 +82,24 @@ typedef struct {
 #define CS_CALLER __builtin_return_address(0)
 
 #define CS_SLOT_0(N, b, R) \
-    static R b##_slot##N(id self, SEL _cmd) { return b(CS_ORIG(N, b), self, _cmd, CS_CALLER); }
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd) { return b(CS_ORIG(N, b), self, _cmd, CS_CALLER); }
 #define CS_SLOT_1(N, b, R, T1) \
-    static R b##_slot##N(id self, SEL _cmd, T1 a1) { return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1); }
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd, T1 a1) { return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1); }
 #define CS_SLOT_2(N, b, R, T1, T2)                                                                 \
-    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2) {                                        \
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd, T1 a1, T2 a2) {                          \
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2);                                    \
     }
 #define CS_SLOT_3(N, b, R, T1, T2, T3)                                                             \
-    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2, T3 a3) {                                 \
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd, T1 a1, T2 a2, T3 a3) {                   \
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3);                                \
     }
 #define CS_SLOT_4(N, b, R, T1, T2, T3, T4)                                                         \
-    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2, T3 a3, T4 a4) {                          \
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd, T1 a1, T2 a2, T3 a3, T4 a4) {            \
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4);                            \
     }
 
 #define CS_SLOT_5(N, b, R, T1, T2, T3, T4, T5)                                                     \
-    static R b##_slot##N(id self, SEL _cmd, T1 a1, T2 a2, T3 a3, T4 a4, T5 a5) {                   \
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd, T1 a1, T2 a2, T3 a3, T4 a4, T5 a5) {     \
         return b(CS_ORIG(N, b), self, _cmd, CS_CALLER, a1, a2, a3, a4, a5);                        \
     }
 
@@ -97,10 +114,10 @@ typedef struct {
  * every path. Non-void results only (a void hook's plain slot already shrink-wraps).
  */
 #define CS_FAST_SLOT_BODY(N, b, R, fast, params, args, fast_args)                                     \
-    __attribute__((noinline)) static R b##_full##N(id self, SEL _cmd, const void *caller CS_UNPAREN params) { \
+    __attribute__((noinline)) static R b##_full##N(CS_UNRETAINED id self, SEL _cmd, const void *caller CS_UNPAREN params) { \
         return b(CS_ORIG(N, b), self, _cmd, caller CS_UNPAREN args);                               \
     }                                                                                              \
-    static R b##_slot##N(id self, SEL _cmd CS_UNPAREN params) {                                    \
+    static R b##_slot##N(CS_UNRETAINED id self, SEL _cmd CS_UNPAREN params) {                      \
         if (CS_LIKELY(fast(self CS_UNPAREN fast_args)))                                            \
             return ((R(*)(id, SEL CS_UNPAREN params))CS_ORIG(N, b))(self, _cmd CS_UNPAREN args);   \
         R result = b##_full##N(self, _cmd, CS_CALLER CS_UNPAREN args);                             \

@@ -46,14 +46,14 @@ static cs_measure_cache g_count_cache;
 
 /** YES with the receiver's -count in *count; NO when the receiver's originals do not check
  *  against their own -count (the hook then calls the original without a bounds check). */
-CS_ALWAYS_INLINE BOOL cs_count_of(id self, NSUInteger *count) {
+CS_ALWAYS_INLINE BOOL cs_count_of(CS_UNRETAINED id self, NSUInteger *count) {
     return cs_measure(&g_count_cache, @selector(count), self, count);
 }
 
 #pragma mark - Shared bodies
 
 /** Index reads (-objectAtIndex: and subscripts): nil beyond count. */
-CS_ALWAYS_INLINE id cs_index_read(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
+CS_ALWAYS_INLINE id cs_index_read(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count) &&
@@ -65,14 +65,15 @@ CS_ALWAYS_INLINE id cs_index_read(IMP original, id self, SEL _cmd, const void *c
 
 /** Fast predicate of the index reads: the guard is off, or the receiver's count is a field
  *  (CSReceiverMeasure.h) and the index lies below it. NO is not a verdict: the full body decides. */
-CS_ALWAYS_INLINE BOOL cs_index_read_fast(id self, NSUInteger index) {
+CS_ALWAYS_INLINE BOOL cs_index_read_fast(CS_UNRETAINED id self, NSUInteger index) {
     if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
     NSUInteger count;
     return cs_measure_field(&g_count_cache, self, &count) && index < count;
 }
 
 /** Adds of one object: nil is a no-op. */
-CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, id self, SEL _cmd, const void *caller, id object) {
+CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                        CS_UNRETAINED id object) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
         return;
@@ -80,7 +81,8 @@ CS_ALWAYS_INLINE void cs_nil_object_add(IMP original, id self, SEL _cmd, const v
 }
 
 /** Inserts at an index: nil object or index > count is a no-op. */
-CS_ALWAYS_INLINE void cs_insert_at(IMP original, id self, SEL _cmd, const void *caller, id object, NSUInteger index) {
+CS_ALWAYS_INLINE void cs_insert_at(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                   CS_UNRETAINED id object, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(object == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0)) return;
@@ -95,7 +97,8 @@ CS_ALWAYS_INLINE void cs_insert_at(IMP original, id self, SEL _cmd, const void *
 }
 
 /** Removes at an index: index >= count is a no-op. */
-CS_ALWAYS_INLINE void cs_remove_at(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
+CS_ALWAYS_INLINE void cs_remove_at(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                   NSUInteger index) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count) &&
@@ -106,7 +109,8 @@ CS_ALWAYS_INLINE void cs_remove_at(IMP original, id self, SEL _cmd, const void *
 }
 
 /** Replaces at an index: index >= count or a nil object is a no-op. */
-CS_ALWAYS_INLINE void cs_replace_at(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index, id object) {
+CS_ALWAYS_INLINE void cs_replace_at(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index,
+                                    CS_UNRETAINED id object) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count)) {
@@ -127,23 +131,23 @@ static __thread unsigned t_bulk_reported_depth;
 /** One call of a bulk initialiser's original, as a context for cs_objc_try_finally. */
 typedef struct {
     IMP original;
-    id self;
+    CS_UNRETAINED id self; /* the caller's reference, consumed by the original (init family) */
     SEL cmd;
     const id *objects;
     const id *keys; /* dictionaries only */
     NSUInteger count;
     BOOL with_keys;
-    id result;
+    cs_opaque_object result; /* with the original's ownership (CSHookSlots.h) */
 } cs_bulk_call;
 
 static void cs_bulk_call_original(void *context) {
     cs_bulk_call *call = context;
     if (call->with_keys)
-        call->result = ((id(*)(id, SEL, const id *, const id *, NSUInteger))call->original)(
+        call->result = ((cs_opaque_object(*)(CS_UNRETAINED id, SEL, const id *, const id *, NSUInteger))call->original)(
             call->self, call->cmd, call->objects, call->keys, call->count);
     else
-        call->result = ((id(*)(id, SEL, const id *, NSUInteger))call->original)(call->self, call->cmd, call->objects,
-                                                                                 call->count);
+        call->result = ((cs_opaque_object(*)(CS_UNRETAINED id, SEL, const id *, NSUInteger))call->original)(
+            call->self, call->cmd, call->objects, call->count);
 }
 
 static void cs_bulk_call_done(void *context) {
@@ -154,7 +158,7 @@ static void cs_bulk_call_done(void *context) {
 /** Report-only path of the bulk initialisers: the original runs (and usually throws) with the
  *  nested initialisers told not to record the same misuse again; the depth is restored when it
  *  throws too. Not a hot path. */
-static id cs_bulk_pass_through(cs_bulk_call call) {
+static cs_opaque_object cs_bulk_pass_through(cs_bulk_call call) {
     t_bulk_reported_depth++;
     cs_objc_try_finally(cs_bulk_call_original, cs_bulk_call_done, &call);
     return call.result;
@@ -164,11 +168,12 @@ static id cs_bulk_pass_through(cs_bulk_call call) {
 /**
  * Bulk initialisers with a C array of objects (-initWithObjects:count:, +arrayWithObjects:count:,
  * collection literals): nil elements are skipped, the rest keep their order. A NULL list with a
- * non-zero count is treated as empty.
+ * non-zero count is treated as empty. Every path ends in the original, whose result (+1 from an
+ * initialiser, +0 from a factory) is returned as it came (cs_opaque_object).
  */
-static id cs_objects_count_init(IMP original, id self, SEL _cmd, const void *caller, const id *objects,
-                                NSUInteger count) {
-    typedef id (*init_fn)(id, SEL, const id *, NSUInteger);
+static cs_opaque_object cs_objects_count_init(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              const id *objects, NSUInteger count) {
+    typedef cs_opaque_object (*init_fn)(CS_UNRETAINED id, SEL, const id *, NSUInteger);
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(objects == NULL && count > 0)) {
             if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, count);
@@ -182,13 +187,14 @@ static id cs_objects_count_init(IMP original, id self, SEL _cmd, const void *cal
             if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, count);
             if (!cs_guard_misuse(G, self, _cmd, caller, "nil object at index {} of {}", 2, first, count))
                 CS_BULK_PASS_THROUGH(original, self, _cmd, objects, NULL, count, NO);
-            id stack[32];
-            id *kept = count <= 32 ? stack : (id *)malloc(count * sizeof(id));
+            /* The caller's objects, borrowed for the call: never retained. */
+            CS_UNRETAINED id stack[32];
+            CS_UNRETAINED id *kept = count <= 32 ? stack : (CS_UNRETAINED id *)malloc(count * sizeof(id));
             if (kept == NULL) return ((init_fn)original)(self, _cmd, objects, first);
             NSUInteger n = 0;
             for (NSUInteger i = 0; i < count; i++)
                 if (objects[i] != nil) kept[n++] = objects[i];
-            id result = ((init_fn)original)(self, _cmd, kept, n);
+            cs_opaque_object result = ((init_fn)original)(self, _cmd, kept, n);
             if (kept != stack) free(kept);
             return result;
         }
@@ -197,9 +203,9 @@ static id cs_objects_count_init(IMP original, id self, SEL _cmd, const void *cal
 }
 
 /** Dictionary bulk initialisers (and literals): pairs with a nil key or a nil value are skipped. */
-static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *caller, const id *objects,
-                                   const id *keys, NSUInteger count) {
-    typedef id (*init_fn)(id, SEL, const id *, const id *, NSUInteger);
+static cs_opaque_object cs_dictionary_count_init(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                 const id *objects, const id *keys, NSUInteger count) {
+    typedef cs_opaque_object (*init_fn)(CS_UNRETAINED id, SEL, const id *, const id *, NSUInteger);
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY((objects == NULL || keys == NULL) && count > 0)) {
             if (t_bulk_reported_depth > 0) return ((init_fn)original)(self, _cmd, objects, keys, count);
@@ -215,10 +221,10 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
                                  keys[first] == nil ? "nil key at index {} of {}" : "nil value at index {} of {}", 2,
                                  first, count))
                 CS_BULK_PASS_THROUGH(original, self, _cmd, objects, keys, count, YES);
-            id stack[64];
-            id *kept = count <= 32 ? stack : (id *)malloc(2 * count * sizeof(id));
+            CS_UNRETAINED id stack[64]; /* borrowed, as above */
+            CS_UNRETAINED id *kept = count <= 32 ? stack : (CS_UNRETAINED id *)malloc(2 * count * sizeof(id));
             if (kept == NULL) return ((init_fn)original)(self, _cmd, objects, keys, first);
-            id *keptKeys = kept + count;
+            CS_UNRETAINED id *keptKeys = kept + count;
             NSUInteger n = 0;
             for (NSUInteger i = 0; i < count; i++) {
                 if (objects[i] == nil || keys[i] == nil) continue;
@@ -226,7 +232,7 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
                 keptKeys[n] = keys[i];
                 n++;
             }
-            id result = ((init_fn)original)(self, _cmd, kept, keptKeys, n);
+            cs_opaque_object result = ((init_fn)original)(self, _cmd, kept, keptKeys, n);
             if (kept != stack) free(kept);
             return result;
         }
@@ -235,7 +241,8 @@ static id cs_dictionary_count_init(IMP original, id self, SEL _cmd, const void *
 }
 
 /** Keyed stores (-setObject:forKey:): a nil key or a nil value is a no-op. */
-CS_ALWAYS_INLINE void cs_keyed_store(IMP original, id self, SEL _cmd, const void *caller, id object, id key) {
+CS_ALWAYS_INLINE void cs_keyed_store(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                     CS_UNRETAINED id object, CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(key == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
@@ -247,7 +254,8 @@ CS_ALWAYS_INLINE void cs_keyed_store(IMP original, id self, SEL _cmd, const void
 }
 
 /** Keyed removal: a nil key is a no-op. */
-CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, id self, SEL _cmd, const void *caller, id key) {
+CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                      CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return;
@@ -257,36 +265,37 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, id self, SEL _cmd, const voi
 /* One hook per (root, selector) needs its own slot table, so the shared bodies are stamped out
  * under each hook's name. */
 #define CS_INDEX_READ_HOOK(name)                                                                   \
-    static inline id name(IMP o, id s, SEL c, const void *w, NSUInteger i) { return cs_index_read(o, s, c, w, i); } \
+    static inline id name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) { return cs_index_read(o, s, c, w, i); } \
     CS_DEFINE_FAST_HOOK_1(name, id, NSUInteger, cs_index_read_fast)
 #define CS_NIL_ADD_HOOK(name)                                                                      \
-    static inline void name(IMP o, id s, SEL c, const void *w, id x) { cs_nil_object_add(o, s, c, w, x); } \
-    CS_DEFINE_HOOK_1(name, void, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x) { cs_nil_object_add(o, s, c, w, x); } \
+    CS_DEFINE_HOOK_1(name, void, CS_UNRETAINED id)
 #define CS_INSERT_AT_HOOK(name)                                                                    \
-    static inline void name(IMP o, id s, SEL c, const void *w, id x, NSUInteger i) { cs_insert_at(o, s, c, w, x, i); } \
-    CS_DEFINE_HOOK_2(name, void, id, NSUInteger)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x, NSUInteger i) { cs_insert_at(o, s, c, w, x, i); } \
+    CS_DEFINE_HOOK_2(name, void, CS_UNRETAINED id, NSUInteger)
 #define CS_REMOVE_AT_HOOK(name)                                                                    \
-    static inline void name(IMP o, id s, SEL c, const void *w, NSUInteger i) { cs_remove_at(o, s, c, w, i); } \
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) { cs_remove_at(o, s, c, w, i); } \
     CS_DEFINE_HOOK_1(name, void, NSUInteger)
 #define CS_REPLACE_AT_HOOK(name)                                                                   \
-    static inline void name(IMP o, id s, SEL c, const void *w, NSUInteger i, id x) { cs_replace_at(o, s, c, w, i, x); } \
-    CS_DEFINE_HOOK_2(name, void, NSUInteger, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i, CS_UNRETAINED id x) { cs_replace_at(o, s, c, w, i, x); } \
+    CS_DEFINE_HOOK_2(name, void, NSUInteger, CS_UNRETAINED id)
 #define CS_OBJECTS_COUNT_HOOK(name)                                                                \
-    static inline id name(IMP o, id s, SEL c, const void *w, const id *x, NSUInteger n) {          \
+    static inline cs_opaque_object name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, const id *x, NSUInteger n) { \
         return cs_objects_count_init(o, s, c, w, x, n);                                            \
     }                                                                                              \
-    CS_DEFINE_HOOK_2(name, id, const id *, NSUInteger)
+    CS_DEFINE_HOOK_2(name, cs_opaque_object, const id *, NSUInteger)
 #define CS_DICTIONARY_COUNT_HOOK(name)                                                             \
-    static inline id name(IMP o, id s, SEL c, const void *w, const id *x, const id *k, NSUInteger n) { \
+    static inline cs_opaque_object name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, const id *x, const id *k, \
+                                        NSUInteger n) {                                            \
         return cs_dictionary_count_init(o, s, c, w, x, k, n);                                      \
     }                                                                                              \
-    CS_DEFINE_HOOK_3(name, id, const id *, const id *, NSUInteger)
+    CS_DEFINE_HOOK_3(name, cs_opaque_object, const id *, const id *, NSUInteger)
 #define CS_KEYED_STORE_HOOK(name)                                                                  \
-    static inline void name(IMP o, id s, SEL c, const void *w, id x, id k) { cs_keyed_store(o, s, c, w, x, k); } \
-    CS_DEFINE_HOOK_2(name, void, id, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x, CS_UNRETAINED id k) { cs_keyed_store(o, s, c, w, x, k); } \
+    CS_DEFINE_HOOK_2(name, void, CS_UNRETAINED id, CS_UNRETAINED id)
 #define CS_KEYED_REMOVE_HOOK(name)                                                                 \
-    static inline void name(IMP o, id s, SEL c, const void *w, id k) { cs_keyed_remove(o, s, c, w, k); } \
-    CS_DEFINE_HOOK_1(name, void, id)
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id k) { cs_keyed_remove(o, s, c, w, k); } \
+    CS_DEFINE_HOOK_1(name, void, CS_UNRETAINED id)
 
 #pragma mark - NSArray
 
@@ -295,7 +304,8 @@ CS_INDEX_READ_HOOK(cs_array_objectAtIndexedSubscript)
 CS_OBJECTS_COUNT_HOOK(cs_array_initWithObjects_count)
 CS_OBJECTS_COUNT_HOOK(cs_array_arrayWithObjects_count)
 
-static inline id cs_array_subarrayWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+static inline id cs_array_subarrayWithRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            NSRange range) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
@@ -307,7 +317,8 @@ static inline id cs_array_subarrayWithRange(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_1(cs_array_subarrayWithRange, id, NSRange)
 
-static inline id cs_array_objectsAtIndexes(IMP original, id self, SEL _cmd, const void *caller, NSIndexSet *indexes) {
+static inline id cs_array_objectsAtIndexes(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                           CS_UNRETAINED NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(indexes == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return [NSArray array];
@@ -326,10 +337,11 @@ static inline id cs_array_objectsAtIndexes(IMP original, id self, SEL _cmd, cons
     }
     return ((id(*)(id, SEL, NSIndexSet *))original)(self, _cmd, indexes);
 }
-CS_DEFINE_HOOK_1(cs_array_objectsAtIndexes, id, NSIndexSet *)
+CS_DEFINE_HOOK_1(cs_array_objectsAtIndexes, id, CS_UNRETAINED NSIndexSet *)
 
-static inline void cs_array_getObjects_range(IMP original, id self, SEL _cmd, const void *caller, id *buffer,
-                                             NSRange range) {
+/* `buffer` is the caller's C array: the original stores borrowed (unretained) pointers into it. */
+static inline void cs_array_getObjects_range(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             CS_UNRETAINED id *buffer, NSRange range) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
@@ -339,9 +351,9 @@ static inline void cs_array_getObjects_range(IMP original, id self, SEL _cmd, co
             if (range.length == 0) return;
         }
     }
-    ((void (*)(id, SEL, id *, NSRange))original)(self, _cmd, buffer, range);
+    ((void (*)(id, SEL, CS_UNRETAINED id *, NSRange))original)(self, _cmd, buffer, range);
 }
-CS_DEFINE_HOOK_2(cs_array_getObjects_range, void, id *, NSRange)
+CS_DEFINE_HOOK_2(cs_array_getObjects_range, void, CS_UNRETAINED id *, NSRange)
 
 #pragma mark - NSMutableArray
 
@@ -351,7 +363,7 @@ CS_REMOVE_AT_HOOK(cs_marray_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_marray_replaceObjectAtIndex_withObject)
 
 /** -removeLastObject: on an empty array it is a no-op. */
-CS_ALWAYS_INLINE void cs_remove_last(IMP original, id self, SEL _cmd, const void *caller) {
+CS_ALWAYS_INLINE void cs_remove_last(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(count == 0) &&
         cs_guard_misuse(G, self, _cmd, caller, "no object to remove", 0, 0, 0))
@@ -359,14 +371,14 @@ CS_ALWAYS_INLINE void cs_remove_last(IMP original, id self, SEL _cmd, const void
     ((void (*)(id, SEL))original)(self, _cmd);
 }
 #define CS_REMOVE_LAST_HOOK(name)                                                                  \
-    static inline void name(IMP o, id s, SEL c, const void *w) { cs_remove_last(o, s, c, w); }     \
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w) { cs_remove_last(o, s, c, w); }     \
     CS_DEFINE_HOOK_0(name, void)
 CS_REMOVE_LAST_HOOK(cs_marray_removeLastObject)
 
 /** -replaceObjectsInRange:withObjectsFromArray:: a range not within [0, count] is a no-op (a nil
  *  array is legal: it removes the range). */
-static inline void cs_marray_replaceObjectsInRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range,
-                                                   NSArray *objects) {
+static inline void cs_marray_replaceObjectsInRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   NSRange range, CS_UNRETAINED NSArray *objects) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count)) &&
         cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
@@ -374,11 +386,12 @@ static inline void cs_marray_replaceObjectsInRange(IMP original, id self, SEL _c
         return;
     ((void (*)(id, SEL, NSRange, NSArray *))original)(self, _cmd, range, objects);
 }
-CS_DEFINE_HOOK_2(cs_marray_replaceObjectsInRange, void, NSRange, NSArray *)
+CS_DEFINE_HOOK_2(cs_marray_replaceObjectsInRange, void, NSRange, CS_UNRETAINED NSArray *)
 
 /** -replaceObjectsInRange:withObjectsFromArray:range:: either range out of its array is a no-op. */
-static inline void cs_marray_replaceObjectsInRange_range(IMP original, id self, SEL _cmd, const void *caller,
-                                                         NSRange range, NSArray *objects, NSRange source) {
+static inline void cs_marray_replaceObjectsInRange_range(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                         const void *caller, NSRange range,
+                                                         CS_UNRETAINED NSArray *objects, NSRange source) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger count;
         if (cs_count_of(self, &count) && CS_UNLIKELY(!cs_range_within(range, count))) {
@@ -393,19 +406,21 @@ static inline void cs_marray_replaceObjectsInRange_range(IMP original, id self, 
     }
     ((void (*)(id, SEL, NSRange, NSArray *, NSRange))original)(self, _cmd, range, objects, source);
 }
-CS_DEFINE_HOOK_3(cs_marray_replaceObjectsInRange_range, void, NSRange, NSArray *, NSRange)
+CS_DEFINE_HOOK_3(cs_marray_replaceObjectsInRange_range, void, NSRange, CS_UNRETAINED NSArray *, NSRange)
 
 /** -arrayByAddingObject: nil answers an unchanged (immutable) copy of the receiver. */
-static inline id cs_array_arrayByAddingObject(IMP original, id self, SEL _cmd, const void *caller, id object) {
+static inline id cs_array_arrayByAddingObject(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              CS_UNRETAINED id object) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
         return CS_AUTORELEASE([(NSArray *)self copy]);
     return ((id(*)(id, SEL, id))original)(self, _cmd, object);
 }
-CS_DEFINE_HOOK_1(cs_array_arrayByAddingObject, id, id)
+CS_DEFINE_HOOK_1(cs_array_arrayByAddingObject, id, CS_UNRETAINED id)
 
 /** Exchanges: either index >= count is a no-op. */
-CS_ALWAYS_INLINE void cs_exchange(IMP original, id self, SEL _cmd, const void *caller, NSUInteger a, NSUInteger b) {
+CS_ALWAYS_INLINE void cs_exchange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger a,
+                                  NSUInteger b) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(a >= count || b >= count) &&
@@ -416,7 +431,8 @@ CS_ALWAYS_INLINE void cs_exchange(IMP original, id self, SEL _cmd, const void *c
 }
 
 /** Range removal: a range not within [0, count] is a no-op. */
-CS_ALWAYS_INLINE void cs_remove_range(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+CS_ALWAYS_INLINE void cs_remove_range(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                      NSRange range) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
@@ -429,8 +445,8 @@ CS_ALWAYS_INLINE void cs_remove_range(IMP original, id self, SEL _cmd, const voi
 
 /** -insertObjects:atIndexes:: nil array or index set, a count mismatch, or an index beyond the
  *  result is a no-op. Indexes are positions in the result, so with n objects each must be < count + n. */
-CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, id self, SEL _cmd, const void *caller,
-                                                   NSArray *objects, NSIndexSet *indexes) {
+CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   CS_UNRETAINED NSArray *objects, CS_UNRETAINED NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         /* One incident per call: the first problem found is the one reported. */
         NSUInteger n = [objects count], slots = [indexes count];
@@ -451,16 +467,16 @@ CS_ALWAYS_INLINE void cs_insert_objects_at_indexes(IMP original, id self, SEL _c
 }
 
 #define CS_EXCHANGE_HOOK(name)                                                                     \
-    static inline void name(IMP o, id s, SEL c, const void *w, NSUInteger a, NSUInteger b) { cs_exchange(o, s, c, w, a, b); } \
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger a, NSUInteger b) { cs_exchange(o, s, c, w, a, b); } \
     CS_DEFINE_HOOK_2(name, void, NSUInteger, NSUInteger)
 #define CS_REMOVE_RANGE_HOOK(name)                                                                 \
-    static inline void name(IMP o, id s, SEL c, const void *w, NSRange r) { cs_remove_range(o, s, c, w, r); } \
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSRange r) { cs_remove_range(o, s, c, w, r); } \
     CS_DEFINE_HOOK_1(name, void, NSRange)
 #define CS_INSERT_OBJECTS_HOOK(name)                                                               \
-    static inline void name(IMP o, id s, SEL c, const void *w, NSArray *x, NSIndexSet *i) {        \
+    static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED NSArray *x, CS_UNRETAINED NSIndexSet *i) {        \
         cs_insert_objects_at_indexes(o, s, c, w, x, i);                                            \
     }                                                                                              \
-    CS_DEFINE_HOOK_2(name, void, NSArray *, NSIndexSet *)
+    CS_DEFINE_HOOK_2(name, void, CS_UNRETAINED NSArray *, CS_UNRETAINED NSIndexSet *)
 
 /* -setObject:atIndexedSubscript: (and the ordered set's -setObject:atIndex:): index == count
  * appends (legal); index > count or a nil object is a no-op, exactly the insert rule. */
@@ -477,14 +493,15 @@ CS_KEYED_STORE_HOOK(cs_mdictionary_setObject_forKey)
 CS_KEYED_REMOVE_HOOK(cs_mdictionary_removeObjectForKey)
 
 /** A nil value with a real key removes the key: legal (SPEC §2 rule 1), so only a nil key is caught. */
-static inline void cs_mdictionary_setObject_forKeyedSubscript(IMP original, id self, SEL _cmd, const void *caller,
-                                                              id object, id key) {
+static inline void cs_mdictionary_setObject_forKeyedSubscript(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                              const void *caller, CS_UNRETAINED id object,
+                                                              CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, object, key);
 }
-CS_DEFINE_HOOK_2(cs_mdictionary_setObject_forKeyedSubscript, void, id, id)
+CS_DEFINE_HOOK_2(cs_mdictionary_setObject_forKeyedSubscript, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
 #pragma mark - NSSet, NSMutableSet, NSOrderedSet, NSMutableOrderedSet
 
@@ -504,14 +521,14 @@ CS_NIL_ADD_HOOK(cs_moset_removeObject)
 #if defined(__APPLE__)
 CS_INSERT_AT_HOOK(cs_moset_insertObject_atIndex)
 #else
-static inline void cs_moset_insertObject_atIndex(IMP original, id self, SEL _cmd, const void *caller, id object,
-                                                 NSUInteger index) {
+static inline void cs_moset_insertObject_atIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                 CS_UNRETAINED id object, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(object == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil object", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, object, index);
 }
-CS_DEFINE_HOOK_2(cs_moset_insertObject_atIndex, void, id, NSUInteger)
+CS_DEFINE_HOOK_2(cs_moset_insertObject_atIndex, void, CS_UNRETAINED id, NSUInteger)
 #endif
 CS_REMOVE_AT_HOOK(cs_moset_removeObjectAtIndex)
 CS_REPLACE_AT_HOOK(cs_moset_replaceObjectAtIndex_withObject)
@@ -531,8 +548,8 @@ CS_INSERT_OBJECTS_HOOK(cs_moset_insertObjects_atIndexes)
 
 CS_KEYED_STORE_HOOK(cs_cache_setObject_forKey)
 
-static inline void cs_cache_setObject_forKey_cost(IMP original, id self, SEL _cmd, const void *caller, id object,
-                                                  id key, NSUInteger cost) {
+static inline void cs_cache_setObject_forKey_cost(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                  CS_UNRETAINED id object, CS_UNRETAINED id key, NSUInteger cost) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(key == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0)) return;
@@ -542,25 +559,26 @@ static inline void cs_cache_setObject_forKey_cost(IMP original, id self, SEL _cm
     }
     ((void (*)(id, SEL, id, id, NSUInteger))original)(self, _cmd, object, key, cost);
 }
-CS_DEFINE_HOOK_3(cs_cache_setObject_forKey_cost, void, id, id, NSUInteger)
+CS_DEFINE_HOOK_3(cs_cache_setObject_forKey_cost, void, CS_UNRETAINED id, CS_UNRETAINED id, NSUInteger)
 
 /** A nil value with a real key removes the key (legal); only a nil key is caught. */
-static inline void cs_defaults_setObject_forKey(IMP original, id self, SEL _cmd, const void *caller, id object,
-                                                id key) {
+static inline void cs_defaults_setObject_forKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                CS_UNRETAINED id object, CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, object, key);
 }
-CS_DEFINE_HOOK_2(cs_defaults_setObject_forKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_defaults_setObject_forKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_defaults_objectForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_defaults_objectForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                          CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(key == nil) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_defaults_objectForKey, id, id)
+CS_DEFINE_HOOK_1(cs_defaults_objectForKey, id, CS_UNRETAINED id)
 
 CS_KEYED_REMOVE_HOOK(cs_defaults_removeObjectForKey)
 
@@ -568,11 +586,12 @@ CS_KEYED_REMOVE_HOOK(cs_defaults_removeObjectForKey)
 
 static cs_measure_cache g_length_cache; /* -length of data objects */
 
-CS_ALWAYS_INLINE BOOL cs_length_of(id self, NSUInteger *length) {
+CS_ALWAYS_INLINE BOOL cs_length_of(CS_UNRETAINED id self, NSUInteger *length) {
     return cs_measure(&g_length_cache, @selector(length), self, length);
 }
 
-static inline id cs_data_subdataWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+static inline id cs_data_subdataWithRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                          NSRange range) {
     NSUInteger length;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(!cs_range_within(range, length)) &&
@@ -584,8 +603,8 @@ static inline id cs_data_subdataWithRange(IMP original, id self, SEL _cmd, const
 }
 CS_DEFINE_HOOK_1(cs_data_subdataWithRange, id, NSRange)
 
-static inline void cs_data_getBytes_range(IMP original, id self, SEL _cmd, const void *caller, void *buffer,
-                                          NSRange range) {
+static inline void cs_data_getBytes_range(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                          void *buffer, NSRange range) {
     NSUInteger length;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(!cs_range_within(range, length)) &&
@@ -601,8 +620,8 @@ CS_DEFINE_HOOK_2(cs_data_getBytes_range, void, void *, NSRange)
 
 /** The range may extend past the end (the data grows), but it must start within the data and
  *  location + length must not wrap. */
-static inline void cs_mdata_replaceBytesInRange_withBytes(IMP original, id self, SEL _cmd, const void *caller,
-                                                          NSRange range, const void *bytes) {
+static inline void cs_mdata_replaceBytesInRange_withBytes(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                          const void *caller, NSRange range, const void *bytes) {
     NSUInteger length;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(range.location > length || range.length > NSUIntegerMax - range.location) &&
@@ -625,7 +644,8 @@ CS_ALWAYS_INLINE BOOL cs_reset_range_is_misuse(NSRange range, NSUInteger length)
 #endif
 }
 
-static inline void cs_mdata_resetBytesInRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+static inline void cs_mdata_resetBytesInRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              NSRange range) {
     NSUInteger length;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(cs_reset_range_is_misuse(range, length)) &&
@@ -648,8 +668,9 @@ CS_ALWAYS_INLINE BOOL cs_replace_bytes_length_is_misuse(NSRange range, NSUIntege
 #endif
 }
 
-static inline void cs_mdata_replaceBytesInRange_withBytes_length(IMP original, id self, SEL _cmd, const void *caller,
-                                                                 NSRange range, const void *bytes, NSUInteger count) {
+static inline void cs_mdata_replaceBytesInRange_withBytes_length(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                                 const void *caller, NSRange range, const void *bytes,
+                                                                 NSUInteger count) {
     NSUInteger length;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length) &&
         CS_UNLIKELY(cs_replace_bytes_length_is_misuse(range, length)) &&
@@ -701,7 +722,7 @@ CS_DEFINE_HOOK_3(cs_mdata_replaceBytesInRange_withBytes_length, void, NSRange, c
     CS_RELEASE(slowMembers);
     CS_RELEASE(fastMembers);
     CS_RELEASE(ivarMembers);
-    [super dealloc];
+    CS_SUPER_DEALLOC();
 }
 - (NSArray *)slowItems CS_GUARD_METHOD(container) { return slowItems; }
 - (void)setSlowItems:(NSArray *)items CS_GUARD_METHOD(container) {

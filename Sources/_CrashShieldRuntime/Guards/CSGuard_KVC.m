@@ -62,7 +62,7 @@ static void cs_kvc_prepare(void) {
 /* True when `self` answers `sel` with another implementation than NSObject's, judged as
  * GNUstep's own checks judge it ([self methodForSelector:] against NSObject's): the object's
  * class, or the metaclass for a class object. For a hooked method, NSObject's is the hook. */
-static BOOL cs_kvc_overridden(id self, SEL sel) {
+static BOOL cs_kvc_overridden(CS_UNRETAINED id self, SEL sel) {
     BOOL is_class = cs_backend_is_class_object(self);
     IMP root = class_getMethodImplementation(is_class ? g_root_meta : g_root, sel);
     return class_getMethodImplementation(object_getClass(self), sel) != root;
@@ -70,7 +70,7 @@ static BOOL cs_kvc_overridden(id self, SEL sel) {
 
 /* The same, judged by the class the object reports (an observed object's KVO subclass is not
  * the app's override). */
-static BOOL cs_kvc_overridden_by_app(id self, SEL sel) {
+static BOOL cs_kvc_overridden_by_app(CS_UNRETAINED id self, SEL sel) {
     if (cs_backend_is_class_object(self)) return cs_kvc_overridden(self, sel);
     return class_getMethodImplementation([self class], sel) != class_getMethodImplementation(g_root, sel);
 }
@@ -78,34 +78,34 @@ static BOOL cs_kvc_overridden_by_app(id self, SEL sel) {
 /* Each predicate below answers whether NSObject's original, called now on `self`, would end in
  * its raise rather than in a method of the receiver's own (see the header). */
 
-static BOOL cs_kvc_undefined_read_raises(id self) {
+static BOOL cs_kvc_undefined_read_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_handle_query);
 }
 
-static BOOL cs_kvc_undefined_write_raises(id self) {
+static BOOL cs_kvc_undefined_write_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_handle_take);
 }
 
-static BOOL cs_kvc_nil_for_scalar_raises(id self) {
+static BOOL cs_kvc_nil_for_scalar_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_unable_nil);
 }
 
-static BOOL cs_kvc_nil_key_read_raises(id self) {
+static BOOL cs_kvc_nil_key_read_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_value_for_undefined) && !cs_kvc_overridden(self, g_handle_query);
 }
 
-static BOOL cs_kvc_nil_key_write_raises(id self) {
+static BOOL cs_kvc_nil_key_write_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden_by_app(self, g_take_value) && !cs_kvc_overridden(self, g_set_for_undefined) &&
            !cs_kvc_overridden(self, g_handle_take);
 }
 
 /* Either way GNUstep splits a nil path (see below), [self valueForKey:nil] comes first. */
-static BOOL cs_kvc_nil_path_read_raises(id self) {
+static BOOL cs_kvc_nil_path_read_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden(self, g_value_for_key) && cs_kvc_nil_key_read_raises(self);
 }
@@ -113,7 +113,7 @@ static BOOL cs_kvc_nil_path_read_raises(id self) {
 /* GNUstep splits a nil path with [nil rangeOfString:], whose NSRange is undefined on GCC libobjc
  * (rdx is not cleared): it goes on to [self setValue:v forKey:nil] or to
  * [[self valueForKey:nil] setValue:v forKeyPath:nil]. Neutralised only when both would raise. */
-static BOOL cs_kvc_nil_path_write_raises(id self) {
+static BOOL cs_kvc_nil_path_write_raises(CS_UNRETAINED id self) {
     pthread_once(&g_prepared, cs_kvc_prepare);
     return !cs_kvc_overridden_by_app(self, g_take_path) && !cs_kvc_overridden(self, g_set_for_key) &&
            cs_kvc_nil_key_write_raises(self) && !cs_kvc_overridden(self, g_value_for_key) &&
@@ -122,96 +122,106 @@ static BOOL cs_kvc_nil_path_write_raises(id self) {
 
 #pragma mark - Hook bodies
 
-static inline void cs_kvc_setValueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                                  id key) {
+static inline void cs_kvc_setValueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                  CS_UNRETAINED id value, CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_undefined_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "undefined key: value ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_setValueForUndefinedKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_setValueForUndefinedKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_kvc_valueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_valueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_undefined_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "undefined key: nil returned", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_valueForUndefinedKey, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_valueForUndefinedKey, id, CS_UNRETAINED id)
 
-static inline void cs_kvc_setNilValueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline void cs_kvc_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            CS_UNRETAINED id key) {
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_kvc_nil_for_scalar_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil for a scalar property: ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_setNilValueForKey, void, id)
+CS_DEFINE_HOOK_1(cs_kvc_setNilValueForKey, void, CS_UNRETAINED id)
 
-static inline void cs_kvc_setValueForKey(IMP original, id self, SEL _cmd, const void *caller, id value, id key) {
+static inline void cs_kvc_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                         CS_UNRETAINED id value, CS_UNRETAINED id key) {
     if (CS_UNLIKELY(key == nil) && cs_guard_is_on(G) && cs_kvc_nil_key_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key: value ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_setValueForKey, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_setValueForKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_kvc_valueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+static inline id cs_kvc_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                    CS_UNRETAINED id key) {
     if (CS_UNLIKELY(key == nil) && cs_guard_is_on(G) && cs_kvc_nil_key_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key: nil returned", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_valueForKey, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_valueForKey, id, CS_UNRETAINED id)
 
-static inline void cs_kvc_setValueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                             id path) {
+static inline void cs_kvc_setValueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             CS_UNRETAINED id value, CS_UNRETAINED id path) {
     if (CS_UNLIKELY(path == nil) && cs_guard_is_on(G) && cs_kvc_nil_path_write_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key path: value ignored", 0, 0, 0))
         return;
     ((void (*)(id, SEL, id, id))original)(self, _cmd, value, path);
 }
-CS_DEFINE_HOOK_2(cs_kvc_setValueForKeyPath, void, id, id)
+CS_DEFINE_HOOK_2(cs_kvc_setValueForKeyPath, void, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_kvc_valueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id path) {
+static inline id cs_kvc_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                        CS_UNRETAINED id path) {
     if (CS_UNLIKELY(path == nil) && cs_guard_is_on(G) && cs_kvc_nil_path_read_raises(self) &&
         cs_guard_misuse(G, self, _cmd, caller, "nil key path: nil returned", 0, 0, 0))
         return nil;
     return ((id(*)(id, SEL, id))original)(self, _cmd, path);
 }
-CS_DEFINE_HOOK_1(cs_kvc_valueForKeyPath, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_valueForKeyPath, id, CS_UNRETAINED id)
 
 /* Class side: the same bodies behind their own slots (the root metaclass's copies). */
-static inline void cs_kvc_class_setValueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller,
-                                                        id value, id key) {
+static inline void cs_kvc_class_setValueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                        const void *caller, CS_UNRETAINED id value,
+                                                        CS_UNRETAINED id key) {
     cs_kvc_setValueForUndefinedKey(original, self, _cmd, caller, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_class_setValueForUndefinedKey, void, id, id)
-static inline id cs_kvc_class_valueForUndefinedKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+CS_DEFINE_HOOK_2(cs_kvc_class_setValueForUndefinedKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
+static inline id cs_kvc_class_valueForUndefinedKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   CS_UNRETAINED id key) {
     return cs_kvc_valueForUndefinedKey(original, self, _cmd, caller, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_valueForUndefinedKey, id, id)
-static inline void cs_kvc_class_setNilValueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+CS_DEFINE_HOOK_1(cs_kvc_class_valueForUndefinedKey, id, CS_UNRETAINED id)
+static inline void cs_kvc_class_setNilValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                  CS_UNRETAINED id key) {
     cs_kvc_setNilValueForKey(original, self, _cmd, caller, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_setNilValueForKey, void, id)
-static inline void cs_kvc_class_setValueForKey(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                               id key) {
+CS_DEFINE_HOOK_1(cs_kvc_class_setNilValueForKey, void, CS_UNRETAINED id)
+static inline void cs_kvc_class_setValueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                               CS_UNRETAINED id value, CS_UNRETAINED id key) {
     cs_kvc_setValueForKey(original, self, _cmd, caller, value, key);
 }
-CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKey, void, id, id)
-static inline id cs_kvc_class_valueForKey(IMP original, id self, SEL _cmd, const void *caller, id key) {
+CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKey, void, CS_UNRETAINED id, CS_UNRETAINED id)
+static inline id cs_kvc_class_valueForKey(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                          CS_UNRETAINED id key) {
     return cs_kvc_valueForKey(original, self, _cmd, caller, key);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_valueForKey, id, id)
-static inline void cs_kvc_class_setValueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id value,
-                                                   id path) {
+CS_DEFINE_HOOK_1(cs_kvc_class_valueForKey, id, CS_UNRETAINED id)
+static inline void cs_kvc_class_setValueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   CS_UNRETAINED id value, CS_UNRETAINED id path) {
     cs_kvc_setValueForKeyPath(original, self, _cmd, caller, value, path);
 }
-CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKeyPath, void, id, id)
-static inline id cs_kvc_class_valueForKeyPath(IMP original, id self, SEL _cmd, const void *caller, id path) {
+CS_DEFINE_HOOK_2(cs_kvc_class_setValueForKeyPath, void, CS_UNRETAINED id, CS_UNRETAINED id)
+static inline id cs_kvc_class_valueForKeyPath(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              CS_UNRETAINED id path) {
     return cs_kvc_valueForKeyPath(original, self, _cmd, caller, path);
 }
-CS_DEFINE_HOOK_1(cs_kvc_class_valueForKeyPath, id, id)
+CS_DEFINE_HOOK_1(cs_kvc_class_valueForKeyPath, id, CS_UNRETAINED id)
 
 #pragma mark - Registration
 

@@ -36,11 +36,13 @@ static char **g_class_names;
 static char **g_selectors;
 static size_t g_pair_count;
 
+/* A call waiting for the main queue, in malloc'd memory: the receiver and an object argument are
+ * owned by it (+1 through CS_RETAINED_POINTER) until the replay ran. */
 typedef struct {
     IMP original;
-    id receiver;
+    void *receiver;
     SEL selector;
-    uintptr_t argument;
+    uintptr_t argument; /* an object (+1) when argument_is_object, else the integer or pointer */
     BOOL argument_is_object;
 } cs_main_replay;
 
@@ -55,15 +57,15 @@ static __thread BOOL t_canary_off_main;
 
 static void cs_main_replay_run(void *context) {
     cs_main_replay *replay = context;
-    ((void (*)(id, SEL, uintptr_t))replay->original)(replay->receiver, replay->selector, replay->argument);
-    if (replay->argument_is_object && replay->argument) CS_RELEASE((id)replay->argument);
-    CS_RELEASE(replay->receiver);
+    ((void (*)(id, SEL, uintptr_t))replay->original)(CS_OBJECT(replay->receiver), replay->selector, replay->argument);
+    if (replay->argument_is_object && replay->argument) CS_RELEASE_POINTER((void *)replay->argument);
+    CS_RELEASE_POINTER(replay->receiver);
     free(replay);
 }
 
 static CSHookSlots *cs_main_slots(void);
 
-static inline void cs_main_call(IMP original, id self, SEL _cmd, const void *caller, uintptr_t argument) {
+static inline void cs_main_call(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, uintptr_t argument) {
     if (CS_LIKELY(cs_backend_is_main_thread() && !t_canary_off_main) || !cs_guard_is_on(G) ||
         !cs_guard_misuse(G, self, _cmd, caller, "called off the main thread: re-dispatched to the main queue", 0, 0,
                          0)) {
@@ -79,11 +81,10 @@ static inline void cs_main_call(IMP original, id self, SEL _cmd, const void *cal
         }
     cs_main_replay *replay = malloc(sizeof *replay);
     replay->original = original;
-    replay->receiver = CS_RETAIN(self);
+    replay->receiver = CS_RETAINED_POINTER(self);
     replay->selector = _cmd;
-    replay->argument = argument;
+    replay->argument = is_object && argument ? (uintptr_t)CS_RETAINED_POINTER(CS_OBJECT((void *)argument)) : argument;
     replay->argument_is_object = is_object;
-    if (is_object && argument) CS_RETAIN((id)argument);
     cs_backend_main_async(cs_main_replay_run, replay);
 }
 CS_DEFINE_HOOK_1(cs_main_call, void, uintptr_t)

@@ -30,7 +30,7 @@ extern CSGuard CSGuardNSNull;
 #define G (&CSGuardNSNull)
 
 #define CS_STANDIN_COUNT 4
-static id g_standins[CS_STANDIN_COUNT]; /* made once, never released */
+static id g_standins[CS_STANDIN_COUNT]; /* owned (strong under ARC): made once, never released */
 static const char *const kStandinReasons[CS_STANDIN_COUNT] = {
     "message to NSNull answered as an empty NSString",
     "message to NSNull answered as a zero NSNumber",
@@ -39,7 +39,7 @@ static const char *const kStandinReasons[CS_STANDIN_COUNT] = {
 };
 static const char *const kZeroReason = "message to NSNull no empty value answers: nil/0 returned";
 
-static Class g_null_class;
+static CS_UNRETAINED Class g_null_class;
 static BOOL g_installed;
 
 static int cs_standin_index(SEL sel) {
@@ -58,7 +58,7 @@ static const char *cs_null_reason(SEL sel) {
 /* At lookup of a message NSNull does not implement. A message nothing can answer (no stand-in,
  * and a return convention the zero stub cannot serve) is declined without an incident under
  * every policy, so report-only records exactly what neutralise would answer. */
-static cs_forward_decision cs_null_decide(id receiver, SEL sel, BOOL zero_answerable) {
+static cs_forward_decision cs_null_decide(CS_UNRETAINED id receiver, SEL sel, BOOL zero_answerable) {
     cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&G->policy);
     if (policy == CS_POLICY_OFF) return CS_FORWARD_DECLINE;
     cs_class_listing listing = cs_guard_class_listing(g_null_class);
@@ -76,14 +76,14 @@ static cs_forward_decision cs_null_decide(id receiver, SEL sel, BOOL zero_answer
 
 /* The stand-in answering `sel`, while the guard neutralises; nil once it no longer does (a
  * policy switch between lookup and call: the message then returns zero). */
-static id cs_null_target(id receiver, SEL sel) {
+static id cs_null_target(CS_UNRETAINED id receiver, SEL sel) {
     (void)receiver;
     if (CS_ATOMIC_LOAD_RELAXED(&G->policy) != CS_POLICY_NEUTRALIZE) return nil;
     int index = cs_standin_index(sel);
     return index >= 0 ? g_standins[index] : nil;
 }
 
-static void cs_null_report(id receiver, SEL sel, const void *caller) {
+static void cs_null_report(CS_UNRETAINED id receiver, SEL sel, const void *caller) {
     cs_guard_misuse(G, receiver, sel, caller, cs_null_reason(sel), 0, 0, 0);
 }
 

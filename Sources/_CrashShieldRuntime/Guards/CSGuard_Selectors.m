@@ -69,7 +69,7 @@ typedef struct {
 } cs_scope_entry;
 
 static cs_scope_entry g_scope_cache[CS_SCOPE_CACHE_SIZE];
-static Class g_canary_class; /* always in scope, so the canary does not depend on images or filters */
+static CS_UNRETAINED Class g_canary_class; /* always in scope, so the canary does not depend on images or filters */
 
 static IMP cs_method_imp(Class cls, SEL sel) {
     Method method = class_getInstanceMethod(cls, sel);
@@ -129,7 +129,7 @@ static int cs_scope_for(Class plain, Class dispatch_class, BOOL is_class) {
 
 #pragma mark - Forward handler
 
-static cs_forward_decision cs_selectors_decide(id receiver, SEL sel) {
+static cs_forward_decision cs_selectors_decide(CS_UNRETAINED id receiver, SEL sel) {
     cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&G->policy);
     if (policy == CS_POLICY_OFF) return CS_FORWARD_DECLINE;
     BOOL is_class = cs_backend_is_class_object(receiver);
@@ -151,7 +151,7 @@ static cs_forward_decision cs_selectors_decide(id receiver, SEL sel) {
     return CS_FORWARD_STUB;
 }
 
-static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
+static void cs_selectors_report(CS_UNRETAINED id receiver, SEL sel, const void *caller) {
     cs_guard_record(G, receiver, sel, caller, kUnrecognizedReason, 0, 0, 0);
 }
 
@@ -173,7 +173,7 @@ static void cs_selectors_report(id receiver, SEL sel, const void *caller) {
  * another allocated at its address, can only leave a call unmarked, which the backend then declines
  * (the runtime throws as unguarded): never a changed legal result. */
 #if defined(__APPLE__)
-static inline BOOL cs_sel_answered_by_table(id self, SEL sel) {
+static inline BOOL cs_sel_answered_by_table(CS_UNRETAINED id self, SEL sel) {
     (void)self;
     (void)sel;
     return NO;
@@ -187,19 +187,19 @@ typedef struct {
 static __thread cs_sel_answered_memo t_answered __attribute__((tls_model("initial-exec")));
 
 __attribute__((noinline)) static BOOL cs_sel_answered_slow(uintptr_t cls, SEL sel) {
-    if (!class_respondsToSelector((Class)cls, sel)) return NO;
+    if (!class_respondsToSelector((Class)CS_OBJECT((void *)cls), sel)) return NO;
     t_answered.cls = cls;
     t_answered.sel = sel;
     return YES;
 }
 
 /** The fast slots' predicate: the memo answers (call-free). */
-static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_memo(id self, SEL sel) {
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_memo(CS_UNRETAINED id self, SEL sel) {
     uintptr_t cls = (uintptr_t)object_getClass(self);
     return t_answered.cls == cls && t_answered.sel == sel && cls != 0;
 }
 
-static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(id self, SEL sel) {
+static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(CS_UNRETAINED id self, SEL sel) {
     if (CS_LIKELY(cs_sel_answered_by_memo(self, sel))) return YES;
     return cs_sel_answered_slow((uintptr_t)object_getClass(self), sel);
 }
@@ -214,39 +214,41 @@ static inline __attribute__((always_inline)) BOOL cs_sel_answered_by_table(id se
         return result;                                                                              \
     } while (0)
 
-static inline id cs_sel_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
+static inline id cs_sel_perform0(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL))original)(self, _cmd, sel));
 }
 CS_DEFINE_FAST_HOOK_1(cs_sel_perform0, id, SEL, cs_sel_answered_by_memo)
 
-static inline id cs_sel_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
+static inline id cs_sel_perform1(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
+                                 CS_UNRETAINED id object) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id))original)(self, _cmd, sel, object));
 }
-CS_DEFINE_FAST_HOOK_2(cs_sel_perform1, id, SEL, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_2(cs_sel_perform1, id, SEL, CS_UNRETAINED id, cs_sel_answered_by_memo)
 
-static inline id cs_sel_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
-                                 id object2) {
+static inline id cs_sel_perform2(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
+                                 CS_UNRETAINED id object1, CS_UNRETAINED id object2) {
     (void)caller;
     CS_SEL_PERFORM_BODY(((id(*)(id, SEL, SEL, id, id))original)(self, _cmd, sel, object1, object2));
 }
-CS_DEFINE_FAST_HOOK_3(cs_sel_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_3(cs_sel_perform2, id, SEL, CS_UNRETAINED id, CS_UNRETAINED id, cs_sel_answered_by_memo)
 
 /* The class side: the root metaclass's own copies of the same methods. */
-static inline id cs_sel_class_perform0(IMP original, id self, SEL _cmd, const void *caller, SEL sel) {
+static inline id cs_sel_class_perform0(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel) {
     return cs_sel_perform0(original, self, _cmd, caller, sel);
 }
 CS_DEFINE_FAST_HOOK_1(cs_sel_class_perform0, id, SEL, cs_sel_answered_by_memo)
-static inline id cs_sel_class_perform1(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object) {
+static inline id cs_sel_class_perform1(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
+                                       CS_UNRETAINED id object) {
     return cs_sel_perform1(original, self, _cmd, caller, sel, object);
 }
-CS_DEFINE_FAST_HOOK_2(cs_sel_class_perform1, id, SEL, id, cs_sel_answered_by_memo)
-static inline id cs_sel_class_perform2(IMP original, id self, SEL _cmd, const void *caller, SEL sel, id object1,
-                                       id object2) {
+CS_DEFINE_FAST_HOOK_2(cs_sel_class_perform1, id, SEL, CS_UNRETAINED id, cs_sel_answered_by_memo)
+static inline id cs_sel_class_perform2(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, SEL sel,
+                                       CS_UNRETAINED id object1, CS_UNRETAINED id object2) {
     return cs_sel_perform2(original, self, _cmd, caller, sel, object1, object2);
 }
-CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, id, id, cs_sel_answered_by_memo)
+CS_DEFINE_FAST_HOOK_3(cs_sel_class_perform2, id, SEL, CS_UNRETAINED id, CS_UNRETAINED id, cs_sel_answered_by_memo)
 
 /* Root-only: classes that override performSelector: (NSProxy, apps) keep theirs. */
 static const CSHookSpec kSelectorHooks[] = {

@@ -47,7 +47,7 @@ CS_GUARD_CODE_SECTION(string) /* every function below: see CS_GUARD_METHOD */
 /* -length of the receiver: see CSReceiverMeasure.h (no string class is unbounded). */
 static cs_measure_cache g_length_cache = {.ready = 1};
 
-CS_ALWAYS_INLINE_STRING NSUInteger cs_length(id self) {
+CS_ALWAYS_INLINE_STRING NSUInteger cs_length(CS_UNRETAINED id self) {
     NSUInteger length = 0;
     cs_measure(&g_length_cache, @selector(length), self, &length);
     return length;
@@ -108,19 +108,19 @@ static const char *const kNilString = "nil string";
 /* Fast predicates (CS_DEFINE_FAST_HOOK_1): the guard is off, or the receiver's length is a field
  * (CSReceiverMeasure.h) and the argument lies within it. NO is not a verdict: the full body
  * decides. */
-CS_ALWAYS_INLINE_STRING BOOL cs_character_index_fast(id self, NSUInteger index) {
+CS_ALWAYS_INLINE_STRING BOOL cs_character_index_fast(CS_UNRETAINED id self, NSUInteger index) {
     if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
     NSUInteger length;
     return cs_measure_field(&g_length_cache, self, &length) && index < length;
 }
 
-CS_ALWAYS_INLINE_STRING BOOL cs_range_read_fast(id self, NSRange range) {
+CS_ALWAYS_INLINE_STRING BOOL cs_range_read_fast(CS_UNRETAINED id self, NSRange range) {
     if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
     NSUInteger length;
     return cs_measure_field(&g_length_cache, self, &length) && cs_range_fits(range, length);
 }
 
-static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd, const void *caller,
+static inline unichar cs_string_characterAtIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                                  NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
@@ -131,7 +131,8 @@ static inline unichar cs_string_characterAtIndex(IMP original, id self, SEL _cmd
 }
 CS_DEFINE_FAST_HOOK_1(cs_string_characterAtIndex, unichar, NSUInteger, cs_character_index_fast)
 
-static inline id cs_string_substringFromIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
+static inline id cs_string_substringFromIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
@@ -141,7 +142,8 @@ static inline id cs_string_substringFromIndex(IMP original, id self, SEL _cmd, c
 }
 CS_DEFINE_HOOK_1(cs_string_substringFromIndex, id, NSUInteger)
 
-static inline id cs_string_substringToIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index) {
+static inline id cs_string_substringToIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
@@ -151,7 +153,8 @@ static inline id cs_string_substringToIndex(IMP original, id self, SEL _cmd, con
 }
 CS_DEFINE_HOOK_1(cs_string_substringToIndex, id, NSUInteger)
 
-static inline id cs_string_substringWithRange(IMP original, id self, SEL _cmd, const void *caller, NSRange range) {
+static inline id cs_string_substringWithRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
@@ -163,24 +166,26 @@ CS_DEFINE_FAST_HOOK_1(cs_string_substringWithRange, id, NSRange, cs_range_read_f
 
 #pragma mark - NSString searches
 
-static inline NSRange cs_string_rangeOfString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline NSRange cs_string_rangeOfString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return NSMakeRange(NSNotFound, 0);
     return ((NSRange(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_rangeOfString, NSRange, id)
+CS_DEFINE_HOOK_1(cs_string_rangeOfString, NSRange, CS_UNRETAINED id)
 
-static inline NSRange cs_string_rangeOfStringOptions(IMP original, id self, SEL _cmd, const void *caller, id string,
-                                                     NSUInteger options) {
+static inline NSRange cs_string_rangeOfStringOptions(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                     CS_UNRETAINED id string, NSUInteger options) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return NSMakeRange(NSNotFound, 0);
     return ((NSRange(*)(id, SEL, id, NSUInteger))original)(self, _cmd, string, options);
 }
-CS_DEFINE_HOOK_2(cs_string_rangeOfStringOptions, NSRange, id, NSUInteger)
+CS_DEFINE_HOOK_2(cs_string_rangeOfStringOptions, NSRange, CS_UNRETAINED id, NSUInteger)
 
 /** Shared check of the two ranged searches. Returns NO when the search must not run (nil search
  *  string, neutralised); may narrow `*range` to its valid part. */
-static inline BOOL cs_string_search_allowed(id self, SEL _cmd, const void *caller, id string, NSRange *range) {
+static inline BOOL cs_string_search_allowed(CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            CS_UNRETAINED id string, NSRange *range) {
     if (!cs_guard_is_on(G)) return YES;
     if (CS_UNLIKELY(string == nil)) return !cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0);
     NSUInteger length = cs_length(self);
@@ -188,39 +193,45 @@ static inline BOOL cs_string_search_allowed(id self, SEL _cmd, const void *calle
     return YES;
 }
 
-static inline NSRange cs_string_rangeOfStringOptionsRange(IMP original, id self, SEL _cmd, const void *caller,
-                                                          id string, NSUInteger options, NSRange range) {
+static inline NSRange cs_string_rangeOfStringOptionsRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                          const void *caller, CS_UNRETAINED id string,
+                                                          NSUInteger options, NSRange range) {
     if (!cs_string_search_allowed(self, _cmd, caller, string, &range)) return NSMakeRange(NSNotFound, 0);
     return ((NSRange(*)(id, SEL, id, NSUInteger, NSRange))original)(self, _cmd, string, options, range);
 }
-CS_DEFINE_HOOK_3(cs_string_rangeOfStringOptionsRange, NSRange, id, NSUInteger, NSRange)
+CS_DEFINE_HOOK_3(cs_string_rangeOfStringOptionsRange, NSRange, CS_UNRETAINED id, NSUInteger, NSRange)
 
-static inline NSRange cs_string_rangeOfStringOptionsRangeLocale(IMP original, id self, SEL _cmd, const void *caller,
-                                                                id string, NSUInteger options, NSRange range,
-                                                                id locale) {
+static inline NSRange cs_string_rangeOfStringOptionsRangeLocale(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                                const void *caller, CS_UNRETAINED id string,
+                                                                NSUInteger options, NSRange range,
+                                                                CS_UNRETAINED id locale) {
     if (!cs_string_search_allowed(self, _cmd, caller, string, &range)) return NSMakeRange(NSNotFound, 0);
     return ((NSRange(*)(id, SEL, id, NSUInteger, NSRange, id))original)(self, _cmd, string, options, range, locale);
 }
-CS_DEFINE_HOOK_4(cs_string_rangeOfStringOptionsRangeLocale, NSRange, id, NSUInteger, NSRange, id)
+CS_DEFINE_HOOK_4(cs_string_rangeOfStringOptionsRangeLocale, NSRange,
+                 CS_UNRETAINED id, NSUInteger, NSRange, CS_UNRETAINED id)
 
-static inline BOOL cs_string_hasPrefix(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline BOOL cs_string_hasPrefix(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                       CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return NO;
     return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_hasPrefix, BOOL, id)
+CS_DEFINE_HOOK_1(cs_string_hasPrefix, BOOL, CS_UNRETAINED id)
 
-static inline BOOL cs_string_hasSuffix(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline BOOL cs_string_hasSuffix(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                       CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return NO;
     return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_hasSuffix, BOOL, id)
+CS_DEFINE_HOOK_1(cs_string_hasSuffix, BOOL, CS_UNRETAINED id)
 
 #pragma mark - NSString derived strings and initialisers
 
-static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
-                                                              NSRange range, id string) {
+static inline id cs_string_stringByReplacingCharactersInRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                              const void *caller, NSRange range,
+                                                              CS_UNRETAINED id string) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
@@ -237,47 +248,53 @@ static inline id cs_string_stringByReplacingCharactersInRange(IMP original, id s
     }
     return ((id(*)(id, SEL, NSRange, id))original)(self, _cmd, range, string);
 }
-CS_DEFINE_HOOK_2(cs_string_stringByReplacingCharactersInRange, id, NSRange, id)
+CS_DEFINE_HOOK_2(cs_string_stringByReplacingCharactersInRange, id, NSRange, CS_UNRETAINED id)
 
-static inline id cs_string_stringByAppendingString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline id cs_string_stringByAppendingString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_stringByAppendingString, id, id)
+CS_DEFINE_HOOK_1(cs_string_stringByAppendingString, id, CS_UNRETAINED id)
 
 /* The receiver is whatever +alloc returned: on GNUstep a shared placeholder for NSString, a real
  * instance for NSMutableString. Initialising it from @"" keeps the runtime's own ownership rules
- * (the placeholder is never released by us; a real instance is initialised, not leaked). */
-static inline id cs_string_initWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+ * (the placeholder is never released by us; a real instance is initialised, not leaked). The
+ * initialisers pass the original's +1 result through as cs_opaque_object (CSHookSlots.h). */
+static inline cs_opaque_object cs_string_initWithString(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                        const void *caller, CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         string = CS_STR("");
-    return ((id(*)(id, SEL, id))original)(self, _cmd, string);
+    return ((cs_opaque_object(*)(CS_UNRETAINED id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_initWithString, id, id)
+CS_DEFINE_HOOK_1(cs_string_initWithString, cs_opaque_object, CS_UNRETAINED id)
 
 /* +stringWithString: checks nil itself on GNUstep (it does not reach -initWithString:). */
-static inline id cs_string_stringWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline id cs_string_stringWithString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         string = CS_STR("");
     return ((id(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_stringWithString, id, id)
+CS_DEFINE_HOOK_1(cs_string_stringWithString, id, CS_UNRETAINED id)
 
 /* Replacing occurrences with a nil target or replacement throws; the neutral result is an unchanged
  * copy of the receiver (immutable, as the original's result is). */
-static inline id cs_string_stringByReplacingOccurrences(IMP original, id self, SEL _cmd, const void *caller,
-                                                        id target, id replacement) {
+static inline id cs_string_stringByReplacingOccurrences(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                        const void *caller, CS_UNRETAINED id target,
+                                                        CS_UNRETAINED id replacement) {
     if (CS_UNLIKELY(target == nil || replacement == nil) && cs_guard_is_on(G) &&
         cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return CS_AUTORELEASE([(NSString *)self copy]);
     return ((id(*)(id, SEL, id, id))original)(self, _cmd, target, replacement);
 }
-CS_DEFINE_HOOK_2(cs_string_stringByReplacingOccurrences, id, id, id)
+CS_DEFINE_HOOK_2(cs_string_stringByReplacingOccurrences, id, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_string_stringByReplacingOccurrencesOptionsRange(IMP original, id self, SEL _cmd,
-                                                                    const void *caller, id target, id replacement,
-                                                                    NSUInteger options, NSRange range) {
+static inline id cs_string_stringByReplacingOccurrencesOptionsRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                                    const void *caller, CS_UNRETAINED id target,
+                                                                    CS_UNRETAINED id replacement, NSUInteger options,
+                                                                    NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(target == nil || replacement == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
@@ -290,27 +307,30 @@ static inline id cs_string_stringByReplacingOccurrencesOptionsRange(IMP original
     }
     return ((id(*)(id, SEL, id, id, NSUInteger, NSRange))original)(self, _cmd, target, replacement, options, range);
 }
-CS_DEFINE_HOOK_4(cs_string_stringByReplacingOccurrencesOptionsRange, id, id, id, NSUInteger, NSRange)
+CS_DEFINE_HOOK_4(cs_string_stringByReplacingOccurrencesOptionsRange, id,
+                 CS_UNRETAINED id, CS_UNRETAINED id, NSUInteger, NSRange)
 
 /* -compare: nil throws on GNUstep; Apple answers NSOrderedDescending (nil sorts first), which is
  * the neutral result here. */
-static inline NSComparisonResult cs_string_compare(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline NSComparisonResult cs_string_compare(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                                   CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return NSOrderedDescending;
     return ((NSComparisonResult(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_compare, NSComparisonResult, id)
+CS_DEFINE_HOOK_1(cs_string_compare, NSComparisonResult, CS_UNRETAINED id)
 
-static inline BOOL cs_string_containsString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline BOOL cs_string_containsString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return NO;
     return ((BOOL(*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_string_containsString, BOOL, id)
+CS_DEFINE_HOOK_1(cs_string_containsString, BOOL, CS_UNRETAINED id)
 
 /** A nil separator: no separator is found, so the one component is (a copy of) the receiver. */
-static inline id cs_string_componentsSeparatedByString(IMP original, id self, SEL _cmd, const void *caller,
-                                                       id separator) {
+static inline id cs_string_componentsSeparatedByString(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                       const void *caller, CS_UNRETAINED id separator) {
     if (CS_UNLIKELY(separator == nil) && cs_guard_is_on(G) &&
         cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
         NSString *copy = [(NSString *)self copy];
@@ -320,19 +340,20 @@ static inline id cs_string_componentsSeparatedByString(IMP original, id self, SE
     }
     return ((id(*)(id, SEL, id))original)(self, _cmd, separator);
 }
-CS_DEFINE_HOOK_1(cs_string_componentsSeparatedByString, id, id)
+CS_DEFINE_HOOK_1(cs_string_componentsSeparatedByString, id, CS_UNRETAINED id)
 
 #pragma mark - NSMutableString
 
-static inline void cs_mstring_appendString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline void cs_mstring_appendString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                           CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         return;
     ((void (*)(id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_mstring_appendString, void, id)
+CS_DEFINE_HOOK_1(cs_mstring_appendString, void, CS_UNRETAINED id)
 
-static inline void cs_mstring_insertString(IMP original, id self, SEL _cmd, const void *caller, id string,
-                                           NSUInteger index) {
+static inline void cs_mstring_insertString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                           CS_UNRETAINED id string, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(string == nil) && CS_NIL_EDIT_STRING_IS_MISUSE) {
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
@@ -344,9 +365,9 @@ static inline void cs_mstring_insertString(IMP original, id self, SEL _cmd, cons
     }
     ((void (*)(id, SEL, id, NSUInteger))original)(self, _cmd, string, index);
 }
-CS_DEFINE_HOOK_2(cs_mstring_insertString, void, id, NSUInteger)
+CS_DEFINE_HOOK_2(cs_mstring_insertString, void, CS_UNRETAINED id, NSUInteger)
 
-static inline void cs_mstring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
+static inline void cs_mstring_deleteCharactersInRange(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                                       NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
@@ -359,7 +380,8 @@ CS_DEFINE_HOOK_1(cs_mstring_deleteCharactersInRange, void, NSRange)
 
 /** Shared check of replaceCharactersInRange:withString: (mutable and attributed strings, whose
  *  -length both count characters). YES: the call may proceed. */
-static inline BOOL cs_replace_allowed(id self, SEL _cmd, const void *caller, NSRange range, id string) {
+static inline BOOL cs_replace_allowed(CS_UNRETAINED id self, SEL _cmd, const void *caller, NSRange range,
+                                      CS_UNRETAINED id string) {
     if (!cs_guard_is_on(G)) return YES;
     NSUInteger length = cs_length(self);
     if (CS_UNLIKELY(!cs_range_fits(range, length))) return !CS_RANGE_MISUSE(range);
@@ -369,32 +391,34 @@ static inline BOOL cs_replace_allowed(id self, SEL _cmd, const void *caller, NSR
     return YES;
 }
 
-static inline void cs_mstring_replaceCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
-                                                       NSRange range, id string) {
+static inline void cs_mstring_replaceCharactersInRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                       const void *caller, NSRange range, CS_UNRETAINED id string) {
     if (!cs_replace_allowed(self, _cmd, caller, range, string)) return;
     ((void (*)(id, SEL, NSRange, id))original)(self, _cmd, range, string);
 }
-CS_DEFINE_HOOK_2(cs_mstring_replaceCharactersInRange, void, NSRange, id)
+CS_DEFINE_HOOK_2(cs_mstring_replaceCharactersInRange, void, NSRange, CS_UNRETAINED id)
 
 #pragma mark - NSAttributedString
 
-static inline id cs_astring_initWithString(IMP original, id self, SEL _cmd, const void *caller, id string) {
+static inline cs_opaque_object cs_astring_initWithString(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                         const void *caller, CS_UNRETAINED id string) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         string = CS_STR("");
-    return ((id(*)(id, SEL, id))original)(self, _cmd, string);
+    return ((cs_opaque_object(*)(CS_UNRETAINED id, SEL, id))original)(self, _cmd, string);
 }
-CS_DEFINE_HOOK_1(cs_astring_initWithString, id, id)
+CS_DEFINE_HOOK_1(cs_astring_initWithString, cs_opaque_object, CS_UNRETAINED id)
 
-static inline id cs_astring_initWithStringAttributes(IMP original, id self, SEL _cmd, const void *caller, id string,
-                                                     id attributes) {
+static inline cs_opaque_object cs_astring_initWithStringAttributes(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                                   const void *caller, CS_UNRETAINED id string,
+                                                                   CS_UNRETAINED id attributes) {
     if (CS_UNLIKELY(string == nil) && cs_guard_is_on(G) && cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0))
         string = CS_STR("");
-    return ((id(*)(id, SEL, id, id))original)(self, _cmd, string, attributes);
+    return ((cs_opaque_object(*)(CS_UNRETAINED id, SEL, id, id))original)(self, _cmd, string, attributes);
 }
-CS_DEFINE_HOOK_2(cs_astring_initWithStringAttributes, id, id, id)
+CS_DEFINE_HOOK_2(cs_astring_initWithStringAttributes, cs_opaque_object, CS_UNRETAINED id, CS_UNRETAINED id)
 
-static inline id cs_astring_attributedSubstringFromRange(IMP original, id self, SEL _cmd, const void *caller,
-                                                         NSRange range) {
+static inline id cs_astring_attributedSubstringFromRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                         const void *caller, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range))
@@ -408,7 +432,7 @@ CS_DEFINE_HOOK_1(cs_astring_attributedSubstringFromRange, id, NSRange)
  *  reads at index == length (the last run's attributes, or none for an empty string) and throws
  *  only beyond it; Apple's Foundation throws at index == length too. Each platform keeps its own
  *  legal results (SPEC §2 rule 1). */
-static inline BOOL cs_attribute_index_misuse(id self, SEL _cmd, const void *caller, NSUInteger index) {
+static inline BOOL cs_attribute_index_misuse(CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index) {
     NSUInteger length = cs_length(self);
 #if defined(__APPLE__)
     if (CS_LIKELY(index < length)) return NO;
@@ -431,18 +455,18 @@ static id cs_empty_attributes(void) {
     return g_empty_attributes;
 }
 
-static inline id cs_astring_attributeAtIndex(IMP original, id self, SEL _cmd, const void *caller, id name,
-                                             NSUInteger index, NSRange *effective) {
+static inline id cs_astring_attributeAtIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             CS_UNRETAINED id name, NSUInteger index, NSRange *effective) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(cs_attribute_index_misuse(self, _cmd, caller, index))) {
         if (effective) *effective = NSMakeRange(NSNotFound, 0);
         return nil;
     }
     return ((id(*)(id, SEL, id, NSUInteger, NSRange *))original)(self, _cmd, name, index, effective);
 }
-CS_DEFINE_HOOK_3(cs_astring_attributeAtIndex, id, id, NSUInteger, NSRange *)
+CS_DEFINE_HOOK_3(cs_astring_attributeAtIndex, id, CS_UNRETAINED id, NSUInteger, NSRange *)
 
-static inline id cs_astring_attributesAtIndex(IMP original, id self, SEL _cmd, const void *caller, NSUInteger index,
-                                              NSRange *effective) {
+static inline id cs_astring_attributesAtIndex(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                              NSUInteger index, NSRange *effective) {
     if (CS_LIKELY(cs_guard_is_on(G)) && CS_UNLIKELY(cs_attribute_index_misuse(self, _cmd, caller, index))) {
         if (effective) *effective = NSMakeRange(NSNotFound, 0);
         return cs_empty_attributes();
@@ -453,8 +477,8 @@ CS_DEFINE_HOOK_2(cs_astring_attributesAtIndex, id, NSUInteger, NSRange *)
 
 #pragma mark - NSMutableAttributedString
 
-static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, const void *caller, id name, id value,
-                                            NSRange range) {
+static inline void cs_mastring_addAttribute(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                            CS_UNRETAINED id name, CS_UNRETAINED id value, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(name == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil attribute name", 0, 0, 0)) return;
@@ -467,12 +491,12 @@ static inline void cs_mastring_addAttribute(IMP original, id self, SEL _cmd, con
     }
     ((void (*)(id, SEL, id, id, NSRange))original)(self, _cmd, name, value, range);
 }
-CS_DEFINE_HOOK_3(cs_mastring_addAttribute, void, id, id, NSRange)
+CS_DEFINE_HOOK_3(cs_mastring_addAttribute, void, CS_UNRETAINED id, CS_UNRETAINED id, NSRange)
 
 /* A nil dictionary is legal (it clears the attributes of the range). GNUstep returns before its
  * range check when the range is empty (a logged warning), wherever the range starts: legal there. */
-static inline void cs_mastring_setAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
-                                             NSRange range) {
+static inline void cs_mastring_setAttributes(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             CS_UNRETAINED id attributes, NSRange range) {
 #if defined(__APPLE__)
     if (CS_LIKELY(cs_guard_is_on(G))) {
 #else
@@ -483,17 +507,17 @@ static inline void cs_mastring_setAttributes(IMP original, id self, SEL _cmd, co
     }
     ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
 }
-CS_DEFINE_HOOK_2(cs_mastring_setAttributes, void, id, NSRange)
+CS_DEFINE_HOOK_2(cs_mastring_setAttributes, void, CS_UNRETAINED id, NSRange)
 
-static inline void cs_mastring_replaceCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
-                                                        NSRange range, id string) {
+static inline void cs_mastring_replaceCharactersInRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                        const void *caller, NSRange range, CS_UNRETAINED id string) {
     if (!cs_replace_allowed(self, _cmd, caller, range, string)) return;
     ((void (*)(id, SEL, NSRange, id))original)(self, _cmd, range, string);
 }
-CS_DEFINE_HOOK_2(cs_mastring_replaceCharactersInRange, void, NSRange, id)
+CS_DEFINE_HOOK_2(cs_mastring_replaceCharactersInRange, void, NSRange, CS_UNRETAINED id)
 
-static inline void cs_mastring_deleteCharactersInRange(IMP original, id self, SEL _cmd, const void *caller,
-                                                       NSRange range) {
+static inline void cs_mastring_deleteCharactersInRange(IMP original, CS_UNRETAINED id self, SEL _cmd,
+                                                       const void *caller, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
@@ -505,18 +529,18 @@ CS_DEFINE_HOOK_1(cs_mastring_deleteCharactersInRange, void, NSRange)
 
 /* -removeAttribute:range: (a nil name is legal on GNUstep) and -addAttributes:range: (a nil
  * dictionary throws): a range beyond the end is a no-op. */
-static inline void cs_mastring_removeAttribute(IMP original, id self, SEL _cmd, const void *caller, id name,
-                                               NSRange range) {
+static inline void cs_mastring_removeAttribute(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                               CS_UNRETAINED id name, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
         if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
     }
     ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, name, range);
 }
-CS_DEFINE_HOOK_2(cs_mastring_removeAttribute, void, id, NSRange)
+CS_DEFINE_HOOK_2(cs_mastring_removeAttribute, void, CS_UNRETAINED id, NSRange)
 
-static inline void cs_mastring_addAttributes(IMP original, id self, SEL _cmd, const void *caller, id attributes,
-                                             NSRange range) {
+static inline void cs_mastring_addAttributes(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
+                                             CS_UNRETAINED id attributes, NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(attributes == nil)) {
             if (cs_guard_misuse(G, self, _cmd, caller, "nil attributes", 0, 0, 0)) return;
@@ -527,7 +551,7 @@ static inline void cs_mastring_addAttributes(IMP original, id self, SEL _cmd, co
     }
     ((void (*)(id, SEL, id, NSRange))original)(self, _cmd, attributes, range);
 }
-CS_DEFINE_HOOK_2(cs_mastring_addAttributes, void, id, NSRange)
+CS_DEFINE_HOOK_2(cs_mastring_addAttributes, void, CS_UNRETAINED id, NSRange)
 
 #pragma mark - Registration
 

@@ -120,8 +120,8 @@ static inline BOOL cs_measure_getter_field(IMP measure, int32_t *offset, uint8_t
 #endif
 }
 
-__attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *cache, SEL selector, id self, Class cls,
-                                                      NSUInteger *out) {
+__attribute__((noinline, unused)) static BOOL cs_measure_slow(cs_measure_cache *cache, SEL selector,
+                                                              CS_UNRETAINED id self, Class cls, NSUInteger *out) {
     BOOL ready = CS_ATOMIC_LOAD(&cache->ready) != 0;
     BOOL unbounded = cs_measure_is_unbounded(cache, cls);
     IMP measure = NULL;
@@ -168,8 +168,8 @@ static inline __attribute__((always_inline)) const cs_measure_entry *cs_measure_
 
 /** Writes the receiver's -count (or the cache's selector) to *out and returns YES; returns NO
  *  for an unbounded receiver (the hook then calls the original unchecked). */
-static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *cache, SEL selector, id self,
-                                                             NSUInteger *out) {
+static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *cache, SEL selector,
+                                                             CS_UNRETAINED id self, NSUInteger *out) {
     Class cls = object_getClass(self);
     const cs_measure_entry *entry = cs_measure_find(cache, cls);
     if (CS_LIKELY(entry != NULL)) {
@@ -183,14 +183,14 @@ static inline __attribute__((always_inline)) BOOL cs_measure(cs_measure_cache *c
 
 /** The receiver's -count / -length when its class is cached in field form (see the contract):
  *  YES with the value in *out. Call-free; NO sends the hook to its full path. */
-static inline __attribute__((always_inline)) BOOL cs_measure_field(const cs_measure_cache *cache, id self,
+static inline __attribute__((always_inline)) BOOL cs_measure_field(const cs_measure_cache *cache, CS_UNRETAINED id self,
                                                                    NSUInteger *out) {
     const cs_measure_entry *entry = cs_measure_find(cache, object_getClass(self));
     if (CS_UNLIKELY(entry == NULL)) return NO; /* nil: Nil meets no field form (its entry has no mask) */
     uint64_t mask = entry->field_mask;
     if (CS_UNLIKELY(mask == 0)) return NO;
     uint64_t word;
-    memcpy(&word, (const char *)self + entry->field_offset, sizeof word);
+    memcpy(&word, (const char *)CS_POINTER(self) + entry->field_offset, sizeof word);
     *out = (NSUInteger)(word & mask);
     return YES;
 }
