@@ -694,12 +694,12 @@ CS_DEFINE_HOOK_3(cs_mdata_replaceBytesInRange_withBytes_length, void, NSRange, c
  * name is written here.
  */
 @interface CSKVCProxyProbe : NSObject {
-    NSMutableArray *slowItems;  /* getter + setter only: the "slow" proxy */
-    NSMutableArray *fastItems;  /* indexed accessors: the "fast" proxy */
-    NSMutableArray *ivarItems;  /* no accessors: the instance-variable proxy */
-    NSMutableSet *slowMembers;
-    NSMutableSet *fastMembers;
-    NSMutableSet *ivarMembers;
+    __strong NSMutableArray *slowItems; /* getter + setter only: the "slow" proxy */
+    __strong NSMutableArray *fastItems; /* indexed accessors: the "fast" proxy */
+    __strong NSMutableArray *ivarItems; /* no accessors: the instance-variable proxy */
+    __strong NSMutableSet *slowMembers;
+    __strong NSMutableSet *fastMembers;
+    __strong NSMutableSet *ivarMembers;
 }
 @end
 

@@ -83,7 +83,7 @@ static BOOL cs_kvo_misuse(CS_UNRETAINED id observed, SEL cmd, const void *caller
   @public
     CS_UNRETAINED id observer; /* cleared when the observer deallocates */
     CS_UNRETAINED id observed; /* the proxy's owner */
-    NSString *key_path;      /* copied (retained) */
+    __strong NSString *key_path; /* copied (retained) */
     NSKeyValueObservingOptions options;
     void *context;           /* CS_ATOMIC_*: replaced in place on a replacing platform */
     int registered;          /* 1 while registered with GNUstep; CS_ATOMIC / exchange */
@@ -92,7 +92,7 @@ static BOOL cs_kvo_misuse(CS_UNRETAINED id observed, SEL cmd, const void *caller
 
 @interface CSKVOToken : NSObject {
   @public
-    CSKVOEntry *entry; /* retained */
+    __strong CSKVOEntry *entry; /* retained */
 }
 @end
 

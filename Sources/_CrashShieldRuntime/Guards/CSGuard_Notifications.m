@@ -48,7 +48,7 @@ typedef struct {
 @interface CSNotificationToken : NSObject {
   @public
     CS_UNRETAINED id observer; /* the token lives exactly as long as the observer's mark */
-    NSNotificationCenter *center; /* retained */
+    __strong NSNotificationCenter *center; /* retained */
     cs_notif_registration *registrations; /* under g_tokens_lock */
     size_t count, capacity;
     /* g_tokens, under g_tokens_lock: a registry, not owners (the side table owns each token) */
