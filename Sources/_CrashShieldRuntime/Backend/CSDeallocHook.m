@@ -122,6 +122,27 @@ IMP cs_dealloc_original(void) {
 
 #pragma mark - Threads and the main queue
 
+#if defined(__APPLE__)
+#include <dispatch/dispatch.h>
+
+/* NOT COMPILED HERE. libdispatch is part of libSystem on Apple: its public API, called directly
+ * (the _f forms: this target writes no block literals). The main queue is tagged once with a
+ * queue-specific key (thread-safe from any thread); work it runs reads the key back on whatever
+ * thread drains it. */
+static char kMainQueueKey;
+static dispatch_once_t g_main_queue_tagged;
+static void cs_tag_main_queue(void *unused) {
+    (void)unused;
+    dispatch_queue_set_specific(dispatch_get_main_queue(), &kMainQueueKey, &kMainQueueKey, NULL);
+}
+
+/* True on the main thread, and for work the main queue runs on any thread. */
+BOOL cs_backend_is_main_thread(void) {
+    if (pthread_main_np()) return YES;
+    dispatch_once_f(&g_main_queue_tagged, NULL, cs_tag_main_queue);
+    return dispatch_get_specific(&kMainQueueKey) == &kMainQueueKey;
+}
+#else
 typedef void (*cs_set_specific_fn)(void *queue, const void *key, void *context, void (*destructor)(void *));
 typedef void *(*cs_get_specific_fn)(const void *key);
 static char kMainQueueKey;
@@ -130,7 +151,8 @@ static pthread_once_t g_main_queue_once = PTHREAD_ONCE_INIT;
 
 /* Tags libdispatch's main queue, so work it runs is recognised on any thread: after
  * dispatch_main() (Swift's async main on Linux) the main thread exits and worker threads drain
- * the main queue, one item at a time. */
+ * the main queue, one item at a time. libdispatch is optional here (a plain Objective-C program
+ * has none), so it is looked up, never linked. */
 static void cs_tag_main_queue(void) {
     cs_set_specific_fn set_specific = (cs_set_specific_fn)dlsym(RTLD_DEFAULT, "dispatch_queue_set_specific");
     void *main_queue = dlsym(RTLD_DEFAULT, "_dispatch_main_q");
@@ -141,24 +163,8 @@ static void cs_tag_main_queue(void) {
     }
 }
 
-#if defined(__APPLE__)
-#include <dispatch/dispatch.h>
-#endif
-
 /* True on the main thread, and for work the main queue runs on any thread. */
 BOOL cs_backend_is_main_thread(void) {
-#if defined(__APPLE__)
-    /* NOT COMPILED HERE. libdispatch is part of libSystem on Apple: its public API, called
-     * directly. The main queue is tagged once with a queue-specific key (thread-safe from any
-     * thread); a block it runs reads the key back on whatever thread drains it. */
-    if (pthread_main_np()) return YES;
-    static char main_queue_key;
-    static dispatch_once_t main_queue_tagged;
-    dispatch_once(&main_queue_tagged, ^{
-        dispatch_queue_set_specific(dispatch_get_main_queue(), &main_queue_key, &main_queue_key, NULL);
-    });
-    return dispatch_get_specific(&main_queue_key) == &main_queue_key;
-#else
     static __thread int cached; /* 0 unknown, 1 main, 2 other */
     if (CS_UNLIKELY(cached == 0)) {
         /* GNUstep's +[NSThread isMainThread] means "the thread that first used NSThread", which in
@@ -168,8 +174,8 @@ BOOL cs_backend_is_main_thread(void) {
     if (cached == 1) return YES;
     pthread_once(&g_main_queue_once, cs_tag_main_queue);
     return g_get_specific != NULL && g_get_specific(&kMainQueueKey) == &kMainQueueKey;
-#endif
 }
+#endif
 
 /* Runs a C function on the main run loop when libdispatch is not in the process. */
 @interface CSMainCall : NSObject {
@@ -184,20 +190,18 @@ BOOL cs_backend_is_main_thread(void) {
 }
 @end
 
-typedef void (*cs_dispatch_async_f)(void *queue, void *context, void (*work)(void *));
-
 BOOL cs_backend_main_async(void (*fn)(void *), void *context) {
+#if defined(__APPLE__)
+    dispatch_async_f(dispatch_get_main_queue(), context, fn); /* NOT COMPILED HERE */
+    return YES;
+#else
+    typedef void (*cs_dispatch_async_f)(void *queue, void *context, void (*work)(void *));
     static cs_dispatch_async_f async_f;
     static void *main_queue;
     static int looked_up;
     if (!CS_ATOMIC_LOAD(&looked_up)) {
-#if defined(__APPLE__)
         async_f = (cs_dispatch_async_f)dlsym(RTLD_DEFAULT, "dispatch_async_f");
         main_queue = dlsym(RTLD_DEFAULT, "_dispatch_main_q");
-#else
-        async_f = (cs_dispatch_async_f)dlsym(RTLD_DEFAULT, "dispatch_async_f");
-        main_queue = dlsym(RTLD_DEFAULT, "_dispatch_main_q");
-#endif
         CS_ATOMIC_STORE(&looked_up, 1);
     }
     if (async_f && main_queue) {
@@ -217,6 +221,7 @@ BOOL cs_backend_main_async(void (*fn)(void *), void *context) {
     }
     CS_RELEASE(call);
     return YES;
+#endif
 }
 
 void cs_backend_send1(id target, SEL sel, id argument) {
