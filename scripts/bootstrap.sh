@@ -14,7 +14,14 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 # addr2line for symbolicating crash reports when llvm-symbolizer is absent).
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 command -v objcopy >/dev/null 2>&1 || missing+=(binutils)
+# The static checks (scripts/check-arc.sh, check-apple-targets.sh, check-portability.sh) need
+# python3, and clang, llvm-nm, llvm-objdump and ld64.lld, which come with the Swift toolchain.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v swift >/dev/null 2>&1 || { echo "bootstrap: swift is not on PATH (Swift 6.1 or newer is required)" >&2; exit 1; }
+toolchain_bin="$(dirname "$(readlink -f "$(command -v swift)")")"
+for tool in clang llvm-nm llvm-objdump ld64.lld; do
+  [ -x "$toolchain_bin/$tool" ] || { echo "bootstrap: $tool is missing from the Swift toolchain ($toolchain_bin)" >&2; exit 1; }
+done
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 if [ ${#missing[@]} -gt 0 ]; then
   echo "bootstrap: installing ${missing[*]}" >&2

@@ -10,10 +10,17 @@
 #    its own guard's range and outside the other's: the fail-safe's address -> guard mapping at
 #    link level.
 # 2. PURE_C_FILES: C sources and headers that need only clang's freestanding headers (stdint,
-#    stddef, stdbool, stdarg, limits, ...), compiled -ffreestanding -fsyntax-only per Apple target.
-# 3. Canaries, so that each check is shown able to fail: the old `#pragma clang section` form and
+#    stddef, stdbool, stdarg, stdatomic, limits, ...), compiled -ffreestanding -nostdlibinc
+#    -fsyntax-only per Apple target. Every other C file of the C targets (C_TARGET_DIRS) must need
+#    Apple's SDK (stop at a system header clang lacks, with no other error): one that compiles
+#    without it belongs in the list, so the list cannot silently fall behind.
+# 3. Files kept for one loader or kernel (*_elf.c, *_linux.c, anywhere under Sources/) preprocess
+#    to nothing for every Apple target: their whole body is inside their platform guard, so no ELF
+#    or Linux construct reaches an Apple build.
+# 4. Canaries, so that each check is shown able to fail: the old `#pragma clang section` form and
 #    a tag too long for Mach-O must be rejected, a host header must not be found by the pure-C
-#    compile, and the link-level checker must reject a wrong mapping.
+#    compile, the link-level checker must reject a wrong mapping, and a Linux file with one line
+#    outside its guard must be reported.
 #
 # Limits (what only a Mac can show): no Apple SDK headers, no libSystem, no dyld. Swift's
 # ld64.lld refuses objects whose LC_BUILD_VERSION names an Apple platform ("This version of lld
@@ -25,16 +32,33 @@ set -euo pipefail
 # C sources and headers (paths from the repository root) that must compile for Apple targets with
 # nothing but clang's freestanding headers. Each is compiled as C with -I of its own directory and
 # of every target's include/ directory (Sources/*/include, as SwiftPM gives a target its
-# dependencies' public headers). Today: the section header and the C interfaces of the shipped
-# targets; the capture sources still include POSIX headers, and their platform-neutral parts are
-# added here as they are split out.
+# dependencies' public headers). Headers included by a listed .c file are checked through it.
 PURE_C_FILES=(
+    # The guard-section macros.
     Sources/_CrashShieldRuntime/Engine/CSGuardSection.h
+    # Capture's platform-neutral pure C: the report's JSON writer, the crash claim (csc_sys.h).
+    Sources/_CrashShieldCapture/csc_writer.c
+    Sources/_CrashShieldCapture/csc_claim.c
+    # Image identity: the Mach-O reader, debug ids, the system-image path rule.
+    Sources/_CrashShieldIncidents/cs_macho.c
+    Sources/_CrashShieldIncidents/cs_debug_id.c
+    Sources/_CrashShieldIncidents/cs_image_paths.c
+    Sources/_CrashShieldIncidents/cs_images.h
+    Sources/_CrashShieldIncidents/include/cs_dyld_images.h
+    Sources/_CrashShieldIncidents/include/cs_image_range.h
+    # The C interfaces of the shipped targets.
     Sources/_CrashShieldIncidents/include/cs_incidents.h
     Sources/_CrashShieldCapture/include/csc_capture.h
     Sources/_CrashShieldCapture/include/csc_launch.h
     Sources/_CrashShieldRuntime/include/cs_runtime.h
     Sources/_CrashShieldRuntime/include/cs_capture_exceptions.h
+)
+
+# The C targets whose every .c file is either in PURE_C_FILES, kept for Linux/ELF (section 3), or
+# needs Apple's SDK.
+C_TARGET_DIRS=(
+    Sources/_CrashShieldIncidents
+    Sources/_CrashShieldCapture
 )
 
 APPLE_TARGETS=(
@@ -279,17 +303,75 @@ pure_c_check() { # <file> <target>
     apple_cc -target "$2" -fsyntax-only -x c -I"$(dirname "$1")" "${PUBLIC_INCLUDES[@]}" "$1"
 }
 for file in "${PURE_C_FILES[@]}"; do
+    ok=1
     for target in "${APPLE_TARGETS[@]}"; do
-        if pure_c_check "$ROOT/$file" "$target" 2>"$WORK/err"; then
-            pass "$target: $file (freestanding)"
-        else
-            fail "$target: $file needs more than the freestanding headers"; sed 's/^/    /' "$WORK/err"
+        if ! pure_c_check "$ROOT/$file" "$target" 2>"$WORK/err"; then
+            fail "$target: $file needs more than the freestanding headers"; sed 's/^/    /' "$WORK/err"; ok=0
         fi
     done
+    [ $ok = 1 ] && pass "$file: freestanding, every Apple target"
+done
+
+# Every other C file of the C targets: needs Apple's SDK (named, not compiled here), or belongs in
+# PURE_C_FILES. A file fails when it compiles without the SDK, or when clang reports any error
+# besides the missing system header it stops at.
+# classify_unlisted <file>: prints "pure", "sdk" (stops at a missing system header and nothing
+# else), or "error" followed by clang's messages.
+classify_unlisted() {
+    if pure_c_check "$1" "${APPLE_TARGETS[0]}" 2>"$WORK/classify"; then
+        echo pure
+    elif grep -q "fatal error: '.*' file not found" "$WORK/classify" &&
+        ! grep -v "file not found" "$WORK/classify" | grep -q "error:"; then
+        echo sdk
+    else
+        echo error; cat "$WORK/classify"
+    fi
+}
+needs_sdk=()
+for dir in "${C_TARGET_DIRS[@]}"; do
+    for path in "$ROOT/$dir"/*.c; do
+        file="${path#"$ROOT"/}"
+        case "$file" in *_elf.c | *_linux.c) continue ;; esac
+        listed=0
+        for pure in "${PURE_C_FILES[@]}"; do [ "$pure" = "$file" ] && listed=1; done
+        [ $listed = 1 ] && continue
+        verdict="$(classify_unlisted "$path")"
+        case "$verdict" in
+            pure) fail "$file compiles with the freestanding headers only: add it to PURE_C_FILES" ;;
+            sdk) needs_sdk+=("$(basename "$file")") ;;
+            *) fail "${APPLE_TARGETS[0]}: $file fails before reaching a missing SDK header"
+               sed '1d; s/^/    /' <<<"$verdict" ;;
+        esac
+    done
+done
+echo "note: need Apple's SDK, not compiled here: ${needs_sdk[*]}"
+
+# ---------------------------------------------------------------------------------------------
+# 3. Linux and ELF files are empty for Apple targets.
+
+# preprocesses_to_nothing <file> <target>: with clang's freestanding headers only, so an #include
+# that escaped the guard fails too.
+preprocesses_to_nothing() {
+    local out
+    out="$(apple_cc -target "$2" -E -P -x c -I"$(dirname "$1")" "${PUBLIC_INCLUDES[@]}" "$1")" || return 1
+    [ -z "$(tr -d '[:space:]' <<<"$out")" ] || { sed -n '/[^[:space:]]/{p;q}' <<<"$out" | sed 's/^/    leaked: /'; return 1; }
+}
+platform_files=()
+while IFS= read -r path; do platform_files+=("$path"); done < <(find "$ROOT/Sources" \( -name '*_elf.c' -o -name '*_linux.c' \) | sort)
+[ ${#platform_files[@]} -gt 0 ] || fail "no *_elf.c / *_linux.c file found under Sources/"
+for path in "${platform_files[@]}"; do
+    file="${path#"$ROOT"/}"
+    ok=1
+    for target in "${APPLE_TARGETS[@]}"; do
+        if ! preprocesses_to_nothing "$path" "$target" >"$WORK/leak" 2>&1; then
+            fail "$target: $file is not empty (a Linux/ELF construct outside its guard)"; sed 's/^/    /' "$WORK/leak"; ok=0
+        fi
+    done
+    [ $ok = 1 ] && pass "$file: empty for every Apple target"
 done
 
 # ---------------------------------------------------------------------------------------------
-# 3. Canaries: each must be rejected, or the checks above could not fail.
+# 4. Canaries: each must be rejected, or the checks above could not fail.
 
 canary_target=arm64-apple-ios15
 printf '#pragma clang section text = "cs_guard_kvo"\nint f(void) { return 0; }\n' >"$WORK/old-pragma.c"
@@ -313,6 +395,30 @@ if pure_c_check "$WORK/hosted.c" "$canary_target" 2>/dev/null; then
     fail "canary: the freestanding compile finds <string.h> (host headers leak in)"
 else
     pass "canary: the freestanding compile rejects <string.h>"
+fi
+
+printf '#include <stdint.h>\nuint32_t canary_pure(void) { return 1; }\n' >"$WORK/unlisted_pure.c"
+printf '#include <stdint.h>\nuint32_t canary_typo(void) { return missing_name; }\n#include <pthread.h>\n' >"$WORK/unlisted_error.c"
+pure_verdict="$(classify_unlisted "$WORK/unlisted_pure.c")"
+sdk_verdict="$(classify_unlisted "$WORK/hosted.c")"
+error_verdict="$(classify_unlisted "$WORK/unlisted_error.c")"
+error_verdict="${error_verdict%%$'\n'*}"
+if [ "$pure_verdict/$sdk_verdict/$error_verdict" = "pure/sdk/error" ]; then
+    pass "canary: an unlisted file is told apart: freestanding / needs the SDK / other error"
+else
+    fail "canary: unlisted files classified $pure_verdict/$sdk_verdict/$error_verdict, expected pure/sdk/error"
+fi
+
+mkdir -p "$WORK/canary"
+printf '#if defined(__linux__)\n#include <link.h>\nint canary_inside(void);\n#endif\nint canary_outside(void);\n' \
+    >"$WORK/canary/canary_linux.c"
+printf '#if defined(__linux__)\n#include <link.h>\nint canary_inside(void);\n#endif\n' >"$WORK/canary/guarded_linux.c"
+if preprocesses_to_nothing "$WORK/canary/canary_linux.c" "$canary_target" >/dev/null 2>&1; then
+    fail "canary: a Linux file with a declaration outside its guard counts as empty"
+elif ! preprocesses_to_nothing "$WORK/canary/guarded_linux.c" "$canary_target" >/dev/null 2>&1; then
+    fail "canary: a wholly guarded Linux file does not count as empty"
+else
+    pass "canary: a line outside a Linux file's guard is found; a wholly guarded file passes"
 fi
 
 if [ -f "$WORK/probe-$canary_target.dylib" ]; then

@@ -17,6 +17,14 @@
 #
 # Errors inside GNUstep's and GCC's headers (GCC's objc/runtime.h is not ARC-clean) are counted and
 # shown in the summary but do not fail the check: they are not ours to fix.
+#
+# The Apple backend (Backend/CSBackend_Apple.m) is wholly inside `#if defined(__APPLE__)`, so the
+# pass above sees an empty file. A last stage forces that guard open (with the one Apple-only
+# declaration GCC's libobjc lacks) and runs the file through the ARC front end and, the MRC half of
+# the rule, without ARC, against GNUstep's declarations of the same public runtime API; its fields
+# go through the ownership rule too. `#line` keeps diagnostics on the original file and lines.
+# What it shows: the file's ownership (no retain/release, bridged casts, unretained receivers) is
+# valid ARC and valid MRC. Not that it compiles against Apple's SDK or works: only a Mac can.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -112,5 +120,48 @@ if [ -n "$implicit" ]; then
   failed=$((failed + 1))
 else
   echo "check-arc: every object field in $runtime states its ownership"
+fi
+
+# The Apple backend, guard forced open.
+apple_backend=Sources/_CrashShieldRuntime/Backend/CSBackend_Apple.m
+apple_forced="$(mktemp -d)"
+trap 'rm -f "$log" "${canary:-}" "$fields_log"; rm -rf "$apple_forced"' EXIT
+awk -v file="$apple_backend" '
+  NR == 1 { print "#define _GNU_SOURCE 1"; printf "#line 1 \"%s\"\n", file }
+  $0 == "#if defined(__APPLE__)" && !forced {
+    forced = 1
+    print "#if 1 /* forced open by scripts/check-arc.sh */"
+    print "Class *objc_copyClassList(unsigned int *outCount); /* Apple <objc/runtime.h>; not in GCC libobjc */"
+    printf "#line %d \"%s\"\n", NR + 1, file
+    next
+  }
+  { print }' "$apple_backend" >"$apple_forced/CSBackend_Apple.m"
+apple_flags=(-I "$(dirname "$apple_backend")" -I Sources/_CrashShieldRuntime)
+apple_failed=0
+if ! grep -q '^#if 1 /\* forced open' "$apple_forced/CSBackend_Apple.m"; then
+  echo "check-arc: FAIL: no \`#if defined(__APPLE__)\` line in $apple_backend to force open" >&2
+  exit 1
+fi
+# Its canary: one MRC-only call appended to the forced file must be rejected under ARC.
+{ cat "$apple_forced/CSBackend_Apple.m"; printf '\n#line 1 "Sources/canary.m"\nvoid cs_canary(id x) { [x release]; }\n'; } \
+  >"$apple_forced/canary.m"
+if check_file "$apple_forced/canary.m" "${apple_flags[@]}" >/dev/null || ! grep -q "^Sources/canary.m:1:.*release" "$log"; then
+  echo "check-arc: FAIL: the Apple backend's canary ([x release]) was not rejected; its ARC stage is not running ARC" >&2
+  exit 1
+fi
+for mode in -fobjc-arc -fno-objc-arc; do
+  if ! check_file "$apple_forced/CSBackend_Apple.m" "${apple_flags[@]}" "$mode"; then apple_failed=$((apple_failed + 1)); fi
+done
+apple_fields=$("$clang_bin" -x objective-c "${common[@]}" "${apple_flags[@]}" -Xclang -ast-dump "$apple_forced/CSBackend_Apple.m" 2>/dev/null |
+  python3 scripts/lib/implicit_strong_fields.py || true)
+if [ -n "$apple_fields" ]; then
+  echo "$apple_fields"
+  apple_failed=$((apple_failed + 1))
+fi
+if [ "$apple_failed" -eq 0 ]; then
+  echo "check-arc: $apple_backend (\`__APPLE__\` guard forced): clean under ARC and MRC, every object field states its ownership"
+else
+  echo "check-arc: $apple_backend (\`__APPLE__\` guard forced): errors above (ARC, MRC or field ownership)"
+  failed=$((failed + 1))
 fi
 [ "$failed" -eq 0 ]

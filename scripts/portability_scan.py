@@ -4,16 +4,20 @@
 Usage: portability_scan.py [--list-patterns] [--self-test] PATH...
 
 Each Swift, C, Objective-C and Objective-C++ file under the given paths is read with comments
-removed, and every line is judged per Apple platform (iOS, macOS): is it compiled there? That is
-decided by evaluating the enclosing `#if`/`#ifdef`/`#elif`/`#else` (C) or `#if`/`#elseif`/`#else`
-(Swift) conditions with that platform's answers (C: __APPLE__ and __MACH__ defined, __linux__,
-__ELF__, __GLIBC__, GNUSTEP ... undefined; Swift: os(Linux) and canImport(Glibc) false,
-os(iOS)/os(macOS) per platform). A condition the scanner cannot decide (an unknown macro, arch(),
-a compilation flag) counts as "may be compiled", so code is only excused by a condition that is
-false on that platform; `#if defined(__APPLE__) ... #else ... #endif` excuses its #else branch.
+removed, and every line is judged per Apple platform the package declares (iOS, macOS, Mac
+Catalyst, visionOS): is it compiled there? That is decided by evaluating the enclosing
+`#if`/`#ifdef`/`#elif`/`#else` (C) or `#if`/`#elseif`/`#else` (Swift) conditions with that
+platform's answers (C: __APPLE__ and __MACH__ defined, __linux__, __ELF__, __GLIBC__, GNUSTEP ...
+undefined, TARGET_OS_* per platform; Swift: os(Linux) and canImport(Glibc) false, os(...),
+canImport(...) and targetEnvironment(macCatalyst) per platform). A condition the scanner cannot
+decide (an unknown macro, arch(), a compilation flag) counts as "may be compiled", so code is only
+excused by a condition that is false on that platform; `#if defined(__APPLE__) ... #else ...
+#endif` excuses its #else branch.
 
 A finding is a line compiled on some Apple platform that uses a pattern unavailable there:
-    path:line: pattern-id: matched text (unavailable on iOS, macOS; Apple: equivalent)
+    path:line: pattern-id: matched text (unavailable on iOS, macOS, ...; Apple: equivalent)
+A file named Package.swift is also read as the manifest: its `platforms:` must declare the minimum
+versions the API needs (MANIFEST_MINIMUMS, id swift-package-platforms).
 The patterns and their reasons are in docs/PORTABILITY.md (every id there, checked by
 scripts/check-portability.sh). Exit status: 1 with findings, 0 without, 2 on usage errors.
 """
@@ -22,9 +26,12 @@ import re
 import sys
 from dataclasses import dataclass
 
-APPLE_PLATFORMS = ("iOS", "macOS")
-BOTH = frozenset(APPLE_PLATFORMS)
-IOS_ONLY = frozenset({"iOS"})
+# The Apple platforms Package.swift declares. Each is judged on its own: Mac Catalyst is os(iOS)
+# with targetEnvironment(macCatalyst), visionOS is neither os(iOS) nor os(macOS).
+APPLE_PLATFORMS = ("iOS", "macOS", "macCatalyst", "visionOS")
+ALL_APPLE = frozenset(APPLE_PLATFORMS)
+# Foundation's Process (NSTask) exists on Linux and macOS only.
+NO_PROCESS = frozenset({"iOS", "macCatalyst", "visionOS"})
 
 C_SUFFIXES = (".c", ".h", ".m", ".mm", ".cpp", ".cc", ".hpp")
 SWIFT_SUFFIXES = (".swift",)
@@ -42,56 +49,74 @@ class Pattern:
 
 PATTERNS = [
     # C / Objective-C: ELF object format.
-    Pattern("c-link-h", "c", r"#\s*include\s*<link\.h>", BOTH, "<mach-o/dyld.h>"),
-    Pattern("c-elf-h", "c", r"#\s*include\s*<elf\.h>", BOTH, "<mach-o/loader.h>"),
-    Pattern("c-dl-iterate-phdr", "c", r"\bdl_iterate_phdr\b", BOTH,
+    Pattern("c-link-h", "c", r"#\s*include\s*<link\.h>", ALL_APPLE, "<mach-o/dyld.h>"),
+    Pattern("c-elf-h", "c", r"#\s*include\s*<elf\.h>", ALL_APPLE, "<mach-o/loader.h>"),
+    Pattern("c-dl-iterate-phdr", "c", r"\bdl_iterate_phdr\b", ALL_APPLE,
             "_dyld_image_count/_dyld_get_image_header, _dyld_register_func_for_add_image"),
     Pattern("c-elf-types", "c", r"\bElfW\s*\(|\bElf(32|64)_[A-Za-z]+\b|\bPT_(LOAD|NOTE|GNU_[A-Z_]+)\b|\bNT_GNU_BUILD_ID\b",
-            BOTH, "mach_header_64, segment_command_64, LC_UUID"),
-    Pattern("c-section-bounds", "c", r"\b__(start|stop)_[A-Za-z_][A-Za-z0-9_]*", BOTH,
+            ALL_APPLE, "mach_header_64, segment_command_64, LC_UUID"),
+    Pattern("c-section-bounds", "c", r"\b__(start|stop)_[A-Za-z_][A-Za-z0-9_]*", ALL_APPLE,
             "section$start$SEG$sect / section$end$SEG$sect (Engine/CSGuardSection.h)"),
-    Pattern("c-section-pragma", "c", r"#\s*pragma\s+clang\s+section\b|_Pragma\s*\(\s*\"\s*clang\s+section", BOTH,
+    Pattern("c-section-pragma", "c", r"#\s*pragma\s+clang\s+section\b|_Pragma\s*\(\s*\"\s*clang\s+section", ALL_APPLE,
             "CS_GUARD_CODE_SECTION (Engine/CSGuardSection.h)", in_strings=True),
-    Pattern("c-section-attribute", "c", r"\bsection\s*\(\s*\"[^\",]*\"\s*\)", BOTH,
+    Pattern("c-section-attribute", "c", r"\bsection\s*\(\s*\"[^\",]*\"\s*\)", ALL_APPLE,
             "\"SEGMENT,section\" (16 characters at most), or CS_GUARD_METHOD", in_strings=True),
     # C / Objective-C: Linux kernel and glibc interfaces.
-    Pattern("c-prctl", "c", r"#\s*include\s*<(sys|linux)/prctl\.h>|\bprctl\s*\(", BOTH,
+    Pattern("c-prctl", "c", r"#\s*include\s*<(sys|linux)/prctl\.h>|\bprctl\s*\(", ALL_APPLE,
             "pthread_setname_np(name) for the thread name"),
-    Pattern("c-gettid", "c", r"\bSYS_gettid\b|\bgettid\s*\(", BOTH,
+    Pattern("c-gettid", "c", r"\bSYS_gettid\b|\bgettid\s*\(", ALL_APPLE,
             "pthread_threadid_np, pthread_mach_thread_np"),
-    Pattern("c-syscall", "c", r"(?<![\w.>])syscall\s*\(", BOTH,
+    Pattern("c-syscall", "c", r"(?<![\w.>])syscall\s*\(", ALL_APPLE,
             "the libc or Mach call it stands for (syscall(2) is deprecated and unsupported: iOS 10, macOS 10.12)"),
-    Pattern("c-getrandom", "c", r"\bgetrandom\s*\(", BOTH,
+    Pattern("c-getrandom", "c", r"\bgetrandom\s*\(", ALL_APPLE,
             "getentropy (<sys/random.h>, at most 256 bytes a call) or arc4random_buf"),
-    Pattern("c-process-vm-readv", "c", r"\bprocess_vm_(readv|writev)\b", BOTH,
+    Pattern("c-process-vm-readv", "c", r"\bprocess_vm_(readv|writev)\b", ALL_APPLE,
             "vm_read_overwrite / mach_vm_read_overwrite on mach_task_self()"),
     Pattern("c-linux-ucontext", "c", r"\bREG_(R(IP|SP|BP|AX|BX|CX|DX|SI|DI|8|9|1[0-5])|E(IP|SP|BP|AX|BX|CX|DX|SI|DI|FL)|UESP|TRAPNO|ERR|CR2|CSGSFS|OLDMASK)\b"
             r"|(\.|->)\s*(gregs|fault_address)\b|\buc_mcontext\s*\.",
-            BOTH, "uc_mcontext->__ss.__rip / __ss.__pc (Darwin mcontext is a pointer to per-arch state)"),
-    Pattern("c-procfs", "c", r"/proc/", BOTH,
+            ALL_APPLE, "uc_mcontext->__ss.__rip / __ss.__pc (Darwin mcontext is a pointer to per-arch state)"),
+    Pattern("c-procfs", "c", r"/proc/", ALL_APPLE,
             "sysctl, proc_pidinfo, _NSGetExecutablePath, task_info", in_strings=True),
-    Pattern("c-pthread-getattr-np", "c", r"\bpthread_getattr_np\b", BOTH,
+    Pattern("c-pthread-getattr-np", "c", r"\bpthread_getattr_np\b", ALL_APPLE,
             "pthread_get_stackaddr_np / pthread_get_stacksize_np"),
     Pattern("c-linux-fd-apis", "c",
             r"\b(epoll_[a-z_]+|eventfd|signalfd|memfd_create|inotify_[a-z_]+|timerfd_[a-z_]+)\s*\(|#\s*include\s*<sys/(epoll|eventfd|signalfd|inotify|timerfd)\.h>",
-            BOTH, "kqueue / dispatch sources"),
-    Pattern("c-glibc-only", "c", r"\b(program_invocation_(short_)?name|secure_getenv|gnu_get_libc_version|CLOCK_BOOTTIME)\b",
-            BOTH, "getprogname, getenv with issetugid, CLOCK_MONOTONIC"),
+            ALL_APPLE, "kqueue / dispatch sources"),
+    Pattern("c-glibc-only", "c", r"\b(program_invocation_(short_)?name|secure_getenv|gnu_get_libc_version|CLOCK_BOOTTIME"
+            r"|mallinfo2?|malloc_usable_size|sched_getcpu|get_nprocs(_conf)?)\b",
+            ALL_APPLE, "getprogname, getenv with issetugid, CLOCK_MONOTONIC, malloc_size / malloc_zone_statistics, "
+            "sysconf(_SC_NPROCESSORS_ONLN)"),
     # Swift.
-    Pattern("swift-import-glibc", "swift", r"\bimport\s+(Glibc|Musl)\b|\b(Glibc|Musl)\.", BOTH, "import Darwin"),
-    Pattern("swift-foundation-networking", "swift", r"\bFoundationNetworking\b", BOTH,
+    Pattern("swift-import-glibc", "swift", r"\bimport\s+(Glibc|Musl)\b|\b(Glibc|Musl)\.", ALL_APPLE, "import Darwin"),
+    Pattern("swift-foundation-networking", "swift", r"\bFoundationNetworking\b", ALL_APPLE,
             "URLSession is in Foundation"),
-    Pattern("swift-st-mtim", "swift", r"\bst_(a|m|c)tim\b", BOTH, "st_mtimespec (st_atimespec, st_ctimespec)"),
-    Pattern("swift-process", "swift", r"(?<![\w.])(Foundation\.)?Process\b", IOS_ONLY,
-            "none on iOS: keep it inside #if os(Linux) || os(macOS)"),
-    Pattern("swift-procfs", "swift", r"/proc/", BOTH,
+    Pattern("swift-st-mtim", "swift", r"\bst_(a|m|c)tim\b", ALL_APPLE, "st_mtimespec (st_atimespec, st_ctimespec)"),
+    Pattern("swift-process", "swift", r"(?<![\w.])(Foundation\.)?(Process|NSTask)\b", NO_PROCESS,
+            "none on iOS, Mac Catalyst, visionOS: keep it inside #if os(Linux) || os(macOS)"),
+    Pattern("swift-procfs", "swift", r"/proc/", ALL_APPLE,
             "ProcessInfo, Bundle.main.executablePath, sysctl", in_strings=True),
-    Pattern("swift-xdg-paths", "swift", r"\bXDG_[A-Z_]+\b|\"[^\"]*/\.(cache|config|local/share)\b", BOTH,
+    Pattern("swift-xdg-paths", "swift", r"\bXDG_[A-Z_]+\b|\"[^\"]*/\.(cache|config|local/share)\b", ALL_APPLE,
             "FileManager.default.urls(for: .cachesDirectory / .applicationSupportDirectory, in: .userDomainMask)",
             in_strings=True),
-    Pattern("swift-linux-calls", "swift", r"\b(SYS_gettid|gettid|prctl|getrandom|epoll_[a-z_]+|process_vm_readv|pthread_getattr_np)\b",
-            BOTH, "as for the C patterns of the same name"),
+    Pattern("swift-linux-calls", "swift",
+            r"\b(SYS_gettid|gettid|prctl|getrandom|epoll_[a-z_]+|process_vm_readv|pthread_getattr_np|dl_iterate_phdr"
+            r"|eventfd|signalfd|memfd_create|inotify_[a-z_]+|timerfd_[a-z_]+|mallinfo2?|malloc_usable_size|sched_getcpu"
+            r"|get_nprocs(_conf)?)\b",
+            ALL_APPLE, "as for the C patterns of the same name"),
+    Pattern("swift-rlimit-rawvalue", "swift", r"\bRLIMIT_[A-Z_]+\.rawValue\b", ALL_APPLE,
+            "Int32(RLIMIT_X): Darwin's RLIMIT_* are plain Int32 macros, glibc's an imported enum"),
+    Pattern("swift-posix-spawn-init", "swift", r"\bposix_spawn(_file_actions|attr)_t\s*\(\s*\)", ALL_APPLE,
+            "posix_spawn_file_actions_t? / posix_spawnattr_t? = nil (opaque pointers on Darwin), then *_init(&value)"),
+    # The manifest (a file named Package.swift): not a line pattern, see check_manifest.
+    Pattern("swift-package-platforms", "manifest", "", ALL_APPLE,
+            "platforms: [.iOS(.v16), .macOS(.v13), .macCatalyst(.v16), ...] (Duration, AsyncStream)"),
 ]
+
+# What Package.swift's `platforms:` must declare at least (major versions): the public API uses
+# Duration and AsyncStream's Duration-based APIs (iOS 16, macOS 13, Mac Catalyst 16; visionOS 1 has
+# them from its first version). Without a declaration SwiftPM builds for older deployment targets
+# and every use of Duration fails to compile there.
+MANIFEST_MINIMUMS = {"iOS": 16, "macOS": 13, "macCatalyst": 16}
 
 
 # ---- Comment and string removal ---------------------------------------------------------------
@@ -173,9 +198,16 @@ C_UNDEFINED_ON_APPLE = {
     "__unix", "GNUSTEP", "GNU_RUNTIME", "GNUSTEP_BASE_LIBRARY",
 }
 C_DEFINED_ON_APPLE = {"__APPLE__": 1, "__MACH__": 1, "TARGET_OS_MAC": 1}
+# <TargetConditionals.h>: IOS, TV, WATCH and VISION exclude each other; MACCATALYST is a kind of IOS.
 C_PER_PLATFORM = {
-    "iOS": {"TARGET_OS_IPHONE": 1, "TARGET_OS_IOS": 1, "TARGET_OS_OSX": 0},
-    "macOS": {"TARGET_OS_IPHONE": 0, "TARGET_OS_IOS": 0, "TARGET_OS_OSX": 1},
+    "iOS": {"TARGET_OS_IPHONE": 1, "TARGET_OS_IOS": 1, "TARGET_OS_OSX": 0, "TARGET_OS_MACCATALYST": 0,
+            "TARGET_OS_VISION": 0, "TARGET_OS_XR": 0},
+    "macOS": {"TARGET_OS_IPHONE": 0, "TARGET_OS_IOS": 0, "TARGET_OS_OSX": 1, "TARGET_OS_MACCATALYST": 0,
+              "TARGET_OS_VISION": 0, "TARGET_OS_XR": 0},
+    "macCatalyst": {"TARGET_OS_IPHONE": 1, "TARGET_OS_IOS": 1, "TARGET_OS_OSX": 0, "TARGET_OS_MACCATALYST": 1,
+                    "TARGET_OS_VISION": 0, "TARGET_OS_XR": 0},
+    "visionOS": {"TARGET_OS_IPHONE": 1, "TARGET_OS_IOS": 0, "TARGET_OS_OSX": 0, "TARGET_OS_MACCATALYST": 0,
+                 "TARGET_OS_VISION": 1, "TARGET_OS_XR": 1},
 }
 LINUX_ONLY_HEADERS = {"link.h", "elf.h", "sys/prctl.h", "linux/prctl.h", "sys/epoll.h", "sys/eventfd.h",
                       "sys/signalfd.h", "sys/inotify.h", "sys/timerfd.h", "gnu/libc-version.h", "features.h"}
@@ -341,7 +373,8 @@ class CCondition:
         raise ValueError(f"unexpected {text!r}")
 
 
-SWIFT_OS_ON = {"iOS": {"iOS"}, "macOS": {"macOS", "OSX"}}
+SWIFT_OS_ON = {"iOS": {"iOS"}, "macOS": {"macOS", "OSX"}, "macCatalyst": {"iOS"}, "visionOS": {"visionOS", "xrOS"}}
+SWIFT_TARGET_ENVIRONMENTS = {"iOS": set(), "macOS": set(), "macCatalyst": {"macCatalyst"}, "visionOS": set()}
 SWIFT_ALL_OS = {"iOS", "macOS", "OSX", "tvOS", "watchOS", "visionOS", "xrOS", "Linux", "Windows", "Android",
                 "FreeBSD", "OpenBSD", "WASI", "Cygwin", "PS4", "Haiku", "none"}
 SWIFT_MODULES = {
@@ -351,6 +384,13 @@ SWIFT_MODULES = {
     "macOS": {"Darwin": True, "Foundation": True, "Dispatch": True, "ObjectiveC": True, "AppKit": True,
               "Glibc": False, "Musl": False, "Bionic": False, "WinSDK": False, "FoundationNetworking": False,
               "FoundationEssentials": UNKNOWN},
+    # AppKit on Mac Catalyst: left undecided (either branch may be compiled).
+    "macCatalyst": {"Darwin": True, "Foundation": True, "Dispatch": True, "ObjectiveC": True, "UIKit": True,
+                    "AppKit": UNKNOWN, "Glibc": False, "Musl": False, "Bionic": False, "WinSDK": False,
+                    "FoundationNetworking": False, "FoundationEssentials": UNKNOWN},
+    "visionOS": {"Darwin": True, "Foundation": True, "Dispatch": True, "ObjectiveC": True, "UIKit": True,
+                 "AppKit": False, "Glibc": False, "Musl": False, "Bionic": False, "WinSDK": False,
+                 "FoundationNetworking": False, "FoundationEssentials": UNKNOWN},
 }
 SWIFT_TOKEN = re.compile(r"\s*(?:(&&|\|\||[!()])|([A-Za-z_]\w*)\s*\(([^()]*)\)|([A-Za-z_]\w*))")
 
@@ -369,9 +409,11 @@ def evaluate_swift(expr, platform):
             argument = argument.strip()
             if function == "os":
                 value = argument in SWIFT_OS_ON[platform] if argument in SWIFT_ALL_OS else UNKNOWN
-            elif function == "canImport":
-                value = SWIFT_MODULES[platform].get(argument.split(",")[0].strip(), UNKNOWN)
-            else:  # arch, targetEnvironment, swift, compiler, hasFeature, hasAttribute
+            elif function == "canImport":  # canImport(Module), canImport(Module.Sub), canImport(M, _version: ...)
+                value = SWIFT_MODULES[platform].get(argument.split(",")[0].strip().split(".")[0], UNKNOWN)
+            elif function == "targetEnvironment" and argument == "macCatalyst":
+                value = argument in SWIFT_TARGET_ENVIRONMENTS[platform]
+            else:  # arch, targetEnvironment(simulator), swift, compiler, hasFeature, hasAttribute
                 value = UNKNOWN
             tokens.append(("value", value))
         else:
@@ -506,6 +548,31 @@ def scan_text(path, text, language):
     return findings
 
 
+MANIFEST_PATTERN = next(p for p in PATTERNS if p.id == "swift-package-platforms")
+PACKAGE_PLATFORMS = re.compile(r"^[ \t]*platforms\s*:\s*\[([^\]]*)\]", re.MULTILINE)
+
+
+def check_manifest(path, text):
+    """The package's own `platforms:` (an argument of Package(...), so it starts a line;
+    `.when(platforms: ...)` never does) must name every platform of MANIFEST_MINIMUMS with at least
+    that major version (`.v16`, `.v10_15`, or a string "16.0")."""
+    with_strings, code = strip_source(text, "swift")  # same length: offsets carry over
+    match = PACKAGE_PLATFORMS.search(code)
+    if not match:
+        return [(path, 1, MANIFEST_PATTERN, "no platforms:", list(MANIFEST_MINIMUMS))]
+    line = code.count("\n", 0, match.start()) + 1
+    declared = with_strings[match.start(1):match.end(1)]
+    short = []
+    for platform, minimum in MANIFEST_MINIMUMS.items():
+        version = re.search(r"\." + platform + r"\s*\(\s*(?:\.v(\d+)|\"(\d+))", declared)
+        major = int(version.group(1) or version.group(2)) if version else None
+        if major is None or major < minimum:
+            short.append(platform)
+    if not short:
+        return []
+    return [(path, line, MANIFEST_PATTERN, " ".join(with_strings[match.start():match.end()].split()), short)]
+
+
 def scan_paths(paths):
     findings = []
     for root in paths:
@@ -521,13 +588,17 @@ def scan_paths(paths):
             if language is None:
                 continue
             with open(path, encoding="utf-8", errors="replace") as handle:
-                findings.extend(scan_text(path, handle.read(), language))
+                text = handle.read()
+            findings.extend(scan_text(path, text, language))
+            if os.path.basename(path) == "Package.swift":
+                findings.extend(check_manifest(path, text))
     return findings
 
 
 def report(findings, out=sys.stdout):
     for path, number, pattern, text, platforms in sorted(findings, key=lambda f: (f[0], f[1], f[2].id)):
-        print(f"{path}:{number}: {pattern.id}: {text} (unavailable on {', '.join(platforms)}; Apple: {pattern.apple})",
+        problem = "below the minimum for" if pattern is MANIFEST_PATTERN else "unavailable on"
+        print(f"{path}:{number}: {pattern.id}: {text} ({problem} {', '.join(platforms)}; Apple: {pattern.apple})",
               file=out)
 
 
@@ -594,13 +665,61 @@ let tool2 = Process()
 let info = ProcessInfo.processInfo
 struct ChildProcess {}
 """, {(15, "swift-process")}),
+    # Per-platform conditions: IOS, MACCATALYST, VISION and OSX answer differently; every Apple
+    # platform takes one of the first three branches, so the #else is compiled on none of them.
+    ("c", """#if TARGET_OS_VISION
+static long a(void) { return syscall(1); }
+#elif TARGET_OS_MACCATALYST
+static int b(void) { return mallinfo2().arena; }
+#elif TARGET_OS_IOS || TARGET_OS_OSX
+static int c(void) { return 0; }
+#else
+static int d(void) { return get_nprocs(); }
+#endif
+""", {(2, "c-syscall"), (4, "c-glibc-only")}),
+    # One construct per Swift case, each with its expected findings.
+    ("swift", 'let p = "/proc/self/exe"', {(1, "swift-procfs")}),
+    ("swift", '#if os(Linux)\nlet p = "/proc/self/exe"\n#endif', set()),
+    ("swift", '#if os(Linux) || os(macOS)\nlet p = "/proc/self/exe"\n#endif', {(2, "swift-procfs")}),
+    ("swift", '#if os(Linux) || os(macOS)\nlet t = Process()\n#else\nlet t = nil\n#endif', set()),
+    ("swift", '#if canImport(Darwin)\nlet x = 1\n#else\nlet t = Process()\nlet v = "XDG_CACHE_HOME"\n#endif', set()),
+    ("swift", '#if !os(Linux)\nlet t = NSTask()\n#endif', {(2, "swift-process")}),
+    ("swift", '#if os(macOS)\n#elseif os(iOS)\n#else\nimport Glibc\n#endif', {(4, "swift-import-glibc")}),  # visionOS
+    ("swift", '#if os(macOS)\n#elseif os(iOS) || os(visionOS)\n#else\nimport Glibc\n#endif', set()),
+    ("swift", '#if os(iOS)\n#else\nlet t = Process()\n#endif', {(3, "swift-process")}),  # visionOS
+    ("swift", '#if os(iOS) && !targetEnvironment(macCatalyst)\n#elseif os(visionOS)\n#else\nlet t = Process()\n#endif',
+     {(4, "swift-process")}),  # Mac Catalyst
+    ("swift", '#if targetEnvironment(macCatalyst) && os(macOS)\nimport Glibc\n#endif', set()),  # decided, not "maybe"
+    ("swift", '#if arch(x86_64)\nimport Glibc\n#endif', {(2, "swift-import-glibc")}),
+    ("swift", '// Default: $XDG_CACHE_HOME, or /proc/self/exe\nlet a = 1 /* Process() */', set()),
+    ("swift", 'getrlimit(Int32(RLIMIT_FSIZE.rawValue), &value)', {(1, "swift-rlimit-rawvalue")}),
+    ("swift", 'var actions = posix_spawn_file_actions_t()\nvar attributes = posix_spawnattr_t( )',
+     {(1, "swift-posix-spawn-init"), (2, "swift-posix-spawn-init")}),
+    ("swift", '#if canImport(Glibc)\nvar a = posix_spawn_file_actions_t()\n#else\nvar a: posix_spawn_file_actions_t?\n#endif',
+     set()),
+    ("swift", 'let size = malloc_usable_size(pointer)', {(1, "swift-linux-calls")}),
+    # The manifest.
+    ("manifest", '// platforms: [.iOS(.v16), .macOS(.v13), .macCatalyst(.v16)]\nlet package = Package(name: "X")',
+     {(1, "swift-package-platforms")}),
+    ("manifest", """let package = Package(
+    name: "X",
+    platforms: [.iOS(.v15), .macOS(.v13), .macCatalyst(.v16)],
+    targets: [.target(name: "A", cSettings: [.define("A", .when(platforms: [.linux]))])]
+)""", {(3, "swift-package-platforms")}),
+    ("manifest", """let package = Package(
+    name: "X",
+    platforms: [.iOS(.v16), .macOS("13.0"), .macCatalyst(.v17), .visionOS(.v1)],
+    targets: [.target(name: "A", cSettings: [.define("A", .when(platforms: [.linux]))])]
+)""", set()),
 ]
 
 
 def self_test():
     failures = 0
     for index, (language, source, expected) in enumerate(SELF_TEST):
-        found = {(number, pattern.id) for _, number, pattern, _, _ in scan_text(f"<self-test {index}>", source, language)}
+        path = f"<self-test {index}>"
+        findings = check_manifest(path, source) if language == "manifest" else scan_text(path, source, language)
+        found = {(number, pattern.id) for _, number, pattern, _, _ in findings}
         if found != expected:
             failures += 1
             print(f"self-test {index} ({language}): expected {sorted(expected)}, found {sorted(found)}")

@@ -13,7 +13,7 @@
  *   struct uuid_command       24 bytes: uuid[16] @8
  * and VM_PROT_EXECUTE from <mach/vm_prot.h>. On Apple the static assertions below compare every
  * one of them with the SDK's headers, so a wrong number cannot compile there (the SDK-less check
- * that scripts/check-apple-c.sh runs on Linux has no such headers and skips them).
+ * that scripts/check-apple-targets.sh runs on Linux has no such headers and skips them).
  */
 #include "cs_macho.h"
 

@@ -10,7 +10,9 @@
 #include <cs_runtime.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#if defined(__linux__)
 #include <sys/syscall.h>
+#endif
 #include <unistd.h>
 
 typedef void (*cs_set_specific_fn)(void *queue, const void *key, void *context, void (*destructor)(void *));
@@ -30,7 +32,11 @@ static void cs_scenarios_tag_main_queue(void) {
 /* The main thread, or work the main queue runs (after dispatch_main() the main thread is gone
  * and workers drain the main queue). */
 bool cs_scenarios_is_main_thread(void) {
-    if ((pid_t)syscall(SYS_gettid) == getpid()) return true;
+#if defined(__linux__)
+    if ((pid_t)syscall(SYS_gettid) == getpid()) return true; /* Linux: the main thread's id is the pid */
+#else
+    if (pthread_main_np()) return true; /* Apple (no SYS_gettid there) */
+#endif
     pthread_once(&g_tag_once, cs_scenarios_tag_main_queue);
     return g_get_specific != NULL && g_get_specific(&kScenarioMainQueueKey) == &kScenarioMainQueueKey;
 }

@@ -18,7 +18,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__linux__)
 #include <sys/syscall.h>
+#endif
 #include <unistd.h>
 
 @interface PlainCanvas : NSObject {
@@ -32,7 +34,11 @@
 @implementation PlainCanvas
 - (void)redraw:(long)value {
     calls++;
-    if ((pid_t)syscall(SYS_gettid) == getpid()) main_calls++;
+#if defined(__linux__)
+    if ((pid_t)syscall(SYS_gettid) == getpid()) main_calls++; /* the main thread's id is the pid */
+#else
+    if (pthread_main_np()) main_calls++; /* Apple (no SYS_gettid there) */
+#endif
     last_value = value;
 }
 @end
