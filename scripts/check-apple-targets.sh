@@ -62,8 +62,8 @@ C_TARGET_DIRS=(
 )
 
 APPLE_TARGETS=(
-    arm64-apple-ios15
-    arm64-apple-ios15-simulator
+    arm64-apple-ios16
+    arm64-apple-ios16-simulator
     x86_64-apple-macos13
     arm64-apple-macos13
 )
@@ -230,7 +230,7 @@ for target in "${APPLE_TARGETS[@]}"; do
     fi
     [ $ok = 1 ] && pass "$target: C functions in their guard sections"
 
-    if apple_cc -target "$target" -x objective-c -fobjc-runtime=ios-15.0 -I"$SECTION_HEADER_DIR" \
+    if apple_cc -target "$target" -x objective-c -fobjc-runtime=ios-16.0 -I"$SECTION_HEADER_DIR" \
         -c "$WORK/probe.m" -o "$WORK/probe-$target-m.o" 2>"$WORK/err"; then
         nm_out="$(llvm-nm -m "$WORK/probe-$target-m.o")"
         ok=1
@@ -373,7 +373,7 @@ done
 # ---------------------------------------------------------------------------------------------
 # 4. Canaries: each must be rejected, or the checks above could not fail.
 
-canary_target=arm64-apple-ios15
+canary_target=arm64-apple-ios16
 printf '#pragma clang section text = "cs_guard_kvo"\nint f(void) { return 0; }\n' >"$WORK/old-pragma.c"
 if apple_cc -target "$canary_target" -fsyntax-only "$WORK/old-pragma.c" 2>/dev/null; then
     fail "canary: the old ELF section pragma compiles for $canary_target"

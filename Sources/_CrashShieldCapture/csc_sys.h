@@ -2,9 +2,8 @@
  * csc_sys.h — the few operating-system primitives that the platform-neutral pure-C parts of
  * capture (csc_writer.c, csc_claim.c) use. Freestanding: this header and those files include only
  * the compiler's freestanding headers (stdint, stddef, stdbool, stdatomic), so they compile for
- * any target without an SDK (scripts check them with `clang -ffreestanding -fsyntax-only` for
- * arm64-apple-ios15 and x86_64-apple-macos13). Implemented once for POSIX (Linux and Darwin) in
- * csc_sys_posix.c. Every function here is async-signal-safe.
+ * any target without an SDK (scripts/check-apple-targets.sh compiles them freestanding for iOS,
+ * the iOS simulator and macOS). Implemented once for POSIX (Linux and Darwin) in csc_sys_posix.c. Every function here is async-signal-safe.
  */
 #ifndef CSC_SYS_H
 #define CSC_SYS_H
