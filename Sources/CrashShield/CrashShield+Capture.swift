@@ -19,6 +19,8 @@ extension CrashShield {
     @discardableResult
     public static func startCapture(_ options: CaptureOptions = CaptureOptions(),
                                     safeModeGuards: [GuardID] = []) throws -> LaunchProtection? {
+        // Validate, then act: the code ranges are registered only for a capture that will start.
+        if CrashCapture.directory != nil || CrashCapture.isInstalled { throw CrashCaptureError.alreadyStarted }
         registerGuardCodeRanges()
         let protection = try CrashCapture.start(options)
         cs_capture_exceptions_start()
@@ -108,7 +110,12 @@ extension CrashShield {
     }
 
     /// Copies the guard states into the crash handler's buffer so every report lists them.
+    /// Called after every change of a guard's state or policy (start, `setPolicy`, the fail-safe,
+    /// safe mode, the test reset). Serialised so that the last publication reads the states after
+    /// the last change: a change is followed by its own publication, which reads under the lock.
     static func publishGuardStates() {
+        publishLock.lock()
+        defer { publishLock.unlock() }
         let states = status.map { status -> (name: String, state: String, policy: String) in
             let state: String
             switch status.state {
@@ -127,6 +134,8 @@ extension CrashShield {
         }
         csc_set_guard_states_json(guardStatesJSON(states))
     }
+
+    private static let publishLock = NSLock()
 
     /// The report's "guards" array: what JSONEncoder (sorted keys, slashes unescaped) makes of
     /// `[CrashReport.GuardState]`, written by hand because the first JSONEncoder use and the

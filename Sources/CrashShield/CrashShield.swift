@@ -15,9 +15,21 @@ internal import _CrashShieldRuntime
 public enum CrashShield {
     /// Installs every guard once, runs each guard's canary and applies `options`.
     ///
+    /// A rejected call changes nothing: its sinks are not added, and the Swift guards' policies,
+    /// the zombie, timer and main-thread configuration and the count-update interval stay as the
+    /// first start (or `setPolicy`) left them.
+    ///
     /// - Throws: `CrashShieldError.alreadyStarted` on a second call (the first configuration
     ///   stays in effect), `CrashShieldError.runtimeUnavailable` without an Objective-C runtime.
     public static func start(_ options: CrashShieldOptions = CrashShieldOptions()) throws {
+        // Validate, then act: every setting below is process-wide, so none is applied before the
+        // guards are known to start. The lock makes the check and the start one step for every
+        // caller of this function (a concurrent cs_guards_start() from C is handled below).
+        startLock.lock()
+        defer { startLock.unlock() }
+        try throwIfRejected(cs_guards_start_check())
+
+        let previousSwiftPolicies = swiftGuards.map { cs_swift_guard_policy($0.cell) }
         for sink in options.sinks { IncidentHub.shared.add(sink) }
         IncidentHub.shared.connect()
         cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
@@ -50,6 +62,20 @@ public enum CrashShield {
                 }
             }
         }
+        if result != CS_START_OK {
+            // Only a C caller of cs_guards_start() between the check and here gets this far:
+            // take back the sinks and Swift policies (the C side has no getter for the rest).
+            for sink in options.sinks { IncidentHub.shared.remove(sink) }
+            for ((_, cell), policy) in zip(swiftGuards, previousSwiftPolicies) { cs_swift_guard_set_policy(cell, policy) }
+            try throwIfRejected(result)
+        }
+        publishGuardStates()
+    }
+
+    /// Serialises `start` (check and start are one step).
+    private static let startLock = NSLock()
+
+    private static func throwIfRejected(_ result: cs_start_result) throws {
         switch result {
         case CS_START_ALREADY_STARTED: throw CrashShieldError.alreadyStarted
         case CS_START_RUNTIME_UNAVAILABLE: throw CrashShieldError.runtimeUnavailable
@@ -88,14 +114,16 @@ public enum CrashShield {
     }
 
     /// Switches one guard's policy; takes effect on the next guarded call, on every thread.
+    /// Crash reports written from then on list the new policy.
     /// - Throws: `CrashShieldError.unknownGuard` or `.guardNotActive`.
     public static func setPolicy(_ policy: GuardPolicy, for id: GuardID) throws {
         if let cell = swiftGuards.first(where: { $0.id == id })?.cell {
             cs_swift_guard_set_policy(cell, policy.raw)
-            return
+        } else {
+            guard status.contains(where: { $0.id == id }) else { throw CrashShieldError.unknownGuard(id) }
+            guard cs_guard_set_policy(id.rawValue, policy.raw) else { throw CrashShieldError.guardNotActive(id) }
         }
-        guard status.contains(where: { $0.id == id }) else { throw CrashShieldError.unknownGuard(id) }
-        guard cs_guard_set_policy(id.rawValue, policy.raw) else { throw CrashShieldError.guardNotActive(id) }
+        publishGuardStates()
     }
 
     /// A new stream of every incident delivered from now on. Each access creates an independent
@@ -166,6 +194,7 @@ extension CrashShield {
         cs_incidents_reset()
         cs_guards_set_class_filters(nil, 0, nil, 0)
         for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
+        publishGuardStates()
     }
 
     /// Makes the named guard's next canary fail (fault injection for tests).

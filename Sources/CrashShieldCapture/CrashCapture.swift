@@ -80,7 +80,12 @@ public enum CrashCapture {
 
     /// Installs capture, then (if configured) runs launch protection — including the repair flow
     /// when the app is in a crash loop — and hands earlier reports to the sinks.
+    /// A rejected call changes nothing: the capture options, report directory, launch protection
+    /// and report sinks of the first start stay in effect, and the rejected call's sinks receive
+    /// nothing.
     /// - Returns: the launch protection of this run, or nil when it is off.
+    /// - Throws: `CrashCaptureError.alreadyStarted` when capture is installed already (by an
+    ///   earlier call, or through the C API).
     @discardableResult
     public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
         let store = CrashReportStore(directory: options.directory)
@@ -91,7 +96,7 @@ public enum CrashCapture {
             // back into this type) and delivery outside it.
             lock.lock()
             defer { lock.unlock() }
-            guard startedDirectory == nil else { throw CrashCaptureError.alreadyStarted }
+            guard startedDirectory == nil, !csc_is_installed() else { throw CrashCaptureError.alreadyStarted }
             if !isDirectory(options.directory) {
                 do {
                     try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)

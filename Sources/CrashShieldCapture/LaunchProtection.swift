@@ -240,6 +240,11 @@ public final class LaunchProtection: @unchecked Sendable {
     /// crashes, runs the repair flow at the threshold (before returning), and marks this launch
     /// as started. `captureEnabled` false selects the timer method (a launch that never completed
     /// counts as a crash, so a kill -9 during launch is a false positive).
+    ///
+    /// Once per launch and directory: while this process's launch protection for `directory` has
+    /// not ended (`markExited()`), a second call (directly, or by `CrashCapture.start`) changes
+    /// nothing and returns that protection (it would take the running launch for a previous run
+    /// that ended without `markExited`: a crash, or a launch crash with the timer method).
     public static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
                              launchID: String = makeLaunchID(), appVersion: String? = nil,
                              captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
@@ -250,6 +255,39 @@ public final class LaunchProtection: @unchecked Sendable {
     /// `begin` with the reports found at start as scanned (not yet decoded) files.
     static func begin(directory: String, options: LaunchProtectionOptions, launchID: String, appVersion: String?,
                       captureEnabled: Bool, pending: [PendingReport]?) -> LaunchProtection {
+        // Validate, then act: the check and the begin are one step for every caller.
+        let key = URL(fileURLWithPath: directory).standardizedFileURL.path
+        beginLock.lock()
+        defer { beginLock.unlock() }
+        if let running = runningLaunches[key], !running.hasEnded { return running }
+        let protection = beginLaunch(directory: directory, options: options, launchID: launchID, appVersion: appVersion,
+                                     captureEnabled: captureEnabled, pending: pending)
+        runningLaunches[key] = protection
+        return protection
+    }
+
+    /// Launch protections this process began, by standardized directory (read and written under
+    /// `beginLock`; recursive because a repair step runs inside `begin`).
+    nonisolated(unsafe) private static var runningLaunches: [String: LaunchProtection] = [:]
+    private static let beginLock = NSRecursiveLock()
+
+    /// True once this launch ended (`markExited()`).
+    var hasEnded: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return state.phase == "exited"
+    }
+
+    /// Forgets this process's launch protection for `directory`, as the death of the process
+    /// would: the next `begin` there is a new launch. For tests that simulate several launches.
+    static func forgetLaunchForTesting(directory: String) {
+        beginLock.lock()
+        runningLaunches[URL(fileURLWithPath: directory).standardizedFileURL.path] = nil
+        beginLock.unlock()
+    }
+
+    private static func beginLaunch(directory: String, options: LaunchProtectionOptions, launchID: String,
+                                    appVersion: String?, captureEnabled: Bool, pending: [PendingReport]?) -> LaunchProtection {
         // From here on a crash is a launch crash, the repair steps' own crashes included: a step
         // that crashes must move the next launch on to the next step, not reset the count (a
         // report written with phase "unknown" would count as a crash after launch).

@@ -85,8 +85,17 @@ static _Atomic int g_report_count;
 static _Atomic bool g_written;
 static _Atomic int g_test_fault;
 static _Atomic int g_test_wait_other; /* csc_test_wait_for_other_crashes: how many */
-static char g_guard_json[2][4096];
+/* Guard states (csc_set_guard_states_json), republished on every policy change. Writers,
+ * serialised by the lock, fill a buffer that is neither the published one nor the one the handler
+ * has pinned, then publish its index. The handler pins the published index and loads the index
+ * again: when it is unchanged, no writer can be filling that buffer (a writer only picks a buffer
+ * that was neither published nor pinned when it looked, and the handler's pin precedes its second
+ * load), so the handler reads a whole text however often the states change meanwhile. One reader
+ * at a time: only the handler that owns the crash writes the tail. */
+#define CSC_GUARD_JSON_BUFFERS 3
+static char g_guard_json[CSC_GUARD_JSON_BUFFERS][4096];
 static _Atomic int g_guard_json_index = -1;
+static _Atomic int g_guard_json_pinned = -1;
 static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- scratch space for the handler (one crash at a time: only the owner uses it) ----------- */
@@ -523,11 +532,18 @@ static void csc_write_process(csc_out *out) {
 static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "incidents", false);
     csc_write_incidents(out);
-    int guard_index = atomic_load(&g_guard_json_index);
+    int guard_index = -1;
+    for (int attempt = 0; attempt < 64 && guard_index < 0; attempt++) {
+        int published = atomic_load(&g_guard_json_index);
+        if (published < 0) break;
+        atomic_store(&g_guard_json_pinned, published);
+        if (atomic_load(&g_guard_json_index) == published) guard_index = published;
+    }
     if (guard_index >= 0) {
         csc_out_key(out, "guards", false);
         csc_out_raw(out, g_guard_json[guard_index]);
     }
+    atomic_store(&g_guard_json_pinned, -1);
     csc_write_process(out);
     csc_out_flush(out);
     csc_out_key(out, "images", false);
@@ -1117,7 +1133,10 @@ csc_launch_phase csc_launch_phase_get(void) { return (csc_launch_phase)atomic_lo
 void csc_set_guard_states_json(const char *json) {
     if (json == NULL || strlen(json) >= sizeof g_guard_json[0]) return;
     pthread_mutex_lock(&g_guard_json_lock);
-    int next = atomic_load(&g_guard_json_index) == 0 ? 1 : 0;
+    int published = atomic_load(&g_guard_json_index);
+    int pinned = atomic_load(&g_guard_json_pinned);
+    int next = 0;
+    while (next == published || next == pinned) next++;
     memcpy(g_guard_json[next], json, strlen(json) + 1);
     atomic_store(&g_guard_json_index, next);
     pthread_mutex_unlock(&g_guard_json_lock);

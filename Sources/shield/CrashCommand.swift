@@ -9,6 +9,9 @@ import _CrashShieldRuntime
 /// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
 /// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `fork-child-segv` takes
 /// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
+/// Guards: `--guards` starts them before capture, `--guards-after-capture` after it;
+/// `--set-policy <guard>=<neutralize|reportOnly|off>` (repeatable) switches a policy after both
+/// started, before the crash.
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
@@ -23,7 +26,7 @@ enum CrashCommand {
             FileHandle.standardError.write(Data("usage: shield crash <\(kinds.joined(separator: "|"))> [--dir D]\n".utf8))
             return 2
         }
-        if kind == "inside-guard" { try? CrashShield.start() }
+        if kind == "inside-guard" || arguments.contains("--guards") { try? CrashShield.start() }
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
@@ -42,6 +45,16 @@ enum CrashCommand {
         } catch {
             FileHandle.standardError.write(Data("shield crash: capture did not start: \(error)\n".utf8))
             return 1
+        }
+        if arguments.contains("--guards-after-capture") { try? CrashShield.start() }
+        for (index, argument) in arguments.enumerated() where argument == "--set-policy" && index + 1 < arguments.count {
+            let parts = arguments[index + 1].split(separator: "=", maxSplits: 1).map(String.init)
+            let policies: [String: GuardPolicy] = ["neutralize": .neutralize, "reportOnly": .reportOnly, "off": .off]
+            guard parts.count == 2, let policy = policies[parts[1]],
+                  (try? CrashShield.setPolicy(policy, for: GuardID(rawValue: parts[0]))) != nil else {
+                FileHandle.standardError.write(Data("shield crash: cannot set policy \(arguments[index + 1])\n".utf8))
+                return 1
+            }
         }
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }

@@ -260,10 +260,40 @@ import Testing
         #expect(protection.repairsRun == ["never-completes"])
         #expect(protection.repairsFailed == ["never-completes"])
         // The launch crashes (timer method: it never completes); the next start escalates.
+        LaunchProtection.forgetLaunchForTesting(directory: directory)
         let next = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
         #expect(next.repairsRun == ["second"])
         #expect(next.repairsFailed.isEmpty)
         next.launchCompleted()
+    }
+
+    /// Issue 13 item 2: a second `begin` for a directory whose launch in this process is running
+    /// changes nothing. It took the running launch for a previous run that never completed: with
+    /// the timer method a launch crash, counted, persisted, and repaired at the threshold.
+    @Test func secondBeginOfARunningLaunchChangesNothing() throws {
+        let directory = temporaryDirectory("begin-twice")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        options.threshold = 1
+        let repairs = RepairRecorder()
+        options.repairSteps = [.run(id: "records") { _ in repairs.record() }]
+        let first = LaunchProtection.begin(directory: directory, options: options, appVersion: "1.0", captureEnabled: false)
+        defer { first.launchCompleted() }
+        let stateBefore = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/launch-state"))
+
+        let second = LaunchProtection.begin(directory: directory + "/", options: options, appVersion: "2.0",
+                                            captureEnabled: false)
+        #expect(second === first)
+        #expect(second.consecutiveLaunchCrashes == 0)
+        #expect(second.repairsRun.isEmpty)
+        #expect(repairs.count == 0, "the rejected begin ran a repair step")
+        let stateAfter = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/launch-state"))
+        #expect(stateAfter == stateBefore, "the rejected begin rewrote the launch state")
+        let state = try #require(LaunchProtection.readState("\(directory)/launch-state").0)
+        #expect(state.launchId == first.launchID)
+        #expect(state.consecutiveLaunchCrashes == 0)
+        #expect(state.appVersion == "1.0")
     }
 
     /// Built-in steps: quarantine moves files aside (recoverable), never the SDK's own directory.
@@ -338,4 +368,12 @@ private final class LockedBox<Value>: @unchecked Sendable {
         get { lock.lock(); defer { lock.unlock() }; return stored }
         set { lock.lock(); stored = newValue; lock.unlock() }
     }
+}
+
+/// Counts the runs of a repair step (steps run on their own thread).
+private final class RepairRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var runs = 0
+    func record() { lock.lock(); runs += 1; lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return runs }
 }

@@ -129,7 +129,10 @@ void csc_set_launch_phase(csc_launch_phase phase);
 csc_launch_phase csc_launch_phase_get(void);
 
 /** Replaces the guard-state JSON fragment copied into reports (must be a JSON array or object,
- *  at most 4 KiB; longer text is dropped). Not async-signal-safe; safe against a concurrent crash. */
+ *  at most 4 KiB; longer text is dropped). Call it after every change of a guard's state or
+ *  policy: a report carries the fragment published last before the crash. Not async-signal-safe;
+ *  safe against a concurrent crash, also when called again and again while the handler reads (the
+ *  handler reads a whole fragment, never a torn one). */
 void csc_set_guard_states_json(const char *json);
 
 /** Code of one guard, for the fail-safe (SPEC §2.12). */

@@ -369,15 +369,26 @@ uint64_t cs_canary_hits(void) {
 
 #pragma mark - Public API
 
+/** Why a start would be rejected now; the caller holds g_engine_lock. */
+static cs_start_result cs_start_rejection(void) {
+    if (g_started) return CS_START_ALREADY_STARTED;
+    if (objc_lookUpClass("NSObject") == Nil) return CS_START_RUNTIME_UNAVAILABLE;
+    return CS_START_OK;
+}
+
+cs_start_result cs_guards_start_check(void) {
+    pthread_mutex_lock(&g_engine_lock);
+    cs_start_result result = cs_start_rejection();
+    pthread_mutex_unlock(&g_engine_lock);
+    return result;
+}
+
 cs_start_result cs_guards_start(const cs_guards_config *config) {
     pthread_mutex_lock(&g_engine_lock);
-    if (g_started) {
+    cs_start_result rejection = cs_start_rejection();
+    if (rejection != CS_START_OK) {
         pthread_mutex_unlock(&g_engine_lock);
-        return CS_START_ALREADY_STARTED;
-    }
-    if (objc_lookUpClass("NSObject") == Nil) {
-        pthread_mutex_unlock(&g_engine_lock);
-        return CS_START_RUNTIME_UNAVAILABLE;
+        return rejection;
     }
     if (config) {
         cs_guards_set_class_filters(config->allow_class_prefixes, config->allow_count, config->deny_class_prefixes,

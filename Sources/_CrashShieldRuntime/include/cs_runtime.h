@@ -82,6 +82,10 @@ typedef enum {
  *  `config` may be NULL. Idempotent: a second call changes nothing and says so. */
 cs_start_result cs_guards_start(const cs_guards_config *config);
 
+/** What cs_guards_start() would return now, changing nothing: a caller that configures other
+ *  state before starting (the Swift module) checks here first. */
+cs_start_result cs_guards_start_check(void);
+
 /** Number of guards in the registry, and their status by index (registry order). */
 size_t cs_guard_count(void);
 cs_guard_status cs_guard_status_at(size_t index);

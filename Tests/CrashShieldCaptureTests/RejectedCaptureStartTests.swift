@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+@testable import CrashShieldCapture
+
+/// Issue 13 item 2 for capture: a second capture start is rejected with `alreadyStarted` and
+/// changes nothing. Each run ends in a deliberate crash, so each is a child process; the report it
+/// leaves shows what capture was left with.
+@Suite struct RejectedCaptureStartTests {
+    private func run(first: String, second: String, label: String) throws -> (ChildResult, String, String) {
+        let directory = temporaryDirectory("rejected-\(label)")
+        let other = temporaryDirectory("rejected-\(label)-other")
+        try FileManager.default.removeItem(atPath: other)
+        let result = try runChild(Built.shield, ["rejected-start-probe", "--dir", directory, "--other-dir", other,
+                                                 "--first", first, "--second", second])
+        return (result, directory, other)
+    }
+
+    /// Capture installed through the C entry point: `CrashCapture.start` says `alreadyStarted`
+    /// before it touches anything (it created the other directory, scanned it and said
+    /// `installFailed`).
+    @Test func captureStartAfterTheCEntryPointIsRejectedFirst() throws {
+        let (result, directory, other) = try run(first: "capture-c", second: "capture", label: "c")
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: other)
+        }
+        #expect(result.termination == .signaled(SIGSEGV))
+        #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
+        #expect(!FileManager.default.fileExists(atPath: other), "the rejected call created its directory")
+        #expect(!result.output.contains("REJECTED-SINK-RECEIVED"))
+        #expect(loadReports(directory, symbolicate: false).count == 1)
+    }
+
+    /// `startCapture` after `CrashCapture.start`: rejected, and the guards' code is not registered
+    /// with the handler by the rejected call (reports of this capture have no guard_frames key,
+    /// as before the call), no directory is created, no sink is given anything.
+    @Test func startCaptureAfterCaptureStartChangesNothing() throws {
+        let (result, directory, other) = try run(first: "capture", second: "start-capture", label: "shield")
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: other)
+        }
+        #expect(result.termination == .signaled(SIGSEGV))
+        #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
+        #expect(!FileManager.default.fileExists(atPath: other))
+        let report = try #require(loadReports(directory, symbolicate: false).first)
+        #expect(report.process?.name == "first-start")
+        #expect(report.crashedThread?.guardFrames == nil, "the rejected call registered the guards' code")
+    }
+
+    /// A second `startCapture`: rejected; capture keeps the first call's directory and app name,
+    /// and the rejected call's report sink is given nothing (its directory holds a report).
+    @Test func secondStartCaptureChangesNothing() throws {
+        let directory = temporaryDirectory("rejected-twice")
+        let other = temporaryDirectory("rejected-twice-other")
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: other)
+        }
+        let seed = try runChild(Built.shield, ["crash", "segv", "--dir", other])
+        #expect(seed.termination == .signaled(SIGSEGV))
+        let result = try runChild(Built.shield, ["rejected-start-probe", "--dir", directory, "--other-dir", other,
+                                                 "--first", "start-capture", "--second", "start-capture"])
+        #expect(result.termination == .signaled(SIGSEGV))
+        #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
+        #expect(!result.output.contains("REJECTED-SINK-RECEIVED"))
+        #expect(loadReports(other, symbolicate: false).count == 1, "the other directory got a report")
+        let report = try #require(loadReports(directory, symbolicate: false).first)
+        #expect(report.process?.name == "first-start")
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+@_spi(Testing) @testable import CrashShield
+import _CrashShieldRuntime
+import _CrashShieldScenarios
+
+extension RuntimeTests {
+    /// Issue 13 item 2: a second `start` is rejected and changes nothing (its sinks, Swift guard
+    /// policies, zombie configuration and count-update interval never take effect).
+    @Suite struct RejectedStart {
+        @Test func rejectedStartChangesNoState() throws {
+            var first = CrashShieldOptions()
+            first.zombieClassPrefixes = ["CSLZombie"]
+            first.countUpdateInterval = .seconds(3600)
+            try withGuards(first) {
+                try CrashShield.setPolicy(.off, for: .swiftAccess)
+                try CrashShield.setPolicy(.reportOnly, for: .decoding)
+                let policiesBefore = CrashShield.status.map { "\($0.id) \($0.policy)" }
+
+                let rejectedSink = InMemoryIncidentSink(capacity: 100)
+                var second = CrashShieldOptions()
+                second.sinks = [rejectedSink]
+                second.zombieClassPrefixes = []
+                second.zombieDeniedClasses = ["CSLZombie"]
+                second.countUpdateInterval = .zero
+                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start(second) }
+
+                // Policies: the Swift guards keep what setPolicy set (not the rejected defaults).
+                #expect(CrashShield.status.map { "\($0.id) \($0.policy)" } == policiesBefore)
+                #expect(CrashShield.status.first { $0.id == .swiftAccess }?.policy == .off)
+                #expect(CrashShield.status.first { $0.id == .decoding }?.policy == .reportOnly)
+
+                // Sinks and interval: three repeats of one misuse reach a sink added the regular way
+                // once (the first start's hour-long interval holds back the repeats) and never the
+                // rejected call's sink.
+                let incidents = try collectIncidents {
+                    for _ in 0..<3 { #expect(runScenario("array.objectAtIndex.beyond") == .neutral) }
+                }
+                #expect(incidents.count == 1, "\(incidents.map(\.methodName))")
+                #expect(CrashShield.recordedCount(for: .container) == 3)
+                #expect(rejectedSink.incidents.isEmpty)
+
+                // Zombies: the first start's configuration still keeps the fixture class.
+                #expect(cs_lifecycle_free_victims(4) == 4)
+                CrashShield.flushZombies()
+                cs_lifecycle_unconfigure_zombies()
+            }
+        }
+
+        /// The rejection is the same when the first start came from the C entry point.
+        @Test func startAfterTheCEntryPointIsRejectedAndChangesNothing() throws {
+            CrashShield._resetForTesting()
+            defer { CrashShield._resetForTesting() }
+            #expect(cs_guards_start(nil) == CS_START_OK)
+            try CrashShield.setPolicy(.off, for: .swiftAccess)
+            let rejectedSink = InMemoryIncidentSink(capacity: 100)
+            var options = CrashShieldOptions()
+            options.sinks = [rejectedSink]
+            #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start(options) }
+            #expect(CrashShield.status.first { $0.id == .swiftAccess }?.policy == .off)
+            _ = try collectIncidents { #expect(runScenario("array.objectAtIndex.beyond") == .neutral) }
+            #expect(rejectedSink.incidents.isEmpty)
+        }
+    }
+}
