@@ -154,20 +154,35 @@ public struct CrashReport: Codable, Sendable, Hashable {
     }
 
     /// What the failure was, decided on load from the signal, the trap instruction and symbols.
-    public enum Classification: String, Codable, Sendable, Hashable {
+    /// Extensible like the report's other named values (below): later versions may tell more
+    /// kinds of failure apart, and a report encoded by one (`jsonData`) still decodes here.
+    public struct Classification: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// A Swift runtime trap (index out of range, force unwrap of nil, overflow, fatalError):
         /// a trap instruction (ud2 on x86_64, brk on arm64) in Swift code.
-        case swiftTrap = "swift_trap"
-        case objcException = "objc_exception"
-        case abort
-        /// A trap instruction outside Swift code (`__builtin_trap`, a breakpoint).
-        case trap
-        case stackOverflow = "stack_overflow"
-        case badAccess = "bad_access"
-        case arithmetic
-        case brokenPipe = "broken_pipe"
-        case badSystemCall = "bad_system_call"
-        case unknown
+        public static let swiftTrap = Classification(rawValue: "swift_trap")
+        /// An uncaught Objective-C exception.
+        public static let objcException = Classification(rawValue: "objc_exception")
+        /// SIGABRT: `abort()`, a failed C assertion, or the runtime aborting.
+        public static let abort = Classification(rawValue: "abort")
+        /// A trap instruction outside Swift code (`__builtin_trap`, a breakpoint), or an illegal
+        /// instruction.
+        public static let trap = Classification(rawValue: "trap")
+        /// SIGSEGV or SIGBUS at an address within 256 KiB of the stack pointer.
+        public static let stackOverflow = Classification(rawValue: "stack_overflow")
+        /// SIGSEGV or SIGBUS elsewhere: a bad pointer, a use after free, a write to read-only memory.
+        public static let badAccess = Classification(rawValue: "bad_access")
+        /// SIGFPE: an arithmetic fault, such as an integer division by zero.
+        public static let arithmetic = Classification(rawValue: "arithmetic")
+        /// SIGPIPE: a write to a pipe or socket whose reader is gone.
+        public static let brokenPipe = Classification(rawValue: "broken_pipe")
+        /// SIGSYS: a system call the process may not make.
+        public static let badSystemCall = Classification(rawValue: "bad_system_call")
+        /// No crash section, or a signal none of the above covers.
+        public static let unknown = Classification(rawValue: "unknown")
     }
 }
 

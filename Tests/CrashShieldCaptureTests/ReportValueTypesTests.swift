@@ -131,6 +131,34 @@ import Testing
         #expect(try Self.namedValues(report.jsonData()) == Self.namedValues(Data(bytes)))
     }
 
+    /// A report encoded by `jsonData` carries its classification; one from a version that knows
+    /// more kinds of failure still decodes (it was an invalid report while `Classification` was a
+    /// closed enum), and the classification is decided anew from the report's content.
+    @Test(arguments: ["stack_overflow", "watchdog_timeout"])
+    func encodedClassificationDecodes(raw: String) throws {
+        var text = String(decoding: Self.report(), as: UTF8.self)
+        text = text.replacingOccurrences(of: #""complete":true"#, with: #""classification":"\#(raw)","complete":true"#)
+        let report = try CrashReport.decode(Array(text.utf8))
+        #expect(report.classification == .trap)
+    }
+
+    @Test(arguments: ["stack_overflow", "watchdog_timeout"])
+    func classificationRoundTrips(raw: String) throws {
+        #expect(CrashReport.Classification(rawValue: raw).rawValue == raw)
+        let roundTripped = try JSONDecoder().decode([CrashReport.Classification].self, from: Data("[\"\(raw)\"]".utf8))
+        #expect(roundTripped.first?.rawValue == raw)
+        #expect(String(decoding: try JSONEncoder().encode(roundTripped), as: UTF8.self) == "[\"\(raw)\"]")
+    }
+
+    @Test func knownClassificationsKeepTheirRawValues() {
+        let known: [(CrashReport.Classification, String)] = [
+            (.swiftTrap, "swift_trap"), (.objcException, "objc_exception"), (.abort, "abort"), (.trap, "trap"),
+            (.stackOverflow, "stack_overflow"), (.badAccess, "bad_access"), (.arithmetic, "arithmetic"),
+            (.brokenPipe, "broken_pipe"), (.badSystemCall, "bad_system_call"), (.unknown, "unknown"),
+        ]
+        for (value, raw) in known { #expect(value.rawValue == raw) }
+    }
+
     /// A value of the wrong JSON type is still an invalid report, as it was for a string field.
     @Test func aNonStringValueIsInvalid() throws {
         var text = String(decoding: Self.report(), as: UTF8.self)
