@@ -280,8 +280,8 @@ extension CrashReport {
         public static let running = LaunchPhase(rawValue: "running")
         /// The process had begun a clean exit (`LaunchProtection.markExited()`).
         public static let terminating = LaunchPhase(rawValue: "terminating")
-        /// No phase was set yet: the crash came after capture was installed and before launch
-        /// protection began.
+        /// No phase was set: the crash came after capture was installed and before launch
+        /// protection began, or capture was installed through the C API alone.
         public static let unknown = LaunchPhase(rawValue: "unknown")
     }
 }
