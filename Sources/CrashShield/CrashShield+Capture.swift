@@ -117,20 +117,20 @@ extension CrashShield {
         publishLock.lock()
         defer { publishLock.unlock() }
         let states = status.map { status -> (name: String, state: String, policy: String) in
-            let state: String
+            let state: CrashReport.GuardState.State
             switch status.state {
-            case .active: state = "active"
-            case .canaryFailed: state = "canary_failed"
-            case .installFailed: state = "install_failed"
-            default: state = "not_installed"
+            case .active: state = .active
+            case .canaryFailed: state = .canaryFailed
+            case .installFailed: state = .installFailed
+            default: state = .notInstalled
             }
-            let policy: String
+            let policy: CrashReport.GuardState.Policy
             switch status.policy {
-            case .neutralize: policy = "neutralize"
-            case .reportOnly: policy = "reportOnly"
-            case .off: policy = "off"
+            case .neutralize: policy = .neutralize
+            case .reportOnly: policy = .reportOnly
+            case .off: policy = .off
             }
-            return (status.id.rawValue, state, policy)
+            return (status.id.rawValue, state.rawValue, policy.rawValue)
         }
         csc_set_guard_states_json(guardStatesJSON(states))
     }

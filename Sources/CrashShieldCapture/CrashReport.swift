@@ -11,14 +11,14 @@ public struct CrashReport: Codable, Sendable, Hashable {
     public var version: Int?
     /// Unique per report; also the file name without ".json".
     public var id: String
-    /// `signal` or `objc_exception`.
-    public var kind: String?
+    /// What ended the process: a fatal signal or an uncaught Objective-C exception.
+    public var kind: Kind?
     public var timestampNs: UInt64?
     /// Time from process start to the crash.
     public var uptimeNs: UInt64?
     public var launchId: String?
-    /// `launching`, `running`, `terminating` or `unknown` at the moment of the crash.
-    public var launchPhase: String?
+    /// Where the app's launch was at the moment of the crash.
+    public var launchPhase: LaunchPhase?
     /// True when the handler itself crashed and rewrote the report as a minimal one.
     public var minimal: Bool?
     public var crash: Crash?
@@ -57,8 +57,8 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var faultAddress: String?
         public var pc: String?
         public var instructionBytes: String?
-        /// `ud2`, `int3` or `brk` when the crash was a trap instruction.
-        public var trapInstruction: String?
+        /// The trap instruction at `pc`, when the crash was one (absent otherwise).
+        public var trapInstruction: TrapInstruction?
         public var senderPid: Int32?
         public var threadId: UInt64?
         public var threadName: String?
@@ -78,8 +78,8 @@ public struct CrashReport: Codable, Sendable, Hashable {
     }
 
     public struct CrashedThread: Codable, Sendable, Hashable {
-        /// `dwarf`, `frame_pointer`, `exception` (return addresses of an exception) or `partial`.
-        public var unwinder: String?
+        /// How `frames` were gathered.
+        public var unwinder: Unwinder?
         /// True when frame 0 is the faulting instruction; the others are return addresses.
         public var firstFrameIsPc: Bool?
         /// Names of the guards whose code is among `frames`, as the crash handler found them (the
@@ -100,8 +100,8 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var function: String?
         public var file: String?
         public var line: Int?
-        /// `dladdr`, `llvm-symbolizer` or `addr2line`.
-        public var symbolSource: String?
+        /// Which symbolizer found `function` (and `file`, `line`).
+        public var symbolSource: SymbolSource?
 
         public var addressValue: UInt64? { address.flatMap { UInt64(hex: $0) } }
         public var offsetValue: UInt64? { offset.flatMap { UInt64(hex: $0) } }
@@ -119,11 +119,12 @@ public struct CrashReport: Codable, Sendable, Hashable {
     }
 
     public struct GuardState: Codable, Sendable, Hashable {
+        /// The guard's identifier (`GuardID.rawValue` in the CrashShield module).
         public var name: String?
-        public var state: String?
-        public var policy: String?
+        public var state: State?
+        public var policy: Policy?
 
-        public init(name: String?, state: String?, policy: String?) {
+        public init(name: String?, state: State?, policy: Policy?) {
             self.name = name
             self.state = state
             self.policy = policy
@@ -153,20 +154,35 @@ public struct CrashReport: Codable, Sendable, Hashable {
     }
 
     /// What the failure was, decided on load from the signal, the trap instruction and symbols.
-    public enum Classification: String, Codable, Sendable, Hashable {
+    /// Extensible like the report's other named values (below): later versions may tell more
+    /// kinds of failure apart, and a report encoded by one (`jsonData`) still decodes here.
+    public struct Classification: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// A Swift runtime trap (index out of range, force unwrap of nil, overflow, fatalError):
         /// a trap instruction (ud2 on x86_64, brk on arm64) in Swift code.
-        case swiftTrap = "swift_trap"
-        case objcException = "objc_exception"
-        case abort
-        /// A trap instruction outside Swift code (`__builtin_trap`, a breakpoint).
-        case trap
-        case stackOverflow = "stack_overflow"
-        case badAccess = "bad_access"
-        case arithmetic
-        case brokenPipe = "broken_pipe"
-        case badSystemCall = "bad_system_call"
-        case unknown
+        public static let swiftTrap = Classification(rawValue: "swift_trap")
+        /// An uncaught Objective-C exception.
+        public static let objcException = Classification(rawValue: "objc_exception")
+        /// SIGABRT: `abort()`, a failed C assertion, or the runtime aborting.
+        public static let abort = Classification(rawValue: "abort")
+        /// A trap instruction outside Swift code (`__builtin_trap`, a breakpoint), or an illegal
+        /// instruction.
+        public static let trap = Classification(rawValue: "trap")
+        /// SIGSEGV or SIGBUS at an address within 256 KiB of the stack pointer.
+        public static let stackOverflow = Classification(rawValue: "stack_overflow")
+        /// SIGSEGV or SIGBUS elsewhere: a bad pointer, a use after free, a write to read-only memory.
+        public static let badAccess = Classification(rawValue: "bad_access")
+        /// SIGFPE: an arithmetic fault, such as an integer division by zero.
+        public static let arithmetic = Classification(rawValue: "arithmetic")
+        /// SIGPIPE: a write to a pipe or socket whose reader is gone.
+        public static let brokenPipe = Classification(rawValue: "broken_pipe")
+        /// SIGSYS: a system call the process may not make.
+        public static let badSystemCall = Classification(rawValue: "bad_system_call")
+        /// No crash section, or a signal none of the above covers.
+        public static let unknown = Classification(rawValue: "unknown")
     }
 }
 
@@ -197,7 +213,7 @@ extension CrashReport {
     /// Classification from what the report holds. Symbols (if present) decide whether a trap is a
     /// Swift trap; call again after symbolication.
     public func classify() -> Classification {
-        if kind == "objc_exception" { return .objcException }
+        if kind == .objcException { return .objcException }
         guard let crash else { return .unknown }
         let frame0 = crashedThread?.frames?.first
         switch crash.signal ?? 0 {
@@ -229,6 +245,133 @@ extension CrashReport {
         return function.hasPrefix("$s") || function.hasPrefix("_$s") || function.hasPrefix("$S")
             || function.hasPrefix("Swift.") || function.contains("Swift._assertionFailure")
             || function.contains("Swift._fatalErrorMessage")
+    }
+}
+
+// The report's named values. Each is a string in the file and an extensible struct here: a value
+// this version does not know (written by a newer one) decodes and encodes unchanged as its
+// `rawValue`, and the static constants are the values this version writes, so code compares or
+// switches over them (with a `default:` for values added later).
+
+extension CrashReport {
+    /// What ended the process.
+    public struct Kind: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A fatal signal (SIGSEGV, SIGABRT, a trap, ...): `crash` describes it.
+        public static let signal = Kind(rawValue: "signal")
+        /// An uncaught Objective-C exception: `exception` holds its name and reason, and the
+        /// crashed thread's frames are the exception's return addresses.
+        public static let objcException = Kind(rawValue: "objc_exception")
+    }
+
+    /// Where the app's launch was at the moment of the crash, as launch protection had set it.
+    public struct LaunchPhase: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The launch had begun and not yet completed (`LaunchProtection.launchCompleted()` or
+        /// the end of the launch window): the crash counts as a launch crash.
+        public static let launching = LaunchPhase(rawValue: "launching")
+        /// The launch had completed, or capture runs without launch protection.
+        public static let running = LaunchPhase(rawValue: "running")
+        /// The process had begun a clean exit (`LaunchProtection.markExited()`).
+        public static let terminating = LaunchPhase(rawValue: "terminating")
+        /// No phase was set: the crash came after capture was installed and before launch
+        /// protection began, or capture was installed through the C API alone.
+        public static let unknown = LaunchPhase(rawValue: "unknown")
+    }
+}
+
+extension CrashReport.Crash {
+    /// A trap instruction recognised at the crashing `pc`: code that stopped itself on purpose
+    /// (a Swift runtime check, `__builtin_trap`, a breakpoint).
+    public struct TrapInstruction: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// x86_64 `ud2` (SIGILL): Swift runtime traps and `__builtin_trap`.
+        public static let ud2 = TrapInstruction(rawValue: "ud2")
+        /// x86_64 `int3` (SIGTRAP): a breakpoint instruction.
+        public static let int3 = TrapInstruction(rawValue: "int3")
+        /// arm64 `brk` (SIGTRAP): Swift runtime traps, `__builtin_trap` and breakpoints.
+        public static let brk = TrapInstruction(rawValue: "brk")
+    }
+}
+
+extension CrashReport.CrashedThread {
+    /// How the crash handler gathered the crashed thread's frames.
+    public struct Unwinder: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The call-frame information (DWARF CFI) of each function: exact, frame pointers or not.
+        public static let dwarf = Unwinder(rawValue: "dwarf")
+        /// The chain of frame pointers, where DWARF was unavailable or gave up: frames of code
+        /// built without frame pointers can be missing.
+        public static let framePointer = Unwinder(rawValue: "frame_pointer")
+        /// The return addresses an uncaught exception carried; frame 0 is not a faulting
+        /// instruction (`firstFrameIsPc` is false).
+        public static let exception = Unwinder(rawValue: "exception")
+        /// The frames gathered before the handler itself crashed (a minimal report).
+        public static let partial = Unwinder(rawValue: "partial")
+        /// No frames: the handler had no machine context for the thread. (Not named `none`,
+        /// which would read as `Optional.none` in a comparison with an optional.)
+        public static let notUnwound = Unwinder(rawValue: "none")
+    }
+}
+
+extension CrashReport.Frame {
+    /// The tool that symbolicated a frame.
+    public struct SymbolSource: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The dynamic linker's symbol table (`dladdr`): exported function names only, no file
+        /// or line.
+        public static let dladdr = SymbolSource(rawValue: "dladdr")
+        /// `llvm-symbolizer` with the image's debug information: function, file and line.
+        public static let llvmSymbolizer = SymbolSource(rawValue: "llvm-symbolizer")
+        /// `addr2line` with the image's debug information: function, file and line.
+        public static let addr2line = SymbolSource(rawValue: "addr2line")
+    }
+}
+
+extension CrashReport.GuardState {
+    /// A guard's installation state (`GuardStatus.State` in the CrashShield module).
+    public struct State: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Hooks installed and the install-time canary passed.
+        public static let active = State(rawValue: "active")
+        /// The canary did not see what it expected; the guard's hooks were removed again.
+        public static let canaryFailed = State(rawValue: "canary_failed")
+        /// A class or selector the guard needs does not exist on this runtime.
+        public static let installFailed = State(rawValue: "install_failed")
+        /// Not started, or not installed on this runtime.
+        public static let notInstalled = State(rawValue: "not_installed")
+    }
+
+    /// What a guard did with a misuse (`GuardPolicy` in the CrashShield module).
+    public struct Policy: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Record an incident, then make the call harmless.
+        public static let neutralize = Policy(rawValue: "neutralize")
+        /// Record an incident, then let the original behaviour (usually an exception) happen.
+        public static let reportOnly = Policy(rawValue: "reportOnly")
+        /// Do nothing: the original behaviour, no incident.
+        public static let off = Policy(rawValue: "off")
     }
 }
 

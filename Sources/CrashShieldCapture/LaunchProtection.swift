@@ -148,8 +148,8 @@ public struct LastRun: Sendable, Equatable {
     /// The app version differs from the previous run's.
     public var appUpdated: Bool
     public var previousAppVersion: String?
-    /// "report" (capture on) or "timer" (fallback: a launch that never completed counts as a crash).
-    public var detection: String
+    /// How `outcome` was decided.
+    public var detection: Detection
     /// The run crashed (outcome `crashed`) but its report could not be written (directory
     /// unwritable, disk full, file-size limit): the handler left a marker instead.
     public var reportLost = false
@@ -158,7 +158,7 @@ public struct LastRun: Sendable, Equatable {
     var reportSource: PendingReport?
 
     init(outcome: Outcome, crashedDuringLaunch: Bool, report: PendingReport?, appUpdated: Bool,
-         previousAppVersion: String?, detection: String, reportLost: Bool = false) {
+         previousAppVersion: String?, detection: Detection, reportLost: Bool = false) {
         self.reportLost = reportLost
         self.outcome = outcome
         self.crashedDuringLaunch = crashedDuringLaunch
@@ -166,6 +166,22 @@ public struct LastRun: Sendable, Equatable {
         self.appUpdated = appUpdated
         self.previousAppVersion = previousAppVersion
         self.detection = detection
+    }
+
+    /// How launch protection tells how the previous run ended.
+    public struct Detection: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// From crash reports (capture on): a run crashed when capture wrote a report (or a
+        /// marker that its report was lost) for it; a run without a clean exit and without a
+        /// report ended otherwise (killed, out of memory, power loss).
+        public static let report = Detection(rawValue: "report")
+        /// From the launch state alone (capture off): a launch that never completed counts as a
+        /// crash, so a kill during launch is counted too; a run that ended after its launch
+        /// without a clean exit counts as ended without a report.
+        public static let timer = Detection(rawValue: "timer")
     }
 }
 
@@ -304,30 +320,30 @@ public final class LaunchProtection: @unchecked Sendable {
         if let previousID = state.launchId {
             if state.phase == "exited" {
                 lastRun = LastRun(outcome: .cleanExit, crashedDuringLaunch: false, report: nil, appUpdated: updated,
-                                  previousAppVersion: state.appVersion, detection: captureEnabled ? "report" : "timer")
+                                  previousAppVersion: state.appVersion, detection: captureEnabled ? .report : .timer)
             } else if captureEnabled {
                 let report = reports.last { $0.launchId == previousID && !$0.recovered }
                 if let report {
-                    let duringLaunch = report.launchPhase == "launching"
+                    let duringLaunch = report.launchPhase == .launching
                     lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: duringLaunch, report: report, appUpdated: updated,
-                                      previousAppVersion: state.appVersion, detection: "report")
+                                      previousAppVersion: state.appVersion, detection: .report)
                 } else if let lost = UnreportedCrash.read(directory: directory), lost.launchID == previousID {
                     UnreportedCrash.clear(directory: directory)
-                    lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: lost.phase == "launching", report: nil,
-                                      appUpdated: updated, previousAppVersion: state.appVersion, detection: "report",
+                    lastRun = LastRun(outcome: .crashed, crashedDuringLaunch: lost.phase == .launching, report: nil,
+                                      appUpdated: updated, previousAppVersion: state.appVersion, detection: .report,
                                       reportLost: true)
                 } else {
                     lastRun = LastRun(outcome: .endedWithoutReport, crashedDuringLaunch: false, report: nil, appUpdated: updated,
-                                      previousAppVersion: state.appVersion, detection: "report")
+                                      previousAppVersion: state.appVersion, detection: .report)
                 }
             } else {
                 let duringLaunch = state.phase == "launching"
                 lastRun = LastRun(outcome: duringLaunch ? .crashed : .endedWithoutReport, crashedDuringLaunch: duringLaunch,
-                                  report: nil, appUpdated: updated, previousAppVersion: state.appVersion, detection: "timer")
+                                  report: nil, appUpdated: updated, previousAppVersion: state.appVersion, detection: .timer)
             }
         } else {
             lastRun = LastRun(outcome: .firstLaunch, crashedDuringLaunch: false, report: nil, appUpdated: false,
-                              previousAppVersion: nil, detection: captureEnabled ? "report" : "timer")
+                              previousAppVersion: nil, detection: captureEnabled ? .report : .timer)
         }
 
         // Count: a launch crash adds one; a crash after launch resets; a run that ended without

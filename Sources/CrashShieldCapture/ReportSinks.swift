@@ -30,10 +30,10 @@ public final class LoggingCrashReportSink: CrashReportSink {
     public func receive(_ report: CrashReport) throws {
         let top = report.crashedThread?.frames?.first { $0.function != nil }?.function ?? "?"
         logger.log(
-            level: level, "crash in previous run: \(report.crash?.signalName ?? report.kind ?? "?") in \(top)",
+            level: level, "crash in previous run: \(report.crash?.signalName ?? report.kind?.rawValue ?? "?") in \(top)",
             metadata: [
                 "report": "\(report.id)", "classification": "\(report.classification?.rawValue ?? "?")",
-                "launch_phase": "\(report.launchPhase ?? "?")", "complete": "\(report.isComplete)",
+                "launch_phase": "\(report.launchPhase?.rawValue ?? "?")", "complete": "\(report.isComplete)",
             ])
     }
 }
@@ -176,7 +176,7 @@ public struct CrashReportStore: Sendable {
 final class PendingReport: @unchecked Sendable, Equatable {
     let path: String?
     let launchId: String?
-    let launchPhase: String?
+    let launchPhase: CrashReport.LaunchPhase?
     /// The crashed thread was parked and the process lived on: not how the run ended.
     let recovered: Bool
     /// crashed_thread.guard_frames as the scan read it (see `CrashCapture.GuardFramesOfReport`);
@@ -211,7 +211,7 @@ final class PendingReport: @unchecked Sendable, Equatable {
         }
         var fields = fields
         launchId = fields.has_launch_id ? withUnsafeBytes(of: &fields.launch_id) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
-        launchPhase = fields.has_launch_phase ? withUnsafeBytes(of: &fields.launch_phase) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) } : nil
+        launchPhase = fields.has_launch_phase ? withUnsafeBytes(of: &fields.launch_phase) { CrashReport.LaunchPhase(rawValue: String(cString: $0.bindMemory(to: CChar.self).baseAddress!)) } : nil
         recovered = fields.recovered
         switch fields.guard_frames_status {
         case CSC_GUARD_FRAMES_READ:

@@ -49,7 +49,7 @@ public enum Symbolicator {
                         var name = [CChar](repeating: 0, count: 512)
                         if csc_symbol_name(UInt(offset) &+ bias, &name, name.count) {
                             frames[index].function = cText(name)
-                            frames[index].symbolSource = "dladdr"
+                            frames[index].symbolSource = .dladdr
                         }
                     }
                 }
@@ -234,7 +234,7 @@ enum ExternalSymbolizer {
         var function: String
         var file: String?
         var line: Int?
-        var source: String
+        var source: CrashReport.Frame.SymbolSource
     }
 
     static let llvmSymbolizer = findTool("llvm-symbolizer")
@@ -258,18 +258,18 @@ enum ExternalSymbolizer {
             let blocks = output.components(separatedBy: "\n\n").map { $0.split(separator: "\n", omittingEmptySubsequences: true) }
                 .filter { !$0.isEmpty }
             if blocks.count == offsets.count {
-                return blocks.map { lines in parse(function: String(lines[0]), location: lines.count > 1 ? String(lines[1]) : nil, source: "llvm-symbolizer") }
+                return blocks.map { lines in parse(function: String(lines[0]), location: lines.count > 1 ? String(lines[1]) : nil, source: .llvmSymbolizer) }
             }
         }
         if let tool = addr2line, let output = run(tool, ["-f", "-e", path] + addresses) {
             let lines = output.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
             guard lines.count >= offsets.count * 2 else { return nil }
-            return offsets.indices.map { parse(function: lines[2 * $0], location: lines[2 * $0 + 1], source: "addr2line") }
+            return offsets.indices.map { parse(function: lines[2 * $0], location: lines[2 * $0 + 1], source: .addr2line) }
         }
         return nil
     }
 
-    private static func parse(function: String, location: String?, source: String) -> Symbol? {
+    private static func parse(function: String, location: String?, source: CrashReport.Frame.SymbolSource) -> Symbol? {
         guard !function.isEmpty, function != "??" else { return nil }
         var file: String?
         var line: Int?

@@ -6,7 +6,7 @@ internal import _CrashShieldCapture
 /// descriptor opened at install. Read by the next start's launch protection.
 struct UnreportedCrash: Equatable {
     var launchID: String
-    var phase: String
+    var phase: CrashReport.LaunchPhase
     var signal: Int32
 
     static func path(in directory: String) -> String { "\(directory)/\(CSC_UNREPORTED_MARKER)" }
@@ -21,7 +21,7 @@ struct UnreportedCrash: Equatable {
         }
         guard let launchID = fields["launch_id"], let phase = fields["phase"], let signal = fields["signal"].flatMap({ Int32($0) })
         else { return nil }
-        return UnreportedCrash(launchID: String(launchID), phase: String(phase), signal: signal)
+        return UnreportedCrash(launchID: String(launchID), phase: CrashReport.LaunchPhase(rawValue: String(phase)), signal: signal)
     }
 
     /// Empties the marker once its crash was taken into account (the file stays: the running

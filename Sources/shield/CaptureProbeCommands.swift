@@ -158,7 +158,7 @@ enum LaunchProbeCommand {
             "exhausted": protection.repairExhausted,
             "safe_mode": protection.isSafeMode,
             "state_reset": protection.stateWasReset,
-            "detection": protection.lastRun.detection,
+            "detection": protection.lastRun.detection.rawValue,
             "report_lost": protection.lastRun.reportLost,
         ]
         let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])) ?? Data()

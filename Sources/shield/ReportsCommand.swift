@@ -40,7 +40,7 @@ enum ReportsCommand {
         if let address = crash?.faultAddress { headline += " at \(address)" }
         print(headline)
         if let exception = report.exception { print("  exception \(exception.name ?? "?"): \(exception.reason ?? "")") }
-        print("  thread \(crash?.threadId ?? 0)\(crash?.mainThread == true ? " (main)" : "") phase \(report.launchPhase ?? "?")"
+        print("  thread \(crash?.threadId ?? 0)\(crash?.mainThread == true ? " (main)" : "") phase \(report.launchPhase?.rawValue ?? "?")"
               + "\(report.isComplete ? "" : " [truncated]")\(report.minimal == true ? " [minimal: the handler crashed]" : "")"
               + "\(crash?.recovered == true ? " [thread parked, process continued]" : "")")
         for (index, frame) in (report.crashedThread?.frames ?? []).prefix(16).enumerated() {

@@ -70,10 +70,10 @@ import Testing
         var withoutTools = raw
         Symbolicator.symbolicate(&withoutTools, externalTools: false)
         let frames = try #require(withoutTools.crashedThread?.frames)
-        let toolSources: Set<String?> = ["llvm-symbolizer", "addr2line"]
+        let toolSources: Set<CrashReport.Frame.SymbolSource?> = [.llvmSymbolizer, .addr2line]
         #expect(!frames.contains { toolSources.contains($0.symbolSource) })
         // libc's abort path (raise/pthread_kill/abort) is loaded here with the same build id.
-        #expect(frames.contains { $0.symbolSource == "dladdr" && $0.function != nil && $0.image?.contains("libc") == true })
+        #expect(frames.contains { $0.symbolSource == .dladdr && $0.function != nil && $0.image?.contains("libc") == true })
         #expect(frames[shieldFrame].function == nil)
         #expect(frames[shieldFrame].symbolSource == nil)
 

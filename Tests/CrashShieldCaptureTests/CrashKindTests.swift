@@ -66,14 +66,14 @@ import Testing
         #expect(report.crashedThread?.guardFrames == [], "guard_frames: \(String(describing: report.crashedThread?.guardFrames))")
         if kind.name == "objc-exception" {
             #expect(report.exception?.name == "CrashShieldTestException")
-            #expect(report.kind == "objc_exception")
+            #expect(report.kind == .objcException)
         } else {
             #expect(report.registers?["rip"] != nil || report.registers?["pc"] != nil)
             // The handler read the bytes at the faulting PC (fault-free read).
             #expect(report.crash?.instructionBytes?.count == 8)
         }
         #if arch(x86_64)
-        let traps = ["ill": "ud2", "trap": "int3", "swift-index": "ud2", "swift-unwrap": "ud2"]
+        let traps: [String: CrashReport.Crash.TrapInstruction] = ["ill": .ud2, "trap": .int3, "swift-index": .ud2, "swift-unwrap": .ud2]
         if let expected = traps[kind.name] { #expect(report.crash?.trapInstruction == expected) }
         #endif
     }

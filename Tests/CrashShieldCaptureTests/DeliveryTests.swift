@@ -58,6 +58,6 @@ import Testing
         let top = try #require(report.crashedThread?.frames?.first)
         #expect(top.function == "csc_crash_fpe")
         #expect(top.file?.hasSuffix("csc_crash_kinds.c") == true)
-        #expect(top.symbolSource == "llvm-symbolizer" || top.symbolSource == "addr2line")
+        #expect(top.symbolSource == .llvmSymbolizer || top.symbolSource == .addr2line)
     }
 }

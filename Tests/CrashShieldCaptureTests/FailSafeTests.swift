@@ -15,7 +15,7 @@ import _CrashShieldCapture
         #expect(crash.termination == .signaled(SIGSEGV))
         let report = try #require(loadReports(directory).first)
         #expect((report.crashedThread?.frames ?? []).contains { $0.function?.contains("objectAtIndex") == true })
-        #expect((report.guards ?? []).contains { $0.name == "container" && $0.state == "active" })
+        #expect((report.guards ?? []).contains { $0.name == "container" && $0.state == .active })
         #expect(report.crashedThread?.guardFrames == ["container"], "the handler names the guard among the frames")
         // The misuse neutralised just before the crash is among the report's recent incidents.
         #expect((report.incidents ?? []).contains { $0.guard == "container" && $0.selector == "objectAtIndex:" })
@@ -126,14 +126,14 @@ import _CrashShieldCapture
     /// JSONEncoder wrote before (sorted keys, slashes unescaped), escapes included.
     @Test func guardStatesJSONMatchesJSONEncoder() throws {
         let states = [
-            CrashReport.GuardState(name: "container", state: "active", policy: "neutralize"),
-            CrashReport.GuardState(name: "a/b\"c\\d", state: "canary_failed", policy: "off"),
-            CrashReport.GuardState(name: "\n\r\t\u{08}\u{0C}\u{01}\u{1F}\u{7F}", state: "é\u{2028}😀", policy: "reportOnly"),
+            CrashReport.GuardState(name: "container", state: .active, policy: .neutralize),
+            CrashReport.GuardState(name: "a/b\"c\\d", state: .canaryFailed, policy: .off),
+            CrashReport.GuardState(name: "\n\r\t\u{08}\u{0C}\u{01}\u{1F}\u{7F}", state: .init(rawValue: "é\u{2028}😀"), policy: .reportOnly),
         ]
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let expected = String(decoding: try encoder.encode(states), as: UTF8.self)
-        #expect(CrashShield.guardStatesJSON(states.map { ($0.name ?? "", $0.state ?? "", $0.policy ?? "") }) == expected)
+        #expect(CrashShield.guardStatesJSON(states.map { ($0.name ?? "", $0.state?.rawValue ?? "", $0.policy?.rawValue ?? "") }) == expected)
         #expect(CrashShield.guardStatesJSON([]) == String(decoding: try encoder.encode([CrashReport.GuardState]()), as: UTF8.self))
     }
 }

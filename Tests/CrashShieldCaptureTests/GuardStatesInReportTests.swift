@@ -7,7 +7,7 @@ import _CrashShieldCapture
 /// Issue 13 item 3: a report lists the guard states of the moment of the crash, not those of the
 /// start. Every run crashes on purpose, so each is a child process (`shield crash`) with a timeout.
 @Suite struct GuardStatesInReportTests {
-    private func policies(in report: CrashReport) -> [String: String] {
+    private func policies(in report: CrashReport) -> [String: CrashReport.GuardState.Policy] {
         Dictionary((report.guards ?? []).compactMap { guardState in
             guardState.name.flatMap { name in guardState.policy.map { (name, $0) } }
         }, uniquingKeysWith: { first, _ in first })
@@ -23,11 +23,11 @@ import _CrashShieldCapture
         #expect(crash.termination == .signaled(SIGSEGV))
         let report = try #require(loadReports(directory, symbolicate: false).first)
         let named = policies(in: report)
-        #expect(named["container"] == "off", "\(named)")
-        #expect(named["decoding"] == "reportOnly", "\(named)")
+        #expect(named["container"] == .off, "\(named)")
+        #expect(named["decoding"] == .reportOnly, "\(named)")
         // Guards left alone keep the policy they started with.
-        #expect(named["string"] == "neutralize", "\(named)")
-        #expect((report.guards ?? []).contains { $0.name == "container" && $0.state == "active" })
+        #expect(named["string"] == .neutralize, "\(named)")
+        #expect((report.guards ?? []).contains { $0.name == "container" && $0.state == .active })
     }
 
     /// Guards started after capture: the report names them active with their policies (the
@@ -39,7 +39,7 @@ import _CrashShieldCapture
         #expect(crash.termination == .signaled(SIGSEGV))
         let report = try #require(loadReports(directory, symbolicate: false).first)
         let container = try #require((report.guards ?? []).first { $0.name == "container" })
-        #expect(container.state == "active")
-        #expect(container.policy == "neutralize")
+        #expect(container.state == .active)
+        #expect(container.policy == .neutralize)
     }
 }

@@ -68,14 +68,14 @@ import Testing
             // The instruction at the PC could not be fetched: DWARF is not even tried.
             #expect(thread["pc_is_code"] as? Bool == false)
             #expect(thread["dwarf_fault"] == nil)
-            #expect(report.crashedThread?.unwinder == "frame_pointer")
+            #expect(report.crashedThread?.unwinder == .framePointer)
         } else if Self.dwarfUnwinderInUse {
             #expect(thread["dwarf_fault"] as? Bool == true)
         }
         if crash.kind == "stack-smash" {
             // The frames DWARF gathered before it met the smashed return address are kept.
             #expect(functions.contains("__stack_chk_fail"), "frames: \(functions)")
-            #expect(report.crashedThread?.unwinder == "dwarf")
+            #expect(report.crashedThread?.unwinder == .dwarf)
         }
     }
 

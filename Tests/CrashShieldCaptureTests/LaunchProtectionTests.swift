@@ -95,7 +95,7 @@ import Testing
         #expect(!crashed.output.contains("{"), "start never returned")
         let reports = loadReports(directory, symbolicate: false).sorted { ($0.timestampNs ?? 0) < ($1.timestampNs ?? 0) }
         #expect(reports.count == 3)
-        #expect(reports.last?.launchPhase == "launching")
+        #expect(reports.last?.launchPhase == .launching)
 
         probe = try launch(directory, arguments, expect: .exited(0))
         #expect(probe.last_run == "crashed")

@@ -84,7 +84,7 @@ import _CrashShieldCapture
             if case .invalid = error { invalid = true }
         } catch { decoded = nil }
         if let decoded {
-            let expected = Fields(launchId: decoded.launchId, launchPhase: decoded.launchPhase, recovered: decoded.crash?.recovered == true)
+            let expected = Fields(launchId: decoded.launchId, launchPhase: decoded.launchPhase?.rawValue, recovered: decoded.crash?.recovered == true)
             #expect(fields == expected, "\(label): \(String(decoding: bytes.prefix(400), as: UTF8.self))")
             let read = checkGuardFramesAgreement(bytes, decoded, label)
             guardFramesRead?.pointee += read
