@@ -1,5 +1,5 @@
 import CrashShield
-@_spi(Testing) import CrashShieldCapture
+import CrashShieldCapture
 import Foundation
 import _CrashShieldCapture
 
