@@ -195,11 +195,6 @@ extension CrashShield {
         for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
         publishGuardStates()
     }
-
-    /// Makes the named guard's next canary fail (fault injection for tests).
-    package static func _injectCanaryFailure(for id: GuardID) {
-        cs_guard_inject_canary_failure_for_testing(id.rawValue)
-    }
 }
 
 extension Duration {

@@ -238,9 +238,6 @@ public enum CrashCapture {
 }
 
 extension CrashCapture {
-    /// Makes the next crash handler fault after its first section (crash-in-handler test).
-    package static func _faultInHandlerForTesting() { csc_test_fault_in_handler(true) }
-
     /// How many of the reports found at start were fully decoded so far, of how many.
     package static var _reportsFoundAtStartDecodedForTesting: (decoded: Int, count: Int) {
         lock.lock()
