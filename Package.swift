@@ -51,16 +51,16 @@ let scenarioObjCSettings: [CSetting] = [
 let scenarioObjCSettings: [CSetting] = []
 #endif
 
+/// Test seams inside shipped targets (fault injection, hooks in the signal handler) are compiled
+/// only in debug builds; a release build of an app carries none (`_CrashShieldTestSupport` declares them).
+let testSeams: CSetting = .define("CSC_TEST_SEAMS", .when(configuration: .debug))
+
 /// The Objective-C runtime target ships in the `CrashShield` product, so it may use only settings
 /// SwiftPM accepts from a package depended on by URL: no unsafeFlags. On Linux, GNUstep's include
 /// paths and libraries come from the `CGNUstepBase` system library (a pkg-config file that
 /// `scripts/bootstrap.sh` installs; Debian ships none), GNUstep's headers get a blocks-runtime shim
 /// instead of -fno-blocks, the sources use no `@""` literal (`CS_STR`) and the one `@try` lives in
 /// an Objective-C++ file, where exceptions are on by default (docs/ARCHITECTURE.md, "Building").
-/// Test seams (fault injection, hooks in the signal handler, deliberate crashes) are compiled only
-/// in debug builds; a release build of an app carries none (`_CrashShieldTestSupport` declares them).
-let testSeams: CSetting = .define("CSC_TEST_SEAMS", .when(configuration: .debug))
-
 let runtimeObjCSettings: [CSetting] = [
     .define("GNUSTEP", .when(platforms: [.linux])),
     .define("GNU_RUNTIME", to: "1", .when(platforms: [.linux])),
