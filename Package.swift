@@ -7,6 +7,7 @@
 //   _CrashShieldRuntime    Objective-C guards: runtime backend, guard engine, guard registry (not API)
 //   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
 //   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
+//   _CrashShieldTestSupport  C test seams (deliberate crashes, handler hooks) for `shield` and the tests
 //   shield                 the command-line tool: demo, bench
 //
 // GNUstep is the Objective-C runtime on Linux. Its compiler flags are needed only there and are
@@ -50,6 +51,10 @@ let scenarioObjCSettings: [CSetting] = [
 let scenarioObjCSettings: [CSetting] = []
 #endif
 
+/// Test seams inside shipped targets (fault injection, hooks in the signal handler) are compiled
+/// only in debug builds; a release build of an app carries none (`_CrashShieldTestSupport` declares them).
+let testSeams: CSetting = .define("CSC_TEST_SEAMS", .when(configuration: .debug))
+
 /// The Objective-C runtime target ships in the `CrashShield` product, so it may use only settings
 /// SwiftPM accepts from a package depended on by URL: no unsafeFlags. On Linux, GNUstep's include
 /// paths and libraries come from the `CGNUstepBase` system library (a pkg-config file that
@@ -61,6 +66,7 @@ let runtimeObjCSettings: [CSetting] = [
     .define("GNU_RUNTIME", to: "1", .when(platforms: [.linux])),
     .define("GNUSTEP_BASE_LIBRARY", to: "1", .when(platforms: [.linux])),
     .headerSearchPath("Backend/GNUstepShim", .when(platforms: [.linux])),
+    testSeams,
 ]
 let objcLinker: [LinkerSetting] = [
     .linkedLibrary("gnustep-base", .when(platforms: [.linux])),
@@ -91,7 +97,16 @@ let package = Package(
         .target(
             name: "_CrashShieldCapture",
             dependencies: ["_CrashShieldIncidents"],
-            cSettings: [.define("_GNU_SOURCE")],
+            cSettings: [.define("_GNU_SOURCE"), testSeams],
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+        ),
+        .target(
+            // In no product: csc_test_support.h declares the test seams; the deliberate crashes
+            // are defined here, the seams that need the handler's or the guards' state are defined
+            // in those targets under CSC_TEST_SEAMS.
+            name: "_CrashShieldTestSupport",
+            dependencies: ["_CrashShieldCapture"],
+            cSettings: [.define("_GNU_SOURCE"), testSeams],
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
@@ -127,11 +142,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "shield",
-            dependencies: ["CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture"]
+            dependencies: ["CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport"]
         ),
         .executableTarget(
             name: "capture-malloc-probe",
-            dependencies: ["_CrashShieldCapture"]
+            dependencies: ["_CrashShieldCapture", "_CrashShieldTestSupport"]
         ),
         .executableTarget(
             // An Objective-C program with no Swift code and no libdispatch: the README's
@@ -148,11 +163,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldCapture", "CrashShield"]
+            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport"]
         ),
         .testTarget(
             name: "CrashShieldTests",
-            dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime"]
+            dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
         ),
     ]
 )

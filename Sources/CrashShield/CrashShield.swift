@@ -185,21 +185,15 @@ public struct IncidentStatistics: Sendable, Hashable {
     public let droppedDeliveries: UInt64
 }
 
-@_spi(Testing)
 extension CrashShield {
     /// Restores every original implementation and forgets incidents, so a test can start again.
-    public static func _resetForTesting() {
+    package static func _resetForTesting() {
         cs_guards_uninstall_for_testing()
         cs_incidents_flush(2000)
         cs_incidents_reset()
         cs_guards_set_class_filters(nil, 0, nil, 0)
         for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
         publishGuardStates()
-    }
-
-    /// Makes the named guard's next canary fail (fault injection for tests).
-    public static func _injectCanaryFailure(for id: GuardID) {
-        cs_guard_inject_canary_failure_for_testing(id.rawValue)
     }
 }
 

@@ -220,7 +220,7 @@ public enum CrashCapture {
     public static func refreshImages() { csc_refresh_images() }
 
     /// Guard states copied into every report (the CrashShield module keeps this current).
-    public static func setGuardStates(_ states: [CrashReport.GuardState]) {
+    package static func setGuardStates(_ states: [CrashReport.GuardState]) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(states), let text = String(data: data, encoding: .utf8) else { return }
@@ -228,22 +228,18 @@ public enum CrashCapture {
     }
 
     /// True once this process wrote a crash report (an uncaught exception on GNUstep, then exit).
-    public static var reportWrittenThisRun: Bool { csc_report_written() }
+    package static var reportWrittenThisRun: Bool { csc_report_written() }
 
     /// Loads the pending reports of `directory` (symbolicated unless told otherwise) without
     /// deleting them. Unreadable files are returned as failures.
-    public static func pendingReports(in directory: String, symbolicate: Bool = true) -> [CrashReportStore.Loaded] {
+    package static func pendingReports(in directory: String, symbolicate: Bool = true) -> [CrashReportStore.Loaded] {
         CrashReportStore(directory: directory).load(symbolicate: symbolicate)
     }
 }
 
-@_spi(Testing)
 extension CrashCapture {
-    /// Makes the next crash handler fault after its first section (crash-in-handler test).
-    public static func _faultInHandlerForTesting() { csc_test_fault_in_handler(true) }
-
     /// How many of the reports found at start were fully decoded so far, of how many.
-    public static var _reportsFoundAtStartDecodedForTesting: (decoded: Int, count: Int) {
+    package static var _reportsFoundAtStartDecodedForTesting: (decoded: Int, count: Int) {
         lock.lock()
         let pending = earlierReports
         lock.unlock()

@@ -201,8 +201,8 @@ public final class LaunchProtection: @unchecked Sendable {
         var safeMode = false
     }
 
-    public let directory: String
-    public let launchID: String
+    package let directory: String
+    package let launchID: String
     /// How the previous run ended.
     public let lastRun: LastRun
     /// Consecutive launch crashes before this launch.
@@ -261,7 +261,7 @@ public final class LaunchProtection: @unchecked Sendable {
     /// not ended (`markExited()`), a second call (directly, or by `CrashCapture.start`) changes
     /// nothing and returns that protection (it would take the running launch for a previous run
     /// that ended without `markExited`: a crash, or a launch crash with the timer method).
-    public static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
+    package static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
                              launchID: String = makeLaunchID(), appVersion: String? = nil,
                              captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
         begin(directory: directory, options: options, launchID: launchID, appVersion: appVersion,
@@ -296,7 +296,7 @@ public final class LaunchProtection: @unchecked Sendable {
 
     /// Forgets this process's launch protection for `directory`, as the death of the process
     /// would: the next `begin` there is a new launch. For tests that simulate several launches.
-    static func forgetLaunchForTesting(directory: String) {
+    package static func forgetLaunchForTesting(directory: String) {
         beginLock.lock()
         runningLaunches[URL(fileURLWithPath: directory).standardizedFileURL.path] = nil
         beginLock.unlock()

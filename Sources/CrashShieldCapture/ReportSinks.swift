@@ -56,14 +56,14 @@ public final class InMemoryCrashReportSink: CrashReportSink, @unchecked Sendable
 }
 
 /// The report files in one directory.
-public struct CrashReportStore: Sendable {
-    public let directory: String
+package struct CrashReportStore: Sendable {
+    package let directory: String
 
-    public init(directory: String) { self.directory = directory }
+    package init(directory: String) { self.directory = directory }
 
     /// Paths of the report files, oldest first (file names sort by pid then time, so sort by
     /// modification date, then path).
-    public func reportFiles() -> [String] {
+    package func reportFiles() -> [String] {
         // opendir/readdir/stat/qsort in C: this runs on every start (SPEC §9 budget), and the
         // first use of Swift's string and sorting generics in a process costs ~0.1 ms.
         var count = 0
@@ -72,13 +72,13 @@ public struct CrashReportStore: Sendable {
         return (0..<count).map { String(cString: entries![$0].path) }
     }
 
-    public struct Loaded: Sendable {
-        public let path: String
-        public let result: Result<CrashReport, CrashReportError>
+    package struct Loaded: Sendable {
+        package let path: String
+        package let result: Result<CrashReport, CrashReportError>
     }
 
     /// Loads every report file; `symbolicate` runs the symbolicator on each (slow: external tools).
-    public func load(symbolicate: Bool) -> [Loaded] {
+    package func load(symbolicate: Bool) -> [Loaded] {
         reportFiles().map { path in
             guard let bytes = readWholeFile(path) else {
                 return Loaded(path: path, result: .failure(.unreadable))
@@ -132,17 +132,17 @@ public struct CrashReportStore: Sendable {
     }
 
     /// Outcome of `deliver`.
-    public struct Delivery: Sendable {
-        public var delivered: [String] = []
-        public var kept: [String] = []
+    package struct Delivery: Sendable {
+        package var delivered: [String] = []
+        package var kept: [String] = []
         /// Files that are not reports at all; moved into "<directory>/unreadable" so they are not
         /// offered forever.
-        public var unreadable: [String] = []
+        package var unreadable: [String] = []
     }
 
     /// Hands every report to every sink; deletes a report file only after all sinks accepted it.
     @discardableResult
-    public func deliver(to sinks: [any CrashReportSink], symbolicate: Bool = true) -> Delivery {
+    package func deliver(to sinks: [any CrashReportSink], symbolicate: Bool = true) -> Delivery {
         var delivery = Delivery()
         guard !sinks.isEmpty else { return delivery }
         for loaded in load(symbolicate: symbolicate) {

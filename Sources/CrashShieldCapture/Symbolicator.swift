@@ -11,9 +11,9 @@ internal import _CrashShieldCapture
 ///    have no `Process`, so there the frames keep what step 1 found;
 /// 3. Swift demangling of the names found (the runtime's `swift_demangle`).
 /// Frames whose image changed on disk (other build id) keep their raw address.
-public enum Symbolicator {
+package enum Symbolicator {
     /// Symbolicates `report` in place and re-classifies it. Blocking: runs external tools.
-    public static func symbolicate(_ report: inout CrashReport) {
+    package static func symbolicate(_ report: inout CrashReport) {
         symbolicate(&report, externalTools: ExternalSymbolizer.canRunTools)
     }
 

@@ -4,14 +4,14 @@
 /// Contract: for any byte array, `repair` either returns nil (no complete prefix of an object or
 /// array) or bytes that are valid JSON. A valid input is returned unchanged with
 /// `truncated == false`. Never traps, whatever the input (fuzzed in CrashReportParserTests).
-public enum TolerantJSON {
-    public struct Result: Sendable {
-        public let bytes: [UInt8]
+package enum TolerantJSON {
+    package struct Result: Sendable {
+        package let bytes: [UInt8]
         /// True when the input had to be cut.
-        public let truncated: Bool
+        package let truncated: Bool
     }
 
-    public static func repair(_ input: [UInt8]) -> Result? {
+    package static func repair(_ input: [UInt8]) -> Result? {
         var parser = Parser(input: input)
         if parser.parseDocument() { return Result(bytes: input, truncated: false) }
         guard let safe = parser.safePoint else { return nil }

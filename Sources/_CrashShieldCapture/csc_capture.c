@@ -83,8 +83,10 @@ static int g_marker_fd = -1;
 static _Atomic int g_phase = CSC_PHASE_UNKNOWN;
 static _Atomic int g_report_count;
 static _Atomic bool g_written;
+#if defined(CSC_TEST_SEAMS)
 static _Atomic int g_test_fault;
 static _Atomic int g_test_wait_other; /* csc_test_wait_for_other_crashes: how many */
+#endif
 /* Guard states (csc_set_guard_states_json), republished on every policy change. Writers,
  * serialised by the lock, fill a buffer that is neither the published one nor the one the handler
  * has pinned, then publish its index. The handler pins the published index and loads the index
@@ -549,11 +551,13 @@ static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "images", false);
     csc_write_images(out);
     csc_out_flush(out);
+#if defined(CSC_TEST_SEAMS)
     int wait_for = atomic_exchange(&g_test_wait_other, 0);
     if (wait_for > 0) {
         struct timespec pause = {0, 1000000};
         for (int i = 0; i < 500 && csc_claim_other_crashers() < wait_for; i++) nanosleep(&pause, NULL);
     }
+#endif
     csc_out_key(out, "other_crashing_threads", false);
     csc_out_u64(out, (uint64_t)csc_claim_other_crashers());
     csc_out_key(out, "handler_ns", false);
@@ -658,9 +662,11 @@ static void csc_write_signal_report(int sig, siginfo_t *info, void *uc, csc_thre
     csc_out_raw(out, "}");
     csc_out_flush(out);
 
+#if defined(CSC_TEST_SEAMS)
     int test_mode = atomic_exchange(&g_test_fault, 0);
     if (test_mode == 1) *(volatile int *)(uintptr_t)8 = 1; /* crash-in-handler test: fault after the first section */
     if (test_mode == 2) for (;;) {}                       /* hang-in-handler test: the watchdog must end it */
+#endif
 
     csc_unwind_result unwind = {"none", false, false, NULL};
     if (uc) unwind = csc_collect_frames(uc, info, tid);
@@ -1165,6 +1171,7 @@ bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count)
 
 bool csc_report_written(void) { return atomic_load(&g_written); }
 const char *csc_report_path(void) { return g_report_path; }
+#if defined(CSC_TEST_SEAMS)
 void csc_test_fault_in_handler(bool enabled) { atomic_store(&g_test_fault, enabled ? 1 : 0); }
 void csc_test_hang_in_handler(void) { atomic_store(&g_test_fault, 2); }
 void csc_test_wait_for_second_crash(void) { atomic_store(&g_test_wait_other, 1); }
@@ -1178,6 +1185,7 @@ bool csc_test_occupy_next_report_name(void) {
     return true;
 }
 void csc_test_wait_for_other_crashes(int count) { atomic_store(&g_test_wait_other, count); }
+#endif
 
 #else /* neither Linux nor Darwin: no handler; capture reports itself unsupported. */
 csc_install_result csc_install(const csc_config *config) { (void)config; return CSC_INSTALL_UNSUPPORTED; }
@@ -1193,9 +1201,11 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
 }
 bool csc_report_written(void) { return false; }
 const char *csc_report_path(void) { return ""; }
+#if defined(CSC_TEST_SEAMS)
 void csc_test_fault_in_handler(bool enabled) { (void)enabled; }
 void csc_test_hang_in_handler(void) {}
 void csc_test_wait_for_second_crash(void) {}
 bool csc_test_occupy_next_report_name(void) { return false; }
 void csc_test_wait_for_other_crashes(int count) { (void)count; }
+#endif
 #endif

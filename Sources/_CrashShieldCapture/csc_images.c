@@ -125,3 +125,19 @@ bool csc_symbol_name(uintptr_t address, char *name, size_t capacity) {
     name[i] = 0;
     return true;
 }
+
+#if defined(CSC_TEST_SEAMS)
+int csc_test_image_pin(void) {
+    csc_refresh_images();
+    const csc_image_table *pinned = csc_images_pin();
+    if (pinned == NULL || pinned != csc_images_current()) return 1;
+    csc_refresh_images(); /* fills and publishes the other table */
+    if (csc_images_current() == pinned) return 2;
+    csc_refresh_images(); /* would refill the pinned table: skipped */
+    if (csc_images_current() == pinned) return 3;
+    csc_images_unpin();
+    csc_refresh_images();
+    if (csc_images_current() != pinned) return 4;
+    return 0;
+}
+#endif

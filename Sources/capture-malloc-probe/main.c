@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <csc_capture.h>
+#include <csc_test_support.h>
 
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-@_spi(Testing) import CrashShield
+import CrashShield
 import Foundation
 import _CrashShieldScenarios
 

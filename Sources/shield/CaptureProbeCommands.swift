@@ -1,7 +1,8 @@
 import CrashShield
-@_spi(Testing) import CrashShieldCapture
+import CrashShieldCapture
 import Foundation
 import _CrashShieldCapture
+import _CrashShieldTestSupport
 
 /// `shield bench-capture [--json] [--runs N]`: crashes N children (`shield crash segv`) and
 /// reads how long each handler took from signal entry to its last write (the report's

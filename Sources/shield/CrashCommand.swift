@@ -2,6 +2,8 @@ import CrashShield
 import Foundation
 import _CrashShieldCapture
 import _CrashShieldRuntime
+import _CrashShieldScenarios
+import _CrashShieldTestSupport
 
 /// `shield crash <kind> [--dir D] [--crash-in-handler] [--recover]`: installs capture and
 /// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
@@ -26,6 +28,12 @@ enum CrashCommand {
             FileHandle.standardError.write(Data("usage: shield crash <\(kinds.joined(separator: "|"))> [--dir D]\n".utf8))
             return 2
         }
+        #if !DEBUG
+        if let hook = arguments.first(where: { Self.handlerHookOptions.contains($0) }) {
+            FileHandle.standardError.write(Data("shield crash: \(hook) needs the test seams of a debug build\n".utf8))
+            return 2
+        }
+        #endif
         if kind == "inside-guard" || arguments.contains("--guards") { try? CrashShield.start() }
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
@@ -56,13 +64,21 @@ enum CrashCommand {
                 return 1
             }
         }
+        #if DEBUG
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
+        #endif
         HostileSetup.apply(arguments, directory: options.directory)
+        #if DEBUG
         if arguments.contains("--occupy-report-name") && !csc_test_occupy_next_report_name() { return 3 }
+        #endif
         crash(kind, arguments)
         return 1 // not reached for any kind except recover-thread
     }
+
+    /// Options that use the signal handler's test hooks (csc_test_support.h), which exist only in a
+    /// debug build (CSC_TEST_SEAMS).
+    static let handlerHookOptions: Set<String> = ["--crash-in-handler", "--hang-in-handler", "--occupy-report-name"]
 
     static func crash(_ kind: String, _ arguments: [String] = []) {
         switch kind {

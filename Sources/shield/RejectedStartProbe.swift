@@ -1,6 +1,7 @@
 import CrashShield
 import Foundation
 import _CrashShieldCapture
+import _CrashShieldTestSupport
 
 /// `shield rejected-start-probe --dir A --other-dir B --first <capture|capture-c|start-capture>
 /// --second <capture|start-capture>`: (internal) starts capture into A the `--first` way (with

@@ -3,6 +3,7 @@ import Testing
 
 @testable import CrashShieldCapture
 import _CrashShieldCapture
+import _CrashShieldTestSupport
 
 /// SPEC §4/§10: the handler's behaviour around the crash itself, each in a child process.
 @Suite struct HandlerBehaviourTests {

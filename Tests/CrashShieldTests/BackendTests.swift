@@ -1,5 +1,5 @@
 import Testing
-@_spi(Testing) import CrashShield
+import CrashShield
 import _CrashShieldRuntime
 import _CrashShieldScenarios
 

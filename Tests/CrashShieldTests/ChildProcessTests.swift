@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Testing) import CrashShield
+import CrashShield
 import _CrashShieldScenarios
 import _CrashShieldRuntime
 import _CrashShieldIncidents

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 import _CrashShieldScenarios
 
 /// Scenarios of the container guard (SPEC §2.1), in table order.

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 import _CrashShieldRuntime
 import _CrashShieldScenarios
+import _CrashShieldTestSupport
 
 extension RuntimeTests {
     @Suite struct Engine {
@@ -49,7 +50,7 @@ extension RuntimeTests {
 
         @Test func aFailedCanaryLeavesTheGuardOffAndSaysWhy() throws {
             CrashShield._resetForTesting()
-            CrashShield._injectCanaryFailure(for: .container)
+            cs_guard_inject_canary_failure_for_testing(GuardID.container.rawValue)
             try CrashShield.start()
             defer { CrashShield._resetForTesting() }
             let container = try #require(CrashShield.status.first { $0.id == .container })

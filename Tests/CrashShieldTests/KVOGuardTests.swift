@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 import _CrashShieldScenarios
 
 /// Registrations the KVO guard did not make (added before it was installed or while it was off)

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 
 // Models at file scope so their names are stable ("LenientProfile", not a local context).
 

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 import _CrashShieldScenarios
 
 /// One misuse scenario of SPEC §2.6 to §2.9 and the exact incident it must produce.

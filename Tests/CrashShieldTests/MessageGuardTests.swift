@@ -1,9 +1,10 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 import _CrashShieldScenarios
 import _CrashShieldRuntime
 import _CrashShieldIncidents
+import _CrashShieldTestSupport
 
 /// What the one incident of a message-guard scenario must say. `className` nil: the receiver is
 /// a private Foundation class (a string inside a key path), not checked by name.
@@ -394,7 +395,7 @@ extension RuntimeTests {
         ])
         func aFailedCanaryRemovesTheGuardAgain(_ id: GuardID, _ scenario: String, _ exception: String) throws {
             CrashShield._resetForTesting()
-            CrashShield._injectCanaryFailure(for: id)
+            cs_guard_inject_canary_failure_for_testing(id.rawValue)
             try CrashShield.start()
             defer { CrashShield._resetForTesting() }
             let status = try #require(CrashShield.status.first { $0.id == id })

@@ -1,5 +1,5 @@
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 
 extension RuntimeTests {
     @Suite struct SafeAccess {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@_spi(Testing) @testable import CrashShield
+@testable import CrashShield
 import _CrashShieldScenarios
 
 /// Every test that installs guards or counts incidents touches process-wide state, so all of them

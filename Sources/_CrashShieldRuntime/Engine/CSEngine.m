@@ -34,7 +34,9 @@ static BOOL g_started;
 /* Replaced wholesale on change; older sets are kept (never freed) because a hook on another
  * thread may still be reading one. Filters change rarely, so the leak is bounded in practice. */
 static cs_class_filters *g_filters; /* CS_ATOMIC_* access */
+#if defined(CSC_TEST_SEAMS)
 static const char *g_injected_canary_failure;
+#endif
 /* Opt-in prefixes for app classes' own implementations; read and replaced under the engine lock. */
 static char **g_hooked_app_prefixes;
 static size_t g_hooked_app_prefix_count;
@@ -294,10 +296,12 @@ static void cs_verify_guard(CSGuard *g, cs_policy policy) {
     cs_incidents_canary_begin();
     const char *canary_failure = g->canary ? cs_run_canary(g->canary) : NULL;
     cs_incidents_canary_end();
+#if defined(CSC_TEST_SEAMS)
     if (canary_failure == NULL && g_injected_canary_failure && strcmp(g_injected_canary_failure, g->name) == 0) {
         canary_failure = "canary failure injected by a test";
         g_injected_canary_failure = NULL;
     }
+#endif
     if (canary_failure) {
         CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_OFF);
         cs_unhook(g);
@@ -536,9 +540,11 @@ bool cs_guard_code_range_at(size_t index, const char **name, uintptr_t *start, u
     return cs_guard_code_range(CSGuardRegistry[index], start, end);
 }
 
+#if defined(CSC_TEST_SEAMS)
 void cs_guard_inject_canary_failure_for_testing(const char *guard_name) {
     pthread_mutex_lock(&g_engine_lock);
     CSGuard *g = cs_guard_named(guard_name);
     g_injected_canary_failure = g ? g->name : NULL;
     pthread_mutex_unlock(&g_engine_lock);
 }
+#endif

@@ -19,12 +19,6 @@ extern "C" {
 /** Idempotent. Returns false when no Objective-C runtime is available. */
 bool cs_capture_exceptions_start(void);
 
-/** Raises an NSException named "CrashShieldTestException" that nobody catches (shield crash objc-exception). */
-void cs_capture_raise_uncaught_exception(void);
-
-/** Faults inside the container guard's hook code (fail-safe test; start guards first). */
-void cs_capture_crash_inside_guard_for_testing(void);
-
 #ifdef __cplusplus
 }
 #endif

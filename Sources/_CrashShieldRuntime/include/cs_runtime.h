@@ -118,9 +118,6 @@ const char *cs_guard_name_for_address(uintptr_t address);
  *  hook slots), so the crash handler can hold a copy. False when the guard has none. */
 bool cs_guard_code_range_at(size_t index, const char **name, uintptr_t *start, uintptr_t *end);
 
-/** Test-only fault injection: the named guard's next canary reports a failure. */
-void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
-
 /* ---- side tables (stand-in for associated objects, which GCC libobjc lacks) --------------- */
 
 /** Associates `value` (retained) with (`object`, `key`); NULL value removes. */

@@ -308,6 +308,13 @@ unsigned cs_test_measure_cache_entry(void);
 /** Only the legal steps of cs_test_perform_after_memo (bits 0, 4, 6): 0x51 with or without guards. */
 unsigned cs_test_perform_legal_only(void);
 
+/* ---- deliberate Objective-C crashes for `shield crash` (TestSupport_Crashes.m) ---------------- */
+
+/** Raises an NSException named "CrashShieldTestException" that nobody catches (shield crash objc-exception). */
+void cs_capture_raise_uncaught_exception(void);
+/** Faults inside the container guard's hook code (fail-safe test; start guards first). */
+void cs_capture_crash_inside_guard_for_testing(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,110 @@
+/*
+ * csc_test_support.h — test seams of the crash capture and the guards, for the tests and `shield`.
+ *
+ * Nothing here is part of a product: an app never sees this header. The signal-handler hooks and
+ * the guard fault injection are defined in the shipped targets only when they are compiled with
+ * CSC_TEST_SEAMS (Package.swift sets it for the debug configuration), so a release build of an app
+ * carries neither the hooks nor their branches in the handler; a caller in `shield` that must also
+ * build in release tests `#if DEBUG`. The crash kinds and the previous-handler installers are
+ * defined in this target (csc_crash_kinds.c) and exist in both configurations, like the
+ * Objective-C crash kinds of _CrashShieldScenarios.
+ */
+#ifndef CSC_TEST_SUPPORT_H
+#define CSC_TEST_SUPPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- signal-handler hooks (csc_capture.c; only in a build with CSC_TEST_SEAMS, i.e. debug) -- */
+
+/** Makes the handler fault deliberately after writing its first section (crash-in-handler test). */
+void csc_test_fault_in_handler(bool enabled);
+/** Makes the handler spin forever after its first section (watchdog test). */
+void csc_test_hang_in_handler(void);
+/** Makes the next report wait (up to 0.5 s, before its tail) until another thread has crashed too,
+ *  so a concurrent crash is seen deterministically (csc_crash_two_threads sets it). */
+void csc_test_wait_for_second_crash(void);
+/** The same for `count` other crashing threads (csc_crash_three_signals sets 2). */
+void csc_test_wait_for_other_crashes(int count);
+/** Creates an empty file under the name the next report would take (a name collision). */
+bool csc_test_occupy_next_report_name(void);
+
+/** The image-table pin (csc_images.c) against refreshes: 0 when a pinned table survives two
+ *  refreshes (the one that would refill it is skipped) and refreshes alternate again after the
+ *  unpin; otherwise the number of the step that failed. */
+int csc_test_image_pin(void);
+
+/* ---- guard seams (_CrashShieldRuntime; only with CSC_TEST_SEAMS). The deliberate Objective-C
+ * crashes are in _CrashShieldScenarios (cs_scenarios.h). ----------------------------------------- */
+
+/** Fault injection: the named guard's next canary reports a failure. */
+void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
+
+/* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
+void csc_crash_segv(void);
+void csc_crash_bus(void);
+void csc_crash_ill(void);
+void csc_crash_fpe(void);
+void csc_crash_abort(void);
+void csc_crash_trap(void);
+void csc_crash_stack_overflow(void);
+/** Starts a thread (with an alternate stack) that calls csc_crash_segv; blocks forever. */
+void csc_crash_thread_segv(void);
+/** Starts two threads that call csc_crash_segv at the same moment; blocks forever. The report
+ *  waits for the second thread (csc_test_wait_for_second_crash), so it counts it. */
+void csc_crash_two_threads(void);
+/** Starts a thread (with an alternate stack) that overflows its stack; blocks forever. */
+void csc_crash_thread_stack_overflow(void);
+/** A call through a NULL function pointer (SIGSEGV at PC 0). */
+void csc_crash_null_call(void);
+/** A call through a function pointer to an unmapped page (SIGSEGV, the PC outside every image). */
+void csc_crash_bad_function_pointer(void);
+/** A call into a buffer on the non-executable stack (SIGSEGV on the instruction fetch). */
+void csc_crash_jump_to_stack(void);
+/** Overwrites its own saved frame pointer and return address with "AAAAAAAA" and returns. */
+void csc_crash_return_overwritten(void);
+/** Has its saved frame pointer clobbered by a callee, then uses its frame (SIGSEGV). */
+void csc_crash_frame_pointer_clobbered(void);
+/** Starts three threads that crash at the same moment with SIGSEGV, SIGABRT and SIGFPE; blocks
+ *  forever. The report waits for the other two (csc_test_wait_for_other_crashes). */
+void csc_crash_three_signals(void);
+/** Forks; the child calls csc_crash_segv from the forking thread, which is this thread or, with
+ *  `from_background_thread`, a new thread of this process. Waits for the child at most
+ *  `timeout_seconds` (then kills it with SIGKILL). Returns the child's wait status, or -1 when it
+ *  had to be killed; *child_pid receives its pid. */
+int csc_crash_forked_child(bool from_background_thread, int timeout_seconds, int *child_pid);
+/** Blocks SIGALRM in this thread and makes one pending (an app that takes its ticks with sigwait
+ *  or signalfd and has one queued), then calls csc_crash_segv. */
+void csc_crash_segv_with_pending_alarm(void);
+/** Writes to a pipe without reader: SIGPIPE, or returns EPIPE when SIGPIPE is ignored. */
+int csc_crash_sigpipe(void);
+/** Installs a SIGSEGV handler (before capture) that prints PREVIOUS-HANDLER-RAN and resets to default. */
+void csc_test_install_previous_handler(void);
+/** Installs (before capture) a SIGSEGV handler with SA_RESETHAND and sa_mask {SIGUSR2} that
+ *  prints "RESETHAND-HANDLER-RAN mask=<1|0>" per call (1: SIGUSR2 and SIGSEGV were blocked during
+ *  the call, as the kernel blocks them) and returns. */
+void csc_test_install_resethand_handler(void);
+/** Installs (before capture) handlers for SIGSEGV, SIGABRT and SIGFPE that take 100 ms when they
+ *  are the first to run and 1 ms after that (a backtracer's work), reset the default action and return. */
+void csc_test_install_slow_previous_handlers(void);
+/** Installs (before capture) a SIGSEGV handler owning a PROT_NONE page: a fault on the page is
+ *  resolved (mprotect read-write) and the handler returns, like a guard page or a GC write
+ *  barrier; any other fault resets the default action and returns. */
+void csc_test_install_resolving_handler(void);
+/** Writes to the page of csc_test_install_resolving_handler; returns how many faults the handler
+ *  resolved so far (-1 without the page). */
+int csc_test_touch_guarded_page(void);
+/** Installs (before capture) a SIGTRAP handler that prints "TRAP-HANDLER-RAN" and returns. */
+void csc_test_install_previous_trap_handler(void);
+bool csc_test_sigpipe_is_ignored(void);
+/** Names the calling thread (at most 15 bytes are kept). */
+void csc_test_set_thread_name(const char *name);
+#ifdef __cplusplus
+}
+#endif
+#endif
