@@ -185,8 +185,8 @@ public struct LastRun: Sendable, Equatable {
     }
 }
 
-/// Crash-loop protection for one run. Created by `CrashCapture.start` (or `begin` directly when
-/// capture is off).
+/// Crash-loop protection for one run. Created by `CrashCapture.start` when its options enable
+/// launch protection; read it from `CrashCapture.launchProtection`.
 ///
 /// State lives in "<directory>/launch-state", written atomically (temporary file, then rename)
 /// and validated on read (header, checksum, ranges); a corrupt or unknown file resets the state
