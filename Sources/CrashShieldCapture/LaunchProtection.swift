@@ -272,7 +272,7 @@ public final class LaunchProtection: @unchecked Sendable {
     static func begin(directory: String, options: LaunchProtectionOptions, launchID: String, appVersion: String?,
                       captureEnabled: Bool, pending: [PendingReport]?) -> LaunchProtection {
         // Validate, then act: the check and the begin are one step for every caller.
-        let key = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let key = launchKey(directory)
         beginLock.lock()
         defer { beginLock.unlock() }
         if let running = runningLaunches[key], !running.hasEnded { return running }
@@ -282,10 +282,19 @@ public final class LaunchProtection: @unchecked Sendable {
         return protection
     }
 
-    /// Launch protections this process began, by standardized directory (read and written under
+    /// The directory as one spelling: its canonical path (`realpath`: links, `.`, `..` and repeated
+    /// slashes resolved), or the path as given when it cannot be resolved. Not `URL`'s
+    /// standardization: on Linux that tripled the start's cost (`shield bench-capture`).
+    private static func launchKey(_ directory: String) -> String {
+        guard let resolved = realpath(directory, nil) else { return directory }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Launch protections this process began, by canonical directory (read and written under
     /// `beginLock`; recursive because a repair step runs inside `begin`).
     nonisolated(unsafe) private static var runningLaunches: [String: LaunchProtection] = [:]
-    private static let beginLock = NSRecursiveLock()
+    private static let beginLock = RecursiveMutex()
 
     /// True once this launch ended (`markExited()`).
     var hasEnded: Bool {
@@ -298,7 +307,7 @@ public final class LaunchProtection: @unchecked Sendable {
     /// would: the next `begin` there is a new launch. For tests that simulate several launches.
     package static func forgetLaunchForTesting(directory: String) {
         beginLock.lock()
-        runningLaunches[URL(fileURLWithPath: directory).standardizedFileURL.path] = nil
+        runningLaunches[launchKey(directory)] = nil
         beginLock.unlock()
     }
 
@@ -559,4 +568,22 @@ func makeLaunchID() -> String {
         csc_make_launch_id(buffer.baseAddress!)
         return String(cString: buffer.baseAddress!)
     }
+}
+
+/// A recursive mutex on pthreads. Not NSRecursiveLock: on Linux its first use cost ~0.3 ms of
+/// every start (`shield bench-capture`, start_with_launch_protection).
+private final class RecursiveMutex: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+    init() {
+        mutex = .allocate(capacity: 1)
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+    }
+
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
 }
