@@ -611,6 +611,40 @@ static void csc_finish_report(csc_out *out, int sig) {
     if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
 
+/* The POSIX fault codes (si_code > 0 for an instruction's signal), the same names on every
+ * platform; each platform's csc_code_name answers its own sender codes and defers to this. */
+const char *csc_fault_code_name(int sig, int code) {
+    switch (sig) {
+    case SIGSEGV: return code == SEGV_MAPERR ? "SEGV_MAPERR" : code == SEGV_ACCERR ? "SEGV_ACCERR" : "SEGV_OTHER";
+    case SIGBUS: return code == BUS_ADRALN ? "BUS_ADRALN" : code == BUS_ADRERR ? "BUS_ADRERR" : code == BUS_OBJERR ? "BUS_OBJERR" : "BUS_OTHER";
+    case SIGILL:
+        switch (code) {
+        case ILL_ILLOPC: return "ILL_ILLOPC";
+        case ILL_ILLOPN: return "ILL_ILLOPN";
+        case ILL_ILLADR: return "ILL_ILLADR";
+        case ILL_ILLTRP: return "ILL_ILLTRP";
+        case ILL_PRVOPC: return "ILL_PRVOPC";
+        case ILL_PRVREG: return "ILL_PRVREG";
+        case ILL_COPROC: return "ILL_COPROC";
+        case ILL_BADSTK: return "ILL_BADSTK";
+        default: return "ILL_OTHER";
+        }
+    case SIGFPE:
+        switch (code) {
+        case FPE_INTDIV: return "FPE_INTDIV";
+        case FPE_INTOVF: return "FPE_INTOVF";
+        case FPE_FLTDIV: return "FPE_FLTDIV";
+        case FPE_FLTOVF: return "FPE_FLTOVF";
+        case FPE_FLTUND: return "FPE_FLTUND";
+        case FPE_FLTRES: return "FPE_FLTRES";
+        case FPE_FLTINV: return "FPE_FLTINV";
+        default: return "FPE_OTHER";
+        }
+    case SIGTRAP: return code == TRAP_BRKPT ? "TRAP_BRKPT" : code == TRAP_TRACE ? "TRAP_TRACE" : "TRAP_OTHER";
+    default: return "OTHER";
+    }
+}
+
 static void csc_write_signal_report(int sig, siginfo_t *info, void *uc, csc_thread_id tid, bool recovered) {
     uint64_t wall = csc_clock_ns(CLOCK_REALTIME), boot = csc_uptime_clock_ns();
     csc_quiet_write_signals_begin();

@@ -72,6 +72,9 @@ int csc_image_index(const csc_image_table *table, uintptr_t address);
 bool csc_address_is_code(const csc_image_table *table, uintptr_t address);
 
 /** Reads `length` bytes at `address` without faulting. Async-signal-safe. */
+/** The name of a POSIX fault code (SEGV_MAPERR, ILL_ILLOPC, ...; "<SIG>_OTHER" when unknown);
+ *  shared by the platforms' csc_code_name (csc_capture.c). Async-signal-safe. */
+const char *csc_fault_code_name(int sig, int code);
 bool csc_safe_read(uintptr_t address, void *out, size_t length);
 void csc_safe_read_prepare(void);
 
