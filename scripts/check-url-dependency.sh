@@ -34,16 +34,16 @@ cat > "$work/App/Sources/App/main.swift" <<'SWIFT'
 import CrashShield
 import Foundation
 
-try CrashShield.start()
+try CrashShieldSDK.start()
 var failures = 0
-for status in CrashShield.status {
+for status in CrashShieldSDK.status {
     switch status.state {
     case .active, .notInstalled: print("\(status.id): \(status.state)")
     default: print("FAIL \(status.id): \(status.state)"); failures += 1
     }
 }
 for required in [GuardID.container, .string, .selector, .nsnull, .kvc, .kvo] {
-    guard let status = CrashShield.status.first(where: { $0.id == required }), case .active = status.state else {
+    guard let status = CrashShieldSDK.status.first(where: { $0.id == required }), case .active = status.state else {
         print("FAIL \(required) is not active"); failures += 1; continue
     }
 }

@@ -9,7 +9,7 @@ public struct GuardID: RawRepresentable, Hashable, Sendable, CustomStringConvert
     public static let container = GuardID(rawValue: "container")
     /// Strings and attributed strings (SPEC §2.2).
     public static let string = GuardID(rawValue: "string")
-    /// The Swift counterparts (`[safe:]` accessors, SPEC §2.11). They have no runtime hooks.
+    /// The Swift counterparts (`[shielded:]` accessors, SPEC §2.11). They have no runtime hooks.
     public static let swiftAccess = GuardID(rawValue: "swift")
     /// Unrecognized selectors (SPEC §2.3): the app's own classes by default, see the allow list.
     public static let selector = GuardID(rawValue: "selector")
@@ -41,7 +41,7 @@ public enum GuardPolicy: Sendable, Hashable, CaseIterable {
     case off
 }
 
-/// What `CrashShield.status` reports for one guard.
+/// What `CrashShieldSDK.status` reports for one guard.
 public struct GuardStatus: Sendable, Hashable {
     public enum State: Sendable, Hashable {
         /// Not started, or not installed on this runtime.
@@ -73,6 +73,6 @@ public enum CrashShieldError: Error, Sendable, Hashable {
     case runtimeUnavailable
     /// No guard has this identifier.
     case unknownGuard(GuardID)
-    /// The guard exists but is not active (see `CrashShield.status`), so its policy cannot change.
+    /// The guard exists but is not active (see `CrashShieldSDK.status`), so its policy cannot change.
     case guardNotActive(GuardID)
 }

@@ -1,7 +1,7 @@
 internal import _CrashShieldRuntime
 
 /// Zombie and main-thread configuration (SPEC §2.9, §2.10).
-extension CrashShield {
+extension CrashShieldSDK {
     /// Frees every kept zombie properly. Call it when the app goes to the background: zombies
     /// protect only while they are kept.
     public static func flushZombies() {

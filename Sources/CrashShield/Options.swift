@@ -1,4 +1,4 @@
-/// Configuration for `CrashShield.start(_:)`. Every property has a documented default; an
+/// Configuration for `CrashShieldSDK.start(_:)`. Every property has a documented default; an
 /// `Options()` value protects with every guard.
 public struct CrashShieldOptions: Sendable {
     /// Policy for each guard not listed in `policies`. Default: `.neutralize`.
@@ -25,7 +25,7 @@ public struct CrashShieldOptions: Sendable {
     public var guardedAppClassPrefixes: [String] = []
 
     /// Sinks that receive every delivered incident, in order, on the delivery thread.
-    /// Default: empty (incidents are still counted and available through `CrashShield.incidents`).
+    /// Default: empty (incidents are still counted and available through `CrashShieldSDK.incidents`).
     public var sinks: [any IncidentSink] = []
 
     /// Minimum time between two delivered count updates of one fingerprint. The first occurrence is
@@ -34,7 +34,7 @@ public struct CrashShieldOptions: Sendable {
 
     /// Classes whose deallocated instances are kept as zombies (SPEC §2.9), by exact name.
     /// Zombies are opt-in: empty (the default) zombifies nothing. Protection lasts only while a
-    /// zombie is kept (see `zombieMaxBytes`, `zombieMaxCount`, `CrashShield.flushZombies()`).
+    /// zombie is kept (see `zombieMaxBytes`, `zombieMaxCount`, `CrashShieldSDK.flushZombies()`).
     public var zombieClassNames: [String] = []
 
     /// Class-name prefixes whose instances are kept as zombies (your app's classes). Default: empty.

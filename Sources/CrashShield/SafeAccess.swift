@@ -12,9 +12,9 @@ internal import _CrashShieldIncidents
 extension Collection {
     /// The element at `index`, or nil (and an incident) when `index` is outside
     /// `startIndex..<endIndex`.
-    public subscript(safe index: Index, file: StaticString = #fileID, line: UInt = #line) -> Element? {
+    public subscript(shielded index: Index, file: StaticString = #fileID, line: UInt = #line) -> Element? {
         guard index >= startIndex && index < endIndex else {
-            SwiftAccessGuard.record("Swift.Collection", "subscript(safe:)", "index outside startIndex..<endIndex", file, line)
+            SwiftAccessGuard.record("Swift.Collection", "subscript(shielded:)", "index outside startIndex..<endIndex", file, line)
             return nil
         }
         return self[index]
@@ -22,9 +22,9 @@ extension Collection {
 
     /// The elements in `bounds`, or nil (and an incident) when `bounds` is not within
     /// `startIndex...endIndex`.
-    public subscript(safe bounds: Range<Index>, file: StaticString = #fileID, line: UInt = #line) -> SubSequence? {
+    public subscript(shielded bounds: Range<Index>, file: StaticString = #fileID, line: UInt = #line) -> SubSequence? {
         guard bounds.lowerBound >= startIndex && bounds.upperBound <= endIndex else {
-            SwiftAccessGuard.record("Swift.Collection", "subscript(safe:)", "range outside startIndex...endIndex", file, line)
+            SwiftAccessGuard.record("Swift.Collection", "subscript(shielded:)", "range outside startIndex...endIndex", file, line)
             return nil
         }
         return self[bounds]
@@ -32,23 +32,23 @@ extension Collection {
 }
 
 extension MutableCollection {
-    /// Reads like `Collection[safe:]`. Assigning through an index outside the bounds (or assigning
+    /// Reads like `Collection[shielded:]`. Assigning through an index outside the bounds (or assigning
     /// nil) changes nothing and records an incident.
-    public subscript(safe index: Index, file: StaticString = #fileID, line: UInt = #line) -> Element? {
+    public subscript(shielded index: Index, file: StaticString = #fileID, line: UInt = #line) -> Element? {
         get {
             guard index >= startIndex && index < endIndex else {
-                SwiftAccessGuard.record("Swift.MutableCollection", "subscript(safe:)", "index outside startIndex..<endIndex", file, line)
+                SwiftAccessGuard.record("Swift.MutableCollection", "subscript(shielded:)", "index outside startIndex..<endIndex", file, line)
                 return nil
             }
             return self[index]
         }
         set {
             guard index >= startIndex && index < endIndex else {
-                SwiftAccessGuard.record("Swift.MutableCollection", "subscript(safe:)=", "index outside startIndex..<endIndex", file, line)
+                SwiftAccessGuard.record("Swift.MutableCollection", "subscript(shielded:)=", "index outside startIndex..<endIndex", file, line)
                 return
             }
             guard let newValue else {
-                SwiftAccessGuard.record("Swift.MutableCollection", "subscript(safe:)=", "nil assigned to an element", file, line)
+                SwiftAccessGuard.record("Swift.MutableCollection", "subscript(shielded:)=", "nil assigned to an element", file, line)
                 return
             }
             self[index] = newValue
@@ -58,21 +58,21 @@ extension MutableCollection {
 
 extension Array {
     /// The element at `index`, or nil (and an incident naming the index and count).
-    public subscript(safe index: Int, file: StaticString = #fileID, line: UInt = #line) -> Element? {
+    public subscript(shielded index: Int, file: StaticString = #fileID, line: UInt = #line) -> Element? {
         get {
             guard index >= 0 && index < count else {
-                SwiftAccessGuard.record("Swift.Array", "subscript(safe:)", "index {} beyond count {}", file, line, index, count)
+                SwiftAccessGuard.record("Swift.Array", "subscript(shielded:)", "index {} beyond count {}", file, line, index, count)
                 return nil
             }
             return self[index]
         }
         set {
             guard index >= 0 && index < count else {
-                SwiftAccessGuard.record("Swift.Array", "subscript(safe:)=", "index {} beyond count {}", file, line, index, count)
+                SwiftAccessGuard.record("Swift.Array", "subscript(shielded:)=", "index {} beyond count {}", file, line, index, count)
                 return
             }
             guard let newValue else {
-                SwiftAccessGuard.record("Swift.Array", "subscript(safe:)=", "nil assigned to an element", file, line)
+                SwiftAccessGuard.record("Swift.Array", "subscript(shielded:)=", "nil assigned to an element", file, line)
                 return
             }
             self[index] = newValue
@@ -80,9 +80,9 @@ extension Array {
     }
 
     /// The elements in `bounds`, or nil (and an incident) when `bounds` is not within `0...count`.
-    public subscript(safe bounds: Range<Int>, file: StaticString = #fileID, line: UInt = #line) -> ArraySlice<Element>? {
+    public subscript(shielded bounds: Range<Int>, file: StaticString = #fileID, line: UInt = #line) -> ArraySlice<Element>? {
         guard bounds.lowerBound >= 0 && bounds.upperBound <= count else {
-            SwiftAccessGuard.record("Swift.Array", "subscript(safe:)", "range end {} beyond count {}", file, line, bounds.upperBound, count)
+            SwiftAccessGuard.record("Swift.Array", "subscript(shielded:)", "range end {} beyond count {}", file, line, bounds.upperBound, count)
             return nil
         }
         return self[bounds]
@@ -92,9 +92,9 @@ extension Array {
 extension StringProtocol {
     /// The character at `offset` characters from the start, or nil (and an incident) when the
     /// string is shorter. Negative offsets are out of range.
-    public subscript(safeOffset offset: Int, file: StaticString = #fileID, line: UInt = #line) -> Character? {
+    public subscript(shieldedOffset offset: Int, file: StaticString = #fileID, line: UInt = #line) -> Character? {
         guard offset >= 0, let index = self.index(startIndex, offsetBy: offset, limitedBy: endIndex), index < endIndex else {
-            SwiftAccessGuard.record("Swift.String", "subscript(safeOffset:)", "offset {} beyond the end", file, line, offset)
+            SwiftAccessGuard.record("Swift.String", "subscript(shieldedOffset:)", "offset {} beyond the end", file, line, offset)
             return nil
         }
         return self[index]
@@ -102,12 +102,12 @@ extension StringProtocol {
 
     /// The characters at offsets `bounds`, or nil (and an incident) when the range does not lie
     /// within the string.
-    public subscript(safeOffsets bounds: Range<Int>, file: StaticString = #fileID, line: UInt = #line) -> SubSequence? {
+    public subscript(shieldedOffsets bounds: Range<Int>, file: StaticString = #fileID, line: UInt = #line) -> SubSequence? {
         guard bounds.lowerBound >= 0,
             let lower = self.index(startIndex, offsetBy: bounds.lowerBound, limitedBy: endIndex),
             let upper = self.index(lower, offsetBy: bounds.count, limitedBy: endIndex)
         else {
-            SwiftAccessGuard.record("Swift.String", "subscript(safeOffsets:)", "range {}..<{} beyond the end", file, line, bounds.lowerBound, bounds.upperBound)
+            SwiftAccessGuard.record("Swift.String", "subscript(shieldedOffsets:)", "range {}..<{} beyond the end", file, line, bounds.lowerBound, bounds.upperBound)
             return nil
         }
         return self[lower..<upper]

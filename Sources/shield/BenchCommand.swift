@@ -27,17 +27,17 @@ enum BenchCommand {
                 return filters.isEmpty
                     || filters.contains { $0.hasSuffix("*") ? name.hasPrefix($0.dropLast()) : name == $0 }
             }
-        CrashShield._resetForTesting()
+        CrashShieldSDK._resetForTesting()
         let iterations = cases.map(calibrate)
         var results = cases.map { Result(name: String(cString: $0.name)) }
         for _ in 0..<rounds {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             for (index, benchCase) in cases.enumerated() {
                 let nanoseconds = Double(benchCase.run(iterations[index], false)) / Double(iterations[index])
                 results[index].baseline = min(results[index].baseline, nanoseconds)
             }
             do {
-                try CrashShield.start()
+                try CrashShieldSDK.start()
             } catch {
                 FileHandle.standardError.write(Data("bench: start failed: \(error)\n".utf8))
                 return 1
@@ -47,7 +47,7 @@ enum BenchCommand {
                 results[index].guarded = min(results[index].guarded, nanoseconds)
             }
         }
-        CrashShield._resetForTesting()
+        CrashShieldSDK._resetForTesting()
         for (result, benchCase) in zip(results, cases) {
             let note = benchCase.note.map { fill in
                 var buffer = [CChar](repeating: 0, count: 256)

@@ -93,7 +93,7 @@ enum BenchCaptureCommand {
     }
 }
 
-/// `CrashShield.startCapture` (capture, launch protection, the guard fail-safe) with the guards on,
+/// `CrashShieldSDK.startCapture` (capture, launch protection, the guard fail-safe) with the guards on,
 /// right after a crash inside a guard (`shield crash inside-guard`), measured inside
 /// `shield failsafe-probe --launch-protection` children; a fresh directory per run (one report
 /// each). Counted only when the fail-safe switched the container guard off.
@@ -186,7 +186,7 @@ enum FailSafeProbeCommand {
         var guardOptions = CrashShieldOptions()
         guardOptions.sinks = [sink]
         do {
-            try CrashShield.start(guardOptions)
+            try CrashShieldSDK.start(guardOptions)
             var options = CaptureOptions(directory: directory)
             if arguments.contains("--launch-protection") {
                 var launch = LaunchProtectionOptions()
@@ -197,15 +197,15 @@ enum FailSafeProbeCommand {
             }
             let clock = ContinuousClock()
             let startedAt = clock.now
-            try CrashShield.startCapture(options)
+            try CrashShieldSDK.startCapture(options)
             let elapsed = (clock.now - startedAt).components
             startCaptureNs = elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
         } catch {
             print("START-FAILED \(error)")
             return 1
         }
-        CrashShield.flushIncidents()
-        for status in CrashShield.status { print("POLICY \(status.id.rawValue) \(status.policy)") }
+        CrashShieldSDK.flushIncidents()
+        for status in CrashShieldSDK.status { print("POLICY \(status.id.rawValue) \(status.policy)") }
         let failSafe = sink.incidents.filter { $0.reason.contains("fail-safe") }
         print("FAILSAFE-INCIDENTS \(failSafe.count) \(failSafe.map { $0.guardID.rawValue }.joined(separator: ","))")
         let decoded = CrashCapture._reportsFoundAtStartDecodedForTesting

@@ -34,7 +34,7 @@ enum CrashCommand {
             return 2
         }
         #endif
-        if kind == "inside-guard" || arguments.contains("--guards") { try? CrashShield.start() }
+        if kind == "inside-guard" || arguments.contains("--guards") { try? CrashShieldSDK.start() }
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
@@ -49,17 +49,17 @@ enum CrashCommand {
         options.appName = option("--app-name", in: arguments)
         if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
         do {
-            try CrashShield.startCapture(options)
+            try CrashShieldSDK.startCapture(options)
         } catch {
             FileHandle.standardError.write(Data("shield crash: capture did not start: \(error)\n".utf8))
             return 1
         }
-        if arguments.contains("--guards-after-capture") { try? CrashShield.start() }
+        if arguments.contains("--guards-after-capture") { try? CrashShieldSDK.start() }
         for (index, argument) in arguments.enumerated() where argument == "--set-policy" && index + 1 < arguments.count {
             let parts = arguments[index + 1].split(separator: "=", maxSplits: 1).map(String.init)
             let policies: [String: GuardPolicy] = ["neutralize": .neutralize, "reportOnly": .reportOnly, "off": .off]
             guard parts.count == 2, let policy = policies[parts[1]],
-                  (try? CrashShield.setPolicy(policy, for: GuardID(rawValue: parts[0]))) != nil else {
+                  (try? CrashShieldSDK.setPolicy(policy, for: GuardID(rawValue: parts[0]))) != nil else {
                 FileHandle.standardError.write(Data("shield crash: cannot set policy \(arguments[index + 1])\n".utf8))
                 return 1
             }

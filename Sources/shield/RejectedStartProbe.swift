@@ -15,14 +15,14 @@ enum RejectedStartProbeCommand {
               let otherDirectory = CrashCommand.option("--other-dir", in: arguments),
               let first = CrashCommand.option("--first", in: arguments),
               let second = CrashCommand.option("--second", in: arguments) else { return 2 }
-        try? CrashShield.start()
+        try? CrashShieldSDK.start()
         var options = CaptureOptions(directory: directory)
         options.launchProtection = nil
         options.appName = "first-start"
         do {
             switch first {
             case "capture": try CrashCapture.start(options)
-            case "start-capture": try CrashShield.startCapture(options)
+            case "start-capture": try CrashShieldSDK.startCapture(options)
             case "capture-c":
                 let result = directory.withCString { path -> csc_install_result in
                     var config = csc_config()
@@ -46,7 +46,7 @@ enum RejectedStartProbeCommand {
         do {
             switch second {
             case "capture": try CrashCapture.start(rejected)
-            case "start-capture": try CrashShield.startCapture(rejected)
+            case "start-capture": try CrashShieldSDK.startCapture(rejected)
             default: return 2
             }
             print("ACCEPTED")

@@ -18,7 +18,7 @@ enum ScenarioChild {
         let scenario = cs_scenario_at(index).pointee
         if guarded {
             do {
-                try CrashShield.start()
+                try CrashShieldSDK.start()
             } catch {
                 print("RESULT start-failed:\(error) 0")
                 return 1
@@ -26,8 +26,8 @@ enum ScenarioChild {
         }
         var exceptionName = [CChar](repeating: 0, count: 128)
         let outcome = cs_scenario_run(index, &exceptionName, exceptionName.count)
-        CrashShield.flushIncidents()
-        let incidents = CrashShield.recordedCount(for: GuardID(rawValue: String(cString: scenario.guard_name)))
+        CrashShieldSDK.flushIncidents()
+        let incidents = CrashShieldSDK.recordedCount(for: GuardID(rawValue: String(cString: scenario.guard_name)))
         let text: String
         switch outcome {
         case CS_SCENARIO_RETURNED_NEUTRAL: text = "ok"

@@ -40,7 +40,7 @@ enum SwiftScenarios {
     /// Same protocol as the Objective-C scenarios: prints `RESULT <outcome> <incidents>`.
     static func runChild(_ scenario: SwiftScenario, guarded: Bool) -> Int32 {
         do {
-            if guarded { try CrashShield.start() } else { try CrashShield.setPolicy(.off, for: scenario.guardID) }
+            if guarded { try CrashShieldSDK.start() } else { try CrashShieldSDK.setPolicy(.off, for: scenario.guardID) }
         } catch {
             print("RESULT start-failed:\(error) 0")
             return 1
@@ -51,8 +51,8 @@ enum SwiftScenarios {
         } catch {
             text = "exception:\(type(of: error))"
         }
-        CrashShield.flushIncidents()
-        print("RESULT \(text) \(CrashShield.recordedCount(for: scenario.guardID))")
+        CrashShieldSDK.flushIncidents()
+        print("RESULT \(text) \(CrashShieldSDK.recordedCount(for: scenario.guardID))")
         fflush(nil)
         return 0
     }

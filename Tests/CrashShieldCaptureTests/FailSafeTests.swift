@@ -133,7 +133,7 @@ import _CrashShieldCapture
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let expected = String(decoding: try encoder.encode(states), as: UTF8.self)
-        #expect(CrashShield.guardStatesJSON(states.map { ($0.name ?? "", $0.state?.rawValue ?? "", $0.policy?.rawValue ?? "") }) == expected)
-        #expect(CrashShield.guardStatesJSON([]) == String(decoding: try encoder.encode([CrashReport.GuardState]()), as: UTF8.self))
+        #expect(CrashShieldSDK.guardStatesJSON(states.map { ($0.name ?? "", $0.state?.rawValue ?? "", $0.policy?.rawValue ?? "") }) == expected)
+        #expect(CrashShieldSDK.guardStatesJSON([]) == String(decoding: try encoder.encode([CrashReport.GuardState]()), as: UTF8.self))
     }
 }

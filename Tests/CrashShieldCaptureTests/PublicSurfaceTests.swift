@@ -23,7 +23,7 @@ import Testing
         ("_ = LaunchProtection.begin(directory: \"/tmp\", captureEnabled: false)", "'begin' is inaccessible due to 'package' protection level"),
         ("_ = protection?.launchID", "'launchID' is inaccessible due to 'package' protection level"),
         ("_ = protection?.directory", "'directory' is inaccessible due to 'package' protection level"),
-        ("CrashShield._resetForTesting()", "'_resetForTesting' is inaccessible due to 'package' protection level"),
+        ("CrashShieldSDK._resetForTesting()", "'_resetForTesting' is inaccessible due to 'package' protection level"),
     ]
 
     #if os(Linux)
@@ -77,7 +77,7 @@ import Testing
     @Test func shippedHeadersDeclareNoTestSeams() throws {
         let seam = try Regex(#"\b(csc_test_\w+|csc_crash_\w+|cs_capture_raise_uncaught_exception|\w+_for_testing)\s*\("#,
                              as: (Substring, Substring).self)
-        // CrashShield._resetForTesting (package access) restores the original implementations
+        // CrashShieldSDK._resetForTesting (package access) restores the original implementations
         // through it, and a Swift module reaches C only through a module that ships with it.
         let allowed: Set<Substring> = ["cs_guards_uninstall_for_testing"]
         var found: [String] = []

@@ -32,9 +32,9 @@ extension RuntimeTests {
         /// libobjc could answer with the slot just installed on a superclass, so a subclass ended up
         /// calling its superclass's original (a crash in the container oracle).
         @Test func installUninstallCyclesRestoreEveryOwnerExactly() {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let result = cs_test_install_cycles(5)
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             #expect(result.owners > 100)
             #expect(result.slot_chained_to_slot == 0)
             #expect(result.changed_after_uninstall == 0)

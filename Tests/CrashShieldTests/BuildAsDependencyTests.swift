@@ -24,14 +24,14 @@ extension RuntimeTests {
         /// this thread would be taken for an already reported nested one and go unrecorded.
         @Test func bulkInitialiserThatThrowsInReportOnlyLeavesTheNextMisuseRecorded() throws {
             try withGuards {
-                try CrashShield.setPolicy(.reportOnly, for: .container)
+                try CrashShieldSDK.setPolicy(.reportOnly, for: .container)
                 #expect(runScenario("array.literal.nil") == .threw("NSInvalidArgumentException"))
-                CrashShield.flushIncidents()
-                let afterReportOnly = CrashShield.recordedCount(for: .container)
-                try CrashShield.setPolicy(.neutralize, for: .container)
+                CrashShieldSDK.flushIncidents()
+                let afterReportOnly = CrashShieldSDK.recordedCount(for: .container)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .container)
                 #expect(runScenario("array.literal.nil") == .neutral)
-                CrashShield.flushIncidents()
-                #expect(CrashShield.recordedCount(for: .container) == afterReportOnly + 1)
+                CrashShieldSDK.flushIncidents()
+                #expect(CrashShieldSDK.recordedCount(for: .container) == afterReportOnly + 1)
             }
         }
     }

@@ -41,7 +41,7 @@ extension RuntimeTests {
 
         @Test func guardIsActiveWithEveryOwnerHooked() throws {
             try withGuards {
-                let status = try #require(CrashShield.status.first { $0.id == .container })
+                let status = try #require(CrashShieldSDK.status.first { $0.id == .container })
                 #expect(status.state == .active)
                 // 45 hook rows; several selectors have more than one owning class on GNUstep.
                 #expect(status.hookedMethods >= 45)
@@ -55,8 +55,8 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards {
                     #expect(runScenario(name) == .neutral)
-                    CrashShield.flushIncidents()
-                    recorded = CrashShield.recordedCount(for: .container)
+                    CrashShieldSDK.flushIncidents()
+                    recorded = CrashShieldSDK.recordedCount(for: .container)
                 }
             }
             #expect(recorded == 1)
@@ -94,7 +94,7 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards {
                     #expect(runScenario(name) == .neutral)
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(incidents.map(\.reason) == [reason])
@@ -113,7 +113,7 @@ extension RuntimeTests {
                 try withGuards {
                     #expect(runScenario("array.literal.nil") == .neutral)
                     #expect(runScenario("dict.literal.nilValue") == .neutral)
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(incidents.map(\.methodName) == [
@@ -132,14 +132,14 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards {
                     #expect(runScenario(name) == .neutral)
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(incidents.map(\.reason) == [reason])
         }
 
         @Test func wrappingRangesThrowWithoutTheGuard() {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             for name in ["array.subarrayWithRange.wrap", "data.subdataWithRange.wrap", "data.getBytesRange.wrap"] {
                 #expect(runScenario(name) == .threw("NSRangeException"), "\(name)")
             }
@@ -160,13 +160,13 @@ extension RuntimeTests {
         }
 
         @Test func legalCallsGiveIdenticalResultsWithAndWithoutTheGuard() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = runOracles().filter { isContainerOracle($0.key) }
             var guarded: [String: String] = [:]
             try withGuards {
                 guarded = runOracles().filter { isContainerOracle($0.key) }
-                CrashShield.flushIncidents()
-                #expect(CrashShield.recordedCount(for: .container) == 0)
+                CrashShieldSDK.flushIncidents()
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 0)
             }
             #expect(unguarded.count == 50 + kvcProxyOracleNames.count)
             #expect(Set(unguarded.keys) == Set(guarded.keys))
@@ -188,7 +188,7 @@ extension RuntimeTests {
                 guard unguarded[kvcProxyOracleNames[0]]?.hasPrefix("tags (0,b) ") == true,
                     unguarded[kvcProxyOracleNames[1]]?.hasPrefix("tags (0,b) ") == true
                 else { exit(7) }
-                guard (try? CrashShield.start()) != nil else { exit(5) }
+                guard (try? CrashShieldSDK.start()) != nil else { exit(5) }
                 let guarded = runOracles(named: kvcProxyOracleNames)
                 guard guarded == unguarded else {
                     for name in kvcProxyOracleNames where guarded[name] != unguarded[name] {
@@ -196,8 +196,8 @@ extension RuntimeTests {
                     }
                     exit(3)
                 }
-                CrashShield.flushIncidents()
-                exit(CrashShield.recordedCount(for: .container) == 0 ? 0 : 4)
+                CrashShieldSDK.flushIncidents()
+                exit(CrashShieldSDK.recordedCount(for: .container) == 0 ? 0 : 4)
             }
         }
 
@@ -206,8 +206,8 @@ extension RuntimeTests {
         @Test func kvcArrayProxyMisuseIsStoppedInTheForwardedCollection() throws {
             try withGuards {
                 #expect(cs_containers_kvc_proxy_misuse())
-                CrashShield.flushIncidents()
-                #expect(CrashShield.recordedCount(for: .container) == 2)
+                CrashShieldSDK.flushIncidents()
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 2)
             }
         }
 
@@ -216,7 +216,7 @@ extension RuntimeTests {
             let name = "NSMutableDictionary setObject:forKeyedSubscript:"
             try withGuards {
                 #expect(runOracles()[name] == "{a=1;b=2;} {b=2;} 1")
-                #expect(CrashShield.recordedCount(for: .container) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 0)
             }
         }
 
@@ -230,7 +230,7 @@ extension RuntimeTests {
             await #expect(processExitsWith: .exitCode(1)) {
                 var options = CrashShieldOptions()
                 options.policies[.container] = .off
-                guard (try? CrashShield.start(options)) != nil else { exit(3) }
+                guard (try? CrashShieldSDK.start(options)) != nil else { exit(3) }
                 // Called directly, without the runner's @catch: GNUstep exits(1) on the uncaught exception.
                 _ = cs_scenario_at(scenarioIndex("marray.addObject.nil")).pointee.run()
                 exit(4) // not reached
@@ -239,7 +239,7 @@ extension RuntimeTests {
 
         @Test func withPolicyNeutralizeTheSameMisuseSurvives() async {
             await #expect(processExitsWith: .success) {
-                guard (try? CrashShield.start()) != nil else { exit(5) }
+                guard (try? CrashShieldSDK.start()) != nil else { exit(5) }
                 let survived = cs_scenario_at(scenarioIndex("marray.addObject.nil")).pointee.run()
                 exit(survived ? 0 : 3)
             }
@@ -250,7 +250,7 @@ extension RuntimeTests {
                 let threads: UInt32 = 8, iterations: UInt32 = 1_500
                 let misuses = cs_containers_stress(threads, iterations)
                 #expect(misuses == UInt64(threads) * UInt64(iterations) * 10)
-                #expect(CrashShield.recordedCount(for: .container) == misuses)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == misuses)
             }
         }
 
@@ -261,7 +261,7 @@ extension RuntimeTests {
                 let mismatches = cs_containers_randomized(seed, 4_000, &misuses)
                 #expect(mismatches == 0)
                 #expect(misuses > 500)
-                #expect(CrashShield.recordedCount(for: .container) == misuses)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == misuses)
             }
         }
 
@@ -270,16 +270,16 @@ extension RuntimeTests {
             options.policies[.container] = .reportOnly
             try withGuards(options) {
                 #expect(runScenario("marray.insertObject.beyond") == .threw("NSRangeException"))
-                #expect(CrashShield.recordedCount(for: .container) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 1)
                 // A literal passes through three hooked initialisers; it is still one incident.
                 #expect(runScenario("array.literal.nil") == .threw("NSInvalidArgumentException"))
                 #expect(runScenario("dict.literal.nilValue") == .threw("NSInvalidArgumentException"))
                 #expect(runScenario("set.initWithObjectsCount.nil") == .threw("NSInvalidArgumentException"))
-                #expect(CrashShield.recordedCount(for: .container) == 4)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 4)
                 // The depth marker unwound with the exceptions: the next neutralised misuse records again.
-                try CrashShield.setPolicy(.neutralize, for: .container)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .container)
                 #expect(runScenario("array.literal.nil") == .neutral)
-                #expect(CrashShield.recordedCount(for: .container) == 5)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 5)
             }
         }
     }

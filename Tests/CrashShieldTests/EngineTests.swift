@@ -9,7 +9,7 @@ extension RuntimeTests {
     @Suite struct Engine {
         @Test func everyRegisteredGuardPassesItsCanary() throws {
             try withGuards {
-                let runtimeGuards = CrashShield.status.filter { $0.id != .swiftAccess && $0.id != .decoding }
+                let runtimeGuards = CrashShieldSDK.status.filter { $0.id != .swiftAccess && $0.id != .decoding }
                 #expect(runtimeGuards.map(\.id) == [.container, .string, .selector, .nsnull, .kvc,
                                                      .kvo, .notification, .timer, .mainThread, .zombie])
                 for status in runtimeGuards {
@@ -35,7 +35,7 @@ extension RuntimeTests {
                     #expect(found == expected, "\(label)")
                     if let expected, found == expected { covered.insert(expected) }
                 }
-                let runtimeGuards = CrashShield.status.map(\.id.rawValue).filter { $0 != "swift" && $0 != "decoding" }
+                let runtimeGuards = CrashShieldSDK.status.map(\.id.rawValue).filter { $0 != "swift" && $0 != "decoding" }
                 #expect(covered == Set(runtimeGuards))
             }
         }
@@ -45,46 +45,46 @@ extension RuntimeTests {
                 try withGuards {}
             }
             #expect(incidents.isEmpty)
-            #expect(CrashShield.statistics.recorded == 0)
+            #expect(CrashShieldSDK.statistics.recorded == 0)
         }
 
         @Test func aFailedCanaryLeavesTheGuardOffAndSaysWhy() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             cs_guard_inject_canary_failure_for_testing(GuardID.container.rawValue)
-            try CrashShield.start()
-            defer { CrashShield._resetForTesting() }
-            let container = try #require(CrashShield.status.first { $0.id == .container })
+            try CrashShieldSDK.start()
+            defer { CrashShieldSDK._resetForTesting() }
+            let container = try #require(CrashShieldSDK.status.first { $0.id == .container })
             #expect(container.state == .canaryFailed(reason: "canary failure injected by a test"))
             #expect(container.policy == .off)
             #expect(container.hookedMethods == 0)
             // The guard is really off: the misuse throws again.
             #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
             #expect(throws: CrashShieldError.guardNotActive(.container)) {
-                try CrashShield.setPolicy(.neutralize, for: .container)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .container)
             }
             // Other guards are unaffected.
-            #expect(CrashShield.status.first { $0.id == .string }?.state == .active)
+            #expect(CrashShieldSDK.status.first { $0.id == .string }?.state == .active)
         }
 
         /// Owner discovery walks the class list once per start for every guard's selectors (it
         /// walked it once per hooked selector: 80+ copies of the list).
         @Test func startCopiesTheClassListOnce() throws {
-            CrashShield._resetForTesting()
-            defer { CrashShield._resetForTesting() }
+            CrashShieldSDK._resetForTesting()
+            defer { CrashShieldSDK._resetForTesting() }
             #expect(cs_scope_class_list_copies_during_start() == 1)
-            #expect(CrashShield.status.filter { $0.state == .active }.count == CrashShield.status.count)
+            #expect(CrashShieldSDK.status.filter { $0.state == .active }.count == CrashShieldSDK.status.count)
         }
 
         @Test func startTwiceThrowsAlreadyStarted() throws {
             try withGuards {
-                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start() }
+                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShieldSDK.start() }
             }
         }
 
         @Test func unknownGuardIsATypedError() throws {
             try withGuards {
                 #expect(throws: CrashShieldError.unknownGuard(GuardID(rawValue: "nope"))) {
-                    try CrashShield.setPolicy(.off, for: GuardID(rawValue: "nope"))
+                    try CrashShieldSDK.setPolicy(.off, for: GuardID(rawValue: "nope"))
                 }
             }
         }
@@ -92,15 +92,15 @@ extension RuntimeTests {
         @Test func policiesSwitchAtRunTime() throws {
             try withGuards {
                 #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
-                try CrashShield.setPolicy(.reportOnly, for: .container)
+                try CrashShieldSDK.setPolicy(.reportOnly, for: .container)
                 #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
-                #expect(CrashShield.recordedCount(for: .container) == 2)
-                try CrashShield.setPolicy(.off, for: .container)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 2)
+                try CrashShieldSDK.setPolicy(.off, for: .container)
                 #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
-                #expect(CrashShield.recordedCount(for: .container) == 2)
-                try CrashShield.setPolicy(.neutralize, for: .container)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 2)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .container)
                 #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
-                #expect(CrashShield.recordedCount(for: .container) == 3)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 3)
             }
         }
 
@@ -108,8 +108,8 @@ extension RuntimeTests {
             var options = CrashShieldOptions()
             options.policies[.string] = .off
             try withGuards(options) {
-                #expect(CrashShield.status.first { $0.id == .string }?.policy == .off)
-                #expect(CrashShield.status.first { $0.id == .container }?.policy == .neutralize)
+                #expect(CrashShieldSDK.status.first { $0.id == .string }?.policy == .off)
+                #expect(CrashShieldSDK.status.first { $0.id == .container }?.policy == .neutralize)
                 #expect(runScenario("string.characterAtIndex.beyond") == .threw("NSInvalidArgumentException"))
             }
         }
@@ -120,7 +120,7 @@ extension RuntimeTests {
             try withGuards(options) {
                 #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
                 #expect(runScenario("string.characterAtIndex.beyond") == .neutral)
-                #expect(CrashShield.recordedCount(for: .container) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 0)
             }
         }
 
@@ -138,7 +138,7 @@ extension RuntimeTests {
                 #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
             }
             #expect(runScenario("array.objectAtIndex.beyond") == .threw("NSRangeException"))
-            #expect(CrashShield.status.allSatisfy { [.swiftAccess, .decoding].contains($0.id) || $0.state == .notInstalled })
+            #expect(CrashShieldSDK.status.allSatisfy { [.swiftAccess, .decoding].contains($0.id) || $0.state == .notInstalled })
         }
     }
 }

@@ -49,7 +49,7 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards {
                     start = UInt(cs_test_fast_hook_misuses(&neutralised))
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(neutralised == 4)
@@ -68,14 +68,14 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards {
                     #expect(cs_test_perform_after_memo() == 0x7f)
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(incidents.filter { $0.guardID == .selector }.count == 3)
         }
 
         @Test func legalPerformSelectorResultsAreTheSameWithAndWithoutGuards() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = cs_test_perform_legal_only()
             let guarded = try withGuards { cs_test_perform_legal_only() }
             #expect(unguarded == 0x51)

@@ -12,9 +12,9 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards(options) {
                     for _ in 0..<5 { #expect(runScenario("array.objectAtIndex.beyond") == .neutral) }
-                    #expect(CrashShield.statistics.recorded == 5)
-                    #expect(CrashShield.statistics.fingerprints == 1)
-                    CrashShield.flushIncidents()
+                    #expect(CrashShieldSDK.statistics.recorded == 5)
+                    #expect(CrashShieldSDK.statistics.fingerprints == 1)
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(incidents.count == 1)
@@ -39,7 +39,7 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards(options) {
                     for _ in 0..<3 { _ = runScenario("array.objectAtIndex.beyond") }
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             #expect(incidents.map(\.kind) == [.firstOccurrence, .countUpdate, .countUpdate])
@@ -47,10 +47,10 @@ extension RuntimeTests {
         }
 
         @Test func incidentStreamReceivesIncidents() async throws {
-            CrashShield._resetForTesting()
-            try CrashShield.start()
-            defer { CrashShield._resetForTesting() }
-            let stream = CrashShield.incidents
+            CrashShieldSDK._resetForTesting()
+            try CrashShieldSDK.start()
+            defer { CrashShieldSDK._resetForTesting() }
+            let stream = CrashShieldSDK.incidents
             _ = runScenario("string.characterAtIndex.beyond")
             // The first incident, or nil when none arrives within 10 s (never hang the suite).
             let incident = await withTaskGroup(of: Incident?.self) { group in
@@ -73,11 +73,11 @@ extension RuntimeTests {
 
         @Test func closureSinkIsCalled() throws {
             let box = InMemoryIncidentSink()
-            let sink = CrashShield.onIncident { box.receive($0) }
-            defer { CrashShield.removeSink(sink) }
+            let sink = CrashShieldSDK.onIncident { box.receive($0) }
+            defer { CrashShieldSDK.removeSink(sink) }
             try withGuards {
                 _ = runScenario("array.objectAtIndex.beyond")
-                CrashShield.flushIncidents()
+                CrashShieldSDK.flushIncidents()
             }
             #expect(box.incidents.count == 1)
         }
@@ -88,7 +88,7 @@ extension RuntimeTests {
                 try withGuards {
                     _ = runScenario("array.objectAtIndex.beyond")
                     _ = runScenario("string.characterAtIndex.beyond")
-                    CrashShield.flushIncidents()
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             for incident in incidents ?? [] { sink.receive(incident) }
@@ -151,11 +151,11 @@ extension RuntimeTests.Incidents {
         let store = CapturingLogHandler.Store()
         let logger = Logger(label: "test") { _ in CapturingLogHandler(store: store) }
         let sink = LoggingIncidentSink(logger: logger, level: .error)
-        CrashShield.addSink(sink)
-        defer { CrashShield.removeSink(sink) }
+        CrashShieldSDK.addSink(sink)
+        defer { CrashShieldSDK.removeSink(sink) }
         try withGuards {
             _ = runScenario("array.objectAtIndex.beyond")
-            CrashShield.flushIncidents()
+            CrashShieldSDK.flushIncidents()
         }
         #expect(store.entries.count == 1)
         let entry = try #require(store.entries.first)
@@ -178,7 +178,7 @@ extension RuntimeTests.Incidents {
                 }
                 worker.start()
                 done.wait()
-                CrashShield.flushIncidents()
+                CrashShieldSDK.flushIncidents()
             }
         }
         #expect(incidents.count == 1)

@@ -13,8 +13,8 @@ extension RuntimeTests {
         @Test func systemCodeRemovingANonexistentRegistrationIsNotReported() throws {
             try withGuards {
                 #expect(cs_test_nsoperation_remove_cancelled_dependency())
-                CrashShield.flushIncidents()
-                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                CrashShieldSDK.flushIncidents()
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 0)
             }
         }
 
@@ -26,14 +26,14 @@ extension RuntimeTests {
         func removalAfterAPolicySwitchRemovesTheRegistration(added: GuardPolicy, removed: GuardPolicy) throws {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
-                try CrashShield.setPolicy(added, for: .kvo)
+                try CrashShieldSDK.setPolicy(added, for: .kvo)
                 cs_test_kvo_pair_add(pair, 2)
                 #expect(cs_test_kvo_pair_change(pair) == 10)
-                try CrashShield.setPolicy(removed, for: .kvo)
+                try CrashShieldSDK.setPolicy(removed, for: .kvo)
                 cs_test_kvo_pair_remove(pair)
                 #expect(cs_test_kvo_pair_change(pair) == 0, "the registration survived its removal")
-                try CrashShield.setPolicy(.neutralize, for: .kvo)
-                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .kvo)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_free(pair)
             }
         }
@@ -46,9 +46,9 @@ extension RuntimeTests {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
                 cs_test_kvo_pair_add(pair, 1)
-                try CrashShield.setPolicy(.off, for: .kvo)
+                try CrashShieldSDK.setPolicy(.off, for: .kvo)
                 cs_test_kvo_pair_add(pair, 2)
-                try CrashShield.setPolicy(.neutralize, for: .kvo)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .kvo)
                 #if canImport(Darwin)
                 #expect(cs_test_kvo_pair_change(pair) == 110)
                 cs_test_kvo_pair_remove_context(pair, 2)
@@ -60,7 +60,7 @@ extension RuntimeTests {
                 #endif
                 cs_test_kvo_pair_remove_context(pair, 1)
                 #expect(cs_test_kvo_pair_change(pair) == 0)
-                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_free(pair)
             }
         }
@@ -71,9 +71,9 @@ extension RuntimeTests {
         @Test func trackedAddAfterAnUntrackedOneFollowsThePlatform() throws {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
-                try CrashShield.setPolicy(.off, for: .kvo)
+                try CrashShieldSDK.setPolicy(.off, for: .kvo)
                 cs_test_kvo_pair_add(pair, 1)
-                try CrashShield.setPolicy(.neutralize, for: .kvo)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .kvo)
                 cs_test_kvo_pair_add(pair, 2)
                 #if canImport(Darwin)
                 #expect(cs_test_kvo_pair_change(pair) == 110)
@@ -84,7 +84,7 @@ extension RuntimeTests {
                 cs_test_kvo_pair_remove(pair)
                 #endif
                 #expect(cs_test_kvo_pair_change(pair) == 0)
-                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_free(pair)
             }
         }
@@ -95,7 +95,7 @@ extension RuntimeTests {
                 let pair = try #require(cs_test_kvo_pair_new())
                 cs_test_kvo_pair_remove(pair)
                 cs_test_kvo_pair_remove_context(pair, 1)
-                #expect(CrashShield.recordedCount(for: .kvo) == 2)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 2)
                 cs_test_kvo_pair_free(pair)
             }
         }
@@ -112,17 +112,17 @@ extension RuntimeTests {
                 #expect(cs_test_kvo_pair_change(pair) == 101)
                 cs_test_kvo_pair_remove_context(pair, 1)
                 #expect(cs_test_kvo_pair_change(pair) == 1)
-                #expect(CrashShield.recordedCount(for: .kvo) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 0)
                 cs_test_kvo_pair_remove_context(pair, 1) // removed already: the misuse
                 #else
                 #expect(cs_test_kvo_pair_change(pair) == 1)
                 cs_test_kvo_pair_remove_context(pair, 1) // replaced by context 3: the misuse
                 #endif
-                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 1)
                 #expect(cs_test_kvo_pair_change(pair) == 1, "the other context's registration was lost")
                 cs_test_kvo_pair_remove_context(pair, 3)
                 #expect(cs_test_kvo_pair_change(pair) == 0)
-                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 1)
                 cs_test_kvo_pair_free(pair)
             }
         }
@@ -145,7 +145,7 @@ extension RuntimeTests {
                 let incidents = collectIncidents {
                     #expect(runScenario(scenario) == .neutral)
                 }
-                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 1)
                 let first = try #require(incidents.first { $0.guardID == .kvo })
                 #expect(first.className == "CSLModel")
                 #expect(first.selector == selector)
@@ -170,7 +170,7 @@ extension RuntimeTests {
                 let incidents = collectIncidents {
                     cs_test_kvo_class_remove_context()
                 }
-                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 1)
                 let first = try #require(incidents.first { $0.guardID == .kvo })
                 #expect(first.className == "CSLModel")
                 #expect(first.selector == "removeObserver:forKeyPath:context:")
@@ -184,11 +184,11 @@ extension RuntimeTests {
             await #expect(processExitsWith: .success) {
                 guard let pair = cs_test_kvo_pair_new() else { exit(2) }
                 cs_test_kvo_pair_add(pair, 1)
-                try CrashShield.start()
+                try CrashShieldSDK.start()
                 guard cs_test_kvo_pair_change(pair) == 100 else { exit(3) }
                 cs_test_kvo_pair_remove(pair)
                 guard cs_test_kvo_pair_change(pair) == 0 else { exit(4) }
-                guard CrashShield.recordedCount(for: .kvo) == 0 else { exit(5) }
+                guard CrashShieldSDK.recordedCount(for: .kvo) == 0 else { exit(5) }
                 cs_test_kvo_pair_free(pair)
                 exit(0)
             }

@@ -87,7 +87,7 @@ extension RuntimeTests {
                     #expect(try encoder.encode(lenient) == encoder.encode(plain))
                 }
                 #expect(incidents.isEmpty)
-                #expect(CrashShield.recordedCount(for: .decoding) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .decoding) == 0)
             }
         }
 
@@ -129,7 +129,7 @@ extension RuntimeTests {
                         "active": "missing key where Bool expected: default used",
                         "tags": "null where an array expected: default used",
                     ])
-                #expect(CrashShield.recordedCount(for: .decoding) == 5)
+                #expect(CrashShieldSDK.recordedCount(for: .decoding) == 5)
             }
         }
 
@@ -214,7 +214,7 @@ extension RuntimeTests {
             var options = CrashShieldOptions()
             options.policies[.decoding] = .reportOnly
             try withGuards(options) {
-                #expect(CrashShield.status.first { $0.id == .decoding }?.policy == .reportOnly)
+                #expect(CrashShieldSDK.status.first { $0.id == .decoding }?.policy == .reportOnly)
                 let incidents = collectIncidents {
                     #expect {
                         try decode(LenientProfile.self, #"{"id": 1, "name": null}"#)
@@ -230,22 +230,22 @@ extension RuntimeTests {
 
         @Test func offIsPlainCodableWithoutIncidents() throws {
             try withGuards {
-                try CrashShield.setPolicy(.off, for: .decoding)
-                #expect(CrashShield.status.first { $0.id == .decoding }?.policy == .off)
+                try CrashShieldSDK.setPolicy(.off, for: .decoding)
+                #expect(CrashShieldSDK.status.first { $0.id == .decoding }?.policy == .off)
                 #expect(throws: DecodingError.self) {
                     try decode(LenientProfile.self, #"{"id": 1, "name": null}"#)
                 }
-                #expect(CrashShield.recordedCount(for: .decoding) == 0)
-                try CrashShield.setPolicy(.neutralize, for: .decoding)
+                #expect(CrashShieldSDK.recordedCount(for: .decoding) == 0)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .decoding)
                 let profile = try decode(LenientProfile.self, #"{"id": 1}"#)
                 #expect(profile.name == "")
             }
         }
 
         @Test func concurrentDecodingRecordsEveryField() async throws {
-            CrashShield._resetForTesting()
-            try CrashShield.start()
-            defer { CrashShield._resetForTesting() }
+            CrashShieldSDK._resetForTesting()
+            try CrashShieldSDK.start()
+            defer { CrashShieldSDK._resetForTesting() }
             let json = Data(#"{"id": 3, "name": null, "age": 1, "score": 2, "active": true, "tags": 4}"#.utf8)
             let decoded = await withTaskGroup(of: Bool.self) { group in
                 for _ in 0..<8 {
@@ -263,7 +263,7 @@ extension RuntimeTests {
                 return all
             }
             #expect(decoded)
-            #expect(CrashShield.recordedCount(for: .decoding) == 8 * 200 * 2)
+            #expect(CrashShieldSDK.recordedCount(for: .decoding) == 8 * 200 * 2)
         }
 
         @Test func codingPathRendering() {

@@ -79,7 +79,7 @@ extension RuntimeTests {
         @Test func lifecycleGuardsAreActive() throws {
             try withGuards {
                 for id in [GuardID.kvo, .notification, .timer, .zombie, .mainThread] {
-                    let status = try #require(CrashShield.status.first { $0.id == id })
+                    let status = try #require(CrashShieldSDK.status.first { $0.id == id })
                     #expect(status.state == .active, "\(id): \(status.state)")
                     #expect(status.policy == .neutralize)
                 }
@@ -92,7 +92,7 @@ extension RuntimeTests {
                 let incidents = collectIncidents {
                     #expect(runScenario(misuse.scenario) == .neutral)
                 }
-                #expect(CrashShield.recordedCount(for: misuse.guardID) == misuse.recorded)
+                #expect(CrashShieldSDK.recordedCount(for: misuse.guardID) == misuse.recorded)
                 let mine = incidents.filter { $0.guardID == misuse.guardID }
                 let first = try #require(mine.first)
                 #expect(first.className == misuse.className)
@@ -120,9 +120,9 @@ extension RuntimeTests {
             options.zombieDeniedClasses = []
             try withGuards(options) {
                 #expect(cs_lifecycle_free_victims(10) == 10)
-                #expect(CrashShield.zombieUsage.count == 10)
-                CrashShield.flushZombies()
-                #expect(CrashShield.zombieUsage == (0, 0))
+                #expect(CrashShieldSDK.zombieUsage.count == 10)
+                CrashShieldSDK.flushZombies()
+                #expect(CrashShieldSDK.zombieUsage == (0, 0))
                 cs_lifecycle_unconfigure_zombies()
             }
         }
@@ -137,15 +137,15 @@ extension RuntimeTests {
                 #expect(peak > 0)
                 #expect(peak <= budget)
                 #expect(countAfter > 0)
-                #expect(CrashShield.zombieUsage.bytes <= budget)
+                #expect(CrashShieldSDK.zombieUsage.bytes <= budget)
                 let countCapped = cs_lifecycle_zombie_churn(50_000, 0, 100, &countAfter)
                 #expect(countAfter == 100)
                 #expect(countCapped <= 2 * 1024 * 1024)
                 #expect(cs_lifecycle_message_latest_zombie())
-                #expect(CrashShield.recordedCount(for: .zombie) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .zombie) == 1)
                 cs_lifecycle_unconfigure_zombies()
-                #expect(CrashShield.zombieUsage.count == 0)
-                #expect(CrashShield.zombieUsage.bytes == 0)
+                #expect(CrashShieldSDK.zombieUsage.count == 0)
+                #expect(CrashShieldSDK.zombieUsage.bytes == 0)
             }
         }
 
@@ -155,7 +155,7 @@ extension RuntimeTests {
             try withGuards(options) {
                 // GNUstep ignores a removal of an unknown registration: report-only changes nothing else.
                 #expect(runScenario("kvo.removeObserver.neverAdded") == .neutral)
-                #expect(CrashShield.recordedCount(for: .kvo) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) == 1)
             }
         }
 
@@ -169,7 +169,7 @@ extension RuntimeTests {
                 let incidents = collectIncidents {
                     #expect(runScenario("timer.repeating.targetReleased") == .otherValue, "the target was freed")
                 }
-                #expect(CrashShield.recordedCount(for: .timer) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .timer) == 1)
                 let timer = incidents.filter { $0.guardID == .timer }
                 #expect(timer.count == 1)
                 let first = try #require(timer.first)
@@ -189,7 +189,7 @@ extension RuntimeTests {
                     }
                     #expect(incidents.filter { $0.guardID == .timer }.map(\.reason) == [reportOnlyTimerReason],
                             "initWithFireDate: \(initWithFireDate)")
-                    #expect(CrashShield.recordedCount(for: .timer) == 1)
+                    #expect(CrashShieldSDK.recordedCount(for: .timer) == 1)
                 }
             }
         }
@@ -201,7 +201,7 @@ extension RuntimeTests {
         /// either (no pool keeps it), or the pollers would not deallocate when they stop.
         @Test func reportOnlyTimerReportsOnlyWhenTheTimerWasTheLastOwner() throws {
             let name = "NSTimer repeating and one-shot"
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = try #require(runOracles(named: [name])[name])
             var options = CrashShieldOptions()
             options.policies[.timer] = .reportOnly
@@ -220,7 +220,7 @@ extension RuntimeTests {
                     #expect(incident.className == "NSTimer")
                     #expect(incident.selector == "cs_tick:")
                 }
-                #expect(CrashShield.recordedCount(for: .timer) == 3)
+                #expect(CrashShieldSDK.recordedCount(for: .timer) == 3)
             }
         }
 
@@ -236,7 +236,7 @@ extension RuntimeTests {
             try withGuards {
                 #expect(keeps(true), "no class is named by default here")
                 #expect(keeps(false))
-                #expect(CrashShield.recordedCount(for: .timer) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .timer) == 0)
             }
             var options = CrashShieldOptions()
             options.timerWeakTargetClasses = ["CSLScreen", "NoSuchClassAnywhere"]
@@ -245,7 +245,7 @@ extension RuntimeTests {
                     #expect(!keeps(true), "a named class is held weakly")
                     #expect(keeps(false), "its superclass is not named")
                 }
-                #expect(CrashShield.recordedCount(for: .timer) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .timer) == 1)
                 #expect(incidents.filter { $0.guardID == .timer }.map(\.reason)
                     == ["repeating timer fired after its target was deallocated: invalidated"])
             }
@@ -253,12 +253,12 @@ extension RuntimeTests {
             try withGuards(options) {
                 #expect(!keeps(true), "subclasses of a named class too")
                 #expect(!keeps(false))
-                #expect(CrashShield.recordedCount(for: .timer) == 2)
+                #expect(CrashShieldSDK.recordedCount(for: .timer) == 2)
             }
         }
 
         @Test func legalLifecycleBehaviourIsIdenticalWithAndWithoutGuards() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = runOracles()
             let guarded = try withGuards { runOracles() }
             for name in lifecycleOracleNames {
@@ -294,7 +294,7 @@ extension RuntimeTests {
             try withGuards {
                 _ = runOracles()
                 for id in [GuardID.kvo, .notification, .timer, .zombie, .mainThread] {
-                    #expect(CrashShield.recordedCount(for: id) == 0, "\(id)")
+                    #expect(CrashShieldSDK.recordedCount(for: id) == 0, "\(id)")
                 }
             }
         }
@@ -307,13 +307,13 @@ extension RuntimeTests {
                 let (threads, iterations): (UInt32, UInt32) = (8, 400)
                 #expect(cs_lifecycle_stress(threads, iterations, fixture) == 0)
                 // Observers died registered (KVO and notifications) and timer targets were released.
-                #expect(CrashShield.recordedCount(for: .kvo) > 0)
-                #expect(CrashShield.recordedCount(for: .notification) > 0)
-                #expect(CrashShield.recordedCount(for: .timer) > 0)
+                #expect(CrashShieldSDK.recordedCount(for: .kvo) > 0)
+                #expect(CrashShieldSDK.recordedCount(for: .notification) > 0)
+                #expect(CrashShieldSDK.recordedCount(for: .timer) > 0)
                 // One zombie message and one main-thread call per iteration: none lost.
                 let calls = Int(threads * iterations)
-                #expect(CrashShield.recordedCount(for: .zombie) == UInt64(calls))
-                #expect(CrashShield.recordedCount(for: .mainThread) == UInt64(calls))
+                #expect(CrashShieldSDK.recordedCount(for: .zombie) == UInt64(calls))
+                #expect(CrashShieldSDK.recordedCount(for: .mainThread) == UInt64(calls))
                 // The process's main thread drains the main queue; every re-dispatched call arrives there.
                 for _ in 0..<1_000 where cs_lifecycle_mainthread_state(fixture).calls < calls {
                     usleep(10_000)
@@ -328,7 +328,7 @@ extension RuntimeTests {
         /// lifecycle path runs with no pool in place and GNUstep must not complain on stderr.
         @Test func deallocPathsCreateNoAutoreleasedObjects() async {
             await #expect(processExitsWith: .success) {
-                try CrashShield.start()
+                try CrashShieldSDK.start()
                 let path = FileManager.default.temporaryDirectory.appendingPathComponent("cs-nopool-\(getpid()).txt").path
                 let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
                 guard fd >= 0, dup2(fd, 2) == 2 else { exit(3) }
@@ -337,7 +337,7 @@ extension RuntimeTests {
                 let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "unreadable"
                 unlink(path)
                 guard !log.contains("without pool") else { exit(4) }
-                let recorded = CrashShield.recordedCount(for: .kvo) + CrashShield.recordedCount(for: .notification)
+                let recorded = CrashShieldSDK.recordedCount(for: .kvo) + CrashShieldSDK.recordedCount(for: .notification)
                 exit(recorded == 2 ? 0 : 5)
             }
         }
@@ -345,13 +345,13 @@ extension RuntimeTests {
         /// The main dispatch queue is drained by the test process's main thread (Swift's async
         /// main), so the re-dispatched call runs there while this test waits off the main thread.
         @Test func backgroundCallOfAMainThreadOnlyMethodRunsOnTheMainQueue() async throws {
-            CrashShield._resetForTesting()
-            try CrashShield.start()
-            defer { CrashShield._resetForTesting() }
+            CrashShieldSDK._resetForTesting()
+            try CrashShieldSDK.start()
+            defer { CrashShieldSDK._resetForTesting() }
             cs_lifecycle_configure_main_thread_fixture()
             let fixture = try #require(cs_lifecycle_mainthread_fixture_new())
             defer { cs_lifecycle_mainthread_fixture_free(fixture) }
-            let status = try #require(CrashShield.status.first { $0.id == .mainThread })
+            let status = try #require(CrashShieldSDK.status.first { $0.id == .mainThread })
             #expect(status.hookedMethods == 2)
 
             cs_lifecycle_mainthread_call_from_background(fixture, true)
@@ -362,7 +362,7 @@ extension RuntimeTests {
             let state = cs_lifecycle_mainthread_state(fixture)
             #expect(state.calls == 2)
             #expect(state.main_calls == 2)
-            #expect(CrashShield.recordedCount(for: .mainThread) == 2)
+            #expect(CrashShieldSDK.recordedCount(for: .mainThread) == 2)
         }
 
         /// Issue 10 item 9: an Objective-C program that calls `cs_guards_start(NULL)` first in
@@ -391,7 +391,7 @@ extension RuntimeTests {
         /// On the main thread the configured call runs at once, unchanged, without an incident.
         @Test func mainThreadCallIsUntouched() async {
             await #expect(processExitsWith: .success) {
-                try CrashShield.start()
+                try CrashShieldSDK.start()
                 cs_lifecycle_configure_main_thread_fixture()
                 let code: Int32 = await MainActor.run {
                     guard cs_scenarios_is_main_thread() else { return 3 }
@@ -401,7 +401,7 @@ extension RuntimeTests {
                     return state.calls == 1 && state.main_calls == 1 && state.last_argument == 5 ? 0 : 4
                 }
                 guard code == 0 else { exit(code) }
-                exit(CrashShield.recordedCount(for: .mainThread) == 0 ? 0 : 5)
+                exit(CrashShieldSDK.recordedCount(for: .mainThread) == 0 ? 0 : 5)
             }
         }
     }

@@ -103,7 +103,7 @@ extension RuntimeTests {
                 // performSelector:withObject:withObject: on NSObject and its metaclass; nsnull: the
                 // forward hook only (no NSNull method changes); kvc: seven methods, both sides.
                 for (id, hooked) in [(GuardID.selector, 7), (.nsnull, 1), (.kvc, 14)] {
-                    let status = try #require(CrashShield.status.first { $0.id == id })
+                    let status = try #require(CrashShieldSDK.status.first { $0.id == id })
                     #expect(status.state == .active, "\(id): \(status.state)")
                     #expect(status.policy == .neutralize)
                     #expect(status.hookedMethods == hooked, "\(id)")
@@ -134,13 +134,13 @@ extension RuntimeTests {
                 #expect(incident.isClassMethod == expected.isClassMethod)
                 #expect(incident.reason == expected.reason)
                 #expect(incident.count == 1)
-                #expect(CrashShield.recordedCount(for: expected.guardID) == 1)
+                #expect(CrashShieldSDK.recordedCount(for: expected.guardID) == 1)
             }
         }
 
         @Test(arguments: messageScenarioExpectations)
         func withoutGuardsTheMisuseThrows(_ expected: ExpectedMessageIncident) {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             guard case .threw(let name) = runScenario(expected.scenario) else {
                 Issue.record("\(expected.scenario) did not throw without guards")
                 return
@@ -149,11 +149,11 @@ extension RuntimeTests {
         }
 
         @Test func legalMessagesBehaveIdenticallyWithAndWithoutGuards() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = runOracles().filter { $0.key.hasPrefix("messages:") }
             let (guarded, recorded) = try withGuards {
                 let results = runOracles().filter { $0.key.hasPrefix("messages:") }
-                let recorded = [GuardID.selector, .nsnull, .kvc].map { CrashShield.recordedCount(for: $0) }
+                let recorded = [GuardID.selector, .nsnull, .kvc].map { CrashShieldSDK.recordedCount(for: $0) }
                 return (results, recorded)
             }
             #expect(unguarded.count == 10)
@@ -205,7 +205,7 @@ extension RuntimeTests {
         @Test func nsnullPassesArgumentsAndResultsThroughUnchanged() throws {
             try withGuards {
                 let incidents = collectIncidents { #expect(cs_msg_nsnull_answers_like_empty_values() == 0) }
-                #expect(CrashShield.recordedCount(for: .nsnull) == 8)
+                #expect(CrashShieldSDK.recordedCount(for: .nsnull) == 8)
                 #expect(Set(incidents.map(\.selector)) == [
                     "stringByAppendingFormat:", "stringByPaddingToLength:withString:startingAtIndex:", "decimalValue",
                     "rangeOfString:", "lastObject", "allKeys", "doubleValue",
@@ -215,18 +215,18 @@ extension RuntimeTests {
         }
 
         @Test func forwardingClassesKeepTheirOwnDecision() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             #expect(cs_msg_forwarder_unknown() == -1)
             try withGuards {
                 #expect(cs_msg_forwarder_unknown() == -1)
-                #expect(CrashShield.recordedCount(for: .selector) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .selector) == 0)
             }
         }
 
         @Test func systemClassesAreOutOfScopeByDefault() throws {
             try withGuards {
                 #expect(cs_msg_system_date_unrecognized() == -1)
-                #expect(CrashShield.recordedCount(for: .selector) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .selector) == 0)
             }
         }
 
@@ -250,18 +250,18 @@ extension RuntimeTests {
         /// A class below a JSON value class with its own forwarding (found at run time, here one
         /// made at run time) keeps it: the guard never answers for it.
         @Test func jsonSubclassesWithTheirOwnForwardingKeepIt() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             #expect(cs_msg_runtime_json_subclass_forwards() == 42)
             try withGuards {
                 #expect(cs_msg_runtime_json_subclass_forwards() == 42)
-                #expect(CrashShield.recordedCount(for: .selector) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .selector) == 0)
             }
         }
 
         /// An app NSProxy keeps its own forwarding; the message it relays to an NSString that does
         /// not implement it is that string's misuse, neutralised like any other.
         @Test func aProxyRelayingAnUnknownMessageToAJSONValue() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             #expect(cs_msg_proxy_relays_unknown_to_json() == -1)
             try withGuards {
                 let incidents = collectIncidents { #expect(cs_msg_proxy_relays_unknown_to_json() == 1) }
@@ -272,7 +272,7 @@ extension RuntimeTests {
 
         /// Without guards, every untyped call below throws at the lookup (nothing is called).
         @Test func untypedSelectorsThrowWithoutGuards() {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             for kind in 0...6 { #expect(cs_msg_untyped_call(Int32(kind)) == 1, "kind \(kind)") }
         }
 
@@ -325,8 +325,8 @@ extension RuntimeTests {
                 #expect(runScenario("selector.missingObject.instance") == .threw("NSInvalidArgumentException"))
                 #expect(runScenario("kvc.valueForKey.undefinedKey") == .threw("NSUnknownKeyException"))
                 #expect(runScenario("nsnull.length.null") == .neutral)
-                #expect(CrashShield.recordedCount(for: .selector) == 0)
-                #expect(CrashShield.recordedCount(for: .kvc) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .selector) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .kvc) == 0)
             }
         }
 
@@ -354,18 +354,18 @@ extension RuntimeTests {
             try withGuards(options) {
                 #expect(cs_msg_untyped_call(Int32(CS_MSG_UNTYPED_NSNULL_STRUCT32)) == 1)
                 #expect(cs_msg_untyped_call(Int32(CS_MSG_UNTYPED_STRUCT32)) == 1)
-                #expect(CrashShield.statistics.recorded == 0)
+                #expect(CrashShieldSDK.statistics.recorded == 0)
             }
         }
 
         @Test func offMeansTheOriginalBehaviourAndNoIncident() throws {
             try withGuards {
-                for id in [GuardID.selector, .nsnull, .kvc] { try CrashShield.setPolicy(.off, for: id) }
+                for id in [GuardID.selector, .nsnull, .kvc] { try CrashShieldSDK.setPolicy(.off, for: id) }
                 #expect(runScenario("selector.missingObject.instance") == .threw("NSInvalidArgumentException"))
                 #expect(runScenario("nsnull.count.null") == .threw("NSInvalidArgumentException"))
                 #expect(runScenario("kvc.setValue.nilScalar") == .threw("NSInvalidArgumentException"))
-                #expect(CrashShield.statistics.recorded == 0)
-                try CrashShield.setPolicy(.neutralize, for: .selector)
+                #expect(CrashShieldSDK.statistics.recorded == 0)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .selector)
                 #expect(runScenario("selector.missingObject.instance") == .neutral)
             }
         }
@@ -373,8 +373,8 @@ extension RuntimeTests {
         @Test func repeatedMisuseIsOneFingerprintCounted() throws {
             try withGuards {
                 for _ in 0..<5 { #expect(runScenario("selector.missingInt.instance") == .neutral) }
-                #expect(CrashShield.recordedCount(for: .selector) == 5)
-                #expect(CrashShield.statistics.fingerprints == 1)
+                #expect(CrashShieldSDK.recordedCount(for: .selector) == 5)
+                #expect(CrashShieldSDK.statistics.fingerprints == 1)
             }
         }
 
@@ -394,23 +394,23 @@ extension RuntimeTests {
             (.kvc, "kvc.valueForKey.undefinedKey", "NSUnknownKeyException"),
         ])
         func aFailedCanaryRemovesTheGuardAgain(_ id: GuardID, _ scenario: String, _ exception: String) throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             cs_guard_inject_canary_failure_for_testing(id.rawValue)
-            try CrashShield.start()
-            defer { CrashShield._resetForTesting() }
-            let status = try #require(CrashShield.status.first { $0.id == id })
+            try CrashShieldSDK.start()
+            defer { CrashShieldSDK._resetForTesting() }
+            let status = try #require(CrashShieldSDK.status.first { $0.id == id })
             #expect(status.state == .canaryFailed(reason: "canary failure injected by a test"))
             #expect(status.hookedMethods == 0)
             #expect(runScenario(scenario) == .threw(exception))
-            #expect(CrashShield.recordedCount(for: id) == 0)
+            #expect(CrashShieldSDK.recordedCount(for: id) == 0)
         }
 
         @Test func concurrentMisuseOnManyThreads() throws {
             try withGuards {
                 #expect(cs_msg_run_concurrently(8, 500) == 0)
-                #expect(CrashShield.recordedCount(for: .selector) == 8 * 500 * 3)
-                #expect(CrashShield.recordedCount(for: .nsnull) == 8 * 500 * 2)
-                #expect(CrashShield.recordedCount(for: .kvc) == 8 * 500 * 2)
+                #expect(CrashShieldSDK.recordedCount(for: .selector) == 8 * 500 * 3)
+                #expect(CrashShieldSDK.recordedCount(for: .nsnull) == 8 * 500 * 2)
+                #expect(CrashShieldSDK.recordedCount(for: .kvc) == 8 * 500 * 2)
             }
         }
     }

@@ -13,9 +13,9 @@ extension RuntimeTests {
             first.zombieClassPrefixes = ["CSLZombie"]
             first.countUpdateInterval = .seconds(3600)
             try withGuards(first) {
-                try CrashShield.setPolicy(.off, for: .swiftAccess)
-                try CrashShield.setPolicy(.reportOnly, for: .decoding)
-                let policiesBefore = CrashShield.status.map { "\($0.id) \($0.policy)" }
+                try CrashShieldSDK.setPolicy(.off, for: .swiftAccess)
+                try CrashShieldSDK.setPolicy(.reportOnly, for: .decoding)
+                let policiesBefore = CrashShieldSDK.status.map { "\($0.id) \($0.policy)" }
 
                 let rejectedSink = InMemoryIncidentSink(capacity: 100)
                 var second = CrashShieldOptions()
@@ -23,12 +23,12 @@ extension RuntimeTests {
                 second.zombieClassPrefixes = []
                 second.zombieDeniedClasses = ["CSLZombie"]
                 second.countUpdateInterval = .zero
-                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start(second) }
+                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShieldSDK.start(second) }
 
                 // Policies: the Swift guards keep what setPolicy set (not the rejected defaults).
-                #expect(CrashShield.status.map { "\($0.id) \($0.policy)" } == policiesBefore)
-                #expect(CrashShield.status.first { $0.id == .swiftAccess }?.policy == .off)
-                #expect(CrashShield.status.first { $0.id == .decoding }?.policy == .reportOnly)
+                #expect(CrashShieldSDK.status.map { "\($0.id) \($0.policy)" } == policiesBefore)
+                #expect(CrashShieldSDK.status.first { $0.id == .swiftAccess }?.policy == .off)
+                #expect(CrashShieldSDK.status.first { $0.id == .decoding }?.policy == .reportOnly)
 
                 // Sinks and interval: three repeats of one misuse reach a sink added the regular way
                 // once (the first start's hour-long interval holds back the repeats) and never the
@@ -37,27 +37,27 @@ extension RuntimeTests {
                     for _ in 0..<3 { #expect(runScenario("array.objectAtIndex.beyond") == .neutral) }
                 }
                 #expect(incidents.count == 1, "\(incidents.map(\.methodName))")
-                #expect(CrashShield.recordedCount(for: .container) == 3)
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 3)
                 #expect(rejectedSink.incidents.isEmpty)
 
                 // Zombies: the first start's configuration still keeps the fixture class.
                 #expect(cs_lifecycle_free_victims(4) == 4)
-                CrashShield.flushZombies()
+                CrashShieldSDK.flushZombies()
                 cs_lifecycle_unconfigure_zombies()
             }
         }
 
         /// The rejection is the same when the first start came from the C entry point.
         @Test func startAfterTheCEntryPointIsRejectedAndChangesNothing() throws {
-            CrashShield._resetForTesting()
-            defer { CrashShield._resetForTesting() }
+            CrashShieldSDK._resetForTesting()
+            defer { CrashShieldSDK._resetForTesting() }
             #expect(cs_guards_start(nil) == CS_START_OK)
-            try CrashShield.setPolicy(.off, for: .swiftAccess)
+            try CrashShieldSDK.setPolicy(.off, for: .swiftAccess)
             let rejectedSink = InMemoryIncidentSink(capacity: 100)
             var options = CrashShieldOptions()
             options.sinks = [rejectedSink]
-            #expect(throws: CrashShieldError.alreadyStarted) { try CrashShield.start(options) }
-            #expect(CrashShield.status.first { $0.id == .swiftAccess }?.policy == .off)
+            #expect(throws: CrashShieldError.alreadyStarted) { try CrashShieldSDK.start(options) }
+            #expect(CrashShieldSDK.status.first { $0.id == .swiftAccess }?.policy == .off)
             _ = try collectIncidents { #expect(runScenario("array.objectAtIndex.beyond") == .neutral) }
             #expect(rejectedSink.incidents.isEmpty)
         }

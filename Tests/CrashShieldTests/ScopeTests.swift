@@ -27,13 +27,13 @@ extension RuntimeTests {
         /// An app's NSArray, NSString and NSMutableArray subclasses keep their own legal contract
         /// by default: same results as unguarded, no incident.
         @Test func appSubclassesBehaveAsUnguardedByDefault() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = appSubclassCalls()
             #expect(unguarded == "wrap[5]=c wrap[3]=a;pad[1]=98 pad[10]=46;nulls=2 last-is-null=1")
             let guarded = try withGuards {
                 let result = appSubclassCalls()
-                #expect(CrashShield.flushIncidents())
-                #expect(CrashShield.statistics.recorded == 0)
+                #expect(CrashShieldSDK.flushIncidents())
+                #expect(CrashShieldSDK.statistics.recorded == 0)
                 return result
             }
             #expect(guarded == unguarded)
@@ -45,9 +45,9 @@ extension RuntimeTests {
             try withGuards(guardedOptions(optingIn: ["CSScope"])) {
                 let result = appSubclassCalls()
                 #expect(result == "wrap[5]=(null) wrap[3]=(null);pad[1]=98 pad[10]=0;nulls=1 last-is-null=0")
-                #expect(CrashShield.flushIncidents())
-                #expect(CrashShield.recordedCount(for: .container) == 3)
-                #expect(CrashShield.recordedCount(for: .string) == 1)
+                #expect(CrashShieldSDK.flushIncidents())
+                #expect(CrashShieldSDK.recordedCount(for: .container) == 3)
+                #expect(CrashShieldSDK.recordedCount(for: .string) == 1)
             }
         }
 
@@ -69,13 +69,13 @@ extension RuntimeTests {
             #expect(unguarded == "49,50,51,52,53,54,55,")
             try withGuards {
                 #expect(sevenStringCalls() == unguarded)
-                let string = try #require(CrashShield.status.first { $0.id == .string })
+                let string = try #require(CrashShieldSDK.status.first { $0.id == .string })
                 #expect(string.state == .active)
                 #expect(string.skippedHooks.isEmpty)
             }
             try withGuards(guardedOptions(optingIn: ["CSScopeString"])) {
                 #expect(sevenStringCalls() == "0,0,0,0,0,0,0,")
-                let string = try #require(CrashShield.status.first { $0.id == .string })
+                let string = try #require(CrashShieldSDK.status.first { $0.id == .string })
                 #expect(string.state == .active)
                 #expect(string.skippedHooks.isEmpty)
                 #expect(runScenario("string.characterAtIndex.beyond") == .neutral)
@@ -91,7 +91,7 @@ extension RuntimeTests {
             let slots = Int(cs_guard_slot_count())
             #expect(owners > slots)
             try withGuards(guardedOptions(optingIn: ["CSScope"])) {
-                let string = try #require(CrashShield.status.first { $0.id == .string })
+                let string = try #require(CrashShieldSDK.status.first { $0.id == .string })
                 #expect(string.state == .active)
                 #expect(string.policy == .neutralize)
                 #expect(string.skippedHooks.count == owners - slots)
@@ -111,7 +111,7 @@ extension RuntimeTests {
             }
             // Not opted in, the app classes are out of scope: nothing to skip.
             try withGuards {
-                let string = try #require(CrashShield.status.first { $0.id == .string })
+                let string = try #require(CrashShieldSDK.status.first { $0.id == .string })
                 #expect(string.state == .active)
                 #expect(string.skippedHooks.isEmpty)
                 #expect(cs_scope_extra_string_character(0) == 46)

@@ -23,8 +23,8 @@ extension RuntimeTests {
             let incidents = try collectIncidents {
                 try withGuards(options) {
                     outcome = runScenario(name)
-                    recorded = CrashShield.statistics.recorded
-                    CrashShield.flushIncidents()
+                    recorded = CrashShieldSDK.statistics.recorded
+                    CrashShieldSDK.flushIncidents()
                 }
             }
             return (outcome, recorded, incidents)
@@ -32,7 +32,7 @@ extension RuntimeTests {
 
         @Test func guardIsActiveOnEveryOwningClass() throws {
             try withGuards {
-                let status = try #require(CrashShield.status.first { $0.id == .string })
+                let status = try #require(CrashShieldSDK.status.first { $0.id == .string })
                 #expect(status.state == .active)
                 #expect(status.policy == .neutralize)
                 // 27 hooked selectors, several with many owners (characterAtIndex: alone has 10 on
@@ -123,13 +123,13 @@ extension RuntimeTests {
         }
 
         @Test func legalCallsBehaveExactlyAsBefore() throws {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             let unguarded = runOracles()
             let guarded = try withGuards {
                 let results = runOracles()
                 // Legal calls, including GNUstep's own internal ones (a nil string sent by its
                 // deleteCharactersInRange:, attributes read at index == length), record nothing.
-                #expect(CrashShield.recordedCount(for: .string) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .string) == 0)
                 return results
             }
             let names = unguarded.keys.filter { name in stringOracleClasses.contains { name.hasPrefix($0) } }.sorted()
@@ -176,12 +176,12 @@ extension RuntimeTests {
             try withGuards(options) {
                 #expect(runScenario("string.substringWithRange.beyond.unicode") == .threw("NSRangeException"))
                 #expect(runScenario("string.rangeOfString.nil") == .threw("NSInvalidArgumentException"))
-                #expect(CrashShield.recordedCount(for: .string) == 0)
+                #expect(CrashShieldSDK.recordedCount(for: .string) == 0)
             }
         }
 
         @Test func uninstalledGuardLeavesEveryMisuseToGNUstep() {
-            CrashShield._resetForTesting()
+            CrashShieldSDK._resetForTesting()
             #expect(runScenario("string.characterAtIndex.beyond") == .threw("NSInvalidArgumentException"))
             #expect(runScenario("mstring.characterAtIndex.beyond") == .threw("NSRangeException"))
             #expect(runScenario("string.initWithString.nil") == .threw("NSInvalidArgumentException"))
@@ -195,8 +195,8 @@ extension RuntimeTests {
                 let misuses = cs_strings_stress(threads, iterations, &wrong)
                 #expect(misuses == UInt64(threads) * UInt64(iterations) * 9)
                 #expect(wrong == 0)
-                #expect(CrashShield.recordedCount(for: .string) == misuses)
-                #expect(CrashShield.statistics.recorded == misuses)
+                #expect(CrashShieldSDK.recordedCount(for: .string) == misuses)
+                #expect(CrashShieldSDK.statistics.recorded == misuses)
             }
         }
     }
@@ -227,19 +227,19 @@ enum BoundaryOracle {
 
     /// Each case unguarded, then guarded with the incidents it recorded. Exits 2 when the guards do not start.
     static func compare() -> [Case] {
-        CrashShield._resetForTesting()
+        CrashShieldSDK._resetForTesting()
         let unguarded = runAll()
-        guard (try? CrashShield.start()) != nil else { exit(2) }
+        guard (try? CrashShieldSDK.start()) != nil else { exit(2) }
         var cases: [Case] = []
         var index = 0
         for i in 0..<cs_boundary_count() {
             guard let name = cs_boundary_name(i) else { continue }
             free(name)
-            let before = CrashShield.statistics.recorded
+            let before = CrashShieldSDK.statistics.recorded
             let result = cs_boundary_run(i)!
             defer { free(result) }
             cases.append(Case(name: unguarded[index].name, unguarded: unguarded[index].result,
-                              guarded: String(cString: result), recorded: CrashShield.statistics.recorded - before))
+                              guarded: String(cString: result), recorded: CrashShieldSDK.statistics.recorded - before))
             index += 1
         }
         return cases

@@ -10,19 +10,19 @@ import _CrashShieldScenarios
 /// Starts guards with `options` after a full reset, runs `body`, and resets again.
 @discardableResult
 func withGuards<R>(_ options: CrashShieldOptions = CrashShieldOptions(), _ body: () throws -> R) throws -> R {
-    CrashShield._resetForTesting()
-    try CrashShield.start(options)
-    defer { CrashShield._resetForTesting() }
+    CrashShieldSDK._resetForTesting()
+    try CrashShieldSDK.start(options)
+    defer { CrashShieldSDK._resetForTesting() }
     return try body()
 }
 
 /// Collects every incident delivered while `body` runs (flushes before returning).
 func collectIncidents(_ body: () throws -> Void) rethrows -> [Incident] {
     let sink = InMemoryIncidentSink(capacity: 100_000)
-    CrashShield.addSink(sink)
-    defer { CrashShield.removeSink(sink) }
+    CrashShieldSDK.addSink(sink)
+    defer { CrashShieldSDK.removeSink(sink) }
     try body()
-    #expect(CrashShield.flushIncidents(timeout: .seconds(5)))
+    #expect(CrashShieldSDK.flushIncidents(timeout: .seconds(5)))
     return sink.incidents
 }
 
@@ -84,10 +84,10 @@ func runOracles(named names: [String]) -> [String: String] {
 /// expected incident reasons were delivered, 3 when the result was wrong, 4 when the incidents
 /// differed, 5 when the guards did not start.
 func guardedChildRun(expecting reasons: [String], _ misuse: () -> Bool) -> Int32 {
-    guard (try? CrashShield.start()) != nil else { return 5 }
+    guard (try? CrashShieldSDK.start()) != nil else { return 5 }
     let sink = InMemoryIncidentSink(capacity: 100)
-    CrashShield.addSink(sink)
+    CrashShieldSDK.addSink(sink)
     guard misuse() else { return 3 }
-    guard CrashShield.flushIncidents(timeout: .seconds(5)) else { return 4 }
+    guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { return 4 }
     return sink.incidents.map(\.reason) == reasons ? 0 : 4
 }

@@ -177,7 +177,7 @@ bool cs_address_image(uintptr_t address, const char **path, uintptr_t *base);
 /** Guards implemented in Swift, which have no Objective-C hooks: their policy lives here, one
  *  atomic cell each, so every thread reads it without a lock. Default CS_POLICY_NEUTRALIZE. */
 typedef enum {
-    CS_SWIFT_GUARD_ACCESS = 0,   /**< "swift": the [safe:] accessors */
+    CS_SWIFT_GUARD_ACCESS = 0,   /**< "swift": the [shielded:] accessors */
     CS_SWIFT_GUARD_DECODING = 1, /**< "decoding": lenient Decodable wrappers */
     CS_SWIFT_GUARD_COUNT
 } cs_swift_guard;

@@ -4,13 +4,13 @@ internal import _CrashShieldCapture
 internal import _CrashShieldIncidents
 internal import _CrashShieldRuntime
 
-extension CrashShield {
+extension CrashShieldSDK {
     /// Starts fatal crash capture (signals and uncaught Objective-C exceptions) and launch
     /// protection, then applies the guard fail-safe.
     ///
-    /// Call it right after `CrashShield.start(_:)`. Fail-safe (SPEC §2.12): when a report from an
+    /// Call it right after `CrashShieldSDK.start(_:)`. Fail-safe (SPEC §2.12): when a report from an
     /// earlier run has frames inside a guard's code, that guard is switched off with
-    /// `CrashShield.setPolicy(.off, for:)` for this run and an incident says so. The crash handler
+    /// `CrashShieldSDK.setPolicy(.off, for:)` for this run and an incident says so. The crash handler
     /// names those guards in the report (crashed_thread.guard_frames, from the guards' code ranges
     /// registered here before capture is installed), so this start reads them with the C scan and
     /// decodes no report. A report without that key (an older version's) is decoded and its frames

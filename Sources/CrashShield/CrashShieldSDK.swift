@@ -7,12 +7,12 @@ internal import _CrashShieldRuntime
 /// ```swift
 /// var options = CrashShieldOptions()
 /// options.sinks = [LoggingIncidentSink()]
-/// try CrashShield.start(options)
-/// for await incident in CrashShield.incidents { print(incident.methodName, incident.reason) }
+/// try CrashShieldSDK.start(options)
+/// for await incident in CrashShieldSDK.incidents { print(incident.methodName, incident.reason) }
 /// ```
 ///
 /// Every member is thread-safe.
-public enum CrashShield {
+public enum CrashShieldSDK {
     /// Installs every guard once, runs each guard's canary and applies `options`.
     ///
     /// A rejected call changes nothing: its sinks are not added, and the Swift guards' policies,
@@ -173,7 +173,7 @@ private let swiftGuards: [(id: GuardID, cell: cs_swift_guard)] = [
     (.decoding, CS_SWIFT_GUARD_DECODING),
 ]
 
-/// Incident counters (see `CrashShield.statistics`).
+/// Incident counters (see `CrashShieldSDK.statistics`).
 public struct IncidentStatistics: Sendable, Hashable {
     /// Every misuse recorded, repeats included.
     public let recorded: UInt64
@@ -185,7 +185,7 @@ public struct IncidentStatistics: Sendable, Hashable {
     public let droppedDeliveries: UInt64
 }
 
-extension CrashShield {
+extension CrashShieldSDK {
     /// Restores every original implementation and forgets incidents, so a test can start again.
     package static func _resetForTesting() {
         cs_guards_uninstall_for_testing()
