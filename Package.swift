@@ -4,6 +4,8 @@
 //
 // Target map (docs/ARCHITECTURE.md has the full picture):
 //   CrashShield            public Swift API (the only module apps import)
+//   CrashShieldProtocol    Sentry wire formats (DSN, envelopes, events) and the remote-config document,
+//                          shared with the collector (Collector/ depends on it by path)
 //   _CrashShieldRuntime    Objective-C guards: runtime backend, guard engine, guard registry (not API)
 //   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
 //   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
@@ -83,6 +85,7 @@ let package = Package(
     products: [
         .library(name: "CrashShield", targets: ["CrashShield"]),
         .library(name: "CrashShieldCapture", targets: ["CrashShieldCapture"]),
+        .library(name: "CrashShieldProtocol", targets: ["CrashShieldProtocol"]),
         .executable(name: "shield", targets: ["shield"]),
     ],
     dependencies: [
@@ -110,8 +113,12 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
+            // Pure Swift over Foundation: no C, no Objective-C, so the collector can use it.
+            name: "CrashShieldProtocol"
+        ),
+        .target(
             name: "CrashShieldCapture",
-            dependencies: ["_CrashShieldCapture", "_CrashShieldIncidents", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["_CrashShieldCapture", "_CrashShieldIncidents", "CrashShieldProtocol", .product(name: "Logging", package: "swift-log")]
         ),
         .systemLibrary(
             name: "CGNUstepBase",

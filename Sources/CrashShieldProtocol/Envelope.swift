@@ -1,0 +1,132 @@
+import Foundation
+
+/// A Sentry envelope: one JSON header line, then items, each a JSON header line and a payload.
+///
+/// Written form (what `serialized()` produces and `parse` reads):
+/// ```
+/// {"event_id":"...","dsn":"...","sdk":{...}}\n
+/// {"type":"event","length":123}\n
+/// <123 bytes of payload>\n
+/// ```
+/// Every item written carries `length`, so a payload may contain newlines. The reader also takes
+/// items without `length` (payload up to the next newline) and a final item without its newline,
+/// as Sentry's servers do. Item types the reader does not know are kept as they are.
+public struct Envelope: Sendable, Hashable {
+    public var header: [String: JSONValue]
+    public var items: [Item]
+
+    public init(header: [String: JSONValue] = [:], items: [Item] = []) {
+        self.header = header
+        self.items = items
+    }
+
+    /// One item: its header (`type` and, when written, `length`, plus type-specific keys such as
+    /// `content_type` or `filename`) and its payload bytes.
+    public struct Item: Sendable, Hashable {
+        public var header: [String: JSONValue]
+        public var payload: Data
+
+        public init(type: String, payload: Data, header extra: [String: JSONValue] = [:]) {
+            var header = extra
+            header["type"] = .string(type)
+            self.header = header
+            self.payload = payload
+        }
+
+        public init(header: [String: JSONValue], payload: Data) {
+            self.header = header
+            self.payload = payload
+        }
+
+        /// The item's `type` ("event", "session", "client_report", "attachment", ...).
+        public var type: String { header["type"]?.stringValue ?? "" }
+
+        /// An item whose payload is `value` as compact JSON.
+        public static func json(type: String, _ value: JSONValue, header: [String: JSONValue] = [:]) -> Item {
+            Item(type: type, payload: value.jsonData(), header: header)
+        }
+
+        /// An item whose payload is `value` encoded with sorted keys.
+        public static func encoded<T: Encodable>(type: String, _ value: T, header: [String: JSONValue] = [:]) throws -> Item {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            return Item(type: type, payload: try encoder.encode(value), header: header)
+        }
+    }
+
+    /// The envelope's bytes. Every item header gets `length` set to its payload's byte count.
+    public func serialized() -> Data {
+        var data = JSONValue.object(header).jsonData()
+        data.append(0x0A)
+        for item in items {
+            var itemHeader = item.header
+            itemHeader["length"] = .int(Int64(item.payload.count))
+            data.append(JSONValue.object(itemHeader).jsonData())
+            data.append(0x0A)
+            data.append(item.payload)
+            data.append(0x0A)
+        }
+        return data
+    }
+
+    /// Why bytes are not an envelope. `code` is stable.
+    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+        public let code: String
+        public let message: String
+        public var description: String { "\(code): \(message)" }
+    }
+
+    /// Reads an envelope.
+    /// - Throws: `Envelope.ParseError` for a missing or non-object header, an item header that is
+    ///   not a JSON object, a negative or non-integer `length`, or a `length` beyond the data.
+    public static func parse(_ data: Data) throws(ParseError) -> Envelope {
+        let bytes = [UInt8](data)
+        var position = 0
+
+        func line() -> ArraySlice<UInt8>? {
+            guard position < bytes.count else { return nil }
+            let end = bytes[position...].firstIndex(of: 0x0A) ?? bytes.count
+            let slice = bytes[position..<end]
+            position = min(bytes.count, end + 1)
+            return slice
+        }
+        func object(_ slice: ArraySlice<UInt8>, _ what: String) throws(ParseError) -> [String: JSONValue] {
+            guard let value = try? JSONValue.parse(Data(slice)), case .object(let members) = value else {
+                throw ParseError(code: "envelope.header", message: "\(what) is not a JSON object")
+            }
+            return members
+        }
+
+        guard let headerLine = line() else {
+            throw ParseError(code: "envelope.empty", message: "no envelope header")
+        }
+        let header = try object(headerLine, "the envelope header")
+        var items: [Item] = []
+        while position < bytes.count {
+            guard let itemLine = line() else { break }
+            if itemLine.isEmpty { continue }  // tolerated: blank line between items
+            let itemHeader = try object(itemLine, "item header \(items.count)")
+            let payload: ArraySlice<UInt8>
+            if let lengthValue = itemHeader["length"] {
+                guard let length = lengthValue.intValue, length >= 0 else {
+                    throw ParseError(code: "envelope.length", message: "item \(items.count) has an invalid length")
+                }
+                guard length <= bytes.count - position else {
+                    throw ParseError(code: "envelope.truncated", message: "item \(items.count) is shorter than its length")
+                }
+                payload = bytes[position..<(position + Int(length))]
+                position += Int(length)
+                if position < bytes.count {
+                    guard bytes[position] == 0x0A else {
+                        throw ParseError(code: "envelope.length", message: "item \(items.count) is longer than its length")
+                    }
+                    position += 1
+                }
+            } else {
+                payload = line() ?? []
+            }
+            items.append(Item(header: itemHeader, payload: Data(payload)))
+        }
+        return Envelope(header: header, items: items)
+    }
+}
