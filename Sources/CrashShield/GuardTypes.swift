@@ -65,14 +65,63 @@ public struct GuardStatus: Sendable, Hashable {
     public let skippedHooks: [String]
 }
 
-/// Errors thrown by the CrashShield API.
-public enum CrashShieldError: Error, Sendable, Hashable {
+/// An error thrown by the CrashShield API.
+///
+/// Check the kind with `code`, which is stable across versions (new codes may be added):
+/// `catch let error as CrashShieldError where error.code == .alreadyStarted`, or match a value
+/// without details directly: `catch CrashShieldError.alreadyStarted`. `message` is for people and
+/// may change; `guardID` names the guard for `unknownGuard` and `guardNotActive`.
+public struct CrashShieldError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "alreadyStarted").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// `start` was called before; the first configuration stays in effect.
+        public static let alreadyStarted = Code(rawValue: "alreadyStarted")
+        /// The process has no Objective-C runtime, so the runtime guards cannot be installed.
+        public static let runtimeUnavailable = Code(rawValue: "runtimeUnavailable")
+        /// No guard has this identifier.
+        public static let unknownGuard = Code(rawValue: "unknownGuard")
+        /// The guard exists but is not active (see `CrashShieldSDK.status`), so its policy cannot change.
+        public static let guardNotActive = Code(rawValue: "guardNotActive")
+    }
+
+    public let code: Code
+    /// What went wrong, for people; the wording may change between versions.
+    public let message: String
+    /// The guard the error is about (`unknownGuard`, `guardNotActive`); nil for the other codes.
+    public let guardID: GuardID?
+
+    public init(code: Code, message: String, guardID: GuardID? = nil) {
+        self.code = code
+        self.message = message
+        self.guardID = guardID
+    }
+
+    /// "<code>: <message>".
+    public var description: String { "\(code): \(message)" }
+
     /// `start` was called before; the first configuration stays in effect.
-    case alreadyStarted
+    public static let alreadyStarted = CrashShieldError(
+        code: .alreadyStarted, message: "CrashShield was started before; the first configuration stays in effect")
     /// The process has no Objective-C runtime, so the runtime guards cannot be installed.
-    case runtimeUnavailable
-    /// No guard has this identifier.
-    case unknownGuard(GuardID)
-    /// The guard exists but is not active (see `CrashShieldSDK.status`), so its policy cannot change.
-    case guardNotActive(GuardID)
+    public static let runtimeUnavailable = CrashShieldError(
+        code: .runtimeUnavailable, message: "no Objective-C runtime in this process, so no runtime guard can be installed")
+    /// No guard has the identifier `id`.
+    public static func unknownGuard(_ id: GuardID) -> CrashShieldError {
+        CrashShieldError(code: .unknownGuard, message: "no guard is named \"\(id.rawValue)\"", guardID: id)
+    }
+    /// The guard `id` exists but is not active, so its policy cannot change.
+    public static func guardNotActive(_ id: GuardID) -> CrashShieldError {
+        CrashShieldError(
+            code: .guardNotActive, message: "the guard \"\(id.rawValue)\" is not active, so its policy cannot change",
+            guardID: id)
+    }
+
+    /// Matches by code, so `catch CrashShieldError.alreadyStarted` catches every error of that code.
+    public static func ~= (pattern: CrashShieldError, value: any Error) -> Bool {
+        (value as? CrashShieldError)?.code == pattern.code
+    }
 }

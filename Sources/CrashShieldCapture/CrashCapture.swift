@@ -59,12 +59,65 @@ public struct CaptureOptions: Sendable {
     }
 }
 
-public enum CrashCaptureError: Error, Equatable, Sendable {
-    case alreadyStarted
-    case directoryUnavailable(String)
-    case installFailed
-    /// Capture is implemented for Linux only so far (SPEC §0: Apple paths are not built here).
-    case unsupportedPlatform
+/// An error thrown when crash capture cannot start (`CrashCapture.start`).
+///
+/// Check the kind with `code`, which is stable across versions (new codes may be added):
+/// `catch let error as CrashCaptureError where error.code == .directoryUnavailable`, or match a
+/// value without details directly: `catch CrashCaptureError.alreadyStarted`. `message` is for
+/// people and may change; `path` names the directory for `directoryUnavailable`.
+public struct CrashCaptureError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "alreadyStarted").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Capture is installed already (by an earlier start, or through the C API); the first
+        /// configuration stays in effect.
+        public static let alreadyStarted = Code(rawValue: "alreadyStarted")
+        /// The report directory does not exist and could not be created, or cannot be opened.
+        public static let directoryUnavailable = Code(rawValue: "directoryUnavailable")
+        /// The signal handlers could not be installed.
+        public static let installFailed = Code(rawValue: "installFailed")
+        /// Capture has no crash handler for this platform (it has one for Linux and Apple platforms).
+        public static let unsupportedPlatform = Code(rawValue: "unsupportedPlatform")
+    }
+
+    public let code: Code
+    /// What went wrong, for people; the wording may change between versions.
+    public let message: String
+    /// The report directory (`directoryUnavailable`); nil for the other codes.
+    public let path: String?
+
+    public init(code: Code, message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    /// "<code>: <message>".
+    public var description: String { "\(code): \(message)" }
+
+    /// Capture is installed already; the first configuration stays in effect.
+    public static let alreadyStarted = CrashCaptureError(
+        code: .alreadyStarted, message: "crash capture is installed already; the first configuration stays in effect")
+    /// The signal handlers could not be installed.
+    public static let installFailed = CrashCaptureError(
+        code: .installFailed, message: "the crash signal handlers could not be installed")
+    /// Capture has no crash handler for this platform.
+    public static let unsupportedPlatform = CrashCaptureError(
+        code: .unsupportedPlatform, message: "crash capture has no handler for this platform")
+    /// The report directory `path` does not exist and could not be created, or cannot be opened.
+    public static func directoryUnavailable(_ path: String) -> CrashCaptureError {
+        CrashCaptureError(
+            code: .directoryUnavailable, message: "the report directory \(path) could not be created or opened",
+            path: path)
+    }
+
+    /// Matches by code, so `catch CrashCaptureError.alreadyStarted` catches every error of that code.
+    public static func ~= (pattern: CrashCaptureError, value: any Error) -> Bool {
+        (value as? CrashCaptureError)?.code == pattern.code
+    }
 }
 
 /// Fatal crash capture: signals (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS, and PIPE unless ignored)

@@ -375,11 +375,48 @@ extension CrashReport.GuardState {
     }
 }
 
-public enum CrashReportError: Error, Equatable, Sendable {
+/// Why bytes could not be read as a crash report.
+///
+/// Check the kind with `code`, which is stable across versions (new codes may be added):
+/// `catch let error as CrashReportError where error.code == .invalid`. `message` is for people
+/// and may change.
+public struct CrashReportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "unreadable").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Not even a prefix of a JSON object.
+        public static let unreadable = Code(rawValue: "unreadable")
+        /// JSON, but not a report (a field of the wrong type).
+        public static let invalid = Code(rawValue: "invalid")
+    }
+
+    public let code: Code
+    /// What went wrong, for people (for `invalid`, the decoder's account of the field); the
+    /// wording may change between versions.
+    public let message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// "<code>: <message>".
+    public var description: String { "\(code): \(message)" }
+
     /// Not even a prefix of a JSON object.
-    case unreadable
-    /// JSON, but not a report (a field of the wrong type).
-    case invalid(String)
+    public static let unreadable = CrashReportError(code: .unreadable, message: "not even a prefix of a JSON object")
+    /// JSON, but not a report; `detail` says which field is wrong.
+    public static func invalid(_ detail: String) -> CrashReportError {
+        CrashReportError(code: .invalid, message: detail)
+    }
+
+    /// Matches by code, so `catch CrashReportError.unreadable` catches every error of that code.
+    public static func ~= (pattern: CrashReportError, value: any Error) -> Bool {
+        (value as? CrashReportError)?.code == pattern.code
+    }
 }
 
 extension UInt64 {
