@@ -19,9 +19,11 @@ public struct CaptureOptions: Sendable {
     /// forever; the rest of the process keeps running. The main thread always crashes normally.
     /// Parking a thread that holds a lock can stall others that need it. Default: false.
     public var recoverBackgroundThreads = false
-    /// A crash handler still running after this many seconds is ended by SIGALRM (so a stuck
-    /// handler never hangs the app; the process then dies of SIGALRM). Default: 5.
-    public var handlerWatchdogSeconds: UInt32 = 5
+    /// A crash handler still running after this long is ended by SIGALRM (so a stuck handler
+    /// never hangs the app; the process then dies of SIGALRM). The handler's timer counts whole
+    /// seconds: the duration is rounded up to a whole second, and anything under one second
+    /// (zero and negative included) means one second. Default: 5 seconds.
+    public var handlerWatchdog: Duration = .seconds(5)
     /// Receive the reports of earlier runs at start. Default: empty (reports stay on disk).
     public var reportSinks: [any CrashReportSink] = []
     /// Symbolicate reports before handing them to sinks (runs llvm-symbolizer/addr2line). Default: true.
@@ -46,6 +48,15 @@ public struct CaptureOptions: Sendable {
         let base = environment["XDG_CACHE_HOME"] ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.cache")
         return "\(base)/crashshield/\(executable)"
         #endif
+    }
+
+    /// `handlerWatchdog` as the handler's timer takes it: whole seconds, rounded up, at least 1
+    /// (and at most `UInt32.max`).
+    static func watchdogSeconds(_ limit: Duration) -> UInt32 {
+        let (seconds, attoseconds) = limit.components
+        guard seconds >= 0 else { return 1 }
+        let roundedUp = attoseconds > 0 && seconds < .max ? seconds + 1 : seconds
+        return UInt32(clamping: max(1, roundedUp))
     }
 
     /// The Apple default, from its parts: `<caches>/crashshield/<bundle identifier or executable>`;
@@ -169,7 +180,7 @@ public enum CrashCapture {
                             config.launch_id = launch
                             config.capture_sigpipe = options.captureSIGPIPE
                             config.recover_background_threads = options.recoverBackgroundThreads
-                            config.watchdog_seconds = max(1, options.handlerWatchdogSeconds)
+                            config.watchdog_seconds = CaptureOptions.watchdogSeconds(options.handlerWatchdog)
                             return csc_install(&config)
                         }
                     }

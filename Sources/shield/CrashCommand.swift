@@ -47,7 +47,7 @@ enum CrashCommand {
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
-        if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
+        if arguments.contains("--hang-in-handler") { options.handlerWatchdog = .seconds(1) }
         do {
             try CrashShieldSDK.startCapture(options)
         } catch {
