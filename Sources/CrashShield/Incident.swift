@@ -40,7 +40,7 @@ public struct Incident: Sendable, Hashable {
     /// Guard + class + selector + first frame outside system images.
     public let fingerprint: UInt64
     /// Occurrences of this fingerprint so far, this one included.
-    public let count: UInt64
+    public let count: Int
 
     /// `-[NSArray objectAtIndex:]` style name.
     public var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
@@ -65,7 +65,7 @@ extension Incident {
         wallTime = Date(timeIntervalSince1970: Double(c.wall_time_ns) / 1e9)
         monotonicNanoseconds = c.monotonic_ns
         fingerprint = c.fingerprint
-        count = c.count
+        count = Int(clamping: c.count)
     }
 
     /// Replaces each "{}" in `template` with the next argument.

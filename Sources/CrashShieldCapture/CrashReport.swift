@@ -114,7 +114,7 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var selector: String?
         public var classMethod: Bool?
         public var reason: String?
-        public var count: UInt64?
+        public var count: Int?
         public var monotonicNs: UInt64?
     }
 
