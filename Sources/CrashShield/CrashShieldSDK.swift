@@ -144,7 +144,8 @@ public enum CrashShieldSDK {
         return sink
     }
 
-    /// Waits until every incident recorded so far was handed to the sinks and streams.
+    /// Waits until every incident recorded so far was handed to the sinks and streams, for at
+    /// most `timeout` (rounded down to whole milliseconds). Default timeout: 2 seconds.
     /// - Returns: false when `timeout` passed first.
     @discardableResult
     public static func flushIncidents(timeout: Duration = .seconds(2)) -> Bool {

@@ -1,7 +1,8 @@
 import Foundation
 internal import _CrashShieldIncidents
 
-/// One misuse that a guard intercepted (SPEC §3).
+/// One misuse that a guard intercepted: which guard, what it did, where (class, selector,
+/// return addresses) and how often its fingerprint has occurred.
 ///
 /// The first occurrence of a fingerprint is delivered in full; later occurrences are counted and
 /// delivered as updates (`kind == .countUpdate`) at most once per `countUpdateInterval`.

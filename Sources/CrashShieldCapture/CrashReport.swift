@@ -202,7 +202,8 @@ extension CrashReport {
         }
     }
 
-    /// Encodes the report (with symbols and classification) in the file's key style.
+    /// Encodes the report (with symbols and classification) in the file's key style, keys sorted;
+    /// `pretty` adds line breaks and indentation. Default: compact.
     public func jsonData(pretty: Bool = false) -> Data {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
