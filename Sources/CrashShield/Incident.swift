@@ -36,8 +36,9 @@ public struct Incident: Sendable, Hashable {
     public let threadID: UInt64
     public let isMainThread: Bool
     public let wallTime: Date
-    /// CLOCK_MONOTONIC in nanoseconds.
-    public let monotonicNanoseconds: UInt64
+    /// The monotonic clock (CLOCK_MONOTONIC) at the misuse, as the time since that clock's origin
+    /// (usually boot): only the difference between two incidents' values means something.
+    public let monotonicTime: Duration
     /// Guard + class + selector + first frame outside system images.
     public let fingerprint: UInt64
     /// Occurrences of this fingerprint so far, this one included.
@@ -64,7 +65,7 @@ extension Incident {
         threadID = c.thread_id
         isMainThread = c.is_main_thread
         wallTime = Date(timeIntervalSince1970: Double(c.wall_time_ns) / 1e9)
-        monotonicNanoseconds = c.monotonic_ns
+        monotonicTime = .nanoseconds(Int64(clamping: c.monotonic_ns))
         fingerprint = c.fingerprint
         count = Int(clamping: c.count)
     }

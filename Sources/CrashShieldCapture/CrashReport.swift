@@ -427,3 +427,10 @@ extension UInt64 {
         self.init(digits, radix: 16)
     }
 }
+
+extension CrashReport {
+    /// `uptimeNs` as a `Duration`: time from process start to the crash.
+    public var uptime: Duration? { uptimeNs.map { .nanoseconds(Int64(clamping: $0)) } }
+    /// `handlerNs` as a `Duration`: time the handler spent from entry to the last byte written.
+    public var handlerDuration: Duration? { handlerNs.map { .nanoseconds(Int64(clamping: $0)) } }
+}

@@ -23,4 +23,14 @@ import Testing
         #expect(CaptureOptions.watchdogSeconds(.seconds(Int64(UInt32.max) + 10)) == UInt32.max)
         #expect(CaptureOptions.watchdogSeconds(.seconds(Int64.max)) == UInt32.max)
     }
+
+    /// A report's nanosecond fields read as Durations; absent fields stay nil.
+    @Test func reportTimesReadAsDurations() throws {
+        let report = try CrashReport.decode(Array(#"{"id":"r","uptime_ns":1500000000,"handler_ns":250000}"#.utf8))
+        #expect(report.uptime == .milliseconds(1500))
+        #expect(report.handlerDuration == .microseconds(250))
+        let bare = try CrashReport.decode(Array(#"{"id":"r"}"#.utf8))
+        #expect(bare.uptime == nil)
+        #expect(bare.handlerDuration == nil)
+    }
 }
