@@ -41,6 +41,9 @@ public struct Incident: Sendable, Hashable {
     public let fingerprint: UInt64
     /// Occurrences of this fingerprint so far, this one included.
     public let count: UInt64
+    /// The app's scope (`CrashScope`: user, tags, contexts) when the incident was delivered, with
+    /// its `CrashScope.incidentBreadcrumbs` (10) most recent breadcrumbs.
+    public let scope: CrashScope.Snapshot
 
     /// `-[NSArray objectAtIndex:]` style name.
     public var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
@@ -66,6 +69,7 @@ extension Incident {
         monotonicNanoseconds = c.monotonic_ns
         fingerprint = c.fingerprint
         count = c.count
+        scope = CrashScope.snapshot(lastBreadcrumbs: CrashScope.incidentBreadcrumbs)
     }
 
     /// Replaces each "{}" in `template` with the next argument.
