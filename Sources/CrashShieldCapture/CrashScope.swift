@@ -298,11 +298,14 @@ struct ScopeState {
             size += contextMembers.prefix(contextCount).reduce(0) { $0 + $1.count + 1 }
             return size
         }
+        // Contexts and tags go only once every breadcrumb is gone: then no breadcrumb is kept,
+        // even where one would fit in what the dropped ones leave.
+        let fixedFits = fixedSize() <= limit
         while fixedSize() > limit && contextCount > 0 { contextCount -= 1 }
         while fixedSize() > limit && tagCount > 0 { tagCount -= 1 }
         var room = limit - fixedSize()
         var keptBreadcrumbs = 0
-        for crumb in breadcrumbs.reversed() {
+        for crumb in breadcrumbs.reversed() where fixedFits {
             let size = crumb.json.count + 1
             guard size <= room else { break }
             room -= size
@@ -339,7 +342,7 @@ struct ScopeState {
             key("contexts")
             join(contextMembers.prefix(contextCount), open: "{", close: "}")
         }
-        if !breadcrumbs.isEmpty {
+        if keptBreadcrumbs > 0 {
             key("breadcrumbs")
             join(breadcrumbs.suffix(keptBreadcrumbs).map(\.json)[...], open: "[", close: "]")
         }
