@@ -524,23 +524,23 @@ static void csc_write_process(csc_out *out) {
     csc_out_raw(out, "}");
 }
 
+/** Writes `,"key":<text>` with the text published last, or nothing when none is published. */
+static void csc_write_published(csc_out *out, const char *key, csc_published *publication) {
+    const char *text = csc_published_pin(publication);
+    if (text) {
+        csc_out_key(out, key, false);
+        csc_out_raw(out, text);
+    }
+    csc_published_unpin(publication);
+}
+
 /** The common tail: incidents, scope, guards, process, images, timing, completion marker. */
 static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "incidents", false);
     csc_write_incidents(out);
-    const char *scope = csc_published_pin(&g_scope_json);
-    if (scope) {
-        csc_out_key(out, "scope", false);
-        csc_out_raw(out, scope);
-    }
-    csc_published_unpin(&g_scope_json);
+    csc_write_published(out, "scope", &g_scope_json);
     csc_out_flush(out);
-    const char *guards = csc_published_pin(&g_guard_json);
-    if (guards) {
-        csc_out_key(out, "guards", false);
-        csc_out_raw(out, guards);
-    }
-    csc_published_unpin(&g_guard_json);
+    csc_write_published(out, "guards", &g_guard_json);
     csc_write_process(out);
     csc_out_flush(out);
     csc_out_key(out, "images", false);
