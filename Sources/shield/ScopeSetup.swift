@@ -69,3 +69,42 @@ enum ScopeSetup {
         }
     }
 }
+
+/// Bench cases of the scope (`shield bench-capture`): the cost of one change with a full ring of
+/// ordinary breadcrumbs (`capture.scope_add_breadcrumb`: message of ~40 bytes, two data entries),
+/// the same with the scope at every bound so each change shrinks it to fit
+/// (`capture.scope_add_breadcrumb_oversized`), and the signal-to-disk time of a crash carrying
+/// a full 32 KiB scope (`capture.signal_to_disk_full_scope`, the report's `handler_ns`).
+extension BenchCaptureCommand {
+    struct ScopeCase {
+        let name: String
+        let samples: [UInt64]
+        var median: UInt64 { samples.isEmpty ? 0 : samples[samples.count / 2] }
+    }
+
+    static func scopeCases(runs: Int) -> [ScopeCase] {
+        defer { CrashScope.clear() }
+        func addBreadcrumbSamples() -> [UInt64] {
+            var samples: [UInt64] = []
+            for round in 0..<max(runs, 20) * 10 {
+                let start = DispatchTime.now().uptimeNanoseconds
+                CrashShieldSDK.addBreadcrumb(message: "bench breadcrumb \(round) with an ordinary message",
+                                             category: "bench", data: ["round": "\(round)", "screen": "checkout"])
+                samples.append(DispatchTime.now().uptimeNanoseconds - start)
+            }
+            return samples.sorted()
+        }
+        CrashScope.clear()
+        CrashShieldSDK.setUser(CrashScope.User(id: "42", email: "ada@example.com"))
+        for tag in 0..<10 { CrashShieldSDK.setTag("tag-\(tag)", "value \(tag)") }
+        for _ in 0..<CrashScope.maxBreadcrumbs { CrashShieldSDK.addBreadcrumb(message: "warm-up") }
+        let ordinary = addBreadcrumbSamples()
+        ScopeSetup.fillEveryBound()
+        let oversized = addBreadcrumbSamples()
+        CrashScope.clear()
+        let crash = signalToDiskSamples(kind: "segv", runs: runs, extraArguments: ["--oversize-scope"])
+        return [ScopeCase(name: "capture.scope_add_breadcrumb", samples: ordinary),
+                ScopeCase(name: "capture.scope_add_breadcrumb_oversized", samples: oversized),
+                ScopeCase(name: "capture.signal_to_disk_full_scope", samples: crash)]
+    }
+}
