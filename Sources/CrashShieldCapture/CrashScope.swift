@@ -13,8 +13,7 @@ internal import _CrashShieldCapture
 /// - Every key and tag name is cut to `maxKeyBytes` (64) bytes of UTF-8, every value (user
 ///   fields, tag and context values, breadcrumb data values, categories) to `maxValueBytes`
 ///   (256) bytes, a breadcrumb message to `maxMessageBytes` (1024) bytes; text is cut before the
-///   first Unicode scalar that does not fit whole. An empty key (after trimming nothing: exactly
-///   "") is ignored.
+///   first Unicode scalar that does not fit whole. An empty key or context name is ignored.
 /// - At most `maxTags` (50) tags and `maxContexts` (10) contexts: setting a new one beyond the
 ///   limit is ignored (replacing an existing one always works). A context keeps its first
 ///   `maxContextEntries` (20) entries in key order, a breadcrumb's `data` its first
@@ -429,9 +428,7 @@ enum ScopeJSON {
     }
 
     static func breadcrumb(_ crumb: CrashScope.Breadcrumb) -> [UInt8] {
-        let seconds = crumb.timestamp.timeIntervalSince1970
-        let nanoseconds = seconds > 0 ? UInt64(min(seconds * 1e9, Double(UInt64.max / 2))) : 0
-        var out = Array("{\"timestamp_ns\":\(nanoseconds),\"level\":".utf8) + string(crumb.level.rawValue)
+        var out = Array("{\"timestamp_ns\":\(crumb.timestampNanoseconds),\"level\":".utf8) + string(crumb.level.rawValue)
         if let category = crumb.category { out += Array(",\"category\":".utf8) + string(category) }
         out += Array(",\"message\":".utf8) + string(crumb.message)
         if !crumb.data.isEmpty {
@@ -457,6 +454,14 @@ extension CrashScope.User {
     }
 }
 
+extension CrashScope.Breadcrumb {
+    /// `timestamp` as the report writes it: nanoseconds since 1970, 0 for an earlier time.
+    var timestampNanoseconds: UInt64 {
+        let seconds = timestamp.timeIntervalSince1970
+        return seconds > 0 ? UInt64(min(seconds * 1e9, Double(UInt64.max / 2))) : 0
+    }
+}
+
 extension CrashScope.Breadcrumb: Codable {
     enum CodingKeys: String, CodingKey { case timestampNs, level, category, message, data }
 
@@ -473,8 +478,7 @@ extension CrashScope.Breadcrumb: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        let seconds = timestamp.timeIntervalSince1970
-        try container.encode(seconds > 0 ? UInt64(min(seconds * 1e9, Double(UInt64.max / 2))) : 0, forKey: .timestampNs)
+        try container.encode(timestampNanoseconds, forKey: .timestampNs)
         try container.encode(level, forKey: .level)
         try container.encodeIfPresent(category, forKey: .category)
         try container.encode(message, forKey: .message)
