@@ -43,6 +43,9 @@ public struct Incident: Sendable, Hashable {
     public let fingerprint: UInt64
     /// Occurrences of this fingerprint so far, this one included.
     public let count: Int
+    /// The app's scope (`CrashScope`: user, tags, contexts) when the incident was delivered, with
+    /// its `CrashScope.incidentBreadcrumbs` (10) most recent breadcrumbs.
+    public let scope: CrashScope.Snapshot
 
     /// `-[NSArray objectAtIndex:]` style name.
     public var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
@@ -68,6 +71,7 @@ extension Incident {
         monotonicTime = .nanoseconds(Int64(clamping: c.monotonic_ns))
         fingerprint = c.fingerprint
         count = Int(clamping: c.count)
+        scope = CrashScope.snapshot(lastBreadcrumbs: CrashScope.incidentBreadcrumbs)
     }
 
     /// Replaces each "{}" in `template` with the next argument.

@@ -28,6 +28,10 @@ public struct CrashReport: Codable, Sendable, Hashable {
     public var registers: [String: String]?
     /// The most recent guard incidents before the crash, oldest first.
     public var incidents: [RecentIncident]?
+    /// The app's scope (`CrashScope`: user, tags, contexts, its own breadcrumbs) as last set
+    /// before the crash, shrunk to the report's bound (its `dropped…` counts say what was left
+    /// out). Absent when the scope was empty, and in reports of older versions.
+    public var scope: CrashScope.Snapshot?
     /// Guard states at the time of the crash (written by the CrashShield module when guards run).
     public var guards: [GuardState]?
     public var process: ProcessInfo?
