@@ -19,9 +19,8 @@ options.reportSinks = [ClosureCrashReportSink { report in
 }]
 var launch = LaunchProtectionOptions()
 launch.repairSteps = [.safeMode(), .clearCaches(["\(directory)-cache"])]
-options.launchProtection = launch
 
-let protection = try CrashCapture.start(options)
+let protection = try CrashCapture.start(options, launchProtection: launch)
 print("capture installed: \(CrashCapture.isInstalled); last run: \(protection?.lastRun.outcome.rawValue ?? "?")")
 
 @inline(never)
