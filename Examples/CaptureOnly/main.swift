@@ -14,8 +14,8 @@ var options = CaptureOptions(directory: directory)
 options.appVersion = "1.0"
 options.deliverSynchronously = true
 options.reportSinks = [ClosureCrashReportSink { report in
-    let top = report.crashedThread?.frames?.first { $0.function?.contains("CaptureOnlyExample") == true }
-    print("earlier crash: \(report.classification?.rawValue ?? "?") \(report.crash?.signalName ?? "") in \(top?.function ?? "?")")
+    let top = report.crashedThreadFrames.first { $0.function?.contains("CaptureOnlyExample") == true }
+    print("earlier crash: \(report.classification.rawValue) \(report.signal.name) in \(top?.function ?? "?")")
 }]
 var launch = LaunchProtectionOptions()
 launch.repairSteps = [.safeMode(), .clearCaches(["\(directory)-cache"])]

@@ -240,11 +240,11 @@ public enum CrashCapture {
     /// Reports of earlier runs found at `start` (decoded, not symbolicated), also those that
     /// sinks have since accepted and deleted. Decoded on the first read, from the bytes read at
     /// start (the start itself only scans them in C).
-    public static var reportsFoundAtStart: [CrashReport] {
+    public static var reportsFoundAtStart: [CrashEvent] {
         lock.lock()
         let pending = earlierReports
         lock.unlock()
-        return pending.compactMap(\.report)
+        return pending.compactMap(\.report).map(CrashEvent.init)
     }
 
     /// What a report found at start says about guard code among its crashed thread's frames, for

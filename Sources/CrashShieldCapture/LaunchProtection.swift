@@ -33,7 +33,7 @@ public final class RepairContext: @unchecked Sendable {
     public let directory: String
     public let consecutiveLaunchCrashes: Int
     /// The report of the last launch crash, when capture recorded one (decoded on first read).
-    public var lastReport: CrashReport? { lastReportSource?.report }
+    public var lastReport: CrashEvent? { lastReportSource?.report.map(CrashEvent.init) }
     private let lastReportSource: PendingReport?
     private let lock = NSLock()
     private var safeMode = false
@@ -167,9 +167,9 @@ public struct LastRun: Sendable, Equatable {
     /// decides the outcome from a C scan of the report's launch fields (SPEC §9: the first
     /// JSONDecoder use in a process alone costs ~2 ms). nil also when the file, though it names
     /// this launch, does not decode as a report.
-    public var report: CrashReport? {
-        get { reportSource?.report }
-        set { reportSource = newValue.map(PendingReport.init(decoded:)) }
+    public var report: CrashEvent? {
+        get { reportSource?.report.map(CrashEvent.init) }
+        set { reportSource = newValue.map { PendingReport(decoded: $0.raw) } }
     }
     /// The app version differs from the previous run's.
     public var appUpdated: Bool
