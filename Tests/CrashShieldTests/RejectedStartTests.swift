@@ -112,6 +112,42 @@ extension RuntimeTests {
             #expect(sink.incidents.count == delivered, "the stopped start's sink still receives incidents")
         }
 
+        /// Launch protection without capture (the timer method) through the one start: the first
+        /// start is a first launch; a launch that never completed counts as a launch crash at the
+        /// next start, which at threshold 1 runs safe mode and switches off `safeModeGuards`.
+        @Test func launchProtectionWithoutCaptureAndSafeModeGuards() throws {
+            CrashShieldSDK._resetForTesting()
+            defer { CrashShieldSDK._resetForTesting() }
+            let directory = NSTemporaryDirectory() + "crashshield-timer-start-\(getpid())-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var options = CrashShieldOptions.guardsOnly
+            var launch = LaunchProtectionOptions()
+            launch.threshold = 1
+            launch.launchWindow = .seconds(600)
+            launch.directoryWithoutCapture = directory
+            options.launchProtection = launch
+            options.safeModeGuards = [.kvo]
+
+            try CrashShieldSDK.start(options)
+            #expect(!CrashCapture.isInstalled)
+            #expect(CrashShieldSDK.lastRun?.outcome == .firstLaunch)
+            #expect(CrashShieldSDK.lastRun?.detection == .timer)
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/launch-state"))
+            #expect(CrashShieldSDK.status.first { $0.id == .kvo }?.policy == .neutralize)
+
+            // The process "dies" during launch: the next start is a new launch.
+            CrashShieldSDK.stop()
+            LaunchProtection.forgetLaunchForTesting(directory: directory)
+            try CrashShieldSDK.start(options)
+            let protection = try #require(CrashShieldSDK.launchProtection)
+            defer { protection.endSafeMode(); protection.launchCompleted() }
+            #expect(CrashShieldSDK.crashedLastRun)
+            #expect(protection.repairsRun == ["safe-mode"])
+            #expect(protection.isSafeMode)
+            #expect(CrashShieldSDK.status.first { $0.id == .kvo }?.policy == .off)
+            #expect(CrashShieldSDK.status.first { $0.id == .container }?.policy == .neutralize)
+        }
+
         @Test func stopBeforeStartIsANoOp() {
             CrashShieldSDK._resetForTesting()
             CrashShieldSDK.stop()
