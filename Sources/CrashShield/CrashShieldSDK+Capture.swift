@@ -15,7 +15,7 @@ extension CrashShieldSDK {
     /// the report (crashed_thread.guard_frames), so this reads them with the C scan and decodes no
     /// report. A report without that key (an older version's) is decoded and its frames mapped
     /// (same binary only: same path and build id), which costs the first JSONDecoder use (~2 ms).
-    static func startCapture(_ options: CaptureOptions, launchProtection: LaunchProtectionOptions?,
+    static func runCaptureSteps(_ options: CaptureOptions, launchProtection: LaunchProtectionOptions?,
                              safeModeGuards: [GuardID]) throws -> LaunchProtection? {
         registerGuardCodeRanges()
         return try CrashCapture.start(options, launchProtection: launchProtection, afterInstall: {
@@ -50,7 +50,7 @@ extension CrashShieldSDK {
     package static func _startCaptureWithoutGuardsForTesting(_ options: CaptureOptions) throws {
         startLock.lock()
         defer { startLock.unlock() }
-        _ = try startCapture(options, launchProtection: nil, safeModeGuards: [])
+        _ = try runCaptureSteps(options, launchProtection: nil, safeModeGuards: [])
     }
 
     /// Gives the crash handler every guard's code range (link-time constants: the handler keeps

@@ -24,6 +24,10 @@ import Testing
         ("_ = protection?.launchID", "'launchID' is inaccessible due to 'package' protection level"),
         ("_ = protection?.directory", "'directory' is inaccessible due to 'package' protection level"),
         ("CrashShieldSDK._resetForTesting()", "'_resetForTesting' is inaccessible due to 'package' protection level"),
+        // Issue 13 item 1: one start; the second start call is gone.
+        ("try? CrashShieldSDK.startCapture(CaptureOptions())", "type 'CrashShieldSDK' has no member 'startCapture'"),
+        ("try? CrashShieldSDK._startCaptureWithoutGuardsForTesting(CaptureOptions())",
+         "'_startCaptureWithoutGuardsForTesting' is inaccessible due to 'package' protection level"),
     ]
 
     #if os(Linux)
