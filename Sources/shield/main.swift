@@ -7,6 +7,7 @@
 //   shield bench-capture [--json]   the capture figures alone: signal to report on disk, start cost
 //   shield launch-probe --dir D     (internal) launch protection end-to-end test child
 //   shield rejected-start-probe ... (internal) a second capture start is rejected and changes nothing
+//   shield stop-probe --dir D       (internal) stop uninstalls capture and restores the previous handler
 //   shield scenario NAME --guarded|--unguarded   (internal) run one scenario in this process
 import Foundation
 
@@ -27,6 +28,7 @@ case "bench-capture": exit(BenchCaptureCommand.run(rest))
 case "launch-probe": exit(LaunchProbeCommand.run(rest))
 case "failsafe-probe": exit(FailSafeProbeCommand.run(rest))
 case "rejected-start-probe": exit(RejectedStartProbeCommand.run(rest))
+case "stop-probe": exit(StopProbeCommand.run(rest))
 case "scenario":
     guard let name = rest.first else { usage() }
     exit(ScenarioChild.run(name: name, guarded: rest.contains("--guarded")))
