@@ -93,6 +93,25 @@ enum ReportingFixture {
     }
 }
 
+extension ReportingOptionsTests {
+    @Test func concurrentFirstLoadsAgreeOnOneID() {
+        let directory = temporaryDirectory("install-id-race")
+        let ids = LockedIDs()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            if let id = try? InstallationID.load(directory: directory) { ids.append(id) }
+        }
+        #expect(ids.values.count == 8 && Set(ids.values).count == 1)
+        #expect(ids.values.first == (try? InstallationID.load(directory: directory)))
+    }
+}
+
+final class LockedIDs: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [String] = []
+    func append(_ id: String) { lock.lock(); storage.append(id); lock.unlock() }
+    var values: [String] { lock.lock(); defer { lock.unlock() }; return storage }
+}
+
 @Suite struct DebugIdentifierTests {
     /// Relay's documented pair for an x86_64 ELF image (the C implementation's test has it too).
     @Test func elfDebugIDFollowsSentrysTransformation() {
@@ -329,6 +348,17 @@ enum ReportingFixture {
         let abnormal = try #require(next.closePrevious(crash: nil))
         #expect(abnormal.status == .abnormal && !abnormal.isInitial && abnormal.duration == nil && abnormal.sid == first.current.sid)
         #expect(next.closePrevious(crash: nil) == nil)
+    }
+
+    @Test func aCrashWithoutAReportStillEndsTheSessionCrashed() throws {
+        let directory = temporaryDirectory("session-lost-report")
+        let first = try SessionTracker(directory: directory, release: "app@1", environment: nil, installationID: "did", now: Self.t0)
+        let next = try SessionTracker(directory: directory, release: "app@1", environment: nil, installationID: "did", now: Self.t0.addingTimeInterval(9))
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: "did")
+        let envelopes = reporter.crashEnvelopes(reports: [], sessions: next, previousRunCrashedWithoutReport: true)
+        #expect(envelopes.count == 1 && envelopes.first?.items.map(\.type) == ["session"])
+        let session = try JSONDecoder().decode(SessionUpdate.self, from: try #require(envelopes.first?.items.first?.payload))
+        #expect(session.status == .crashed && session.errors == 1 && session.sid == first.current.sid && session.isInitial)
     }
 
     @Test func aCrashOfThePreviousLaunchGoesWithItsEvent() throws {

@@ -31,9 +31,12 @@ public final class EventReporter: @unchecked Sendable {
     /// The envelopes for the crash reports found at start, oldest first, and for the previous
     /// launch's session: the newest report of that launch carries its `crashed` update in the
     /// same envelope; when no report belongs to it, an `abnormal` update goes in an envelope of
-    /// its own (last). A report dropped by `beforeSend` is counted (`before_send`, `error`); its
-    /// session update is still sent alone, so crash-free rates stay right.
-    public func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext()) -> [Envelope] {
+    /// its own (last), or a `crashed` one when `previousRunCrashedWithoutReport` (launch
+    /// protection's `lastRun.reportLost`). A report dropped by `beforeSend` is counted
+    /// (`before_send`, `error`); its session update is still sent alone, so crash-free rates stay
+    /// right.
+    public func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext(),
+                               previousRunCrashedWithoutReport: Bool = false) -> [Envelope] {
         let converter = CrashEventConverter(options: options)
         let ordered = reports.sorted { ($0.timestampNs ?? 0, $0.id) < ($1.timestampNs ?? 0, $1.id) }
         let sessionReport = ordered.last { sessions?.reportBelongsToPrevious($0) == true }
@@ -50,7 +53,8 @@ public final class EventReporter: @unchecked Sendable {
                 envelopes.append(envelope)
             }
         }
-        if let abnormal = sessions?.closePrevious(crash: nil), let envelope = sessionEnvelope([abnormal]) {
+        if let abnormal = sessions?.closePrevious(crash: nil, crashedWithoutReport: previousRunCrashedWithoutReport),
+           let envelope = sessionEnvelope([abnormal]) {
             envelopes.append(envelope)
         }
         return envelopes

@@ -44,7 +44,8 @@ public final class SessionTracker: @unchecked Sendable {
     public private(set) var previous: SessionUpdate?
     private var previousState: State?
 
-    /// Starts this launch's session.
+    /// Starts this launch's session. Create one per launch: a second tracker for the same
+    /// directory in the same process would take the first one's running session for a vanished run.
     /// - Parameters:
     ///   - directory: the report directory (created when missing).
     ///   - release, environment: the session's attributes (`release` is required by servers).
@@ -128,9 +129,11 @@ public final class SessionTracker: @unchecked Sendable {
     }
 
     /// Closes the previous launch's unfinished session: `crashed` at the crash's time when
-    /// `crash` is its report, `abnormal` otherwise. Returns the final update once; nil when there
+    /// `crash` is its report; `crashed` at an unknown time (the session's start, no duration)
+    /// when `crashedWithoutReport` (launch protection's `lastRun.reportLost`: the handler could
+    /// not write a report); `abnormal` otherwise. Returns the final update once; nil when there
     /// is no unfinished previous session or it was already closed.
-    public func closePrevious(crash: CrashReport?) -> SessionUpdate? {
+    public func closePrevious(crash: CrashReport?, crashedWithoutReport: Bool = false) -> SessionUpdate? {
         let belongs = crash.map(reportBelongsToPrevious) ?? false
         lock.lock()
         defer { lock.unlock() }
@@ -145,7 +148,8 @@ public final class SessionTracker: @unchecked Sendable {
             return Self.update(closed, isInitial: !old.initSent, timestampNs: end, duration: Double(end - old.startedNs) / 1e9)
         }
         var closed = old
-        closed.status = .abnormal
+        closed.status = crashedWithoutReport ? .crashed : .abnormal
+        if crashedWithoutReport { closed.errors += 1 }
         return Self.update(closed, isInitial: !old.initSent, timestampNs: old.startedNs, duration: nil)
     }
 
