@@ -33,7 +33,10 @@ enum ReportingFixture {
     static let incidentConverter = IncidentEventConverter(
         release: "com.example.app@2.4.1+311", dist: "311", environment: "production", executable: "/opt/app/bin/App",
         contexts: SentryEvent.Contexts(os: SentryEvent.OSContext(name: "Linux", version: "6.1.0"), device: SentryEvent.DeviceContext(arch: "x86_64"),
-                                       app: SentryEvent.AppContext(appName: "App", appVersion: "2.4.1", appBuild: "311")))
+                                       app: SentryEvent.AppContext(appName: "App", appVersion: "2.4.1", appBuild: "311")),
+        imageIdentity: { path in
+            path == "/opt/app/bin/App" ? ImageIdentity(buildID: "68220ae2c65d65c1b6aaa12fa6765a6ec2f5f434", vmStart: 0, vmSize: 0x8000) : nil
+        })
 }
 
 @Suite struct ReportingOptionsTests {
@@ -273,6 +276,30 @@ final class LockedIDs: @unchecked Sendable {
         #expect(frames.map(\.instructionAddr) == ["0x7fff00002000", "0x555555551234"])
         #expect(frames.map(\.inApp) == [false, true] && frames.last?.imageAddr == "0x555555550000")
         #expect(event.extra?["crashshield.occurrences"] == 1)
+        // Only the image whose identity is known is listed.
+        #expect(event.debugMeta?.images == [SentryEvent.DebugImage(
+            type: "elf", codeFile: "/opt/app/bin/App", imageAddr: "0x555555550000", imageSize: 0x8000,
+            codeID: "68220ae2c65d65c1b6aaa12fa6765a6ec2f5f434", debugID: "e20a2268-5dc6-c165-b6aa-a12fa6765a6e", arch: "x86_64")])
+    }
+
+    /// The identity read from an image file is the one the crash handler records from memory.
+    @Test func imageIdentityFromTheFileMatchesTheLoadedImage() throws {
+        let report = try #require(loadReports(crashOnce()).first)
+        let executable = try #require(report.process?.executable)
+        let loaded = try #require(report.images?.first { $0.path == executable })
+        let identity = try #require(ImageIdentity.readELF(path: executable))
+        #expect(identity.buildID == loaded.buildId)
+        let base = try #require(loaded.base.flatMap { UInt64(hex: $0) })
+        let image = try #require(identity.debugImage(path: executable, base: base, arch: "x86_64"))
+        #expect(image.imageAddr == loaded.start && UInt64(hex: loaded.size!)! <= image.imageSize)
+        #expect(ImageIdentity.readELF(path: "/nonexistent") == nil)
+        #expect(ImageIdentity.readELF(path: schemaDirectory + "/crash-report.schema.json") == nil)
+    }
+
+    func crashOnce() throws -> String {
+        let directory = temporaryDirectory("identity")
+        _ = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        return directory
     }
 
     @Test func repeatsAreAggregatedByPowersOfTen() {

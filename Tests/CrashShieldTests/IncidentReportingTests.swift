@@ -35,6 +35,13 @@ extension RuntimeTests {
             // Caller → callee: the call site (the first return address) is the last frame.
             #expect(exception.stacktrace?.frames.last?.instructionAddr == "0x" + String(record.frames[0].address, radix: 16))
             #expect(event.contexts?.os?.name == "Linux" && event.contexts?.app?.appVersion == "1.0")
+            // debug_meta from the image files: at least the image of the scenario code (the call site).
+            #expect(event.debugMeta?.images.isEmpty == false)
+            #expect(event.debugMeta?.images.allSatisfy { $0.debugID != nil && $0.codeID != nil } == true)
+            if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-incident.envelope"))
+            }
             // The same fingerprint again, below ten occurrences: no second event.
             var repeated = record
             repeated.count = 4

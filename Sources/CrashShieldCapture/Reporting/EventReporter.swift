@@ -15,6 +15,7 @@ public final class EventReporter: @unchecked Sendable {
     let random: @Sendable () -> Double
     /// Distinguishes this process in incident event ids.
     let processInstance: String
+    let images = ImageIdentityCache()
 
     /// - Parameters:
     ///   - random: a number in 0..<1 per incident, for sampling. Default: the system generator.
@@ -77,7 +78,8 @@ public final class EventReporter: @unchecked Sendable {
     }
 
     /// The converter for incidents of this process: release, dist and environment from the
-    /// options, contexts from this machine.
+    /// options, contexts from this machine, `debug_meta` from the frames' image files (read once
+    /// per image; an image replaced on disk since it was loaded gives the new file's build id).
     public func incidentConverter(appVersion: String? = nil) -> IncidentEventConverter {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments.first
         let name = executable.map { ($0 as NSString).lastPathComponent }
@@ -101,7 +103,8 @@ public final class EventReporter: @unchecked Sendable {
                 os: SentryEvent.OSContext(name: sysname, version: text(system.release), kernelVersion: text(system.version)),
                 device: arch.map { SentryEvent.DeviceContext(arch: $0) },
                 app: SentryEvent.AppContext(appName: name, appVersion: appVersion, appBuild: options.dist)),
-            platform: platform)
+            platform: platform,
+            imageIdentity: { [images] path in images.identity(of: path) })
     }
 
     /// An envelope of session updates; nil for none.

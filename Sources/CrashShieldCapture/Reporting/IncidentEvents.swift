@@ -79,9 +79,14 @@ public struct IncidentEventConverter: Sendable {
     /// Contexts sent with every incident (os, device, app): the same for a whole process.
     public var contexts: SentryEvent.Contexts?
     public var platform: String
+    /// The identity of the image at a path, for `debug_meta` (so the server can symbolicate the
+    /// frames); images it returns nil for are left out. Default: none (no `debug_meta`).
+    /// `EventReporter.incidentConverter` reads the image files (`ImageIdentityCache`).
+    public var imageIdentity: (@Sendable (String) -> ImageIdentity?)?
 
     public init(release: String, dist: String?, environment: String, inApp: InAppClassifier = InAppClassifier(),
-                executable: String? = nil, contexts: SentryEvent.Contexts? = nil, platform: String = "native") {
+                executable: String? = nil, contexts: SentryEvent.Contexts? = nil, platform: String = "native",
+                imageIdentity: (@Sendable (String) -> ImageIdentity?)? = nil) {
         self.release = release
         self.dist = dist
         self.environment = environment
@@ -89,6 +94,7 @@ public struct IncidentEventConverter: Sendable {
         self.executable = executable
         self.contexts = contexts
         self.platform = platform
+        self.imageIdentity = imageIdentity
     }
 
     /// The event for `record`, reporting `occurrences` (the count at this report). Its id is
@@ -126,6 +132,18 @@ public struct IncidentEventConverter: Sendable {
         exception.module = record.className.isEmpty ? nil : record.className
         event.exception = SentryEvent.Values([exception])
         event.threads = SentryEvent.Values([SentryEvent.Thread(id: record.threadID, current: true, main: record.isMainThread)])
+        if let imageIdentity {
+            var seen = Set<String>()
+            var images: [SentryEvent.DebugImage] = []
+            for frame in record.frames where !frame.imagePath.isEmpty && !seen.contains(frame.imagePath) {
+                seen.insert(frame.imagePath)
+                guard let offset = frame.imageOffset, offset <= frame.address, let identity = imageIdentity(frame.imagePath),
+                      let image = identity.debugImage(path: frame.imagePath, base: frame.address - offset, arch: contexts?.device?.arch)
+                else { continue }
+                images.append(image)
+            }
+            if !images.isEmpty { event.debugMeta = SentryEvent.DebugMeta(images: images) }
+        }
         event.fingerprint = ["crashshield.incident", record.guardName, record.fingerprintHex]
         event.tags = ["crashshield.guard": record.guardName, "crashshield.policy": record.policy,
                       "crashshield.incident_count": String(occurrences)]

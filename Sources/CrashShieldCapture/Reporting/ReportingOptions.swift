@@ -133,13 +133,17 @@ public enum InstallationID {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let id = UUID().uuidString.lowercased()
         let temporary = path + ".\(getpid()).\(SentryID.random().prefix(8)).tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data((id + "\n").utf8)) else {
-            throw ReportingConfigurationError(code: "reporting.installation_id", message: "cannot write \(temporary)")
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw ReportingConfigurationError(code: "reporting.installation_id", message: "cannot create \(temporary) (errno \(errno))")
         }
         defer { unlink(temporary) }
-        if let handle = FileHandle(forWritingAtPath: temporary) {
-            fsync(handle.fileDescriptor)
-            try? handle.close()
+        let bytes = Array((id + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else {
+            throw ReportingConfigurationError(code: "reporting.installation_id", message: "cannot write \(temporary) (errno \(errno))")
         }
         // link(2) fails when the name exists: a concurrent creator's id stays and is used.
         if link(temporary, path) != 0 {
