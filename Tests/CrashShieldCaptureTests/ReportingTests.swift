@@ -222,6 +222,20 @@ final class LockedIDs: @unchecked Sendable {
         #expect(event.tags?["crashshield.crash_in_guard"] == "container")
     }
 
+    @Test func aSignalFromAnotherProcessNamesItsSender() throws {
+        func value(sender: Int32) -> String? {
+            converter.event(from: ReportingFixture.report {
+                $0.crash?.signal = SIGTERM
+                $0.crash?.signalName = "SIGTERM"
+                $0.crash?.codeName = "SI_USER"
+                $0.crash?.senderPid = sender
+            }).exception?.values.first?.value
+        }
+        let own = try #require(ReportingFixture.report().process?.pid)
+        #expect(value(sender: 4321)?.contains("sent by pid 4321") == true)
+        #expect(value(sender: own)?.contains("sent by") == false)
+    }
+
     @Test func theSameReportGivesTheSameEventID() {
         let a = converter.event(from: ReportingFixture.report())
         let b = converter.event(from: ReportingFixture.report())

@@ -42,9 +42,7 @@ public struct CrashEventConverter: Sendable {
     public func release(for report: CrashReport) -> String {
         if let release { return release }
         let name = report.process?.name ?? report.process?.executable.map { ($0 as NSString).lastPathComponent }
-        let version = report.process?.appVersion
-        return String("\(name?.isEmpty == false ? name! : "app")@\(version?.isEmpty == false ? version! : "unknown")"
-            .replacingOccurrences(of: "/", with: "_").prefix(200))
+        return ReportingOptions.defaultRelease(processName: name, appVersion: report.process?.appVersion)
     }
 
     /// The event for `report`. Its id is derived from the report's id, so the same report always
@@ -95,7 +93,7 @@ public struct CrashEventConverter: Sendable {
             }
             exception = SentryEvent.ExceptionValue(
                 type: classification == .swiftTrap ? "Swift runtime trap" : signalName,
-                value: Self.describe(classification, crash: crash, signalName: signalName),
+                value: Self.describe(classification, crash: crash, signalName: signalName, ownPID: report.process?.pid),
                 mechanism: SentryEvent.Mechanism(
                     type: "signalhandler", handled: false, synthetic: true, data: data,
                     meta: crash?.signal.map {
@@ -199,7 +197,7 @@ public struct CrashEventConverter: Sendable {
             codeID: isApple ? nil : buildID, debugID: debugID, arch: arch)
     }
 
-    static func describe(_ classification: CrashReport.Classification, crash: CrashReport.Crash?, signalName: String) -> String {
+    static func describe(_ classification: CrashReport.Classification, crash: CrashReport.Crash?, signalName: String, ownPID: Int32?) -> String {
         let what: String
         switch classification {
         case .swiftTrap: what = "Swift runtime failure (a precondition, bounds, unwrap or overflow check)"
@@ -217,7 +215,8 @@ public struct CrashEventConverter: Sendable {
         if let fault = crash?.faultAddress, classification == .badAccess || classification == .stackOverflow {
             details.append("at \(fault)")
         }
-        if let sender = crash?.senderPid { details.append("sent by pid \(sender)") }
+        // A signal the process sent itself (abort, raise) names no sender.
+        if let sender = crash?.senderPid, sender != ownPID { details.append("sent by pid \(sender)") }
         return "\(what) (\(details.joined(separator: " ")))"
     }
 

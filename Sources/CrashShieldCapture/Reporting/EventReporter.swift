@@ -81,7 +81,11 @@ public final class EventReporter: @unchecked Sendable {
     /// options, contexts from this machine, `debug_meta` from the frames' image files (read once
     /// per image; an image replaced on disk since it was loaded gives the new file's build id).
     public func incidentConverter(appVersion: String? = nil) -> IncidentEventConverter {
+        #if os(Linux)
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments.first
+        #else
+        let executable = Bundle.main.executablePath ?? CommandLine.arguments.first  // no /proc on Darwin
+        #endif
         let name = executable.map { ($0 as NSString).lastPathComponent }
         var system = utsname()
         uname(&system)

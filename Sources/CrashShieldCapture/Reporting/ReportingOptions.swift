@@ -101,10 +101,15 @@ public struct ReportingOptions: Sendable {
 
     /// `release`, or the default for a process named `processName` at `appVersion`.
     public func effectiveRelease(processName: String?, appVersion: String?) -> String {
-        if let release { return release }
-        let name = (processName?.isEmpty == false ? processName! : "app").replacingOccurrences(of: "/", with: "_")
+        release ?? Self.defaultRelease(processName: processName, appVersion: appVersion)
+    }
+
+    /// `"<process name>@<app version>"`: "app" without a name, "unknown" without a version, "/"
+    /// replaced by "_", at most 200 characters (a release Sentry accepts).
+    static func defaultRelease(processName: String?, appVersion: String?) -> String {
+        let name = processName?.isEmpty == false ? processName! : "app"
         let version = appVersion?.isEmpty == false ? appVersion! : "unknown"
-        return String("\(name)@\(version)".replacingOccurrences(of: "/", with: "_").prefix(200))
+        return String("\(name)@\(version)".replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "\n", with: " ").prefix(200))
     }
 }
 
