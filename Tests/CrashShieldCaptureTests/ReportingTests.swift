@@ -213,13 +213,15 @@ final class LockedIDs: @unchecked Sendable {
             $0.launchPhase = .launching
             $0.crashedThread?.guardFrames = ["container"]
         }
-        let event = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 2))
+        let event = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 2, remoteConfigVersion: "17"))
         let crumb = try #require(event.breadcrumbs?.values.first)
         #expect(crumb.message == "-[NSArray objectAtIndex:]: index 5 beyond bounds" && crumb.level == .warning)
         #expect(crumb.category == "crashshield.incident" && crumb.data?["count"] == 3 && crumb.data?["guard"] == "container")
         #expect(event.tags?["crashshield.launch_phase"] == "launching")
         #expect(event.tags?["crashshield.consecutive_launch_crashes"] == "2")
         #expect(event.tags?["crashshield.crash_in_guard"] == "container")
+        #expect(event.tags?["crashshield.remote_config_version"] == "17")
+        #expect(converter.event(from: report).tags?["crashshield.remote_config_version"] == nil)
     }
 
     @Test func aSignalFromAnotherProcessNamesItsSender() throws {

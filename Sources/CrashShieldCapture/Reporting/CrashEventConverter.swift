@@ -2,12 +2,18 @@ import CrashShieldProtocol
 import Foundation
 internal import _CrashShieldIncidents
 
-/// What the next start knows about a crash beyond its report: launch protection's count.
+/// What the next start knows about a crash beyond its report.
 public struct CrashEventContext: Sendable, Hashable {
     /// Launch crashes in a row, this one included (`LaunchProtection.consecutiveLaunchCrashes`);
     /// nil when launch protection does not run. Sent as tag `crashshield.consecutive_launch_crashes`.
     public var consecutiveLaunchCrashes: Int?
-    public init(consecutiveLaunchCrashes: Int? = nil) { self.consecutiveLaunchCrashes = consecutiveLaunchCrashes }
+    /// The version of the remote configuration document that was active in the crashed run; nil
+    /// when none was. Sent as tag `crashshield.remote_config_version`.
+    public var remoteConfigVersion: String?
+    public init(consecutiveLaunchCrashes: Int? = nil, remoteConfigVersion: String? = nil) {
+        self.consecutiveLaunchCrashes = consecutiveLaunchCrashes
+        self.remoteConfigVersion = remoteConfigVersion
+    }
 }
 
 /// Turns an on-disk crash report into a Sentry event, at the next start (never in the handler).
@@ -151,6 +157,9 @@ public struct CrashEventConverter: Sendable {
                                       "crashshield.classification": classification.rawValue]
         if let phase = report.launchPhase { tags["crashshield.launch_phase"] = phase.rawValue }
         if let consecutive = context.consecutiveLaunchCrashes { tags["crashshield.consecutive_launch_crashes"] = String(consecutive) }
+        if let version = context.remoteConfigVersion, !version.isEmpty {
+            tags["crashshield.remote_config_version"] = String(version.prefix(200))
+        }
         for state in report.guards ?? [] {
             guard let name = state.name, !name.isEmpty else { continue }
             let value = [state.state?.rawValue, state.policy?.rawValue].compactMap { $0 }.joined(separator: "/")
