@@ -20,7 +20,7 @@ enum ReportingFixture {
         return report
     }
 
-    static func incident(count: UInt64 = 1, first: Bool = true) -> IncidentRecord {
+    static func incident(count: Int = 1, first: Bool = true) -> IncidentRecord {
         IncidentRecord(
             guardName: "container", policy: "neutralize", className: "NSArray", selector: "objectAtIndex:", isClassMethod: false,
             reason: "index 5 beyond bounds [0 .. 2]",
@@ -320,8 +320,8 @@ final class LockedIDs: @unchecked Sendable {
 
     @Test func repeatsAreAggregatedByPowersOfTen() {
         let aggregator = IncidentAggregator()
-        var reported: [UInt64] = []
-        for count: UInt64 in [1, 2, 5, 9, 10, 11, 57, 99, 100, 150, 999, 1000, 1001] {
+        var reported: [Int] = []
+        for count: Int in [1, 2, 5, 9, 10, 11, 57, 99, 100, 150, 999, 1000, 1001] {
             if let occurrences = aggregator.occurrencesToReport(ReportingFixture.incident(count: count, first: count == 1)) {
                 reported.append(occurrences)
             }

@@ -34,12 +34,12 @@ public struct IncidentRecord: Sendable, Hashable {
     /// Guard + class + selector + first frame outside system images: one bug, one fingerprint.
     public var fingerprint: UInt64
     /// Occurrences of this fingerprint so far in this process, this one included.
-    public var count: UInt64
+    public var count: Int
     /// True for the first occurrence, false for a count update.
     public var isFirstOccurrence: Bool
 
     public init(guardName: String, policy: String, className: String, selector: String, isClassMethod: Bool, reason: String,
-                frames: [Frame], threadID: UInt64, isMainThread: Bool, wallTime: Date, fingerprint: UInt64, count: UInt64,
+                frames: [Frame], threadID: UInt64, isMainThread: Bool, wallTime: Date, fingerprint: UInt64, count: Int,
                 isFirstOccurrence: Bool) {
         self.guardName = guardName
         self.policy = policy
@@ -100,7 +100,7 @@ public struct IncidentEventConverter: Sendable {
     /// The event for `record`, reporting `occurrences` (the count at this report). Its id is
     /// derived from the fingerprint, the process and the count, so converting the same
     /// occurrence twice gives the same id.
-    public func event(from record: IncidentRecord, occurrences: UInt64, processInstance: String) -> SentryEvent {
+    public func event(from record: IncidentRecord, occurrences: Int, processInstance: String) -> SentryEvent {
         var event = SentryEvent(
             eventID: SentryID.derived(from: "crashshield.incident:\(processInstance):\(record.fingerprintHex):\(occurrences)"),
             timestamp: SentryTimestamp.rfc3339(record.wallTime), platform: platform)
@@ -165,12 +165,12 @@ public struct IncidentEventConverter: Sendable {
 /// all grouped into one issue by their fingerprint. Thread-safe.
 public final class IncidentAggregator: @unchecked Sendable {
     private let lock = NSLock()
-    private var reported: [UInt64: UInt64] = [:]
+    private var reported: [UInt64: Int] = [:]
 
     public init() {}
 
     /// The occurrence count to report for `record`, or nil when it adds no event.
-    public func occurrencesToReport(_ record: IncidentRecord) -> UInt64? {
+    public func occurrencesToReport(_ record: IncidentRecord) -> Int? {
         lock.lock()
         defer { lock.unlock() }
         let count = max(record.count, 1)
@@ -186,7 +186,7 @@ public final class IncidentAggregator: @unchecked Sendable {
     }
 
     /// ⌊log10 n⌋ for n ≥ 1.
-    static func decade(_ value: UInt64) -> Int {
+    static func decade(_ value: Int) -> Int {
         var value = value
         var digits = 0
         while value >= 10 {
