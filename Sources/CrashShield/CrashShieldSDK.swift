@@ -22,6 +22,8 @@ public enum CrashShieldSDK {
     /// - Throws: `CrashShieldError.alreadyStarted` on a second call (the first configuration
     ///   stays in effect), `CrashShieldError.runtimeUnavailable` without an Objective-C runtime.
     public static func start(_ options: CrashShieldOptions = CrashShieldOptions()) throws {
+        // The remote configuration activated for this run fills in what the app left unset.
+        let options = optionsWithRemoteOverrides(options)
         // Validate, then act: every setting below is process-wide, so none is applied before the
         // guards are known to start. The lock makes the check and the start one step for every
         // caller of this function (a concurrent cs_guards_start() from C is handled below).

@@ -30,6 +30,10 @@ public struct CaptureOptions: Sendable {
     public var deliverSynchronously = false
     /// Crash-loop protection; nil switches it off. Default: on with default options.
     public var launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()
+    /// The remote configuration document version written into every report of this run.
+    /// Default: nil, which means the version of `RemoteConfiguration.current` (the document
+    /// `RemoteConfiguration.activate` made active before this start), or none.
+    public var remoteConfigVersion: Int64?
 
     public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
 
@@ -117,6 +121,10 @@ public enum CrashCapture {
                             config.capture_sigpipe = options.captureSIGPIPE
                             config.recover_background_threads = options.recoverBackgroundThreads
                             config.watchdog_seconds = max(1, options.handlerWatchdogSeconds)
+                            if let version = options.remoteConfigVersion ?? RemoteConfiguration.current?.version, version >= 0 {
+                                config.has_remote_config_version = true
+                                config.remote_config_version = version
+                            }
                             return csc_install(&config)
                         }
                     }

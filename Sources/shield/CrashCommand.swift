@@ -14,6 +14,10 @@ import _CrashShieldTestSupport
 /// Guards: `--guards` starts them before capture, `--guards-after-capture` after it;
 /// `--set-policy <guard>=<neutralize|reportOnly|off>` (repeatable) switches a policy after both
 /// started, before the crash.
+/// Remote configuration: `--remote-config-dsn <dsn>` activates the document stored in D before
+/// capture (so reports name its version) and waits up to 10 s for the background fetch from
+/// <dsn> before crashing (`[--remote-config-key <base64>]`: the Ed25519 public key;
+/// `--app-version <v>`: the app version rules are matched against).
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
@@ -44,6 +48,18 @@ enum CrashCommand {
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
+        var remoteActivation: RemoteConfigActivation?
+        if let dsnText = option("--remote-config-dsn", in: arguments) {
+            do {
+                var remote = RemoteConfigOptions(dsn: try DSN(dsnText), directory: options.directory)
+                remote.publicKey = try option("--remote-config-key", in: arguments).map { try RemoteConfigPublicKey(base64: $0) }
+                remote.appVersion = option("--app-version", in: arguments)
+                remoteActivation = RemoteConfiguration.activate(remote)
+            } catch {
+                FileHandle.standardError.write(Data("shield crash: remote configuration: \(error)\n".utf8))
+                return 2
+            }
+        }
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
@@ -69,6 +85,11 @@ enum CrashCommand {
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
         #endif
         HostileSetup.apply(arguments, directory: options.directory)
+        if let remoteActivation {
+            let outcome = remoteActivation.waitForBackgroundFetch(timeout: .seconds(10))
+            let line = "REMOTE-CONFIG active=\(remoteActivation.version.map(String.init) ?? "none") fetch=\(outcome.map { "\($0)" } ?? "unfinished")\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+        }
         #if DEBUG
         if arguments.contains("--occupy-report-name") && !csc_test_occupy_next_report_name() { return 3 }
         #endif
