@@ -38,6 +38,20 @@ enum CrashCommand {
             return 2
         }
         #endif
+        let directory = option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+        // Before the guards: CrashShieldSDK.start applies the active document's overrides.
+        var remoteActivation: RemoteConfigActivation?
+        if let dsnText = option("--remote-config-dsn", in: arguments) {
+            do {
+                var remote = RemoteConfigOptions(dsn: try DSN(dsnText), directory: directory)
+                remote.publicKey = try option("--remote-config-key", in: arguments).map { try RemoteConfigPublicKey(base64: $0) }
+                remote.appVersion = option("--app-version", in: arguments)
+                remoteActivation = RemoteConfiguration.activate(remote)
+            } catch {
+                FileHandle.standardError.write(Data("shield crash: remote configuration: \(error)\n".utf8))
+                return 2
+            }
+        }
         if kind == "inside-guard" || arguments.contains("--guards") { try? CrashShieldSDK.start() }
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
@@ -47,19 +61,7 @@ enum CrashCommand {
         if kind == "resolved-fault" { csc_test_install_resolving_handler() }
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
-        var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
-        var remoteActivation: RemoteConfigActivation?
-        if let dsnText = option("--remote-config-dsn", in: arguments) {
-            do {
-                var remote = RemoteConfigOptions(dsn: try DSN(dsnText), directory: options.directory)
-                remote.publicKey = try option("--remote-config-key", in: arguments).map { try RemoteConfigPublicKey(base64: $0) }
-                remote.appVersion = option("--app-version", in: arguments)
-                remoteActivation = RemoteConfiguration.activate(remote)
-            } catch {
-                FileHandle.standardError.write(Data("shield crash: remote configuration: \(error)\n".utf8))
-                return 2
-            }
-        }
+        var options = CaptureOptions(directory: directory)
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
