@@ -15,6 +15,10 @@ internal import _CrashShieldRuntime
 public enum CrashShieldSDK {
     /// Installs every guard once, runs each guard's canary and applies `options`.
     ///
+    /// When a remote configuration was activated before (`RemoteConfiguration.activate`), its
+    /// rule fills in what `options` leaves unset (`CrashShieldOptions.applyingRemoteOverrides`):
+    /// policies of guards not in `policies`, prefix lists the app left empty.
+    ///
     /// A rejected call changes nothing: its sinks are not added, and the Swift guards' policies,
     /// the zombie, timer and main-thread configuration and the count-update interval stay as the
     /// first start (or `setPolicy`) left them.
