@@ -45,33 +45,48 @@ func storeDocument(_ document: RemoteConfigDocument, in directory: String, signe
 
     /// Writes go through a temporary file and a rename: concurrent readers see one whole
     /// document or the other, never a mix or an empty file, and no temporary file is left.
+    /// The writer keeps writing until the readers have read many times and seen the document
+    /// change (bounded by a write count, so a starved reader fails the test instead of hanging it).
     @Test func writesAreAtomic() throws {
         let directory = temporaryDirectory("rc-store-atomic")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = RemoteConfigStore(directory: directory)
         try storeDocument(remoteDocument(1), in: directory)
         let stop = LockedBox(false)
-        let torn = LockedBox(0), seen = LockedBox(Set<Int64>())
+        let torn = LockedBox(0), reads = LockedBox(0), seen = LockedBox(Set<Int64>())
+        let started = DispatchSemaphore(value: 0)
         let readers = DispatchGroup()
         for _ in 0..<2 {
-            DispatchQueue.global().async(group: readers) {
+            Thread.detachNewThread {
+                readers.enter()
+                defer { readers.leave() }
+                var first = true
                 while !stop.get() {
-                    guard let stored = store.loadDocument(),
-                          let parsed = try? RemoteConfigDocument.parse(stored.envelope.payload),
-                          parsed.document == remoteDocument(stored.version) else {
+                    if let stored = store.loadDocument(),
+                       let parsed = try? RemoteConfigDocument.parse(stored.envelope.payload),
+                       parsed.document == remoteDocument(stored.version) {
+                        seen.update { $0.insert(stored.version) }
+                        reads.update { $0 += 1 }
+                    } else {
                         torn.update { $0 += 1 }
-                        continue
                     }
-                    seen.update { $0.insert(stored.version) }
+                    if first { started.signal(); first = false }
                 }
             }
         }
-        for version in 2...300 { try storeDocument(remoteDocument(Int64(version)), in: directory) }
+        #expect(started.wait(timeout: .now() + 60) == .success)
+        #expect(started.wait(timeout: .now() + 60) == .success)
+        var version: Int64 = 1
+        while version < 5000 && (reads.get() < 200 || seen.get().count < 3) {
+            version += 1
+            try storeDocument(remoteDocument(version), in: directory)
+        }
         stop.set(true)
         readers.wait()
         #expect(torn.get() == 0)
-        #expect(seen.get().count > 1, "the readers saw the document change")
-        #expect(store.loadDocument()?.version == 300)
+        #expect(reads.get() >= 200, "reads while writing: \(reads.get())")
+        #expect(seen.get().count >= 3, "versions seen: \(seen.get().count)")
+        #expect(store.loadDocument()?.version == version)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
     }

@@ -47,6 +47,7 @@ public struct RemoteConfigStore: Sendable {
     /// Rejection codes of the store (stable).
     public static let olderVersionCode = "remote_config.older_version"
     public static let discardedVersionCode = "remote_config.discarded_version"
+    public static let writeFailedCode = "remote_config.write_failed"
 
     // MARK: reading
 
@@ -81,7 +82,7 @@ public struct RemoteConfigStore: Sendable {
     /// Stores `envelope` (already verified and parsed as `document`) unless its version is lower
     /// than the stored one or not above a discarded version.
     /// - Throws: `RemoteConfigError` with `olderVersionCode` or `discardedVersionCode` (the stored
-    ///   document stays), or "remote_config.write_failed" when the file could not be written.
+    ///   document stays), or `writeFailedCode` when the file could not be written.
     public func store(_ envelope: SignedRemoteConfig, document: RemoteConfigDocument, etag: String?) throws(RemoteConfigError) {
         if let stored = loadDocument(), document.version < stored.version {
             throw RemoteConfigError(code: Self.olderVersionCode, path: "$.version",
@@ -98,7 +99,7 @@ public struct RemoteConfigStore: Sendable {
         if let signature = envelope.signature { members["signature"] = .string(signature.base64EncodedString()) }
         if let etag { members["etag"] = .string(etag) }
         guard Self.writeAtomically(JSONValue.object(members).jsonData(), to: documentPath) else {
-            throw RemoteConfigError(code: "remote_config.write_failed", path: "$", message: "could not write \(documentPath)")
+            throw RemoteConfigError(code: Self.writeFailedCode, path: "$", message: "could not write \(documentPath)")
         }
     }
 

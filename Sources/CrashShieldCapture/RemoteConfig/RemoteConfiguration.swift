@@ -120,8 +120,8 @@ public enum RemoteConfigFetchOutcome: Sendable, Equatable {
     /// The server's document was refused (invalid, lower version, bad or missing signature); the
     /// stored document stays and the store's state records the error.
     case rejected(RemoteConfigError)
-    /// The request failed (network error, timeout, an HTTP status other than 200 and 304; code
-    /// "remote_config.network" or "remote_config.http_status"); nothing changed.
+    /// The request failed (network error or timeout: `RemoteConfigFetcher.networkErrorCode`; an
+    /// HTTP status other than 200 and 304: `RemoteConfigFetcher.httpStatusCode`); nothing changed.
     case failed(RemoteConfigError)
     /// The previous answer's max-age has not passed yet: no request was made.
     case notDue(until: Date)
@@ -176,6 +176,11 @@ public enum RemoteConfiguration {
 
 /// Fetches the document from `dsn.sdkConfigURL` and stores it when it passes validation.
 public struct RemoteConfigFetcher: Sendable {
+    /// The request failed before an HTTP answer (connection refused, timeout, DNS).
+    public static let networkErrorCode = "remote_config.network"
+    /// The server answered with a status other than 200 and 304.
+    public static let httpStatusCode = "remote_config.http_status"
+
     public let options: RemoteConfigOptions
     public var store: RemoteConfigStore { RemoteConfigStore(directory: options.directory) }
 
@@ -223,7 +228,7 @@ public struct RemoteConfigFetcher: Sendable {
             }.resume()
         }
         guard let response = answer.1 as? HTTPURLResponse, answer.2 == nil else {
-            return .failed(RemoteConfigError(code: "remote_config.network", path: "$",
+            return .failed(RemoteConfigError(code: Self.networkErrorCode, path: "$",
                                              message: answer.2.map { "\($0)" } ?? "no HTTP response"))
         }
         return handle(status: response.statusCode, body: answer.0 ?? Data(),
@@ -236,7 +241,7 @@ public struct RemoteConfigFetcher: Sendable {
         let store = self.store
         var state = store.loadState()
         guard status == 200 || status == 304 else {
-            return .failed(RemoteConfigError(code: "remote_config.http_status", path: "$", message: "HTTP \(status)"))
+            return .failed(RemoteConfigError(code: Self.httpStatusCode, path: "$", message: "HTTP \(status)"))
         }
         let interval = Self.maxAge(cacheControl).map(Double.init)
             ?? Double(options.defaultFetchInterval.components.seconds)
