@@ -140,4 +140,37 @@ private struct SeededGenerator: RandomNumberGenerator {
         #expect(accepted > cases / 20, "accepted \(accepted) of \(cases)")
         #expect(rejected > cases / 20, "rejected \(rejected) of \(cases)")
     }
+
+    /// Version constraints and versions from random text: parsing never crashes, an accepted
+    /// constraint parses back equal from its text, versions are totally ordered and the
+    /// operators are complements (">=" is not "<", ">" is not "<=", "=" is not "!=").
+    @Test func randomConstraintTextNeverCrashesAndAcceptedOnesAreConsistent() throws {
+        var random = SeededGenerator(state: 0xC0_25_7A_1E)
+        let alphabet = Array(">=<!, .0123456789-+abz")
+        var accepted = 0, rejected = 0
+        for _ in 0..<20_000 {
+            let length = Int.random(in: 0...14, using: &random)
+            let text = String((0..<length).map { _ in alphabet.randomElement(using: &random)! })
+            let candidate = String((0..<Int.random(in: 1...7, using: &random)).map { _ in Array("0123456789.-ab").randomElement(using: &random)! })
+            guard let constraint = try? VersionConstraint(text) else {
+                rejected += 1
+                continue
+            }
+            accepted += 1
+            #expect(try VersionConstraint(constraint.text) == constraint, "\(text)")
+            guard let version = DottedVersion(candidate) else {
+                #expect(!constraint.matches(candidate), "\(candidate) is not a version, so nothing matches it")
+                continue
+            }
+            // The order is total and the operators are complements of each other.
+            let bound = constraint.clauses[0].version
+            #expect([version < bound, version == bound, bound < version].filter { $0 }.count == 1, "\(version) vs \(bound)")
+            func holds(_ op: VersionConstraint.Operator) -> Bool { VersionConstraint.Clause(op: op, version: bound).matches(version) }
+            #expect(holds(.greaterOrEqual) != holds(.less), "\(version) vs \(bound)")
+            #expect(holds(.greater) != holds(.lessOrEqual), "\(version) vs \(bound)")
+            #expect(holds(.equal) != holds(.notEqual), "\(version) vs \(bound)")
+        }
+        #expect(accepted > 500, "accepted \(accepted)")
+        #expect(rejected > 500, "rejected \(rejected)")
+    }
 }

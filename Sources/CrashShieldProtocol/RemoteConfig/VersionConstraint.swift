@@ -105,6 +105,11 @@ public struct VersionConstraint: Sendable, Hashable, CustomStringConvertible {
         public let op: Operator
         public let version: DottedVersion
 
+        public init(op: Operator, version: DottedVersion) {
+            self.op = op
+            self.version = version
+        }
+
         public func matches(_ candidate: DottedVersion) -> Bool {
             switch op {
             case .equal: return candidate == version
