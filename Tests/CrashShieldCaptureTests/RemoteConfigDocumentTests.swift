@@ -91,6 +91,35 @@ private func rejection(_ text: String) -> RemoteConfigError? {
         #expect(error?.path == path, "\(text): \(String(describing: error))")
     }
 
+    @Test(arguments: ["2026-11-23T06:00:00Z", "2026-11-23t06:00:00z", "2026-11-23T06:00:00.123456+05:30",
+                      "2024-02-29T23:59:60-00:00", "1999-12-31T00:00:00+14:00"])
+    func acceptsRFC3339Timestamps(text: String) throws {
+        #expect(try parse(#"{"version": 1, "issued_at": "\#(text)"}"#).document.issuedAt == text)
+    }
+
+    @Test(arguments: ["2026-11-23", "2026-11-23T06:00:00", "2026-11-23 06:00:00Z", "2026-13-01T00:00:00Z",
+                      "2025-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-11-23T24:00:00Z", "2026-11-23T06:60:00Z",
+                      "2026-11-23T06:00:61Z", "2026-11-23T06:00:00.Z", "2026-11-23T06:00:00+0530", "2026-11-23T06:00:00Z ",
+                      "26-11-23T06:00:00Z", "2026-11-23T06:00:00+24:00", ""])
+    func rejectsOtherTimestamps(text: String) {
+        #expect(rejection(#"{"version": 1, "issued_at": "\#(text)"}"#)?.path == "$.issued_at", "\(text)")
+    }
+
+    /// What the strict JSON reader refuses (JSONDecoder would take the first two).
+    @Test(arguments: [#"{"version": 1,}"#, #"{"version": 1, "version": 2}"#, #"{"version": 1} x"#, #"{"version": 01}"#,
+                      #"{"version": 1e999}"#, #"{"version": NaN}"#, "{\"version\": 1, \"rules\": [\"a\u{01}\"]}",
+                      #"{"version": 1, "rules": ["\ud800"]}"#, #"{'version': 1}"#, #"{"version": 1 /* c */}"#,
+                      String(repeating: "[", count: 300) + String(repeating: "]", count: 300)])
+    func refusesWhatIsNotStrictJSON(text: String) {
+        #expect(rejection(text)?.code == RemoteConfigError.invalidJSONCode, "\(text)")
+    }
+
+    @Test func readsEscapesAndNumbers() throws {
+        let value = try JSONValue.parseStrict(Data(#" {"a": "\u00e9\ud83d\ude00\n\"\/", "b": [-0, 12, -3.5e2, 1E+2, 9223372036854775807, 9223372036854775808]} "#.utf8))
+        #expect(value["a"] == .string("é😀\n\"/"))
+        #expect(value["b"] == [.int(0), .int(12), .double(-350), .double(100), .int(Int64.max), .double(9223372036854775808.0)])
+    }
+
     @Test func warnsAboutUnknownFieldsAndGuardsAndIgnoresThem() throws {
         let result = try parse("""
             {"version": 3, "channel": "beta",

@@ -102,10 +102,20 @@ private struct SeededGenerator: RandomNumberGenerator {
         return bytes
     }
 
+    /// Numbers as doubles (JSONDecoder reads "1.0" as an integer, the strict reader as a double).
+    private static func normalised(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .int(let number): return .double(Double(number))
+        case .array(let items): return .array(items.map(normalised))
+        case .object(let members): return .object(members.mapValues(normalised))
+        default: return value
+        }
+    }
+
     @Test func mutatedDocumentsNeverCrashAndAcceptedOnesRoundTrip() throws {
         var random = SeededGenerator(state: 0x5EED_2026_1126)
         let parsedSeeds = try Self.seeds.map { try JSONValue.parse(Data($0.utf8)) }
-        var accepted = 0, rejected = 0
+        var accepted = 0, rejected = 0, strictAccepted = 0
         let cases = 6000
         for index in 0..<cases {
             let seed = Self.seeds[index % Self.seeds.count]
@@ -118,6 +128,15 @@ private struct SeededGenerator: RandomNumberGenerator {
                 var value = parsedSeeds[index % Self.seeds.count]
                 for _ in 0..<Int.random(in: 1...3, using: &random) { value = Self.mutate(value, &random) }
                 input = value.jsonData()
+            }
+            // What the strict reader the parser uses accepts, JSONDecoder (JSONValue.parse) reads
+            // as the same value. (The converse does not hold: JSONDecoder also takes trailing
+            // commas and repeated keys, which the strict reader refuses.)
+            if let strict = try? JSONValue.parseStrict(input) {
+                strictAccepted += 1
+                let reference = try? JSONValue.parse(input)
+                #expect(reference.map(Self.normalised) == Self.normalised(strict),
+                        "case \(index): \(String(decoding: input, as: UTF8.self))")
             }
             let result: RemoteConfigParseResult
             do {
@@ -139,6 +158,7 @@ private struct SeededGenerator: RandomNumberGenerator {
         // documents, would prove little).
         #expect(accepted > cases / 20, "accepted \(accepted) of \(cases)")
         #expect(rejected > cases / 20, "rejected \(rejected) of \(cases)")
+        #expect(strictAccepted >= accepted)
     }
 
     /// Version constraints and versions from random text: parsing never crashes, an accepted

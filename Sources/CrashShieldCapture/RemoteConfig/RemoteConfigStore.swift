@@ -54,7 +54,7 @@ public struct RemoteConfigStore: Sendable {
     /// The stored document; nil when there is none or the file is unreadable or corrupt.
     public func loadDocument() -> StoredDocument? {
         guard let data = FileManager.default.contents(atPath: documentPath),
-              let root = try? JSONValue.parse(data), let members = root.objectValue,
+              let root = try? JSONValue.parseStrict(data), let members = root.objectValue,
               let version = members["version"]?.intValue,
               let payloadText = members["payload"]?.stringValue, let payload = Data(base64Encoded: payloadText)
         else { return nil }
@@ -66,7 +66,7 @@ public struct RemoteConfigStore: Sendable {
     /// The fetch state; an empty state when missing or corrupt.
     public func loadState() -> State {
         guard let data = FileManager.default.contents(atPath: statePath),
-              let root = try? JSONValue.parse(data), let members = root.objectValue else { return State() }
+              let root = try? JSONValue.parseStrict(data), let members = root.objectValue else { return State() }
         var state = State()
         state.nextFetchAt = members["next_fetch_at"]?.doubleValue.map { Date(timeIntervalSince1970: $0) }
         state.discardedVersion = members["discarded_version"]?.intValue
