@@ -50,10 +50,15 @@ final class RemoteConfigTestServer: @unchecked Sendable {
         thread.start()
     }
 
-    deinit { stop() }
+    private var stopped = false
 
-    /// Stops accepting; later connections are refused.
+    /// Stops accepting; later connections are refused. Idempotent: the listening descriptor is
+    /// shut down once (the accept thread closes it), never after its number may have been reused.
     func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !stopped else { return }
+        stopped = true
         shutdown(listener, Int32(SHUT_RDWR))
     }
 
@@ -87,6 +92,8 @@ final class RemoteConfigTestServer: @unchecked Sendable {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
                 if errno == EINTR { continue }
+                // Only stop() ends accept (the thread keeps the server alive, so no deinit
+                // can shut the descriptor down after this close).
                 close(listener)
                 return
             }

@@ -138,7 +138,11 @@ struct StrictJSON {
         var runStart = index
         func flushRun(_ end: Int) throws(Failure) {
             guard runStart < end else { return }
-            guard let text = String(validating: bytes[runStart..<end], as: UTF8.self) else { throw Failure() }
+            // String(decoding:) repairs invalid UTF-8 with U+FFFD, which changes the bytes: equal
+            // bytes mean the run was valid. (String(validating:) needs macOS 15 / iOS 18.)
+            let run = bytes[runStart..<end]
+            let text = String(decoding: run, as: UTF8.self)
+            guard text.utf8.elementsEqual(run) else { throw Failure() }
             scalars.append(contentsOf: text.unicodeScalars)
         }
         while true {
