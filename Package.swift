@@ -90,6 +90,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        // Ed25519 signatures of the remote configuration document (Curve25519.Signing).
+        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
     ],
     targets: [
         .target(
@@ -113,8 +115,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
-            // Pure Swift over Foundation: no C, no Objective-C, so the collector can use it.
-            name: "CrashShieldProtocol"
+            // Pure Swift over Foundation (and swift-crypto for Ed25519): no C, no Objective-C of
+            // its own, so the collector can use it.
+            name: "CrashShieldProtocol",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
         .target(
             name: "CrashShieldCapture",
@@ -170,7 +174,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport"]
+            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport",
+                           .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             // The README's examples, compiled against the public API only (no @testable import).

@@ -25,6 +25,10 @@ public enum CrashShieldSDK {
     /// Launch protection without capture (`options.capture = nil`) decides how the previous run
     /// ended from its launch state alone: a launch that never completed counts as a crash.
     ///
+    /// When a remote configuration was activated before (`RemoteConfiguration.activate`), its
+    /// rule fills in what `options` leaves unset (`CrashShieldOptions.applyingRemoteOverrides`):
+    /// policies of guards not in `policies`, prefix lists the app left empty.
+    ///
     /// Validate, then act: every part is checked before anything is changed, so a rejected call
     /// changes nothing: its sinks are not added, the Swift guards' policies, the zombie, timer and
     /// main-thread configuration and the count-update interval stay as before, no directory is
@@ -38,6 +42,8 @@ public enum CrashShieldSDK {
     ///   started already through `CrashCapture.start` or the C API,
     ///   `CrashCaptureError.directoryUnavailable` when the capture directory cannot be created.
     public static func start(_ options: CrashShieldOptions = CrashShieldOptions()) throws {
+        // The remote configuration activated for this run fills in what the app left unset.
+        let options = optionsWithRemoteOverrides(options)
         // The lock makes the checks and the start one step for every caller of this function (a
         // concurrent cs_guards_start() from C is handled in startGuards).
         startLock.lock()

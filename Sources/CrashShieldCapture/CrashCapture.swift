@@ -31,6 +31,10 @@ public struct CaptureOptions: Sendable {
     public var symbolicate = true
     /// Deliver earlier reports before `start` returns instead of on a background thread. Default: false.
     public var deliverSynchronously = false
+    /// The remote configuration document version written into every report of this run.
+    /// Default: nil, which means the version of `RemoteConfiguration.current` (the document
+    /// `RemoteConfiguration.activate` made active before this start), or none.
+    public var remoteConfigVersion: Int64?
 
     public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
 
@@ -212,6 +216,10 @@ public enum CrashCapture {
                             config.capture_sigpipe = options.captureSIGPIPE
                             config.recover_background_threads = options.recoverBackgroundThreads
                             config.watchdog_seconds = CaptureOptions.watchdogSeconds(options.handlerWatchdog)
+                            if let version = options.remoteConfigVersion ?? RemoteConfiguration.current?.version, version >= 0 {
+                                config.has_remote_config_version = true
+                                config.remote_config_version = version
+                            }
                             return csc_install(&config)
                         }
                     }

@@ -19,6 +19,9 @@ public struct CrashReport: Codable, Sendable, Hashable {
     public var launchId: String?
     /// Where the app's launch was at the moment of the crash.
     public var launchPhase: LaunchPhase?
+    /// The version of the remote configuration document active in the crashed run; nil when
+    /// none was active (or the report predates the field).
+    public var remoteConfigVersion: Int64?
     /// True when the handler itself crashed and rewrote the report as a minimal one.
     public var minimal: Bool?
     public var crash: Crash?

@@ -137,9 +137,13 @@ public struct RepairStep: Sendable {
         }
     }
 
-    /// Deletes cached remote-configuration files so the defaults apply. Id "reset-remote-config".
-    public static func resetRemoteConfiguration(_ paths: [String]) -> RepairStep {
+    /// Discards the remote configuration document CrashShield stored in its directory (the app's
+    /// own settings apply from the next start, and that document's version is never applied
+    /// again), then deletes `paths`: the app's own cached remote-configuration files, if any
+    /// (entries inside the SDK's directory are left alone). Id "reset-remote-config".
+    public static func resetRemoteConfiguration(_ paths: [String] = []) -> RepairStep {
         .run(id: "reset-remote-config") { context in
+            RemoteConfigStore(directory: context.directory).discard()
             for path in paths where !context.touchesSDKState(path) { try? FileManager.default.removeItem(atPath: path) }
         }
     }

@@ -64,6 +64,9 @@ static char g_directory[CSC_PATH_MAX];
 static char g_app_name[CSC_TEXT_MAX];
 static char g_app_version[CSC_TEXT_MAX];
 static char g_launch_id[CSC_TEXT_MAX];
+/* The active remote configuration document's version, copied at install (fixed for the run). */
+static bool g_has_remote_config_version;
+static uint64_t g_remote_config_version;
 static struct utsname g_uname;
 static uint64_t g_process_start_boot_ns;
 static bool g_recover;
@@ -482,6 +485,9 @@ static void csc_write_header(csc_out *out, const char *kind, uint64_t now_wall, 
     csc_out_string(out, g_launch_id[0] ? g_launch_id : NULL, CSC_TEXT_MAX);
     csc_out_key(out, "launch_phase", false);
     csc_out_string(out, csc_phase_name(atomic_load(&g_phase)), 32);
+    csc_out_key(out, "remote_config_version", false);
+    if (g_has_remote_config_version) csc_out_u64(out, g_remote_config_version);
+    else csc_out_raw(out, "null");
 }
 
 static void csc_write_thread(csc_out *out, csc_thread_id tid) {
@@ -1118,6 +1124,8 @@ csc_install_result csc_install(const csc_config *config) {
     csc_copy(g_app_name, sizeof g_app_name, config->app_name ? config->app_name : (base ? base + 1 : g_executable));
     csc_copy(g_app_version, sizeof g_app_version, config->app_version);
     csc_copy(g_launch_id, sizeof g_launch_id, config->launch_id);
+    g_has_remote_config_version = config->has_remote_config_version && config->remote_config_version >= 0;
+    g_remote_config_version = g_has_remote_config_version ? (uint64_t)config->remote_config_version : 0;
     uname(&g_uname);
     g_process_start_boot_ns = csc_process_start_ns();
 

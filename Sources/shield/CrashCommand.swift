@@ -15,6 +15,10 @@ import _CrashShieldTestSupport
 /// with a second start (capture off) after capture started alone;
 /// `--set-policy <guard>=<neutralize|reportOnly|off>` (repeatable) switches a policy after both
 /// started, before the crash. Scope (user, tags, contexts, breadcrumbs): see `ScopeSetup`.
+/// Remote configuration: `--remote-config-dsn <dsn>` activates the document stored in D before
+/// capture (so reports name its version) and waits up to 10 s for the background fetch from
+/// <dsn> before crashing (`[--remote-config-key <base64>]`: the Ed25519 public key;
+/// `--app-version <v>`: the app version rules are matched against).
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
@@ -36,6 +40,20 @@ enum CrashCommand {
         }
         #endif
         let withGuards = kind == "inside-guard" || arguments.contains("--guards")
+        let directory = option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+        // Before the guards: CrashShieldSDK.start applies the active document's overrides.
+        var remoteActivation: RemoteConfigActivation?
+        if let dsnText = option("--remote-config-dsn", in: arguments) {
+            do {
+                var remote = RemoteConfigOptions(dsn: try DSN(dsnText), directory: directory)
+                remote.publicKey = try option("--remote-config-key", in: arguments).map { try RemoteConfigPublicKey(base64: $0) }
+                remote.appVersion = option("--app-version", in: arguments)
+                remoteActivation = RemoteConfiguration.activate(remote)
+            } catch {
+                FileHandle.standardError.write(Data("shield crash: remote configuration: \(error)\n".utf8))
+                return 2
+            }
+        }
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
@@ -44,7 +62,7 @@ enum CrashCommand {
         if kind == "resolved-fault" { csc_test_install_resolving_handler() }
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
-        var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
+        var options = CaptureOptions(directory: directory)
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
         if arguments.contains("--hang-in-handler") { options.handlerWatchdog = .seconds(1) }
@@ -77,6 +95,11 @@ enum CrashCommand {
         #endif
         ScopeSetup.apply(arguments)
         HostileSetup.apply(arguments, directory: options.directory)
+        if let remoteActivation {
+            let outcome = remoteActivation.waitForBackgroundFetch(timeout: .seconds(10))
+            let line = "REMOTE-CONFIG active=\(remoteActivation.version.map(String.init) ?? "none") fetch=\(outcome.map { "\($0)" } ?? "unfinished")\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+        }
         #if DEBUG
         if arguments.contains("--occupy-report-name") && !csc_test_occupy_next_report_name() { return 3 }
         #endif

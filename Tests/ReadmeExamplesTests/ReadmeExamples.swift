@@ -12,7 +12,6 @@ import Foundation
 private let appSupport = NSTemporaryDirectory()
 private let cachesDirectory = NSTemporaryDirectory() + "caches"
 private let databasePath = NSTemporaryDirectory() + "app.sqlite"
-private let remoteConfigPath = NSTemporaryDirectory() + "remote.json"
 private struct Session: Sendable { func reset() async throws {} }
 private let session = Session()
 private func disableRiskyFeatures() {}
@@ -66,7 +65,7 @@ launch.repairSteps = [                                // one step per crashing l
     .safeMode(),                                      // isSafeMode == true
     .clearCaches([cachesDirectory]),
     .quarantine([databasePath]),                      // moved aside, recoverable
-    .resetRemoteConfiguration([remoteConfigPath]),
+    .resetRemoteConfiguration(),                      // drops the stored remote-config document
     RepairStep(id: "re-login", timeout: .seconds(5)) { context in
         try await session.reset()
     },

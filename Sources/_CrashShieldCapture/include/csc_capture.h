@@ -92,6 +92,9 @@ typedef struct {
                                       *   the main thread (in a forked child: the thread that forked) */
     uint32_t alt_stack_size;   /**< per-thread alternate stack; 0 = 64 KiB */
     uint32_t watchdog_seconds; /**< a handler that runs longer is killed by SIGALRM; 0 = 5 */
+    bool has_remote_config_version;  /**< a remote configuration document is active in this run */
+    int64_t remote_config_version;   /**< its version, written into every report as
+                                      *   "remote_config_version" (null when none is active); fixed for the run */
 } csc_config;
 
 typedef enum {

@@ -1,0 +1,225 @@
+import Foundation
+
+/// A small RFC 8259 JSON reader for the remote configuration document, its signed envelope and
+/// the SDK's stored copy, which are read at every start: `JSONValue.parse` (JSONDecoder) costs
+/// close to a millisecond for one document because every value tries several types in turn.
+///
+/// Strict: UTF-8 only, no trailing commas, comments, NaN or infinities (a number that does not fit
+/// a finite `Double` is refused), unescaped control characters or unpaired surrogates, no
+/// repeated key in an object, nothing but whitespace after the value, at most 256 levels of
+/// nesting. Integers that fit `Int64` are `.int`, other numbers `.double`. Everything it accepts,
+/// JSONDecoder reads the same way (JSONDecoder also accepts trailing commas and repeated keys).
+struct StrictJSON {
+    struct Failure: Error {}
+
+    private let bytes: [UInt8]
+    private var index = 0
+    private var depth = 0
+
+    static func parse(_ data: Data) throws(Failure) -> JSONValue {
+        var reader = StrictJSON(bytes: [UInt8](data))
+        reader.skipWhitespace()
+        let value = try reader.value()
+        reader.skipWhitespace()
+        guard reader.index == reader.bytes.count else { throw Failure() }
+        return value
+    }
+
+    private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    private mutating func literal(_ text: StaticString, _ value: JSONValue) throws(Failure) -> JSONValue {
+        let count = text.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw Failure() }
+        for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { throw Failure() }
+        index += count
+        return value
+    }
+
+    private mutating func value() throws(Failure) -> JSONValue {
+        guard index < bytes.count else { throw Failure() }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try object()
+        case UInt8(ascii: "["): return try array()
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): return try literal("true", .bool(true))
+        case UInt8(ascii: "f"): return try literal("false", .bool(false))
+        case UInt8(ascii: "n"): return try literal("null", .null)
+        default: return try number()
+        }
+    }
+
+    private mutating func nest() throws(Failure) {
+        depth += 1
+        guard depth <= 256 else { throw Failure() }
+        index += 1
+        skipWhitespace()
+    }
+
+    private mutating func object() throws(Failure) -> JSONValue {
+        try nest()
+        var members: [String: JSONValue] = [:]
+        if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(members)
+        }
+        while true {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Failure() }
+            let key = try string()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Failure() }
+            index += 1
+            skipWhitespace()
+            // A repeated key is refused: two readers of one signed document must not see two
+            // different values (JSONDecoder keeps the first, others the last).
+            guard members.updateValue(try value(), forKey: key) == nil else { throw Failure() }
+            skipWhitespace()
+            guard index < bytes.count else { throw Failure() }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                skipWhitespace()
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "}") else { throw Failure() }
+            index += 1
+            depth -= 1
+            return .object(members)
+        }
+    }
+
+    private mutating func array() throws(Failure) -> JSONValue {
+        try nest()
+        var items: [JSONValue] = []
+        if index < bytes.count && bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(items)
+        }
+        while true {
+            items.append(try value())
+            skipWhitespace()
+            guard index < bytes.count else { throw Failure() }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                skipWhitespace()
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "]") else { throw Failure() }
+            index += 1
+            depth -= 1
+            return .array(items)
+        }
+    }
+
+    private mutating func hex4() throws(Failure) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw Failure() }
+        var value: UInt32 = 0
+        for byte in bytes[index..<index + 4] {
+            let digit: UInt8
+            switch byte {
+            case 0x30...0x39: digit = byte - 0x30
+            case 0x41...0x46: digit = byte - 0x41 + 10
+            case 0x61...0x66: digit = byte - 0x61 + 10
+            default: throw Failure()
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        index += 4
+        return value
+    }
+
+    private mutating func string() throws(Failure) -> String {
+        index += 1 // the opening quote
+        var scalars = String.UnicodeScalarView()
+        var runStart = index
+        func flushRun(_ end: Int) throws(Failure) {
+            guard runStart < end else { return }
+            // String(decoding:) repairs invalid UTF-8 with U+FFFD, which changes the bytes: equal
+            // bytes mean the run was valid. (String(validating:) needs macOS 15 / iOS 18.)
+            let run = bytes[runStart..<end]
+            let text = String(decoding: run, as: UTF8.self)
+            guard text.utf8.elementsEqual(run) else { throw Failure() }
+            scalars.append(contentsOf: text.unicodeScalars)
+        }
+        while true {
+            guard index < bytes.count else { throw Failure() }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                try flushRun(index)
+                index += 1
+                return String(scalars)
+            }
+            guard byte >= 0x20 else { throw Failure() }
+            if byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
+            try flushRun(index)
+            index += 1
+            guard index < bytes.count else { throw Failure() }
+            let escape = bytes[index]
+            index += 1
+            switch escape {
+            case UInt8(ascii: "\""): scalars.append("\"")
+            case UInt8(ascii: "\\"): scalars.append("\\")
+            case UInt8(ascii: "/"): scalars.append("/")
+            case UInt8(ascii: "b"): scalars.append("\u{08}")
+            case UInt8(ascii: "f"): scalars.append("\u{0C}")
+            case UInt8(ascii: "n"): scalars.append("\n")
+            case UInt8(ascii: "r"): scalars.append("\r")
+            case UInt8(ascii: "t"): scalars.append("\t")
+            case UInt8(ascii: "u"):
+                var code = try hex4()
+                if (0xD800...0xDBFF).contains(code) {
+                    guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                    else { throw Failure() }
+                    index += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw Failure() }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw Failure() }
+                scalars.append(scalar)
+            default:
+                throw Failure()
+            }
+            runStart = index
+        }
+    }
+
+    private mutating func number() throws(Failure) -> JSONValue {
+        let start = index
+        func digits() -> Int {
+            let first = index
+            while index < bytes.count && bytes[index] >= 0x30 && bytes[index] <= 0x39 { index += 1 }
+            return index - first
+        }
+        if index < bytes.count && bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count else { throw Failure() }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            guard digits() > 0 else { throw Failure() }
+        }
+        var integral = true
+        if index < bytes.count && bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            integral = false
+            guard digits() > 0 else { throw Failure() }
+        }
+        if index < bytes.count && (bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E")) {
+            index += 1
+            integral = false
+            if index < bytes.count && (bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-")) { index += 1 }
+            guard digits() > 0 else { throw Failure() }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if integral, let value = Int64(text) { return .int(value) }
+        guard let value = Double(text), value.isFinite else { throw Failure() }
+        return .double(value)
+    }
+}
