@@ -90,6 +90,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -116,9 +117,18 @@ let package = Package(
             // Pure Swift over Foundation: no C, no Objective-C, so the collector can use it.
             name: "CrashShieldProtocol"
         ),
+        .systemLibrary(
+            // zlib for the transport's gzip request bodies (part of every Apple SDK; Debian: zlib1g-dev).
+            // Kept out of the async-signal-safe C target.
+            name: "_CrashShieldZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "CrashShieldCapture",
-            dependencies: ["_CrashShieldCapture", "_CrashShieldIncidents", "CrashShieldProtocol", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "_CrashShieldCapture", "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldZlib",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .systemLibrary(
             name: "CGNUstepBase",
@@ -149,7 +159,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "shield",
-            dependencies: ["CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport"]
+            dependencies: [
+                "CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport",
+                "CrashShieldProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "capture-malloc-probe",
@@ -170,7 +183,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport"]
+            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "_CrashShieldZlib"]
         ),
         .testTarget(
             name: "CrashShieldTests",
