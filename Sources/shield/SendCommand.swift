@@ -85,14 +85,14 @@ enum SendCommand {
     }
 }
 
-/// `shield outbox-writer --dir D [--count N]` (internal): enqueues envelopes numbered 0, 1, 2...
+/// `shield outbox-writer --dir D [--count N] [--first F]` (internal): enqueues envelopes numbered F, F+1, ...
 /// into D's outbox (caps high enough that nothing is dropped), printing `ACK <n>` after each one is
 /// durable. The outbox's kill -9 test kills it at random moments. Each envelope has one `event`
 /// item whose payload is `{"seq": n, "fill": "..."}` (a length varying with n) and whose header
 /// carries `seq` and `fnv1a` (the FNV-1a 64 hash of the payload, hex), so a reader can tell a
 /// complete entry from a damaged one.
 enum OutboxWriterCommand {
-    static func run(directory: String, count: Int?) -> Int32 {
+    static func run(directory: String, count: Int?, first: Int) -> Int32 {
         let outbox: Outbox
         do {
             outbox = try Outbox(directory: Outbox.directory(forReportDirectory: directory),
@@ -101,8 +101,8 @@ enum OutboxWriterCommand {
             FileHandle.standardError.write(Data("outbox-writer: \(error)\n".utf8))
             return 2
         }
-        var sequence = 0
-        while count.map({ sequence < $0 }) ?? true {
+        var sequence = first
+        while count.map({ sequence - first < $0 }) ?? true {
             let fill = String(repeating: "abcdefghijklmnopqrstuvwxyz"[sequence % 26], count: (sequence * 977) % 20_000)
             let payload = JSONValue.object(["seq": .int(Int64(sequence)), "fill": .string(fill)]).jsonData()
             let item = Envelope.Item(type: "event", payload: payload,

@@ -200,7 +200,8 @@ struct OutboxWriter: ParsableCommand {
         shouldDisplay: false)
     @Option(help: "The report directory.") var dir: String
     @Option(help: "Stop after this many envelopes (default: never).") var count: Int?
-    func run() throws { try finish(OutboxWriterCommand.run(directory: dir, count: count)) }
+    @Option(help: "The number of the first envelope (default 0).") var first: Int = 0
+    func run() throws { try finish(OutboxWriterCommand.run(directory: dir, count: count, first: first)) }
 }
 
 Shield.main()

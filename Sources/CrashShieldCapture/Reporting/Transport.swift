@@ -286,8 +286,13 @@ public final class EnvelopeTransport: @unchecked Sendable {
     // MARK: One pass (on `queue`)
 
     private func runPass(deadline: ContinuousClock.Instant?, progress: (@Sendable (EntryOutcome) -> Void)?) -> SendPassResult {
+        var result = sendEntries(deadline: deadline, progress: progress)
+        result.remaining = outbox.pending().count
+        return result
+    }
+
+    private func sendEntries(deadline: ContinuousClock.Instant?, progress: (@Sendable (EntryOutcome) -> Void)?) -> SendPassResult {
         var result = SendPassResult()
-        defer { result.remaining = outbox.pending().count }
         lock.lock()
         let blockedUntil = nextAttempt.flatMap { $0 > Date() ? $0 : nil }
         let stopped = gaveUp
