@@ -10,7 +10,8 @@
 //   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
 //   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
 //   _CrashShieldTestSupport  C test seams (deliberate crashes, handler hooks) for `shield` and the tests
-//   shield                 the command-line tool: demo, bench
+//   _CrashShieldZlib       zlib (system library) for gzip envelope uploads
+//   shield                 the command-line tool: demo, bench, crash, reports, send, envelope
 //
 // GNUstep is the Objective-C runtime on Linux. Its compiler flags are needed only there and are
 // kept out of what an Apple consumer sees (`#if os(Linux)` below).
