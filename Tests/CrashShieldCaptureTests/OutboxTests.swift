@@ -62,6 +62,19 @@ import Testing
         #expect(outbox.pendingDiscards()[Outbox.DiscardKey(reason: "cache_overflow", category: "error")] == 3)
     }
 
+    @Test func envelopeWithoutItemsIsRefused() throws {
+        let directory = temporaryDirectory("outbox-empty")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let outbox = try Outbox(directory: directory)
+        do {
+            try outbox.enqueue(Envelope(header: ["event_id": "x"], items: []))
+            Issue.record("an envelope without items was stored")
+        } catch {
+            #expect(error.code == "outbox.empty")
+        }
+        #expect(outbox.pending().isEmpty)
+    }
+
     @Test func temporaryFilesAreIgnoredAndThoseOfDeadWritersRemoved() throws {
         let directory = temporaryDirectory("outbox-temporary")
         defer { try? FileManager.default.removeItem(atPath: directory) }

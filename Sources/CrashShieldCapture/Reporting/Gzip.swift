@@ -1,5 +1,5 @@
 import Foundation
-import _CrashShieldZlib
+internal import _CrashShieldZlib
 
 /// gzip (RFC 1952) over zlib, for envelope request bodies (`Content-Encoding: gzip`).
 enum Gzip {

@@ -9,7 +9,7 @@ import Darwin
 /// Why the outbox refused an operation. `code` is stable across versions:
 /// `outbox.directory` (cannot create or open the directory), `outbox.write` (a write, fsync or
 /// rename failed; `errno` says why), `outbox.too_large` (one envelope exceeds the byte cap),
-/// `outbox.unreadable` (an entry is not an envelope).
+/// `outbox.empty` (an envelope without items), `outbox.unreadable` (an entry is not an envelope).
 public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: String
     public let message: String
@@ -186,7 +186,8 @@ public final class Outbox: @unchecked Sendable {
         where name.hasPrefix(DurableFile.temporaryPrefix) {
             let path = "\(directory)/\(name)"
             let writer = name.dropFirst(DurableFile.temporaryPrefix.count).split(separator: "-").first.flatMap { pid_t($0) }
-            let writerAlive = writer.map { $0 != getpid() && (kill($0, 0) == 0 || errno == EPERM) } ?? false
+            // This process's own temporary files may belong to another Outbox instance writing now.
+            let writerAlive = writer.map { kill($0, 0) == 0 || errno == EPERM } ?? false
             let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date) ?? nil
             let old = modified.map { now.timeIntervalSince($0) > 600 } ?? true
             if !writerAlive || old { unlink(path) }
@@ -195,10 +196,14 @@ public final class Outbox: @unchecked Sendable {
 
     /// Stores `envelope` durably (without any `sent_at` header) and returns its entry, then
     /// applies the caps (removing the oldest other entries, counted as `cache_overflow`).
-    /// - Throws: `OutboxError` `outbox.too_large` when the envelope alone exceeds the byte cap
-    ///   (its items are counted as `cache_overflow`), `outbox.write` when the disk refuses.
+    /// - Throws: `OutboxError` `outbox.empty` for an envelope without items, `outbox.too_large` when
+    ///   the envelope alone exceeds the byte cap (its items are counted as `cache_overflow`),
+    ///   `outbox.write` when the disk refuses.
     @discardableResult
     public func enqueue(_ envelope: Envelope) throws(OutboxError) -> Entry {
+        guard !envelope.items.isEmpty else {
+            throw OutboxError(code: "outbox.empty", message: "an envelope without items has nothing to send")
+        }
         var stored = envelope
         stored.header["sent_at"] = nil
         let data = stored.serialized()

@@ -228,7 +228,8 @@ public final class EnvelopeTransport: @unchecked Sendable {
         queue.sync { runPass(deadline: nil, progress: progress) }
     }
 
-    /// Sends what the outbox holds and waits at most `timeout`: for each entry, a request whose
+    /// Sends what the outbox holds and waits at most `timeout` (never call it from a `progress`
+    /// callback, which runs on the transport's queue): for each entry, a request whose
     /// timeout is cut to what is left of `timeout`; a retry delay that ends before the deadline is
     /// waited out. Returns when the outbox is empty, a pass stopped for good, or the time is up
     /// (the pass then goes on in the background and stops at the deadline). Meant for the start
