@@ -6,6 +6,7 @@
 //   shield crash KIND [--dir D]       install capture and crash on purpose (SPEC §8)
 //   shield reports [--json] [--dir D] pending crash reports, symbolicated
 //   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
+//   shield bench-reporting [--json]   the reporting figures alone: durable outbox enqueues
 //   shield send --dsn DSN --dir D     upload what is pending to a Sentry-compatible server
 //   shield envelope --dir D           print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, outbox-writer.
@@ -20,7 +21,7 @@ struct Shield: ParsableCommand {
         commandName: "shield",
         abstract: "CrashShield's command-line tool: demo, benchmarks, deliberate crashes, reports and their upload.",
         subcommands: [
-            Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, Send.self, EnvelopeList.self,
+            Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
             Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, OutboxWriter.self,
         ]
     )
@@ -53,8 +54,17 @@ struct Bench: ParsableCommand {
     func run() throws {
         let guardStatus = BenchCommand.run(json: json)
         let captureStatus = BenchCaptureCommand.run(flags(["--json": json]) + option("--runs", runs))
-        try finish(guardStatus != 0 ? guardStatus : captureStatus)
+        let reportingStatus = ReportingBenchCommand.run(json: json, runs: runs)
+        try finish(guardStatus != 0 ? guardStatus : captureStatus != 0 ? captureStatus : reportingStatus)
     }
+}
+
+struct BenchReporting: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-reporting", abstract: "The reporting figures alone: durable outbox enqueues of incident envelopes.")
+    @Flag(help: "One JSON object per case and line.") var json = false
+    @Option(help: "Enqueues ÷ 10 (default 20, i.e. 200 enqueues).") var runs: Int?
+    func run() throws { try finish(ReportingBenchCommand.run(json: json, runs: runs)) }
 }
 
 struct BenchCapture: ParsableCommand {

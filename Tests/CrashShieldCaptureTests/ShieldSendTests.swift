@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test func everyCommandHasHelpAndRefusesUnknownOptions() throws {
-        for command in ["demo", "bench", "crash", "reports", "bench-capture", "send", "envelope", "scenario", "launch-probe"] {
+        for command in ["demo", "bench", "crash", "reports", "bench-capture", "bench-reporting", "send", "envelope", "scenario", "launch-probe"] {
             let help = try runChild(Built.shield, [command, "--help"])
             #expect(help.termination == .exited(0), "\(command) --help: \(help.termination)")
             #expect(help.output.contains("USAGE: shield \(command)"), "\(command): \(help.output)")
@@ -81,7 +81,7 @@ import Testing
             #expect(unknown.termination != .exited(0), "\(command) --no-such-option")
         }
         let top = try runChild(Built.shield, ["--help"])
-        for visible in ["demo", "bench", "crash", "reports", "bench-capture", "send", "envelope"] {
+        for visible in ["demo", "bench", "crash", "reports", "bench-capture", "bench-reporting", "send", "envelope"] {
             #expect(top.output.contains("  \(visible) "), "\(visible) missing from: \(top.output)")
         }
         for hidden in ["scenario", "launch-probe", "failsafe-probe", "rejected-start-probe", "outbox-writer"] {
