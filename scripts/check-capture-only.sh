@@ -29,8 +29,12 @@ if ! grep -q "earlier crash: swift_trap" <<<"$output" || ! grep -q "crashWithSwi
   echo "check-capture-only: FAIL: the next start did not receive the symbolicated Swift trap report" >&2
   exit 1
 fi
+if ! grep -q "earlier crash scope: user user-1, tier free, last breadcrumb job started" <<<"$output"; then
+  echo "check-capture-only: FAIL: the report did not carry the scope (user, tag, breadcrumb) set before the crash" >&2
+  exit 1
+fi
 if ! grep -q "last run: crashed" <<<"$output"; then
   echo "check-capture-only: FAIL: launch protection did not see the crash" >&2
   exit 1
 fi
-echo "check-capture-only: OK (no GNUstep, no libobjc; crash captured and delivered)"
+echo "check-capture-only: OK (no GNUstep, no libobjc; crash captured with its scope and delivered)"

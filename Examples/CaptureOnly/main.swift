@@ -16,6 +16,10 @@ options.deliverSynchronously = true
 options.reportSinks = [ClosureCrashReportSink { report in
     let top = report.crashedThread?.frames?.first { $0.function?.contains("CaptureOnlyExample") == true }
     print("earlier crash: \(report.classification?.rawValue ?? "?") \(report.crash?.signalName ?? "") in \(top?.function ?? "?")")
+    if let scope = report.scope {
+        print("earlier crash scope: user \(scope.user?.id ?? "?"), tier \(scope.tags["tier"] ?? "?"), "
+              + "last breadcrumb \(scope.breadcrumbs.last?.message ?? "?")")
+    }
 }]
 var launch = LaunchProtectionOptions()
 launch.repairSteps = [.safeMode(), .clearCaches(["\(directory)-cache"])]
@@ -26,6 +30,12 @@ print("capture installed: \(CrashCapture.isInstalled); last run: \(protection?.l
 
 @inline(never)
 func crashWithSwiftTrap(_ value: Int?) -> Int { value! }
+
+// The scope a later crash report carries: who, tags and contexts, and what happened before.
+CrashScope.setUser(CrashScope.User(id: "user-1", email: "user-1@example.com"))
+CrashScope.setTag("tier", "free")
+CrashScope.setContext("job", ["queue": "default"])
+CrashScope.addBreadcrumb(message: "job started", category: "worker", level: .info, data: ["id": "17"])
 
 if arguments.count > 2 && arguments[2] == "crash" {
     print(crashWithSwiftTrap(arguments.count > 100 ? 1 : nil))

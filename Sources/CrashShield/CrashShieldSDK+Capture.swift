@@ -8,7 +8,7 @@ extension CrashShieldSDK {
     /// Starts fatal crash capture (signals and uncaught Objective-C exceptions) and launch
     /// protection, then applies the guard fail-safe.
     ///
-    /// Call it right after `CrashShieldSDK.start(_:)`. Fail-safe (SPEC §2.12): when a report from an
+    /// Call it right after `CrashShieldSDK.start(_:)`. Fail-safe: when a report from an
     /// earlier run has frames inside a guard's code, that guard is switched off with
     /// `CrashShieldSDK.setPolicy(.off, for:)` for this run and an incident says so. The crash handler
     /// names those guards in the report (crashed_thread.guard_frames, from the guards' code ranges

@@ -144,7 +144,8 @@ public enum CrashShieldSDK {
         return sink
     }
 
-    /// Waits until every incident recorded so far was handed to the sinks and streams.
+    /// Waits until every incident recorded so far was handed to the sinks and streams, for at
+    /// most `timeout` (rounded down to whole milliseconds). Default timeout: 2 seconds.
     /// - Returns: false when `timeout` passed first.
     @discardableResult
     public static func flushIncidents(timeout: Duration = .seconds(2)) -> Bool {
@@ -156,13 +157,13 @@ public enum CrashShieldSDK {
     public static var statistics: IncidentStatistics {
         let raw = cs_incidents_stats()
         return IncidentStatistics(
-            recorded: raw.recorded, fingerprints: raw.fingerprints, delivered: raw.delivered,
-            droppedDeliveries: raw.dropped_deliveries)
+            recorded: Int(clamping: raw.recorded), fingerprints: Int(clamping: raw.fingerprints),
+            delivered: Int(clamping: raw.delivered), droppedDeliveries: Int(clamping: raw.dropped_deliveries))
     }
 
     /// Misuses recorded by one guard since start.
-    public static func recordedCount(for id: GuardID) -> UInt64 {
-        cs_incidents_count_for_guard(id.rawValue)
+    public static func recordedCount(for id: GuardID) -> Int {
+        Int(clamping: cs_incidents_count_for_guard(id.rawValue))
     }
 }
 
@@ -176,13 +177,13 @@ private let swiftGuards: [(id: GuardID, cell: cs_swift_guard)] = [
 /// Incident counters (see `CrashShieldSDK.statistics`).
 public struct IncidentStatistics: Sendable, Hashable {
     /// Every misuse recorded, repeats included.
-    public let recorded: UInt64
+    public let recorded: Int
     /// Distinct fingerprints.
-    public let fingerprints: UInt64
+    public let fingerprints: Int
     /// Incidents handed to sinks and streams.
-    public let delivered: UInt64
+    public let delivered: Int
     /// Deliveries dropped because the queue was full (their counts are kept).
-    public let droppedDeliveries: UInt64
+    public let droppedDeliveries: Int
 }
 
 extension CrashShieldSDK {

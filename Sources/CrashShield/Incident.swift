@@ -1,7 +1,8 @@
 import Foundation
 internal import _CrashShieldIncidents
 
-/// One misuse that a guard intercepted (SPEC §3).
+/// One misuse that a guard intercepted: which guard, what it did, where (class, selector,
+/// return addresses) and how often its fingerprint has occurred.
 ///
 /// The first occurrence of a fingerprint is delivered in full; later occurrences are counted and
 /// delivered as updates (`kind == .countUpdate`) at most once per `countUpdateInterval`.
@@ -35,12 +36,16 @@ public struct Incident: Sendable, Hashable {
     public let threadID: UInt64
     public let isMainThread: Bool
     public let wallTime: Date
-    /// CLOCK_MONOTONIC in nanoseconds.
-    public let monotonicNanoseconds: UInt64
+    /// The monotonic clock (CLOCK_MONOTONIC) at the misuse, as the time since that clock's origin
+    /// (usually boot): only the difference between two incidents' values means something.
+    public let monotonicTime: Duration
     /// Guard + class + selector + first frame outside system images.
     public let fingerprint: UInt64
     /// Occurrences of this fingerprint so far, this one included.
-    public let count: UInt64
+    public let count: Int
+    /// The app's scope (`CrashScope`: user, tags, contexts) when the incident was delivered, with
+    /// its `CrashScope.incidentBreadcrumbs` (10) most recent breadcrumbs.
+    public let scope: CrashScope.Snapshot
 
     /// `-[NSArray objectAtIndex:]` style name.
     public var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
@@ -63,9 +68,10 @@ extension Incident {
         threadID = c.thread_id
         isMainThread = c.is_main_thread
         wallTime = Date(timeIntervalSince1970: Double(c.wall_time_ns) / 1e9)
-        monotonicNanoseconds = c.monotonic_ns
+        monotonicTime = .nanoseconds(Int64(clamping: c.monotonic_ns))
         fingerprint = c.fingerprint
-        count = c.count
+        count = Int(clamping: c.count)
+        scope = CrashScope.snapshot(lastBreadcrumbs: CrashScope.incidentBreadcrumbs)
     }
 
     /// Replaces each "{}" in `template` with the next argument.

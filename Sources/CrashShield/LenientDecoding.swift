@@ -34,7 +34,9 @@ public protocol LenientDefaultProvider {
     static var defaultValue: Value { get }
 }
 
-/// A field that decodes to `Value.lenientDefault` (with an incident) instead of failing.
+/// A field that decodes to `Value.lenientDefault` instead of failing the document when its JSON
+/// value is null, missing, of the wrong type or invalid, and records an incident (guard
+/// `.decoding`). A well-formed value decodes as with plain Codable.
 @propertyWrapper
 public struct Lenient<Value: Decodable & LenientDefaultValue>: Decodable {
     public var wrappedValue: Value
@@ -47,7 +49,9 @@ public struct Lenient<Value: Decodable & LenientDefaultValue>: Decodable {
     }
 }
 
-/// A field that decodes to `Provider.defaultValue` (with an incident) instead of failing.
+/// A field that decodes to `Provider.defaultValue` instead of failing the document when its JSON
+/// value is null, missing, of the wrong type or invalid, and records an incident (guard
+/// `.decoding`). A well-formed value decodes as with plain Codable.
 @propertyWrapper
 public struct LenientWith<Provider: LenientDefaultProvider>: Decodable {
     public var wrappedValue: Provider.Value

@@ -1,6 +1,6 @@
 internal import _CrashShieldRuntime
 
-/// Zombie and main-thread configuration (SPEC §2.9, §2.10).
+/// Zombies kept at run time: how many, and freeing them.
 extension CrashShieldSDK {
     /// Frees every kept zombie properly. Call it when the app goes to the background: zombies
     /// protect only while they are kept.

@@ -32,7 +32,9 @@ public struct CrashShieldOptions: Sendable {
     /// always delivered; later ones are counted and reported at most this often. Default: 1 second.
     public var countUpdateInterval: Duration = .seconds(1)
 
-    /// Classes whose deallocated instances are kept as zombies (SPEC §2.9), by exact name.
+    /// Classes whose deallocated instances are kept as zombies, by exact name: the instance's
+    /// properties are released, its memory is kept, and a message to it returns nil / 0 and
+    /// records an incident naming the class and the selector.
     /// Zombies are opt-in: empty (the default) zombifies nothing. Protection lasts only while a
     /// zombie is kept (see `zombieMaxBytes`, `zombieMaxCount`, `CrashShieldSDK.flushZombies()`).
     public var zombieClassNames: [String] = []
@@ -51,14 +53,14 @@ public struct CrashShieldOptions: Sendable {
     /// Most zombies kept at once; the oldest are freed beyond it. Default: 10 000.
     public var zombieMaxCount: Int = 10_000
 
-    /// (class name, selector) pairs that must run on the main thread (SPEC §2.10). A call from
+    /// (class name, selector) pairs that must run on the main thread. A call from
     /// another thread is re-dispatched asynchronously to the main queue, with an incident. Only
     /// instance methods returning `Void` with at most one object or integer argument qualify.
     /// Default: empty on Linux.
     public var mainThreadOnlyCalls: [MainThreadCall] = []
 
     /// Classes (public names; subclasses included) whose instances a repeating `NSTimer` holds
-    /// weakly (SPEC §2.8): objects whose lifetime a timer must not extend. A timer whose target is
+    /// weakly: objects whose lifetime a timer must not extend. A timer whose target is
     /// of any other class keeps NSTimer's strong reference, so a timer that is its target's only
     /// owner (a poller that invalidates itself after N ticks) works as without the guard. Classes
     /// that do not exist in the process are ignored.

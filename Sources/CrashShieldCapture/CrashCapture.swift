@@ -19,9 +19,11 @@ public struct CaptureOptions: Sendable {
     /// forever; the rest of the process keeps running. The main thread always crashes normally.
     /// Parking a thread that holds a lock can stall others that need it. Default: false.
     public var recoverBackgroundThreads = false
-    /// A crash handler still running after this many seconds is ended by SIGALRM (so a stuck
-    /// handler never hangs the app; the process then dies of SIGALRM). Default: 5.
-    public var handlerWatchdogSeconds: UInt32 = 5
+    /// A crash handler still running after this long is ended by SIGALRM (so a stuck handler
+    /// never hangs the app; the process then dies of SIGALRM). The handler's timer counts whole
+    /// seconds: the duration is rounded up to a whole second, and anything under one second
+    /// (zero and negative included) means one second. Default: 5 seconds.
+    public var handlerWatchdog: Duration = .seconds(5)
     /// Receive the reports of earlier runs at start. Default: empty (reports stay on disk).
     public var reportSinks: [any CrashReportSink] = []
     /// Symbolicate reports before handing them to sinks (runs llvm-symbolizer/addr2line). Default: true.
@@ -48,6 +50,15 @@ public struct CaptureOptions: Sendable {
         #endif
     }
 
+    /// `handlerWatchdog` as the handler's timer takes it: whole seconds, rounded up, at least 1
+    /// (and at most `UInt32.max`).
+    static func watchdogSeconds(_ limit: Duration) -> UInt32 {
+        let (seconds, attoseconds) = limit.components
+        guard seconds >= 0 else { return 1 }
+        let roundedUp = attoseconds > 0 && seconds < .max ? seconds + 1 : seconds
+        return UInt32(clamping: max(1, roundedUp))
+    }
+
     /// The Apple default, from its parts: `<caches>/crashshield/<bundle identifier or executable>`;
     /// without a Caches directory, the temporary directory stands in. Platform-neutral so that the
     /// Linux tests check the composition; only Apple platforms call it for the default.
@@ -59,12 +70,65 @@ public struct CaptureOptions: Sendable {
     }
 }
 
-public enum CrashCaptureError: Error, Equatable, Sendable {
-    case alreadyStarted
-    case directoryUnavailable(String)
-    case installFailed
-    /// Capture is implemented for Linux only so far (SPEC §0: Apple paths are not built here).
-    case unsupportedPlatform
+/// An error thrown when crash capture cannot start (`CrashCapture.start`).
+///
+/// Check the kind with `code`, which is stable across versions (new codes may be added):
+/// `catch let error as CrashCaptureError where error.code == .directoryUnavailable`, or match a
+/// value without details directly: `catch CrashCaptureError.alreadyStarted`. `message` is for
+/// people and may change; `path` names the directory for `directoryUnavailable`.
+public struct CrashCaptureError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "alreadyStarted").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Capture is installed already (by an earlier start, or through the C API); the first
+        /// configuration stays in effect.
+        public static let alreadyStarted = Code(rawValue: "alreadyStarted")
+        /// The report directory does not exist and could not be created, or cannot be opened.
+        public static let directoryUnavailable = Code(rawValue: "directoryUnavailable")
+        /// The signal handlers could not be installed.
+        public static let installFailed = Code(rawValue: "installFailed")
+        /// Capture has no crash handler for this platform (it has one for Linux and Apple platforms).
+        public static let unsupportedPlatform = Code(rawValue: "unsupportedPlatform")
+    }
+
+    public let code: Code
+    /// What went wrong, for people; the wording may change between versions.
+    public let message: String
+    /// The report directory (`directoryUnavailable`); nil for the other codes.
+    public let path: String?
+
+    public init(code: Code, message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    /// "<code>: <message>".
+    public var description: String { "\(code): \(message)" }
+
+    /// Capture is installed already; the first configuration stays in effect.
+    public static let alreadyStarted = CrashCaptureError(
+        code: .alreadyStarted, message: "crash capture is installed already; the first configuration stays in effect")
+    /// The signal handlers could not be installed.
+    public static let installFailed = CrashCaptureError(
+        code: .installFailed, message: "the crash signal handlers could not be installed")
+    /// Capture has no crash handler for this platform.
+    public static let unsupportedPlatform = CrashCaptureError(
+        code: .unsupportedPlatform, message: "crash capture has no handler for this platform")
+    /// The report directory `path` does not exist and could not be created, or cannot be opened.
+    public static func directoryUnavailable(_ path: String) -> CrashCaptureError {
+        CrashCaptureError(
+            code: .directoryUnavailable, message: "the report directory \(path) could not be created or opened",
+            path: path)
+    }
+
+    /// Matches by code, so `catch CrashCaptureError.alreadyStarted` catches every error of that code.
+    public static func ~= (pattern: CrashCaptureError, value: any Error) -> Bool {
+        (value as? CrashCaptureError)?.code == pattern.code
+    }
 }
 
 /// Fatal crash capture: signals (SEGV, BUS, ILL, FPE, ABRT, TRAP, SYS, and PIPE unless ignored)
@@ -116,7 +180,7 @@ public enum CrashCapture {
                             config.launch_id = launch
                             config.capture_sigpipe = options.captureSIGPIPE
                             config.recover_background_threads = options.recoverBackgroundThreads
-                            config.watchdog_seconds = max(1, options.handlerWatchdogSeconds)
+                            config.watchdog_seconds = CaptureOptions.watchdogSeconds(options.handlerWatchdog)
                             return csc_install(&config)
                         }
                     }

@@ -28,6 +28,10 @@ public struct CrashReport: Codable, Sendable, Hashable {
     public var registers: [String: String]?
     /// The most recent guard incidents before the crash, oldest first.
     public var incidents: [RecentIncident]?
+    /// The app's scope (`CrashScope`: user, tags, contexts, its own breadcrumbs) as last set
+    /// before the crash, shrunk to the report's bound (its `dropped…` counts say what was left
+    /// out). Absent when the scope was empty, and in reports of older versions.
+    public var scope: CrashScope.Snapshot?
     /// Guard states at the time of the crash (written by the CrashShield module when guards run).
     public var guards: [GuardState]?
     public var process: ProcessInfo?
@@ -114,7 +118,7 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var selector: String?
         public var classMethod: Bool?
         public var reason: String?
-        public var count: UInt64?
+        public var count: Int?
         public var monotonicNs: UInt64?
     }
 
@@ -202,7 +206,8 @@ extension CrashReport {
         }
     }
 
-    /// Encodes the report (with symbols and classification) in the file's key style.
+    /// Encodes the report (with symbols and classification) in the file's key style, keys sorted;
+    /// `pretty` adds line breaks and indentation. Default: compact.
     public func jsonData(pretty: Bool = false) -> Data {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
@@ -375,11 +380,48 @@ extension CrashReport.GuardState {
     }
 }
 
-public enum CrashReportError: Error, Equatable, Sendable {
+/// Why bytes could not be read as a crash report.
+///
+/// Check the kind with `code`, which is stable across versions (new codes may be added):
+/// `catch let error as CrashReportError where error.code == .invalid`. `message` is for people
+/// and may change.
+public struct CrashReportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "unreadable").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Not even a prefix of a JSON object.
+        public static let unreadable = Code(rawValue: "unreadable")
+        /// JSON, but not a report (a field of the wrong type).
+        public static let invalid = Code(rawValue: "invalid")
+    }
+
+    public let code: Code
+    /// What went wrong, for people (for `invalid`, the decoder's account of the field); the
+    /// wording may change between versions.
+    public let message: String
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// "<code>: <message>".
+    public var description: String { "\(code): \(message)" }
+
     /// Not even a prefix of a JSON object.
-    case unreadable
-    /// JSON, but not a report (a field of the wrong type).
-    case invalid(String)
+    public static let unreadable = CrashReportError(code: .unreadable, message: "not even a prefix of a JSON object")
+    /// JSON, but not a report; `detail` says which field is wrong.
+    public static func invalid(_ detail: String) -> CrashReportError {
+        CrashReportError(code: .invalid, message: detail)
+    }
+
+    /// Matches by code, so `catch CrashReportError.unreadable` catches every error of that code.
+    public static func ~= (pattern: CrashReportError, value: any Error) -> Bool {
+        (value as? CrashReportError)?.code == pattern.code
+    }
 }
 
 extension UInt64 {
@@ -388,4 +430,11 @@ extension UInt64 {
         let digits = hex.hasPrefix("0x") ? hex.dropFirst(2) : Substring(hex)
         self.init(digits, radix: 16)
     }
+}
+
+extension CrashReport {
+    /// `uptimeNs` as a `Duration`: time from process start to the crash.
+    public var uptime: Duration? { uptimeNs.map { .nanoseconds(Int64(clamping: $0)) } }
+    /// `handlerNs` as a `Duration`: time the handler spent from entry to the last byte written.
+    public var handlerDuration: Duration? { handlerNs.map { .nanoseconds(Int64(clamping: $0)) } }
 }

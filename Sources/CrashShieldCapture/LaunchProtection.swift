@@ -1,7 +1,10 @@
 import Foundation
 internal import _CrashShieldCapture
 
-/// Options for crash-loop protection (SPEC §5).
+/// Options for crash-loop protection: consecutive crashes during launch (before
+/// `launchCompleted()` or the end of `launchWindow`) are counted, and at `threshold` the repair
+/// steps run before the app's normal launch. With crash capture on, only launches that left a
+/// crash report count: a user swiping the app away or a `kill -9` does not.
 public struct LaunchProtectionOptions: Sendable {
     /// Consecutive launch crashes that start the repair flow. Default: 3.
     public var threshold = 3
@@ -138,8 +141,8 @@ public struct LastRun: Sendable, Equatable {
     public var outcome: Outcome
     public var crashedDuringLaunch: Bool
     /// The report of the crash, when capture wrote one. Decoded on the first read: the start
-    /// decides the outcome from a C scan of the report's launch fields (SPEC §9: the first
-    /// JSONDecoder use in a process alone costs ~2 ms). nil also when the file, though it names
+    /// decides the outcome from a C scan of the report's launch fields (the first JSONDecoder
+    /// use in a process alone costs ~2 ms). nil also when the file, though it names
     /// this launch, does not decode as a report.
     public var report: CrashReport? {
         get { reportSource?.report }

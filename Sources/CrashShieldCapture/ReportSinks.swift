@@ -22,6 +22,9 @@ public final class LoggingCrashReportSink: CrashReportSink {
     private let logger: Logger
     private let level: Logger.Level
 
+    /// - Parameters:
+    ///   - logger: where to log. Default: a logger labelled "CrashShield.crash".
+    ///   - level: the level for every report. Default: `.critical`.
     public init(logger: Logger = Logger(label: "CrashShield.crash"), level: Logger.Level = .critical) {
         self.logger = logger
         self.level = level

@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #endif
 #include "csc_platform.h"
+#include "csc_published.h"
 
 #include <cs_incidents.h>
 
@@ -87,18 +88,11 @@ static _Atomic bool g_written;
 static _Atomic int g_test_fault;
 static _Atomic int g_test_wait_other; /* csc_test_wait_for_other_crashes: how many */
 #endif
-/* Guard states (csc_set_guard_states_json), republished on every policy change. Writers,
- * serialised by the lock, fill a buffer that is neither the published one nor the one the handler
- * has pinned, then publish its index. The handler pins the published index and loads the index
- * again: when it is unchanged, no writer can be filling that buffer (a writer only picks a buffer
- * that was neither published nor pinned when it looked, and the handler's pin precedes its second
- * load), so the handler reads a whole text however often the states change meanwhile. One reader
- * at a time: only the handler that owns the crash writes the tail. */
-#define CSC_GUARD_JSON_BUFFERS 3
-static char g_guard_json[CSC_GUARD_JSON_BUFFERS][4096];
-static _Atomic int g_guard_json_index = -1;
-static _Atomic int g_guard_json_pinned = -1;
-static pthread_mutex_t g_guard_json_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Texts published for the handler (csc_published.h): the guard states (csc_set_guard_states_json),
+ * republished on every policy change, and the app's scope (csc_set_scope_json), republished on
+ * every change of user, tags, contexts or breadcrumbs. */
+CSC_PUBLISHED_DEFINE(g_guard_json, 4096);
+CSC_PUBLISHED_DEFINE(g_scope_json, CSC_SCOPE_JSON_MAX);
 
 /* ---- scratch space for the handler (one crash at a time: only the owner uses it) ----------- */
 /* The guards' code (csc_set_guard_code_ranges): written once, outside the handler, then published
@@ -530,22 +524,23 @@ static void csc_write_process(csc_out *out) {
     csc_out_raw(out, "}");
 }
 
-/** The common tail: incidents, guards, process, images, timing, completion marker. */
+/** Writes `,"key":<text>` with the text published last, or nothing when none is published. */
+static void csc_write_published(csc_out *out, const char *key, csc_published *publication) {
+    const char *text = csc_published_pin(publication);
+    if (text) {
+        csc_out_key(out, key, false);
+        csc_out_raw(out, text);
+    }
+    csc_published_unpin(publication);
+}
+
+/** The common tail: incidents, scope, guards, process, images, timing, completion marker. */
 static void csc_write_tail(csc_out *out) {
     csc_out_key(out, "incidents", false);
     csc_write_incidents(out);
-    int guard_index = -1;
-    for (int attempt = 0; attempt < 64 && guard_index < 0; attempt++) {
-        int published = atomic_load(&g_guard_json_index);
-        if (published < 0) break;
-        atomic_store(&g_guard_json_pinned, published);
-        if (atomic_load(&g_guard_json_index) == published) guard_index = published;
-    }
-    if (guard_index >= 0) {
-        csc_out_key(out, "guards", false);
-        csc_out_raw(out, g_guard_json[guard_index]);
-    }
-    atomic_store(&g_guard_json_pinned, -1);
+    csc_write_published(out, "scope", &g_scope_json);
+    csc_out_flush(out);
+    csc_write_published(out, "guards", &g_guard_json);
     csc_write_process(out);
     csc_out_flush(out);
     csc_out_key(out, "images", false);
@@ -1171,16 +1166,10 @@ void csc_set_launch_phase(csc_launch_phase phase) { atomic_store(&g_phase, (int)
 csc_launch_phase csc_launch_phase_get(void) { return (csc_launch_phase)atomic_load(&g_phase); }
 
 void csc_set_guard_states_json(const char *json) {
-    if (json == NULL || strlen(json) >= sizeof g_guard_json[0]) return;
-    pthread_mutex_lock(&g_guard_json_lock);
-    int published = atomic_load(&g_guard_json_index);
-    int pinned = atomic_load(&g_guard_json_pinned);
-    int next = 0;
-    while (next == published || next == pinned) next++;
-    memcpy(g_guard_json[next], json, strlen(json) + 1);
-    atomic_store(&g_guard_json_index, next);
-    pthread_mutex_unlock(&g_guard_json_lock);
+    if (json) (void)csc_published_set(&g_guard_json, json);
 }
+
+bool csc_set_scope_json(const char *json) { return csc_published_set(&g_scope_json, json); }
 
 bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count) {
     if (count > CSC_GUARD_RANGES_MAX || (count > 0 && ranges == NULL)) return false;
@@ -1229,6 +1218,7 @@ bool csc_thread_prepare(void) { return false; }
 void csc_set_launch_phase(csc_launch_phase phase) { (void)phase; }
 csc_launch_phase csc_launch_phase_get(void) { return CSC_PHASE_UNKNOWN; }
 void csc_set_guard_states_json(const char *json) { (void)json; }
+bool csc_set_scope_json(const char *json) { return json == NULL || json[0] == 0; }
 bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count) { (void)ranges; (void)count; return false; }
 void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
     (void)name; (void)reason; (void)addresses; (void)count;

@@ -27,30 +27,37 @@ enum BenchCaptureCommand {
         let afterCrashMedian = afterCrashSamples.isEmpty ? 0 : afterCrashSamples[afterCrashSamples.count / 2]
         let guardedSamples = startAfterCrashInsideGuardSamples(runs: runs)
         let guardedMedian = guardedSamples.isEmpty ? 0 : guardedSamples[guardedSamples.count / 2]
+        let scopeCases = scopeCases(runs: runs)
         if arguments.contains("--json") {
             print("{\"case\": \"capture.signal_to_disk\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"target_ns\": \(target)}")
             print("{\"case\": \"capture.signal_to_disk_unwind_fallback\", \"runs\": \(fallbackSamples.count), \"median_ns\": \(fallbackMedian), \"max_ns\": \(fallbackWorst), \"target_ns\": \(target)}")
             print("{\"case\": \"capture.start_with_launch_protection\", \"runs\": \(startSamples.count), \"median_ns\": \(startMedian), \"max_ns\": \(startSamples.last ?? 0), \"target_ns\": 1000000}")
             print("{\"case\": \"capture.start_after_crash\", \"runs\": \(afterCrashSamples.count), \"median_ns\": \(afterCrashMedian), \"max_ns\": \(afterCrashSamples.last ?? 0), \"target_ns\": 1000000}")
             print("{\"case\": \"capture.start_after_crash_guards_on\", \"runs\": \(guardedSamples.count), \"median_ns\": \(guardedMedian), \"max_ns\": \(guardedSamples.last ?? 0), \"target_ns\": 1000000}")
+            for item in scopeCases {
+                print("{\"case\": \"\(item.name)\", \"runs\": \(item.samples.count), \"median_ns\": \(item.median), \"max_ns\": \(item.samples.last ?? 0)}")
+            }
         } else {
             print("capture.signal_to_disk  runs \(samples.count)  median \(Double(median) / 1e6) ms  max \(Double(worst) / 1e6) ms  (target <= 20 ms)")
             print("capture.signal_to_disk_unwind_fallback  runs \(fallbackSamples.count)  median \(Double(fallbackMedian) / 1e6) ms  max \(Double(fallbackWorst) / 1e6) ms  (target <= 20 ms)")
             print("capture.start_with_launch_protection  runs \(startSamples.count)  median \(Double(startMedian) / 1e6) ms  max \(Double(startSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
             print("capture.start_after_crash  runs \(afterCrashSamples.count)  median \(Double(afterCrashMedian) / 1e6) ms  max \(Double(afterCrashSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
             print("capture.start_after_crash_guards_on  runs \(guardedSamples.count)  median \(Double(guardedMedian) / 1e6) ms  max \(Double(guardedSamples.last ?? 0) / 1e6) ms  (target <= 1 ms)")
+            for item in scopeCases {
+                print("\(item.name)  runs \(item.samples.count)  median \(Double(item.median) / 1e3) µs  max \(Double(item.samples.last ?? 0) / 1e3) µs")
+            }
         }
         return worst <= target && fallbackWorst <= target ? 0 : 1
     }
 
     /// `handler_ns` of the reports of `runs` children crashing with `kind`, sorted.
-    static func signalToDiskSamples(kind: String, runs: Int) -> [UInt64] {
+    static func signalToDiskSamples(kind: String, runs: Int, extraArguments: [String] = []) -> [UInt64] {
         let directory = NSTemporaryDirectory() + "crashshield-bench-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var samples: [UInt64] = []
         for _ in 0..<runs {
             try? FileManager.default.removeItem(atPath: directory)
-            _ = ChildProcess.run(ChildProcess.currentExecutable, ["crash", kind, "--dir", directory], timeout: .seconds(20))
+            _ = ChildProcess.run(ChildProcess.currentExecutable, ["crash", kind, "--dir", directory] + extraArguments, timeout: .seconds(20))
             for item in CrashCapture.pendingReports(in: directory, symbolicate: false) {
                 if let value = (try? item.result.get())?.handlerNs { samples.append(value) }
             }

@@ -13,7 +13,7 @@ import _CrashShieldTestSupport
 /// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
 /// Guards: `--guards` starts them before capture, `--guards-after-capture` after it;
 /// `--set-policy <guard>=<neutralize|reportOnly|off>` (repeatable) switches a policy after both
-/// started, before the crash.
+/// started, before the crash. Scope (user, tags, contexts, breadcrumbs): see `ScopeSetup`.
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
@@ -47,7 +47,7 @@ enum CrashCommand {
         options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
-        if arguments.contains("--hang-in-handler") { options.handlerWatchdogSeconds = 1 }
+        if arguments.contains("--hang-in-handler") { options.handlerWatchdog = .seconds(1) }
         do {
             try CrashShieldSDK.startCapture(options)
         } catch {
@@ -68,6 +68,7 @@ enum CrashCommand {
         if arguments.contains("--crash-in-handler") { csc_test_fault_in_handler(true) }
         if arguments.contains("--hang-in-handler") { csc_test_hang_in_handler() }
         #endif
+        ScopeSetup.apply(arguments)
         HostileSetup.apply(arguments, directory: options.directory)
         #if DEBUG
         if arguments.contains("--occupy-report-name") && !csc_test_occupy_next_report_name() { return 3 }

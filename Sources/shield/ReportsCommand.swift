@@ -49,5 +49,37 @@ enum ReportsCommand {
             if let file = frame.file { line += " \(file)\(frame.line.map { ":\($0)" } ?? "")" }
             print(line)
         }
+        if let scope = report.scope { scopeLines(scope).forEach { print("  \($0)") } }
+    }
+
+    /// The scope in a few lines: user, tags, contexts, the last 5 breadcrumbs and what the report
+    /// left out.
+    static func scopeLines(_ scope: CrashScope.Snapshot) -> [String] {
+        func pairs(_ values: [String: String]) -> String {
+            values.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
+        var lines: [String] = []
+        if let user = scope.user {
+            let fields = [("id", user.id), ("username", user.username), ("email", user.email), ("ip", user.ipAddress)]
+            lines.append("user " + fields.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: " "))
+        }
+        if !scope.tags.isEmpty { lines.append("tags " + pairs(scope.tags)) }
+        for (name, values) in scope.contexts.sorted(by: { $0.key < $1.key }) { lines.append("context \(name): " + pairs(values)) }
+        if !scope.breadcrumbs.isEmpty {
+            lines.append("breadcrumbs (\(scope.breadcrumbs.count), last 5):")
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            for crumb in scope.breadcrumbs.suffix(5) {
+                var line = "  \(formatter.string(from: crumb.timestamp)) [\(crumb.level)]"
+                if let category = crumb.category { line += " \(category):" }
+                line += " \(crumb.message)"
+                if !crumb.data.isEmpty { line += " {\(pairs(crumb.data))}" }
+                lines.append(line)
+            }
+        }
+        let dropped = [("breadcrumbs", scope.droppedBreadcrumbs), ("contexts", scope.droppedContexts), ("tags", scope.droppedTags)]
+            .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }
+        if !dropped.isEmpty { lines.append("scope cut to fit the report: left out " + dropped.joined(separator: ", ")) }
+        return lines
     }
 }

@@ -81,7 +81,7 @@ import _CrashShieldCapture
         var invalid = false
         do { decoded = try CrashReport.decode(bytes) } catch let error as CrashReportError {
             decoded = nil
-            if case .invalid = error { invalid = true }
+            if error.code == .invalid { invalid = true }
         } catch { decoded = nil }
         if let decoded {
             let expected = Fields(launchId: decoded.launchId, launchPhase: decoded.launchPhase?.rawValue, recovered: decoded.crash?.recovered == true)

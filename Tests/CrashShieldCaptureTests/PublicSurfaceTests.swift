@@ -24,6 +24,8 @@ import Testing
         ("_ = protection?.launchID", "'launchID' is inaccessible due to 'package' protection level"),
         ("_ = protection?.directory", "'directory' is inaccessible due to 'package' protection level"),
         ("CrashShieldSDK._resetForTesting()", "'_resetForTesting' is inaccessible due to 'package' protection level"),
+        ("_ = CrashScope.publishedJSONForTesting", "'publishedJSONForTesting' is inaccessible due to 'package' protection level"),
+        ("_ = ScopeState()", "cannot find 'ScopeState' in scope"),
     ]
 
     #if os(Linux)
@@ -41,6 +43,9 @@ import Testing
             _ = protection?.isSafeMode
             _ = CrashCapture.isInstalled
             \(Self.internalUses.map(\.code).joined(separator: "\n"))
+            CrashShieldSDK.setUser(CrashScope.User(id: "1"))
+            CrashScope.addBreadcrumb(message: "opened", category: "ui", level: .warning, data: ["k": "v"])
+            _ = report.scope?.breadcrumbs.first?.timestamp
             """
         try source.write(toFile: directory + "/app.swift", atomically: true, encoding: .utf8)
 

@@ -166,7 +166,7 @@ import Testing
         do {
             _ = try CrashReport.decode(Array(text.utf8))
             Issue.record("a number as the unwinder decoded")
-        } catch CrashReportError.invalid {
+        } catch let error as CrashReportError where error.code == .invalid {
         } catch {
             Issue.record("unexpected error \(error)")
         }

@@ -51,7 +51,7 @@ extension RuntimeTests {
         @Test(arguments: containerScenarioNames.filter { !containerScenariosFatalUnguarded.contains($0) })
         func misuseIsNeutralisedWithExactlyOneIncident(_ name: String) throws {
             let scenario = cs_scenario_at(scenarioIndex(name)).pointee
-            var recorded: UInt64 = 0
+            var recorded = 0
             let incidents = try collectIncidents {
                 try withGuards {
                     #expect(runScenario(name) == .neutral)

@@ -89,6 +89,30 @@ extension RuntimeTests {
             }
         }
 
+        /// The error's kind is its code (a stable string); the guard is a stored property; a catch
+        /// pattern matches by code whatever the message.
+        @Test func errorsAreMatchedByCode() throws {
+            try withGuards {
+                do {
+                    try CrashShieldSDK.setPolicy(.off, for: GuardID(rawValue: "nope"))
+                    Issue.record("an unknown guard's policy was set")
+                } catch let error as CrashShieldError where error.code == .unknownGuard {
+                    #expect(error.guardID == GuardID(rawValue: "nope"))
+                    #expect(error.code.rawValue == "unknownGuard")
+                    #expect(error.description.hasPrefix("unknownGuard: "), "\(error)")
+                }
+                var caught = false
+                do { try CrashShieldSDK.start() } catch CrashShieldError.alreadyStarted { caught = true }
+                #expect(caught)
+                func matchesAlreadyStarted(_ error: any Error) -> Bool {
+                    do { throw error } catch CrashShieldError.alreadyStarted { return true } catch { return false }
+                }
+                #expect(matchesAlreadyStarted(CrashShieldError(code: .alreadyStarted, message: "other wording")))
+                #expect(!matchesAlreadyStarted(CrashShieldError.runtimeUnavailable))
+                #expect(!matchesAlreadyStarted(CrashShieldError.guardNotActive(.container)))
+            }
+        }
+
         @Test func policiesSwitchAtRunTime() throws {
             try withGuards {
                 #expect(runScenario("array.objectAtIndex.beyond") == .neutral)

@@ -46,6 +46,28 @@ extension RuntimeTests {
             #expect(incidents.map(\.count) == [1, 2, 3])
         }
 
+        /// The monotonic time is a Duration on one clock: later incidents never have an earlier time,
+        /// and the time between the first and last is below the time the test took on the same clock.
+        @Test func monotonicTimesAreOrderedDurations() throws {
+            var options = CrashShieldOptions()
+            options.countUpdateInterval = .zero
+            var before = timespec(), after = timespec()
+            let incidents = try collectIncidents {
+                try withGuards(options) {
+                    clock_gettime(CLOCK_MONOTONIC, &before)
+                    for _ in 0..<3 { _ = runScenario("array.objectAtIndex.beyond") }
+                    clock_gettime(CLOCK_MONOTONIC, &after)
+                    CrashShieldSDK.flushIncidents()
+                }
+            }
+            let times = incidents.map(\.monotonicTime)
+            #expect(times.count == 3)
+            #expect(times == times.sorted())
+            let start = Duration.seconds(before.tv_sec) + .nanoseconds(before.tv_nsec)
+            let end = Duration.seconds(after.tv_sec) + .nanoseconds(after.tv_nsec)
+            #expect(times.allSatisfy { $0 >= start && $0 <= end }, "\(times) outside \(start)...\(end)")
+        }
+
         @Test func incidentStreamReceivesIncidents() async throws {
             CrashShieldSDK._resetForTesting()
             try CrashShieldSDK.start()

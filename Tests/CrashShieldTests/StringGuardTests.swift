@@ -16,10 +16,10 @@ extension RuntimeTests {
     @Suite struct StringGuard {
         /// Runs one scenario under guards (policy neutralize) and returns what was delivered.
         private func guardedRun(_ name: String, _ options: CrashShieldOptions = CrashShieldOptions()) throws
-            -> (outcome: ScenarioRun.Outcome, recorded: UInt64, incidents: [Incident])
+            -> (outcome: ScenarioRun.Outcome, recorded: Int, incidents: [Incident])
         {
             var outcome = ScenarioRun.Outcome.otherValue
-            var recorded: UInt64 = 0
+            var recorded = 0
             let incidents = try collectIncidents {
                 try withGuards(options) {
                     outcome = runScenario(name)
@@ -209,7 +209,7 @@ enum BoundaryOracle {
         let name: String
         let unguarded: String
         let guarded: String
-        let recorded: UInt64
+        let recorded: Int
     }
 
     /// Cases where GNUstep Base 1.28 throws for an input that is not a misuse, so the guard leaves

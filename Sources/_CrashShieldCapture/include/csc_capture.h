@@ -129,11 +129,23 @@ void csc_set_launch_phase(csc_launch_phase phase);
 csc_launch_phase csc_launch_phase_get(void);
 
 /** Replaces the guard-state JSON fragment copied into reports (must be a JSON array or object,
- *  at most 4 KiB; longer text is dropped). Call it after every change of a guard's state or
+ *  shorter than 4 KiB; longer text is dropped, NULL is ignored, "" withdraws it). Call it after every change of a guard's state or
  *  policy: a report carries the fragment published last before the crash. Not async-signal-safe;
  *  safe against a concurrent crash, also when called again and again while the handler reads (the
  *  handler reads a whole fragment, never a torn one). */
 void csc_set_guard_states_json(const char *json);
+
+/** Bytes of the scope JSON a report can carry, the terminating NUL included. */
+#define CSC_SCOPE_JSON_MAX 32768
+
+/** Replaces the app's scope (user, tags, contexts, custom breadcrumbs) copied into reports as
+ *  their "scope" object. `json` must be one complete JSON object shorter than CSC_SCOPE_JSON_MAX
+ *  bytes: longer text is refused (false) and the scope published before stays; the caller (the
+ *  Swift CrashScope) shrinks the scope to fit before it publishes. NULL or "" withdraws it
+ *  (reports then have no "scope" key). A report carries the text published last before the crash.
+ *  Not async-signal-safe; safe against a concurrent crash, also when called again and again while
+ *  the handler reads (the handler reads a whole text, never a torn one). */
+bool csc_set_scope_json(const char *json);
 
 /** Code of one guard, for the fail-safe (SPEC §2.12). */
 typedef struct {
