@@ -15,7 +15,7 @@ enum ReportingBenchCommand {
         do {
             outbox = try Outbox(directory: directory, limits: Outbox.Limits(maximumCount: count + 1, maximumBytes: 1 << 30))
         } catch {
-            print(json ? "{\"case\": \"reporting.outbox_enqueue\", \"error\": \"\(error.code)\"}" : "reporting.outbox_enqueue: \(error)")
+            print(json ? "{\"case\": \"reporting.outbox_enqueue\", \"error\": \"\(error.code.rawValue)\"}" : "reporting.outbox_enqueue: \(error)")
             return 1
         }
         let event: JSONValue = [
@@ -35,7 +35,7 @@ enum ReportingBenchCommand {
             do {
                 try outbox.enqueue(envelope)
             } catch {
-                print(json ? "{\"case\": \"reporting.outbox_enqueue\", \"error\": \"\(error.code)\"}" : "reporting.outbox_enqueue: \(error)")
+                print(json ? "{\"case\": \"reporting.outbox_enqueue\", \"error\": \"\(error.code.rawValue)\"}" : "reporting.outbox_enqueue: \(error)")
                 return 1
             }
             let elapsed = (clock.now - started).components

@@ -106,20 +106,25 @@ struct Crash: ParsableCommand {
     @Option(help: .hidden) var threadName: String?
     @Option(help: .hidden) var reason: String?
 
-    func run() throws {
-        var arguments = [kind] + option("--dir", dir) + option("--app-name", appName)
-        arguments += flags([
-            "--guards": guards, "--guards-after-capture": guardsAfterCapture, "--recover": recover,
-            "--crash-in-handler": crashInHandler, "--hang-in-handler": hangInHandler, "--occupy-report-name": occupyReportName,
-            "--previous-handler": previousHandler, "--resethand-previous": resethandPrevious,
-            "--slow-previous-handlers": slowPreviousHandlers, "--previous-trap-handler": previousTrapHandler,
-            "--ignore-sigpipe": ignoreSigpipe, "--ignore-sigtrap": ignoreSigtrap, "--from-thread": fromThread,
-            "--parent-crashes": parentCrashes, "--exhaust-fds": exhaustFds, "--remove-dir": removeDir,
-            "--unwritable-dir": unwritableDir,
-        ])
-        arguments += setPolicy.flatMap { ["--set-policy", $0] }
-        arguments += option("--fsize-limit", fsizeLimit) + option("--thread-name", threadName) + option("--reason", reason)
-        try finish(CrashCommand.run(arguments))
+    // Scope before the crash (user, tags, contexts, breadcrumbs; see ScopeSetup).
+    @Option(help: "Set the user (id, username user-<id>, email <id>@example.com).") var user: String?
+    @Option(help: "<key>=<value>: a tag (repeatable).") var tag: [String] = []
+    @Option(help: "<name>.<key>=<value>: a context value (repeatable).") var context: [String] = []
+    @Option(help: "A breadcrumb message (repeatable).") var breadcrumb: [String] = []
+    @Flag(help: .hidden) var oversizeScope = false
+    @Option(help: .hidden) var scopeChurn: Int?
+
+    /// The body reads the command line as given (the order of repeated scope options matters);
+    /// the declarations above only validate it and document it.
+    func run() throws { try finish(CrashCommand.run(commandLineAfterSubcommand())) }
+}
+
+/// The arguments after `shield <subcommand>`, as typed, with `--name=value` split into
+/// `--name value` (the form the command bodies read).
+func commandLineAfterSubcommand() -> [String] {
+    CommandLine.arguments.dropFirst(2).flatMap { argument -> [String] in
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
+        return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
     }
 }
 

@@ -55,8 +55,10 @@ import Testing
         #expect(throws: OutboxError.self) { try outbox.enqueue(envelope(9, filler: 5000)) }
         do {
             try outbox.enqueue(envelope(9, filler: 5000))
+        } catch OutboxError.tooLarge {
+            // matched by code
         } catch {
-            #expect(error.code == "outbox.too_large")
+            Issue.record("unexpected error \(error)")
         }
         #expect(outbox.pending().count == 3)
         #expect(outbox.pendingDiscards()[Outbox.DiscardKey(reason: "cache_overflow", category: "error")] == 3)
@@ -70,7 +72,7 @@ import Testing
             try outbox.enqueue(Envelope(header: ["event_id": "x"], items: []))
             Issue.record("an envelope without items was stored")
         } catch {
-            #expect(error.code == "outbox.empty")
+            #expect(error.code == .empty)
         }
         #expect(outbox.pending().isEmpty)
     }

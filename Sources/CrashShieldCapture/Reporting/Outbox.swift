@@ -6,14 +6,47 @@ import Glibc
 import Darwin
 #endif
 
-/// Why the outbox refused an operation. `code` is stable across versions:
-/// `outbox.directory` (cannot create or open the directory), `outbox.write` (a write, fsync or
-/// rename failed; `errno` says why), `outbox.too_large` (one envelope exceeds the byte cap),
-/// `outbox.empty` (an envelope without items), `outbox.unreadable` (an entry is not an envelope).
+/// Why the outbox refused an operation: a stable `code`, a `message` for people and the file
+/// concerned (`path`).
 public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let code: String
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "tooLarge").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The outbox directory does not exist and could not be created, or is not a directory.
+        public static let directoryUnavailable = Code(rawValue: "directoryUnavailable")
+        /// Writing, syncing or renaming a file failed (the message names the step and errno).
+        public static let writeFailed = Code(rawValue: "writeFailed")
+        /// One envelope is larger than the outbox's byte cap.
+        public static let tooLarge = Code(rawValue: "tooLarge")
+        /// The envelope has no items.
+        public static let empty = Code(rawValue: "empty")
+        /// An entry is gone or is not an envelope.
+        public static let unreadable = Code(rawValue: "unreadable")
+    }
+
+    public let code: Code
+    /// What went wrong, for people; the wording may change between versions.
     public let message: String
+    /// The directory or file concerned; nil for `tooLarge` and `empty`.
+    public let path: String?
+
+    public init(code: Code, message: String, path: String? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+    }
+
+    /// "<code>: <message>".
     public var description: String { "\(code): \(message)" }
+
+    /// Matches by code, so `catch OutboxError.tooLarge` catches every error of that code.
+    public static func ~= (pattern: OutboxError, value: any Error) -> Bool { (value as? OutboxError)?.code == pattern.code }
+
+    public static let tooLarge = OutboxError(code: .tooLarge, message: "the envelope is larger than the outbox's byte cap")
+    public static let empty = OutboxError(code: .empty, message: "an envelope without items has nothing to send")
 }
 
 /// Files written so that a reader sees either the old content or the complete new one, never a
@@ -62,7 +95,7 @@ enum DurableFile {
     }
 
     private static func failure(_ step: String, _ path: String) -> OutboxError {
-        OutboxError(code: "outbox.write", message: "\(step) \(path): \(String(cString: strerror(errno)))")
+        OutboxError(code: .writeFailed, message: "\(step) \(path): \(String(cString: strerror(errno)))", path: path)
     }
 
     final class Counter: @unchecked Sendable {
@@ -163,7 +196,7 @@ public final class Outbox: @unchecked Sendable {
 
     /// Opens (creating if needed, mode 0700) the outbox in `directory` and removes temporary files
     /// left by writers that are no longer running (or older than ten minutes).
-    /// - Throws: `OutboxError` `outbox.directory` when the directory cannot be created.
+    /// - Throws: `OutboxError` `directoryUnavailable` when the directory cannot be created.
     public init(directory: String, limits: Limits = Limits()) throws(OutboxError) {
         self.directory = directory
         self.limits = limits
@@ -171,11 +204,12 @@ public final class Outbox: @unchecked Sendable {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw OutboxError(code: "outbox.directory", message: "cannot create \(directory): \(error.localizedDescription)")
+            throw OutboxError(code: .directoryUnavailable, message: "cannot create \(directory): \(error.localizedDescription)",
+                              path: directory)
         }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw OutboxError(code: "outbox.directory", message: "\(directory) is not a directory")
+            throw OutboxError(code: .directoryUnavailable, message: "\(directory) is not a directory", path: directory)
         }
         removeAbandonedTemporaryFiles()
     }
@@ -196,20 +230,20 @@ public final class Outbox: @unchecked Sendable {
 
     /// Stores `envelope` durably (without any `sent_at` header) and returns its entry, then
     /// applies the caps (removing the oldest other entries, counted as `cache_overflow`).
-    /// - Throws: `OutboxError` `outbox.empty` for an envelope without items, `outbox.too_large` when
-    ///   the envelope alone exceeds the byte cap (its items are counted as `cache_overflow`),
-    ///   `outbox.write` when the disk refuses.
+    /// - Throws: `OutboxError` `empty` for an envelope without items, `tooLarge` when the
+    ///   envelope alone exceeds the byte cap (its items are counted as `cache_overflow`),
+    ///   `writeFailed` when the disk refuses.
     @discardableResult
     public func enqueue(_ envelope: Envelope) throws(OutboxError) -> Entry {
         guard !envelope.items.isEmpty else {
-            throw OutboxError(code: "outbox.empty", message: "an envelope without items has nothing to send")
+            throw OutboxError.empty
         }
         var stored = envelope
         stored.header["sent_at"] = nil
         let data = stored.serialized()
         guard data.count <= limits.maximumBytes else {
             recordDiscards(Self.itemCategories(stored).map { (DiscardKey(reason: "cache_overflow", category: $0), 1) })
-            throw OutboxError(code: "outbox.too_large",
+            throw OutboxError(code: .tooLarge,
                               message: "the envelope has \(data.count) bytes, more than the outbox's cap of \(limits.maximumBytes)")
         }
         let nanoseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1e9))
@@ -261,15 +295,15 @@ public final class Outbox: @unchecked Sendable {
     }
 
     /// The envelope stored in `entry`.
-    /// - Throws: `OutboxError` `outbox.unreadable` when the file is gone or is not an envelope.
+    /// - Throws: `OutboxError` `unreadable` when the file is gone or is not an envelope.
     public func load(_ entry: Entry) throws(OutboxError) -> Envelope {
         guard let data = FileManager.default.contents(atPath: entry.path) else {
-            throw OutboxError(code: "outbox.unreadable", message: "cannot read \(entry.path)")
+            throw OutboxError(code: .unreadable, message: "cannot read \(entry.path)", path: entry.path)
         }
         do {
             return try Envelope.parse(data)
         } catch {
-            throw OutboxError(code: "outbox.unreadable", message: "\(entry.name): \(error)")
+            throw OutboxError(code: .unreadable, message: "\(entry.name): \(error)", path: entry.path)
         }
     }
 

@@ -5,17 +5,37 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Why one HTTP exchange failed before a response arrived. `code` is stable:
-/// `transport.timeout` (no complete response within the request timeout), `transport.network`
-/// (connection refused, DNS, TLS, reset...).
+/// Why one HTTP exchange failed before a response arrived: a stable `code` and a `message`.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    public let code: String
+    /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "timedOut").
+    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// No complete response within the request timeout (or what was left of a flush's).
+        public static let timedOut = Code(rawValue: "timedOut")
+        /// No response: connection refused or reset, DNS, TLS, or the connection closed early.
+        public static let networkFailure = Code(rawValue: "networkFailure")
+    }
+
+    public let code: Code
+    /// What went wrong, for people; the wording may change between versions.
     public let message: String
-    public init(code: String, message: String) {
+
+    public init(code: Code, message: String) {
         self.code = code
         self.message = message
     }
+
+    /// "<code>: <message>".
     public var description: String { "\(code): \(message)" }
+
+    /// Matches by code, so `catch TransportError.timedOut` catches every error of that code.
+    public static func ~= (pattern: TransportError, value: any Error) -> Bool { (value as? TransportError)?.code == pattern.code }
+
+    public static let timedOut = TransportError(code: .timedOut, message: "no response within the request timeout")
+    public static let networkFailure = TransportError(code: .networkFailure, message: "no response")
 }
 
 /// A response's status and headers (names lowercased).
@@ -69,7 +89,7 @@ public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Send
                 outcome.result = .success(HTTPResponse(status: http.statusCode, headers: fields))
             } else {
                 let urlError = error as? URLError
-                let code = urlError?.code == .timedOut ? "transport.timeout" : "transport.network"
+                let code: TransportError.Code = urlError?.code == .timedOut ? .timedOut : .networkFailure
                 outcome.result = .failure(TransportError(code: code, message: error.map { "\($0.localizedDescription)" } ?? "no response"))
             }
             finished.signal()
@@ -78,12 +98,12 @@ public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Send
         // URLSession's own timeout normally fires first; this bound holds even if it does not.
         if finished.wait(timeout: .now() + seconds + 1) == .timedOut {
             task.cancel()
-            throw TransportError(code: "transport.timeout", message: "no response within \(seconds) s")
+            throw TransportError(code: .timedOut, message: "no response within \(seconds) s")
         }
         switch outcome.result {
         case .success(let response): return response
         case .failure(let error): throw error
-        case nil: throw TransportError(code: "transport.network", message: "no response")
+        case nil: throw TransportError.networkFailure
         }
     }
 }
@@ -116,7 +136,8 @@ public struct EntryOutcome: Sendable, Hashable {
         /// Removed without being delivered; `reason` is the client-report reason
         /// (`send_error` for 413 and other 4xx, `ratelimit_backoff`, `internal_sdk_error` for an unreadable file).
         case dropped(reason: String)
-        /// Kept in the outbox for a later attempt (`reason` says why: a status or a transport error code).
+        /// Kept in the outbox for a later attempt (`reason` says why: the HTTP status, or a
+        /// `TransportError` code such as "timedOut" or "networkFailure").
         case kept(reason: String)
     }
     public let entry: String
@@ -382,7 +403,7 @@ public final class EnvelopeTransport: @unchecked Sendable {
         switch exchange {
         case .failure(let error):
             let stop = recordFailure()
-            return (EntryOutcome(entry: entry.name, kind: .kept(reason: error.code), status: nil,
+            return (EntryOutcome(entry: entry.name, kind: .kept(reason: error.code.rawValue), status: nil,
                                  itemsDroppedForRateLimits: droppedForLimits), stop)
         case .success(let response):
             applyLimits(response)
@@ -452,7 +473,7 @@ public final class EnvelopeTransport: @unchecked Sendable {
         var timeout = options.requestTimeout
         if let deadline {
             let left = deadline - ContinuousClock.now
-            if left <= .zero { return .failure(TransportError(code: "transport.timeout", message: "the flush deadline passed")) }
+            if left <= .zero { return .failure(TransportError(code: .timedOut, message: "the flush deadline passed")) }
             timeout = min(timeout, left)
         }
         do {
