@@ -1,6 +1,13 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+
+// glibc imports the socket type as an enum and has MSG_NOSIGNAL; Darwin has neither.
+private let streamSocket = Int32(SOCK_STREAM.rawValue)
+private let noSignal = Int32(MSG_NOSIGNAL)
+#else
+private let streamSocket = SOCK_STREAM
+private let noSignal: Int32 = 0
 #endif
 
 /// A small HTTP/1.1 server on 127.0.0.1 for transport tests: one connection at a time, each
@@ -34,7 +41,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     init(fallback: Reply = .respond(status: 200)) throws {
         self.fallback = fallback
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamSocket, 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -147,7 +154,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
     private func writeAll(_ connection: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let count = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, noSignal) }
             if count <= 0 { return }
             offset += count
         }
@@ -192,7 +199,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// A port on 127.0.0.1 where nothing listens (bound, then closed).
     static func closedPort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, streamSocket, 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
