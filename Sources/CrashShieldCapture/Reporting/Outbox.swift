@@ -263,7 +263,8 @@ public final class Outbox: @unchecked Sendable {
         while entries.count > limits.maximumCount || bytes > limits.maximumBytes,
               let oldest = entries.first(where: { $0 != newest }) {
             let categories = (try? load(oldest)).map(Self.itemCategories) ?? ["default"]
-            if unlink(oldest.path) == 0 || errno == ENOENT {
+            // Counted only by the remover (another process may have sent or dropped it meanwhile).
+            if unlink(oldest.path) == 0 {
                 discarded += categories.map { (DiscardKey(reason: "cache_overflow", category: $0), 1) }
             }
             entries.removeAll { $0 == oldest }
