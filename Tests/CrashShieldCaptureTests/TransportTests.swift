@@ -328,6 +328,41 @@ import Testing
         #expect(s.outbox.pending().count == 1)
     }
 
+    /// A background pass that failed schedules the next one after its delay, which delivers.
+    @Test func backgroundSendRetriesAfterAFailure() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        server.enqueue(.respond(status: 503))
+        let s = try setup("background-retry", dsn: server.dsn) { $0.initialRetryDelay = .milliseconds(100) }
+        defer { try? FileManager.default.removeItem(atPath: s.directory) }
+        try s.transport.submit(eventEnvelope())
+        let deadline = Date().addingTimeInterval(30)
+        while !s.outbox.pending().isEmpty && Date() < deadline { usleep(20_000) }
+        #expect(s.outbox.pending().isEmpty)
+        #expect(server.requests.count == 2)
+        #expect(s.transport.state.consecutiveFailures == 0)
+    }
+
+    /// One sender per outbox: while one transport waits for a response, another on the same
+    /// directory (as another process would) finds the outbox busy and sends nothing.
+    @Test func oneSenderPerOutbox() throws {
+        let server = try LoopbackHTTPServer(fallback: .hang)
+        defer { server.stop() }
+        let first = try setup("one-sender", dsn: server.dsn) { $0.requestTimeout = .seconds(20) }
+        defer { try? FileManager.default.removeItem(atPath: first.directory) }
+        try first.outbox.enqueue(eventEnvelope())
+        let second = EnvelopeTransport(dsn: try DSN(server.dsn), outbox: try Outbox(directory: first.outbox.directory))
+        first.transport.sendInBackground()
+        let deadline = Date().addingTimeInterval(20)
+        while server.requests.isEmpty && Date() < deadline { usleep(10_000) }
+        #expect(server.requests.count == 1)
+        let result = second.sendPending()
+        #expect(result.stop == .busy)
+        #expect(result.outcomes.isEmpty)
+        #expect(server.requests.count == 1)
+        #expect(first.outbox.pending().count == 1)
+    }
+
     /// submit stores, then sends in the background.
     @Test func submitSendsInTheBackground() throws {
         let server = try LoopbackHTTPServer()
