@@ -187,6 +187,11 @@ let package = Package(
             dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "_CrashShieldZlib"]
         ),
         .testTarget(
+            // The README's examples, compiled against the public API only (no @testable import).
+            name: "ReadmeExamplesTests",
+            dependencies: ["CrashShield"]
+        ),
+        .testTarget(
             name: "CrashShieldTests",
             dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
         ),

@@ -5,9 +5,12 @@
 #
 # It copies the working tree (tracked and untracked, not ignored: what would be committed) into a
 # temporary git repository tagged 1.0.0, builds a small app that depends on it through a file://
-# URL and the tag, and runs it: every guard that is installed on this runtime must be active (each
-# passed its canary, which exercises the hooks, the interned strings and the Objective-C++ catch
-# path), and a misuse through the Swift API must be recorded.
+# URL and the tag, and runs it four times. The app makes the one start call with guards, crash
+# capture and launch protection: every guard that is installed on this runtime must be active
+# (each passed its canary, which exercises the hooks, the interned strings and the Objective-C++
+# catch path), capture installed, a misuse through the Swift API recorded, and `lastRun` must say
+# first launch, then clean exit; the third run crashes on purpose (a report must be left) and the
+# fourth must see that crash.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_BACKTRACE=enable=no
@@ -31,31 +34,71 @@ let package = Package(
 )
 PKG
 cat > "$work/App/Sources/App/main.swift" <<'SWIFT'
+// usage: App <report-dir> <expected last run: first_launch|clean_exit|crashed> [crash]
 import CrashShield
 import Foundation
 
-try CrashShieldSDK.start()
+let arguments = CommandLine.arguments
+var options = CrashShieldOptions()                  // guards, crash capture, launch protection
+options.capture = CaptureOptions(directory: arguments[1])
+var launch = LaunchProtectionOptions()
+launch.repairSteps = [.safeMode(), RepairStep(id: "async-step") { _ in try await Task.sleep(for: .milliseconds(1)) }]
+options.launchProtection = launch
+options.safeModeGuards = [.kvo]
+try CrashShieldSDK.start(options)                   // the one start
+
 var failures = 0
+@MainActor func fail(_ message: String) { print("FAIL \(message)"); failures += 1 }
 for status in CrashShieldSDK.status {
     switch status.state {
     case .active, .notInstalled: print("\(status.id): \(status.state)")
-    default: print("FAIL \(status.id): \(status.state)"); failures += 1
+    default: fail("\(status.id): \(status.state)")
     }
 }
 for required in [GuardID.container, .string, .selector, .nsnull, .kvc, .kvo] {
     guard let status = CrashShieldSDK.status.first(where: { $0.id == required }), case .active = status.state else {
-        print("FAIL \(required) is not active"); failures += 1; continue
+        fail("\(required) is not active"); continue
     }
+}
+if !CrashShieldSDK.isEnabled { fail("not enabled after start") }
+if !CrashCapture.isInstalled { fail("crash capture is not installed") }
+guard let protection = CrashShieldSDK.launchProtection else { fail("no launch protection"); exit(1) }
+let lastRun = CrashShieldSDK.lastRun?.outcome.rawValue ?? "none"
+print("last run: \(lastRun)")
+if lastRun != arguments[2] { fail("last run \(lastRun), expected \(arguments[2])") }
+if CrashShieldSDK.crashedLastRun != (arguments[2] == "crashed") { fail("crashedLastRun disagrees with lastRun") }
+if [1, 2, 3][shielded: 7] != nil { fail("[shielded:] returned a value") }
+CrashShieldSDK.flushIncidents()
+if CrashShieldSDK.recordedCount(for: .swiftAccess) != 1 { fail("the misuse through [shielded:] was not recorded") }
+protection.launchCompleted()
+if arguments.count > 3 && arguments[3] == "crash" {
+    fflush(nil)
+    raise(SIGSEGV)                                  // captured: the next run's last run is "crashed"
 }
 exit(failures == 0 ? 0 : 1)
 SWIFT
 echo "== check-url-dependency: building an app that depends on CrashShield by URL and version" >&2
-( cd "$work/App" && swift build 2>&1 | tail -3 ) >&2
+( cd "$work/App" && swift build 2>&1 | tail -3 ) >&2 || true
 if ! ( cd "$work/App" && swift build >/dev/null 2>&1 ); then
   ( cd "$work/App" && swift build 2>&1 | grep -E 'error' | head -20 ) >&2
   echo "check-url-dependency: FAIL: the app does not build" >&2; exit 1
 fi
-if ! ( cd "$work/App" && "$(swift build --show-bin-path)/App" ); then
-  echo "check-url-dependency: FAIL: guards are not all active in the app" >&2; exit 1
+app="$(cd "$work/App" && swift build --show-bin-path)/App"
+reports="$work/reports"
+if ! "$app" "$reports" first_launch; then
+  echo "check-url-dependency: FAIL: the first run (guards, capture, launch protection)" >&2; exit 1
+fi
+if ! "$app" "$reports" clean_exit; then
+  echo "check-url-dependency: FAIL: the second run did not see the first one's clean exit" >&2; exit 1
+fi
+set +e
+"$app" "$reports" clean_exit crash
+status=$?
+set -e
+if [ "$status" -lt 128 ] || [ "$(ls "$reports" | grep -c '\.json$' || true)" -ne 1 ]; then
+  echo "check-url-dependency: FAIL: the deliberate crash (exit status $status) left no report in $reports" >&2; exit 1
+fi
+if ! "$app" "$reports" crashed; then
+  echo "check-url-dependency: FAIL: the run after the crash did not see it" >&2; exit 1
 fi
 echo "check-url-dependency: ok" >&2

@@ -14,18 +14,17 @@ var options = CaptureOptions(directory: directory)
 options.appVersion = "1.0"
 options.deliverSynchronously = true
 options.reportSinks = [ClosureCrashReportSink { report in
-    let top = report.crashedThread?.frames?.first { $0.function?.contains("CaptureOnlyExample") == true }
-    print("earlier crash: \(report.classification?.rawValue ?? "?") \(report.crash?.signalName ?? "") in \(top?.function ?? "?")")
-    if let scope = report.scope {
+    let top = report.crashedThreadFrames.first { $0.function?.contains("CaptureOnlyExample") == true }
+    print("earlier crash: \(report.classification.rawValue) \(report.signal.name) in \(top?.function ?? "?")")
+    if let scope = report.raw.scope {
         print("earlier crash scope: user \(scope.user?.id ?? "?"), tier \(scope.tags["tier"] ?? "?"), "
               + "last breadcrumb \(scope.breadcrumbs.last?.message ?? "?")")
     }
 }]
 var launch = LaunchProtectionOptions()
 launch.repairSteps = [.safeMode(), .clearCaches(["\(directory)-cache"])]
-options.launchProtection = launch
 
-let protection = try CrashCapture.start(options)
+let protection = try CrashCapture.start(options, launchProtection: launch)
 print("capture installed: \(CrashCapture.isInstalled); last run: \(protection?.lastRun.outcome.rawValue ?? "?")")
 
 @inline(never)

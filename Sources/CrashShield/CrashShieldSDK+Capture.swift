@@ -5,34 +5,52 @@ internal import _CrashShieldIncidents
 internal import _CrashShieldRuntime
 
 extension CrashShieldSDK {
-    /// Starts fatal crash capture (signals and uncaught Objective-C exceptions) and launch
-    /// protection, then applies the guard fail-safe.
+    /// The capture part of `start`: registers the guards' code ranges with the crash handler
+    /// (before capture is installed, so every report names the guards among its crashed thread's
+    /// frames), installs capture, then uncaught-exception capture and the guard fail-safe, then
+    /// launch protection (its repair flow included), then safe mode's guards, then report delivery.
     ///
-    /// Call it right after `CrashShieldSDK.start(_:)`. Fail-safe: when a report from an
-    /// earlier run has frames inside a guard's code, that guard is switched off with
-    /// `CrashShieldSDK.setPolicy(.off, for:)` for this run and an incident says so. The crash handler
-    /// names those guards in the report (crashed_thread.guard_frames, from the guards' code ranges
-    /// registered here before capture is installed), so this start reads them with the C scan and
-    /// decodes no report. A report without that key (an older version's) is decoded and its frames
-    /// mapped (same binary only: same path and build id), which costs the first JSONDecoder use
-    /// (~2 ms). Safe mode (a repair step) switches off the guards in `safeModeGuards`.
-    @discardableResult
-    public static func startCapture(_ options: CaptureOptions = CaptureOptions(),
-                                    safeModeGuards: [GuardID] = []) throws -> LaunchProtection? {
-        // Validate, then act: the code ranges are registered only for a capture that will start.
-        if CrashCapture.directory != nil || CrashCapture.isInstalled { throw CrashCaptureError.alreadyStarted }
+    /// Fail-safe: when a report from an earlier run has frames inside a guard's code, that guard is
+    /// switched off for this run and an incident says so. The crash handler names those guards in
+    /// the report (crashed_thread.guard_frames), so this reads them with the C scan and decodes no
+    /// report. A report without that key (an older version's) is decoded and its frames mapped
+    /// (same binary only: same path and build id), which costs the first JSONDecoder use (~2 ms).
+    static func runCaptureSteps(_ options: CaptureOptions, launchProtection: LaunchProtectionOptions?,
+                             safeModeGuards: [GuardID]) throws -> LaunchProtection? {
         registerGuardCodeRanges()
-        let protection = try CrashCapture.start(options)
-        cs_capture_exceptions_start()
-        for guardName in guardsToSwitchOff(CrashCapture.guardFramesFoundAtStart) {
-            cs_guard_set_policy(guardName, CS_POLICY_OFF)
-            recordFailSafeIncident(guardName)
-        }
-        if protection?.isSafeMode == true {
+        return try CrashCapture.start(options, launchProtection: launchProtection, afterInstall: {
+            cs_capture_exceptions_start()
+            for guardName in guardsToSwitchOff(CrashCapture.guardFramesFoundAtStart) {
+                cs_guard_set_policy(guardName, CS_POLICY_OFF)
+                recordFailSafeIncident(guardName)
+            }
+        }, afterLaunchProtection: { protection in
+            if protection?.isSafeMode == true {
+                for id in safeModeGuards { try? setPolicy(.off, for: id) }
+            }
+            publishGuardStates()
+        })
+    }
+
+    /// Launch protection with the timer method (capture off): a launch that never completed counts
+    /// as a crash. Its state lives in `directoryWithoutCapture` (default: the default capture
+    /// directory).
+    static func startLaunchProtectionWithoutCapture(_ options: LaunchProtectionOptions,
+                                                    safeModeGuards: [GuardID]) -> LaunchProtection {
+        let protection = LaunchProtection.begin(directory: options.directoryWithoutCapture ?? CaptureOptions.defaultDirectory,
+                                                options: options, captureEnabled: false)
+        if protection.isSafeMode {
             for id in safeModeGuards { try? setPolicy(.off, for: id) }
         }
-        publishGuardStates()
         return protection
+    }
+
+    /// Capture (with the fail-safe and uncaught-exception capture) without starting the guards and
+    /// without launch protection: what `shield crash` needs to crash with the guards not installed.
+    package static func _startCaptureWithoutGuardsForTesting(_ options: CaptureOptions) throws {
+        startLock.lock()
+        defer { startLock.unlock() }
+        _ = try runCaptureSteps(options, launchProtection: nil, safeModeGuards: [])
     }
 
     /// Gives the crash handler every guard's code range (link-time constants: the handler keeps

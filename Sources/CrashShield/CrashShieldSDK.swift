@@ -13,22 +13,129 @@ internal import _CrashShieldRuntime
 ///
 /// Every member is thread-safe.
 public enum CrashShieldSDK {
-    /// Installs every guard once, runs each guard's canary and applies `options`.
+    /// Starts everything `options` asks for, in this order: the guards (each installed once, its
+    /// canary run, `options` applied), fatal crash capture (`options.capture`; with it
+    /// uncaught-exception capture and the guard fail-safe, which switches off for this run a guard
+    /// whose code appears in a crash report of an earlier run), launch protection
+    /// (`options.launchProtection`; its repair flow runs before this returns, and when it put the
+    /// app in safe mode the guards in `options.safeModeGuards` are switched off), then the delivery
+    /// of earlier crash reports to `options.capture.reportSinks` (on a background thread unless
+    /// `deliverSynchronously`).
     ///
-    /// A rejected call changes nothing: its sinks are not added, and the Swift guards' policies,
-    /// the zombie, timer and main-thread configuration and the count-update interval stay as the
-    /// first start (or `setPolicy`) left them.
+    /// Launch protection without capture (`options.capture = nil`) decides how the previous run
+    /// ended from its launch state alone: a launch that never completed counts as a crash.
     ///
-    /// - Throws: `CrashShieldError.alreadyStarted` on a second call (the first configuration
-    ///   stays in effect), `CrashShieldError.runtimeUnavailable` without an Objective-C runtime.
+    /// Validate, then act: every part is checked before anything is changed, so a rejected call
+    /// changes nothing: its sinks are not added, the Swift guards' policies, the zombie, timer and
+    /// main-thread configuration and the count-update interval stay as before, no directory is
+    /// created and capture keeps its first configuration. (Should installing the signal handlers
+    /// fail after the checks passed, which only a failing `sigaction` does, the guards this call
+    /// started are uninstalled again before the error is thrown.)
+    ///
+    /// - Throws: `CrashShieldError.alreadyStarted` on a second call (the first configuration stays
+    ///   in effect; call `stop()` first to start again), `CrashShieldError.runtimeUnavailable`
+    ///   without an Objective-C runtime, `CrashCaptureError.alreadyStarted` when capture was
+    ///   started already through `CrashCapture.start` or the C API,
+    ///   `CrashCaptureError.directoryUnavailable` when the capture directory cannot be created.
     public static func start(_ options: CrashShieldOptions = CrashShieldOptions()) throws {
-        // Validate, then act: every setting below is process-wide, so none is applied before the
-        // guards are known to start. The lock makes the check and the start one step for every
-        // caller of this function (a concurrent cs_guards_start() from C is handled below).
+        // The lock makes the checks and the start one step for every caller of this function (a
+        // concurrent cs_guards_start() from C is handled in startGuards).
         startLock.lock()
         defer { startLock.unlock() }
-        try throwIfRejected(cs_guards_start_check())
 
+        // 1. Validate every part; nothing has changed yet.
+        try throwIfRejected(cs_guards_start_check())
+        if let capture = options.capture { try CrashCapture.validate(capture) }
+
+        // 2. Act, in order. Each later step may rely on the earlier ones.
+        try startGuards(options)
+        var protection: LaunchProtection?
+        if let capture = options.capture {
+            do {
+                let clock = ContinuousClock()
+                let captureStartedAt = clock.now
+                protection = try runCaptureSteps(capture, launchProtection: options.launchProtection,
+                                                 safeModeGuards: options.safeModeGuards)
+                _lastCaptureStepDuration = clock.now - captureStartedAt
+            } catch {
+                stopGuards(removing: options.sinks)
+                throw error
+            }
+        } else if let launchOptions = options.launchProtection {
+            protection = startLaunchProtectionWithoutCapture(launchOptions, safeModeGuards: options.safeModeGuards)
+        }
+        // Later parts (crash-report upload) start here, after capture and launch protection.
+
+        stateLock.lock()
+        started = Started(sinks: options.sinks, capture: options.capture != nil, launchProtection: protection,
+                          lastRun: protection?.lastRun ?? (options.capture != nil ? CrashCapture.lastRun : nil))
+        stateLock.unlock()
+    }
+
+    /// How long the capture steps of the last successful `start` with capture took (code ranges,
+    /// capture, fail-safe, launch protection, safe mode, delivery hand-off): `shield bench-capture`
+    /// reports it apart from the guards' installation. Written under `startLock`.
+    nonisolated(unsafe) package static var _lastCaptureStepDuration: Duration = .zero
+
+    /// What a successful `start` started, until `stop`.
+    private struct Started {
+        var sinks: [any IncidentSink]
+        var capture: Bool
+        var launchProtection: LaunchProtection?
+        var lastRun: LastRun?
+    }
+    nonisolated(unsafe) private static var started: Started?
+    private static let stateLock = NSLock()
+
+    /// True between a successful `start` and `stop`.
+    public static var isEnabled: Bool {
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        return started != nil
+    }
+
+    /// Launch protection of this run: nil when `options.launchProtection` was nil, before `start`
+    /// and after `stop`.
+    public static var launchProtection: LaunchProtection? {
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        return started?.launchProtection
+    }
+
+    /// How the previous run ended, as found by `start`. Available when capture or launch
+    /// protection is on (with capture on and launch protection off, the SDK still records each
+    /// run's end in the capture directory); nil when both are off, before `start` and after `stop`.
+    public static var lastRun: LastRun? {
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        return started?.lastRun
+    }
+
+    /// True when `lastRun` says the previous run crashed (false when it is nil).
+    public static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
+
+    /// Undoes `start`: every guard's hooks are removed, so each guarded method behaves as without
+    /// CrashShield again (kept zombies are freed; the Swift-side guards return to their
+    /// before-start policy, `.neutralize`); the sinks `start` added are removed; crash capture's
+    /// signal handlers are uninstalled and the handlers installed before `start` are restored. The
+    /// uncaught-exception handler stays in place but writes nothing while capture is stopped.
+    /// Launch protection's record of this launch stays (a clean exit is still marked at exit).
+    /// Sinks added with `addSink` and incident streams stay. No-op when not started.
+    /// A later `start` starts everything again.
+    public static func stop() {
+        startLock.lock()
+        defer { startLock.unlock() }
+        stateLock.lock()
+        let previous = started
+        started = nil
+        stateLock.unlock()
+        guard let previous else { return }
+        if previous.capture { CrashCapture.stop() }
+        stopGuards(removing: previous.sinks)
+    }
+
+    /// Installs the guards with `options` (the first step of `start`).
+    private static func startGuards(_ options: CrashShieldOptions) throws {
         let previousSwiftPolicies = swiftGuards.map { cs_swift_guard_policy($0.cell) }
         for sink in options.sinks { IncidentHub.shared.add(sink) }
         IncidentHub.shared.connect()
@@ -72,8 +179,19 @@ public enum CrashShieldSDK {
         publishGuardStates()
     }
 
-    /// Serialises `start` (check and start are one step).
-    private static let startLock = NSLock()
+    /// Removes every guard's hooks (original implementations back), frees kept zombies, clears the
+    /// class filters, puts the Swift-side guards back to `.neutralize` and removes `sinks`.
+    private static func stopGuards(removing sinks: [any IncidentSink]) {
+        cs_guards_uninstall_for_testing()
+        cs_zombie_flush()
+        cs_guards_set_class_filters(nil, 0, nil, 0)
+        for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
+        for sink in sinks { IncidentHub.shared.remove(sink) }
+        publishGuardStates()
+    }
+
+    /// Serialises `start` and `stop` (check and start are one step).
+    static let startLock = NSLock()
 
     private static func throwIfRejected(_ result: cs_start_result) throws {
         switch result {
@@ -189,6 +307,11 @@ public struct IncidentStatistics: Sendable, Hashable {
 extension CrashShieldSDK {
     /// Restores every original implementation and forgets incidents, so a test can start again.
     package static func _resetForTesting() {
+        stateLock.lock()
+        let previous = started
+        started = nil
+        stateLock.unlock()
+        if previous?.capture == true { CrashCapture.stop() }
         cs_guards_uninstall_for_testing()
         cs_incidents_flush(2000)
         cs_incidents_reset()

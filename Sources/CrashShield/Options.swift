@@ -1,3 +1,5 @@
+import CrashShieldCapture
+
 /// Configuration for `CrashShieldSDK.start(_:)`. Every property has a documented default; an
 /// `Options()` value protects with every guard.
 public struct CrashShieldOptions: Sendable {
@@ -74,6 +76,21 @@ public struct CrashShieldOptions: Sendable {
     #else
     public static let defaultTimerWeakTargetClasses: [String] = []
     #endif
+
+    /// Fatal crash capture (signals and uncaught Objective-C exceptions), written by an
+    /// async-signal-safe handler into `capture.directory` and read at the next start; nil switches
+    /// it off. Default: on, with `CaptureOptions()` (the default directory).
+    public var capture: CaptureOptions? = CaptureOptions()
+
+    /// Crash-loop protection: counts launch crashes and runs the repair steps at the threshold,
+    /// before `start` returns; nil switches it off. With capture on, a launch crash is one with a
+    /// report written during launch; with capture off, a launch that never completed.
+    /// Default: on, with `LaunchProtectionOptions()` (threshold 3, safe mode as the only step).
+    public var launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()
+
+    /// Guards switched off (policy `.off`) for a run that launch protection put in safe mode.
+    /// Default: empty.
+    public var safeModeGuards: [GuardID] = []
 
     public init() {}
 

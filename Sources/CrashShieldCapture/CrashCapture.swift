@@ -2,7 +2,8 @@ import Foundation
 internal import _CrashShieldCapture
 internal import _CrashShieldIncidents
 
-/// Configuration for `CrashCapture.start(_:)`.
+/// Configuration of fatal crash capture: `CrashShieldOptions.capture` (CrashShield) or the first
+/// argument of `CrashCapture.start(_:launchProtection:)` (the capture-only product).
 public struct CaptureOptions: Sendable {
     /// Where reports and the launch-protection state live. Created if missing.
     /// Default (`defaultDirectory`): on Apple platforms `<Caches>/crashshield/<bundle identifier>`
@@ -30,8 +31,6 @@ public struct CaptureOptions: Sendable {
     public var symbolicate = true
     /// Deliver earlier reports before `start` returns instead of on a background thread. Default: false.
     public var deliverSynchronously = false
-    /// Crash-loop protection; nil switches it off. Default: on with default options.
-    public var launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()
 
     public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
 
@@ -141,17 +140,55 @@ public enum CrashCapture {
     nonisolated(unsafe) private static var startedDirectory: String?
     nonisolated(unsafe) private static var earlierReports: [PendingReport] = []
     nonisolated(unsafe) private static var protection: LaunchProtection?
+    nonisolated(unsafe) private static var recordedLastRun: LastRun?
 
-    /// Installs capture, then (if configured) runs launch protection — including the repair flow
-    /// when the app is in a crash loop — and hands earlier reports to the sinks.
+    /// Installs capture, then (unless `launchProtection` is nil) runs launch protection — including
+    /// the repair flow when the app is in a crash loop, before this returns — and hands the reports
+    /// of earlier runs to `options.reportSinks`. The one start of the capture-only product; apps
+    /// that use the CrashShield module call `CrashShieldSDK.start(_:)` instead, which does this too.
+    ///
+    /// With `launchProtection` nil the SDK still records in its directory how each run ended (the
+    /// "launch-state" file), so `lastRun` works; no launch crash starts a repair.
+    ///
     /// A rejected call changes nothing: the capture options, report directory, launch protection
     /// and report sinks of the first start stay in effect, and the rejected call's sinks receive
     /// nothing.
     /// - Returns: the launch protection of this run, or nil when it is off.
     /// - Throws: `CrashCaptureError.alreadyStarted` when capture is installed already (by an
-    ///   earlier call, or through the C API).
+    ///   earlier call, or through the C API); `.directoryUnavailable` when the directory cannot
+    ///   be created; `.installFailed` / `.unsupportedPlatform` when the handlers cannot be installed.
     @discardableResult
-    public static func start(_ options: CaptureOptions = CaptureOptions()) throws -> LaunchProtection? {
+    public static func start(_ options: CaptureOptions = CaptureOptions(),
+                             launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()) throws -> LaunchProtection? {
+        try start(options, launchProtection: launchProtection, afterInstall: {}, afterLaunchProtection: { _ in })
+    }
+
+    /// Throws what `start` would throw before it installs anything: `alreadyStarted`, or
+    /// `directoryUnavailable` when the directory is missing and cannot be created (creating it is
+    /// the only effect). Lets the CrashShield module validate every part before it acts.
+    package static func validate(_ options: CaptureOptions) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        guard startedDirectory == nil, !csc_is_installed() else { throw CrashCaptureError.alreadyStarted }
+        try createDirectoryIfMissing(options.directory)
+    }
+
+    private static func createDirectoryIfMissing(_ directory: String) throws {
+        if isDirectory(directory) { return }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CrashCaptureError.directoryUnavailable(directory)
+        }
+    }
+
+    /// `start` with two hooks for the CrashShield module: `afterInstall` runs once the handlers are
+    /// installed, before launch protection (uncaught-exception capture, the guard fail-safe);
+    /// `afterLaunchProtection` runs after launch protection (and its repair flow), before the
+    /// reports are delivered (safe mode's guards).
+    package static func start(_ options: CaptureOptions, launchProtection launchOptions: LaunchProtectionOptions?,
+                              afterInstall: () -> Void,
+                              afterLaunchProtection: (LaunchProtection?) -> Void) throws -> LaunchProtection? {
         let store = CrashReportStore(directory: options.directory)
         let launchID = makeLaunchID()
         let reports: [PendingReport]
@@ -161,13 +198,7 @@ public enum CrashCapture {
             lock.lock()
             defer { lock.unlock() }
             guard startedDirectory == nil, !csc_is_installed() else { throw CrashCaptureError.alreadyStarted }
-            if !isDirectory(options.directory) {
-                do {
-                    try FileManager.default.createDirectory(atPath: options.directory, withIntermediateDirectories: true)
-                } catch {
-                    throw CrashCaptureError.directoryUnavailable(options.directory)
-                }
-            }
+            try createDirectoryIfMissing(options.directory)
             reports = store.scanIfAny()
             let result: csc_install_result = options.directory.withCString { directory in
                 launchID.withCString { launch in
@@ -195,18 +226,19 @@ public enum CrashCapture {
             startedDirectory = options.directory
             earlierReports = reports
         }
+        afterInstall()
 
-        var started: LaunchProtection?
-        if let launchOptions = options.launchProtection {
-            started = LaunchProtection.begin(
-                directory: options.directory, options: launchOptions, launchID: launchID, appVersion: options.appVersion,
-                captureEnabled: true, pending: reports)
-            lock.lock()
-            protection = started
-            lock.unlock()
-        } else {
-            csc_set_launch_phase(CSC_PHASE_RUNNING)
-        }
+        // Launch protection, or (off) only the record of how this run ends, for `lastRun`.
+        let launch = LaunchProtection.begin(
+            directory: options.directory, options: launchOptions ?? .recordOnly, launchID: launchID,
+            appVersion: options.appVersion, captureEnabled: true, pending: reports)
+        if launchOptions == nil { launch.launchCompleted() }
+        let started = launchOptions == nil ? nil : launch
+        lock.lock()
+        protection = started
+        recordedLastRun = launch.lastRun
+        lock.unlock()
+        afterLaunchProtection(started)
 
         if !options.reportSinks.isEmpty {
             let sinks = options.reportSinks
@@ -225,7 +257,41 @@ public enum CrashCapture {
         return started
     }
 
-    /// True after a successful `start`.
+    /// Uninstalls the signal handlers and puts back the ones installed before `start` (the
+    /// process's previous handlers, or the default action), so a crash from now on is not
+    /// captured. Launch protection's record of this launch stays (a clean exit is still marked at
+    /// exit). `lastRun` and `reportsFoundAtStart` are forgotten. A report delivery already under
+    /// way finishes. After `stop`, `start` may be called again. No-op when not started.
+    ///
+    /// An uncaught Objective-C exception handler installed by the CrashShield module stays in
+    /// place (the runtime has one slot and no way to tell whether another was set since), but it
+    /// writes nothing while capture is stopped.
+    public static func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard startedDirectory != nil || csc_is_installed() else { return }
+        csc_uninstall()
+        startedDirectory = nil
+        earlierReports = []
+        protection = nil
+        recordedLastRun = nil
+    }
+
+    /// How the previous run ended, as found at `start` (nil before `start` and after `stop`).
+    /// Works with launch protection off too (the SDK records each run's end in its directory).
+    public static var lastRun: LastRun? {
+        lock.lock()
+        defer { lock.unlock() }
+        return recordedLastRun
+    }
+
+    /// True when `lastRun` says the previous run crashed (false before `start`).
+    public static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
+
+    /// True between a successful `start` and `stop`.
+    public static var isEnabled: Bool { csc_is_installed() }
+
+    /// True while the crash handlers are installed (by `start` or the C API).
     public static var isInstalled: Bool { csc_is_installed() }
 
     /// The report directory given to `start`.
@@ -238,11 +304,11 @@ public enum CrashCapture {
     /// Reports of earlier runs found at `start` (decoded, not symbolicated), also those that
     /// sinks have since accepted and deleted. Decoded on the first read, from the bytes read at
     /// start (the start itself only scans them in C).
-    public static var reportsFoundAtStart: [CrashReport] {
+    public static var reportsFoundAtStart: [CrashEvent] {
         lock.lock()
         let pending = earlierReports
         lock.unlock()
-        return pending.compactMap(\.report)
+        return pending.compactMap(\.report).map(CrashEvent.init)
     }
 
     /// What a report found at start says about guard code among its crashed thread's frames, for

@@ -88,7 +88,7 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var firstFrameIsPc: Bool?
         /// Names of the guards whose code is among `frames`, as the crash handler found them (the
         /// guard fail-safe reads this). Absent in reports of older versions and of processes that
-        /// did not start capture through `CrashShieldSDK.startCapture`.
+        /// did not start capture through `CrashShieldSDK.start`.
         public var guardFrames: [String]?
         public var frames: [Frame]?
     }

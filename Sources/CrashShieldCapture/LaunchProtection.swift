@@ -1,10 +1,11 @@
 import Foundation
 internal import _CrashShieldCapture
 
-/// Options for crash-loop protection: consecutive crashes during launch (before
-/// `launchCompleted()` or the end of `launchWindow`) are counted, and at `threshold` the repair
-/// steps run before the app's normal launch. With crash capture on, only launches that left a
-/// crash report count: a user swiping the app away or a `kill -9` does not.
+/// Options for crash-loop protection (`CrashShieldOptions.launchProtection` or the
+/// `launchProtection` argument of `CrashCapture.start(_:launchProtection:)`): consecutive crashes
+/// during launch (before `launchCompleted()` or the end of `launchWindow`) are counted, and at
+/// `threshold` the repair steps run before the app's normal launch. With crash capture on, only
+/// launches that left a crash report count: a user swiping the app away or a `kill -9` does not.
 public struct LaunchProtectionOptions: Sendable {
     /// Consecutive launch crashes that start the repair flow. Default: 3.
     public var threshold = 3
@@ -14,7 +15,19 @@ public struct LaunchProtectionOptions: Sendable {
     /// every further launch crash runs the next one (escalation). When all were attempted,
     /// nothing more runs (no loop) until a launch completes. Default: safe mode only.
     public var repairSteps: [RepairStep] = [.safeMode()]
+    /// Where the launch state lives when capture is off (`CrashShieldOptions.capture == nil`); with
+    /// capture on it always lives in the capture directory and this is ignored.
+    /// Default: nil, meaning `CaptureOptions.defaultDirectory`.
+    public var directoryWithoutCapture: String?
     public init() {}
+
+    /// Records how each run ends and nothing more: no repair step, no threshold.
+    static var recordOnly: LaunchProtectionOptions {
+        var options = LaunchProtectionOptions()
+        options.threshold = .max
+        options.repairSteps = []
+        return options
+    }
 }
 
 /// What `RepairStep`s see and may change.
@@ -23,7 +36,7 @@ public final class RepairContext: @unchecked Sendable {
     public let directory: String
     public let consecutiveLaunchCrashes: Int
     /// The report of the last launch crash, when capture recorded one (decoded on first read).
-    public var lastReport: CrashReport? { lastReportSource?.report }
+    public var lastReport: CrashEvent? { lastReportSource?.report.map(CrashEvent.init) }
     private let lastReportSource: PendingReport?
     private let lock = NSLock()
     private var safeMode = false
@@ -60,24 +73,37 @@ public final class RepairContext: @unchecked Sendable {
     }
 }
 
-/// One step of the repair flow. The body calls `completion(true)` when it succeeded; it may do
-/// so from another thread (asynchronous steps). A step that does not complete within `timeout`
-/// counts as failed and the launch goes on.
+/// One step of the repair flow: an `async throws` closure. It succeeds when it returns and fails
+/// when it throws or does not return within `timeout` (it is then cancelled, and the launch goes
+/// on). Before a step runs, its id is persisted as attempted, so a step that crashes the app is
+/// never run again in the same crash loop.
+///
+/// Launch protection runs the step before `start` returns, on a detached task, while the thread
+/// that called `start` waits. A step that needs the main actor (or the main queue) while `start`
+/// runs on the main thread cannot proceed: it times out instead of deadlocking.
+///
+/// ```swift
+/// RepairStep(id: "reset-database", timeout: .seconds(5)) { context in
+///     try await database.reset()
+/// }
+/// ```
 public struct RepairStep: Sendable {
+    /// Identifies the step in the launch state and in `LaunchProtection.repairsRun`; commas become "_".
     public let id: String
+    /// How long the step may run. Default: 10 seconds.
     public let timeout: Duration
-    let body: @Sendable (RepairContext, @escaping @Sendable (Bool) -> Void) -> Void
+    let body: @Sendable (RepairContext) async throws -> Void
 
     public init(id: String, timeout: Duration = .seconds(10),
-                _ body: @escaping @Sendable (RepairContext, @escaping @Sendable (Bool) -> Void) -> Void) {
+                _ body: @escaping @Sendable (RepairContext) async throws -> Void) {
         self.id = id
         self.timeout = timeout
         self.body = body
     }
 
-    /// A synchronous step: succeeds unless `body` throws.
-    public static func run(id: String, _ body: @escaping @Sendable (RepairContext) throws -> Void) -> RepairStep {
-        RepairStep(id: id) { context, completion in completion((try? body(context)) != nil) }
+    /// A synchronous step (the built-in steps): succeeds unless `body` throws.
+    package static func run(id: String, _ body: @escaping @Sendable (RepairContext) throws -> Void) -> RepairStep {
+        RepairStep(id: id) { context in try body(context) }
     }
 
     /// Safe mode: `LaunchProtection.isSafeMode` becomes true (persisted) so the app (and
@@ -144,9 +170,9 @@ public struct LastRun: Sendable, Equatable {
     /// decides the outcome from a C scan of the report's launch fields (the first JSONDecoder
     /// use in a process alone costs ~2 ms). nil also when the file, though it names
     /// this launch, does not decode as a report.
-    public var report: CrashReport? {
-        get { reportSource?.report }
-        set { reportSource = newValue.map(PendingReport.init(decoded:)) }
+    public var report: CrashEvent? {
+        get { reportSource?.report.map(CrashEvent.init) }
+        set { reportSource = newValue.map { PendingReport(decoded: $0.raw) } }
     }
     /// The app version differs from the previous run's.
     public var appUpdated: Bool
@@ -463,18 +489,73 @@ public final class LaunchProtection: @unchecked Sendable {
         csc_set_launch_phase(CSC_PHASE_TERMINATING)
     }
 
+    /// Runs `step` on a detached task and waits for it up to its timeout. The task prefers the
+    /// repair-step thread (`RepairStepExecutor`), not the cooperative pool: `start` may be called
+    /// from pool threads (an async `main`, a test runner), and waiting there could leave the step
+    /// no thread to run on. The waiting thread is never needed by the task, so waiting on the main
+    /// thread cannot deadlock; a step that awaits the main actor just times out.
+    /// Returns true when the step returned in time.
     private static func runStep(_ step: RepairStep, context: RepairContext) -> Bool {
         let done = DispatchSemaphore(value: 0)
         let outcome = StepOutcome()
-        DispatchQueue.global().async {
-            step.body(context) { success in
-                if outcome.set(success) { done.signal() }
+        let body = step.body
+        let operation: @Sendable () async -> Void = {
+            let success: Bool
+            do {
+                try await body(context)
+                success = true
+            } catch {
+                success = false
             }
+            if outcome.set(success) { done.signal() }
+        }
+        let task: Task<Void, Never>
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, macCatalyst 18, *) {
+            task = Task.detached(executorPreference: RepairStepExecutor.shared, operation: operation)
+        } else {
+            task = Task.detached(operation: operation)
         }
         let timeout = step.timeout.components
         let nanoseconds = timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000
-        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .timedOut { return false }
+        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds)))) == .timedOut {
+            // The first outcome wins: a step that returns from now on no longer counts.
+            _ = outcome.set(false)
+            task.cancel()
+            return false
+        }
         return outcome.value
+    }
+
+    /// One thread, started by the first repair step of the process, that runs the steps' jobs.
+    @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, macCatalyst 18, *)
+    private final class RepairStepExecutor: TaskExecutor, @unchecked Sendable {
+        static let shared = RepairStepExecutor()
+        private let condition = NSCondition()
+        private var jobs: [UnownedJob] = []
+
+        private init() {
+            let thread = Thread { [unowned self] in self.runJobs() }
+            thread.name = "CrashShield.repair-steps"
+            thread.start()
+        }
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            condition.lock()
+            jobs.append(job)
+            condition.signal()
+            condition.unlock()
+        }
+
+        private func runJobs() {
+            while true {
+                condition.lock()
+                while jobs.isEmpty { condition.wait() }
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job.runSynchronously(on: asUnownedTaskExecutor())
+            }
+        }
     }
 
     private final class StepOutcome: @unchecked Sendable {

@@ -5,16 +5,17 @@ internal import _CrashShieldCapture
 /// Receives crash reports from earlier runs at the next start. Returning normally means the sink
 /// accepted the report; throwing means it did not (the report stays on disk and is offered again
 /// at the next start). A report file is deleted only after every sink accepted it, so sinks must
-/// tolerate seeing a report twice (use `CrashReport.id`).
+/// tolerate seeing a report twice (use `CrashEvent.id`).
 public protocol CrashReportSink: AnyObject, Sendable {
-    func receive(_ report: CrashReport) throws
+    /// Takes one crash of an earlier run; throws to leave it on disk for the next start.
+    func receive(_ report: CrashEvent) throws
 }
 
 /// Calls a closure for every report; the closure throws to reject.
 public final class ClosureCrashReportSink: CrashReportSink {
-    private let body: @Sendable (CrashReport) throws -> Void
-    public init(_ body: @escaping @Sendable (CrashReport) throws -> Void) { self.body = body }
-    public func receive(_ report: CrashReport) throws { try body(report) }
+    private let body: @Sendable (CrashEvent) throws -> Void
+    public init(_ body: @escaping @Sendable (CrashEvent) throws -> Void) { self.body = body }
+    public func receive(_ report: CrashEvent) throws { try body(report) }
 }
 
 /// Logs one line per report through swift-log (level `.critical` by default).
@@ -30,13 +31,13 @@ public final class LoggingCrashReportSink: CrashReportSink {
         self.level = level
     }
 
-    public func receive(_ report: CrashReport) throws {
-        let top = report.crashedThread?.frames?.first { $0.function != nil }?.function ?? "?"
+    public func receive(_ report: CrashEvent) throws {
+        let top = report.crashedThreadFrames.first { $0.function != nil }?.function ?? "?"
         logger.log(
-            level: level, "crash in previous run: \(report.crash?.signalName ?? report.kind?.rawValue ?? "?") in \(top)",
+            level: level, "crash in previous run: \(report.signal.name.isEmpty ? report.kind.rawValue : report.signal.name) in \(top)",
             metadata: [
-                "report": "\(report.id)", "classification": "\(report.classification?.rawValue ?? "?")",
-                "launch_phase": "\(report.launchPhase?.rawValue ?? "?")", "complete": "\(report.isComplete)",
+                "report": "\(report.id)", "classification": "\(report.classification.rawValue)",
+                "launch_phase": "\(report.launchPhase.rawValue)", "complete": "\(report.isComplete)",
             ])
     }
 }
@@ -44,14 +45,15 @@ public final class LoggingCrashReportSink: CrashReportSink {
 /// Keeps every received report in memory.
 public final class InMemoryCrashReportSink: CrashReportSink, @unchecked Sendable {
     private let lock = NSLock()
-    private var storage: [CrashReport] = []
+    private var storage: [CrashEvent] = []
     public init() {}
-    public func receive(_ report: CrashReport) throws {
+    public func receive(_ report: CrashEvent) throws {
         lock.lock()
         defer { lock.unlock() }
         storage.append(report)
     }
-    public var reports: [CrashReport] {
+    /// Every report received so far, in order.
+    public var reports: [CrashEvent] {
         lock.lock()
         defer { lock.unlock() }
         return storage
@@ -157,8 +159,9 @@ package struct CrashReportStore: Sendable {
                 delivery.unreadable.append(loaded.path)
             case .success(let report):
                 var accepted = true
+                let event = CrashEvent(report)
                 for sink in sinks {
-                    do { try sink.receive(report) } catch { accepted = false }
+                    do { try sink.receive(event) } catch { accepted = false }
                 }
                 if accepted {
                     try? FileManager.default.removeItem(atPath: loaded.path)

@@ -37,7 +37,7 @@ enum BenchCommand {
                 results[index].baseline = min(results[index].baseline, nanoseconds)
             }
             do {
-                try CrashShieldSDK.start()
+                try CrashShieldSDK.start(.guardsOnly)
             } catch {
                 FileHandle.standardError.write(Data("bench: start failed: \(error)\n".utf8))
                 return 1

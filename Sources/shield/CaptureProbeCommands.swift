@@ -100,7 +100,8 @@ enum BenchCaptureCommand {
     }
 }
 
-/// `CrashShieldSDK.startCapture` (capture, launch protection, the guard fail-safe) with the guards on,
+/// The capture steps of `CrashShieldSDK.start` (capture, launch protection, the guard fail-safe)
+/// with the guards on,
 /// right after a crash inside a guard (`shield crash inside-guard`), measured inside
 /// `shield failsafe-probe --launch-protection` children; a fresh directory per run (one report
 /// each). Counted only when the fail-safe switched the container guard off.
@@ -124,7 +125,7 @@ extension BenchCaptureCommand {
     }
 }
 
-/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--unwritable-dir]`:
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--main-actor-step] [--unwritable-dir]`:
 /// the child of the launch-protection end-to-end test. Starts capture with launch protection and
 /// three repair steps (safe-mode, step-two, step-three; with --crashing-step: "crashes", whose
 /// body dies of SIGSEGV, then "after-crash"), prints one JSON line describing what launch
@@ -139,10 +140,18 @@ enum LaunchProbeCommand {
         launch.repairSteps = [
             .safeMode(),
             .run(id: "step-two") { _ in },
-            RepairStep(id: "step-three") { _, completion in DispatchQueue.global().async { completion(true) } },
+            RepairStep(id: "step-three") { _ in try await Task.sleep(for: .milliseconds(1)) },
         ]
         if arguments.contains("--crashing-step") {
             launch.repairSteps = [.run(id: "crashes") { _ in csc_crash_segv() }, .run(id: "after-crash") { _ in }]
+        }
+        if arguments.contains("--main-actor-step") {
+            // Start runs on the main thread here: a step that needs the main actor cannot run
+            // until start returns, so it must time out (not deadlock); the next one awaits a sleep.
+            launch.repairSteps = [
+                RepairStep(id: "needs-main-actor", timeout: .milliseconds(500)) { _ in await MainActor.run {} },
+                RepairStep(id: "awaits-sleep", timeout: .seconds(10)) { _ in try await Task.sleep(for: .milliseconds(20)) },
+            ]
         }
         let protection: LaunchProtection
         let clock = ContinuousClock()
@@ -152,8 +161,7 @@ enum LaunchProbeCommand {
         } else {
             var options = CaptureOptions(directory: directory)
             options.appVersion = "1.0"
-            options.launchProtection = launch
-            guard let started = try? CrashCapture.start(options) else { return 1 }
+            guard let started = try? CrashCapture.start(options, launchProtection: launch) else { return 1 }
             protection = started
         }
         let elapsed = (clock.now - startedAt).components
@@ -163,6 +171,7 @@ enum LaunchProbeCommand {
             "during_launch": protection.lastRun.crashedDuringLaunch,
             "consecutive": protection.consecutiveLaunchCrashes,
             "repairs": protection.repairsRun,
+            "repairs_failed": protection.repairsFailed,
             "exhausted": protection.repairExhausted,
             "safe_mode": protection.isSafeMode,
             "state_reset": protection.stateWasReset,
@@ -183,29 +192,29 @@ enum LaunchProbeCommand {
 /// `shield failsafe-probe --dir D [--launch-protection]`: starts the guards, then capture (which
 /// applies the fail-safe to the reports in D; launch protection only when asked), and prints
 /// `POLICY <guard> <policy>` for every guard, `FAILSAFE-INCIDENTS <n> <guards>`,
-/// `START-CAPTURE-NS <n>` (how long `startCapture` took) and `REPORTS-DECODED <d>/<n>` (how many
-/// of the n reports found at start were fully decoded by then).
+/// `START-CAPTURE-NS <n>` (how long the capture steps of the start took) and `REPORTS-DECODED <d>/<n>` (how many
+/// of the n reports found at start were fully decoded by then), then
+/// `LAST-RUN <outcome> CRASHED-LAST-RUN <bool>` (`CrashShieldSDK.lastRun`, `crashedLastRun`).
 enum FailSafeProbeCommand {
     static func run(_ arguments: [String]) -> Int32 {
         guard let directory = CrashCommand.option("--dir", in: arguments) else { return 2 }
         let sink = InMemoryIncidentSink(capacity: 1000)
         var startCaptureNs: Int64 = 0
-        var guardOptions = CrashShieldOptions()
-        guardOptions.sinks = [sink]
+        var options = CrashShieldOptions()
+        options.sinks = [sink]
+        options.capture = CaptureOptions(directory: directory)
+        if arguments.contains("--launch-protection") {
+            var launch = LaunchProtectionOptions()
+            launch.launchWindow = .seconds(60)
+            options.launchProtection = launch
+        } else {
+            options.launchProtection = nil
+        }
         do {
-            try CrashShieldSDK.start(guardOptions)
-            var options = CaptureOptions(directory: directory)
-            if arguments.contains("--launch-protection") {
-                var launch = LaunchProtectionOptions()
-                launch.launchWindow = .seconds(60)
-                options.launchProtection = launch
-            } else {
-                options.launchProtection = nil
-            }
-            let clock = ContinuousClock()
-            let startedAt = clock.now
-            try CrashShieldSDK.startCapture(options)
-            let elapsed = (clock.now - startedAt).components
+            try CrashShieldSDK.start(options)
+            // The capture steps alone (what `startCapture` was before the one start), so the figure
+            // stays comparable and apart from the guards' installation.
+            let elapsed = CrashShieldSDK._lastCaptureStepDuration.components
             startCaptureNs = elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
         } catch {
             print("START-FAILED \(error)")
@@ -218,7 +227,8 @@ enum FailSafeProbeCommand {
         let decoded = CrashCapture._reportsFoundAtStartDecodedForTesting
         print("START-CAPTURE-NS \(startCaptureNs)")
         print("REPORTS-DECODED \(decoded.decoded)/\(decoded.count)")
-        CrashCapture.launchProtection?.launchCompleted()
+        print("LAST-RUN \(CrashShieldSDK.lastRun?.outcome.rawValue ?? "none") CRASHED-LAST-RUN \(CrashShieldSDK.crashedLastRun)")
+        CrashShieldSDK.launchProtection?.launchCompleted()
         return 0
     }
 }

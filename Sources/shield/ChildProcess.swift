@@ -1,4 +1,5 @@
 import Foundation
+import CrashShield
 
 /// Runs a program as a child process with a timeout, capturing its standard output.
 /// Anything that may crash on purpose runs through here, never in the calling process.
@@ -94,5 +95,16 @@ struct ChildProcess {
             SIGTRAP: "SIGTRAP", SIGSYS: "SIGSYS", SIGPIPE: "SIGPIPE", SIGKILL: "SIGKILL", SIGTERM: "SIGTERM",
         ]
         return names[signal] ?? "SIG\(signal)"
+    }
+}
+
+extension CrashShieldOptions {
+    /// The guards alone: no crash capture, no launch protection (the scenario and bench children
+    /// must not install signal handlers or write launch state).
+    static var guardsOnly: CrashShieldOptions {
+        var options = CrashShieldOptions()
+        options.capture = nil
+        options.launchProtection = nil
+        return options
     }
 }

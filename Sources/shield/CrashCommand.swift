@@ -11,7 +11,8 @@ import _CrashShieldTestSupport
 /// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
 /// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `fork-child-segv` takes
 /// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
-/// Guards: `--guards` starts them before capture, `--guards-after-capture` after it;
+/// Guards: `--guards` starts them with capture in one `CrashShieldSDK.start`, `--guards-after-capture`
+/// with a second start (capture off) after capture started alone;
 /// `--set-policy <guard>=<neutralize|reportOnly|off>` (repeatable) switches a policy after both
 /// started, before the crash. Scope (user, tags, contexts, breadcrumbs): see `ScopeSetup`.
 enum CrashCommand {
@@ -34,7 +35,7 @@ enum CrashCommand {
             return 2
         }
         #endif
-        if kind == "inside-guard" || arguments.contains("--guards") { try? CrashShieldSDK.start() }
+        let withGuards = kind == "inside-guard" || arguments.contains("--guards")
         // Test setups that must happen before capture is installed.
         if arguments.contains("--previous-handler") { csc_test_install_previous_handler() }
         if arguments.contains("--ignore-sigpipe") { signal(SIGPIPE, SIG_IGN) }
@@ -44,17 +45,23 @@ enum CrashCommand {
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
         var options = CaptureOptions(directory: option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory)
-        options.launchProtection = nil
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
         if arguments.contains("--hang-in-handler") { options.handlerWatchdog = .seconds(1) }
         do {
-            try CrashShieldSDK.startCapture(options)
+            if withGuards {
+                var shieldOptions = CrashShieldOptions()
+                shieldOptions.capture = options
+                shieldOptions.launchProtection = nil
+                try CrashShieldSDK.start(shieldOptions)
+            } else {
+                try CrashShieldSDK._startCaptureWithoutGuardsForTesting(options)
+            }
         } catch {
             FileHandle.standardError.write(Data("shield crash: capture did not start: \(error)\n".utf8))
             return 1
         }
-        if arguments.contains("--guards-after-capture") { try? CrashShieldSDK.start() }
+        if arguments.contains("--guards-after-capture") && !withGuards { try? CrashShieldSDK.start(.guardsOnly) }
         for (index, argument) in arguments.enumerated() where argument == "--set-policy" && index + 1 < arguments.count {
             let parts = arguments[index + 1].split(separator: "=", maxSplits: 1).map(String.init)
             let policies: [String: GuardPolicy] = ["neutralize": .neutralize, "reportOnly": .reportOnly, "off": .off]

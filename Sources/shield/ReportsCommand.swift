@@ -17,7 +17,7 @@ enum ReportsCommand {
                 if json {
                     print(String(decoding: report.jsonData(), as: UTF8.self))
                 } else {
-                    printText(report)
+                    printText(CrashEvent(report))
                 }
             case .failure(let error):
                 if json {
@@ -32,18 +32,21 @@ enum ReportsCommand {
         return 0
     }
 
-    static func printText(_ report: CrashReport) {
+    /// The text form: what a user of the public `CrashEvent` can print (the raw report supplies
+    /// the details that are optional in a file cut short).
+    static func printText(_ event: CrashEvent) {
+        let report = event.raw
         let crash = report.crash
-        var headline = "\(report.id): \(report.classification?.rawValue ?? "?")"
+        var headline = "\(event.id): \(report.classification?.rawValue ?? "?")"
         if let name = crash?.signalName { headline += " \(name)" }
         if let code = crash?.codeName { headline += " \(code)" }
         if let address = crash?.faultAddress { headline += " at \(address)" }
         print(headline)
         if let exception = report.exception { print("  exception \(exception.name ?? "?"): \(exception.reason ?? "")") }
         print("  thread \(crash?.threadId ?? 0)\(crash?.mainThread == true ? " (main)" : "") phase \(report.launchPhase?.rawValue ?? "?")"
-              + "\(report.isComplete ? "" : " [truncated]")\(report.minimal == true ? " [minimal: the handler crashed]" : "")"
+              + "\(event.isComplete ? "" : " [truncated]")\(report.minimal == true ? " [minimal: the handler crashed]" : "")"
               + "\(crash?.recovered == true ? " [thread parked, process continued]" : "")")
-        for (index, frame) in (report.crashedThread?.frames ?? []).prefix(16).enumerated() {
+        for (index, frame) in event.crashedThreadFrames.prefix(16).enumerated() {
             let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
             var line = "  #\(index) \(frame.address ?? "?") \(image)+\(frame.offset ?? "?") \(frame.function ?? "?")"
             if let file = frame.file { line += " \(file)\(frame.line.map { ":\($0)" } ?? "")" }

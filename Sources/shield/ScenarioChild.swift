@@ -18,7 +18,7 @@ enum ScenarioChild {
         let scenario = cs_scenario_at(index).pointee
         if guarded {
             do {
-                try CrashShieldSDK.start()
+                try CrashShieldSDK.start(.guardsOnly)
             } catch {
                 print("RESULT start-failed:\(error) 0")
                 return 1

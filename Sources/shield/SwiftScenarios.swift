@@ -40,7 +40,7 @@ enum SwiftScenarios {
     /// Same protocol as the Objective-C scenarios: prints `RESULT <outcome> <incidents>`.
     static func runChild(_ scenario: SwiftScenario, guarded: Bool) -> Int32 {
         do {
-            if guarded { try CrashShieldSDK.start() } else { try CrashShieldSDK.setPolicy(.off, for: scenario.guardID) }
+            if guarded { try CrashShieldSDK.start(.guardsOnly) } else { try CrashShieldSDK.setPolicy(.off, for: scenario.guardID) }
         } catch {
             print("RESULT start-failed:\(error) 0")
             return 1

@@ -9,7 +9,8 @@
 //   shield bench-reporting [--json]   the reporting figures alone: durable outbox enqueues
 //   shield send --dsn DSN --dir D     upload what is pending to a Sentry-compatible server
 //   shield envelope --dir D           print the envelopes that would be sent
-// Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, outbox-writer.
+// Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
+// outbox-writer.
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
@@ -22,7 +23,7 @@ struct Shield: ParsableCommand {
         abstract: "CrashShield's command-line tool: demo, benchmarks, deliberate crashes, reports and their upload.",
         subcommands: [
             Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
-            Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, OutboxWriter.self,
+            Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
         ]
     )
 }
@@ -177,12 +178,13 @@ struct LaunchProbe: ParsableCommand {
     @Flag(help: "Launch protection without capture.") var noCapture = false
     @Option(help: "Consecutive launch crashes before repair (default 3).") var threshold: Int?
     @Flag(help: "A repair step that crashes.") var crashingStep = false
+    @Flag(help: "A repair step that runs on the main actor.") var mainActorStep = false
     @Flag(help: "Make the directory unwritable after start.") var unwritableDir = false
     func run() throws {
         try finish(LaunchProbeCommand.run(
             ["--dir", dir] + option("--threshold", threshold)
                 + flags(["--crash": crash, "--hang": hang, "--no-capture": noCapture, "--crashing-step": crashingStep,
-                         "--unwritable-dir": unwritableDir])))
+                         "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir])))
     }
 }
 
@@ -205,6 +207,18 @@ struct RejectedStartProbe: ParsableCommand {
     @Option(help: "capture or start-capture.") var second: String
     func run() throws {
         try finish(RejectedStartProbeCommand.run(["--dir", dir, "--other-dir", otherDir, "--first", first, "--second", second]))
+    }
+}
+
+struct StopProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stop-probe", abstract: "(internal) stop uninstalls capture and restores the previous handler.",
+        shouldDisplay: false)
+    @Option(help: "The report directory.") var dir: String
+    @Flag(help: "Capture alone (CrashCapture), not the SDK's one start.") var captureOnly = false
+    @Flag(help: "Start again after stopping.") var restart = false
+    func run() throws {
+        try finish(StopProbeCommand.run(["--dir", dir] + flags(["--capture-only": captureOnly, "--restart": restart])))
     }
 }
 

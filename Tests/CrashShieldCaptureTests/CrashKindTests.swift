@@ -61,7 +61,7 @@ import Testing
         let functions = (report.crashedThread?.frames ?? []).compactMap(\.function)
         #expect(functions.contains { $0.contains(kind.function) }, "frames: \(functions.prefix(8))")
         #expect((report.images ?? []).contains { $0.buildId?.isEmpty == false })
-        // `shield crash` starts capture through CrashShieldSDK.startCapture, which gives the handler
+        // `shield crash` starts capture through the capture steps of CrashShieldSDK.start, which give the handler
         // the guards' code: every report says which guards are among its frames (none here).
         #expect(report.crashedThread?.guardFrames == [], "guard_frames: \(String(describing: report.crashedThread?.guardFrames))")
         if kind.name == "objc-exception" {

@@ -21,7 +21,7 @@ import Testing
         let delivery = CrashReportStore(directory: directory).deliver(to: [sink], symbolicate: false)
         #expect(delivery.delivered.count == 1)
         #expect(sink.reports.count == 1)
-        #expect(sink.reports.first?.crash?.signalName == "SIGSEGV")
+        #expect(sink.reports.first?.signal.name == "SIGSEGV")
         #expect(CrashReportStore(directory: directory).reportFiles().isEmpty)
     }
 

@@ -25,6 +25,10 @@ import _CrashShieldCapture
         #expect(next.output.contains("POLICY container off"))
         #expect(next.output.contains("POLICY string neutralize"))
         #expect(next.output.contains("FAILSAFE-INCIDENTS 1 container"))
+        // Issue 13 item 7: crashedLastRun with capture on and launch protection off.
+        #expect(next.output.contains("LAST-RUN crashed CRASHED-LAST-RUN true"), "\(next.output)")
+        let after = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
+        #expect(after.output.contains("LAST-RUN clean_exit CRASHED-LAST-RUN false"), "\(after.output)")
     }
 
     /// Issue 10 item 16: the start after a crash inside a guard switches the guard off from the
@@ -40,6 +44,7 @@ import _CrashShieldCapture
         #expect(next.output.contains("POLICY container off"))
         #expect(next.output.contains("FAILSAFE-INCIDENTS 1 container"))
         #expect(next.output.contains("REPORTS-DECODED 0/1"), "\(next.output)")
+        #expect(next.output.contains("LAST-RUN crashed CRASHED-LAST-RUN true"), "\(next.output)")
     }
 
     /// A report without guard_frames (an older version's, or of a process that registered no

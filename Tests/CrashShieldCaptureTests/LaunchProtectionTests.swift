@@ -10,6 +10,7 @@ import Testing
         let during_launch: Bool
         let consecutive: Int
         let repairs: [String]
+        let repairs_failed: [String]
         let exhausted: Bool
         let safe_mode: Bool
         let state_reset: Bool
@@ -33,6 +34,27 @@ import Testing
         #expect(result.termination == .signaled(SIGKILL))
         let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("{") })
         return try JSONDecoder().decode(Probe.self, from: Data(line.utf8))
+    }
+
+    /// Repair steps are `async throws` closures run while `start` waits, here on the main thread of
+    /// a command-line app: a step that needs the main actor times out and fails (no deadlock; the
+    /// launch goes on), the next launch crash runs the next step, whose awaited sleep succeeds.
+    @Test func asyncStepsRunWhileStartWaitsOnTheMainThread() throws {
+        let directory = temporaryDirectory("async-steps")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous"
+        state.phase = "launching"
+        state.consecutiveLaunchCrashes = 2
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        // The timer method counts the previous launch (it never completed) as a launch crash.
+        var probe = try launch(directory, ["--no-capture", "--main-actor-step", "--crash"], expect: .signaled(SIGSEGV))
+        #expect(probe.consecutive == 3)
+        #expect(probe.repairs == ["needs-main-actor"])
+        #expect(probe.repairs_failed == ["needs-main-actor"])
+        probe = try launch(directory, ["--no-capture", "--main-actor-step"], expect: .exited(0))
+        #expect(probe.repairs == ["awaits-sleep"])
+        #expect(probe.repairs_failed.isEmpty)
     }
 
     @Test func crashLoopIsRepairedEscalatesAndEnds() throws {
@@ -252,7 +274,7 @@ import Testing
         var options = LaunchProtectionOptions()
         options.launchWindow = .seconds(60)
         options.repairSteps = [
-            RepairStep(id: "never-completes", timeout: .milliseconds(200)) { _, _ in },
+            RepairStep(id: "never-completes", timeout: .milliseconds(200)) { _ in try await Task.sleep(for: .seconds(3600)) },
             .run(id: "second") { _ in },
         ]
         let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: false)
@@ -325,7 +347,7 @@ import Testing
 
     /// Built-in steps clear, reset and delete what they are given, and never the SDK's own state:
     /// not the SDK directory, not a cache entry that holds it, not a file inside it.
-    @Test func builtInStepsNeverTouchSDKState() throws {
+    @Test func builtInStepsNeverTouchSDKState() async throws {
         let root = temporaryDirectory("steps")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let fm = FileManager.default
@@ -335,38 +357,30 @@ import Testing
                      "\(root)/user.db"]
         for file in files { #expect(fm.createFile(atPath: file, contents: Data("x".utf8)), "\(file)") }
         let context = RepairContext(directory: sdk, consecutiveLaunchCrashes: 3, lastReport: nil)
-        func run(_ step: RepairStep) -> Bool {
-            let result = LockedBox(false)
-            step.body(context) { result.value = $0 } // built-in steps complete synchronously
-            return result.value
+        func run(_ step: RepairStep) async -> Bool {
+            do {
+                try await step.body(context)
+                return true
+            } catch {
+                return false
+            }
         }
 
-        #expect(run(.clearCaches([caches, sdk])))
+        #expect(await run(.clearCaches([caches, sdk])))
         #expect(fm.fileExists(atPath: caches))
         #expect(!fm.fileExists(atPath: "\(caches)/image.png"))
         #expect(!fm.fileExists(atPath: other))
         #expect(fm.fileExists(atPath: "\(sdk)/launch-state"))
 
-        #expect(run(.resetRemoteConfiguration(["\(root)/remote.json", "\(sdk)/launch-state"])))
+        #expect(await run(.resetRemoteConfiguration(["\(root)/remote.json", "\(sdk)/launch-state"])))
         #expect(!fm.fileExists(atPath: "\(root)/remote.json"))
         #expect(fm.fileExists(atPath: "\(sdk)/launch-state"))
 
-        #expect(run(.deleteUserData(["\(root)/user.db"], explicitOptIn: false)))
+        #expect(await run(.deleteUserData(["\(root)/user.db"], explicitOptIn: false)))
         #expect(fm.fileExists(atPath: "\(root)/user.db"))
-        #expect(run(.deleteUserData(["\(root)/user.db", sdk], explicitOptIn: true)))
+        #expect(await run(.deleteUserData(["\(root)/user.db", sdk], explicitOptIn: true)))
         #expect(!fm.fileExists(atPath: "\(root)/user.db"))
         #expect(fm.fileExists(atPath: "\(sdk)/launch-state"))
-    }
-}
-
-/// A value written by a completion handler and read after it ran.
-private final class LockedBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value {
-        get { lock.lock(); defer { lock.unlock() }; return stored }
-        set { lock.lock(); stored = newValue; lock.unlock() }
     }
 }
 

@@ -26,6 +26,10 @@ import Testing
         ("CrashShieldSDK._resetForTesting()", "'_resetForTesting' is inaccessible due to 'package' protection level"),
         ("_ = CrashScope.publishedJSONForTesting", "'publishedJSONForTesting' is inaccessible due to 'package' protection level"),
         ("_ = ScopeState()", "cannot find 'ScopeState' in scope"),
+        // Issue 13 item 1: one start; the second start call is gone.
+        ("try? CrashShieldSDK.startCapture(CaptureOptions())", "type 'CrashShieldSDK' has no member 'startCapture'"),
+        ("try? CrashShieldSDK._startCaptureWithoutGuardsForTesting(CaptureOptions())",
+         "'_startCaptureWithoutGuardsForTesting' is inaccessible due to 'package' protection level"),
     ]
 
     #if os(Linux)

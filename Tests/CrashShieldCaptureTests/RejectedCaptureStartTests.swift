@@ -29,13 +29,15 @@ import Testing
         #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
         #expect(!FileManager.default.fileExists(atPath: other), "the rejected call created its directory")
         #expect(!result.output.contains("REJECTED-SINK-RECEIVED"))
+        #expect(result.output.contains("LAUNCH-PROTECTION no"), "the rejected call began launch protection")
         #expect(loadReports(directory, symbolicate: false).count == 1)
     }
 
-    /// `startCapture` after `CrashCapture.start`: rejected, and the guards' code is not registered
-    /// with the handler by the rejected call (reports of this capture have no guard_frames key,
-    /// as before the call), no directory is created, no sink is given anything.
-    @Test func startCaptureAfterCaptureStartChangesNothing() throws {
+    /// `CrashShieldSDK.start` (guards, capture, launch protection) after `CrashCapture.start`:
+    /// rejected before any part starts: no guard is installed, the guards' code is not registered
+    /// with the handler (reports of this capture have no guard_frames key, as before the call), no
+    /// launch protection begins, no directory is created, no sink is given anything.
+    @Test func shieldStartAfterCaptureStartChangesNothing() throws {
         let (result, directory, other) = try run(first: "capture", second: "start-capture", label: "shield")
         defer {
             try? FileManager.default.removeItem(atPath: directory)
@@ -44,14 +46,19 @@ import Testing
         #expect(result.termination == .signaled(SIGSEGV))
         #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
         #expect(!FileManager.default.fileExists(atPath: other))
+        #expect(result.output.contains("GUARDS-ACTIVE 0"), "the rejected call installed guards: \(result.output)")
+        #expect(result.output.contains("LAUNCH-PROTECTION no"))
+        #expect(!result.output.contains("REJECTED-SINK-RECEIVED"))
         let report = try #require(loadReports(directory, symbolicate: false).first)
         #expect(report.process?.name == "first-start")
         #expect(report.crashedThread?.guardFrames == nil, "the rejected call registered the guards' code")
+        #expect(report.guards?.allSatisfy { $0.state != .active } ?? true, "the report lists active guards")
     }
 
-    /// A second `startCapture`: rejected; capture keeps the first call's directory and app name,
-    /// and the rejected call's report sink is given nothing (its directory holds a report).
-    @Test func secondStartCaptureChangesNothing() throws {
+    /// A second `CrashShieldSDK.start`: rejected; capture keeps the first call's directory and app
+    /// name, no launch protection begins, and the rejected call's report sink is given nothing (its
+    /// directory holds a report).
+    @Test func secondShieldStartChangesNothing() throws {
         let directory = temporaryDirectory("rejected-twice")
         let other = temporaryDirectory("rejected-twice-other")
         defer {
@@ -65,8 +72,34 @@ import Testing
         #expect(result.termination == .signaled(SIGSEGV))
         #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
         #expect(!result.output.contains("REJECTED-SINK-RECEIVED"))
+        #expect(result.output.contains("LAUNCH-PROTECTION no"))
         #expect(loadReports(other, symbolicate: false).count == 1, "the other directory got a report")
         let report = try #require(loadReports(directory, symbolicate: false).first)
         #expect(report.process?.name == "first-start")
+    }
+
+    /// `stop` uninstalls capture and puts back the handler installed before `start`: a crash after
+    /// it writes no report and reaches that handler. For both products.
+    @Test(arguments: [false, true])
+    func stopUninstallsCaptureAndRestoresThePreviousHandler(captureOnly: Bool) throws {
+        let directory = temporaryDirectory("stop")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try runChild(Built.shield, ["stop-probe", "--dir", directory] + (captureOnly ? ["--capture-only"] : []))
+        #expect(result.termination == .signaled(SIGSEGV))
+        #expect(result.output.contains("ENABLED false INSTALLED false"), "\(result.output)")
+        #expect(result.output.contains("PREVIOUS-HANDLER-RAN"), "\(result.output)")
+        #expect(loadReports(directory, symbolicate: false).isEmpty, "a report was written after stop")
+    }
+
+    /// A start after `stop` installs capture again: the crash is captured.
+    @Test(arguments: [false, true])
+    func startAfterStopCapturesAgain(captureOnly: Bool) throws {
+        let directory = temporaryDirectory("restart")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try runChild(Built.shield, ["stop-probe", "--dir", directory, "--restart"]
+                                  + (captureOnly ? ["--capture-only"] : []))
+        #expect(result.termination == .signaled(SIGSEGV))
+        #expect(result.output.contains("RESTARTED"), "\(result.output)")
+        #expect(loadReports(directory, symbolicate: false).count == 1)
     }
 }

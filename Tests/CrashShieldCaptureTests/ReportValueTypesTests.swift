@@ -237,7 +237,7 @@ import Testing
         #expect(protection.lastRun.outcome == .crashed)
         #expect(protection.lastRun.crashedDuringLaunch == duringLaunch)
         #expect(protection.lastRun.detection == .report)
-        #expect(protection.lastRun.report?.launchPhase == crashed.launchPhase)
+        #expect(protection.lastRun.report?.raw.launchPhase == crashed.launchPhase)
         protection.launchCompleted()
     }
 }

@@ -10,7 +10,7 @@ import _CrashShieldIncidents
 @Suite struct ChildProcessTests {
     @Test func policyOffRestoresTheUncaughtException() async {
         await #expect(processExitsWith: .exitCode(1)) {
-            guard (try? CrashShieldSDK.start()) != nil, (try? CrashShieldSDK.setPolicy(.off, for: .container)) != nil
+            guard (try? CrashShieldSDK.start(.guardsOnly)) != nil, (try? CrashShieldSDK.setPolicy(.off, for: .container)) != nil
             else { exit(3) }
             _ = cs_scenario_at(scenarioIndex("array.objectAtIndex.beyond")).pointee.run()
             exit(4) // not reached: GNUstep exits with 1 on the uncaught exception
@@ -21,7 +21,7 @@ import _CrashShieldIncidents
     /// then lets the original exception end the process.
     @Test func reportOnlyLetsTheExceptionEndTheProcess() async {
         await #expect(processExitsWith: .exitCode(1)) {
-            guard (try? CrashShieldSDK.start()) != nil, (try? CrashShieldSDK.setPolicy(.reportOnly, for: .string)) != nil
+            guard (try? CrashShieldSDK.start(.guardsOnly)) != nil, (try? CrashShieldSDK.setPolicy(.reportOnly, for: .string)) != nil
             else { exit(3) }
             _ = cs_scenario_at(scenarioIndex("string.characterAtIndex.beyond")).pointee.run()
             exit(4) // not reached: GNUstep exits with 1 on the uncaught exception
@@ -30,7 +30,7 @@ import _CrashShieldIncidents
 
     @Test func neutralizeSurvivesTheSameMisuse() async {
         await #expect(processExitsWith: .success) {
-            try CrashShieldSDK.start()
+            try CrashShieldSDK.start(.guardsOnly)
             guard cs_scenario_at(scenarioIndex("array.objectAtIndex.beyond")).pointee.run() else { exit(3) }
             guard cs_scenario_at(scenarioIndex("string.characterAtIndex.beyond")).pointee.run() else { exit(4) }
             exit(CrashShieldSDK.statistics.recorded == 2 ? 0 : 5)

@@ -188,7 +188,7 @@ extension RuntimeTests {
                 guard unguarded[kvcProxyOracleNames[0]]?.hasPrefix("tags (0,b) ") == true,
                     unguarded[kvcProxyOracleNames[1]]?.hasPrefix("tags (0,b) ") == true
                 else { exit(7) }
-                guard (try? CrashShieldSDK.start()) != nil else { exit(5) }
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(5) }
                 let guarded = runOracles(named: kvcProxyOracleNames)
                 guard guarded == unguarded else {
                     for name in kvcProxyOracleNames where guarded[name] != unguarded[name] {
@@ -228,7 +228,7 @@ extension RuntimeTests {
 
         @Test func withPolicyOffTheMisuseThrowsUncaughtAgain() async {
             await #expect(processExitsWith: .exitCode(1)) {
-                var options = CrashShieldOptions()
+                var options = CrashShieldOptions.guardsOnly
                 options.policies[.container] = .off
                 guard (try? CrashShieldSDK.start(options)) != nil else { exit(3) }
                 // Called directly, without the runner's @catch: GNUstep exits(1) on the uncaught exception.
@@ -239,7 +239,7 @@ extension RuntimeTests {
 
         @Test func withPolicyNeutralizeTheSameMisuseSurvives() async {
             await #expect(processExitsWith: .success) {
-                guard (try? CrashShieldSDK.start()) != nil else { exit(5) }
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(5) }
                 let survived = cs_scenario_at(scenarioIndex("marray.addObject.nil")).pointee.run()
                 exit(survived ? 0 : 3)
             }

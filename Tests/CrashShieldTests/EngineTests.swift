@@ -51,7 +51,7 @@ extension RuntimeTests {
         @Test func aFailedCanaryLeavesTheGuardOffAndSaysWhy() throws {
             CrashShieldSDK._resetForTesting()
             cs_guard_inject_canary_failure_for_testing(GuardID.container.rawValue)
-            try CrashShieldSDK.start()
+            try CrashShieldSDK.start(.guardsOnly)
             defer { CrashShieldSDK._resetForTesting() }
             let container = try #require(CrashShieldSDK.status.first { $0.id == .container })
             #expect(container.state == .canaryFailed(reason: "canary failure injected by a test"))
@@ -77,7 +77,7 @@ extension RuntimeTests {
 
         @Test func startTwiceThrowsAlreadyStarted() throws {
             try withGuards {
-                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShieldSDK.start() }
+                #expect(throws: CrashShieldError.alreadyStarted) { try CrashShieldSDK.start(.guardsOnly) }
             }
         }
 

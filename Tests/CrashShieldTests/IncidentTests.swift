@@ -70,7 +70,7 @@ extension RuntimeTests {
 
         @Test func incidentStreamReceivesIncidents() async throws {
             CrashShieldSDK._resetForTesting()
-            try CrashShieldSDK.start()
+            try CrashShieldSDK.start(.guardsOnly)
             defer { CrashShieldSDK._resetForTesting() }
             let stream = CrashShieldSDK.incidents
             _ = runScenario("string.characterAtIndex.beyond")

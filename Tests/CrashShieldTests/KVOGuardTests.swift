@@ -184,7 +184,7 @@ extension RuntimeTests {
             await #expect(processExitsWith: .success) {
                 guard let pair = cs_test_kvo_pair_new() else { exit(2) }
                 cs_test_kvo_pair_add(pair, 1)
-                try CrashShieldSDK.start()
+                try CrashShieldSDK.start(.guardsOnly)
                 guard cs_test_kvo_pair_change(pair) == 100 else { exit(3) }
                 cs_test_kvo_pair_remove(pair)
                 guard cs_test_kvo_pair_change(pair) == 0 else { exit(4) }

@@ -244,7 +244,7 @@ extension RuntimeTests {
 
         @Test func concurrentDecodingRecordsEveryField() async throws {
             CrashShieldSDK._resetForTesting()
-            try CrashShieldSDK.start()
+            try CrashShieldSDK.start(.guardsOnly)
             defer { CrashShieldSDK._resetForTesting() }
             let json = Data(#"{"id": 3, "name": null, "age": 1, "score": 2, "active": true, "tags": 4}"#.utf8)
             let decoded = await withTaskGroup(of: Bool.self) { group in

@@ -328,7 +328,7 @@ extension RuntimeTests {
         /// lifecycle path runs with no pool in place and GNUstep must not complain on stderr.
         @Test func deallocPathsCreateNoAutoreleasedObjects() async {
             await #expect(processExitsWith: .success) {
-                try CrashShieldSDK.start()
+                try CrashShieldSDK.start(.guardsOnly)
                 let path = FileManager.default.temporaryDirectory.appendingPathComponent("cs-nopool-\(getpid()).txt").path
                 let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
                 guard fd >= 0, dup2(fd, 2) == 2 else { exit(3) }
@@ -346,7 +346,7 @@ extension RuntimeTests {
         /// main), so the re-dispatched call runs there while this test waits off the main thread.
         @Test func backgroundCallOfAMainThreadOnlyMethodRunsOnTheMainQueue() async throws {
             CrashShieldSDK._resetForTesting()
-            try CrashShieldSDK.start()
+            try CrashShieldSDK.start(.guardsOnly)
             defer { CrashShieldSDK._resetForTesting() }
             cs_lifecycle_configure_main_thread_fixture()
             let fixture = try #require(cs_lifecycle_mainthread_fixture_new())
@@ -391,7 +391,7 @@ extension RuntimeTests {
         /// On the main thread the configured call runs at once, unchanged, without an incident.
         @Test func mainThreadCallIsUntouched() async {
             await #expect(processExitsWith: .success) {
-                try CrashShieldSDK.start()
+                try CrashShieldSDK.start(.guardsOnly)
                 cs_lifecycle_configure_main_thread_fixture()
                 let code: Int32 = await MainActor.run {
                     guard cs_scenarios_is_main_thread() else { return 3 }

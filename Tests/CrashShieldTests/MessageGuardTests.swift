@@ -396,7 +396,7 @@ extension RuntimeTests {
         func aFailedCanaryRemovesTheGuardAgain(_ id: GuardID, _ scenario: String, _ exception: String) throws {
             CrashShieldSDK._resetForTesting()
             cs_guard_inject_canary_failure_for_testing(id.rawValue)
-            try CrashShieldSDK.start()
+            try CrashShieldSDK.start(.guardsOnly)
             defer { CrashShieldSDK._resetForTesting() }
             let status = try #require(CrashShieldSDK.status.first { $0.id == id })
             #expect(status.state == .canaryFailed(reason: "canary failure injected by a test"))

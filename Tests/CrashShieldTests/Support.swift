@@ -7,10 +7,24 @@ import _CrashShieldScenarios
 /// live under this one serialized suite (extensions in the other files).
 @Suite(.serialized) enum RuntimeTests {}
 
-/// Starts guards with `options` after a full reset, runs `body`, and resets again.
+extension CrashShieldOptions {
+    /// The guards alone: the test runner must not install crash capture or write launch state.
+    static var guardsOnly: CrashShieldOptions {
+        var options = CrashShieldOptions()
+        options.capture = nil
+        options.launchProtection = nil
+        return options
+    }
+}
+
+/// Starts the guards with `options` (capture and launch protection left out) after a full reset,
+/// runs `body`, and resets again.
 @discardableResult
-func withGuards<R>(_ options: CrashShieldOptions = CrashShieldOptions(), _ body: () throws -> R) throws -> R {
+func withGuards<R>(_ options: CrashShieldOptions = .guardsOnly, _ body: () throws -> R) throws -> R {
     CrashShieldSDK._resetForTesting()
+    var options = options
+    options.capture = nil
+    options.launchProtection = nil
     try CrashShieldSDK.start(options)
     defer { CrashShieldSDK._resetForTesting() }
     return try body()
@@ -84,7 +98,7 @@ func runOracles(named names: [String]) -> [String: String] {
 /// expected incident reasons were delivered, 3 when the result was wrong, 4 when the incidents
 /// differed, 5 when the guards did not start.
 func guardedChildRun(expecting reasons: [String], _ misuse: () -> Bool) -> Int32 {
-    guard (try? CrashShieldSDK.start()) != nil else { return 5 }
+    guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { return 5 }
     let sink = InMemoryIncidentSink(capacity: 100)
     CrashShieldSDK.addSink(sink)
     guard misuse() else { return 3 }

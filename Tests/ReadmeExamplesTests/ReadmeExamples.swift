@@ -1,0 +1,90 @@
+// The README's Swift examples, verbatim, each inside a function that is compiled but never run:
+// an example that no longer compiles against the public API fails the build.
+// ReadmeExamplesSyncTests checks that every ```swift block of README.md appears here between
+// "README example begin/end" markers, in order and unchanged (`import` lines go to the top of
+// this file instead). Edit README.md and this file together.
+//
+// Only the public API may be used here: no @testable import, no package-level module.
+import CrashShield
+import Foundation
+
+// Stand-ins for the app's own values that the examples refer to.
+private let appSupport = NSTemporaryDirectory()
+private let cachesDirectory = NSTemporaryDirectory() + "caches"
+private let databasePath = NSTemporaryDirectory() + "app.sqlite"
+private let remoteConfigPath = NSTemporaryDirectory() + "remote.json"
+private struct Session: Sendable { func reset() async throws {} }
+private let session = Session()
+private func disableRiskyFeatures() {}
+
+func readmeExample_usingIt() throws {
+// README example begin
+
+var options = CrashShieldOptions()                // every guard, policy .neutralize; crash capture and
+                                                  // launch protection on, in the default directory
+options.sinks = [LoggingIncidentSink()]           // swift-log, level .warning
+options.deniedClassPrefixes = ["MYLegacy"]        // leave these classes' misuses alone
+options.guardedAppClassPrefixes = ["MYSafe"]      // also hook these app classes' own implementations
+options.zombieClassPrefixes = ["MY"]              // zombies are opt-in
+options.mainThreadOnlyCalls = [MainThreadCall(className: "MYCanvas", selector: "redraw")]
+options.timerWeakTargetClasses = ["MYScreen"]     // repeating timers hold these weakly;
+                                                  // default: UIViewController, UIView, NSViewController,
+                                                  // NSView on Apple, none elsewhere; other timers stay strong
+try CrashShieldSDK.start(options)
+
+if CrashShieldSDK.crashedLastRun { print("the previous run crashed") }
+try CrashShieldSDK.setPolicy(.reportOnly, for: .string)   // record, then let the exception happen
+
+Task {
+    for await incident in CrashShieldSDK.incidents {
+        print(incident.methodName, incident.reason, incident.count)
+    }
+}
+
+let items = [1, 2, 3]
+_ = items[shielded: 7]            // nil, and an incident "index 7 beyond count 3"
+_ = "héllo"[shieldedOffset: 9]    // nil, and an incident
+
+struct User: Codable {
+    let id: Int                          // strict: a bad id still fails the document
+    @Lenient var name: String            // "" when null, missing or not a string, with an incident
+    @Lenient var tags: [String]          // []
+}
+// README example end
+}
+
+func readmeExample_captureAndLaunchProtection() throws {
+// README example begin
+var options = CrashShieldOptions()
+var capture = CaptureOptions(directory: appSupport + "/CrashShield")
+capture.appVersion = "2.4.1"
+capture.reportSinks = [LoggingCrashReportSink()]      // reports of earlier runs, next launch
+options.capture = capture                             // nil: no capture (launch protection then
+                                                      // counts launches that never completed)
+var launch = LaunchProtectionOptions()                // 3 launch crashes within 5 s of start
+launch.repairSteps = [                                // one step per crashing launch, in order
+    .safeMode(),                                      // isSafeMode == true
+    .clearCaches([cachesDirectory]),
+    .quarantine([databasePath]),                      // moved aside, recoverable
+    .resetRemoteConfiguration([remoteConfigPath]),
+    RepairStep(id: "re-login", timeout: .seconds(5)) { context in
+        try await session.reset()
+    },
+]
+options.launchProtection = launch
+options.safeModeGuards = [.kvo]                       // guards switched off in safe mode
+try CrashShieldSDK.start(options)
+
+let protection = CrashShieldSDK.launchProtection
+if protection?.isSafeMode == true { disableRiskyFeatures() }
+// ... when the first screen is up:
+protection?.launchCompleted()                         // resets the count
+// README example end
+}
+
+func readmeExample_captureOnly() throws {
+// README example begin
+let captureOnly = try CrashCapture.start(CaptureOptions(), launchProtection: LaunchProtectionOptions())
+print(CrashCapture.lastRun?.outcome.rawValue ?? "first start", captureOnly?.isSafeMode ?? false)
+// README example end
+}
