@@ -410,9 +410,9 @@ public final class EnvelopeTransport: @unchecked Sendable {
             let carriedDiscards = outgoing.items.count > envelope.items.count ? discards : [:]
             switch response.status {
             case 200..<300:
+                recordSuccess()
                 outbox.remove(entry)
                 outbox.subtractDiscards(carriedDiscards)
-                recordSuccess()
                 return (EntryOutcome(entry: entry.name, kind: .delivered, status: response.status,
                                      itemsDroppedForRateLimits: droppedForLimits), nil)
             case 429:
