@@ -27,12 +27,14 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unreadable = Code(rawValue: "unreadable")
     }
 
+    /// The kind of error (stable).
     public let code: Code
     /// What went wrong, for people; the wording may change between versions.
     public let message: String
     /// The directory or file concerned; nil for `tooLarge` and `empty`.
     public let path: String?
 
+    /// An error of `code` with `message` about `path`.
     public init(code: Code, message: String, path: String? = nil) {
         self.code = code
         self.message = message
@@ -45,7 +47,9 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Matches by code, so `catch OutboxError.tooLarge` catches every error of that code.
     public static func ~= (pattern: OutboxError, value: any Error) -> Bool { (value as? OutboxError)?.code == pattern.code }
 
+    /// One envelope is larger than the outbox's byte cap.
     public static let tooLarge = OutboxError(code: .tooLarge, message: "the envelope is larger than the outbox's byte cap")
+    /// The envelope has no items.
     public static let empty = OutboxError(code: .empty, message: "an envelope without items has nothing to send")
 }
 
@@ -155,8 +159,11 @@ final class FileLock: @unchecked Sendable {
 public final class Outbox: @unchecked Sendable {
     /// Caps. Defaults: 100 envelopes, 8 MiB.
     public struct Limits: Sendable, Hashable {
+        /// Most envelopes kept (at least 1).
         public var maximumCount: Int
+        /// Most bytes kept, all envelopes together (at least 1).
         public var maximumBytes: Int
+        /// Caps; values below 1 become 1.
         public init(maximumCount: Int = 100, maximumBytes: Int = 8 << 20) {
             self.maximumCount = max(1, maximumCount)
             self.maximumBytes = max(1, maximumBytes)
@@ -167,15 +174,20 @@ public final class Outbox: @unchecked Sendable {
     public struct Entry: Sendable, Hashable {
         /// The file name (`<enqueue time ns>-<pid>-<n>.envelope`); names sort oldest first.
         public let name: String
+        /// The file's full path.
         public let path: String
+        /// The file's size.
         public let byteCount: Int
     }
 
     /// How many items of one category were discarded for one reason (client report terms:
     /// reasons `cache_overflow`, `ratelimit_backoff`, `send_error`, `internal_sdk_error`).
     public struct DiscardKey: Sendable, Hashable, Comparable {
+        /// The client-report reason (`cache_overflow`, ...).
         public let reason: String
+        /// The data category (`error`, `session`, ...; see `DataCategory`).
         public let category: String
+        /// A (reason, category) pair.
         public init(reason: String, category: String) {
             self.reason = reason
             self.category = category
@@ -183,11 +195,14 @@ public final class Outbox: @unchecked Sendable {
         public static func < (a: DiscardKey, b: DiscardKey) -> Bool { (a.reason, a.category) < (b.reason, b.category) }
     }
 
+    /// The extension of entry files: "envelope".
     public static let fileExtension = "envelope"
     /// Where the outbox of a report directory lives: `<report directory>/outbox`.
     public static func directory(forReportDirectory reportDirectory: String) -> String { reportDirectory + "/outbox" }
 
+    /// The outbox's own directory.
     public let directory: String
+    /// The caps applied after each enqueue.
     public let limits: Limits
     private let lock = NSLock()
     private let counter = DurableFile.Counter()

@@ -26,6 +26,7 @@ public struct RateLimits: Sendable, Hashable, Codable {
     /// Category → the time before which it is limited. `""` limits every category.
     public private(set) var deadlines: [String: Date]
 
+    /// Limits with these deadlines (none by default).
     public init(deadlines: [String: Date] = [:]) { self.deadlines = deadlines }
 
     /// How long a 429 without `Retry-After` or `X-Sentry-Rate-Limits` limits everything: 60 s.
@@ -37,6 +38,7 @@ public struct RateLimits: Sendable, Hashable, Codable {
         return candidates.max()
     }
 
+    /// Whether `category` must not be sent at `now`.
     public func isLimited(_ category: String, now: Date = Date()) -> Bool { limitedUntil(category, now: now) != nil }
 
     /// Takes in a response's limits. `X-Sentry-Rate-Limits` (any status) wins over `Retry-After`;

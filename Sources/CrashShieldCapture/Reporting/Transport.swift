@@ -19,10 +19,12 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         public static let networkFailure = Code(rawValue: "networkFailure")
     }
 
+    /// The kind of error (stable).
     public let code: Code
     /// What went wrong, for people; the wording may change between versions.
     public let message: String
 
+    /// An error of `code` with `message`.
     public init(code: Code, message: String) {
         self.code = code
         self.message = message
@@ -34,14 +36,19 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     /// Matches by code, so `catch TransportError.timedOut` catches every error of that code.
     public static func ~= (pattern: TransportError, value: any Error) -> Bool { (value as? TransportError)?.code == pattern.code }
 
+    /// No complete response within the request timeout.
     public static let timedOut = TransportError(code: .timedOut, message: "no response within the request timeout")
+    /// No response (refused, reset, closed early, DNS, TLS).
     public static let networkFailure = TransportError(code: .networkFailure, message: "no response")
 }
 
 /// A response's status and headers (names lowercased).
 public struct HTTPResponse: Sendable, Hashable {
+    /// The status code (200, 413, 429, ...).
     public let status: Int
+    /// Header values by lowercased name.
     public let headers: [String: String]
+    /// A response; header names are lowercased (the first of names that differ only in case wins).
     public init(status: Int, headers: [String: String]) {
         self.status = status
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
@@ -51,6 +58,8 @@ public struct HTTPResponse: Sendable, Hashable {
 /// Sends one HTTP POST and waits for its response; called on the transport's own queue, one
 /// request at a time. `URLSessionEnvelopeClient` is the default; tests and hosts may supply another.
 public protocol EnvelopeHTTPClient: Sendable {
+    /// POSTs `body` with `headers` to `url` and returns the response (any status), or throws
+    /// `TransportError` when none arrived within `timeout`.
     func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse
 }
 
@@ -59,6 +68,7 @@ public protocol EnvelopeHTTPClient: Sendable {
 public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
     private let session: URLSession
 
+    /// A client with its own ephemeral session (one connection per host).
     public init() {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
@@ -74,6 +84,8 @@ public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Send
         var result: Result<HTTPResponse, TransportError>?
     }
 
+    /// POSTs with URLSession; bounded by `timeout` plus one second even if URLSession's own
+    /// timeout does not fire. Throws `timedOut` or `networkFailure`.
     public func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
         let seconds = max(0.05, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
@@ -116,8 +128,9 @@ public struct TransportOptions: Sendable {
     public var requestTimeout: Duration = .seconds(15)
     /// Wait after the first failed attempt (network error, timeout, 5xx, 408); doubled after each
     /// further consecutive failure up to `maximumRetryDelay`, each wait multiplied by a random
-    /// factor in 0.5...1 (jitter). Defaults 2 s and 5 min.
+    /// factor in 0.5...1 (jitter). Default 2 s.
     public var initialRetryDelay: Duration = .seconds(2)
+    /// The longest wait between attempts before jitter. Default 5 min.
     public var maximumRetryDelay: Duration = .seconds(300)
     /// Consecutive failed attempts after which this process stops sending; the envelopes stay in
     /// the outbox for the next launch. Default 6.
@@ -125,11 +138,13 @@ public struct TransportOptions: Sendable {
     /// gzip request bodies (`Content-Encoding: gzip`). Default true.
     public var compress: Bool = true
 
+    /// The defaults above.
     public init() {}
 }
 
 /// What happened to one outbox entry during a send pass.
 public struct EntryOutcome: Sendable, Hashable {
+    /// What happened.
     public enum Kind: Sendable, Hashable {
         /// 2xx: removed from the outbox.
         case delivered
@@ -140,7 +155,9 @@ public struct EntryOutcome: Sendable, Hashable {
         /// `TransportError` code such as "timedOut" or "networkFailure").
         case kept(reason: String)
     }
+    /// The entry's file name (`Outbox.Entry.name`).
     public let entry: String
+    /// What happened to it.
     public let kind: Kind
     /// The HTTP status, when a response arrived.
     public let status: Int?
@@ -161,7 +178,9 @@ public struct SendPassResult: Sendable {
         /// The pass's deadline passed.
         case deadline
     }
+    /// One outcome per entry the pass looked at, oldest first.
     public var outcomes: [EntryOutcome] = []
+    /// Why the pass stopped early; nil when it looked at every entry.
     public var stop: Stop?
     /// Entries left in the outbox when the pass ended.
     public var remaining: Int = 0
@@ -185,8 +204,11 @@ public struct SendPassResult: Sendable {
 /// - Discard counts (`Outbox.pendingDiscards`) ride along as a `client_report` item and are
 ///   forgotten once an envelope carrying them is accepted.
 public final class EnvelopeTransport: @unchecked Sendable {
+    /// Where envelopes go (`dsn.envelopeURL`) and the key they are sent with.
     public let dsn: DSN
+    /// The envelopes waiting to be sent.
     public let outbox: Outbox
+    /// Timeouts, retry delays, compression, client name.
     public let options: TransportOptions
     private let client: any EnvelopeHTTPClient
     private let queue = DispatchQueue(label: "crashshield.transport", qos: .utility)
@@ -218,12 +240,15 @@ public final class EnvelopeTransport: @unchecked Sendable {
         public let pending: Int
         /// No attempt before this time (set after a failed attempt); nil when sending may happen now.
         public let nextAttempt: Date?
+        /// Failed attempts in a row (reset by any response other than 408 and 5xx).
         public let consecutiveFailures: Int
         /// True after `maximumAttempts` consecutive failures: this process sends nothing more.
         public let gaveUp: Bool
+        /// The rate limits in force (also those stored by an earlier launch).
         public let rateLimits: RateLimits
     }
 
+    /// The transport's state now.
     public var state: State {
         lock.lock()
         defer { lock.unlock() }
