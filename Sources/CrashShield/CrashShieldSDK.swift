@@ -182,7 +182,7 @@ public enum CrashShieldSDK {
     /// Removes every guard's hooks (original implementations back), frees kept zombies, clears the
     /// class filters, puts the Swift-side guards back to `.neutralize` and removes `sinks`.
     private static func stopGuards(removing sinks: [any IncidentSink]) {
-        cs_guards_uninstall_for_testing()
+        cs_guards_uninstall()
         cs_zombie_flush()
         cs_guards_set_class_filters(nil, 0, nil, 0)
         for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
@@ -312,7 +312,7 @@ extension CrashShieldSDK {
         started = nil
         stateLock.unlock()
         if previous?.capture == true { CrashCapture.stop() }
-        cs_guards_uninstall_for_testing()
+        cs_guards_uninstall()
         cs_incidents_flush(2000)
         cs_incidents_reset()
         cs_guards_set_class_filters(nil, 0, nil, 0)

@@ -19,12 +19,12 @@ static uint64_t cs_measure_starts(uint64_t iterations, bool leave_installed) {
     /* Zombies an earlier case kept would be freed inside the measured starts otherwise. */
     cs_zombie_flush();
     for (uint64_t i = 0; i < starts; i++) {
-        cs_guards_uninstall_for_testing();
+        cs_guards_uninstall();
         uint64_t start = cs_bench_now();
         cs_guards_start(NULL);
         elapsed += cs_bench_now() - start;
     }
-    if (!leave_installed) cs_guards_uninstall_for_testing();
+    if (!leave_installed) cs_guards_uninstall();
     return elapsed * iterations / (starts ? starts : 1);
 }
 
@@ -60,7 +60,7 @@ static void note_guards_start(char *buffer, size_t capacity) {
     double plus_2k = cs_best_start_us();
     cs_scope_make_filler_classes(10000);
     double plus_10k = cs_best_start_us();
-    cs_guards_uninstall_for_testing();
+    cs_guards_uninstall();
     snprintf(buffer, capacity, "start %.0f us with %d classes; %.0f us with +2000, %.0f us with +10000 empty classes",
              base, classes, plus_2k, plus_10k);
 }

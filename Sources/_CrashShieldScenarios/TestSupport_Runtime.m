@@ -288,7 +288,7 @@ static bool cs_is_slot_function(IMP imp) {
 cs_install_cycle_result cs_test_install_cycles(unsigned cycles) {
     cs_install_cycle_result result = {0};
     static cs_owner_imp before[CS_MAX_RECORDED_OWNERS], after[CS_MAX_RECORDED_OWNERS];
-    cs_guards_uninstall_for_testing();
+    cs_guards_uninstall();
     size_t n = cs_snapshot_owner_imps(before, CS_MAX_RECORDED_OWNERS);
     result.owners = n;
     for (unsigned c = 0; c < cycles; c++) {
@@ -311,7 +311,7 @@ cs_install_cycle_result cs_test_install_cycles(unsigned cycles) {
                 for (unsigned s = 0; s < slots->used; s++)
                     if (cs_is_slot_function(slots->original[s])) result.slot_chained_to_slot++;
             }
-        cs_guards_uninstall_for_testing();
+        cs_guards_uninstall();
         /* Compare as sets: the runtime's class list may be reordered by classes created meanwhile.
          * A class that gained the method while hooked must hold an original IMP, never a slot. */
         size_t m = cs_snapshot_owner_imps(after, CS_MAX_RECORDED_OWNERS);

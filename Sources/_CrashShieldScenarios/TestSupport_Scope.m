@@ -216,7 +216,7 @@ size_t cs_scope_make_filler_classes(size_t count) {
 }
 
 size_t cs_scope_class_list_copies_during_start(void) {
-    cs_guards_uninstall_for_testing();
+    cs_guards_uninstall();
     size_t before = cs_backend_class_list_copies();
     cs_guards_start(NULL);
     return cs_backend_class_list_copies() - before;

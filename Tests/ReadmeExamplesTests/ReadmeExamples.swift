@@ -88,3 +88,26 @@ let captureOnly = try CrashCapture.start(CaptureOptions(), launchProtection: Lau
 print(CrashCapture.lastRun?.outcome.rawValue ?? "first start", captureOnly?.isSafeMode ?? false)
 // README example end
 }
+
+func readmeExample_errors() throws {
+// README example begin
+do {
+    try CrashShieldSDK.setPolicy(.off, for: GuardID(rawValue: "nope"))
+} catch let error as CrashShieldError where error.code == .unknownGuard {
+    print(error.guardID!, error.message)      // the guard the error is about
+}
+do {
+    try CrashShieldSDK.start()
+} catch CrashShieldError.alreadyStarted {     // matches by code; the first start stays in effect
+}
+// README example end
+}
+
+func readmeExample_scope() {
+// README example begin
+CrashShieldSDK.setUser(CrashScope.User(id: "42", email: "ada@example.com"))  // nil clears it
+CrashShieldSDK.setTag("environment", "staging")
+CrashShieldSDK.setContext("order", ["id": "A-1187", "items": "3"])          // nil removes it
+CrashShieldSDK.addBreadcrumb(message: "tapped pay", category: "ui", level: .info, data: ["screen": "checkout"])
+// README example end
+}

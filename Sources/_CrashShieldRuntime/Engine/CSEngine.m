@@ -2,7 +2,7 @@
  * CSEngine.m — install, canary, policy, class filters and status for every registered guard.
  *
  * Invariants:
- * - Hooks are installed at most once per process (until cs_guards_uninstall_for_testing()).
+ * - Hooks are installed at most once per process (until cs_guards_uninstall()).
  *   start/uninstall/set_policy serialise on one mutex; hooked calls never take it.
  * - A slot's original IMP is stored before the slot is installed, so a call racing with
  *   installation always finds a valid original.
@@ -485,7 +485,7 @@ void cs_guards_set_class_filters(const char *const *allow, size_t allow_count, c
     CS_ATOMIC_STORE(&g_filters, filters);
 }
 
-void cs_guards_uninstall_for_testing(void) {
+void cs_guards_uninstall(void) {
     pthread_mutex_lock(&g_engine_lock);
     for (size_t i = CSGuardRegistryCount; i-- > 0;) {
         CSGuard *g = CSGuardRegistry[i];

@@ -104,8 +104,12 @@ bool cs_guard_set_policy(const char *guard_name, cs_policy policy);
 void cs_guards_set_class_filters(const char *const *allow, size_t allow_count, const char *const *deny,
                                  size_t deny_count);
 
-/** Restores every original implementation. For tests: the process goes back to unguarded. */
-void cs_guards_uninstall_for_testing(void);
+/** Stops every guard: each policy becomes CS_POLICY_OFF, then every original implementation is
+ *  restored, so new calls behave as without the guards (a call already inside a hook finishes
+ *  through the original). Side-table entries made before (KVO proxies, notification tokens, timer
+ *  proxies) keep working until their objects are deallocated. A later cs_guards_start() installs
+ *  again. Used by CrashShieldSDK.stop() and by the tests. */
+void cs_guards_uninstall(void);
 
 /** Name of the guard whose code contains `address` (an address in this process), or NULL: any
  *  function of the guard's file, its Objective-C helper classes included (ELF code sections;

@@ -1,0 +1,134 @@
+import CrashShieldProtocol
+import Foundation
+
+/// Builds the envelopes reporting sends: crashes (with their session), incidents (aggregated,
+/// sampled), sessions and client reports. It applies `beforeSend` and the incident sample rate
+/// and counts what they drop; storing and sending the envelopes is the outbox's and transport's
+/// job. Thread-safe.
+public final class EventReporter: @unchecked Sendable {
+    public let options: ReportingOptions
+    /// `did` of sessions; also in every event's `user.id` when the app set no user.
+    public let installationID: String
+    /// What was dropped, for the next client report.
+    public let discards: DiscardTally
+    let aggregator = IncidentAggregator()
+    let random: @Sendable () -> Double
+    /// Distinguishes this process in incident event ids.
+    let processInstance: String
+    let images = ImageIdentityCache()
+
+    /// - Parameters:
+    ///   - random: a number in 0..<1 per incident, for sampling. Default: the system generator.
+    public init(options: ReportingOptions, installationID: String, discards: DiscardTally = DiscardTally(),
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                processInstance: String = SentryID.random()) {
+        self.options = options
+        self.installationID = installationID
+        self.discards = discards
+        self.random = random
+        self.processInstance = processInstance
+    }
+
+    /// The envelopes for the crash reports found at start, oldest first, and for the previous
+    /// launch's session: the newest report of that launch carries its `crashed` update in the
+    /// same envelope; when no report belongs to it, an `abnormal` update goes in an envelope of
+    /// its own (last), or a `crashed` one when `previousRunCrashedWithoutReport` (launch
+    /// protection's `lastRun.reportLost`). A report dropped by `beforeSend` is counted
+    /// (`before_send`, `error`); its session update is still sent alone, so crash-free rates stay
+    /// right.
+    public func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext(),
+                               previousRunCrashedWithoutReport: Bool = false) -> [Envelope] {
+        let converter = CrashEventConverter(options: options)
+        let ordered = reports.sorted { ($0.timestampNs ?? 0, $0.id) < ($1.timestampNs ?? 0, $1.id) }
+        let sessionReport = ordered.last { sessions?.reportBelongsToPrevious($0) == true }
+        var envelopes: [Envelope] = []
+        for report in ordered {
+            let session = report == sessionReport ? sessions?.closePrevious(crash: report) : nil
+            var event = converter.event(from: report, context: context)
+            event.user = SentryEvent.User(id: installationID)
+            if let edited = apply(event) {
+                if let envelope = try? Envelope.event(edited, session: session, sdk: ReportingOptions.sdk, dsn: options.dsn) {
+                    envelopes.append(envelope)
+                }
+            } else if let session, let envelope = sessionEnvelope([session]) {
+                envelopes.append(envelope)
+            }
+        }
+        if let abnormal = sessions?.closePrevious(crash: nil, crashedWithoutReport: previousRunCrashedWithoutReport),
+           let envelope = sessionEnvelope([abnormal]) {
+            envelopes.append(envelope)
+        }
+        return envelopes
+    }
+
+    /// The envelope for an incident, or nil when it adds no event (a repeat below the next power
+    /// of ten: `IncidentAggregator`), was sampled out (counted: `sample_rate`) or dropped by
+    /// `beforeSend` (counted: `before_send`). A sent incident counts as an error in `session`.
+    public func incidentEnvelope(_ record: IncidentRecord, converter: IncidentEventConverter, session: SessionTracker? = nil) -> Envelope? {
+        guard let occurrences = aggregator.occurrencesToReport(record) else { return nil }
+        if options.incidentSampleRate < 1, !(random() < options.incidentSampleRate) {
+            discards.record(reason: "sample_rate", category: "error")
+            return nil
+        }
+        var event = converter.event(from: record, occurrences: occurrences, processInstance: processInstance)
+        event.user = SentryEvent.User(id: installationID)
+        guard let edited = apply(event) else { return nil }
+        session?.recordError()
+        return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
+    }
+
+    /// The converter for incidents of this process: release, dist and environment from the
+    /// options, contexts from this machine, `debug_meta` from the frames' image files (read once
+    /// per image; an image replaced on disk since it was loaded gives the new file's build id).
+    public func incidentConverter(appVersion: String? = nil) -> IncidentEventConverter {
+        #if os(Linux)
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments.first
+        #else
+        let executable = Bundle.main.executablePath ?? CommandLine.arguments.first  // no /proc on Darwin
+        #endif
+        let name = executable.map { ($0 as NSString).lastPathComponent }
+        var system = utsname()
+        uname(&system)
+        func text<T>(_ field: T) -> String {
+            withUnsafeBytes(of: field) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        }
+        let sysname = text(system.sysname)
+        let arch = CrashEventConverter.sentryArch(text(system.machine))
+        #if canImport(Darwin)
+        let platform = "cocoa"
+        #else
+        let platform = "native"
+        #endif
+        return IncidentEventConverter(
+            release: options.effectiveRelease(processName: name, appVersion: appVersion), dist: options.dist,
+            environment: options.environment, inApp: InAppClassifier(include: options.inAppInclude, exclude: options.inAppExclude),
+            executable: executable,
+            contexts: SentryEvent.Contexts(
+                os: SentryEvent.OSContext(name: sysname, version: text(system.release), kernelVersion: text(system.version)),
+                device: arch.map { SentryEvent.DeviceContext(arch: $0) },
+                app: SentryEvent.AppContext(appName: name, appVersion: appVersion, appBuild: options.dist)),
+            platform: platform,
+            imageIdentity: { [images] path in images.identity(of: path) })
+    }
+
+    /// An envelope of session updates; nil for none.
+    public func sessionEnvelope(_ updates: [SessionUpdate]) -> Envelope? {
+        guard !updates.isEmpty else { return nil }
+        return try? Envelope.sessions(updates, sdk: ReportingOptions.sdk, dsn: options.dsn)
+    }
+
+    /// A client report of what was dropped since the last one; nil when nothing was.
+    public func clientReportEnvelope(now: Date = Date()) -> Envelope? {
+        guard let report = discards.takeClientReport(now: now) else { return nil }
+        return try? Envelope.clientReport(report, sdk: ReportingOptions.sdk, dsn: options.dsn)
+    }
+
+    private func apply(_ event: SentryEvent) -> SentryEvent? {
+        guard let hook = options.beforeSend else { return event }
+        guard let edited = hook(event) else {
+            discards.record(reason: "before_send", category: "error")
+            return nil
+        }
+        return edited
+    }
+}

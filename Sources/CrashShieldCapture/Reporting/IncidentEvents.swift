@@ -1,0 +1,229 @@
+import CrashShieldProtocol
+import Foundation
+
+/// A guard incident as reporting needs it: the CrashShield module maps its `Incident` to this
+/// (`Incident.reportingRecord`), so reporting lives here without depending on the guards.
+public struct IncidentRecord: Sendable, Hashable {
+    /// One return address with its image, when known.
+    public struct Frame: Sendable, Hashable {
+        public var address: UInt64
+        /// Path of the image holding `address`; empty when unknown.
+        public var imagePath: String
+        /// `address` minus the image's load address; nil when the image is unknown.
+        public var imageOffset: UInt64?
+        public init(address: UInt64, imagePath: String, imageOffset: UInt64?) {
+            self.address = address
+            self.imagePath = imagePath
+            self.imageOffset = imageOffset
+        }
+    }
+
+    /// The guard's identifier ("container", "selector", ...).
+    public var guardName: String
+    /// "neutralize", "reportOnly" or "off".
+    public var policy: String
+    public var className: String
+    public var selector: String
+    public var isClassMethod: Bool
+    public var reason: String
+    /// Return addresses from the call site outwards.
+    public var frames: [Frame]
+    public var threadID: UInt64
+    public var isMainThread: Bool
+    public var wallTime: Date
+    /// Guard + class + selector + first frame outside system images: one bug, one fingerprint.
+    public var fingerprint: UInt64
+    /// Occurrences of this fingerprint so far in this process, this one included.
+    public var count: Int
+    /// True for the first occurrence, false for a count update.
+    public var isFirstOccurrence: Bool
+
+    public init(guardName: String, policy: String, className: String, selector: String, isClassMethod: Bool, reason: String,
+                frames: [Frame], threadID: UInt64, isMainThread: Bool, wallTime: Date, fingerprint: UInt64, count: Int,
+                isFirstOccurrence: Bool) {
+        self.guardName = guardName
+        self.policy = policy
+        self.className = className
+        self.selector = selector
+        self.isClassMethod = isClassMethod
+        self.reason = reason
+        self.frames = frames
+        self.threadID = threadID
+        self.isMainThread = isMainThread
+        self.wallTime = wallTime
+        self.fingerprint = fingerprint
+        self.count = count
+        self.isFirstOccurrence = isFirstOccurrence
+    }
+
+    /// `-[NSArray objectAtIndex:]` style name.
+    public var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
+    /// The fingerprint as 16 hex digits.
+    public var fingerprintHex: String {
+        let text = String(fingerprint, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}
+
+/// Turns an incident into a Sentry event: `level: warning`, one exception with the guard as its
+/// type, the reason as its value and `mechanism {type: "crashshield.guard", handled: true}`, the
+/// call site's frames caller → callee, and the incident's own fingerprint
+/// (`["crashshield.incident", guard, fingerprint]`), so every occurrence of one bug is one issue.
+public struct IncidentEventConverter: Sendable {
+    public var release: String
+    public var dist: String?
+    public var environment: String
+    public var inApp: InAppClassifier
+    /// Path of the running executable (in-app decisions).
+    public var executable: String?
+    /// Contexts sent with every incident (os, device, app): the same for a whole process.
+    public var contexts: SentryEvent.Contexts?
+    public var platform: String
+    /// The identity of the image at a path, for `debug_meta` (so the server can symbolicate the
+    /// frames); images it returns nil for are left out. Default: none (no `debug_meta`).
+    /// `EventReporter.incidentConverter` reads the image files (`ImageIdentityCache`).
+    public var imageIdentity: (@Sendable (String) -> ImageIdentity?)?
+
+    public init(release: String, dist: String?, environment: String, inApp: InAppClassifier = InAppClassifier(),
+                executable: String? = nil, contexts: SentryEvent.Contexts? = nil, platform: String = "native",
+                imageIdentity: (@Sendable (String) -> ImageIdentity?)? = nil) {
+        self.release = release
+        self.dist = dist
+        self.environment = environment
+        self.inApp = inApp
+        self.executable = executable
+        self.contexts = contexts
+        self.platform = platform
+        self.imageIdentity = imageIdentity
+    }
+
+    /// The event for `record`, reporting `occurrences` (the count at this report). Its id is
+    /// derived from the fingerprint, the process and the count, so converting the same
+    /// occurrence twice gives the same id.
+    public func event(from record: IncidentRecord, occurrences: Int, processInstance: String) -> SentryEvent {
+        var event = SentryEvent(
+            eventID: SentryID.derived(from: "crashshield.incident:\(processInstance):\(record.fingerprintHex):\(occurrences)"),
+            timestamp: SentryTimestamp.rfc3339(record.wallTime), platform: platform)
+        event.level = .warning
+        event.logger = "crashshield"
+        event.release = release
+        event.dist = dist
+        event.environment = environment
+        event.sdk = ReportingOptions.sdk
+        event.contexts = contexts
+        let frames = record.frames.map { frame -> SentryEvent.Frame in
+            var result = SentryEvent.Frame(instructionAddr: CrashEventConverter.hex(frame.address))
+            if !frame.imagePath.isEmpty {
+                result.package = frame.imagePath
+                result.inApp = inApp.isInApp(imagePath: frame.imagePath, executable: executable)
+                if let offset = frame.imageOffset, offset <= frame.address {
+                    result.imageAddr = CrashEventConverter.hex(frame.address - offset)
+                }
+            }
+            return result
+        }
+        var exception = SentryEvent.ExceptionValue(
+            type: record.guardName, value: record.reason,
+            mechanism: SentryEvent.Mechanism(
+                type: "crashshield.guard", handled: true, description: record.methodName,
+                data: ["policy": .string(record.policy), "method": .string(record.methodName)]),
+            stacktrace: frames.isEmpty ? nil : SentryEvent.Stacktrace(frames: frames.reversed(), instructionAddrAdjustment: "all"),
+            threadID: record.threadID)
+        exception.module = record.className.isEmpty ? nil : record.className
+        event.exception = SentryEvent.Values([exception])
+        event.threads = SentryEvent.Values([SentryEvent.Thread(id: record.threadID, current: true, main: record.isMainThread)])
+        if let imageIdentity {
+            var seen = Set<String>()
+            var images: [SentryEvent.DebugImage] = []
+            for frame in record.frames where !frame.imagePath.isEmpty && !seen.contains(frame.imagePath) {
+                seen.insert(frame.imagePath)
+                guard let offset = frame.imageOffset, offset <= frame.address, let identity = imageIdentity(frame.imagePath),
+                      let image = identity.debugImage(path: frame.imagePath, base: frame.address - offset, arch: contexts?.device?.arch)
+                else { continue }
+                images.append(image)
+            }
+            if !images.isEmpty { event.debugMeta = SentryEvent.DebugMeta(images: images) }
+        }
+        event.fingerprint = ["crashshield.incident", record.guardName, record.fingerprintHex]
+        event.tags = ["crashshield.guard": record.guardName, "crashshield.policy": record.policy,
+                      "crashshield.incident_count": String(occurrences)]
+        event.extra = ["crashshield.occurrences": .int(Int64(clamping: occurrences)),
+                       "crashshield.class": .string(record.className), "crashshield.selector": .string(record.selector),
+                       "crashshield.class_method": .bool(record.isClassMethod),
+                       "crashshield.fingerprint": .string(record.fingerprintHex)]
+        return event
+    }
+}
+
+/// Decides which incident occurrences become events, so a misuse in a loop is not one event
+/// per occurrence.
+///
+/// Rule: the first occurrence of a fingerprint in a process is an event; after that, an event
+/// is sent when the count reaches the next power of ten (10, 100, 1000, ...), carrying the count
+/// (`crashshield.occurrences` extra, `crashshield.incident_count` tag). Count updates in between
+/// send nothing. A fingerprint repeated n times gives at most 1 + ⌊log10 n⌋ events per process,
+/// all grouped into one issue by their fingerprint. Thread-safe.
+public final class IncidentAggregator: @unchecked Sendable {
+    private let lock = NSLock()
+    private var reported: [UInt64: Int] = [:]
+
+    public init() {}
+
+    /// The occurrence count to report for `record`, or nil when it adds no event.
+    public func occurrencesToReport(_ record: IncidentRecord) -> Int? {
+        lock.lock()
+        defer { lock.unlock() }
+        let count = max(record.count, 1)
+        guard let last = reported[record.fingerprint] else {
+            // The first time this process reports the fingerprint (a count update whose first
+            // occurrence was not seen by reporting counts as first, with its count).
+            reported[record.fingerprint] = count
+            return count
+        }
+        guard Self.decade(count) > Self.decade(last) else { return nil }
+        reported[record.fingerprint] = count
+        return count
+    }
+
+    /// ⌊log10 n⌋ for n ≥ 1.
+    static func decade(_ value: Int) -> Int {
+        var value = value
+        var digits = 0
+        while value >= 10 {
+            value /= 10
+            digits += 1
+        }
+        return digits
+    }
+}
+
+/// Counts what reporting dropped, to be sent as a `client_report`. Thread-safe; in memory.
+public final class DiscardTally: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [Key: Int] = [:]
+
+    struct Key: Hashable { let reason: String; let category: String }
+
+    public init() {}
+
+    /// Counts `quantity` items of `category` ("error", "session", ...) dropped for `reason`
+    /// (`sample_rate`, `before_send`, `queue_overflow`, ...).
+    public func record(reason: String, category: String, quantity: Int = 1) {
+        guard quantity > 0 else { return }
+        lock.lock()
+        counts[Key(reason: reason, category: category), default: 0] += quantity
+        lock.unlock()
+    }
+
+    /// The counts so far as a client report, and resets them; nil when nothing was dropped.
+    public func takeClientReport(now: Date = Date()) -> ClientReport? {
+        lock.lock()
+        let taken = counts
+        counts = [:]
+        lock.unlock()
+        guard !taken.isEmpty else { return nil }
+        let entries = taken.sorted { ($0.key.reason, $0.key.category) < ($1.key.reason, $1.key.category) }
+            .map { ClientReport.DiscardedEvents(reason: $0.key.reason, category: $0.key.category, quantity: $0.value) }
+        return ClientReport(timestamp: SentryTimestamp.rfc3339(now), discardedEvents: entries)
+    }
+}

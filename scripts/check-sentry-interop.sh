@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sentry interoperability: every envelope CrashShield's reporting produces must be readable by
+# Sentry's Python SDK (sentry_sdk.envelope.Envelope.deserialize) and every event must pass Relay's
+# store normalization (sentry_relay, the code Sentry's ingestion runs) without errors and without
+# a field dropped. Checks the golden envelopes (Tests/Golden/Reporting/envelopes, which
+# GoldenEnvelopeTests keeps equal to the SDK's output) and envelopes of live crashes exported by
+# LiveCrashEnvelopeTests and of a real guard incident (IncidentReportingTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=.build/interop-venv
+# Pinned so that a new release of either package cannot change the verdict without a commit here.
+packages=(sentry-sdk==2.75.0 sentry-relay==0.10.1)
+if ! "$venv/bin/python" -c 'import sentry_sdk.envelope, sentry_relay.processing' 2>/dev/null; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --upgrade pip
+    if ! "$venv/bin/pip" install --quiet --only-binary=:all: "${packages[@]}"; then
+        echo "check-sentry-interop: cannot install ${packages[*]} from PyPI into $venv." >&2
+        echo "sentry-relay ships only prebuilt wheels (manylinux x86_64/aarch64, macOS); this machine: $(uname -sm), $("$venv/bin/python" -V)." >&2
+        exit 1
+    fi
+fi
+
+out=.build/interop-envelopes
+rm -rf "$out"
+mkdir -p "$out"
+echo "== export envelopes of live crashes =="
+CRASHSHIELD_INTEROP_DIR="$PWD/$out" SWIFT_BACKTRACE=enable=no swift test --skip-build --filter 'LiveCrashEnvelopeTests|aGuardIncidentBecomesAWarningEventWithItsFingerprint' >"$out/export.log" 2>&1 \
+    || { cat "$out/export.log"; echo "check-sentry-interop: exporting live envelopes failed" >&2; exit 1; }
+live=$(find "$out" -name '*.envelope' | wc -l)
+if [ "$live" -lt 6 ]; then
+    cat "$out/export.log"
+    echo "check-sentry-interop: expected 6 live envelopes (5 crashes, 1 incident), got $live" >&2
+    exit 1
+fi
+
+echo "== sentry_sdk envelope reader + relay normalization =="
+"$venv/bin/python" scripts/lib/sentry_interop.py Tests/Golden/Reporting/envelopes "$out"
