@@ -2,13 +2,16 @@ import CrashShieldCapture
 import CrashShieldProtocol
 import Foundation
 
-/// `shield send --dsn DSN --dir D [--timeout S]`: sends the envelopes in D's outbox, oldest first,
-/// printing one line per envelope (`delivered`, `dropped` or `kept`, with the reason) and a summary.
+/// `shield send --dsn DSN --dir D [--timeout S]`: turns the crash reports pending in D into event
+/// envelopes in D's outbox (symbolicated; each report file is removed once all are stored), then
+/// sends the outbox's envelopes, oldest first, printing one line per envelope (`delivered`, `dropped` or `kept`, with the reason) and a summary.
 /// Exit status: 0 when the outbox is empty afterwards and nothing was dropped, 1 when something
 /// could not be sent (kept envelopes stay for the next try), 2 for a bad DSN or directory.
 ///
-/// `shield envelope --dir D`: prints each pending envelope as `# <file> (<n> bytes)` followed by its
-/// bytes as stored (without `sent_at`, which is set when it is sent), and the rate limits in force.
+/// `shield envelope --dir D [--dsn DSN]`: with a DSN, first the envelopes D's pending crash reports
+/// would become (`# crash report <i> of <n>`, not stored); then each envelope of the outbox as
+/// `# <file> (<n> bytes)` followed by its bytes as stored (without `sent_at`, which is set when it
+/// is sent), and the discard counts waiting to be reported.
 enum SendCommand {
     static func run(dsn text: String, directory: String, timeout: Double) -> Int32 {
         let dsn: DSN
@@ -25,6 +28,7 @@ enum SendCommand {
             FileHandle.standardError.write(Data("shield send: \(error)\n".utf8))
             return 2
         }
+        guard convertPendingReports(in: directory, dsn: dsn, into: outbox) else { return 1 }
         var options = TransportOptions()
         options.requestTimeout = .milliseconds(Int(max(0.1, timeout) * 1000))
         options.maximumAttempts = 1
@@ -50,7 +54,57 @@ enum SendCommand {
         return result.remaining == 0 && dropped == 0 && result.stop != .busy ? 0 : 1
     }
 
-    static func printEnvelopes(directory: String) -> Int32 {
+    /// Converts D's pending crash reports (release, environment: the defaults of
+    /// `ReportingOptions`) and stores their envelopes; removes the report files once every
+    /// envelope is durable. An unreadable report is left where it is. False when storing failed
+    /// (the reports then stay, and a later run converts them again under the same event ids).
+    static func convertPendingReports(in directory: String, dsn: DSN, into outbox: Outbox) -> Bool {
+        let loaded = CrashCapture.pendingReports(in: directory)
+        guard !loaded.isEmpty else { return true }
+        var reports: [CrashReport] = []
+        var converted: [String] = []
+        for item in loaded {
+            switch item.result {
+            case .success(let report):
+                reports.append(report)
+                converted.append(item.path)
+            case .failure(let error):
+                print("unreadable report \(item.path) (\(error)): left in place")
+            }
+        }
+        guard !reports.isEmpty else { return true }
+        do {
+            let options = try ReportingOptions(dsn: dsn)
+            let installationID = (try? InstallationID.load(directory: directory)) ?? UUID().uuidString.lowercased()
+            let reporter = EventReporter(options: options, installationID: installationID)
+            for envelope in reporter.crashEnvelopes(reports: reports, sessions: nil) { try outbox.enqueue(envelope) }
+        } catch {
+            FileHandle.standardError.write(Data("shield send: cannot store the crash reports' envelopes: \(error)\n".utf8))
+            return false
+        }
+        for path in converted { unlink(path) }
+        print("converted \(reports.count) crash report\(reports.count == 1 ? "" : "s") into \(outbox.directory)")
+        return true
+    }
+
+    static func printEnvelopes(directory: String, dsn text: String?) -> Int32 {
+        if let text {
+            // What the pending crash reports would become (not stored).
+            do {
+                let options = try ReportingOptions(dsn: text)
+                let reports = CrashCapture.pendingReports(in: directory).compactMap { try? $0.result.get() }
+                let installationID = (try? InstallationID.load(directory: directory)) ?? UUID().uuidString.lowercased()
+                let reporter = EventReporter(options: options, installationID: installationID)
+                for (index, envelope) in reporter.crashEnvelopes(reports: reports, sessions: nil).enumerated() {
+                    print("# crash report \(index + 1) of \(reports.count) (not yet in the outbox)")
+                    fflush(nil)
+                    FileHandle.standardOutput.write(envelope.serialized())
+                }
+            } catch {
+                FileHandle.standardError.write(Data("shield envelope: \(error)\n".utf8))
+                return 2
+            }
+        }
         let outboxDirectory = Outbox.directory(forReportDirectory: directory)
         guard FileManager.default.fileExists(atPath: outboxDirectory) else {
             print("no pending envelopes in \(outboxDirectory)")

@@ -7,8 +7,8 @@
 //   shield reports [--json] [--dir D] pending crash reports, symbolicated
 //   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
 //   shield bench-reporting [--json]   the reporting figures alone: durable outbox enqueues
-//   shield send --dsn DSN --dir D     upload what is pending to a Sentry-compatible server
-//   shield envelope --dir D           print the envelopes that would be sent
+//   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
+//   shield envelope --dir D [--dsn]   print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
 // outbox-writer.
 //
@@ -143,7 +143,7 @@ struct Reports: ParsableCommand {
 
 struct Send: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Upload what is pending in a report directory to a Sentry-compatible server.",
+        abstract: "Convert the pending crash reports of a directory and upload its outbox to a Sentry-compatible server.",
         discussion: "Prints one line per envelope; exits 1 when something could not be sent (it stays for the next try), 2 for a bad DSN or directory.")
     @Option(help: "The client key: http(s)://<public key>@<host>[:port]/<project id>.") var dsn: String
     @Option(help: "The report directory (its outbox is <dir>/outbox).") var dir: String
@@ -155,7 +155,8 @@ struct EnvelopeList: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "envelope", abstract: "Print the envelopes that would be sent from a report directory, oldest first.")
     @Option(help: "The report directory (its outbox is <dir>/outbox).") var dir: String
-    func run() throws { try finish(SendCommand.printEnvelopes(directory: dir)) }
+    @Option(help: "Also show the envelopes the pending crash reports would become for this DSN.") var dsn: String?
+    func run() throws { try finish(SendCommand.printEnvelopes(directory: dir, dsn: dsn)) }
 }
 
 // MARK: Hidden test children

@@ -31,6 +31,35 @@ import Testing
         #expect(try JSONValue.parse(envelope.items[0].payload)["message"] == "from shield send")
     }
 
+    /// `shield crash segv`, then `shield send`: one envelope whose event names the crashed
+    /// function; the report is gone and the outbox empty afterwards.
+    @Test func crashThenSendDeliversTheCrashEvent() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("shield-send-crash")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+        #expect(loadReports(directory, symbolicate: false).count == 1)
+        let preview = try runChild(Built.shield, ["envelope", "--dir", directory, "--dsn", server.dsn])
+        #expect(preview.output.contains("# crash report 1 of 1"), "\(preview.output)")
+        #expect(server.requests.isEmpty)
+
+        let result = try runChild(Built.shield, ["send", "--dsn", server.dsn, "--dir", directory])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("converted 1 crash report"), "\(result.output)")
+        #expect(server.requests.count == 1)
+        let request = try #require(server.requests.first)
+        let envelope = try Envelope.parse(try #require(Gzip.decompress(request.body)))
+        let event = try #require(envelope.items.first { $0.type == "event" })
+        let json = try JSONValue.parse(event.payload)
+        #expect(json["level"] == "fatal")
+        let frames = json["exception"]?["values"]?.arrayValue?.first?["stacktrace"]?["frames"]?.arrayValue ?? []
+        #expect(frames.contains { $0["function"]?.stringValue == "csc_crash_segv" }, "\(frames.suffix(3))")
+        #expect(loadReports(directory, symbolicate: false).isEmpty)
+        #expect(try Outbox(directory: Outbox.directory(forReportDirectory: directory)).pending().isEmpty)
+    }
+
     /// With the server down the envelope stays (exit 1) and goes out at the next try.
     @Test func sendWithTheServerDownKeepsTheEnvelopeForTheNextTry() throws {
         let directory = temporaryDirectory("shield-send-down")
