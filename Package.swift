@@ -10,7 +10,8 @@
 //   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
 //   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
 //   _CrashShieldTestSupport  C test seams (deliberate crashes, handler hooks) for `shield` and the tests
-//   shield                 the command-line tool: demo, bench
+//   _CrashShieldZlib       zlib (system library) for gzip envelope uploads
+//   shield                 the command-line tool: demo, bench, crash, reports, send, envelope
 //
 // GNUstep is the Objective-C runtime on Linux. Its compiler flags are needed only there and are
 // kept out of what an Apple consumer sees (`#if os(Linux)` below).
@@ -92,6 +93,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         // Ed25519 signatures of the remote configuration document (Curve25519.Signing).
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -120,9 +122,18 @@ let package = Package(
             name: "CrashShieldProtocol",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
+        .systemLibrary(
+            // zlib for the transport's gzip request bodies (part of every Apple SDK; Debian: zlib1g-dev).
+            // Kept out of the async-signal-safe C target.
+            name: "_CrashShieldZlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(
             name: "CrashShieldCapture",
-            dependencies: ["_CrashShieldCapture", "_CrashShieldIncidents", "CrashShieldProtocol", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "_CrashShieldCapture", "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldZlib",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .systemLibrary(
             name: "CGNUstepBase",
@@ -153,7 +164,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "shield",
-            dependencies: ["CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport"]
+            dependencies: [
+                "CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport",
+                "CrashShieldProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "capture-malloc-probe",
@@ -174,7 +188,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport",
+            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "_CrashShieldZlib",
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(

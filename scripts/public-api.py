@@ -25,7 +25,7 @@ MODULES = [
     ("CrashShieldProtocol", "The wire-format module (Sentry DSN, envelopes, JSON values), shared by the "
                             "SDK's reporting and the collector; not needed to use the SDK."),
 ]
-C_MODULES = ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase"]
+C_MODULES = ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
 TRIPLE = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}.get(os.uname().machine)
 
 
@@ -39,6 +39,10 @@ def extract(output):
         modulemap = os.path.join(build, module + ".build", "module.modulemap")
         if os.path.exists(modulemap):
             flags += ["-Xcc", "-fmodule-map-file=" + modulemap]
+        # A system-library target's module map stays in its sources.
+        source_map = os.path.join(ROOT, "Sources", module, "module.modulemap")
+        if os.path.exists(source_map):
+            flags += ["-Xcc", "-fmodule-map-file=" + source_map]
         flags += ["-Xcc", "-I" + os.path.join(ROOT, "Sources", module, "include")]
     for module, _ in MODULES:
         subprocess.run([tool, "-module-name", module, "-I", os.path.join(build, "Modules"), *flags,

@@ -1,50 +1,243 @@
-// shield — CrashShield's command-line tool (SPEC §8).
+// shield — CrashShield's command-line tool (SPEC §8). `shield --help` and `shield <command> --help`
+// list the commands and their options; unknown options are errors.
 //
-//   shield demo [--json]            every misuse scenario, without and with guards, each in a child
-//   shield bench [--json]           every SPEC §9 figure: guard cost, then the capture figures
-//   shield crash KIND [--dir D]     install capture and crash on purpose (SPEC §8)
-//   shield reports [--json] [--dir D]   pending crash reports, symbolicated
-//   shield bench-capture [--json]   the capture figures alone: signal to report on disk, start cost
-//   shield launch-probe --dir D     (internal) launch protection end-to-end test child
-//   shield rejected-start-probe ... (internal) a second capture start is rejected and changes nothing
-//   shield stop-probe --dir D       (internal) stop uninstalls capture and restores the previous handler
-//   shield scenario NAME --guarded|--unguarded   (internal) run one scenario in this process
+//   shield demo [--json] [PREFIX]     every misuse scenario, without and with guards, each in a child
+//   shield bench [--json] [--runs N]  every SPEC §9 figure: guard cost, then the capture figures
+//   shield crash KIND [--dir D]       install capture and crash on purpose (SPEC §8)
+//   shield reports [--json] [--dir D] pending crash reports, symbolicated
+//   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
+//   shield bench-reporting [--json]   the reporting figures alone: durable outbox enqueues
+//   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
+//   shield envelope --dir D [--dsn]   print the envelopes that would be sent
+// Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
+// outbox-writer.
+//
+// Each command below only declares its arguments and hands them, in the form the command bodies
+// (the *Command.swift files) have always read, to those bodies.
+import ArgumentParser
 import Foundation
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-let command = arguments.first ?? "help"
-let rest = Array(arguments.dropFirst())
-
-switch command {
-case "demo":
-    exit(DemoCommand.run(json: rest.contains("--json"), filter: rest.first { !$0.hasPrefix("--") }))
-case "bench":
-    let guardStatus = BenchCommand.run(json: rest.contains("--json"))
-    let captureStatus = BenchCaptureCommand.run(rest)
-    exit(guardStatus != 0 ? guardStatus : captureStatus)
-case "crash": exit(CrashCommand.run(rest))
-case "reports": exit(ReportsCommand.run(rest))
-case "bench-capture": exit(BenchCaptureCommand.run(rest))
-case "launch-probe": exit(LaunchProbeCommand.run(rest))
-case "failsafe-probe": exit(FailSafeProbeCommand.run(rest))
-case "rejected-start-probe": exit(RejectedStartProbeCommand.run(rest))
-case "stop-probe": exit(StopProbeCommand.run(rest))
-case "scenario":
-    guard let name = rest.first else { usage() }
-    exit(ScenarioChild.run(name: name, guarded: rest.contains("--guarded")))
-default:
-    usage()
+struct Shield: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shield",
+        abstract: "CrashShield's command-line tool: demo, benchmarks, deliberate crashes, reports and their upload.",
+        subcommands: [
+            Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
+            Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
+        ]
+    )
 }
 
-func usage() -> Never {
-    let text = """
-        usage: shield demo [--json] [NAME-PREFIX]
-               shield bench [--json] [--runs N]  (N: crashes and launches for the capture figures)
-               shield crash <kind> [--dir D]     kinds: segv bus ill fpe abort trap objc-exception swift-index
-                                                 swift-unwrap stack-overflow thread-segv two-threads
-               shield reports [--json] [--dir D] [--delete]
-               shield bench-capture [--json] [--runs N]
-        """
-    FileHandle.standardError.write(Data((text + "\n").utf8))
-    exit(2)
+/// Ends the command with a body's status (0 returns normally).
+func finish(_ status: Int32) throws {
+    if status != 0 { throw ExitCode(status) }
 }
+
+/// `--flag` for each true flag, in the order given.
+func flags(_ pairs: KeyValuePairs<String, Bool>) -> [String] { pairs.filter(\.value).map(\.key) }
+
+/// `[name, value]` when the value is present.
+func option(_ name: String, _ value: CustomStringConvertible?) -> [String] { value.map { [name, $0.description] } ?? [] }
+
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run every misuse scenario without and with guards, each in a child process.",
+        discussion: "Exits 0 only if every guarded run is `ok` with at least one incident.")
+    @Flag(help: "One JSON object per scenario and line.") var json = false
+    @Argument(help: "Only the scenarios whose name starts with this prefix.") var prefix: String?
+    func run() throws { try finish(DemoCommand.run(json: json, filter: prefix)) }
+}
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Measure guard cost, then the capture figures.")
+    @Flag(help: "One JSON object per case and line.") var json = false
+    @Option(help: "Crashes and launches for the capture figures (default 20).") var runs: Int?
+    func run() throws {
+        let guardStatus = BenchCommand.run(json: json)
+        let captureStatus = BenchCaptureCommand.run(flags(["--json": json]) + option("--runs", runs))
+        let reportingStatus = ReportingBenchCommand.run(json: json, runs: runs)
+        try finish(guardStatus != 0 ? guardStatus : captureStatus != 0 ? captureStatus : reportingStatus)
+    }
+}
+
+struct BenchReporting: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-reporting", abstract: "The reporting figures alone: durable outbox enqueues of incident envelopes.")
+    @Flag(help: "One JSON object per case and line.") var json = false
+    @Option(help: "Enqueues ÷ 10 (default 20, i.e. 200 enqueues).") var runs: Int?
+    func run() throws { try finish(ReportingBenchCommand.run(json: json, runs: runs)) }
+}
+
+struct BenchCapture: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-capture", abstract: "The capture figures alone: signal to report on disk, start cost.")
+    @Flag(help: "One JSON object per case and line.") var json = false
+    @Option(help: "Crashes and launches per figure (default 20).") var runs: Int?
+    func run() throws { try finish(BenchCaptureCommand.run(flags(["--json": json]) + option("--runs", runs))) }
+}
+
+struct Crash: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Install crash capture and crash on purpose.",
+        discussion: "Kinds: \(CrashCommand.kinds.joined(separator: " ")).")
+    @Argument(help: "What crash to cause (segv, bus, ill, fpe, abort, trap, objc-exception, swift-index, swift-unwrap, stack-overflow, thread-segv, two-threads, ...).")
+    var kind: String
+    @Option(help: "The report directory.") var dir: String?
+    @Option(help: "The app name recorded in the report.") var appName: String?
+    @Flag(help: "Start the guards before capture.") var guards = false
+    @Flag(help: "Start the guards after capture.") var guardsAfterCapture = false
+    @Option(help: "<guard>=<neutralize|reportOnly|off> after the guards started (repeatable).") var setPolicy: [String] = []
+    @Flag(help: "Park a crashed background thread and let the process go on.") var recover = false
+    // Test setups (hidden from help).
+    @Flag(help: .hidden) var crashInHandler = false
+    @Flag(help: .hidden) var hangInHandler = false
+    @Flag(help: .hidden) var occupyReportName = false
+    @Flag(help: .hidden) var previousHandler = false
+    @Flag(help: .hidden) var resethandPrevious = false
+    @Flag(help: .hidden) var slowPreviousHandlers = false
+    @Flag(help: .hidden) var previousTrapHandler = false
+    @Flag(help: .hidden) var ignoreSigpipe = false
+    @Flag(help: .hidden) var ignoreSigtrap = false
+    @Flag(help: .hidden) var fromThread = false
+    @Flag(help: .hidden) var parentCrashes = false
+    @Option(help: .hidden) var fsizeLimit: String?
+    @Flag(help: .hidden) var exhaustFds = false
+    @Flag(help: .hidden) var removeDir = false
+    @Flag(help: .hidden) var unwritableDir = false
+    @Option(help: .hidden) var threadName: String?
+    @Option(help: .hidden) var reason: String?
+
+    // Scope before the crash (user, tags, contexts, breadcrumbs; see ScopeSetup).
+    @Option(help: "Set the user (id, username user-<id>, email <id>@example.com).") var user: String?
+    @Option(help: "<key>=<value>: a tag (repeatable).") var tag: [String] = []
+    @Option(help: "<name>.<key>=<value>: a context value (repeatable).") var context: [String] = []
+    @Option(help: "A breadcrumb message (repeatable).") var breadcrumb: [String] = []
+    @Flag(help: .hidden) var oversizeScope = false
+    // Remote configuration (see CrashCommand).
+    @Option(help: "Activate the remote configuration stored in the directory and fetch from this DSN before crashing.")
+    var remoteConfigDsn: String?
+    @Option(help: "The Ed25519 public key (base64) remote configuration documents must be signed with.")
+    var remoteConfigKey: String?
+    @Option(help: "The app version remote configuration rules are matched against.") var appVersion: String?
+    @Option(help: .hidden) var scopeChurn: Int?
+
+    /// The body reads the command line as given (the order of repeated scope options matters);
+    /// the declarations above only validate it and document it.
+    func run() throws { try finish(CrashCommand.run(commandLineAfterSubcommand())) }
+}
+
+/// The arguments after `shield <subcommand>`, as typed, with `--name=value` split into
+/// `--name value` (the form the command bodies read).
+func commandLineAfterSubcommand() -> [String] {
+    CommandLine.arguments.dropFirst(2).flatMap { argument -> [String] in
+        guard argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") else { return [argument] }
+        return [String(argument[..<equals]), String(argument[argument.index(after: equals)...])]
+    }
+}
+
+struct Reports: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List and print the pending crash reports, symbolicated.")
+    @Flag(help: "One JSON object per report and line.") var json = false
+    @Option(help: "The report directory.") var dir: String?
+    @Flag(help: "Print addresses without symbolicating them.") var noSymbolicate = false
+    @Flag(help: "Remove each report after printing it.") var delete = false
+    func run() throws {
+        try finish(ReportsCommand.run(
+            option("--dir", dir) + flags(["--json": json, "--no-symbolicate": noSymbolicate, "--delete": delete])))
+    }
+}
+
+struct Send: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Convert the pending crash reports of a directory and upload its outbox to a Sentry-compatible server.",
+        discussion: "Prints one line per envelope; exits 1 when something could not be sent (it stays for the next try), 2 for a bad DSN or directory.")
+    @Option(help: "The client key: http(s)://<public key>@<host>[:port]/<project id>.") var dsn: String
+    @Option(help: "The report directory (its outbox is <dir>/outbox).") var dir: String
+    @Option(help: "Seconds to wait for each response (default 15).") var timeout: Double = 15
+    func run() throws { try finish(SendCommand.run(dsn: dsn, directory: dir, timeout: timeout)) }
+}
+
+struct EnvelopeList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "envelope", abstract: "Print the envelopes that would be sent from a report directory, oldest first.")
+    @Option(help: "The report directory (its outbox is <dir>/outbox).") var dir: String
+    @Option(help: "Also show the envelopes the pending crash reports would become for this DSN.") var dsn: String?
+    func run() throws { try finish(SendCommand.printEnvelopes(directory: dir, dsn: dsn)) }
+}
+
+// MARK: Hidden test children
+
+struct Scenario: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "(internal) Run one misuse scenario in this process; prints RESULT <outcome> <incidents>.", shouldDisplay: false)
+    @Argument(help: "The scenario's name.") var name: String
+    @Flag(help: "With the guards started.") var guarded = false
+    @Flag(help: "Without guards (the default).") var unguarded = false
+    func run() throws { try finish(ScenarioChild.run(name: name, guarded: guarded)) }
+}
+
+struct LaunchProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "launch-probe", abstract: "(internal) The launch-protection end-to-end test child.", shouldDisplay: false)
+    @Option(help: "The report directory.") var dir: String
+    @Flag(help: "Crash during the launch.") var crash = false
+    @Flag(help: "Wait to be killed during the launch.") var hang = false
+    @Flag(help: "Launch protection without capture.") var noCapture = false
+    @Option(help: "Consecutive launch crashes before repair (default 3).") var threshold: Int?
+    @Flag(help: "A repair step that crashes.") var crashingStep = false
+    @Flag(help: "A repair step that runs on the main actor.") var mainActorStep = false
+    @Flag(help: "Make the directory unwritable after start.") var unwritableDir = false
+    func run() throws {
+        try finish(LaunchProbeCommand.run(
+            ["--dir", dir] + option("--threshold", threshold)
+                + flags(["--crash": crash, "--hang": hang, "--no-capture": noCapture, "--crashing-step": crashingStep,
+                         "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir])))
+    }
+}
+
+struct FailSafeProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "failsafe-probe", abstract: "(internal) Guards, then capture with the fail-safe; prints what it decided.",
+        shouldDisplay: false)
+    @Option(help: "The report directory.") var dir: String
+    @Flag(help: "Start launch protection too.") var launchProtection = false
+    func run() throws { try finish(FailSafeProbeCommand.run(["--dir", dir] + flags(["--launch-protection": launchProtection]))) }
+}
+
+struct RejectedStartProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rejected-start-probe", abstract: "(internal) A second capture start is rejected and changes nothing.",
+        shouldDisplay: false)
+    @Option(help: "The first start's report directory.") var dir: String
+    @Option(help: "The second start's report directory.") var otherDir: String
+    @Option(help: "capture, capture-c or start-capture.") var first: String
+    @Option(help: "capture or start-capture.") var second: String
+    func run() throws {
+        try finish(RejectedStartProbeCommand.run(["--dir", dir, "--other-dir", otherDir, "--first", first, "--second", second]))
+    }
+}
+
+struct StopProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stop-probe", abstract: "(internal) stop uninstalls capture and restores the previous handler.",
+        shouldDisplay: false)
+    @Option(help: "The report directory.") var dir: String
+    @Flag(help: "Capture alone (CrashCapture), not the SDK's one start.") var captureOnly = false
+    @Flag(help: "Start again after stopping.") var restart = false
+    func run() throws {
+        try finish(StopProbeCommand.run(["--dir", dir] + flags(["--capture-only": captureOnly, "--restart": restart])))
+    }
+}
+
+struct OutboxWriter: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outbox-writer",
+        abstract: "(internal) Enqueue numbered envelopes into <dir>/outbox in a loop, printing ACK <n> after each is durable.",
+        shouldDisplay: false)
+    @Option(help: "The report directory.") var dir: String
+    @Option(help: "Stop after this many envelopes (default: never).") var count: Int?
+    @Option(help: "The number of the first envelope (default 0).") var first: Int = 0
+    func run() throws { try finish(OutboxWriterCommand.run(directory: dir, count: count, first: first)) }
+}
+
+Shield.main()

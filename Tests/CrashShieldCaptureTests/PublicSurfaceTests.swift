@@ -58,6 +58,8 @@ import Testing
             arguments += ["-Xcc", "-fmodule-map-file=\(build)/\(module).build/module.modulemap"]
         }
         arguments += ["-Xcc", "-fmodule-map-file=\(build)/Logging.build/include/module.modulemap"]
+        // A system-library target: its module map stays in the sources.
+        arguments += ["-Xcc", "-fmodule-map-file=\(Self.packageRoot)/Sources/_CrashShieldZlib/module.modulemap"]
         for module in ["_CrashShieldIncidents", "_CrashShieldCapture"] {
             arguments += ["-Xcc", "-I", "-Xcc", "\(Self.packageRoot)/Sources/\(module)/include"]
         }

@@ -7,7 +7,7 @@ import Testing
 /// `scripts/public-api.py --write` after adding or removing a public declaration.
 @Suite struct PublicAPIDocTests {
     static let modules = ["CrashShield", "CrashShieldCapture", "CrashShieldProtocol"]
-    static let cModules = ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase"]
+    static let cModules = ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
 
     /// The build directory of this test binary (it holds Modules/ and the C modules' module maps).
     static var buildDirectory: String {
@@ -35,6 +35,9 @@ import Testing
         for module in cModules {
             let map = "\(buildDirectory)/\(module).build/module.modulemap"
             if FileManager.default.fileExists(atPath: map) { flags += ["-Xcc", "-fmodule-map-file=\(map)"] }
+            // A system-library target's module map stays in its sources.
+            let sourceMap = "\(root)/Sources/\(module)/module.modulemap"
+            if FileManager.default.fileExists(atPath: sourceMap) { flags += ["-Xcc", "-fmodule-map-file=\(sourceMap)"] }
             flags += ["-Xcc", "-I\(root)/Sources/\(module)/include"]
         }
         #if arch(x86_64)

@@ -1,0 +1,2 @@
+// zlib, for the gzip bodies of envelope uploads (CrashShieldCapture's transport).
+#include <zlib.h>
