@@ -55,6 +55,7 @@ let package = Package(
                 "CollectorApp", "CZlib",
                 .product(name: "CrashShieldProtocol", package: "CrashShield"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ]

@@ -32,19 +32,25 @@ public func buildApplication(
         throw CollectorError(code: "database.postgres_unavailable",
                              message: "PostgreSQL storage is not implemented yet; use a SQLite path", status: 500)
     }
-    try await store.migrate()
-
-    var firstProject = try await store.projects().first
-    if firstProject == nil && configuration.createFirstProject {
-        firstProject = try await store.createProject(name: "default")
-        logger.info("project created", metadata: ["project": "\(firstProject!.id)", "name": "default"])
-    }
+    var firstProject: Project?
     var createdToken: String?
-    if try await store.apiTokenCount() == 0 {
-        let token = configuration.initialAPIToken ?? APIAuth.newToken()
-        try await store.insertAPIToken(name: "initial", tokenHash: APIAuth.hash(token), created: Date())
-        if configuration.initialAPIToken == nil { createdToken = token }
-        logger.info("api token created", metadata: ["name": "initial"])
+    do {
+        try await store.migrate()
+        firstProject = try await store.projects().first
+        if firstProject == nil && configuration.createFirstProject {
+            let created = try await store.createProject(name: "default")
+            firstProject = created
+            logger.info("project created", metadata: ["project": "\(created.id)", "name": "default"])
+        }
+        if try await store.apiTokenCount() == 0 {
+            let token = configuration.initialAPIToken ?? APIAuth.newToken()
+            try await store.insertAPIToken(name: "initial", tokenHash: APIAuth.hash(token), created: Date())
+            if configuration.initialAPIToken == nil { createdToken = token }
+            logger.info("api token created", metadata: ["name": "initial"])
+        }
+    } catch {
+        try? await store.close()
+        throw error
     }
 
     let metrics = CollectorMetrics()
@@ -84,6 +90,7 @@ struct StoreCloser: Service {
     let logger: Logger
 
     func run() async throws {
+        // Returns on graceful shutdown or cancellation; either way the database is closed.
         try? await gracefulShutdown()
         logger.info("closing database")
         try await store.close()

@@ -204,8 +204,8 @@ struct IngestTests {
             let health = try await harness.api("/api/0/projects/\(harness.project.id)/release-health").json
             let release = try #require(health?.arrayValue?.first)
             #expect(release["release"]?.stringValue == "app@2.0.0")
-            #expect(release["sessions"]?.intValue == 3 + 6)
-            #expect(release["crashed_sessions"]?.intValue == 1 + 1)
+            #expect(release["sessions"]?.intValue == 9)  // 3 updates + 6 aggregated
+            #expect(release["crashed_sessions"]?.intValue == 2)  // one of each kind
             #expect(release["users"]?.intValue == 2)
             #expect(release["crashed_users"]?.intValue == 1)
             let stats = try await harness.api("/api/0/projects/\(harness.project.id)/stats").json

@@ -3,6 +3,7 @@ import CollectorApp
 import CrashShieldProtocol
 import Foundation
 import Logging
+import ServiceLifecycle
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -80,8 +81,10 @@ struct Harness: Sendable {
         logger.logLevel = .warning
         let (readyStream, readyContinuation) = AsyncStream<CollectorReady>.makeStream()
         let app = try await buildApplication(configuration, logger: logger) { ready in readyContinuation.yield(ready) }
+        // Stopped the way SIGTERM stops it: a graceful shutdown (the server drains, then the database closes).
+        let services = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.run() }
+            group.addTask { try await services.run() }
             do {
                 var iterator = readyStream.makeAsyncIterator()
                 guard let ready = await iterator.next() else { throw StartFailure() }
@@ -91,10 +94,11 @@ struct Harness: Sendable {
                 let project = try #require(try decoder().decode([ProjectInfo].self, from: projects.body).first)
                 try await body(Harness(client: client, project: project))
             } catch {
-                group.cancelAll()
+                await services.triggerGracefulShutdown()
                 throw error
             }
-            group.cancelAll()
+            await services.triggerGracefulShutdown()
+            try await group.waitForAll()
         }
     }
 
