@@ -30,10 +30,12 @@ let package = Package(
         // than swift-crypto's bundled BoringSSL.
         .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // PostgreSQL's client library (Debian: libpq-dev), called on NIO's thread pool.
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
             name: "CollectorApp",
             dependencies: [
-                "CZlib", "COpenSSL",
+                "CZlib", "COpenSSL", "CLibPQ",
                 .product(name: "CrashShieldProtocol", package: "CrashShield"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

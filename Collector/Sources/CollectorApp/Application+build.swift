@@ -27,10 +27,9 @@ public func buildApplication(
             let parent = (path as NSString).deletingLastPathComponent
             if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
         }
-        store = try await SQLiteStore.open(path: path, logger: logger)
-    case .postgres:
-        throw CollectorError(code: "database.postgres_unavailable",
-                             message: "PostgreSQL storage is not implemented yet; use a SQLite path", status: 500)
+        store = try await SQLStore.openSQLite(path: path, logger: logger)
+    case .postgres(let url):
+        store = try await SQLStore.openPostgres(url: url, logger: logger)
     }
     var firstProject: Project?
     var createdToken: String?

@@ -6,8 +6,8 @@ public struct CollectorConfiguration: Sendable {
     public enum Database: Sendable, Hashable {
         /// A SQLite file (created when missing); `":memory:"` for a private in-memory database.
         case sqlite(path: String)
-        /// A PostgreSQL server (`postgres://user:password@host:port/database`). Not implemented yet:
-        /// `buildApplication` throws `database.postgres_unavailable`.
+        /// A PostgreSQL server (`postgres://user:password@host:port/database`, any libpq connection
+        /// URI). Several collector processes may share one database.
         case postgres(url: String)
 
         /// `postgres://...` or `postgresql://...` is PostgreSQL; anything else is a SQLite path.

@@ -37,10 +37,11 @@ public struct KeyValueLogHandler: LogHandler {
 
 /// Deletes data older than `olderThanDays` from `database` (the `prune` command).
 public func pruneData(database: CollectorConfiguration.Database, olderThanDays: Int, logger: Logger) async throws -> Int64 {
-    guard case .sqlite(let path) = database else {
-        throw CollectorError(code: "database.postgres_unavailable", message: "PostgreSQL storage is not implemented yet", status: 500)
+    let store: SQLStore
+    switch database {
+    case .sqlite(let path): store = try await SQLStore.openSQLite(path: path, logger: logger)
+    case .postgres(let url): store = try await SQLStore.openPostgres(url: url, logger: logger)
     }
-    let store = try await SQLiteStore.open(path: path, logger: logger)
     try await store.migrate()
     let deleted = try await store.deleteData(receivedBefore: Date().addingTimeInterval(-Double(olderThanDays) * 86_400))
     try await store.close()

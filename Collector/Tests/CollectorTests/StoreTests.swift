@@ -19,16 +19,16 @@ struct StoreTests {
         let path = Self.temporaryPath()
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
         let logger = Logger(label: "store-tests")
-        let first = try await SQLiteStore.open(path: path, logger: logger)
+        let first = try await SQLStore.openSQLite(path: path, logger: logger)
         try await first.migrate()
         try await first.migrate()
-        #expect(try await first.appliedMigrations() == SQLiteStore.migrations.map(\.version))
+        #expect(try await first.appliedMigrations() == SQLStore.migrations.map(\.version))
         let project = try await first.createProject(name: "p")
         let id = Fixtures.eventID()
         #expect(try await first.insertEvent(Self.record(project: project.id, id: id)) != .duplicate)
         try await first.close()
 
-        let second = try await SQLiteStore.open(path: path, logger: logger)
+        let second = try await SQLStore.openSQLite(path: path, logger: logger)
         try await second.migrate()
         #expect(try await second.projects().map(\.publicKey) == [project.publicKey])
         #expect(try await second.eventPayload(projectID: project.id, eventID: id) != nil)
@@ -37,7 +37,7 @@ struct StoreTests {
     }
 
     @Test func concurrentInsertsOfTheSameEventStoreItOnceAndCountExactly() async throws {
-        let store = try await SQLiteStore.open(path: ":memory:", logger: Logger(label: "store-tests"))
+        let store = try await SQLStore.openSQLite(path: ":memory:", logger: Logger(label: "store-tests"))
         try await store.migrate()
         let project = try await store.createProject(name: "p")
         let ids = (0..<20).map { _ in Fixtures.eventID() }
@@ -55,7 +55,7 @@ struct StoreTests {
     }
 
     @Test func retentionDeletesOldEventsAndKeepsIssueCounts() async throws {
-        let store = try await SQLiteStore.open(path: ":memory:", logger: Logger(label: "store-tests"))
+        let store = try await SQLStore.openSQLite(path: ":memory:", logger: Logger(label: "store-tests"))
         try await store.migrate()
         let project = try await store.createProject(name: "p")
         let json = Fixtures.exceptionEvent()

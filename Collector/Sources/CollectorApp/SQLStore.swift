@@ -1,44 +1,43 @@
 import Foundation
 import Logging
-import NIOCore
-import SQLiteNIO
 
-/// `CollectorStore` on one SQLite file (or `:memory:` for tests).
+/// `CollectorStore` over SQL: SQLite (a file, the default) or PostgreSQL.
 ///
-/// One connection, in WAL mode, is the only writer; every method runs under one async lock, so
-/// a transaction's statements never interleave with another's. Times are stored as seconds since
-/// 1970 (REAL).
-public final class SQLiteStore: CollectorStore {
-    private let connection: SQLiteConnection
+/// One connection per process; every method runs under one async lock, so a transaction's
+/// statements never interleave with another's. SQLite runs in WAL mode with this connection as
+/// the only writer. Several processes may share one PostgreSQL database: an event is stored
+/// under a transaction-scoped advisory lock on its project, so concurrent ingest of the same
+/// stream stores every event once and keeps counts exact. Times are seconds since 1970.
+public final class SQLStore: CollectorStore {
+    private let backend: any SQLBackend
     private let lock = AsyncLock()
     private let logger: Logger
 
-    /// Opens (creating when missing) the database at `path`; `":memory:"` opens a private
+    /// Opens (creating when missing) the SQLite database at `path`; `":memory:"` opens a private
     /// in-memory database. Call `migrate()` before use.
-    public static func open(path: String, logger: Logger) async throws -> SQLiteStore {
-        let storage: SQLiteConnection.Storage = path == ":memory:" ? .memory : .file(path: path)
-        let connection = try await SQLiteConnection.open(storage: storage, logger: logger)
-        let store = SQLiteStore(connection: connection, logger: logger)
-        if path != ":memory:" {
-            _ = try await connection.query("PRAGMA journal_mode=WAL", [])
-            _ = try await connection.query("PRAGMA synchronous=NORMAL", [])
-        }
-        _ = try await connection.query("PRAGMA foreign_keys=ON", [])
-        _ = try await connection.query("PRAGMA busy_timeout=5000", [])
-        return store
+    public static func openSQLite(path: String, logger: Logger) async throws -> SQLStore {
+        SQLStore(backend: try await SQLiteBackend.open(path: path, logger: logger), logger: logger)
     }
 
-    private init(connection: SQLiteConnection, logger: Logger) {
-        self.connection = connection
+    /// Connects to PostgreSQL (`postgres://user:password@host:port/database`). Call `migrate()` before use.
+    public static func openPostgres(url: String, logger: Logger) async throws -> SQLStore {
+        SQLStore(backend: try await PostgresBackend.connect(url: url), logger: logger)
+    }
+
+    init(backend: any SQLBackend, logger: Logger) {
+        self.backend = backend
         self.logger = logger
     }
 
-    public func close() async throws { try await connection.close() }
+    /// Which database this store writes to ("sqlite" or "postgres").
+    public var databaseKind: String { backend.dialect == .sqlite ? "sqlite" : "postgres" }
+
+    public func close() async throws { try await backend.close() }
 
     // MARK: Helpers
 
-    private func query(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
-        try await connection.query(sql, binds)
+    private func query(_ sql: String, _ binds: [DBValue] = []) async throws -> [DBRow] {
+        try await backend.query(sql, binds)
     }
 
     private func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
@@ -47,7 +46,7 @@ public final class SQLiteStore: CollectorStore {
 
     private func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await lock.withLock {
-            _ = try await query("BEGIN IMMEDIATE")
+            _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
             do {
                 let result = try await body()
                 _ = try await query("COMMIT")
@@ -59,9 +58,11 @@ public final class SQLiteStore: CollectorStore {
         }
     }
 
-    private static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }
-    private static func time(_ date: Date) -> SQLiteData { .float(date.timeIntervalSince1970) }
-    private static func blob(_ data: Data) -> SQLiteData { .blob(ByteBuffer(bytes: data)) }
+    private static func text(_ value: String?) -> DBValue { value.map { .text($0) } ?? .null }
+    private static func time(_ date: Date) -> DBValue { .double(date.timeIntervalSince1970) }
+    private static func blob(_ data: Data) -> DBValue { .blob(data) }
+    private static func int(_ value: Int64) -> DBValue { .int(value) }
+    private static func int(_ value: Int) -> DBValue { .int(Int64(value)) }
 
     // MARK: Migrations
 
@@ -70,24 +71,24 @@ public final class SQLiteStore: CollectorStore {
         (1, [
             """
             CREATE TABLE projects (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, public_key TEXT NOT NULL UNIQUE,
-                config_signing_key BLOB NOT NULL, created_at REAL NOT NULL)
+                id {serial}, name TEXT NOT NULL, public_key TEXT NOT NULL UNIQUE,
+                config_signing_key {blob} NOT NULL, created_at {real} NOT NULL)
             """,
             """
             CREATE TABLE issues (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, project_id INTEGER NOT NULL REFERENCES projects(id),
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id),
                 fingerprint_hash TEXT NOT NULL, grouping_algorithm TEXT NOT NULL, title TEXT NOT NULL,
                 culprit TEXT NOT NULL, level TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'unresolved',
-                resolved_in_release TEXT, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
-                first_release TEXT, last_release TEXT, event_count INTEGER NOT NULL DEFAULT 0,
-                user_count INTEGER NOT NULL DEFAULT 0, UNIQUE (project_id, fingerprint_hash))
+                resolved_in_release TEXT, first_seen {real} NOT NULL, last_seen {real} NOT NULL,
+                first_release TEXT, last_release TEXT, event_count {int} NOT NULL DEFAULT 0,
+                user_count {int} NOT NULL DEFAULT 0, UNIQUE (project_id, fingerprint_hash))
             """,
             """
             CREATE TABLE events (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, project_id INTEGER NOT NULL REFERENCES projects(id),
-                event_id TEXT NOT NULL, issue_id INTEGER NOT NULL REFERENCES issues(id), received REAL NOT NULL,
-                timestamp REAL NOT NULL, level TEXT NOT NULL, platform TEXT, release TEXT, environment TEXT,
-                user_key TEXT, incident_guard TEXT, payload BLOB NOT NULL,
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id),
+                event_id TEXT NOT NULL, issue_id {int} NOT NULL REFERENCES issues(id), received {real} NOT NULL,
+                timestamp {real} NOT NULL, level TEXT NOT NULL, platform TEXT, release TEXT, environment TEXT,
+                user_key TEXT, incident_guard TEXT, payload {blob} NOT NULL,
                 payload_encoding TEXT NOT NULL DEFAULT 'identity', UNIQUE (project_id, event_id))
             """,
             "CREATE INDEX events_issue ON events (issue_id, received)",
@@ -99,93 +100,115 @@ public final class SQLiteStore: CollectorStore {
             """,
             """
             CREATE TABLE issue_users (
-                issue_id INTEGER NOT NULL REFERENCES issues(id), user_key TEXT NOT NULL,
-                PRIMARY KEY (issue_id, user_key)) WITHOUT ROWID
+                issue_id {int} NOT NULL REFERENCES issues(id), user_key TEXT NOT NULL,
+                PRIMARY KEY (issue_id, user_key)){without_rowid}
             """,
             """
             CREATE TABLE issue_releases (
-                issue_id INTEGER NOT NULL REFERENCES issues(id), release TEXT NOT NULL,
-                event_count INTEGER NOT NULL, first_seen REAL NOT NULL, last_seen REAL NOT NULL,
-                PRIMARY KEY (issue_id, release)) WITHOUT ROWID
+                issue_id {int} NOT NULL REFERENCES issues(id), release TEXT NOT NULL,
+                event_count {int} NOT NULL, first_seen {real} NOT NULL, last_seen {real} NOT NULL,
+                PRIMARY KEY (issue_id, release)){without_rowid}
             """,
             """
             CREATE TABLE sessions (
-                project_id INTEGER NOT NULL REFERENCES projects(id), sid TEXT NOT NULL, distinct_id TEXT,
-                seq INTEGER NOT NULL, started REAL NOT NULL, last_update REAL NOT NULL, status TEXT NOT NULL,
-                errors INTEGER NOT NULL, release TEXT NOT NULL, environment TEXT, received REAL NOT NULL,
+                project_id {int} NOT NULL REFERENCES projects(id), sid TEXT NOT NULL, distinct_id TEXT,
+                seq {int} NOT NULL, started {real} NOT NULL, last_update {real} NOT NULL, status TEXT NOT NULL,
+                errors {int} NOT NULL, release TEXT NOT NULL, environment TEXT, received {real} NOT NULL,
                 PRIMARY KEY (project_id, sid))
             """,
             """
             CREATE TABLE session_aggregates (
-                project_id INTEGER NOT NULL REFERENCES projects(id), release TEXT NOT NULL,
-                environment TEXT NOT NULL, bucket REAL NOT NULL, exited INTEGER NOT NULL,
-                errored INTEGER NOT NULL, abnormal INTEGER NOT NULL, crashed INTEGER NOT NULL,
+                project_id {int} NOT NULL REFERENCES projects(id), release TEXT NOT NULL,
+                environment TEXT NOT NULL, bucket {real} NOT NULL, exited {int} NOT NULL,
+                errored {int} NOT NULL, abnormal {int} NOT NULL, crashed {int} NOT NULL,
                 PRIMARY KEY (project_id, release, environment, bucket))
             """,
             """
             CREATE TABLE attachments (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, project_id INTEGER NOT NULL REFERENCES projects(id),
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id),
                 event_id TEXT, filename TEXT NOT NULL, content_type TEXT, attachment_type TEXT,
-                size INTEGER NOT NULL, data BLOB NOT NULL, received REAL NOT NULL)
+                size {int} NOT NULL, data {blob} NOT NULL, received {real} NOT NULL)
             """,
             """
             CREATE TABLE client_reports (
-                project_id INTEGER NOT NULL REFERENCES projects(id), reason TEXT NOT NULL, category TEXT NOT NULL,
-                quantity INTEGER NOT NULL, last_received REAL NOT NULL,
+                project_id {int} NOT NULL REFERENCES projects(id), reason TEXT NOT NULL, category TEXT NOT NULL,
+                quantity {int} NOT NULL, last_received {real} NOT NULL,
                 PRIMARY KEY (project_id, reason, category))
             """,
             """
             CREATE TABLE sdk_configs (
-                project_id INTEGER NOT NULL REFERENCES projects(id), version INTEGER NOT NULL,
-                document BLOB NOT NULL, signature TEXT, created_at REAL NOT NULL, restored_from INTEGER,
+                project_id {int} NOT NULL REFERENCES projects(id), version {int} NOT NULL,
+                document {blob} NOT NULL, signature TEXT, created_at {real} NOT NULL, restored_from {int},
                 PRIMARY KEY (project_id, version))
             """,
             """
             CREATE TABLE accounts (
-                id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
-                is_admin INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL)
+                id {serial}, email TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
+                is_admin {int} NOT NULL DEFAULT 0, created_at {real} NOT NULL)
             """,
             """
             CREATE TABLE api_tokens (
-                token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, account_id INTEGER REFERENCES accounts(id),
-                created_at REAL NOT NULL)
+                token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, account_id {int} REFERENCES accounts(id),
+                created_at {real} NOT NULL)
             """,
         ]),
     ]
 
+    static func typed(_ statement: String, for dialect: SQLDialect) -> String {
+        let types: [String: String] = dialect == .sqlite
+            ? ["{serial}": "INTEGER PRIMARY KEY AUTOINCREMENT", "{int}": "INTEGER", "{real}": "REAL", "{blob}": "BLOB", "{without_rowid}": " WITHOUT ROWID"]
+            : ["{serial}": "BIGSERIAL PRIMARY KEY", "{int}": "BIGINT", "{real}": "DOUBLE PRECISION", "{blob}": "BYTEA", "{without_rowid}": ""]
+        return types.reduce(statement) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
+    }
+
+    /// Key of the PostgreSQL advisory lock that keeps two collectors from migrating at once.
+    static let migrationLockKey: Int64 = 0x4353_4d49_4752  // "CSMIGR"
+
     public func migrate() async throws {
         try await serialized {
-            _ = try await query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at REAL NOT NULL)")
-            let applied = Set(try await query("SELECT version FROM schema_migrations").compactMap { $0.column("version")?.integer })
-            for migration in Self.migrations where !applied.contains(migration.version) {
-                _ = try await query("BEGIN IMMEDIATE")
-                do {
-                    for statement in migration.statements { _ = try await query(statement) }
-                    _ = try await query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
-                                        [.integer(migration.version), Self.time(Date())])
-                    _ = try await query("COMMIT")
-                    logger.info("migration applied", metadata: ["version": "\(migration.version)"])
-                } catch {
-                    _ = try? await query("ROLLBACK")
-                    throw error
-                }
+            let postgres = backend.dialect == .postgres
+            if postgres { _ = try await query("SELECT pg_advisory_lock(?)", [.int(Self.migrationLockKey)]) }
+            do {
+                try await applyMigrations(postgres: postgres)
+            } catch {
+                if postgres { _ = try? await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)]) }
+                throw error
+            }
+            if postgres { _ = try await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)]) }
+        }
+    }
+
+    private func applyMigrations(postgres: Bool) async throws {
+        _ = try await query(Self.typed("CREATE TABLE IF NOT EXISTS schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: backend.dialect))
+        let applied = Set(try await query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
+        for migration in Self.migrations where !applied.contains(Int64(migration.version)) {
+            _ = try await query(postgres ? "BEGIN" : "BEGIN IMMEDIATE")
+            do {
+                for statement in migration.statements { _ = try await query(Self.typed(statement, for: backend.dialect)) }
+                _ = try await query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                                    [Self.int(migration.version), Self.time(Date())])
+                _ = try await query("COMMIT")
+                logger.info("migration applied", metadata: ["version": "\(migration.version)", "database": "\(databaseKind)"])
+            } catch {
+                _ = try? await query("ROLLBACK")
+                throw error
             }
         }
     }
 
     public func appliedMigrations() async throws -> [Int] {
         try await serialized {
-            try await query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.column("version")?.integer }
+            try await query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version").map { Int($0) } }
         }
     }
 
     // MARK: Projects
 
-    private static func project(_ row: SQLiteRow) -> Project? {
-        guard let id = row.column("id")?.integer, let name = row.column("name")?.string,
-              let key = row.column("public_key")?.string, let created = row.column("created_at")?.double,
-              let signing = row.column("config_signing_key")?.blob,
-              let publicKey = try? CryptoSupport.ed25519PublicKey(privateKey: Data(signing.readableBytesView))
+    private static func project(_ row: DBRow) -> Project? {
+        guard let id = row.int("id"), let name = row.string("name"),
+              let key = row.string("public_key"), let created = row.double("created_at"),
+              let signing = row.data("config_signing_key"),
+              let publicKey = try? CryptoSupport.ed25519PublicKey(privateKey: signing)
         else { return nil }
         return Project(id: Int64(id), name: name, publicKey: key, createdAt: Date(timeIntervalSince1970: created),
                        configSigningPublicKey: publicKey.base64EncodedString())
@@ -208,13 +231,13 @@ public final class SQLiteStore: CollectorStore {
     }
 
     public func project(id: Int64) async throws -> Project? {
-        try await serialized { try await query("SELECT * FROM projects WHERE id = ?", [.integer(Int(id))]).first.flatMap(Self.project) }
+        try await serialized { try await query("SELECT * FROM projects WHERE id = ?", [Self.int(id)]).first.flatMap(Self.project) }
     }
 
     public func configSigningKey(projectID: Int64) async throws -> Data? {
         try await serialized {
-            try await query("SELECT config_signing_key FROM projects WHERE id = ?", [.integer(Int(projectID))])
-                .first?.column("config_signing_key")?.blob.map { Data($0.readableBytesView) }
+            try await query("SELECT config_signing_key FROM projects WHERE id = ?", [Self.int(projectID)])
+                .first?.data("config_signing_key")
         }
     }
 
@@ -239,7 +262,11 @@ public final class SQLiteStore: CollectorStore {
 
     public func insertEvent(_ event: EventRecord) async throws -> EventInsertOutcome {
         try await transaction {
-            let project = SQLiteData.integer(Int(event.projectID))
+            let project = Self.int(event.projectID)
+            if backend.dialect == .postgres {
+                // Another collector process may be storing an event of this project right now.
+                _ = try await query("SELECT pg_advisory_xact_lock(?)", [project])
+            }
             let existing = try await query("SELECT 1 FROM events WHERE project_id = ? AND event_id = ?", [project, .text(event.eventID)])
             if !existing.isEmpty { return .duplicate }
 
@@ -249,11 +276,11 @@ public final class SQLiteStore: CollectorStore {
             let issueID: Int64
             var newIssue = false
             var regressed = false
-            if let row = issueRows.first, let id = row.column("id")?.integer {
+            if let row = issueRows.first, let id = row.int("id") {
                 issueID = Int64(id)
-                let status = IssueStatus(rawValue: row.column("status")?.string ?? "") ?? .unresolved
-                regressed = Self.regresses(status: status, resolvedIn: row.column("resolved_in_release")?.string, eventRelease: event.release)
-                let lastRelease = row.column("last_release")?.string
+                let status = IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved
+                regressed = Self.regresses(status: status, resolvedIn: row.string("resolved_in_release"), eventRelease: event.release)
+                let lastRelease = row.string("last_release")
                 let newLast: String? = {
                     guard let release = event.release else { return lastRelease }
                     guard let lastRelease else { return release }
@@ -261,12 +288,13 @@ public final class SQLiteStore: CollectorStore {
                 }()
                 _ = try await query(
                     """
-                    UPDATE issues SET event_count = event_count + 1, last_seen = max(last_seen, ?), last_release = ?,
-                        status = CASE WHEN ? THEN 'regressed' ELSE status END,
-                        resolved_in_release = CASE WHEN ? THEN NULL ELSE resolved_in_release END
+                    UPDATE issues SET event_count = event_count + 1,
+                        last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END, last_release = ?,
+                        status = CASE WHEN ? = 1 THEN 'regressed' ELSE status END,
+                        resolved_in_release = CASE WHEN ? = 1 THEN NULL ELSE resolved_in_release END
                     WHERE id = ?
                     """,
-                    [Self.time(event.received), Self.text(newLast), .integer(regressed ? 1 : 0), .integer(regressed ? 1 : 0), .integer(Int(id))])
+                    [Self.time(event.received), Self.time(event.received), Self.text(newLast), Self.int(regressed ? 1 : 0), Self.int(regressed ? 1 : 0), Self.int(id)])
             } else {
                 let rows = try await query(
                     """
@@ -277,11 +305,11 @@ public final class SQLiteStore: CollectorStore {
                     [project, .text(event.grouping.hash), .text(event.grouping.algorithm), .text(event.grouping.title),
                      .text(event.grouping.culprit), .text(event.level), Self.time(event.received), Self.time(event.received),
                      Self.text(event.release), Self.text(event.release)])
-                guard let id = rows.first?.column("id")?.integer else { throw CollectorError.storage("issue insert returned no id") }
+                guard let id = rows.first?.int("id") else { throw CollectorError.storage("issue insert returned no id") }
                 issueID = Int64(id)
                 newIssue = true
             }
-            let issue = SQLiteData.integer(Int(issueID))
+            let issue = Self.int(issueID)
             _ = try await query(
                 """
                 INSERT INTO events (project_id, event_id, issue_id, received, timestamp, level, platform, release,
@@ -303,8 +331,9 @@ public final class SQLiteStore: CollectorStore {
                 _ = try await query(
                     """
                     INSERT INTO issue_releases (issue_id, release, event_count, first_seen, last_seen) VALUES (?, ?, 1, ?, ?)
-                    ON CONFLICT (issue_id, release) DO UPDATE SET event_count = event_count + 1,
-                        last_seen = max(last_seen, excluded.last_seen)
+                    ON CONFLICT (issue_id, release) DO UPDATE SET event_count = issue_releases.event_count + 1,
+                        last_seen = CASE WHEN issue_releases.last_seen > excluded.last_seen
+                            THEN issue_releases.last_seen ELSE excluded.last_seen END
                     """,
                     [issue, .text(release), Self.time(event.received), Self.time(event.received)])
             }
@@ -312,40 +341,40 @@ public final class SQLiteStore: CollectorStore {
         }
     }
 
-    private static func issue(_ row: SQLiteRow) -> Issue? {
-        guard let id = row.column("id")?.integer, let project = row.column("project_id")?.integer,
-              let hash = row.column("fingerprint_hash")?.string, let first = row.column("first_seen")?.double,
-              let last = row.column("last_seen")?.double
+    private static func issue(_ row: DBRow) -> Issue? {
+        guard let id = row.int("id"), let project = row.int("project_id"),
+              let hash = row.string("fingerprint_hash"), let first = row.double("first_seen"),
+              let last = row.double("last_seen")
         else { return nil }
         return Issue(
             id: Int64(id), projectID: Int64(project), fingerprintHash: hash,
-            groupingAlgorithm: row.column("grouping_algorithm")?.string ?? "",
-            title: row.column("title")?.string ?? "", culprit: row.column("culprit")?.string ?? "",
-            level: row.column("level")?.string ?? "error",
-            status: IssueStatus(rawValue: row.column("status")?.string ?? "") ?? .unresolved,
-            resolvedInRelease: row.column("resolved_in_release")?.string,
+            groupingAlgorithm: row.string("grouping_algorithm") ?? "",
+            title: row.string("title") ?? "", culprit: row.string("culprit") ?? "",
+            level: row.string("level") ?? "error",
+            status: IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved,
+            resolvedInRelease: row.string("resolved_in_release"),
             firstSeen: Date(timeIntervalSince1970: first), lastSeen: Date(timeIntervalSince1970: last),
-            firstRelease: row.column("first_release")?.string, lastRelease: row.column("last_release")?.string,
-            eventCount: Int64(row.column("event_count")?.integer ?? 0), userCount: Int64(row.column("user_count")?.integer ?? 0))
+            firstRelease: row.string("first_release"), lastRelease: row.string("last_release"),
+            eventCount: Int64(row.int("event_count") ?? 0), userCount: Int64(row.int("user_count") ?? 0))
     }
 
     public func issues(projectID: Int64) async throws -> [Issue] {
         try await serialized {
-            try await query("SELECT * FROM issues WHERE project_id = ? ORDER BY last_seen DESC", [.integer(Int(projectID))]).compactMap(Self.issue)
+            try await query("SELECT * FROM issues WHERE project_id = ? ORDER BY last_seen DESC", [Self.int(projectID)]).compactMap(Self.issue)
         }
     }
 
     public func issue(id: Int64) async throws -> Issue? {
-        try await serialized { try await query("SELECT * FROM issues WHERE id = ?", [.integer(Int(id))]).first.flatMap(Self.issue) }
+        try await serialized { try await query("SELECT * FROM issues WHERE id = ?", [Self.int(id)]).first.flatMap(Self.issue) }
     }
 
     public func setIssueStatus(id: Int64, _ status: IssueStatus) async throws -> Issue? {
         try await transaction {
             let resolving = status == .resolved || status == .resolvedInNextRelease
             _ = try await query(
-                "UPDATE issues SET status = ?, resolved_in_release = CASE WHEN ? THEN last_release ELSE NULL END WHERE id = ?",
-                [.text(status.rawValue), .integer(resolving ? 1 : 0), .integer(Int(id))])
-            return try await query("SELECT * FROM issues WHERE id = ?", [.integer(Int(id))]).first.flatMap(Self.issue)
+                "UPDATE issues SET status = ?, resolved_in_release = CASE WHEN ? = 1 THEN last_release ELSE NULL END WHERE id = ?",
+                [.text(status.rawValue), Self.int(resolving ? 1 : 0), Self.int(id)])
+            return try await query("SELECT * FROM issues WHERE id = ?", [Self.int(id)]).first.flatMap(Self.issue)
         }
     }
 
@@ -355,23 +384,23 @@ public final class SQLiteStore: CollectorStore {
                 """
                 SELECT event_id, issue_id, received, timestamp, level, release, environment, platform FROM events
                 WHERE issue_id = ? ORDER BY received DESC, id DESC LIMIT ?
-                """, [.integer(Int(issueID)), .integer(limit)]
+                """, [Self.int(issueID), Self.int(limit)]
             ).compactMap { row in
-                guard let id = row.column("event_id")?.string, let issue = row.column("issue_id")?.integer,
-                      let received = row.column("received")?.double, let timestamp = row.column("timestamp")?.double
+                guard let id = row.string("event_id"), let issue = row.int("issue_id"),
+                      let received = row.double("received"), let timestamp = row.double("timestamp")
                 else { return nil }
                 return EventSummary(eventID: id, issueID: Int64(issue), received: Date(timeIntervalSince1970: received),
-                                    timestamp: Date(timeIntervalSince1970: timestamp), level: row.column("level")?.string ?? "",
-                                    release: row.column("release")?.string, environment: row.column("environment")?.string,
-                                    platform: row.column("platform")?.string)
+                                    timestamp: Date(timeIntervalSince1970: timestamp), level: row.string("level") ?? "",
+                                    release: row.string("release"), environment: row.string("environment"),
+                                    platform: row.string("platform"))
             }
         }
     }
 
     public func eventPayload(projectID: Int64, eventID: String) async throws -> Data? {
         try await serialized {
-            try await query("SELECT payload FROM events WHERE project_id = ? AND event_id = ?", [.integer(Int(projectID)), .text(eventID)])
-                .first?.column("payload")?.blob.map { Data($0.readableBytesView) }
+            try await query("SELECT payload FROM events WHERE project_id = ? AND event_id = ?", [Self.int(projectID), .text(eventID)])
+                .first?.data("payload")
         }
     }
 
@@ -387,12 +416,12 @@ public final class SQLiteStore: CollectorStore {
                     environment, received)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (project_id, sid) DO UPDATE SET status = excluded.status, seq = excluded.seq,
-                    errors = max(sessions.errors, excluded.errors), last_update = excluded.last_update,
+                    errors = CASE WHEN sessions.errors > excluded.errors THEN sessions.errors ELSE excluded.errors END, last_update = excluded.last_update,
                     distinct_id = coalesce(excluded.distinct_id, sessions.distinct_id), received = excluded.received
                 WHERE sessions.status NOT IN ('exited', 'crashed', 'abnormal') AND excluded.seq >= sessions.seq
                 """,
-                [.integer(Int(projectID)), .text(update.sessionID), Self.text(update.distinctID), .integer(Int(update.sequence)),
-                 Self.time(update.started), Self.time(update.timestamp), .text(update.status), .integer(Int(update.errors)),
+                [Self.int(projectID), .text(update.sessionID), Self.text(update.distinctID), Self.int(update.sequence),
+                 Self.time(update.started), Self.time(update.timestamp), .text(update.status), Self.int(update.errors),
                  .text(update.release), Self.text(update.environment), Self.time(Date())])
         }
     }
@@ -406,12 +435,12 @@ public final class SQLiteStore: CollectorStore {
                     INSERT INTO session_aggregates (project_id, release, environment, bucket, exited, errored, abnormal, crashed)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (project_id, release, environment, bucket) DO UPDATE SET
-                        exited = exited + excluded.exited, errored = errored + excluded.errored,
-                        abnormal = abnormal + excluded.abnormal, crashed = crashed + excluded.crashed
+                        exited = session_aggregates.exited + excluded.exited, errored = session_aggregates.errored + excluded.errored,
+                        abnormal = session_aggregates.abnormal + excluded.abnormal, crashed = session_aggregates.crashed + excluded.crashed
                     """,
-                    [.integer(Int(projectID)), .text(aggregate.release), .text(aggregate.environment ?? ""), .float(bucket),
-                     .integer(Int(aggregate.exited)), .integer(Int(aggregate.errored)), .integer(Int(aggregate.abnormal)),
-                     .integer(Int(aggregate.crashed))])
+                    [Self.int(projectID), .text(aggregate.release), .text(aggregate.environment ?? ""), .double(bucket),
+                     Self.int(aggregate.exited), Self.int(aggregate.errored), Self.int(aggregate.abnormal),
+                     Self.int(aggregate.crashed)])
             }
         }
     }
@@ -424,8 +453,8 @@ public final class SQLiteStore: CollectorStore {
                 INSERT INTO attachments (project_id, event_id, filename, content_type, attachment_type, size, data, received)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                [.integer(Int(projectID)), Self.text(eventID), .text(filename), Self.text(contentType), Self.text(attachmentType),
-                 .integer(data.count), Self.blob(data), Self.time(received)])
+                [Self.int(projectID), Self.text(eventID), .text(filename), Self.text(contentType), Self.text(attachmentType),
+                 Self.int(data.count), Self.blob(data), Self.time(received)])
         }
     }
 
@@ -435,43 +464,44 @@ public final class SQLiteStore: CollectorStore {
                 _ = try await query(
                     """
                     INSERT INTO client_reports (project_id, reason, category, quantity, last_received) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (project_id, reason, category) DO UPDATE SET quantity = quantity + excluded.quantity,
+                    ON CONFLICT (project_id, reason, category) DO UPDATE SET quantity = client_reports.quantity + excluded.quantity,
                         last_received = excluded.last_received
                     """,
-                    [.integer(Int(projectID)), .text(entry.reason), .text(entry.category), .integer(Int(entry.quantity)), Self.time(received)])
+                    [Self.int(projectID), .text(entry.reason), .text(entry.category), Self.int(entry.quantity), Self.time(received)])
             }
         }
     }
 
     public func attachmentCount(projectID: Int64) async throws -> Int64 {
         try await serialized {
-            Int64(try await query("SELECT count(*) AS n FROM attachments WHERE project_id = ?", [.integer(Int(projectID))]).first?.column("n")?.integer ?? 0)
+            Int64(try await query("SELECT count(*) AS n FROM attachments WHERE project_id = ?", [Self.int(projectID)]).first?.int("n") ?? 0)
         }
     }
 
     public func discardedTotal(projectID: Int64) async throws -> Int64 {
         try await serialized {
             Int64(try await query("SELECT coalesce(sum(quantity), 0) AS n FROM client_reports WHERE project_id = ?",
-                                  [.integer(Int(projectID))]).first?.column("n")?.integer ?? 0)
+                                  [Self.int(projectID)]).first?.int("n") ?? 0)
         }
     }
 
     public func releaseHealth(projectID: Int64) async throws -> [ReleaseHealth] {
         try await serialized {
-            let project = SQLiteData.integer(Int(projectID))
+            let project = Self.int(projectID)
             var byRelease: [String: ReleaseHealth] = [:]
             for row in try await query(
                 """
                 SELECT release, count(*) AS sessions,
-                    sum(status = 'crashed') AS crashed, sum(status = 'abnormal') AS abnormal,
-                    sum(status NOT IN ('crashed', 'abnormal') AND (errors > 0 OR status = 'errored')) AS errored,
+                    sum(CASE WHEN status = 'crashed' THEN 1 ELSE 0 END) AS crashed,
+                    sum(CASE WHEN status = 'abnormal' THEN 1 ELSE 0 END) AS abnormal,
+                    sum(CASE WHEN status NOT IN ('crashed', 'abnormal') AND (errors > 0 OR status = 'errored') THEN 1 ELSE 0 END) AS errored,
                     count(DISTINCT distinct_id) AS users,
                     count(DISTINCT CASE WHEN status = 'crashed' THEN distinct_id END) AS crashed_users
                 FROM sessions WHERE project_id = ? GROUP BY release
                 """, [project])
             {
-                guard let release = row.column("release")?.string else { continue }
-                func n(_ key: String) -> Int64 { Int64(row.column(key)?.integer ?? 0) }
+                guard let release = row.string("release") else { continue }
+                func n(_ key: String) -> Int64 { row.int(key) ?? 0 }
                 byRelease[release] = ReleaseHealth(release: release, sessions: n("sessions"), crashedSessions: n("crashed"),
                                                    abnormalSessions: n("abnormal"), erroredSessions: n("errored"),
                                                    users: n("users"), crashedUsers: n("crashed_users"))
@@ -483,8 +513,8 @@ public final class SQLiteStore: CollectorStore {
                 FROM session_aggregates WHERE project_id = ? GROUP BY release
                 """, [project])
             {
-                guard let release = row.column("release")?.string else { continue }
-                func n(_ key: String) -> Int64 { Int64(row.column(key)?.integer ?? 0) }
+                guard let release = row.string("release") else { continue }
+                func n(_ key: String) -> Int64 { row.int(key) ?? 0 }
                 let base = byRelease[release]
                 byRelease[release] = ReleaseHealth(
                     release: release, sessions: (base?.sessions ?? 0) + n("sessions"),
@@ -503,57 +533,57 @@ public final class SQLiteStore: CollectorStore {
                 """
                 SELECT guard_name, release, count(*) AS n, max(received) AS last_seen FROM incidents
                 WHERE project_id = ? GROUP BY guard_name, release ORDER BY n DESC, guard_name
-                """, [.integer(Int(projectID))]
+                """, [Self.int(projectID)]
             ).compactMap { row in
-                guard let name = row.column("guard_name")?.string, let last = row.column("last_seen")?.double else { return nil }
-                return IncidentCount(guardName: name, release: row.column("release")?.string,
-                                     count: Int64(row.column("n")?.integer ?? 0), lastSeen: Date(timeIntervalSince1970: last))
+                guard let name = row.string("guard_name"), let last = row.double("last_seen") else { return nil }
+                return IncidentCount(guardName: name, release: row.string("release"),
+                                     count: Int64(row.int("n") ?? 0), lastSeen: Date(timeIntervalSince1970: last))
             }
         }
     }
 
     // MARK: SDK configuration
 
-    private static func sdkConfig(_ row: SQLiteRow) -> SDKConfigVersion? {
-        guard let project = row.column("project_id")?.integer, let version = row.column("version")?.integer,
-              let document = row.column("document")?.blob, let created = row.column("created_at")?.double
+    private static func sdkConfig(_ row: DBRow) -> SDKConfigVersion? {
+        guard let project = row.int("project_id"), let version = row.int("version"),
+              let document = row.data("document"), let created = row.double("created_at")
         else { return nil }
-        return SDKConfigVersion(projectID: Int64(project), version: Int64(version), document: Data(document.readableBytesView),
-                                signature: row.column("signature")?.string, createdAt: Date(timeIntervalSince1970: created),
-                                restoredFrom: row.column("restored_from")?.integer.map(Int64.init))
+        return SDKConfigVersion(projectID: Int64(project), version: Int64(version), document: document,
+                                signature: row.string("signature"), createdAt: Date(timeIntervalSince1970: created),
+                                restoredFrom: row.int("restored_from"))
     }
 
     public func insertSDKConfig(_ config: SDKConfigVersion) async throws {
         try await transaction {
-            let newest = try await query("SELECT max(version) AS v FROM sdk_configs WHERE project_id = ?", [.integer(Int(config.projectID))])
-                .first?.column("v")?.integer
+            let newest = try await query("SELECT max(version) AS v FROM sdk_configs WHERE project_id = ?", [Self.int(config.projectID)])
+                .first?.int("v")
             if let newest, Int64(newest) >= config.version {
                 throw CollectorError.conflict("sdk_config.version_conflict", "version \(config.version) is not above the stored version \(newest)")
             }
             _ = try await query(
                 "INSERT INTO sdk_configs (project_id, version, document, signature, created_at, restored_from) VALUES (?, ?, ?, ?, ?, ?)",
-                [.integer(Int(config.projectID)), .integer(Int(config.version)), Self.blob(config.document), Self.text(config.signature),
-                 Self.time(config.createdAt), config.restoredFrom.map { .integer(Int($0)) } ?? .null])
+                [Self.int(config.projectID), Self.int(config.version), Self.blob(config.document), Self.text(config.signature),
+                 Self.time(config.createdAt), config.restoredFrom.map { Self.int($0) } ?? .null])
         }
     }
 
     public func activeSDKConfig(projectID: Int64) async throws -> SDKConfigVersion? {
         try await serialized {
-            try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC LIMIT 1", [.integer(Int(projectID))])
+            try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC LIMIT 1", [Self.int(projectID)])
                 .first.flatMap(Self.sdkConfig)
         }
     }
 
     public func sdkConfigHistory(projectID: Int64) async throws -> [SDKConfigVersion] {
         try await serialized {
-            try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC", [.integer(Int(projectID))])
+            try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC", [Self.int(projectID)])
                 .compactMap(Self.sdkConfig)
         }
     }
 
     public func sdkConfig(projectID: Int64, version: Int64) async throws -> SDKConfigVersion? {
         try await serialized {
-            try await query("SELECT * FROM sdk_configs WHERE project_id = ? AND version = ?", [.integer(Int(projectID)), .integer(Int(version))])
+            try await query("SELECT * FROM sdk_configs WHERE project_id = ? AND version = ?", [Self.int(projectID), Self.int(version)])
                 .first.flatMap(Self.sdkConfig)
         }
     }
@@ -572,7 +602,7 @@ public final class SQLiteStore: CollectorStore {
     }
 
     public func apiTokenCount() async throws -> Int64 {
-        try await serialized { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.column("n")?.integer ?? 0) }
+        try await serialized { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.int("n") ?? 0) }
     }
 
     // MARK: Retention
