@@ -4,22 +4,17 @@ import Foundation
 import Logging
 import Testing
 
-@Suite("Collector storage (SQLite)")
+@Suite("Collector storage")
 struct StoreTests {
-    static func temporaryPath() -> String {
-        NSTemporaryDirectory() + "collector-store-\(UUID().uuidString).sqlite"
-    }
-
     static func record(project: Int64, id: String = Fixtures.eventID(), release: String? = "1.0") throws -> EventRecord {
         let json = Fixtures.exceptionEvent(id: id, release: release)
         return try EventRecord.extract(projectID: project, payload: json.jsonData(), json: json, fallbackEventID: nil, received: Date())
     }
 
     @Test func migrationsApplyOnceAndDataSurvivesReopening() async throws {
-        let path = Self.temporaryPath()
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let logger = Logger(label: "store-tests")
-        let first = try await SQLStore.openSQLite(path: path, logger: logger)
+        let fresh = try await TestDatabase.fresh()
+        let first = try await TestDatabase.open(fresh.database)
+        #expect(first.databaseKind == (TestDatabase.isPostgres ? "postgres" : "sqlite"))
         try await first.migrate()
         try await first.migrate()
         #expect(try await first.appliedMigrations() == SQLStore.migrations.map(\.version))
@@ -28,34 +23,53 @@ struct StoreTests {
         #expect(try await first.insertEvent(Self.record(project: project.id, id: id)) != .duplicate)
         try await first.close()
 
-        let second = try await SQLStore.openSQLite(path: path, logger: logger)
+        let second = try await TestDatabase.open(fresh.database)
         try await second.migrate()
         #expect(try await second.projects().map(\.publicKey) == [project.publicKey])
         #expect(try await second.eventPayload(projectID: project.id, eventID: id) != nil)
         #expect(try await second.insertEvent(Self.record(project: project.id, id: id)) == .duplicate)
         try await second.close()
+        await fresh.drop()
     }
 
-    @Test func concurrentInsertsOfTheSameEventStoreItOnceAndCountExactly() async throws {
-        let store = try await SQLStore.openSQLite(path: ":memory:", logger: Logger(label: "store-tests"))
-        try await store.migrate()
-        let project = try await store.createProject(name: "p")
-        let ids = (0..<20).map { _ in Fixtures.eventID() }
+    /// Two connections stand for two collector processes sharing one database.
+    @Test func twoWritersIngestingTheSameStreamStoreEveryEventOnceWithExactCounts() async throws {
+        let fresh = try await TestDatabase.fresh()
+        let first = try await TestDatabase.open(fresh.database)
+        try await first.migrate()
+        let second = try await TestDatabase.open(fresh.database)
+        try await second.migrate()
+        let project = try await first.createProject(name: "p")
+        let ids = (0..<40).map { _ in Fixtures.eventID() }
+        let users = ["a", "b", "c"]
         let outcomes = try await withThrowingTaskGroup(of: EventInsertOutcome.self) { group in
-            for id in ids + ids {  // every event twice, concurrently
-                group.addTask { try await store.insertEvent(Self.record(project: project.id, id: id)) }
+            for (index, id) in ids.enumerated() {
+                for store in [first, second] {  // every event through both writers, concurrently
+                    group.addTask {
+                        let json = Fixtures.exceptionEvent(id: id, release: "1.\(index % 4)", user: users[index % 3])
+                        let record = try EventRecord.extract(projectID: project.id, payload: json.jsonData(), json: json,
+                                                             fallbackEventID: nil, received: Date())
+                        return try await store.insertEvent(record)
+                    }
+                }
             }
             return try await group.reduce(into: [EventInsertOutcome]()) { $0.append($1) }
         }
-        #expect(outcomes.filter { $0 == .duplicate }.count == 20)
-        let issues = try await store.issues(projectID: project.id)
+        #expect(outcomes.filter { $0 == .duplicate }.count == 40)
+        let issues = try await second.issues(projectID: project.id)
         #expect(issues.count == 1)
-        #expect(issues.first?.eventCount == 20)
-        try await store.close()
+        #expect(issues.first?.eventCount == 40)
+        #expect(issues.first?.userCount == 3)
+        #expect(issues.first?.lastRelease == "1.3")
+        #expect(try await first.events(issueID: try #require(issues.first?.id), limit: 100).count == 40)
+        try await first.close()
+        try await second.close()
+        await fresh.drop()
     }
 
     @Test func retentionDeletesOldEventsAndKeepsIssueCounts() async throws {
-        let store = try await SQLStore.openSQLite(path: ":memory:", logger: Logger(label: "store-tests"))
+        let fresh = try await TestDatabase.fresh()
+        let store = try await TestDatabase.open(fresh.database)
         try await store.migrate()
         let project = try await store.createProject(name: "p")
         let json = Fixtures.exceptionEvent()
@@ -68,6 +82,7 @@ struct StoreTests {
         #expect(issue.eventCount == 2)
         #expect(try await store.events(issueID: issue.id, limit: 10).count == 1)
         try await store.close()
+        await fresh.drop()
     }
 
     @Test func inflaterAcceptsRawDeflateAndRefusesGarbage() throws {

@@ -1,5 +1,5 @@
 import CZlib
-import CollectorApp
+@testable import CollectorApp
 import CrashShieldProtocol
 import Foundation
 import Logging
@@ -49,7 +49,50 @@ struct TestClient: Sendable {
     }
 }
 
-/// A collector running on 127.0.0.1 (a free port) on an in-memory SQLite database, with a known
+/// The database the tests run against: SQLite, or PostgreSQL when `COLLECTOR_TEST_POSTGRES_URL`
+/// names a server (`scripts/test.sh` starts one and runs the suites a second time).
+enum TestDatabase {
+    static let postgresURL = ProcessInfo.processInfo.environment["COLLECTOR_TEST_POSTGRES_URL"]
+    static var isPostgres: Bool { postgresURL != nil }
+
+    /// A new, empty database, and how to delete it. SQLite: a file in the temporary directory.
+    /// PostgreSQL: a new database on the server, dropped by `drop`.
+    struct Fresh: Sendable {
+        let database: CollectorConfiguration.Database
+        let drop: @Sendable () async -> Void
+    }
+
+    static func fresh() async throws -> Fresh {
+        let name = "collector_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        guard let admin = postgresURL else {
+            let path = NSTemporaryDirectory() + name + ".sqlite"
+            return Fresh(database: .sqlite(path: path)) {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+        }
+        let server = try await PostgresBackend.connect(url: admin)
+        _ = try await server.query("CREATE DATABASE \(name)", [])
+        try await server.close()
+        var components = try #require(URLComponents(string: admin))
+        components.path = "/" + name
+        let url = try #require(components.string)
+        return Fresh(database: .postgres(url: url)) {
+            guard let server = try? await PostgresBackend.connect(url: admin) else { return }
+            _ = try? await server.query("DROP DATABASE IF EXISTS \(name) WITH (FORCE)", [])
+            try? await server.close()
+        }
+    }
+
+    static func open(_ database: CollectorConfiguration.Database) async throws -> SQLStore {
+        let logger = Logger(label: "collector-tests")
+        switch database {
+        case .sqlite(let path): return try await SQLStore.openSQLite(path: path, logger: logger)
+        case .postgres(let url): return try await SQLStore.openPostgres(url: url, logger: logger)
+        }
+    }
+}
+
+/// A collector running on 127.0.0.1 (a free port) on a new database (see `TestDatabase`), with a known
 /// API token; stopped when the body returns.
 struct Harness: Sendable {
     static let token = "test-token"
@@ -73,7 +116,19 @@ struct Harness: Sendable {
 
     static func run(_ configure: (inout CollectorConfiguration) -> Void = { _ in },
                     _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
-        var configuration = CollectorConfiguration(database: .sqlite(path: ":memory:"), dataDirectory: NSTemporaryDirectory())
+        let fresh = try await TestDatabase.fresh()
+        do {
+            try await run(on: fresh.database, configure, body)
+        } catch {
+            await fresh.drop()
+            throw error
+        }
+        await fresh.drop()
+    }
+
+    private static func run(on database: CollectorConfiguration.Database, _ configure: (inout CollectorConfiguration) -> Void,
+                            _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
+        var configuration = CollectorConfiguration(database: database, dataDirectory: NSTemporaryDirectory())
         configuration.initialAPIToken = token
         configuration.port = 0
         configure(&configuration)
