@@ -52,6 +52,17 @@ public protocol CollectorStore: Sendable {
     func apiTokenExists(tokenHash: String) async throws -> Bool
     func apiTokenCount() async throws -> Int64
 
+    /// Dashboard accounts. `passwordHash` is a `PasswordHasher` string.
+    func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64
+    /// The account's id and password hash, or nil.
+    func account(email: String) async throws -> (id: Int64, passwordHash: String)?
+    func accountCount() async throws -> Int64
+    /// A dashboard login: the SHA-256 of its cookie value, its account, its CSRF token, its expiry.
+    func insertWebSession(tokenHash: String, accountID: Int64, csrfToken: String, expires: Date) async throws
+    /// The session's account e-mail and CSRF token, if the session exists and has not expired.
+    func webSession(tokenHash: String, now: Date) async throws -> (email: String, csrfToken: String)?
+    func deleteWebSession(tokenHash: String) async throws
+
     /// Deletes events, attachments and session rows received before `cutoff`; issue counts,
     /// first/last seen and release totals stay. Returns the number of events deleted.
     func deleteData(receivedBefore cutoff: Date) async throws -> Int64

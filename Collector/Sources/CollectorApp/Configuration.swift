@@ -37,6 +37,9 @@ public struct CollectorConfiguration: Sendable {
     /// On a database with no API token: the token to create (nil: a random one, reported once
     /// through the running callback).
     public var initialAPIToken: String?
+    /// On a database with no account: the password of the `admin` account created (nil: a random
+    /// one, reported once through the running callback).
+    public var initialAdminPassword: String?
     /// On a database with no project: create one named "default". Default true.
     public var createFirstProject: Bool = true
     /// The URL clients reach the collector at, for the DSNs it prints (nil: `http://host:port`).
@@ -56,4 +59,6 @@ public struct CollectorReady: Sendable {
     public let firstProjectDSN: String?
     /// An API token created on this start (shown once; only its hash is stored), or nil.
     public let createdAPIToken: String?
+    /// The password of the `admin` account created on this start (shown once), or nil.
+    public let createdAdminPassword: String?
 }

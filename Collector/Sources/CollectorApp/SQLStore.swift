@@ -152,6 +152,13 @@ public final class SQLStore: CollectorStore {
                 created_at {real} NOT NULL)
             """,
         ]),
+        (2, [
+            """
+            CREATE TABLE web_sessions (
+                token_hash TEXT PRIMARY KEY, account_id {int} NOT NULL REFERENCES accounts(id),
+                csrf_token TEXT NOT NULL, expires_at {real} NOT NULL)
+            """,
+        ]),
     ]
 
     static func typed(_ statement: String, for dialect: SQLDialect) -> String {
@@ -603,6 +610,55 @@ public final class SQLStore: CollectorStore {
 
     public func apiTokenCount() async throws -> Int64 {
         try await serialized { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.int("n") ?? 0) }
+    }
+
+    // MARK: Accounts and dashboard sessions
+
+    public func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64 {
+        try await serialized {
+            let rows = try await query(
+                "INSERT INTO accounts (email, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [.text(email), .text(passwordHash), Self.int(isAdmin ? 1 : 0), Self.time(Date())])
+            guard let id = rows.first?.int("id") else { throw CollectorError.storage("account insert returned no id") }
+            return id
+        }
+    }
+
+    public func account(email: String) async throws -> (id: Int64, passwordHash: String)? {
+        try await serialized {
+            guard let row = try await query("SELECT id, password_hash FROM accounts WHERE email = ?", [.text(email)]).first,
+                  let id = row.int("id"), let hash = row.string("password_hash")
+            else { return nil }
+            return (id, hash)
+        }
+    }
+
+    public func accountCount() async throws -> Int64 {
+        try await serialized { try await query("SELECT count(*) AS n FROM accounts").first?.int("n") ?? 0 }
+    }
+
+    public func insertWebSession(tokenHash: String, accountID: Int64, csrfToken: String, expires: Date) async throws {
+        try await serialized {
+            _ = try await query("INSERT INTO web_sessions (token_hash, account_id, csrf_token, expires_at) VALUES (?, ?, ?, ?)",
+                                [.text(tokenHash), Self.int(accountID), .text(csrfToken), Self.time(expires)])
+        }
+    }
+
+    public func webSession(tokenHash: String, now: Date) async throws -> (email: String, csrfToken: String)? {
+        try await serialized {
+            guard let row = try await query(
+                """
+                SELECT accounts.email AS email, web_sessions.csrf_token AS csrf FROM web_sessions
+                JOIN accounts ON accounts.id = web_sessions.account_id WHERE token_hash = ? AND expires_at > ?
+                """, [.text(tokenHash), Self.time(now)]).first,
+                  let email = row.string("email"), let csrf = row.string("csrf")
+            else { return nil }
+            return (email, csrf)
+        }
+    }
+
+    public func deleteWebSession(tokenHash: String) async throws {
+        try await serialized { _ = try await query("DELETE FROM web_sessions WHERE token_hash = ?", [.text(tokenHash)]) }
     }
 
     // MARK: Retention

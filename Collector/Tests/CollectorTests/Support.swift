@@ -19,7 +19,15 @@ struct TestResponse: Sendable {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-/// A minimal HTTP client over URLSession, without caching or cookies.
+/// Refuses redirects, so tests see the 303 and its headers.
+final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
+    }
+}
+
+/// A minimal HTTP client over URLSession, without caching, cookies or redirects.
 struct TestClient: Sendable {
     let baseURL: String
     private let session: URLSession
@@ -30,8 +38,9 @@ struct TestClient: Sendable {
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
         configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
         configuration.timeoutIntervalForRequest = 30
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: NoRedirects(), delegateQueue: nil)
     }
 
     func execute(_ path: String, method: String = "GET", headers: [String: String] = [:], body: Data? = nil) async throws -> TestResponse {
@@ -96,6 +105,7 @@ enum TestDatabase {
 /// API token; stopped when the body returns.
 struct Harness: Sendable {
     static let token = "test-token"
+    static let adminPassword = "correct horse battery staple"
     let client: TestClient
     let project: ProjectInfo
 
@@ -130,6 +140,7 @@ struct Harness: Sendable {
                             _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
         var configuration = CollectorConfiguration(database: database, dataDirectory: NSTemporaryDirectory())
         configuration.initialAPIToken = token
+        configuration.initialAdminPassword = adminPassword
         configuration.port = 0
         configure(&configuration)
         var logger = Logger(label: "collector-tests")
