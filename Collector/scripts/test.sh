@@ -114,6 +114,28 @@ sentry_sdk_against() {  # $1: label, then serve options
 }
 
 sentry_sdk_against sqlite --data-dir "$data/sqlite"
+
+echo "== kill -9 during ingest (SQLite) =="
+if start_collector kill9 --data-dir "$data/kill9" --rate-limit 100000 --rate-limit-burst 100000; then
+    if python3 scripts/kill9_ingest.py send "$started_dsn" "$started_url" "$started_pid" "$data/acked.json"; then
+        wait "$started_pid" 2>/dev/null
+        servers=()
+        if start_collector kill9-restart --data-dir "$data/kill9"; then
+            if python3 scripts/kill9_ingest.py verify "$started_url" 1 "$token" "$data/acked.json"; then
+                pass "kill -9 during ingest: the database opens and every acknowledged event is stored"
+            else
+                fail "kill -9 during ingest: acknowledged events lost"
+            fi
+            stop_collector "$started_pid" kill9-restart
+        else
+            fail "kill -9 during ingest: the collector does not start again"; tail -5 "$data/kill9-restart.err"
+        fi
+    else
+        fail "kill -9 during ingest: sending"
+    fi
+else
+    fail "kill -9 during ingest: collector start"
+fi
 if [ -n "$pg_dir" ]; then
     psql "$pg_url" -qc "CREATE DATABASE collector_sdk" && \
         sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"
