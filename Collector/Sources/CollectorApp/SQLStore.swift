@@ -612,6 +612,19 @@ public final class SQLStore: CollectorStore {
         try await serialized { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.int("n") ?? 0) }
     }
 
+    // MARK: Benchmark
+
+    /// The database's own insert rate for comparison: `rows` rows (an id and `payload`) into a
+    /// scratch table, one transaction per row, like one event per ingest request. The table is
+    /// dropped afterwards.
+    func rawInsertBenchmark(rows: Int, payload: Data) async throws {
+        _ = try await serialized { try await query(Self.typed("CREATE TABLE bench_raw (id {int} PRIMARY KEY, payload {blob} NOT NULL)", for: backend.dialect)) }
+        for row in 0..<rows {
+            _ = try await transaction { try await query("INSERT INTO bench_raw (id, payload) VALUES (?, ?)", [Self.int(row), .blob(payload)]) }
+        }
+        _ = try await serialized { try await query("DROP TABLE bench_raw") }
+    }
+
     // MARK: Accounts and dashboard sessions
 
     public func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64 {

@@ -9,7 +9,7 @@ struct ShieldCollector: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shield-collector",
         abstract: "The CrashShield collector: receives crash reports and prevented crashes from Sentry SDKs, serves remote switches.",
-        subcommands: [Serve.self, Prune.self])
+        subcommands: [Serve.self, Prune.self, Bench.self])
 }
 
 struct StorageOptions: ParsableArguments {
@@ -86,5 +86,26 @@ struct Prune: AsyncParsableCommand {
         let logger = logging.makeLogger()
         let deleted = try await pruneData(database: storage.resolvedDatabase, olderThanDays: olderThanDays, logger: logger)
         print("deleted \(deleted) events older than \(olderThanDays) days")
+    }
+}
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure ingest throughput of realistic crash envelopes against the database's raw insert rate (a report, not a test).")
+
+    @Option(help: "A SQLite file path (created; must not exist) or postgres://... naming an empty database. Default: a new file in the temporary directory.")
+    var database: String?
+    @Option(help: "Envelopes to ingest.") var events: Int = 5000
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        var logger = logging.makeLogger()
+        logger.logLevel = .warning
+        let target = CollectorConfiguration.Database(argument: database ?? NSTemporaryDirectory() + "collector-bench-\(UUID().uuidString).sqlite")
+        let report = try await runIngestBenchmark(database: target, events: events, logger: logger)
+        print(report.description)
+        if case .sqlite(let path) = target, database == nil {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
     }
 }
