@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import SQLiteNIO
+import CSQLite3
 
 /// A value bound to or read from a SQL statement.
 enum DBValue: Sendable, Hashable {
@@ -63,56 +63,122 @@ protocol SQLBackend: Sendable {
 
 // MARK: SQLite
 
-final class SQLiteBackend: SQLBackend {
+/// One SQLite connection through the C API. Statements run on the calling thread: in WAL mode
+/// with `synchronous=NORMAL` a statement or commit takes microseconds and does not wait for the
+/// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text.
+final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.sqlite
-    private let connection: SQLiteConnection
+    /// `sqlite3 *`, opened in serialized mode; `lock` also keeps the statement cache to one thread.
+    private let handle: OpaquePointer
+    private let lock = NSLock()
+    private var statements: [String: OpaquePointer] = [:]
+    private var closed = false
+    /// SQLite's SQLITE_TRANSIENT: bound bytes are copied before the call returns.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    private init(connection: SQLiteConnection) { self.connection = connection }
+    private init(handle: OpaquePointer) { self.handle = handle }
 
+    /// - Throws: `database.open` with SQLite's message.
     static func open(path: String, logger: Logger) async throws -> SQLiteBackend {
-        let storage: SQLiteConnection.Storage = path == ":memory:" ? .memory : .file(path: path)
-        let connection = try await SQLiteConnection.open(storage: storage, logger: logger)
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw CollectorError(code: "database.open", message: "SQLite \(path): \(message)", status: 500)
+        }
+        sqlite3_busy_timeout(handle, 5000)
+        let backend = SQLiteBackend(handle: handle)
         do {
             if path != ":memory:" {
-                _ = try await connection.query("PRAGMA journal_mode=WAL", [])
+                _ = try await backend.query("PRAGMA journal_mode=WAL", [])
                 // NORMAL in WAL mode: a commit survives a crash of the process (not of the machine).
-                _ = try await connection.query("PRAGMA synchronous=NORMAL", [])
+                _ = try await backend.query("PRAGMA synchronous=NORMAL", [])
             }
-            _ = try await connection.query("PRAGMA foreign_keys=ON", [])
-            _ = try await connection.query("PRAGMA busy_timeout=5000", [])
+            _ = try await backend.query("PRAGMA foreign_keys=ON", [])
         } catch {
-            try? await connection.close()
+            try? await backend.close()
             throw error
         }
-        return SQLiteBackend(connection: connection)
+        return backend
     }
 
     func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow] {
-        let data: [SQLiteData] = binds.map { value in
-            switch value {
-            case .int(let number): return .integer(Int(number))
-            case .double(let number): return .float(number)
-            case .text(let text): return .text(text)
-            case .blob(let bytes): return .blob(ByteBuffer(bytes: bytes))
-            case .null: return .null
-            }
-        }
-        return try await connection.query(sql, data).map { row in
-            var values: [String: DBValue] = [:]
-            for column in row.columns {
-                switch column.data {
-                case .integer(let number): values[column.name] = .int(Int64(number))
-                case .float(let number): values[column.name] = .double(number)
-                case .text(let text): values[column.name] = .text(text)
-                case .blob(let buffer): values[column.name] = .blob(Data(buffer.readableBytesView))
-                case .null: values[column.name] = .null
-                }
-            }
-            return DBRow(values: values)
-        }
+        try lock.withLock { try execute(sql, binds) }
     }
 
-    func close() async throws { try await connection.close() }
+    private func failure(_ what: String) -> CollectorError {
+        let code = sqlite3_extended_errcode(handle)
+        let unique = code == 2067 || code == 1555  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
+        return CollectorError(code: unique ? "storage.unique_violation" : "storage.failed",
+                              message: "SQLite \(what): \(String(cString: sqlite3_errmsg(handle)))", status: 500)
+    }
+
+    private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
+        guard !closed else { throw CollectorError.storage("SQLite: the connection is closed") }
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            var prepared: OpaquePointer?
+            guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else { throw failure("prepare") }
+            statement = prepared
+            statements[sql] = prepared
+        }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (offset, value) in binds.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(statement, index)
+            case .int(let number): status = sqlite3_bind_int64(statement, index, number)
+            case .double(let number): status = sqlite3_bind_double(statement, index, number)
+            case .text(let text): status = sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            case .blob(let data):
+                status = data.withUnsafeBytes { raw in
+                    sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(data.count), Self.transient)
+                }
+            }
+            guard status == SQLITE_OK else { throw failure("bind") }
+        }
+        var rows: [DBRow] = []
+        let columnCount = sqlite3_column_count(statement)
+        let names = (0..<columnCount).map { String(cString: sqlite3_column_name(statement, $0)) }
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw failure("step") }
+            var values: [String: DBValue] = [:]
+            for column in 0..<columnCount {
+                let name = names[Int(column)]
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values[name] = .int(sqlite3_column_int64(statement, column))
+                case SQLITE_FLOAT: values[name] = .double(sqlite3_column_double(statement, column))
+                case SQLITE_TEXT: values[name] = .text(String(cString: sqlite3_column_text(statement, column)))
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(statement, column))
+                    values[name] = .blob(count == 0 ? Data() : Data(bytes: sqlite3_column_blob(statement, column), count: count))
+                default: values[name] = .null
+                }
+            }
+            rows.append(DBRow(values: values))
+        }
+        return rows
+    }
+
+    func close() async throws {
+        lock.withLock {
+            guard !closed else { return }
+            closed = true
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements = [:]
+            sqlite3_close_v2(handle)
+        }
+    }
 }
 
 // MARK: PostgreSQL
