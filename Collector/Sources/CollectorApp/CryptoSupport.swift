@@ -4,8 +4,18 @@ import Foundation
 /// SHA-256 and Ed25519 through the system's OpenSSL libcrypto.
 public enum CryptoSupport {
     /// SHA-256 of `data`, as 64 lowercase hex digits.
-    public static func sha256Hex(_ data: Data) -> String {
-        sha256(data).map { String(format: "%02x", $0) }.joined()
+    public static func sha256Hex(_ data: Data) -> String { hex(sha256(data)) }
+
+    /// Lowercase hexadecimal digits of `bytes`.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var output = [UInt8]()
+        output.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            output.append(digits[Int(byte >> 4)])
+            output.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// SHA-256 of `data` (32 bytes).

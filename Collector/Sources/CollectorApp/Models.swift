@@ -105,14 +105,66 @@ public struct EventRecord: Sendable {
         return parseRFC3339(text)
     }
 
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]` (a missing zone is UTC, as Sentry reads it;
+    /// `t`, `z` and a space for `T` are accepted). Nil for anything else or an impossible date.
     static func parseRFC3339(_ text: String) -> Date? {
-        let withZone = text.hasSuffix("Z") || text.range(of: #"[+-]\d\d:?\d\d$"#, options: .regularExpression) != nil ? text : text + "Z"
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = fractional.date(from: withZone) { return date }
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        return plain.date(from: withZone)
+        let bytes = Array(text.utf8)
+        var index = 0
+        func number(_ digits: Int) -> Int? {
+            guard index + digits <= bytes.count else { return nil }
+            var value = 0
+            for _ in 0..<digits {
+                let byte = bytes[index]
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+                index += 1
+            }
+            return value
+        }
+        func expect(_ characters: Set<UInt8>) -> Bool {
+            guard index < bytes.count, characters.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), expect([45]), let month = number(2), expect([45]), let day = number(2),
+              expect([84, 116, 32]), let hour = number(2), expect([58]), let minute = number(2), expect([58]), let second = number(2),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var fraction = 0.0
+        if index < bytes.count, bytes[index] == 46 {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while index < bytes.count, bytes[index] >= 48 && bytes[index] <= 57 {
+                fraction += Double(bytes[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offsetSeconds = 0
+        if index < bytes.count {
+            if bytes[index] == 90 || bytes[index] == 122 {
+                index += 1
+            } else if bytes[index] == 43 || bytes[index] == 45 {
+                let sign = bytes[index] == 45 ? -1 : 1
+                index += 1
+                guard let hours = number(2) else { return nil }
+                _ = expect([58])
+                guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
+                offsetSeconds = sign * (hours * 3600 + minutes * 60)
+            }
+        }
+        guard index == bytes.count else { return nil }
+        // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds) + fraction
+        return Date(timeIntervalSince1970: seconds)
     }
 
     static func nonEmpty(_ text: String?) -> String? { (text?.isEmpty ?? true) ? nil : text }

@@ -133,3 +133,19 @@ struct GroupingTests {
         }
     }
 }
+
+@Suite("Collector timestamps")
+struct TimestampTests {
+    @Test func rfc3339TimestampsParseWithZonesAndFractions() throws {
+        let reference = try #require(EventRecord.parseRFC3339("2026-11-23T06:00:00Z"))
+        #expect(reference.timeIntervalSince1970 == 1_795_413_600)
+        #expect(EventRecord.parseRFC3339("2026-11-23T06:00:00")?.timeIntervalSince1970 == 1_795_413_600)
+        #expect(EventRecord.parseRFC3339("2026-11-23T08:00:00+02:00")?.timeIntervalSince1970 == 1_795_413_600)
+        #expect(EventRecord.parseRFC3339("2026-11-23T06:00:00.250Z")?.timeIntervalSince1970 == 1_795_413_600.25)
+        #expect(EventRecord.parseRFC3339("2000-02-29T00:00:00Z")?.timeIntervalSince1970 == 951_782_400)
+        #expect(EventRecord.parseRFC3339("1969-12-31T23:59:59Z")?.timeIntervalSince1970 == -1)
+        for bad in ["", "2026-11-23", "2026-13-01T00:00:00Z", "2026-11-23T06:00:00Zjunk", "2026-11-23T06:00:00.Z", "tomorrow"] {
+            #expect(EventRecord.parseRFC3339(bad) == nil, "\(bad)")
+        }
+    }
+}
