@@ -55,7 +55,7 @@ struct IngestService: Sendable {
             guard item.payload.count <= limits.maxEventBytes else {
                 throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
             }
-            guard let json = try? JSONValue.parse(item.payload) else {
+            guard let json = try? FastJSON.parse(item.payload) else {
                 throw CollectorError.badRequest("event.json", "the event item is not valid JSON")
             }
             eventRecord = try EventRecord.extract(projectID: project.id, payload: item.payload, json: json,
@@ -63,21 +63,21 @@ struct IngestService: Sendable {
         }
         var sessionUpdates: [SessionUpdate] = []
         for item in sessions {
-            guard let json = try? JSONValue.parse(item.payload) else {
+            guard let json = try? FastJSON.parse(item.payload) else {
                 throw CollectorError.badRequest("session.json", "a session item is not valid JSON")
             }
             sessionUpdates.append(try SessionUpdate.parse(json, received: received))
         }
         var aggregates: [SessionAggregate] = []
         for item in envelope.items where item.type == "sessions" {
-            guard let json = try? JSONValue.parse(item.payload) else {
+            guard let json = try? FastJSON.parse(item.payload) else {
                 throw CollectorError.badRequest("sessions.json", "a sessions item is not valid JSON")
             }
             aggregates += try SessionAggregate.parse(json)
         }
         var discarded: [DiscardedCount] = []
         for item in envelope.items where item.type == "client_report" {
-            guard let json = try? JSONValue.parse(item.payload) else {
+            guard let json = try? FastJSON.parse(item.payload) else {
                 throw CollectorError.badRequest("client_report.json", "a client_report item is not valid JSON")
             }
             for key in ["discarded_events", "rate_limited_events", "filtered_events", "filtered_sampling_events"] {
@@ -141,7 +141,7 @@ struct IngestService: Sendable {
             throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
         }
         let payload = Data(body)
-        guard let json = try? JSONValue.parse(payload) else { throw CollectorError.badRequest("event.json", "the body is not valid JSON") }
+        guard let json = try? FastJSON.parse(payload) else { throw CollectorError.badRequest("event.json", "the body is not valid JSON") }
         let record = try EventRecord.extract(projectID: project.id, payload: payload, json: json, fallbackEventID: nil, received: received)
         var outcome = IngestOutcome(eventID: record.eventID)
         switch try await store.insertEvent(record) {
