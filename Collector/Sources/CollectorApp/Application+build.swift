@@ -1,0 +1,155 @@
+import CrashShieldProtocol
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// Builds the collector: opens and migrates the database, creates the first project and API
+/// token on an empty database, and returns the HTTP application (not yet running).
+///
+/// - Parameters:
+///   - configuration: where to listen and store, limits, rate limits.
+///   - logger: the application's logger (structured `key=value` metadata).
+///   - onRunning: called once the server listens, with its URL, the first project's DSN and an
+///     API token created on this start (if any).
+public func buildApplication(
+    _ configuration: CollectorConfiguration,
+    logger: Logger = Logger(label: "shield-collector"),
+    onRunning: @escaping @Sendable (CollectorReady) async -> Void = { _ in }
+) async throws -> some ApplicationProtocol {
+    let store: any CollectorStore
+    switch configuration.database {
+    case .sqlite(let path):
+        if path != ":memory:" {
+            try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+            let parent = (path as NSString).deletingLastPathComponent
+            if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
+        }
+        store = try await SQLStore.openSQLite(path: path, logger: logger)
+    case .postgres(let url):
+        store = try await SQLStore.openPostgres(url: url, logger: logger)
+    }
+    var firstProject: Project?
+    var createdToken: String?
+    var createdPassword: String?
+    do {
+        try await store.migrate()
+        firstProject = try await store.projects().first
+        if firstProject == nil && configuration.createFirstProject {
+            let created = try await store.createProject(name: "default")
+            firstProject = created
+            logger.info("project created", metadata: ["project": "\(created.id)", "name": "default"])
+        }
+        if try await store.apiTokenCount() == 0 {
+            let token = configuration.initialAPIToken ?? APIAuth.newToken()
+            try await store.insertAPIToken(name: "initial", tokenHash: APIAuth.hash(token), created: Date())
+            if configuration.initialAPIToken == nil { createdToken = token }
+            logger.info("api token created", metadata: ["name": "initial"])
+        }
+        if try await store.accountCount() == 0 {
+            let password = configuration.initialAdminPassword ?? String(APIAuth.newToken().dropFirst(4).prefix(24))
+            _ = try await store.createAccount(email: "admin", passwordHash: PasswordHasher.hash(password), isAdmin: true)
+            if configuration.initialAdminPassword == nil { createdPassword = password }
+            logger.info("admin account created", metadata: ["email": "admin"])
+        }
+    } catch {
+        try? await store.close()
+        throw error
+    }
+
+    let metrics = CollectorMetrics()
+    let routes = CollectorRoutes(
+        store: store, metrics: metrics, logger: logger,
+        ingest: IngestService(store: store, limits: configuration.limits, metrics: metrics, logger: logger),
+        sdkConfig: SDKConfigService(store: store, maxAge: configuration.sdkConfigMaxAge),
+        rateLimiter: RateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
+        limits: configuration.limits)
+    let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: RequestLogMiddleware(logger: logger))
+    routes.register(on: router)
+    WebRoutes(store: store, sdkConfig: routes.sdkConfig, logger: logger,
+              secureCookies: configuration.publicURL?.lowercased().hasPrefix("https:") == true,
+              publicURL: configuration.publicURL).register(on: router)
+
+    var services: [any Service] = [StoreCloser(store: store, logger: logger)]
+    if let days = configuration.retentionDays {
+        services.append(RetentionService(store: store, days: days, logger: logger))
+    }
+    let project = firstProject
+    let tokenToShow = createdToken
+    let passwordToShow = createdPassword
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
+        services: services,
+        onServerRunning: { channel in
+            let port = channel.localAddress?.port ?? configuration.port
+            let url = configuration.publicURL ?? "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
+            logger.info("collector listening", metadata: ["url": "\(url)"])
+            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow, createdAdminPassword: passwordToShow))
+        },
+        logger: logger)
+}
+
+/// Closes the database after the server has stopped (graceful shutdown: the HTTP server
+/// finishes in-flight requests first, then this service's shutdown runs).
+struct StoreCloser: Service {
+    let store: any CollectorStore
+    let logger: Logger
+
+    func run() async throws {
+        // Returns on graceful shutdown or cancellation; either way the database is closed.
+        try? await gracefulShutdown()
+        logger.info("closing database")
+        try await store.close()
+    }
+}
+
+/// Deletes old events once an hour (and at start).
+struct RetentionService: Service {
+    let store: any CollectorStore
+    let days: Int
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let cutoff = Date().addingTimeInterval(-Double(days) * 86_400)
+            do {
+                let deleted = try await store.deleteData(receivedBefore: cutoff)
+                logger.info("retention pass", metadata: ["deleted_events": "\(deleted)", "days": "\(days)"])
+            } catch {
+                logger.error("retention pass failed", metadata: ["error": "\(error)"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(3600)) }
+        }
+    }
+}
+
+/// Logs one line per request: method, path, status, duration.
+struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        logger.debug("request", metadata: [
+            "method": "\(request.method)", "path": "\(request.uri.path)", "status": "\(response.status.code)",
+            "ms": "\(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)",
+        ])
+        return response
+    }
+}
+
+/// API tokens: random 32-byte values shown once; only their SHA-256 is stored.
+enum APIAuth {
+    static func newToken() -> String {
+        "csc_" + CryptoSupport.randomBytes(32).map { String(format: "%02x", $0) }.joined()
+    }
+
+    static func hash(_ token: String) -> String {
+        CryptoSupport.sha256Hex(Data(token.utf8))
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+/// Everything the collector keeps, behind one interface with one implementation per database
+/// (SQLite now; PostgreSQL planned). Every method is safe to call concurrently; methods that
+/// change several rows do so in one transaction.
+public protocol CollectorStore: Sendable {
+    /// Brings the schema to the latest version (applies the migrations not yet applied, each in
+    /// its own transaction, and records them).
+    func migrate() async throws
+    /// The schema versions applied, oldest first.
+    func appliedMigrations() async throws -> [Int]
+    func close() async throws
+
+    func createProject(name: String) async throws -> Project
+    func projects() async throws -> [Project]
+    func project(id: Int64) async throws -> Project?
+    /// The project's Ed25519 signing key (raw 32 bytes) for SDK configuration documents.
+    func configSigningKey(projectID: Int64) async throws -> Data?
+
+    /// Stores an event and groups it into an issue, unless an event with the same id is already
+    /// stored for the project (then nothing changes: ingest is idempotent on `event_id`).
+    func insertEvent(_ event: EventRecord) async throws -> EventInsertOutcome
+    func recordSession(projectID: Int64, _ update: SessionUpdate) async throws
+    func recordSessionAggregates(projectID: Int64, _ aggregates: [SessionAggregate]) async throws
+    func storeAttachment(projectID: Int64, eventID: String?, filename: String, contentType: String?,
+                         attachmentType: String?, data: Data, received: Date) async throws
+    func recordClientReport(projectID: Int64, _ discarded: [DiscardedCount], received: Date) async throws
+
+    func issues(projectID: Int64) async throws -> [Issue]
+    func issue(id: Int64) async throws -> Issue?
+    /// Sets an issue's status. Resolving records the issue's latest release as the one it was
+    /// resolved in.
+    func setIssueStatus(id: Int64, _ status: IssueStatus) async throws -> Issue?
+    func events(issueID: Int64, limit: Int) async throws -> [EventSummary]
+    func eventPayload(projectID: Int64, eventID: String) async throws -> Data?
+    func attachmentCount(projectID: Int64) async throws -> Int64
+    func discardedTotal(projectID: Int64) async throws -> Int64
+    func releaseHealth(projectID: Int64) async throws -> [ReleaseHealth]
+    func incidents(projectID: Int64) async throws -> [IncidentCount]
+
+    /// Stores the next version of a project's SDK configuration (`version` must be greater than
+    /// every stored one, else `sdk_config.version_conflict`).
+    func insertSDKConfig(_ config: SDKConfigVersion) async throws
+    /// The newest version (the one served), or nil.
+    func activeSDKConfig(projectID: Int64) async throws -> SDKConfigVersion?
+    /// Every version, newest first.
+    func sdkConfigHistory(projectID: Int64) async throws -> [SDKConfigVersion]
+    func sdkConfig(projectID: Int64, version: Int64) async throws -> SDKConfigVersion?
+
+    /// Stores an API token's SHA-256 (the token itself is never stored).
+    func insertAPIToken(name: String, tokenHash: String, created: Date) async throws
+    func apiTokenExists(tokenHash: String) async throws -> Bool
+    func apiTokenCount() async throws -> Int64
+
+    /// Dashboard accounts. `passwordHash` is a `PasswordHasher` string.
+    func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64
+    /// The account's id and password hash, or nil.
+    func account(email: String) async throws -> (id: Int64, passwordHash: String)?
+    func accountCount() async throws -> Int64
+    /// A dashboard login: the SHA-256 of its cookie value, its account, its CSRF token, its expiry.
+    func insertWebSession(tokenHash: String, accountID: Int64, csrfToken: String, expires: Date) async throws
+    /// The session's account e-mail and CSRF token, if the session exists and has not expired.
+    func webSession(tokenHash: String, now: Date) async throws -> (email: String, csrfToken: String)?
+    func deleteWebSession(tokenHash: String) async throws
+
+    /// Deletes events, attachments and session rows received before `cutoff`; issue counts,
+    /// first/last seen and release totals stay. Returns the number of events deleted.
+    func deleteData(receivedBefore cutoff: Date) async throws -> Int64
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// Everything `buildApplication` needs; the command line fills it from its options.
+public struct CollectorConfiguration: Sendable {
+    /// Where the collector keeps its data.
+    public enum Database: Sendable, Hashable {
+        /// A SQLite file (created when missing); `":memory:"` for a private in-memory database.
+        case sqlite(path: String)
+        /// A PostgreSQL server (`postgres://user:password@host:port/database`, any libpq connection
+        /// URI). Several collector processes may share one database.
+        case postgres(url: String)
+
+        /// `postgres://...` or `postgresql://...` is PostgreSQL; anything else is a SQLite path.
+        public init(argument: String) {
+            let lower = argument.lowercased()
+            self = lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") ? .postgres(url: argument) : .sqlite(path: argument)
+        }
+    }
+
+    /// Address to listen on. Default 127.0.0.1.
+    public var host: String = "127.0.0.1"
+    /// Port to listen on; 0 picks a free port (the running callback reports it). Default 8000.
+    public var port: Int = 8000
+    public var database: Database
+    /// Directory for files the collector writes besides the database. Created when missing.
+    public var dataDirectory: String
+    public var limits = IngestLimits()
+    /// Ingest requests per second each project may make once its burst is spent. Default 200.
+    public var rateLimitPerSecond: Double = 200
+    /// Ingest requests a project may make at once. Default 400.
+    public var rateLimitBurst: Int = 400
+    /// `Cache-Control: max-age` for `GET /api/<project>/sdk-config`, in seconds. Default 300.
+    public var sdkConfigMaxAge: Int = 300
+    /// When set, events, attachments and session rows older than this many days are deleted
+    /// once an hour (issue counts stay). Default: kept forever.
+    public var retentionDays: Int?
+    /// On a database with no API token: the token to create (nil: a random one, reported once
+    /// through the running callback).
+    public var initialAPIToken: String?
+    /// On a database with no account: the password of the `admin` account created (nil: a random
+    /// one, reported once through the running callback).
+    public var initialAdminPassword: String?
+    /// On a database with no project: create one named "default". Default true.
+    public var createFirstProject: Bool = true
+    /// The URL clients reach the collector at, for the DSNs it prints (nil: `http://host:port`).
+    public var publicURL: String?
+
+    public init(database: Database, dataDirectory: String) {
+        self.database = database
+        self.dataDirectory = dataDirectory
+    }
+}
+
+/// What the collector reports once it listens.
+public struct CollectorReady: Sendable {
+    /// `http://host:port` with the port actually bound.
+    public let url: String
+    /// The first project's DSN, for the bound port.
+    public let firstProjectDSN: String?
+    /// An API token created on this start (shown once; only its hash is stored), or nil.
+    public let createdAPIToken: String?
+    /// The password of the `admin` account created on this start (shown once), or nil.
+    public let createdAdminPassword: String?
+}

@@ -1,0 +1,157 @@
+import CrashShieldProtocol
+import Foundation
+import Logging
+
+/// Size limits applied to ingest requests (defaults follow Sentry's documented limits).
+public struct IngestLimits: Sendable {
+    /// Request body as sent (compressed or not). Default 20 MiB.
+    public var maxBodyBytes: Int = 20 * 1024 * 1024
+    /// Body after decompression. Default 100 MiB.
+    public var maxDecompressedBytes: Int = 100 * 1024 * 1024
+    /// One `event` item (or a `/store/` body). Default 1 MiB.
+    public var maxEventBytes: Int = 1024 * 1024
+    /// `session` updates per envelope, and `sessions` aggregate groups. Default 100.
+    public var maxSessionsPerEnvelope: Int = 100
+
+    public init() {}
+}
+
+/// What an accepted ingest request stored.
+struct IngestOutcome: Sendable {
+    var eventID: String?
+    var storedItems: [String] = []
+    var skippedItems: [String] = []
+}
+
+/// Turns a decoded request body into stored events, sessions, attachments and client reports.
+struct IngestService: Sendable {
+    let store: any CollectorStore
+    let limits: IngestLimits
+    let metrics: CollectorMetrics
+    let logger: Logger
+
+    /// Item types stored; every other type is read past and skipped (counted in the outcome).
+    static let handledTypes: Set<String> = ["event", "session", "sessions", "attachment", "client_report"]
+
+    /// Processes an envelope for `project`. The envelope header's `dsn`, when present, must name
+    /// the project (`envelope.dsn_mismatch`, 403).
+    func ingestEnvelope(_ envelope: Envelope, project: Project, received: Date = Date()) async throws -> IngestOutcome {
+        if let dsnText = envelope.header["dsn"]?.stringValue, let dsn = try? DSN(dsnText) {
+            guard dsn.projectID == String(project.id), SentryAuth.normalizedKey(dsn.publicKey) == project.publicKey else {
+                throw CollectorError.forbidden("envelope.dsn_mismatch", "the envelope's dsn names another project or key")
+            }
+        }
+        let headerEventID = envelope.header["event_id"]?.stringValue
+        var outcome = IngestOutcome(eventID: headerEventID.flatMap(SentryAuth.normalizedKey))
+        let events = envelope.items.filter { $0.type == "event" }
+        guard events.count <= 1 else { throw CollectorError.badRequest("envelope.events", "an envelope carries at most one event") }
+        let sessions = envelope.items.filter { $0.type == "session" }
+        guard sessions.count <= limits.maxSessionsPerEnvelope else {
+            throw CollectorError.badRequest("envelope.sessions", "more than \(limits.maxSessionsPerEnvelope) sessions in one envelope")
+        }
+        // Validate everything before storing anything, so a malformed envelope stores nothing.
+        var eventRecord: EventRecord?
+        if let item = events.first {
+            guard item.payload.count <= limits.maxEventBytes else {
+                throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
+            }
+            guard let json = try? FastJSON.parse(item.payload) else {
+                throw CollectorError.badRequest("event.json", "the event item is not valid JSON")
+            }
+            eventRecord = try EventRecord.extract(projectID: project.id, payload: item.payload, json: json,
+                                                  fallbackEventID: headerEventID, received: received)
+        }
+        var sessionUpdates: [SessionUpdate] = []
+        for item in sessions {
+            guard let json = try? FastJSON.parse(item.payload) else {
+                throw CollectorError.badRequest("session.json", "a session item is not valid JSON")
+            }
+            sessionUpdates.append(try SessionUpdate.parse(json, received: received))
+        }
+        var aggregates: [SessionAggregate] = []
+        for item in envelope.items where item.type == "sessions" {
+            guard let json = try? FastJSON.parse(item.payload) else {
+                throw CollectorError.badRequest("sessions.json", "a sessions item is not valid JSON")
+            }
+            aggregates += try SessionAggregate.parse(json)
+        }
+        var discarded: [DiscardedCount] = []
+        for item in envelope.items where item.type == "client_report" {
+            guard let json = try? FastJSON.parse(item.payload) else {
+                throw CollectorError.badRequest("client_report.json", "a client_report item is not valid JSON")
+            }
+            for key in ["discarded_events", "rate_limited_events", "filtered_events", "filtered_sampling_events"] {
+                for entry in json[key]?.arrayValue ?? [] {
+                    guard let quantity = entry["quantity"]?.intValue, quantity > 0 else { continue }
+                    discarded.append(DiscardedCount(reason: entry["reason"]?.stringValue ?? key,
+                                                    category: entry["category"]?.stringValue ?? "unknown", quantity: quantity))
+                }
+            }
+        }
+
+        if let eventRecord {
+            outcome.eventID = eventRecord.eventID
+            switch try await store.insertEvent(eventRecord) {
+            case .stored(let issueID, let newIssue, let regressed):
+                metrics.ingested("event")
+                outcome.storedItems.append("event")
+                logger.debug("event stored", metadata: [
+                    "project": "\(project.id)", "event_id": "\(eventRecord.eventID)", "issue": "\(issueID)",
+                    "new_issue": "\(newIssue)", "regressed": "\(regressed)",
+                ])
+            case .duplicate:
+                metrics.duplicate()
+                outcome.skippedItems.append("event (duplicate)")
+            }
+        }
+        for update in sessionUpdates {
+            try await store.recordSession(projectID: project.id, update)
+            metrics.ingested("session")
+            outcome.storedItems.append("session")
+        }
+        if !aggregates.isEmpty {
+            try await store.recordSessionAggregates(projectID: project.id, aggregates)
+            metrics.ingested("sessions")
+            outcome.storedItems.append("sessions")
+        }
+        for item in envelope.items where item.type == "attachment" {
+            try await store.storeAttachment(
+                projectID: project.id, eventID: outcome.eventID,
+                filename: item.header["filename"]?.stringValue ?? "attachment",
+                contentType: item.header["content_type"]?.stringValue,
+                attachmentType: item.header["attachment_type"]?.stringValue,
+                data: item.payload, received: received)
+            metrics.ingested("attachment")
+            outcome.storedItems.append("attachment")
+        }
+        if !discarded.isEmpty {
+            try await store.recordClientReport(projectID: project.id, discarded, received: received)
+            metrics.ingested("client_report")
+            outcome.storedItems.append("client_report")
+        }
+        for item in envelope.items where !Self.handledTypes.contains(item.type) {
+            outcome.skippedItems.append(item.type)
+        }
+        return outcome
+    }
+
+    /// Processes a `/store/` body: one event as JSON.
+    func ingestStoreEvent(_ body: [UInt8], project: Project, received: Date = Date()) async throws -> IngestOutcome {
+        guard body.count <= limits.maxEventBytes else {
+            throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
+        }
+        let payload = Data(body)
+        guard let json = try? FastJSON.parse(payload) else { throw CollectorError.badRequest("event.json", "the body is not valid JSON") }
+        let record = try EventRecord.extract(projectID: project.id, payload: payload, json: json, fallbackEventID: nil, received: received)
+        var outcome = IngestOutcome(eventID: record.eventID)
+        switch try await store.insertEvent(record) {
+        case .stored:
+            metrics.ingested("event")
+            outcome.storedItems.append("event")
+        case .duplicate:
+            metrics.duplicate()
+            outcome.skippedItems.append("event (duplicate)")
+        }
+        return outcome
+    }
+}

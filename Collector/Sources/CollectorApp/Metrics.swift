@@ -1,0 +1,60 @@
+import Synchronization
+
+/// The collector's counters, rendered in Prometheus' text exposition format at `/metrics`.
+public final class CollectorMetrics: Sendable {
+    private struct State {
+        var ingestedItems: [String: Int64] = [:]
+        var rejected: [String: Int64] = [:]
+        var rateLimited: Int64 = 0
+        var inFlight: Int64 = 0
+        var duplicates: Int64 = 0
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// An item of `type` (event, session, attachment, ...) accepted and stored.
+    func ingested(_ type: String) { state.withLock { $0.ingestedItems[type, default: 0] += 1 } }
+    /// A request refused; `reason` is the refusal's error code.
+    func rejected(_ reason: String) { state.withLock { $0.rejected[reason, default: 0] += 1 } }
+    func rateLimited() { state.withLock { $0.rateLimited += 1 } }
+    func duplicate() { state.withLock { $0.duplicates += 1 } }
+    func beginRequest() { state.withLock { $0.inFlight += 1 } }
+    func endRequest() { state.withLock { $0.inFlight -= 1 } }
+
+    /// Current value of a counter, for tests and the health page.
+    public func ingestedCount(_ type: String) -> Int64 { state.withLock { $0.ingestedItems[type] ?? 0 } }
+    public func rejectedCount(_ reason: String) -> Int64 { state.withLock { $0.rejected[reason] ?? 0 } }
+    public var rateLimitedCount: Int64 { state.withLock { $0.rateLimited } }
+
+    /// Prometheus text format (version 0.0.4).
+    public func render() -> String {
+        let snapshot = state.withLock { $0 }
+        var lines: [String] = []
+        lines.append("# HELP collector_ingested_items_total Envelope items (and store events) accepted and stored, by item type.")
+        lines.append("# TYPE collector_ingested_items_total counter")
+        for (type, count) in snapshot.ingestedItems.sorted(by: { $0.key < $1.key }) {
+            lines.append("collector_ingested_items_total{type=\"\(escape(type))\"} \(count)")
+        }
+        lines.append("# HELP collector_rejected_requests_total Ingest requests refused, by error code.")
+        lines.append("# TYPE collector_rejected_requests_total counter")
+        for (reason, count) in snapshot.rejected.sorted(by: { $0.key < $1.key }) {
+            lines.append("collector_rejected_requests_total{reason=\"\(escape(reason))\"} \(count)")
+        }
+        lines.append("# HELP collector_rate_limited_total Ingest requests answered with 429.")
+        lines.append("# TYPE collector_rate_limited_total counter")
+        lines.append("collector_rate_limited_total \(snapshot.rateLimited)")
+        lines.append("# HELP collector_duplicate_events_total Events whose event_id was already stored (not stored again).")
+        lines.append("# TYPE collector_duplicate_events_total counter")
+        lines.append("collector_duplicate_events_total \(snapshot.duplicates)")
+        lines.append("# HELP collector_ingest_queue_depth Ingest requests being received or stored right now.")
+        lines.append("# TYPE collector_ingest_queue_depth gauge")
+        lines.append("collector_ingest_queue_depth \(snapshot.inFlight)")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private func escape(_ label: String) -> String {
+        label.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}

@@ -1,0 +1,292 @@
+import CrashShieldProtocol
+import Foundation
+
+/// A project: where a DSN's events go. `id` is the number in the DSN's path; `publicKey` is its
+/// 32-hex client key.
+public struct Project: Sendable, Hashable, Codable {
+    public let id: Int64
+    public let name: String
+    public let publicKey: String
+    public let createdAt: Date
+    /// Base64 of the Ed25519 public key that signs this project's SDK configuration documents
+    /// (the app embeds it to verify them).
+    public let configSigningPublicKey: String
+
+    /// The DSN a Sentry SDK is configured with, for a collector reachable at `baseURL`
+    /// (for example `http://127.0.0.1:8000`).
+    public func dsn(baseURL: String) -> String {
+        guard let url = URLComponents(string: baseURL), let scheme = url.scheme, let host = url.host else { return "" }
+        let port = url.port.map { ":\($0)" } ?? ""
+        let path = url.path.hasSuffix("/") ? String(url.path.dropLast()) : url.path
+        return "\(scheme)://\(publicKey)@\(host)\(port)\(path)/\(id)"
+    }
+}
+
+/// An issue's state. `regressed` is set by the collector when a resolved issue recurs in a
+/// release later than the one it was resolved in.
+public enum IssueStatus: String, Sendable, Codable, CaseIterable {
+    case unresolved, resolved, resolvedInNextRelease = "resolved_in_next_release", ignored, regressed
+}
+
+/// A group of events with the same grouping hash.
+public struct Issue: Sendable, Hashable, Codable {
+    public let id: Int64
+    public let projectID: Int64
+    public let fingerprintHash: String
+    public let groupingAlgorithm: String
+    public let title: String
+    public let culprit: String
+    public let level: String
+    public let status: IssueStatus
+    /// The release an issue was resolved in: events from this release or older ones do not
+    /// reopen it (nil: resolved without a known release).
+    public let resolvedInRelease: String?
+    public let firstSeen: Date
+    public let lastSeen: Date
+    public let firstRelease: String?
+    public let lastRelease: String?
+    public let eventCount: Int64
+    public let userCount: Int64
+}
+
+/// The facts ingest extracts from one event before storing it.
+public struct EventRecord: Sendable {
+    public let projectID: Int64
+    /// 32 lowercase hex digits.
+    public let eventID: String
+    public let received: Date
+    public let timestamp: Date
+    public let level: String
+    public let platform: String?
+    public let release: String?
+    public let environment: String?
+    /// Who was affected (user id, e-mail, user name or IP address), for the issue's user count.
+    public let userKey: String?
+    public let grouping: GroupingResult
+    /// The guard that prevented a crash, when the event is a CrashShield incident (level
+    /// `warning`, a handled exception mechanism, and a `guard` tag or `mechanism.data.guard`).
+    public let incidentGuard: String?
+    /// The event exactly as received (JSON).
+    public let payload: Data
+
+    public static func extract(projectID: Int64, payload: Data, json: JSONValue, fallbackEventID: String?, received: Date)
+        throws(CollectorError) -> EventRecord
+    {
+        guard case .object = json else { throw .badRequest("event.not_object", "the event is not a JSON object") }
+        let rawID = json["event_id"]?.stringValue ?? fallbackEventID ?? UUID().uuidString
+        guard let eventID = SentryAuth.normalizedKey(rawID) else {
+            throw .badRequest("event.event_id", "event_id must be 32 hexadecimal digits (dashes allowed)")
+        }
+        let level = json["level"]?.stringValue?.lowercased() ?? "error"
+        let user = json["user"]
+        let userKey = [user?["id"], user?["email"], user?["username"], user?["ip_address"]]
+            .lazy.compactMap { $0?.stringValue ?? $0?.intValue.map(String.init) }.first { !$0.isEmpty }
+        let exceptions = Grouping.exceptions(json)
+        let handled = exceptions.contains { $0["mechanism"]?["handled"]?.boolValue == true }
+        let guardName = json["tags"]?["guard"]?.stringValue
+            ?? exceptions.lazy.compactMap { $0["mechanism"]?["data"]?["guard"]?.stringValue }.first
+        return EventRecord(
+            projectID: projectID, eventID: eventID, received: received,
+            timestamp: timestamp(json["timestamp"]) ?? received,
+            level: level,
+            platform: json["platform"]?.stringValue,
+            release: nonEmpty(json["release"]?.stringValue),
+            environment: nonEmpty(json["environment"]?.stringValue),
+            userKey: userKey,
+            grouping: Grouping.group(json),
+            incidentGuard: level == "warning" && handled ? guardName : nil,
+            payload: payload)
+    }
+
+    /// An RFC 3339 string or seconds since 1970 (Sentry accepts both).
+    static func timestamp(_ value: JSONValue?) -> Date? {
+        if let seconds = value?.doubleValue { return Date(timeIntervalSince1970: seconds) }
+        guard let text = value?.stringValue else { return nil }
+        return parseRFC3339(text)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]` (a missing zone is UTC, as Sentry reads it;
+    /// `t`, `z` and a space for `T` are accepted). Nil for anything else or an impossible date.
+    static func parseRFC3339(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        var index = 0
+        func number(_ digits: Int) -> Int? {
+            guard index + digits <= bytes.count else { return nil }
+            var value = 0
+            for _ in 0..<digits {
+                let byte = bytes[index]
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+                index += 1
+            }
+            return value
+        }
+        func expect(_ characters: Set<UInt8>) -> Bool {
+            guard index < bytes.count, characters.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), expect([45]), let month = number(2), expect([45]), let day = number(2),
+              expect([84, 116, 32]), let hour = number(2), expect([58]), let minute = number(2), expect([58]), let second = number(2),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var fraction = 0.0
+        if index < bytes.count, bytes[index] == 46 {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while index < bytes.count, bytes[index] >= 48 && bytes[index] <= 57 {
+                fraction += Double(bytes[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offsetSeconds = 0
+        if index < bytes.count {
+            if bytes[index] == 90 || bytes[index] == 122 {
+                index += 1
+            } else if bytes[index] == 43 || bytes[index] == 45 {
+                let sign = bytes[index] == 45 ? -1 : 1
+                index += 1
+                guard let hours = number(2) else { return nil }
+                _ = expect([58])
+                guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
+                offsetSeconds = sign * (hours * 3600 + minutes * 60)
+            }
+        }
+        guard index == bytes.count else { return nil }
+        // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds) + fraction
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    static func nonEmpty(_ text: String?) -> String? { (text?.isEmpty ?? true) ? nil : text }
+}
+
+/// What storing an event did.
+public enum EventInsertOutcome: Sendable, Hashable {
+    /// Stored and grouped into `issueID`; `regressed` when it reopened a resolved issue.
+    case stored(issueID: Int64, newIssue: Bool, regressed: Bool)
+    /// An event with this id was already stored for the project; nothing changed.
+    case duplicate
+}
+
+/// One session update (`session` item) as the SDK sent it.
+public struct SessionUpdate: Sendable, Hashable {
+    public let sessionID: String
+    public let distinctID: String?
+    public let sequence: Int64
+    public let started: Date
+    public let timestamp: Date
+    public let status: String
+    public let errors: Int64
+    public let release: String
+    public let environment: String?
+
+    static let statuses: Set<String> = ["ok", "exited", "crashed", "abnormal", "errored"]
+    static let terminal: Set<String> = ["exited", "crashed", "abnormal"]
+
+    /// Reads a `session` item payload.
+    /// - Throws: `session.invalid` (400) when `sid`, `started` or `attrs.release` is missing.
+    static func parse(_ json: JSONValue, received: Date) throws(CollectorError) -> SessionUpdate {
+        guard let sid = json["sid"]?.stringValue, !sid.isEmpty,
+              let startedText = json["started"], let started = EventRecord.timestamp(startedText),
+              let release = json["attrs"]?["release"]?.stringValue, !release.isEmpty
+        else { throw .badRequest("session.invalid", "a session needs sid, started and attrs.release") }
+        let status = json["status"]?.stringValue ?? "ok"
+        guard statuses.contains(status) else { throw .badRequest("session.status", "unknown session status") }
+        return SessionUpdate(
+            sessionID: sid, distinctID: json["did"]?.stringValue ?? json["did"]?.intValue.map(String.init),
+            sequence: json["seq"]?.intValue ?? 0, started: started,
+            timestamp: EventRecord.timestamp(json["timestamp"]) ?? received,
+            status: status, errors: json["errors"]?.intValue ?? 0,
+            release: release, environment: json["attrs"]?["environment"]?.stringValue)
+    }
+}
+
+/// Counts from a `sessions` item (pre-aggregated by the SDK).
+public struct SessionAggregate: Sendable, Hashable {
+    public let release: String
+    public let environment: String?
+    public let started: Date
+    public let exited: Int64
+    public let errored: Int64
+    public let abnormal: Int64
+    public let crashed: Int64
+
+    static func parse(_ json: JSONValue) throws(CollectorError) -> [SessionAggregate] {
+        guard let release = json["attrs"]?["release"]?.stringValue, !release.isEmpty,
+              let groups = json["aggregates"]?.arrayValue
+        else { throw .badRequest("sessions.invalid", "session aggregates need attrs.release and aggregates") }
+        return groups.compactMap { group in
+            guard let started = EventRecord.timestamp(group["started"]) else { return nil }
+            func count(_ key: String) -> Int64 { max(0, group[key]?.intValue ?? 0) }
+            return SessionAggregate(
+                release: release, environment: json["attrs"]?["environment"]?.stringValue, started: started,
+                exited: count("exited"), errored: count("errored"), abnormal: count("abnormal"), crashed: count("crashed"))
+        }
+    }
+}
+
+/// Crash-free rates of one release.
+public struct ReleaseHealth: Sendable, Hashable, Codable {
+    public let release: String
+    public let sessions: Int64
+    public let crashedSessions: Int64
+    public let abnormalSessions: Int64
+    public let erroredSessions: Int64
+    public let users: Int64
+    public let crashedUsers: Int64
+
+    /// Sessions that did not crash, 0...1 (1 with no sessions).
+    public var crashFreeSessionRate: Double { sessions == 0 ? 1 : Double(sessions - crashedSessions) / Double(sessions) }
+    /// Users none of whose sessions crashed, 0...1 (1 with no users).
+    public var crashFreeUserRate: Double { users == 0 ? 1 : Double(users - crashedUsers) / Double(users) }
+}
+
+/// Prevented crashes of one guard in one release.
+public struct IncidentCount: Sendable, Hashable, Codable {
+    public let guardName: String
+    public let release: String?
+    public let count: Int64
+    public let lastSeen: Date
+}
+
+/// A stored event without its payload.
+public struct EventSummary: Sendable, Hashable, Codable {
+    public let eventID: String
+    public let issueID: Int64
+    public let received: Date
+    public let timestamp: Date
+    public let level: String
+    public let release: String?
+    public let environment: String?
+    public let platform: String?
+}
+
+/// One version of a project's SDK configuration document.
+public struct SDKConfigVersion: Sendable, Hashable, Codable {
+    public let projectID: Int64
+    public let version: Int64
+    /// The document's bytes exactly as served (compact JSON).
+    public let document: Data
+    /// Base64 Ed25519 signature of `document`, by the project's signing key.
+    public let signature: String?
+    public let createdAt: Date
+    /// For a rollback, the version whose content this one re-issues.
+    public let restoredFrom: Int64?
+}
+
+/// Client reports: what an SDK dropped and why.
+public struct DiscardedCount: Sendable, Hashable {
+    public let reason: String
+    public let category: String
+    public let quantity: Int64
+}

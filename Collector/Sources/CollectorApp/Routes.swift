@@ -1,0 +1,424 @@
+import CrashShieldProtocol
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+/// The collector's HTTP interface.
+///
+/// Ingest (project key): `POST /api/<project>/envelope/`, `POST /api/<project>/store/`,
+/// `GET /api/<project>/sdk-config`. Operations (no auth): `GET /health`, `GET /metrics`.
+/// Management (`Authorization: Bearer <api token>`): `/api/0/...`.
+struct CollectorRoutes: Sendable {
+    let store: any CollectorStore
+    let metrics: CollectorMetrics
+    let logger: Logger
+    let ingest: IngestService
+    let sdkConfig: SDKConfigService
+    let rateLimiter: RateLimiter
+    let limits: IngestLimits
+    private let projectCache = ProjectCache()
+
+    init(store: any CollectorStore, metrics: CollectorMetrics, logger: Logger, ingest: IngestService,
+         sdkConfig: SDKConfigService, rateLimiter: RateLimiter, limits: IngestLimits) {
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        self.ingest = ingest
+        self.sdkConfig = sdkConfig
+        self.rateLimiter = rateLimiter
+        self.limits = limits
+    }
+
+    static let sentryAuthHeader = HTTPField.Name("X-Sentry-Auth")!
+    static let rateLimitsHeader = HTTPField.Name("X-Sentry-Rate-Limits")!
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("health") { _, _ in await self.health() }
+        router.get("metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.render())))
+        }
+        // The router matches a path with or without its trailing slash.
+        router.post("api/:project/envelope") { request, context in await self.ingestRequest(request, context, kind: .envelope) }
+        router.post("api/:project/store") { request, context in await self.ingestRequest(request, context, kind: .store) }
+        router.get("api/:project/sdk-config") { request, context in
+            await self.respond { try await self.serveSDKConfig(request, context) }
+        }
+
+        let manage = router.group("api/0")
+        manage.get("projects") { request, _ in
+            await self.respond { try await self.requireToken(request); return Self.json(try await self.store.projects().map(ProjectView.init)) }
+        }
+        manage.post("projects") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                let body = try await Self.jsonBody(request)
+                guard let name = body["name"]?.stringValue, !name.isEmpty, name.count <= 200 else {
+                    throw CollectorError.badRequest("project.name", "name must be 1 to 200 characters")
+                }
+                return Self.json(ProjectView(try await self.store.createProject(name: name)), status: .created)
+            }
+        }
+        manage.get("projects/:id/issues") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                return Self.json(try await self.store.issues(projectID: try Self.id(context, "id")))
+            }
+        }
+        manage.get("projects/:id/events/:event") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                let eventID = context.parameters.get("event") ?? ""
+                guard let payload = try await self.store.eventPayload(projectID: try Self.id(context, "id"), eventID: eventID.lowercased()) else {
+                    throw CollectorError.notFound("event.unknown", "no such event")
+                }
+                return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: payload)))
+            }
+        }
+        manage.get("projects/:id/release-health") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                return Self.json(try await self.store.releaseHealth(projectID: try Self.id(context, "id")).map(ReleaseHealthView.init))
+            }
+        }
+        manage.get("projects/:id/incidents") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                return Self.json(try await self.store.incidents(projectID: try Self.id(context, "id")))
+            }
+        }
+        manage.get("projects/:id/stats") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                let project = try Self.id(context, "id")
+                return Self.json([
+                    "attachments": try await self.store.attachmentCount(projectID: project),
+                    "client_discarded": try await self.store.discardedTotal(projectID: project),
+                ])
+            }
+        }
+        manage.get("projects/:id/sdk-config") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                return Self.json(try await self.store.sdkConfigHistory(projectID: try Self.id(context, "id")).map(SDKConfigView.init))
+            }
+        }
+        manage.put("projects/:id/sdk-config") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                let project = try await self.knownProject(try Self.id(context, "id"))
+                let body = try await Self.jsonBody(request)
+                guard let document = body["document"] else {
+                    throw CollectorError.badRequest("sdk_config.invalid", "the body must be {\"document\": {...}}")
+                }
+                return Self.json(SDKConfigView(try await self.sdkConfig.publish(projectID: project.id, document: document)), status: .created)
+            }
+        }
+        manage.post("projects/:id/sdk-config/rollback") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                let project = try await self.knownProject(try Self.id(context, "id"))
+                guard let version = try await Self.jsonBody(request)["version"]?.intValue else {
+                    throw CollectorError.badRequest("sdk_config.invalid", "the body must be {\"version\": <number>}")
+                }
+                return Self.json(SDKConfigView(try await self.sdkConfig.rollback(projectID: project.id, to: version)), status: .created)
+            }
+        }
+        manage.get("issues/:id") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                guard let issue = try await self.store.issue(id: try Self.id(context, "id")) else {
+                    throw CollectorError.notFound("issue.unknown", "no such issue")
+                }
+                return Self.json(issue)
+            }
+        }
+        manage.put("issues/:id") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                guard let status = try await Self.jsonBody(request)["status"]?.stringValue.flatMap(IssueStatus.init(rawValue:)) else {
+                    throw CollectorError.badRequest("issue.status", "status must be one of \(IssueStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                guard let issue = try await self.store.setIssueStatus(id: try Self.id(context, "id"), status) else {
+                    throw CollectorError.notFound("issue.unknown", "no such issue")
+                }
+                return Self.json(issue)
+            }
+        }
+        manage.get("issues/:id/events") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                let limit = min(max(Int(request.uri.queryParameters.get("limit") ?? "") ?? 100, 1), 1000)
+                return Self.json(try await self.store.events(issueID: try Self.id(context, "id"), limit: limit))
+            }
+        }
+    }
+
+    // MARK: Ingest
+
+    enum IngestKind { case envelope, store }
+
+    func ingestRequest(_ request: Request, _ context: BasicRequestContext, kind: IngestKind) async -> Response {
+        metrics.beginRequest()
+        defer { metrics.endRequest() }
+        do {
+            guard let projectID = context.parameters.get("project").flatMap(Int64.init) else {
+                throw CollectorError.notFound("project.unknown", "no such project")
+            }
+            let presentedKey = Self.clientKey(request)
+            guard let project = try await cachedProject(projectID) else {
+                throw CollectorError.forbidden("auth.invalid_key", "unknown project or key")
+            }
+            if let presentedKey {
+                guard SentryAuth.normalizedKey(presentedKey) == project.publicKey else {
+                    throw CollectorError.forbidden("auth.invalid_key", "unknown project or key")
+                }
+            }
+            if let wait = rateLimiter.acquire(project: project.id) {
+                metrics.rateLimited()
+                return Response(
+                    status: .tooManyRequests,
+                    headers: [.retryAfter: String(wait), Self.rateLimitsHeader: "\(wait)::project:rate_limited", .contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(["detail": "rate limited", "code": "ingest.rate_limited"]).jsonData())))
+            }
+            let body = try await readBody(request)
+            let outcome: IngestOutcome
+            switch kind {
+            case .envelope:
+                let envelope: Envelope
+                do { envelope = try Envelope.parse(Data(body)) } catch {
+                    throw CollectorError.badRequest(error.code, error.message)
+                }
+                if presentedKey == nil {
+                    // No header or query key: the envelope header's dsn is the credential.
+                    guard let dsnText = envelope.header["dsn"]?.stringValue else {
+                        throw CollectorError.unauthorized("auth.missing", "no sentry_key in X-Sentry-Auth, Authorization, the query or the envelope's dsn")
+                    }
+                    guard let dsn = try? DSN(dsnText), SentryAuth.normalizedKey(dsn.publicKey) == project.publicKey else {
+                        throw CollectorError.forbidden("auth.invalid_key", "unknown project or key")
+                    }
+                }
+                outcome = try await ingest.ingestEnvelope(envelope, project: project)
+            case .store:
+                guard presentedKey != nil else {
+                    throw CollectorError.unauthorized("auth.missing", "no sentry_key in X-Sentry-Auth, Authorization or the query")
+                }
+                outcome = try await ingest.ingestStoreEvent(body, project: project)
+            }
+            var answer: [String: JSONValue] = [:]
+            if let id = outcome.eventID { answer["id"] = .string(id) }
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(answer).jsonData())))
+        } catch {
+            return errorResponse(error, countAsRejected: true)
+        }
+    }
+
+    /// The client key from `X-Sentry-Auth`, `Authorization: Sentry ...` or `?sentry_key=`.
+    static func clientKey(_ request: Request) -> String? {
+        if let header = request.headers[sentryAuthHeader], let key = SentryAuth.key(fromHeader: header) { return key }
+        if let header = request.headers[.authorization], header.lowercased().hasPrefix("sentry "),
+           let key = SentryAuth.key(fromHeader: header) { return key }
+        if let key = request.uri.queryParameters.get("sentry_key"), !key.isEmpty { return key }
+        return nil
+    }
+
+    /// Reads the body, decompressing `gzip` or `deflate`, with the size limits checked as bytes arrive.
+    func readBody(_ request: Request) async throws -> [UInt8] {
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limits.maxBodyBytes {
+            throw CollectorError.tooLarge("body.too_large", "the body is larger than \(limits.maxBodyBytes) bytes")
+        }
+        let encoding = (request.headers[.contentEncoding] ?? "identity").trimmingCharacters(in: .whitespaces).lowercased()
+        let inflater: Inflater?
+        switch encoding {
+        case "", "identity": inflater = nil
+        case "gzip", "x-gzip": inflater = try Inflater(format: .gzip, limit: limits.maxDecompressedBytes)
+        case "deflate": inflater = try Inflater(format: .deflate, limit: limits.maxDecompressedBytes)
+        default: throw CollectorError.unsupportedMediaType("body.encoding", "Content-Encoding \(encoding) is not supported (gzip, deflate)")
+        }
+        var received = 0
+        var plain: [UInt8] = []
+        for try await buffer in request.body {
+            received += buffer.readableBytes
+            guard received <= limits.maxBodyBytes else {
+                throw CollectorError.tooLarge("body.too_large", "the body is larger than \(limits.maxBodyBytes) bytes")
+            }
+            let bytes = Array(buffer.readableBytesView)
+            if let inflater { try inflater.feed(bytes) } else { plain.append(contentsOf: bytes) }
+        }
+        return try inflater?.finish() ?? plain
+    }
+
+    private func cachedProject(_ id: Int64) async throws -> Project? {
+        if let project = projectCache.get(id) { return project }
+        guard let project = try await store.project(id: id) else { return nil }
+        projectCache.set(project)
+        return project
+    }
+
+    private func knownProject(_ id: Int64) async throws -> Project {
+        guard let project = try await cachedProject(id) else { throw CollectorError.notFound("project.unknown", "no such project") }
+        return project
+    }
+
+    // MARK: SDK configuration
+
+    func serveSDKConfig(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        guard let projectID = context.parameters.get("project").flatMap(Int64.init), let project = try await cachedProject(projectID) else {
+            throw CollectorError.forbidden("auth.invalid_key", "unknown project or key")
+        }
+        guard let key = Self.clientKey(request) else {
+            throw CollectorError.unauthorized("auth.missing", "no sentry_key in X-Sentry-Auth, Authorization or the query")
+        }
+        guard SentryAuth.normalizedKey(key) == project.publicKey else {
+            throw CollectorError.forbidden("auth.invalid_key", "unknown project or key")
+        }
+        guard let config = try await store.activeSDKConfig(projectID: project.id) else {
+            throw CollectorError.notFound("sdk_config.none", "the project has no SDK configuration")
+        }
+        let etag = SDKConfigService.etag(config)
+        var headers: HTTPFields = [.eTag: etag, .cacheControl: "max-age=\(sdkConfig.maxAge)"]
+        if let ifNoneMatch = request.headers[.ifNoneMatch], SDKConfigService.matches(ifNoneMatch: ifNoneMatch, etag: etag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = "application/json"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: SDKConfigService.body(config))))
+    }
+
+    // MARK: Helpers
+
+    func health() async -> Response {
+        do {
+            _ = try await store.apiTokenCount()
+            return Self.json(["status": "ok"])
+        } catch {
+            logger.error("health check failed", metadata: ["error": "\(error)"])
+            return Self.json(["status": "database unavailable"], status: .serviceUnavailable)
+        }
+    }
+
+    func requireToken(_ request: Request) async throws {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+            throw CollectorError.unauthorized("auth.token_missing", "Authorization: Bearer <api token> is required")
+        }
+        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard try await store.apiTokenExists(tokenHash: APIAuth.hash(token)) else {
+            throw CollectorError.forbidden("auth.token_invalid", "unknown API token")
+        }
+    }
+
+    func respond(_ body: () async throws -> Response) async -> Response {
+        do { return try await body() } catch { return errorResponse(error, countAsRejected: false) }
+    }
+
+    func errorResponse(_ error: any Error, countAsRejected: Bool) -> Response {
+        let failure: CollectorError
+        if let known = error as? CollectorError {
+            failure = known
+        } else {
+            logger.error("request failed", metadata: ["error": "\(error)"])
+            failure = .storage("the request could not be completed")
+        }
+        if countAsRejected { metrics.rejected(failure.code) }
+        logger.info("request refused", metadata: ["code": "\(failure.code)", "status": "\(failure.status)"])
+        let body = JSONValue.object(["detail": .string(failure.message), "code": .string(failure.code)]).jsonData()
+        return Response(status: .init(code: failure.status), headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
+    static func id(_ context: BasicRequestContext, _ name: String) throws -> Int64 {
+        guard let id = context.parameters.get(name).flatMap(Int64.init) else {
+            throw CollectorError.badRequest("request.id", "\(name) must be a number")
+        }
+        return id
+    }
+
+    static func jsonBody(_ request: Request) async throws -> JSONValue {
+        var request = request
+        let buffer: ByteBuffer
+        do { buffer = try await request.collectBody(upTo: 256 * 1024) } catch {
+            throw CollectorError.tooLarge("body.too_large", "the body is larger than 256 KiB")
+        }
+        guard let value = try? JSONValue.parse(Data(buffer.readableBytesView)) else {
+            throw CollectorError.badRequest("request.json", "the body is not valid JSON")
+        }
+        return value
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? encoder.encode(value)) ?? Data("null".utf8)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// A project as the management API shows it.
+struct ProjectView: Encodable {
+    let id: Int64
+    let name: String
+    let publicKey: String
+    let createdAt: Date
+    let configSigningPublicKey: String
+    init(_ project: Project) {
+        id = project.id
+        name = project.name
+        publicKey = project.publicKey
+        createdAt = project.createdAt
+        configSigningPublicKey = project.configSigningPublicKey
+    }
+}
+
+struct ReleaseHealthView: Encodable {
+    let release: String
+    let sessions: Int64
+    let crashedSessions: Int64
+    let abnormalSessions: Int64
+    let erroredSessions: Int64
+    let users: Int64
+    let crashedUsers: Int64
+    let crashFreeSessionRate: Double
+    let crashFreeUserRate: Double
+    init(_ health: ReleaseHealth) {
+        release = health.release
+        sessions = health.sessions
+        crashedSessions = health.crashedSessions
+        abnormalSessions = health.abnormalSessions
+        erroredSessions = health.erroredSessions
+        users = health.users
+        crashedUsers = health.crashedUsers
+        crashFreeSessionRate = health.crashFreeSessionRate
+        crashFreeUserRate = health.crashFreeUserRate
+    }
+}
+
+struct SDKConfigView: Encodable {
+    let version: Int64
+    let document: JSONValue
+    let signature: String?
+    let createdAt: Date
+    let restoredFrom: Int64?
+    init(_ config: SDKConfigVersion) {
+        version = config.version
+        document = (try? JSONValue.parse(config.document)) ?? .null
+        signature = config.signature
+        createdAt = config.createdAt
+        restoredFrom = config.restoredFrom
+    }
+}
+
+/// Projects by id, read once from the store (a project's id and key never change).
+final class ProjectCache: Sendable {
+    private let projects = Mutex<[Int64: Project]>([:])
+    func get(_ id: Int64) -> Project? { projects.withLock { $0[id] } }
+    func set(_ project: Project) { projects.withLock { $0[project.id] = project } }
+}

@@ -1,0 +1,333 @@
+import CLibPQ
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import CSQLite3
+
+/// A value bound to or read from a SQL statement.
+enum DBValue: Sendable, Hashable {
+    case int(Int64)
+    case double(Double)
+    case text(String)
+    case blob(Data)
+    case null
+}
+
+/// One result row, by column name.
+struct DBRow: Sendable {
+    let values: [String: DBValue]
+
+    func int(_ name: String) -> Int64? {
+        switch values[name] {
+        case .int(let value): return value
+        case .double(let value) where value.rounded() == value && abs(value) < 9.0e15: return Int64(value)
+        case .text(let text): return Int64(text)
+        default: return nil
+        }
+    }
+
+    func double(_ name: String) -> Double? {
+        switch values[name] {
+        case .double(let value): return value
+        case .int(let value): return Double(value)
+        case .text(let text): return Double(text)
+        default: return nil
+        }
+    }
+
+    func string(_ name: String) -> String? {
+        switch values[name] {
+        case .text(let text): return text
+        case .int(let value): return String(value)
+        case .double(let value): return String(value)
+        default: return nil
+        }
+    }
+
+    func data(_ name: String) -> Data? {
+        if case .blob(let data) = values[name] { return data }
+        return nil
+    }
+}
+
+enum SQLDialect: Sendable { case sqlite, postgres }
+
+/// One database connection. Statements use `?` placeholders (each backend converts them).
+/// The store calls one statement at a time.
+protocol SQLBackend: Sendable {
+    var dialect: SQLDialect { get }
+    func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow]
+    func close() async throws
+}
+
+// MARK: SQLite
+
+/// One SQLite connection through the C API. Statements run on the calling thread: in WAL mode
+/// with `synchronous=NORMAL` a statement or commit takes microseconds and does not wait for the
+/// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text.
+final class SQLiteBackend: SQLBackend, @unchecked Sendable {
+    let dialect = SQLDialect.sqlite
+    /// `sqlite3 *`, opened in serialized mode; `lock` also keeps the statement cache to one thread.
+    private let handle: OpaquePointer
+    private let lock = NSLock()
+    private var statements: [String: OpaquePointer] = [:]
+    private var closed = false
+    /// SQLite's SQLITE_TRANSIENT: bound bytes are copied before the call returns.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    private init(handle: OpaquePointer) { self.handle = handle }
+
+    /// - Throws: `database.open` with SQLite's message.
+    static func open(path: String, logger: Logger) async throws -> SQLiteBackend {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw CollectorError(code: "database.open", message: "SQLite \(path): \(message)", status: 500)
+        }
+        sqlite3_busy_timeout(handle, 5000)
+        let backend = SQLiteBackend(handle: handle)
+        do {
+            if path != ":memory:" {
+                _ = try await backend.query("PRAGMA journal_mode=WAL", [])
+                // NORMAL in WAL mode: a commit survives a crash of the process (not of the machine).
+                _ = try await backend.query("PRAGMA synchronous=NORMAL", [])
+            }
+            _ = try await backend.query("PRAGMA foreign_keys=ON", [])
+        } catch {
+            try? await backend.close()
+            throw error
+        }
+        return backend
+    }
+
+    func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow] {
+        try lock.withLock { try execute(sql, binds) }
+    }
+
+    private func failure(_ what: String) -> CollectorError {
+        let code = sqlite3_extended_errcode(handle)
+        let unique = code == 2067 || code == 1555  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
+        return CollectorError(code: unique ? "storage.unique_violation" : "storage.failed",
+                              message: "SQLite \(what): \(String(cString: sqlite3_errmsg(handle)))", status: 500)
+    }
+
+    private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
+        guard !closed else { throw CollectorError.storage("SQLite: the connection is closed") }
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            statement = cached
+        } else {
+            var prepared: OpaquePointer?
+            guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else { throw failure("prepare") }
+            statement = prepared
+            statements[sql] = prepared
+        }
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (offset, value) in binds.enumerated() {
+            let index = Int32(offset + 1)
+            let status: Int32
+            switch value {
+            case .null: status = sqlite3_bind_null(statement, index)
+            case .int(let number): status = sqlite3_bind_int64(statement, index, number)
+            case .double(let number): status = sqlite3_bind_double(statement, index, number)
+            case .text(let text): status = sqlite3_bind_text(statement, index, text, -1, Self.transient)
+            case .blob(let data):
+                status = data.withUnsafeBytes { raw in
+                    sqlite3_bind_blob(statement, index, raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(data.count), Self.transient)
+                }
+            }
+            guard status == SQLITE_OK else { throw failure("bind") }
+        }
+        var rows: [DBRow] = []
+        let columnCount = sqlite3_column_count(statement)
+        let names = (0..<columnCount).map { String(cString: sqlite3_column_name(statement, $0)) }
+        while true {
+            let status = sqlite3_step(statement)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw failure("step") }
+            var values: [String: DBValue] = [:]
+            for column in 0..<columnCount {
+                let name = names[Int(column)]
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: values[name] = .int(sqlite3_column_int64(statement, column))
+                case SQLITE_FLOAT: values[name] = .double(sqlite3_column_double(statement, column))
+                case SQLITE_TEXT: values[name] = .text(String(cString: sqlite3_column_text(statement, column)))
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(statement, column))
+                    values[name] = .blob(count == 0 ? Data() : Data(bytes: sqlite3_column_blob(statement, column), count: count))
+                default: values[name] = .null
+                }
+            }
+            rows.append(DBRow(values: values))
+        }
+        return rows
+    }
+
+    func close() async throws {
+        lock.withLock {
+            guard !closed else { return }
+            closed = true
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements = [:]
+            sqlite3_close_v2(handle)
+        }
+    }
+}
+
+// MARK: PostgreSQL
+
+/// A libpq connection; its blocking calls run on NIO's shared thread pool, one at a time.
+final class PostgresBackend: SQLBackend, @unchecked Sendable {
+    let dialect = SQLDialect.postgres
+    /// `PGconn *`. Used by one thread at a time: the store serializes statements, and `lock`
+    /// guards against any caller that does not.
+    private let connection: OpaquePointer
+    private let lock = NSLock()
+    private var closed = false
+
+    private init(connection: OpaquePointer) { self.connection = connection }
+
+    /// - Throws: `database.connect` with libpq's message when the server refuses or is unreachable.
+    static func connect(url: String) async throws -> PostgresBackend {
+        try await NIOThreadPool.singleton.runIfActive {
+            guard let connection = PQconnectdb(url) else {
+                throw CollectorError(code: "database.connect", message: "libpq could not allocate a connection", status: 500)
+            }
+            guard PQstatus(connection) == CONNECTION_OK else {
+                let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+                PQfinish(connection)
+                throw CollectorError(code: "database.connect", message: "PostgreSQL: \(message)", status: 500)
+            }
+            return PostgresBackend(connection: connection)
+        }
+    }
+
+    /// `?` placeholders become `$1`, `$2`, ... (the statements have no `?` inside string literals).
+    static func numbered(_ sql: String) -> String {
+        var output = ""
+        var index = 0
+        for character in sql {
+            if character == "?" {
+                index += 1
+                output += "$\(index)"
+            } else {
+                output.append(character)
+            }
+        }
+        return output
+    }
+
+    func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow] {
+        let statement = Self.numbered(sql)
+        return try await NIOThreadPool.singleton.runIfActive { try self.execute(statement, binds) }
+    }
+
+    private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
+        try lock.withLock { try executeLocked(sql, binds) }
+    }
+
+    private func executeLocked(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
+        guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
+        // Text parameters, except blobs, which go in binary (format 1) so no escaping is needed.
+        var buffers: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        defer { for buffer in buffers { free(buffer) } }
+        for value in binds {
+            switch value {
+            case .null:
+                buffers.append(nil); lengths.append(0); formats.append(0)
+            case .int(let number):
+                buffers.append(strdup(String(number))); lengths.append(0); formats.append(0)
+            case .double(let number):
+                buffers.append(strdup(number.isFinite ? "\(number)" : "0")); lengths.append(0); formats.append(0)
+            case .text(let text):
+                buffers.append(strdup(text)); lengths.append(0); formats.append(0)
+            case .blob(let data):
+                let memory = malloc(max(data.count, 1))!.assumingMemoryBound(to: CChar.self)
+                data.withUnsafeBytes { raw in
+                    if let base = raw.baseAddress { memcpy(memory, base, data.count) }
+                }
+                buffers.append(memory); lengths.append(Int32(data.count)); formats.append(1)
+            }
+        }
+        let result: OpaquePointer? = buffers.withUnsafeBufferPointer { values in
+            values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(values.count, 1)) { pointers in
+                PQexecParams(connection, sql, Int32(binds.count), nil, binds.isEmpty ? nil : pointers,
+                             lengths, formats, 0)
+            }
+        }
+        guard let result else {
+            throw CollectorError.storage("PostgreSQL: \(String(cString: PQerrorMessage(connection)))")
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            throw CollectorError(code: state == "23505" ? "storage.unique_violation" : "storage.failed",
+                                 message: "PostgreSQL \(state): \(message)", status: 500)
+        }
+        var rows: [DBRow] = []
+        let fieldCount = PQnfields(result)
+        let names = (0..<fieldCount).map { String(cString: PQfname(result, $0)) }
+        for row in 0..<PQntuples(result) {
+            var values: [String: DBValue] = [:]
+            for field in 0..<fieldCount {
+                let name = names[Int(field)]
+                if PQgetisnull(result, row, field) == 1 {
+                    values[name] = .null
+                    continue
+                }
+                let text = String(cString: PQgetvalue(result, row, field))
+                switch PQftype(result, field) {
+                case 20, 21, 23: values[name] = Int64(text).map(DBValue.int) ?? .text(text)  // int8, int2, int4
+                case 700, 701: values[name] = Double(text).map(DBValue.double) ?? .text(text)  // float4, float8
+                case 1700: values[name] = Int64(text).map(DBValue.int) ?? Double(text).map(DBValue.double) ?? .text(text)  // numeric
+                case 16: values[name] = .int(text == "t" ? 1 : 0)  // bool
+                case 17: values[name] = .blob(Self.decodeByteaHex(text))  // bytea
+                default: values[name] = .text(text)
+                }
+            }
+            rows.append(DBRow(values: values))
+        }
+        return rows
+    }
+
+    /// bytea in text output: `\x` followed by hex digits.
+    static func decodeByteaHex(_ text: String) -> Data {
+        var bytes = [UInt8]()
+        var utf8 = Array(text.utf8)
+        if utf8.starts(with: [UInt8(ascii: "\\"), UInt8(ascii: "x")]) { utf8.removeFirst(2) }
+        bytes.reserveCapacity(utf8.count / 2)
+        func nibble(_ c: UInt8) -> UInt8 {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return 0
+            }
+        }
+        var index = 0
+        while index + 1 < utf8.count {
+            bytes.append(nibble(utf8[index]) << 4 | nibble(utf8[index + 1]))
+            index += 2
+        }
+        return Data(bytes)
+    }
+
+    func close() async throws {
+        lock.withLock {
+            guard !closed else { return }
+            closed = true
+            PQfinish(connection)
+        }
+    }
+}

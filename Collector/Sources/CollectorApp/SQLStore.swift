@@ -1,0 +1,688 @@
+import Foundation
+import Logging
+
+/// `CollectorStore` over SQL: SQLite (a file, the default) or PostgreSQL.
+///
+/// One connection per process; every method runs under one async lock, so a transaction's
+/// statements never interleave with another's. SQLite runs in WAL mode with this connection as
+/// the only writer. Several processes may share one PostgreSQL database: an event is stored
+/// under a transaction-scoped advisory lock on its project, so concurrent ingest of the same
+/// stream stores every event once and keeps counts exact. Times are seconds since 1970.
+public final class SQLStore: CollectorStore {
+    private let backend: any SQLBackend
+    private let lock = AsyncLock()
+    private let logger: Logger
+
+    /// Opens (creating when missing) the SQLite database at `path`; `":memory:"` opens a private
+    /// in-memory database. Call `migrate()` before use.
+    public static func openSQLite(path: String, logger: Logger) async throws -> SQLStore {
+        SQLStore(backend: try await SQLiteBackend.open(path: path, logger: logger), logger: logger)
+    }
+
+    /// Connects to PostgreSQL (`postgres://user:password@host:port/database`). Call `migrate()` before use.
+    public static func openPostgres(url: String, logger: Logger) async throws -> SQLStore {
+        SQLStore(backend: try await PostgresBackend.connect(url: url), logger: logger)
+    }
+
+    init(backend: any SQLBackend, logger: Logger) {
+        self.backend = backend
+        self.logger = logger
+    }
+
+    /// Which database this store writes to ("sqlite" or "postgres").
+    public var databaseKind: String { backend.dialect == .sqlite ? "sqlite" : "postgres" }
+
+    public func close() async throws { try await backend.close() }
+
+    // MARK: Helpers
+
+    private func query(_ sql: String, _ binds: [DBValue] = []) async throws -> [DBRow] {
+        try await backend.query(sql, binds)
+    }
+
+    private func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await lock.withLock(body)
+    }
+
+    private func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await lock.withLock {
+            _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
+            do {
+                let result = try await body()
+                _ = try await query("COMMIT")
+                return result
+            } catch {
+                _ = try? await query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    private static func text(_ value: String?) -> DBValue { value.map { .text($0) } ?? .null }
+    private static func time(_ date: Date) -> DBValue { .double(date.timeIntervalSince1970) }
+    private static func blob(_ data: Data) -> DBValue { .blob(data) }
+    private static func int(_ value: Int64) -> DBValue { .int(value) }
+    private static func int(_ value: Int) -> DBValue { .int(Int64(value)) }
+
+    // MARK: Migrations
+
+    /// Schema versions in order; a migration is never edited once released, only followed by a new one.
+    static let migrations: [(version: Int, statements: [String])] = [
+        (1, [
+            """
+            CREATE TABLE projects (
+                id {serial}, name TEXT NOT NULL, public_key TEXT NOT NULL UNIQUE,
+                config_signing_key {blob} NOT NULL, created_at {real} NOT NULL)
+            """,
+            """
+            CREATE TABLE issues (
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id),
+                fingerprint_hash TEXT NOT NULL, grouping_algorithm TEXT NOT NULL, title TEXT NOT NULL,
+                culprit TEXT NOT NULL, level TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'unresolved',
+                resolved_in_release TEXT, first_seen {real} NOT NULL, last_seen {real} NOT NULL,
+                first_release TEXT, last_release TEXT, event_count {int} NOT NULL DEFAULT 0,
+                user_count {int} NOT NULL DEFAULT 0, UNIQUE (project_id, fingerprint_hash))
+            """,
+            """
+            CREATE TABLE events (
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id),
+                event_id TEXT NOT NULL, issue_id {int} NOT NULL REFERENCES issues(id), received {real} NOT NULL,
+                timestamp {real} NOT NULL, level TEXT NOT NULL, platform TEXT, release TEXT, environment TEXT,
+                user_key TEXT, incident_guard TEXT, payload {blob} NOT NULL,
+                payload_encoding TEXT NOT NULL DEFAULT 'identity', UNIQUE (project_id, event_id))
+            """,
+            "CREATE INDEX events_issue ON events (issue_id, received)",
+            "CREATE INDEX events_received ON events (received)",
+            """
+            CREATE VIEW incidents AS
+                SELECT project_id, event_id, issue_id, incident_guard AS guard_name, release, received
+                FROM events WHERE incident_guard IS NOT NULL
+            """,
+            """
+            CREATE TABLE issue_users (
+                issue_id {int} NOT NULL REFERENCES issues(id), user_key TEXT NOT NULL,
+                PRIMARY KEY (issue_id, user_key)){without_rowid}
+            """,
+            """
+            CREATE TABLE issue_releases (
+                issue_id {int} NOT NULL REFERENCES issues(id), release TEXT NOT NULL,
+                event_count {int} NOT NULL, first_seen {real} NOT NULL, last_seen {real} NOT NULL,
+                PRIMARY KEY (issue_id, release)){without_rowid}
+            """,
+            """
+            CREATE TABLE sessions (
+                project_id {int} NOT NULL REFERENCES projects(id), sid TEXT NOT NULL, distinct_id TEXT,
+                seq {int} NOT NULL, started {real} NOT NULL, last_update {real} NOT NULL, status TEXT NOT NULL,
+                errors {int} NOT NULL, release TEXT NOT NULL, environment TEXT, received {real} NOT NULL,
+                PRIMARY KEY (project_id, sid))
+            """,
+            """
+            CREATE TABLE session_aggregates (
+                project_id {int} NOT NULL REFERENCES projects(id), release TEXT NOT NULL,
+                environment TEXT NOT NULL, bucket {real} NOT NULL, exited {int} NOT NULL,
+                errored {int} NOT NULL, abnormal {int} NOT NULL, crashed {int} NOT NULL,
+                PRIMARY KEY (project_id, release, environment, bucket))
+            """,
+            """
+            CREATE TABLE attachments (
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id),
+                event_id TEXT, filename TEXT NOT NULL, content_type TEXT, attachment_type TEXT,
+                size {int} NOT NULL, data {blob} NOT NULL, received {real} NOT NULL)
+            """,
+            """
+            CREATE TABLE client_reports (
+                project_id {int} NOT NULL REFERENCES projects(id), reason TEXT NOT NULL, category TEXT NOT NULL,
+                quantity {int} NOT NULL, last_received {real} NOT NULL,
+                PRIMARY KEY (project_id, reason, category))
+            """,
+            """
+            CREATE TABLE sdk_configs (
+                project_id {int} NOT NULL REFERENCES projects(id), version {int} NOT NULL,
+                document {blob} NOT NULL, signature TEXT, created_at {real} NOT NULL, restored_from {int},
+                PRIMARY KEY (project_id, version))
+            """,
+            """
+            CREATE TABLE accounts (
+                id {serial}, email TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
+                is_admin {int} NOT NULL DEFAULT 0, created_at {real} NOT NULL)
+            """,
+            """
+            CREATE TABLE api_tokens (
+                token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, account_id {int} REFERENCES accounts(id),
+                created_at {real} NOT NULL)
+            """,
+        ]),
+        (2, [
+            """
+            CREATE TABLE web_sessions (
+                token_hash TEXT PRIMARY KEY, account_id {int} NOT NULL REFERENCES accounts(id),
+                csrf_token TEXT NOT NULL, expires_at {real} NOT NULL)
+            """,
+        ]),
+    ]
+
+    static func typed(_ statement: String, for dialect: SQLDialect) -> String {
+        let types: [String: String] = dialect == .sqlite
+            ? ["{serial}": "INTEGER PRIMARY KEY AUTOINCREMENT", "{int}": "INTEGER", "{real}": "REAL", "{blob}": "BLOB", "{without_rowid}": " WITHOUT ROWID"]
+            : ["{serial}": "BIGSERIAL PRIMARY KEY", "{int}": "BIGINT", "{real}": "DOUBLE PRECISION", "{blob}": "BYTEA", "{without_rowid}": ""]
+        return types.reduce(statement) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
+    }
+
+    /// Key of the PostgreSQL advisory lock that keeps two collectors from migrating at once.
+    static let migrationLockKey: Int64 = 0x4353_4d49_4752  // "CSMIGR"
+
+    public func migrate() async throws {
+        try await serialized {
+            let postgres = backend.dialect == .postgres
+            if postgres { _ = try await query("SELECT pg_advisory_lock(?)", [.int(Self.migrationLockKey)]) }
+            do {
+                try await applyMigrations(postgres: postgres)
+            } catch {
+                if postgres { _ = try? await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)]) }
+                throw error
+            }
+            if postgres { _ = try await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)]) }
+        }
+    }
+
+    private func applyMigrations(postgres: Bool) async throws {
+        _ = try await query(Self.typed("CREATE TABLE IF NOT EXISTS schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: backend.dialect))
+        let applied = Set(try await query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
+        for migration in Self.migrations where !applied.contains(Int64(migration.version)) {
+            _ = try await query(postgres ? "BEGIN" : "BEGIN IMMEDIATE")
+            do {
+                for statement in migration.statements { _ = try await query(Self.typed(statement, for: backend.dialect)) }
+                _ = try await query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                                    [Self.int(migration.version), Self.time(Date())])
+                _ = try await query("COMMIT")
+                logger.info("migration applied", metadata: ["version": "\(migration.version)", "database": "\(databaseKind)"])
+            } catch {
+                _ = try? await query("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    public func appliedMigrations() async throws -> [Int] {
+        try await serialized {
+            try await query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version").map { Int($0) } }
+        }
+    }
+
+    // MARK: Projects
+
+    private static func project(_ row: DBRow) -> Project? {
+        guard let id = row.int("id"), let name = row.string("name"),
+              let key = row.string("public_key"), let created = row.double("created_at"),
+              let signing = row.data("config_signing_key"),
+              let publicKey = try? CryptoSupport.ed25519PublicKey(privateKey: signing)
+        else { return nil }
+        return Project(id: Int64(id), name: name, publicKey: key, createdAt: Date(timeIntervalSince1970: created),
+                       configSigningPublicKey: publicKey.base64EncodedString())
+    }
+
+    public func createProject(name: String) async throws -> Project {
+        let key = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let signing = CryptoSupport.newEd25519PrivateKey()
+        return try await serialized {
+            let rows = try await query(
+                "INSERT INTO projects (name, public_key, config_signing_key, created_at) VALUES (?, ?, ?, ?) RETURNING *",
+                [.text(name), .text(key), Self.blob(signing), Self.time(Date())])
+            guard let row = rows.first, let project = Self.project(row) else { throw CollectorError.storage("project insert returned no row") }
+            return project
+        }
+    }
+
+    public func projects() async throws -> [Project] {
+        try await serialized { try await query("SELECT * FROM projects ORDER BY id").compactMap(Self.project) }
+    }
+
+    public func project(id: Int64) async throws -> Project? {
+        try await serialized { try await query("SELECT * FROM projects WHERE id = ?", [Self.int(id)]).first.flatMap(Self.project) }
+    }
+
+    public func configSigningKey(projectID: Int64) async throws -> Data? {
+        try await serialized {
+            try await query("SELECT config_signing_key FROM projects WHERE id = ?", [Self.int(projectID)])
+                .first?.data("config_signing_key")
+        }
+    }
+
+    // MARK: Events and issues
+
+    /// Whether an event in `release` reopens an issue resolved in `resolvedIn`.
+    /// `resolved`: unless the event's release is older than the one resolved in.
+    /// `resolved_in_next_release`: only when the event's release is newer.
+    static func regresses(status: IssueStatus, resolvedIn: String?, eventRelease: String?) -> Bool {
+        switch status {
+        case .resolved:
+            guard let resolvedIn, let eventRelease else { return true }
+            return ReleaseOrder.compare(eventRelease, resolvedIn) != .orderedAscending
+        case .resolvedInNextRelease:
+            guard let resolvedIn else { return true }
+            guard let eventRelease else { return false }
+            return ReleaseOrder.isNewer(eventRelease, than: resolvedIn)
+        case .unresolved, .ignored, .regressed:
+            return false
+        }
+    }
+
+    public func insertEvent(_ event: EventRecord) async throws -> EventInsertOutcome {
+        try await transaction {
+            let project = Self.int(event.projectID)
+            if backend.dialect == .postgres {
+                // Another collector process may be storing an event of this project right now.
+                _ = try await query("SELECT pg_advisory_xact_lock(?)", [project])
+            }
+            let existing = try await query("SELECT 1 FROM events WHERE project_id = ? AND event_id = ?", [project, .text(event.eventID)])
+            if !existing.isEmpty { return .duplicate }
+
+            let issueRows = try await query(
+                "SELECT id, status, resolved_in_release, last_release FROM issues WHERE project_id = ? AND fingerprint_hash = ?",
+                [project, .text(event.grouping.hash)])
+            let issueID: Int64
+            var newIssue = false
+            var regressed = false
+            if let row = issueRows.first, let id = row.int("id") {
+                issueID = Int64(id)
+                let status = IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved
+                regressed = Self.regresses(status: status, resolvedIn: row.string("resolved_in_release"), eventRelease: event.release)
+                let lastRelease = row.string("last_release")
+                let newLast: String? = {
+                    guard let release = event.release else { return lastRelease }
+                    guard let lastRelease else { return release }
+                    return ReleaseOrder.isNewer(release, than: lastRelease) ? release : lastRelease
+                }()
+                _ = try await query(
+                    """
+                    UPDATE issues SET event_count = event_count + 1,
+                        last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END, last_release = ?,
+                        status = CASE WHEN ? = 1 THEN 'regressed' ELSE status END,
+                        resolved_in_release = CASE WHEN ? = 1 THEN NULL ELSE resolved_in_release END
+                    WHERE id = ?
+                    """,
+                    [Self.time(event.received), Self.time(event.received), Self.text(newLast), Self.int(regressed ? 1 : 0), Self.int(regressed ? 1 : 0), Self.int(id)])
+            } else {
+                let rows = try await query(
+                    """
+                    INSERT INTO issues (project_id, fingerprint_hash, grouping_algorithm, title, culprit, level, first_seen,
+                        last_seen, first_release, last_release, event_count)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING id
+                    """,
+                    [project, .text(event.grouping.hash), .text(event.grouping.algorithm), .text(event.grouping.title),
+                     .text(event.grouping.culprit), .text(event.level), Self.time(event.received), Self.time(event.received),
+                     Self.text(event.release), Self.text(event.release)])
+                guard let id = rows.first?.int("id") else { throw CollectorError.storage("issue insert returned no id") }
+                issueID = Int64(id)
+                newIssue = true
+            }
+            let issue = Self.int(issueID)
+            _ = try await query(
+                """
+                INSERT INTO events (project_id, event_id, issue_id, received, timestamp, level, platform, release,
+                    environment, user_key, incident_guard, payload)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [project, .text(event.eventID), issue, Self.time(event.received), Self.time(event.timestamp), .text(event.level),
+                 Self.text(event.platform), Self.text(event.release), Self.text(event.environment), Self.text(event.userKey),
+                 Self.text(event.incidentGuard), Self.blob(event.payload)])
+            if let user = event.userKey {
+                let inserted = try await query(
+                    "INSERT INTO issue_users (issue_id, user_key) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1 AS added",
+                    [issue, .text(user)])
+                if !inserted.isEmpty {
+                    _ = try await query("UPDATE issues SET user_count = user_count + 1 WHERE id = ?", [issue])
+                }
+            }
+            if let release = event.release {
+                _ = try await query(
+                    """
+                    INSERT INTO issue_releases (issue_id, release, event_count, first_seen, last_seen) VALUES (?, ?, 1, ?, ?)
+                    ON CONFLICT (issue_id, release) DO UPDATE SET event_count = issue_releases.event_count + 1,
+                        last_seen = CASE WHEN issue_releases.last_seen > excluded.last_seen
+                            THEN issue_releases.last_seen ELSE excluded.last_seen END
+                    """,
+                    [issue, .text(release), Self.time(event.received), Self.time(event.received)])
+            }
+            return .stored(issueID: issueID, newIssue: newIssue, regressed: regressed)
+        }
+    }
+
+    private static func issue(_ row: DBRow) -> Issue? {
+        guard let id = row.int("id"), let project = row.int("project_id"),
+              let hash = row.string("fingerprint_hash"), let first = row.double("first_seen"),
+              let last = row.double("last_seen")
+        else { return nil }
+        return Issue(
+            id: Int64(id), projectID: Int64(project), fingerprintHash: hash,
+            groupingAlgorithm: row.string("grouping_algorithm") ?? "",
+            title: row.string("title") ?? "", culprit: row.string("culprit") ?? "",
+            level: row.string("level") ?? "error",
+            status: IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved,
+            resolvedInRelease: row.string("resolved_in_release"),
+            firstSeen: Date(timeIntervalSince1970: first), lastSeen: Date(timeIntervalSince1970: last),
+            firstRelease: row.string("first_release"), lastRelease: row.string("last_release"),
+            eventCount: Int64(row.int("event_count") ?? 0), userCount: Int64(row.int("user_count") ?? 0))
+    }
+
+    public func issues(projectID: Int64) async throws -> [Issue] {
+        try await serialized {
+            try await query("SELECT * FROM issues WHERE project_id = ? ORDER BY last_seen DESC", [Self.int(projectID)]).compactMap(Self.issue)
+        }
+    }
+
+    public func issue(id: Int64) async throws -> Issue? {
+        try await serialized { try await query("SELECT * FROM issues WHERE id = ?", [Self.int(id)]).first.flatMap(Self.issue) }
+    }
+
+    public func setIssueStatus(id: Int64, _ status: IssueStatus) async throws -> Issue? {
+        try await transaction {
+            let resolving = status == .resolved || status == .resolvedInNextRelease
+            _ = try await query(
+                "UPDATE issues SET status = ?, resolved_in_release = CASE WHEN ? = 1 THEN last_release ELSE NULL END WHERE id = ?",
+                [.text(status.rawValue), Self.int(resolving ? 1 : 0), Self.int(id)])
+            return try await query("SELECT * FROM issues WHERE id = ?", [Self.int(id)]).first.flatMap(Self.issue)
+        }
+    }
+
+    public func events(issueID: Int64, limit: Int) async throws -> [EventSummary] {
+        try await serialized {
+            try await query(
+                """
+                SELECT event_id, issue_id, received, timestamp, level, release, environment, platform FROM events
+                WHERE issue_id = ? ORDER BY received DESC, id DESC LIMIT ?
+                """, [Self.int(issueID), Self.int(limit)]
+            ).compactMap { row in
+                guard let id = row.string("event_id"), let issue = row.int("issue_id"),
+                      let received = row.double("received"), let timestamp = row.double("timestamp")
+                else { return nil }
+                return EventSummary(eventID: id, issueID: Int64(issue), received: Date(timeIntervalSince1970: received),
+                                    timestamp: Date(timeIntervalSince1970: timestamp), level: row.string("level") ?? "",
+                                    release: row.string("release"), environment: row.string("environment"),
+                                    platform: row.string("platform"))
+            }
+        }
+    }
+
+    public func eventPayload(projectID: Int64, eventID: String) async throws -> Data? {
+        try await serialized {
+            try await query("SELECT payload FROM events WHERE project_id = ? AND event_id = ?", [Self.int(projectID), .text(eventID)])
+                .first?.data("payload")
+        }
+    }
+
+    // MARK: Sessions, attachments, client reports
+
+    public func recordSession(projectID: Int64, _ update: SessionUpdate) async throws {
+        try await serialized {
+            // A terminal state (exited, crashed, abnormal) is final; an update older than the
+            // stored one (lower seq) is ignored.
+            _ = try await query(
+                """
+                INSERT INTO sessions (project_id, sid, distinct_id, seq, started, last_update, status, errors, release,
+                    environment, received)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (project_id, sid) DO UPDATE SET status = excluded.status, seq = excluded.seq,
+                    errors = CASE WHEN sessions.errors > excluded.errors THEN sessions.errors ELSE excluded.errors END, last_update = excluded.last_update,
+                    distinct_id = coalesce(excluded.distinct_id, sessions.distinct_id), received = excluded.received
+                WHERE sessions.status NOT IN ('exited', 'crashed', 'abnormal') AND excluded.seq >= sessions.seq
+                """,
+                [Self.int(projectID), .text(update.sessionID), Self.text(update.distinctID), Self.int(update.sequence),
+                 Self.time(update.started), Self.time(update.timestamp), .text(update.status), Self.int(update.errors),
+                 .text(update.release), Self.text(update.environment), Self.time(Date())])
+        }
+    }
+
+    public func recordSessionAggregates(projectID: Int64, _ aggregates: [SessionAggregate]) async throws {
+        try await transaction {
+            for aggregate in aggregates {
+                let bucket = (aggregate.started.timeIntervalSince1970 / 3600).rounded(.down) * 3600
+                _ = try await query(
+                    """
+                    INSERT INTO session_aggregates (project_id, release, environment, bucket, exited, errored, abnormal, crashed)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (project_id, release, environment, bucket) DO UPDATE SET
+                        exited = session_aggregates.exited + excluded.exited, errored = session_aggregates.errored + excluded.errored,
+                        abnormal = session_aggregates.abnormal + excluded.abnormal, crashed = session_aggregates.crashed + excluded.crashed
+                    """,
+                    [Self.int(projectID), .text(aggregate.release), .text(aggregate.environment ?? ""), .double(bucket),
+                     Self.int(aggregate.exited), Self.int(aggregate.errored), Self.int(aggregate.abnormal),
+                     Self.int(aggregate.crashed)])
+            }
+        }
+    }
+
+    public func storeAttachment(projectID: Int64, eventID: String?, filename: String, contentType: String?,
+                                attachmentType: String?, data: Data, received: Date) async throws {
+        try await serialized {
+            _ = try await query(
+                """
+                INSERT INTO attachments (project_id, event_id, filename, content_type, attachment_type, size, data, received)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [Self.int(projectID), Self.text(eventID), .text(filename), Self.text(contentType), Self.text(attachmentType),
+                 Self.int(data.count), Self.blob(data), Self.time(received)])
+        }
+    }
+
+    public func recordClientReport(projectID: Int64, _ discarded: [DiscardedCount], received: Date) async throws {
+        try await transaction {
+            for entry in discarded {
+                _ = try await query(
+                    """
+                    INSERT INTO client_reports (project_id, reason, category, quantity, last_received) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (project_id, reason, category) DO UPDATE SET quantity = client_reports.quantity + excluded.quantity,
+                        last_received = excluded.last_received
+                    """,
+                    [Self.int(projectID), .text(entry.reason), .text(entry.category), Self.int(entry.quantity), Self.time(received)])
+            }
+        }
+    }
+
+    public func attachmentCount(projectID: Int64) async throws -> Int64 {
+        try await serialized {
+            Int64(try await query("SELECT count(*) AS n FROM attachments WHERE project_id = ?", [Self.int(projectID)]).first?.int("n") ?? 0)
+        }
+    }
+
+    public func discardedTotal(projectID: Int64) async throws -> Int64 {
+        try await serialized {
+            Int64(try await query("SELECT coalesce(sum(quantity), 0) AS n FROM client_reports WHERE project_id = ?",
+                                  [Self.int(projectID)]).first?.int("n") ?? 0)
+        }
+    }
+
+    public func releaseHealth(projectID: Int64) async throws -> [ReleaseHealth] {
+        try await serialized {
+            let project = Self.int(projectID)
+            var byRelease: [String: ReleaseHealth] = [:]
+            for row in try await query(
+                """
+                SELECT release, count(*) AS sessions,
+                    sum(CASE WHEN status = 'crashed' THEN 1 ELSE 0 END) AS crashed,
+                    sum(CASE WHEN status = 'abnormal' THEN 1 ELSE 0 END) AS abnormal,
+                    sum(CASE WHEN status NOT IN ('crashed', 'abnormal') AND (errors > 0 OR status = 'errored') THEN 1 ELSE 0 END) AS errored,
+                    count(DISTINCT distinct_id) AS users,
+                    count(DISTINCT CASE WHEN status = 'crashed' THEN distinct_id END) AS crashed_users
+                FROM sessions WHERE project_id = ? GROUP BY release
+                """, [project])
+            {
+                guard let release = row.string("release") else { continue }
+                func n(_ key: String) -> Int64 { row.int(key) ?? 0 }
+                byRelease[release] = ReleaseHealth(release: release, sessions: n("sessions"), crashedSessions: n("crashed"),
+                                                   abnormalSessions: n("abnormal"), erroredSessions: n("errored"),
+                                                   users: n("users"), crashedUsers: n("crashed_users"))
+            }
+            for row in try await query(
+                """
+                SELECT release, sum(exited + errored + abnormal + crashed) AS sessions, sum(crashed) AS crashed,
+                    sum(abnormal) AS abnormal, sum(errored) AS errored
+                FROM session_aggregates WHERE project_id = ? GROUP BY release
+                """, [project])
+            {
+                guard let release = row.string("release") else { continue }
+                func n(_ key: String) -> Int64 { row.int(key) ?? 0 }
+                let base = byRelease[release]
+                byRelease[release] = ReleaseHealth(
+                    release: release, sessions: (base?.sessions ?? 0) + n("sessions"),
+                    crashedSessions: (base?.crashedSessions ?? 0) + n("crashed"),
+                    abnormalSessions: (base?.abnormalSessions ?? 0) + n("abnormal"),
+                    erroredSessions: (base?.erroredSessions ?? 0) + n("errored"),
+                    users: base?.users ?? 0, crashedUsers: base?.crashedUsers ?? 0)
+            }
+            return byRelease.values.sorted { ReleaseOrder.isNewer($0.release, than: $1.release) }
+        }
+    }
+
+    public func incidents(projectID: Int64) async throws -> [IncidentCount] {
+        try await serialized {
+            try await query(
+                """
+                SELECT guard_name, release, count(*) AS n, max(received) AS last_seen FROM incidents
+                WHERE project_id = ? GROUP BY guard_name, release ORDER BY n DESC, guard_name
+                """, [Self.int(projectID)]
+            ).compactMap { row in
+                guard let name = row.string("guard_name"), let last = row.double("last_seen") else { return nil }
+                return IncidentCount(guardName: name, release: row.string("release"),
+                                     count: Int64(row.int("n") ?? 0), lastSeen: Date(timeIntervalSince1970: last))
+            }
+        }
+    }
+
+    // MARK: SDK configuration
+
+    private static func sdkConfig(_ row: DBRow) -> SDKConfigVersion? {
+        guard let project = row.int("project_id"), let version = row.int("version"),
+              let document = row.data("document"), let created = row.double("created_at")
+        else { return nil }
+        return SDKConfigVersion(projectID: Int64(project), version: Int64(version), document: document,
+                                signature: row.string("signature"), createdAt: Date(timeIntervalSince1970: created),
+                                restoredFrom: row.int("restored_from"))
+    }
+
+    public func insertSDKConfig(_ config: SDKConfigVersion) async throws {
+        try await transaction {
+            let newest = try await query("SELECT max(version) AS v FROM sdk_configs WHERE project_id = ?", [Self.int(config.projectID)])
+                .first?.int("v")
+            if let newest, Int64(newest) >= config.version {
+                throw CollectorError.conflict("sdk_config.version_conflict", "version \(config.version) is not above the stored version \(newest)")
+            }
+            _ = try await query(
+                "INSERT INTO sdk_configs (project_id, version, document, signature, created_at, restored_from) VALUES (?, ?, ?, ?, ?, ?)",
+                [Self.int(config.projectID), Self.int(config.version), Self.blob(config.document), Self.text(config.signature),
+                 Self.time(config.createdAt), config.restoredFrom.map { Self.int($0) } ?? .null])
+        }
+    }
+
+    public func activeSDKConfig(projectID: Int64) async throws -> SDKConfigVersion? {
+        try await serialized {
+            try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC LIMIT 1", [Self.int(projectID)])
+                .first.flatMap(Self.sdkConfig)
+        }
+    }
+
+    public func sdkConfigHistory(projectID: Int64) async throws -> [SDKConfigVersion] {
+        try await serialized {
+            try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC", [Self.int(projectID)])
+                .compactMap(Self.sdkConfig)
+        }
+    }
+
+    public func sdkConfig(projectID: Int64, version: Int64) async throws -> SDKConfigVersion? {
+        try await serialized {
+            try await query("SELECT * FROM sdk_configs WHERE project_id = ? AND version = ?", [Self.int(projectID), Self.int(version)])
+                .first.flatMap(Self.sdkConfig)
+        }
+    }
+
+    // MARK: API tokens
+
+    public func insertAPIToken(name: String, tokenHash: String, created: Date) async throws {
+        try await serialized {
+            _ = try await query("INSERT INTO api_tokens (token_hash, name, created_at) VALUES (?, ?, ?)",
+                                [.text(tokenHash), .text(name), Self.time(created)])
+        }
+    }
+
+    public func apiTokenExists(tokenHash: String) async throws -> Bool {
+        try await serialized { !(try await query("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(tokenHash)]).isEmpty) }
+    }
+
+    public func apiTokenCount() async throws -> Int64 {
+        try await serialized { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.int("n") ?? 0) }
+    }
+
+    // MARK: Benchmark
+
+    /// The database's own insert rate for comparison: `rows` rows (an id and `payload`) into a
+    /// scratch table, one transaction per row, like one event per ingest request. The table is
+    /// dropped afterwards.
+    func rawInsertBenchmark(rows: Int, payload: Data) async throws {
+        _ = try await serialized { try await query(Self.typed("CREATE TABLE bench_raw (id {int} PRIMARY KEY, payload {blob} NOT NULL)", for: backend.dialect)) }
+        for row in 0..<rows {
+            _ = try await transaction { try await query("INSERT INTO bench_raw (id, payload) VALUES (?, ?)", [Self.int(row), .blob(payload)]) }
+        }
+        _ = try await serialized { try await query("DROP TABLE bench_raw") }
+    }
+
+    // MARK: Accounts and dashboard sessions
+
+    public func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64 {
+        try await serialized {
+            let rows = try await query(
+                "INSERT INTO accounts (email, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?) RETURNING id",
+                [.text(email), .text(passwordHash), Self.int(isAdmin ? 1 : 0), Self.time(Date())])
+            guard let id = rows.first?.int("id") else { throw CollectorError.storage("account insert returned no id") }
+            return id
+        }
+    }
+
+    public func account(email: String) async throws -> (id: Int64, passwordHash: String)? {
+        try await serialized {
+            guard let row = try await query("SELECT id, password_hash FROM accounts WHERE email = ?", [.text(email)]).first,
+                  let id = row.int("id"), let hash = row.string("password_hash")
+            else { return nil }
+            return (id, hash)
+        }
+    }
+
+    public func accountCount() async throws -> Int64 {
+        try await serialized { try await query("SELECT count(*) AS n FROM accounts").first?.int("n") ?? 0 }
+    }
+
+    public func insertWebSession(tokenHash: String, accountID: Int64, csrfToken: String, expires: Date) async throws {
+        try await serialized {
+            _ = try await query("INSERT INTO web_sessions (token_hash, account_id, csrf_token, expires_at) VALUES (?, ?, ?, ?)",
+                                [.text(tokenHash), Self.int(accountID), .text(csrfToken), Self.time(expires)])
+        }
+    }
+
+    public func webSession(tokenHash: String, now: Date) async throws -> (email: String, csrfToken: String)? {
+        try await serialized {
+            guard let row = try await query(
+                """
+                SELECT accounts.email AS email, web_sessions.csrf_token AS csrf FROM web_sessions
+                JOIN accounts ON accounts.id = web_sessions.account_id WHERE token_hash = ? AND expires_at > ?
+                """, [.text(tokenHash), Self.time(now)]).first,
+                  let email = row.string("email"), let csrf = row.string("csrf")
+            else { return nil }
+            return (email, csrf)
+        }
+    }
+
+    public func deleteWebSession(tokenHash: String) async throws {
+        try await serialized { _ = try await query("DELETE FROM web_sessions WHERE token_hash = ?", [.text(tokenHash)]) }
+    }
+
+    // MARK: Retention
+
+    public func deleteData(receivedBefore cutoff: Date) async throws -> Int64 {
+        try await transaction {
+            let time = Self.time(cutoff)
+            let deleted = try await query("DELETE FROM events WHERE received < ? RETURNING 1 AS gone", [time]).count
+            _ = try await query("DELETE FROM attachments WHERE received < ?", [time])
+            _ = try await query("DELETE FROM sessions WHERE received < ?", [time])
+            return Int64(deleted)
+        }
+    }
+}

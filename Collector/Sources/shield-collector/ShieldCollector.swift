@@ -1,0 +1,111 @@
+import ArgumentParser
+import CollectorApp
+import Foundation
+import Hummingbird
+import Logging
+
+@main
+struct ShieldCollector: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shield-collector",
+        abstract: "The CrashShield collector: receives crash reports and prevented crashes from Sentry SDKs, serves remote switches.",
+        subcommands: [Serve.self, Prune.self, Bench.self])
+}
+
+struct StorageOptions: ParsableArguments {
+    @Option(help: "A SQLite file path, or postgres://user:password@host:port/database. Default: <data-dir>/collector.sqlite.")
+    var database: String?
+
+    @Option(help: "Directory for the collector's files.")
+    var dataDir: String = "collector-data"
+
+    var resolvedDatabase: CollectorConfiguration.Database {
+        .init(argument: database ?? (dataDir as NSString).appendingPathComponent("collector.sqlite"))
+    }
+}
+
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func makeLogger() -> Logger {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = KeyValueLogHandler(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        var logger = Logger(label: "shield-collector")
+        logger.logLevel = level
+        return logger
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the collector. On an empty database it creates a first project and an API token and prints them.")
+
+    @Option(help: "Address to listen on.") var host: String = "127.0.0.1"
+    @Option(help: "Port to listen on (0: any free port).") var port: Int = 8000
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var logging: LoggingOptions
+    @Option(help: "Delete events older than this many days (checked hourly; issue counts stay).") var retentionDays: Int?
+    @Option(help: "Ingest requests per second per project after the burst.") var rateLimit: Double = 200
+    @Option(help: "Ingest requests a project may send at once.") var rateLimitBurst: Int = 400
+    @Option(help: "The URL clients use to reach the collector (for printed DSNs).") var publicUrl: String?
+
+    func run() async throws {
+        let logger = logging.makeLogger()
+        var configuration = CollectorConfiguration(database: storage.resolvedDatabase, dataDirectory: storage.dataDir)
+        configuration.host = host
+        configuration.port = port
+        configuration.retentionDays = retentionDays
+        configuration.rateLimitPerSecond = rateLimit
+        configuration.rateLimitBurst = rateLimitBurst
+        configuration.publicURL = publicUrl
+        configuration.initialAPIToken = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_API_TOKEN"]
+        configuration.initialAdminPassword = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
+        let app = try await buildApplication(configuration, logger: logger) { ready in
+            var lines = ["shield-collector listening on \(ready.url)"]
+            if let dsn = ready.firstProjectDSN { lines.append("first project DSN: \(dsn)") }
+            if let token = ready.createdAPIToken { lines.append("API token (shown once): \(token)") }
+            if let password = ready.createdAdminPassword { lines.append("dashboard: \(ready.url)/ user admin, password (shown once): \(password)") }
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        }
+        try await app.runService()
+    }
+}
+
+struct Prune: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete events, attachments and sessions older than N days (issue counts stay), then exit.")
+
+    @OptionGroup var storage: StorageOptions
+    @OptionGroup var logging: LoggingOptions
+    @Option(help: "Keep this many days.") var olderThanDays: Int
+
+    func run() async throws {
+        let logger = logging.makeLogger()
+        let deleted = try await pruneData(database: storage.resolvedDatabase, olderThanDays: olderThanDays, logger: logger)
+        print("deleted \(deleted) events older than \(olderThanDays) days")
+    }
+}
+
+struct Bench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure ingest throughput of realistic crash envelopes against the database's raw insert rate (a report, not a test).")
+
+    @Option(help: "A SQLite file path (created; must not exist) or postgres://... naming an empty database. Default: a new file in the temporary directory.")
+    var database: String?
+    @Option(help: "Envelopes to ingest.") var events: Int = 5000
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        var logger = logging.makeLogger()
+        logger.logLevel = .warning
+        let target = CollectorConfiguration.Database(argument: database ?? NSTemporaryDirectory() + "collector-bench-\(UUID().uuidString).sqlite")
+        let report = try await runIngestBenchmark(database: target, events: events, logger: logger)
+        print(report.description)
+        if case .sqlite(let path) = target, database == nil {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+    }
+}

@@ -1,0 +1,34 @@
+@testable import CollectorApp
+import CrashShieldProtocol
+import Foundation
+import Testing
+
+@Suite("Collector JSON reader")
+struct FastJSONTests {
+    @Test func readsWhatFoundationReads() throws {
+        let documents = [
+            #"{"a":1,"b":-2.5,"c":"x\"y\\z\/\n\t\u00e9\ud83d\udca5","d":[true,false,null,[],{}],"e":2.5,"f":12345678901234}"#,
+            #"  [ 0 , -0 , 1.0E-2 , "" ]  "#,
+            Fixtures.exceptionEvent().jsonData().description.isEmpty ? "" : String(decoding: Fixtures.exceptionEvent().jsonData(), as: UTF8.self),
+        ]
+        for document in documents {
+            let fast = try FastJSON.parse(Data(document.utf8))
+            let foundation = try JSONValue.parse(Data(document.utf8))
+            #expect(fast == foundation, "\(document)")
+        }
+        #expect(try FastJSON.parse(Data(#""\ud83d\udca5""#.utf8)) == .string("\u{1F4A5}"))
+        #expect(try FastJSON.parse(Data("9007199254740993".utf8)) == .int(9_007_199_254_740_993))
+        #expect(try FastJSON.parse(Data("1e3".utf8)).intValue == 1000)  // an exponent makes a double; its value is still integral
+    }
+
+    @Test func refusesWhatIsNotJSON() {
+        let bad: [[UInt8]] = [
+            [], Array("{".utf8), Array("[1,]".utf8), Array("{\"a\" 1}".utf8), Array("01".utf8), Array("1.".utf8), Array("tru".utf8),
+            Array("\"\\x\"".utf8), Array("\"\\ud800\"".utf8), Array("\"a\nb\"".utf8), [0x22, 0xFF, 0x22], Array("1 2".utf8),
+            Array("// c\n1".utf8), Array(String(repeating: "[", count: 300).utf8) + Array(String(repeating: "]", count: 300).utf8),
+        ]
+        for bytes in bad {
+            #expect(throws: FastJSON.Failure.self, "\(String(decoding: bytes, as: UTF8.self))") { try FastJSON.parse(Data(bytes)) }
+        }
+    }
+}

@@ -1,0 +1,114 @@
+@testable import CollectorApp
+import CrashShieldProtocol
+import Foundation
+import Logging
+import Testing
+
+@Suite("Collector storage")
+struct StoreTests {
+    static func record(project: Int64, id: String = Fixtures.eventID(), release: String? = "1.0") throws -> EventRecord {
+        let json = Fixtures.exceptionEvent(id: id, release: release)
+        return try EventRecord.extract(projectID: project, payload: json.jsonData(), json: json, fallbackEventID: nil, received: Date())
+    }
+
+    @Test func migrationsApplyOnceAndDataSurvivesReopening() async throws {
+        let fresh = try await TestDatabase.fresh()
+        let first = try await TestDatabase.open(fresh.database)
+        #expect(first.databaseKind == (TestDatabase.isPostgres ? "postgres" : "sqlite"))
+        try await first.migrate()
+        try await first.migrate()
+        #expect(try await first.appliedMigrations() == SQLStore.migrations.map(\.version))
+        let project = try await first.createProject(name: "p")
+        let id = Fixtures.eventID()
+        #expect(try await first.insertEvent(Self.record(project: project.id, id: id)) != .duplicate)
+        try await first.close()
+
+        let second = try await TestDatabase.open(fresh.database)
+        try await second.migrate()
+        #expect(try await second.projects().map(\.publicKey) == [project.publicKey])
+        #expect(try await second.eventPayload(projectID: project.id, eventID: id) != nil)
+        #expect(try await second.insertEvent(Self.record(project: project.id, id: id)) == .duplicate)
+        try await second.close()
+        await fresh.drop()
+    }
+
+    /// Two connections stand for two collector processes sharing one database.
+    @Test func twoWritersIngestingTheSameStreamStoreEveryEventOnceWithExactCounts() async throws {
+        let fresh = try await TestDatabase.fresh()
+        let first = try await TestDatabase.open(fresh.database)
+        try await first.migrate()
+        let second = try await TestDatabase.open(fresh.database)
+        try await second.migrate()
+        let project = try await first.createProject(name: "p")
+        let ids = (0..<40).map { _ in Fixtures.eventID() }
+        let users = ["a", "b", "c"]
+        let outcomes = try await withThrowingTaskGroup(of: EventInsertOutcome.self) { group in
+            for (index, id) in ids.enumerated() {
+                for store in [first, second] {  // every event through both writers, concurrently
+                    group.addTask {
+                        let json = Fixtures.exceptionEvent(id: id, release: "1.\(index % 4)", user: users[index % 3])
+                        let record = try EventRecord.extract(projectID: project.id, payload: json.jsonData(), json: json,
+                                                             fallbackEventID: nil, received: Date())
+                        return try await store.insertEvent(record)
+                    }
+                }
+            }
+            return try await group.reduce(into: [EventInsertOutcome]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == .duplicate }.count == 40)
+        let issues = try await second.issues(projectID: project.id)
+        #expect(issues.count == 1)
+        #expect(issues.first?.eventCount == 40)
+        #expect(issues.first?.userCount == 3)
+        #expect(issues.first?.lastRelease == "1.3")
+        #expect(try await first.events(issueID: try #require(issues.first?.id), limit: 100).count == 40)
+        try await first.close()
+        try await second.close()
+        await fresh.drop()
+    }
+
+    @Test func retentionDeletesOldEventsAndKeepsIssueCounts() async throws {
+        let fresh = try await TestDatabase.fresh()
+        let store = try await TestDatabase.open(fresh.database)
+        try await store.migrate()
+        let project = try await store.createProject(name: "p")
+        let json = Fixtures.exceptionEvent()
+        let old = try EventRecord.extract(projectID: project.id, payload: json.jsonData(), json: json, fallbackEventID: nil,
+                                          received: Date().addingTimeInterval(-10 * 86_400))
+        _ = try await store.insertEvent(old)
+        _ = try await store.insertEvent(Self.record(project: project.id))
+        #expect(try await store.deleteData(receivedBefore: Date().addingTimeInterval(-86_400)) == 1)
+        let issue = try #require(try await store.issues(projectID: project.id).first)
+        #expect(issue.eventCount == 2)
+        #expect(try await store.events(issueID: issue.id, limit: 10).count == 1)
+        try await store.close()
+        await fresh.drop()
+    }
+
+    @Test func inflaterAcceptsRawDeflateAndRefusesGarbage() throws {
+        let text = Array(String(repeating: "envelope ", count: 100).utf8)
+        let zlibWrapped = Fixtures.compress(text, gzip: false)
+        // Raw deflate: the zlib stream without its 2-byte header and 4-byte checksum.
+        let raw = Array(zlibWrapped.dropFirst(2).dropLast(4))
+        let inflater = try Inflater(format: .deflate, limit: 10_000)
+        try inflater.feed(Array(raw.prefix(5)))
+        try inflater.feed(Array(raw.dropFirst(5)))
+        #expect(try inflater.finish() == text)
+
+        let garbage = try Inflater(format: .gzip, limit: 10_000)
+        #expect(throws: CollectorError.self) {
+            try garbage.feed(Array("definitely not gzip".utf8))
+            _ = try garbage.finish()
+        }
+        let small = try Inflater(format: .gzip, limit: 100)
+        #expect(throws: CollectorError.self) { try small.feed(Fixtures.compress(text, gzip: true)) }
+    }
+
+    @Test func sentryAuthHeaderParsing() {
+        #expect(SentryAuth.key(fromHeader: "Sentry sentry_version=7, sentry_client=x/1, sentry_key=abc") == "abc")
+        #expect(SentryAuth.key(fromHeader: "sentry_key=\"def\",sentry_version=7") == "def")
+        #expect(SentryAuth.key(fromHeader: "Sentry sentry_version=7") == nil)
+        #expect(SentryAuth.normalizedKey("0123456789ABCDEF-0123456789abcdef") == "0123456789abcdef0123456789abcdef")
+        #expect(SentryAuth.normalizedKey("short") == nil)
+    }
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The collector's tests: builds the package, runs its Swift tests on SQLite and again on a
+# throw-away PostgreSQL (scripts/postgres.sh), then, for each database, sends events and a session
+# from Sentry's own Python SDK (sentry-sdk from PyPI, in Collector/.build/venv) to a collector on
+# 127.0.0.1 and checks through the API that they were stored and grouped; finally two collectors
+# on one PostgreSQL ingest the same stream concurrently.
+# Prints "N passed, M failed" and exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export SWIFT_BACKTRACE=enable=no
+passed=0
+failed=0
+pass() { echo "PASS: $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+pg_dir=""
+servers=()
+data=""
+cleanup() {
+    for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+    [ -n "$pg_dir" ] && scripts/postgres.sh stop "$pg_dir"
+    [ -n "$data" ] && rm -rf "$data"
+}
+finish() {
+    cleanup
+    pg_dir=""
+    data=""
+    servers=()
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+trap cleanup EXIT
+
+# The collector links the system's zlib, OpenSSL libcrypto and libpq (Debian: zlib1g-dev,
+# libssl-dev, libpq-dev); the PostgreSQL runs need Debian's postgresql server.
+if ! pkg-config --exists zlib libcrypto libpq || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    apt-get install -y zlib1g-dev libssl-dev libpq-dev postgresql || { fail "install zlib1g-dev libssl-dev libpq-dev postgresql"; finish; }
+fi
+
+echo "== build =="
+if ! swift build --build-tests; then fail "swift build"; finish; fi
+bin="$(swift build --show-bin-path)/shield-collector"
+
+run_swift_tests() {  # $1: label
+    local log status tests
+    log="$(mktemp)"
+    swift test --skip-build 2>&1 | tee "$log" | grep -E "✘|Test run"
+    status=${PIPESTATUS[0]}
+    # Swift Testing's summary: "Test run with N tests in M suites passed/failed ...".
+    tests=$(grep -Eo 'Test run with [0-9]+ test' "$log" | tail -1 | grep -Eo '[0-9]+' || echo 0)
+    if [ "$status" -eq 0 ] && [ "${tests:-0}" -gt 0 ]; then pass "swift test on $1 ($tests tests)"; else fail "swift test on $1 (exit $status)"; fi
+    rm -f "$log"
+}
+
+echo "== swift test (SQLite) =="
+run_swift_tests SQLite
+
+echo "== PostgreSQL =="
+if pg="$(scripts/postgres.sh start)"; then
+    pg_dir="${pg%% *}"
+    pg_url="${pg#* }"
+    pass "PostgreSQL started: $pg_url"
+    echo "== swift test (PostgreSQL) =="
+    COLLECTOR_TEST_POSTGRES_URL="$pg_url" run_swift_tests PostgreSQL
+else
+    fail "PostgreSQL start"
+fi
+
+echo "== sentry-sdk (Python) =="
+venv=.build/venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sentry_sdk' 2>/dev/null; then
+    python3 -m venv "$venv" && "$venv/bin/pip" install --quiet 'sentry-sdk>=2,<3' || { fail "install sentry-sdk"; finish; }
+fi
+data="$(mktemp -d)"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+token="test-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+
+start_collector() {  # $1: name, then serve options; sets started_url, started_dsn, started_pid
+    local name="$1"; shift
+    local port; port=$(free_port)
+    SHIELD_COLLECTOR_API_TOKEN="$token" "$bin" serve --host 127.0.0.1 --port "$port" "$@" \
+        >"$data/$name.out" 2>"$data/$name.err" &
+    started_pid=$!
+    servers+=("$started_pid")
+    started_url="http://127.0.0.1:$port"
+    started_dsn=""
+    for _ in $(seq 1 150); do
+        grep -q '^shield-collector listening' "$data/$name.out" 2>/dev/null && break
+        kill -0 "$started_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    started_dsn=$(sed -n 's/^first project DSN: //p' "$data/$name.out")
+    grep -q '^shield-collector listening' "$data/$name.out" 2>/dev/null
+}
+
+stop_collector() {  # $1: pid, $2: label
+    kill -TERM "$1"
+    if wait "$1"; then pass "$2: graceful shutdown on SIGTERM"; else fail "$2: graceful shutdown on SIGTERM"; fi
+    local kept=()
+    for pid in "${servers[@]}"; do [ "$pid" != "$1" ] && kept+=("$pid"); done
+    servers=("${kept[@]+"${kept[@]}"}")
+}
+
+sentry_sdk_against() {  # $1: label, then serve options
+    local label="$1"; shift
+    if ! start_collector "$label" "$@"; then fail "$label: collector start"; tail -5 "$data/$label.err"; return; fi
+    if "$venv/bin/python" scripts/sentry_sdk_client.py "$started_dsn" "$started_url" "$token"; then
+        pass "$label: sentry-sdk events, message and session stored and grouped"
+    else
+        fail "$label: sentry-sdk events, message and session stored and grouped"
+        tail -20 "$data/$label.err"
+    fi
+    stop_collector "$started_pid" "$label"
+}
+
+sentry_sdk_against sqlite --data-dir "$data/sqlite"
+
+echo "== kill -9 during ingest (SQLite) =="
+if start_collector kill9 --data-dir "$data/kill9" --rate-limit 100000 --rate-limit-burst 100000; then
+    if python3 scripts/kill9_ingest.py send "$started_dsn" "$started_url" "$started_pid" "$data/acked.json"; then
+        wait "$started_pid" 2>/dev/null
+        servers=()
+        if start_collector kill9-restart --data-dir "$data/kill9"; then
+            if python3 scripts/kill9_ingest.py verify "$started_url" 1 "$token" "$data/acked.json"; then
+                pass "kill -9 during ingest: the database opens and every acknowledged event is stored"
+            else
+                fail "kill -9 during ingest: acknowledged events lost"
+            fi
+            stop_collector "$started_pid" kill9-restart
+        else
+            fail "kill -9 during ingest: the collector does not start again"; tail -5 "$data/kill9-restart.err"
+        fi
+    else
+        fail "kill -9 during ingest: sending"
+    fi
+else
+    fail "kill -9 during ingest: collector start"
+fi
+if [ -n "$pg_dir" ]; then
+    psql "$pg_url" -qc "CREATE DATABASE collector_sdk" && \
+        sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"
+
+    echo "== two collectors on one PostgreSQL =="
+    psql "$pg_url" -qc "CREATE DATABASE collector_shared"
+    shared="${pg_url%/*}/collector_shared"
+    if start_collector shared-a --data-dir "$data/a" --database "$shared" --rate-limit 100000 --rate-limit-burst 100000; then
+        url_a="$started_url"; dsn_a="$started_dsn"; pid_a="$started_pid"
+        if start_collector shared-b --data-dir "$data/b" --database "$shared" --rate-limit 100000 --rate-limit-burst 100000; then
+            url_b="$started_url"; pid_b="$started_pid"
+            if python3 scripts/two_collectors.py "$dsn_a" "$url_a" "$url_b" "$token"; then
+                pass "two collectors on one PostgreSQL: every event stored once, counts exact"
+            else
+                fail "two collectors on one PostgreSQL: every event stored once, counts exact"
+            fi
+            stop_collector "$pid_b" shared-b
+        else
+            fail "second collector on the shared PostgreSQL"; tail -5 "$data/shared-b.err"
+        fi
+        stop_collector "$pid_a" shared-a
+    else
+        fail "first collector on the shared PostgreSQL"; tail -5 "$data/shared-a.err"
+    fi
+fi
+finish
