@@ -10,11 +10,14 @@ public struct CrashShieldOptions: Sendable {
     public var policies: [GuardID: GuardPolicy] = [:]
 
     /// Class-name prefixes a misuse's receiver must match (itself or a superclass) to be guarded.
-    /// Empty means every class. Default: empty.
+    /// A misuse on any other receiver keeps its original behaviour, with no incident. Empty means
+    /// every class. The list never switches a guard off: each guard still passes its canary and
+    /// stays active. Default: empty.
     public var allowedClassPrefixes: [String] = []
 
     /// Class-name prefixes whose misuses are left alone (the original behaviour happens, no
-    /// incident). Checked against the receiver's class and its superclasses. Default: empty.
+    /// incident). Checked against the receiver's class and its superclasses; wins over
+    /// `allowedClassPrefixes`. The list never switches a guard off. Default: empty.
     public var deniedClassPrefixes: [String] = []
 
     /// Prefixes of your own (or third-party) class names whose own implementations of guarded

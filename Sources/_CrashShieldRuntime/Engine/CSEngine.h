@@ -106,7 +106,9 @@ typedef enum {
     CS_CLASS_NOT_ALLOW_LISTED = 3, /**< allow prefixes are set and none matches */
 } cs_class_listing;
 
-/** The filters' verdict for `cls` (or its superclasses). Lock-free; cheap without filters. */
+/** The filters' verdict for `cls` (or its superclasses). Lock-free; cheap without filters.
+ *  CS_CLASS_UNLISTED on a thread while it runs a canary: filters never decide whether a guard
+ *  passes its canary, only which of the app's misuses are guarded. */
 cs_class_listing cs_guard_class_listing(Class cls);
 
 /** Records a misuse like cs_guard_misuse() but without consulting the class filters: for a
@@ -115,6 +117,11 @@ BOOL cs_guard_record(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void 
                      uint8_t argc, uint64_t a0, uint64_t a1);
 
 /* ---- canary helpers: used inside a guard's canary function ------------------------------- */
+
+/** YES while this thread runs a guard's canary. A guard whose mechanism depends on app
+ *  configuration (lists of classes, budgets) uses it to give its canary's scratch objects the
+ *  configuration the canary needs, whatever the app configured. */
+BOOL cs_canary_running(void);
 
 /** Hits recorded on this thread since the canary started. */
 uint64_t cs_canary_hits(void);

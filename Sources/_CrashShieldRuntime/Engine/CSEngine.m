@@ -14,6 +14,8 @@
  *   (policies still off), then runs the canaries in registry order: no canary can initialise a
  *   class (GNUstep copies methods at +initialize) between discovery and the hooks.
  * - More in-scope owners than slots never fail a guard: the extra owners are skipped and listed.
+ * - Class filters decide which misuses are guarded, never whether a guard passes its canary: they
+ *   do not apply on the thread running a canary (t_running_canary), and only there.
  */
 #import "CSEngine.h"
 #import "../Backend/CSBackend.h"
@@ -71,9 +73,21 @@ static BOOL cs_has_prefix(const char *name, char *const *prefixes, size_t count)
     return NO;
 }
 
+/* YES on a thread while it runs a guard's canary (cs_run_canary). The class filters decide which
+ * of the app's misuses are guarded, never whether a guard works: the canary's own misuses (on
+ * Foundation classes and the guards' scratch classes) are unlisted for them. Thread-local, so
+ * other threads calling guarded methods during a start, and filters changed meanwhile, see the
+ * filters exactly as configured. */
+static __thread BOOL t_running_canary;
+
+BOOL cs_canary_running(void) {
+    return t_running_canary;
+}
+
 cs_class_listing cs_guard_class_listing(Class cls) {
     cs_class_filters *filters = CS_ATOMIC_LOAD(&g_filters);
     if (filters == NULL || (filters->allow_count == 0 && filters->deny_count == 0)) return CS_CLASS_UNLISTED;
+    if (t_running_canary) return CS_CLASS_UNLISTED;
     cs_class_listing listing = CS_CLASS_UNLISTED;
     for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
         const char *name = class_getName(c);
@@ -266,7 +280,9 @@ static void cs_canary_body(void *context) {
 static const char *cs_run_canary(const char *(*canary)(void)) {
     cs_canary_run run = {.canary = canary, .failure = NULL};
     t_canary_step = NULL;
+    t_running_canary = YES;
     id exception = cs_objc_try(cs_canary_body, &run);
+    t_running_canary = NO;
     const char *step = t_canary_step;
     t_canary_step = NULL;
     if (exception != nil) return step ? step : "canary threw outside its steps";

@@ -36,8 +36,8 @@
  *   go, not at the first fire after its other owners did: a timer that is never invalidated (the
  *   leak itself) is not reported. The proxy is not autoreleased, so it goes with the timer's
  *   reference. The policy a timer was created under stays with it.
- * - The canary's own target class is always held weakly (the canary checks the mechanism, not
- *   the app's list).
+ * - The canary's own target class is always held weakly, and while the canary runs on its
+ *   thread no other class is (the canary checks the mechanism, not the app's list).
  * - Limitation: weakness is exact when the timer fires on the thread that releases the target
  *   (the usual run-loop case). A target released on another thread while its timer is firing
  *   races exactly as a plain unretained pointer would.
@@ -229,13 +229,17 @@ void cs_timer_configure_weak_targets(const char *const *class_names, size_t coun
     free(old);
 }
 
-/* YES when `object` is an instance of a weak-target class (or a subclass) below NSObject. */
+/* YES when `object` is an instance of a weak-target class (or a subclass) below NSObject. On the
+ * thread running the canary only the canary's own class counts (g_weak_classes[0]): the app's list
+ * may name a superclass of the canary's strong-target poller (NSObject, say), and what the app
+ * names must not decide whether the guard passes its canary. */
 static BOOL cs_timer_target_is_weak(id object) {
     BOOL below_root = NO, named = NO;
     pthread_mutex_lock(&g_weak_lock);
+    size_t count = cs_canary_running() && g_weak_class_count > 0 ? 1 : g_weak_class_count;
     for (Class c = object_getClass(object); c != Nil && !(below_root && named); c = class_getSuperclass(c)) {
         if (c == g_root_class) below_root = YES;
-        for (size_t i = 0; i < g_weak_class_count && !named; i++)
+        for (size_t i = 0; i < count && !named; i++)
             if (c == g_weak_classes[i]) named = YES;
     }
     pthread_mutex_unlock(&g_weak_lock);

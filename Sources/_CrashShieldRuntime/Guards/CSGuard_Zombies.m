@@ -78,6 +78,13 @@ typedef struct {
 static cs_zombie_rules *g_rules; /* CS_ATOMIC_* access; NULL: zombify nothing */
 static uintptr_t g_verdicts[kVerdictCache];
 static Class g_zombie_class;
+/* The canary's zombie: kept outside the FIFO, its budget and the app's rules (a budget smaller
+ * than one zombie, or rules that deny every class, must not fail the canary), so the app's
+ * configuration is never swapped out meanwhile. Under g_lock; NULL outside the canary. */
+static cs_zombie *g_canary_zombie;
+static Class g_canary_victim_class;
+/* Non-zero while the canary runs: lets the keeper past its no-rules fast path. CS_ATOMIC_*. */
+static int g_canary_keeping;
 static BOOL g_hook_acquired;
 
 static inline size_t cs_zombie_bucket(CS_UNRETAINED id object) {
@@ -89,6 +96,7 @@ static inline size_t cs_zombie_bucket(CS_UNRETAINED id object) {
 
 /* Caller holds g_lock. */
 static cs_zombie *cs_zombie_find_locked(CS_UNRETAINED id object) {
+    if (g_canary_zombie && g_canary_zombie->object == object) return g_canary_zombie;
     for (cs_zombie *z = g_buckets[cs_zombie_bucket(object)]; z; z = z->chain)
         if (z->object == object) return z;
     return NULL;
@@ -148,12 +156,17 @@ static BOOL cs_zombie_verdict(Class cls, cs_zombie_rules *rules) {
     return wanted;
 }
 
-/* The dealloc hook's keeper. `object` is deallocating: never retained (ARC would otherwise). */
+/* The dealloc hook's keeper. `object` is deallocating: never retained (ARC would otherwise). On
+ * the thread running the canary only the canary's victim is kept (as g_canary_zombie), whatever
+ * the app's rules say; every other thread follows the app's rules meanwhile. */
 static BOOL cs_zombie_keep(CS_UNRETAINED id object) {
     cs_zombie_rules *rules = CS_ATOMIC_LOAD(&g_rules);
-    if (CS_LIKELY(rules == NULL) || !cs_guard_is_on(G)) return NO;
+    if (CS_LIKELY(rules == NULL) && CS_LIKELY(CS_ATOMIC_LOAD_RELAXED(&g_canary_keeping) == 0)) return NO;
+    if (!cs_guard_is_on(G)) return NO;
     Class cls = object_getClass(object);
-    if (cls == g_zombie_class || !cs_zombie_verdict(cls, rules)) return NO;
+    if (cls == g_zombie_class) return NO;
+    BOOL for_canary = cs_canary_running();
+    if (for_canary ? cls != g_canary_victim_class : (rules == NULL || !cs_zombie_verdict(cls, rules))) return NO;
     size_t bytes = class_getInstanceSize(cls) + sizeof(void *); /* + GNUstep's refcount header */
     cs_zombie *z = malloc(sizeof *z);
     if (z == NULL) return NO;
@@ -167,6 +180,14 @@ static BOOL cs_zombie_keep(CS_UNRETAINED id object) {
     z->bytes = bytes + sizeof(cs_zombie);
     z->newer = NULL;
     object_setClass(object, g_zombie_class);
+    if (for_canary) {
+        z->older = NULL;
+        z->chain = NULL;
+        pthread_mutex_lock(&g_lock);
+        g_canary_zombie = z;
+        pthread_mutex_unlock(&g_lock);
+        return YES;
+    }
     cs_zombie *evicted = NULL, **tail = &evicted;
     pthread_mutex_lock(&g_lock);
     z->older = g_newest;
@@ -324,8 +345,9 @@ void cs_zombie_reset_peak(void) {
 
 #pragma mark - Install
 
-/* Canary: a scratch object of a class made for it is zombified, a message to it is answered
- * with 0 and recorded; a plain object is freed normally (nothing recorded). */
+/* Canary: a scratch object of a class made for it is zombified (outside the app's rules and
+ * budget: see g_canary_zombie), a message to it is answered with 0 and recorded; a plain object
+ * is freed normally (nothing recorded). */
 @interface CSZombieCanaryVictim : NSObject
 - (long)cs_value;
 @end
@@ -336,10 +358,8 @@ void cs_zombie_reset_peak(void) {
 @end
 
 static const char *cs_zombies_canary(void) {
-    cs_zombie_rules *saved = CS_ATOMIC_LOAD(&g_rules);
-    static char *names[] = {"CSZombieCanaryVictim"};
-    static cs_zombie_rules canary_rules = {names, 1, NULL, 0, NULL, 0};
-    CS_ATOMIC_STORE(&g_rules, &canary_rules);
+    g_canary_victim_class = [CSZombieCanaryVictim class];
+    CS_ATOMIC_STORE(&g_canary_keeping, 1);
     /* The canary keeps the address past the last release: an unretained pointer (the zombie). */
     CS_UNRETAINED CSZombieCanaryVictim *victim;
     {
@@ -347,8 +367,12 @@ static const char *cs_zombies_canary(void) {
         victim = owner;
         CS_RELEASE(owner); /* ARC: released at the end of this scope */
     }
-    CS_ATOMIC_STORE(&g_rules, saved);
-    for (size_t i = 0; i < kVerdictCache; i++) CS_ATOMIC_STORE(&g_verdicts[i], (uintptr_t)0);
+    CS_ATOMIC_STORE(&g_canary_keeping, 0);
+    pthread_mutex_lock(&g_lock);
+    cs_zombie *mine = g_canary_zombie;
+    pthread_mutex_unlock(&g_lock);
+    /* Not kept: the victim was freed, so it is not touched again. */
+    if (mine == NULL || mine->object != victim) return "an opted-in instance was not kept as a zombie";
     const char *failure = NULL;
     if (object_getClass(victim) != g_zombie_class) failure = "an opted-in instance was not kept as a zombie";
     else {
@@ -356,23 +380,11 @@ static const char *cs_zombies_canary(void) {
         long value = [victim cs_value];
         if (value != 0 || cs_canary_hits() == before) failure = "a message to a zombie was not intercepted";
     }
-    /* Free the canary's zombie at once (it is the newest). */
-    cs_zombie *mine = NULL;
+    /* Free the canary's zombie at once. */
     pthread_mutex_lock(&g_lock);
-    cs_zombie *z = cs_zombie_find_locked(victim);
-    if (z && z == g_newest) {
-        g_newest = z->older;
-        if (g_newest) g_newest->newer = NULL;
-        else g_oldest = NULL;
-        cs_zombie **link = &g_buckets[cs_zombie_bucket(victim)];
-        while (*link && *link != z) link = &(*link)->chain;
-        if (*link) *link = z->chain;
-        g_count--;
-        CS_ATOMIC_STORE(&g_bytes, g_bytes - z->bytes);
-        z->newer = NULL;
-        mine = z;
-    }
+    g_canary_zombie = NULL;
     pthread_mutex_unlock(&g_lock);
+    mine->newer = NULL;
     cs_zombie_free_list(mine);
     if (failure) return failure;
     NSObject *plain = [[NSObject alloc] init];

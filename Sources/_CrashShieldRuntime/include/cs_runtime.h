@@ -58,7 +58,8 @@ typedef struct {
     const cs_guard_policy_entry *policies; /**< per-guard policies; unlisted guards: neutralize */
     size_t policy_count;
     /** Class-name prefixes. A misuse whose receiver's class (or any superclass) matches a deny
-     *  prefix is left alone; when allow prefixes are given, one of them must match. */
+     *  prefix is left alone; when allow prefixes are given, one of them must match. They decide
+     *  which misuses are guarded, never whether a guard passes its canary. */
     const char *const *allow_class_prefixes;
     size_t allow_count;
     const char *const *deny_class_prefixes;
