@@ -34,6 +34,7 @@ public func buildApplication(
     }
     var firstProject: Project?
     var createdToken: String?
+    var createdAdminPassword: String?
     do {
         try await store.migrate()
         firstProject = try await store.projects().first
@@ -48,6 +49,7 @@ public func buildApplication(
             if configuration.initialAPIToken == nil { createdToken = token }
             logger.info("api token created", metadata: ["name": "initial"])
         }
+        createdAdminPassword = try await DashboardRoutes.bootstrapAccounts(store: store, configuration: configuration, logger: logger)
     } catch {
         try? await store.close()
         throw error
@@ -63,6 +65,7 @@ public func buildApplication(
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestLogMiddleware(logger: logger))
     routes.register(on: router)
+    DashboardRoutes.make(store: store, configuration: configuration, logger: logger)?.register(on: router)
 
     var services: [any Service] = [StoreCloser(store: store, logger: logger)]
     if let days = configuration.retentionDays {
@@ -70,6 +73,7 @@ public func buildApplication(
     }
     let project = firstProject
     let tokenToShow = createdToken
+    let passwordToShow = createdAdminPassword
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
@@ -78,7 +82,8 @@ public func buildApplication(
             let port = channel.localAddress?.port ?? configuration.port
             let url = configuration.publicURL ?? "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
             logger.info("collector listening", metadata: ["url": "\(url)"])
-            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow))
+            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow,
+                                     createdAdminPassword: passwordToShow))
         },
         logger: logger)
 }

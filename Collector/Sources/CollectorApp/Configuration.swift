@@ -41,6 +41,11 @@ public struct CollectorConfiguration: Sendable {
     public var createFirstProject: Bool = true
     /// The URL clients reach the collector at, for the DSNs it prints (nil: `http://host:port`).
     public var publicURL: String?
+    /// On a database with no dashboard account: the `admin` account's password (nil or empty: a
+    /// random one, reported once through the running callback).
+    public var adminPassword: String?
+    /// How long a dashboard login lasts, in seconds. Default 12 hours.
+    public var sessionLifetime: TimeInterval = 12 * 3600
 
     public init(database: Database, dataDirectory: String) {
         self.database = database
@@ -56,4 +61,6 @@ public struct CollectorReady: Sendable {
     public let firstProjectDSN: String?
     /// An API token created on this start (shown once; only its hash is stored), or nil.
     public let createdAPIToken: String?
+    /// The `admin` account's password when this start created it with a random one (shown once), or nil.
+    public var createdAdminPassword: String? = nil
 }

@@ -37,15 +37,15 @@ public final class SQLiteStore: CollectorStore {
 
     // MARK: Helpers
 
-    private func query(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
+    func query(_ sql: String, _ binds: [SQLiteData] = []) async throws -> [SQLiteRow] {
         try await connection.query(sql, binds)
     }
 
-    private func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await lock.withLock(body)
     }
 
-    private func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await lock.withLock {
             _ = try await query("BEGIN IMMEDIATE")
             do {
@@ -59,8 +59,8 @@ public final class SQLiteStore: CollectorStore {
         }
     }
 
-    private static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }
-    private static func time(_ date: Date) -> SQLiteData { .float(date.timeIntervalSince1970) }
+    static func text(_ value: String?) -> SQLiteData { value.map { .text($0) } ?? .null }
+    static func time(_ date: Date) -> SQLiteData { .float(date.timeIntervalSince1970) }
     private static func blob(_ data: Data) -> SQLiteData { .blob(ByteBuffer(bytes: data)) }
 
     // MARK: Migrations
