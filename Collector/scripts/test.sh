@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The collector's tests: builds the package, runs its Swift tests, then sends events and a session
 # from Sentry's own Python SDK (sentry-sdk from PyPI, in Collector/.build/venv) to a collector
-# running on 127.0.0.1 and checks through the API that they were stored and grouped.
+# running on 127.0.0.1 and checks through the API that they were stored and grouped; finally drives
+# the dashboard in headless Chromium (scripts/browser-test.sh, Selenium; screenshots kept).
 # Prints "N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,8 @@ token="test-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 SHIELD_COLLECTOR_API_TOKEN="$token" "$bin" serve --host 127.0.0.1 --port "$port" --data-dir "$data" \
     >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
-cleanup() { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$data"; }
+# server=0 once it has been stopped: "kill 0" would signal the whole process group.
+cleanup() { if [ "$server" != 0 ]; then kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; fi; rm -rf "$data"; }
 trap cleanup EXIT
 dsn=""
 for _ in $(seq 1 100); do
@@ -71,4 +73,16 @@ fi
 kill -TERM "$server"
 if wait "$server"; then pass "graceful shutdown on SIGTERM"; else fail "graceful shutdown on SIGTERM (exit $?)"; fi
 server=0
+
+echo "== dashboard in headless Chromium (scripts/browser-test.sh) =="
+browser_log="$(mktemp)"
+scripts/browser-test.sh 2>&1 | tee "$browser_log"
+browser_status=${PIPESTATUS[0]}
+browser_counts=$(grep -Eo '^[0-9]+ passed, [0-9]+ failed' "$browser_log" | tail -1)
+if [ "$browser_status" -eq 0 ] && [ -n "$browser_counts" ]; then
+    pass "browser test ($browser_counts; screenshots in Collector/.build/screenshots)"
+else
+    fail "browser test (${browser_counts:-no summary}, exit $browser_status)"
+fi
+rm -f "$browser_log"
 finish

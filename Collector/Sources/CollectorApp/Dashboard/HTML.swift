@@ -122,7 +122,8 @@ enum SVGChart {
             }
         }
         let legend = HTML.join(series.enumerated().map { index, entry in
-            "<li><span class=\"swatch\" style=\"background:\(palette[index % palette.count])\"></span>\(entry.name)</li>"
+            // A class, not a style attribute: the dashboard's Content-Security-Policy allows only its stylesheet.
+            "<li><span class=\"swatch c\(index % palette.count)\"></span>\(entry.name)</li>"
         })
         return """
         <figure class="chart"><svg viewBox="0 0 \(Int(width)) \(Int(height))" role="img" aria-label="\(title)" xmlns="http://www.w3.org/2000/svg">\

@@ -107,5 +107,5 @@ enum DashboardStyle {
     ul.legend { list-style: none; padding: 0; margin: .3rem 0 0; display: flex; gap: .8rem; flex-wrap: wrap; font-size: .85rem; }
     .swatch { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }
     details { margin: .4rem 0; } summary { cursor: pointer; }
-    """
+    """ + SVGChart.palette.enumerated().map { ".swatch.c\($0.offset) { background: \($0.element); }" }.joined(separator: "\n")
 }
