@@ -241,6 +241,25 @@ struct DashboardTests {
         }
     }
 
+    @Test func theRootLeadsToTheProjectsAfterLogin() async throws {
+        try await Self.run { _, browser in
+            #expect(try await browser.get("/").headers["location"]?.hasPrefix("/login") == true)
+            #expect(try await browser.logIn().status == 303)
+            let root = try await browser.get("/")
+            #expect(root.status == 303 && root.headers["location"] == "/projects")
+        }
+    }
+
+    @Test func cookiesAreSecureOnlyWhenAskedFor() async throws {
+        let store = try await Self.memoryStore()
+        let token = String(repeating: "ab", count: 32)
+        let secure = AccountService(store: store, secureCookies: true).sessionCookie(token)
+        #expect(secure == "csc_session=\(token); Path=/; Max-Age=43200; HttpOnly; SameSite=Lax; Secure")
+        #expect(!AccountService(store: store).sessionCookie(token).contains("Secure"))
+        #expect(AccountService(store: store).clearedSessionCookie().contains("csc_session=; Path=/; Max-Age=0"))
+        try await store.close()
+    }
+
     @Test func postsWithoutTheSessionsCSRFTokenOrFromAnotherOriginAreRefused() async throws {
         try await Self.run { harness, browser in
             #expect(try await harness.post(body: Fixtures.envelope(event: Fixtures.exceptionEvent())).status == 200)

@@ -104,12 +104,12 @@ public final class AccountService: Sendable {
     }
 
     /// `Set-Cookie` value for a session token.
-    func sessionCookie(_ token: String) -> String {
+    public func sessionCookie(_ token: String) -> String {
         cookie(Self.sessionCookieName, token, maxAge: Int(sessionLifetime))
     }
 
     /// `Set-Cookie` value that removes the session cookie.
-    func clearedSessionCookie() -> String { cookie(Self.sessionCookieName, "", maxAge: 0) }
+    public func clearedSessionCookie() -> String { cookie(Self.sessionCookieName, "", maxAge: 0) }
 
     func loginCookie(_ value: String) -> String { cookie(Self.loginCookieName, value, maxAge: 3600) }
 

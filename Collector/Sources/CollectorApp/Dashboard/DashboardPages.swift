@@ -96,7 +96,8 @@ extension DashboardRoutes {
                 : "<a href=\"/projects/\(project.id)?status=\(name)\">\(name.replacingOccurrences(of: "_", with: " "))</a>"
         }
         let returnTo = "/projects/\(project.id)?status=\(HTML.urlComponent(filter))"
-        let rows: [HTML] = shown.map { issue in
+        let limit = 500
+        let rows: [HTML] = shown.prefix(limit).map { issue in
             let releases: HTML = issue.firstRelease == issue.lastRelease ? "\(issue.lastRelease)" : "\(issue.firstRelease) → \(issue.lastRelease)"
             return """
             <tr><td><a href="/issues/\(issue.id)">\(issue.title)</a><div class="muted mono">\(issue.culprit)</div></td>\
@@ -105,7 +106,8 @@ extension DashboardRoutes {
             <td>\(Self.statusActions(issue, session: session, returnTo: returnTo))</td></tr>
             """
         }
-        let empty: HTML = rows.isEmpty ? "<p class=\"muted\">No issues here.</p>" : .empty
+        let empty: HTML = rows.isEmpty ? "<p class=\"muted\">No issues here.</p>"
+            : shown.count > limit ? "<p class=\"muted\">The \(limit) most recently seen of \(shown.count) issues.</p>" : .empty
         let body: HTML = """
         <h1>\(project.name): issues</h1><p class="actions">\(HTML.join(filters, separator: " · "))</p>
         <table class="issues"><thead><tr><th>Issue</th><th>Status</th><th class="num">Events</th><th class="num">Users</th><th>First seen</th>\
