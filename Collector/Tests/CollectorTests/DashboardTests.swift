@@ -241,6 +241,17 @@ struct DashboardTests {
         }
     }
 
+    @Test func theLoginPageAnswers429AfterRepeatedFailures() async throws {
+        try await Self.run { _, browser in
+            for _ in 0..<5 { #expect(try await browser.logIn(password: "wrong").status == 401) }
+            let limited = try await browser.logIn()
+            #expect(limited.status == 429)
+            #expect(Int(limited.headers["retry-after"] ?? "") ?? 0 > 0)
+            #expect(limited.text.contains("Too many failed logins"))
+            #expect(browser.cookie("csc_session") == nil)
+        }
+    }
+
     @Test func theRootLeadsToTheProjectsAfterLogin() async throws {
         try await Self.run { _, browser in
             #expect(try await browser.get("/").headers["location"]?.hasPrefix("/login") == true)
@@ -386,17 +397,25 @@ struct DashboardTests {
             let csrf = try #require(Browser.csrfToken(in: page))
             #expect(try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"guards\": {\"timer\": \"off\"}}")]).status == 303)
             #expect(try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"guards\": {\"timer\": \"log\"}}")]).status == 303)
+            // The editor shows the served document without the fields the collector sets, and
+            // saving it as shown (even with a stale version number) publishes the next version.
+            let editor = try await browser.get("/projects/1/config").text
+            let textarea = try #require(editor.range(of: "<textarea").flatMap { start in
+                editor.range(of: "</textarea>").map { String(editor[start.lowerBound..<$0.lowerBound]) } })
+            #expect(textarea.contains("&quot;log&quot;") && !textarea.contains("issued_at") && !textarea.contains("version"))
+            let stale = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"version\": 1, \"guards\": {\"timer\": \"log\"}}")])
+            #expect(stale.status == 303)
             let invalid = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{not json")])
             #expect(invalid.status == 400)
             #expect(invalid.text.contains("{not json"))
             let rolledBack = try await browser.post("/projects/1/config/rollback", form: [("csrf_token", csrf), ("version", "1")])
             #expect(rolledBack.status == 303)
             let history = try await harness.api("/api/0/projects/1/sdk-config").json?.arrayValue ?? []
-            #expect(history.count == 3)
+            #expect(history.count == 4)
             #expect(history.first?["restored_from"]?.intValue == 1)
             #expect(history.first?["document"]?["guards"]?["timer"]?.stringValue == "off")
             let after = try await browser.get("/projects/1/config").text
-            #expect(after.contains("rollback to v1") && after.contains("Served now: <b>v3</b>"))
+            #expect(after.contains("rollback to v1") && after.contains("Served now: <b>v4</b>"))
         }
     }
 }

@@ -275,7 +275,7 @@ extension DashboardRoutes {
     func configPage(_ session: LoginSession, _ project: Project, draft: String?, message: HTML?, status: HTTPResponse.Status = .ok) async throws -> Response {
         let history = try await store.sdkConfigHistory(projectID: project.id)
         let current = history.first
-        let text = draft ?? current.map { Self.prettyJSON($0.document) } ?? "{\n  \"guards\": {}\n}"
+        let text = draft ?? current.map { Self.prettyJSON(Self.editableDocument($0.document)) } ?? "{\n  \"guards\": {}\n}"
         let rows: [HTML] = history.map { version in
             let rollback: HTML = version.version == current?.version ? "<span class=\"muted\">served now</span>" : """
             <form class="inline" method="post" action="/projects/\(project.id)/config/rollback">\(Layout.csrfField(session))\
@@ -301,11 +301,26 @@ extension DashboardRoutes {
             .withStatus(status)
     }
 
+    /// A served document without the fields the collector sets (`version`, `issued_at`), for the editor.
+    static func editableDocument(_ served: Data) -> Data {
+        guard case .object(var members)? = try? JSONValue.parse(served) else { return served }
+        members["version"] = nil
+        members["issued_at"] = nil
+        return JSONValue.object(members).jsonData()
+    }
+
+    /// Publishes the edited document as the next version; `version` and `issued_at` in the text
+    /// are ignored (the collector sets both), so saving the page as shown never conflicts.
     func publishConfig(_ session: LoginSession, _ project: Project, _ form: FormFields) async throws -> Response {
         let text = form["document"] ?? ""
-        let document: JSONValue
+        var document: JSONValue
         do { document = try JSONValue.parse(Data(text.utf8)) } catch {
             return try await configPage(session, project, draft: text, message: "<p class=\"error\" role=\"alert\">The document is not valid JSON.</p>", status: .badRequest)
+        }
+        if case .object(var members) = document {
+            members["version"] = nil
+            members["issued_at"] = nil
+            document = .object(members)
         }
         do {
             let published = try await sdkConfig.publish(projectID: project.id, document: document)
