@@ -362,6 +362,11 @@ struct DashboardTests {
             #expect(launch.contains("reset-caches"))
             let settings = try await browser.get("/projects/1/settings").text
             #expect(settings.contains("\(harness.project.publicKey)@127.0.0.1"))
+            let eventLink = try #require(issue.range(of: "href=\"/projects/1/events/").map { String(issue[$0.upperBound...].prefix(32)) })
+            let raw = try await browser.get("/projects/1/events/\(eventLink)")
+            #expect(raw.status == 200 && raw.headers["content-type"]?.hasPrefix("application/json") == true)
+            #expect(raw.json?["event_id"]?.stringValue == eventLink)
+            #expect(try await browser.get("/projects/1/events/" + String(repeating: "0", count: 32)).status == 404)
             let css = try await browser.get("/static/collector.css")
             #expect(css.status == 200 && css.headers["content-type"]?.hasPrefix("text/css") == true)
             #expect(try await browser.get("/issues/999").status == 404)

@@ -64,6 +64,9 @@ struct DashboardRoutes: Sendable {
         router.post("projects/:id/config/rollback") { request, context in
             await self.action(request, context) { try await self.rollbackConfig($0, try await self.project(context), $1) }
         }
+        router.get("projects/:id/events/:event") { request, context in
+            await self.page(request, context) { _ in try await self.eventJSON(try await self.project(context), context.parameters.get("event") ?? "") }
+        }
         router.get("issues/:id") { request, context in
             await self.page(request, context) { try await self.issuePage($0, try await self.issue(context)) }
         }
@@ -182,6 +185,18 @@ struct DashboardRoutes: Sendable {
         } catch {
             return errorPage(error)
         }
+    }
+
+    /// An event's JSON exactly as received, as a download-safe `application/json` document
+    /// (`nosniff`, a CSP that allows nothing), so the browser never renders it as HTML.
+    func eventJSON(_ project: Project, _ eventID: String) async throws -> Response {
+        guard let payload = try await store.eventPayload(projectID: project.id, eventID: eventID.lowercased()) else {
+            throw CollectorError.notFound("event.unknown", "no such event")
+        }
+        return Response(status: .ok, headers: [
+            .contentType: "application/json; charset=utf-8", .contentSecurityPolicy: "default-src 'none'; sandbox",
+            HTTPField.Name("X-Content-Type-Options")!: "nosniff", .cacheControl: "no-store",
+        ], body: .init(byteBuffer: ByteBuffer(bytes: payload)))
     }
 
     // MARK: Helpers

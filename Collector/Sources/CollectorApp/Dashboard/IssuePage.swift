@@ -148,7 +148,7 @@ extension DashboardRoutes {
         """
         let eventRows: [HTML] = events.prefix(50).map { event in
             let s = event.summary
-            return "<tr><td class=\"mono\">\(s.eventID)</td><td>\(Layout.time(s.received))</td><td>\(s.level)</td><td>\(s.release)</td><td>\(s.environment)</td></tr>"
+            return "<tr><td class=\"mono\"><a href=\"/projects/\(issue.projectID)/events/\(s.eventID)\">\(s.eventID)</a></td><td>\(Layout.time(s.received))</td><td>\(s.level)</td><td>\(s.release)</td><td>\(s.environment)</td></tr>"
         }
         let body: HTML = """
         <h1>\(issue.title)</h1><p class="mono muted">\(issue.culprit)</p>
