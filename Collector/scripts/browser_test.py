@@ -7,6 +7,7 @@ Prints PASS/FAIL lines and "N passed, M failed"; exits non-zero on any failure.
 """
 import os
 import sys
+import traceback
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -36,14 +37,15 @@ for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "-
     options.add_argument(argument)
 options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
 driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_page_load_timeout(30)
+driver.set_page_load_timeout(60)
 
 
 def click_and_wait(element):
     """Clicks a submit button or link and waits until the next page has replaced this one."""
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 20).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def console_errors():
@@ -127,7 +129,8 @@ try:
     driver.get(base + "/projects")
     check("after logging out the dashboard asks for a login again", "/login" in driver.current_url, driver.current_url)
 except Exception as error:  # a missing element or a timeout is a failure, not a crash of the runner
-    check("browser session", False, repr(error))
+    traceback.print_exc()
+    check("browser session", False, f"{error!r} at {driver.current_url}")
     driver.save_screenshot(os.path.join(shots, "99-failure.png"))
 finally:
     driver.quit()

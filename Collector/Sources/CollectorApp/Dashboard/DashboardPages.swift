@@ -205,7 +205,8 @@ extension DashboardRoutes {
         let total = counts.reduce(Int64(0)) { $0 + $1.count }
         let chart: HTML = series.isEmpty ? "<p class=\"muted\">No prevented crashes in the last 14 days.</p>"
             : SVGChart.lines(title: "Prevented crashes per day (UTC), by guard", labels: days.map(SVGChart.dayLabel), series: series,
-                             yMin: 0, yMax: max(1, peak), format: { String(Int($0.rounded())) })
+                             // A multiple of 4 so that the five grid lines fall on whole counts.
+                             yMin: 0, yMax: max(4, (peak / 4).rounded(.up) * 4), format: { String(Int($0.rounded())) })
         let body: HTML = """
         <h1>\(project.name): prevented crashes</h1>
         <p class="muted">Incidents: events with level warning, a handled exception mechanism and a guard name (tag <code>guard</code> or <code>mechanism.data.guard</code>).</p>

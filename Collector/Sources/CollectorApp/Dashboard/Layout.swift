@@ -100,7 +100,7 @@ enum DashboardStyle {
     .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .6rem .9rem; min-width: 9rem; }
     .card b { display: block; font-size: 1.3rem; }
     .grid2 { display: grid; grid-template-columns: repeat(auto-fit, minmax(280px, 1fr)); gap: 1rem; }
-    figure.chart { margin: .5rem 0 1rem; background: #fff; border: 1px solid var(--line); padding: .5rem; }
+    figure.chart { margin: .5rem 0 1rem; background: #fff; border: 1px solid var(--line); padding: .5rem; max-width: 860px; }
     figure.chart svg { width: 100%; height: auto; display: block; }
     figure.chart figcaption { font-size: .85rem; color: var(--muted); }
     svg .grid { stroke: #e5e7eb; stroke-width: 1; } svg .axis { fill: #6b7280; font-size: 11px; }
