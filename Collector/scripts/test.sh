@@ -2,8 +2,10 @@
 # The collector's tests: builds the package, runs its Swift tests on SQLite and again on a
 # throw-away PostgreSQL (scripts/postgres.sh), then, for each database, sends events and a session
 # from Sentry's own Python SDK (sentry-sdk from PyPI, in Collector/.build/venv) to a collector on
-# 127.0.0.1 and checks through the API that they were stored and grouped; finally two collectors
-# on one PostgreSQL ingest the same stream concurrently.
+# 127.0.0.1 and checks through the API that they were stored and grouped; kills a collector with
+# SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
+# ingest the same stream concurrently; finally drives the dashboard in headless Chromium
+# (scripts/browser-test.sh, Selenium, on SQLite; screenshots kept in Collector/.build/screenshots).
 # Prints "N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -137,8 +139,11 @@ else
     fail "kill -9 during ingest: collector start"
 fi
 if [ -n "$pg_dir" ]; then
-    psql "$pg_url" -qc "CREATE DATABASE collector_sdk" && \
+    if psql "$pg_url" -qc "CREATE DATABASE collector_sdk"; then
         sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"
+    else
+        fail "postgres: create the sentry-sdk database"
+    fi
 
     echo "== two collectors on one PostgreSQL =="
     psql "$pg_url" -qc "CREATE DATABASE collector_shared"
@@ -161,4 +166,16 @@ if [ -n "$pg_dir" ]; then
         fail "first collector on the shared PostgreSQL"; tail -5 "$data/shared-a.err"
     fi
 fi
+
+echo "== dashboard in headless Chromium (scripts/browser-test.sh) =="
+browser_log="$(mktemp)"
+scripts/browser-test.sh 2>&1 | tee "$browser_log"
+browser_status=${PIPESTATUS[0]}
+browser_counts=$(grep -Eo '^[0-9]+ passed, [0-9]+ failed' "$browser_log" | tail -1)
+if [ "$browser_status" -eq 0 ] && [ -n "$browser_counts" ]; then
+    pass "browser test ($browser_counts; screenshots in Collector/.build/screenshots)"
+else
+    fail "browser test (${browser_counts:-no summary}, exit $browser_status)"
+fi
+rm -f "$browser_log"
 finish
