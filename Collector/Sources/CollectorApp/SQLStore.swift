@@ -161,14 +161,15 @@ public final class SQLStore: CollectorStore {
         ]),
         (3, [
             // Dashboard logins as `AccountStore` keeps them (with their creation time); replaces
-            // version 2's `web_sessions`, which no release used.
+            // version 2's `web_sessions`, which no release used. IF NOT EXISTS: development
+            // databases of the dashboard branch already have `login_sessions` (same columns).
             "DROP TABLE web_sessions",
             """
-            CREATE TABLE login_sessions (
+            CREATE TABLE IF NOT EXISTS login_sessions (
                 token_hash TEXT PRIMARY KEY, account_id {int} NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
                 csrf_token TEXT NOT NULL, created_at {real} NOT NULL, expires_at {real} NOT NULL)
             """,
-            "CREATE INDEX login_sessions_expires ON login_sessions (expires_at)",
+            "CREATE INDEX IF NOT EXISTS login_sessions_expires ON login_sessions (expires_at)",
         ]),
     ]
 
