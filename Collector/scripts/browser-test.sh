@@ -3,6 +3,8 @@
 # Selenium and sentry-sdk from PyPI into Collector/.build/venv, starts a collector on 127.0.0.1
 # with a known admin password, sends sample data with Sentry's Python SDK, then drives headless
 # Chromium through every page (scripts/browser_test.py). Screenshots: Collector/.build/screenshots/.
+# Extra arguments go to `shield-collector serve` (e.g. --database postgres://... for an empty
+# PostgreSQL database; default: SQLite in a temporary directory).
 # Prints "N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +24,7 @@ shots=.build/screenshots
 rm -rf "$shots"
 password="browser-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-SHIELD_COLLECTOR_ADMIN_PASSWORD="$password" "$bin" serve --host 127.0.0.1 --port "$port" --data-dir "$data" \
+SHIELD_COLLECTOR_ADMIN_PASSWORD="$password" "$bin" serve --host 127.0.0.1 --port "$port" --data-dir "$data" "$@" \
     >"$data/stdout.log" 2>"$data/stderr.log" &
 server=$!
 cleanup() { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -rf "$data"; }

@@ -5,7 +5,8 @@
 # 127.0.0.1 and checks through the API that they were stored and grouped; kills a collector with
 # SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
 # ingest the same stream concurrently; finally drives the dashboard in headless Chromium
-# (scripts/browser-test.sh, Selenium, on SQLite; screenshots kept in Collector/.build/screenshots).
+# (scripts/browser-test.sh, Selenium) on PostgreSQL and on SQLite (the SQLite run's screenshots are
+# kept in Collector/.build/screenshots).
 # Prints "N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -167,15 +168,28 @@ if [ -n "$pg_dir" ]; then
     fi
 fi
 
-echo "== dashboard in headless Chromium (scripts/browser-test.sh) =="
-browser_log="$(mktemp)"
-scripts/browser-test.sh 2>&1 | tee "$browser_log"
-browser_status=${PIPESTATUS[0]}
-browser_counts=$(grep -Eo '^[0-9]+ passed, [0-9]+ failed' "$browser_log" | tail -1)
-if [ "$browser_status" -eq 0 ] && [ -n "$browser_counts" ]; then
-    pass "browser test ($browser_counts; screenshots in Collector/.build/screenshots)"
-else
-    fail "browser test (${browser_counts:-no summary}, exit $browser_status)"
+browser_test() {  # $1: label, then options for `serve`
+    local label="$1" log status counts; shift
+    echo "== dashboard in headless Chromium on $label (scripts/browser-test.sh) =="
+    log="$(mktemp)"
+    scripts/browser-test.sh "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    counts=$(grep -Eo '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ "$status" -eq 0 ] && [ -n "$counts" ]; then
+        pass "browser test on $label ($counts)"
+    else
+        fail "browser test on $label (${counts:-no summary}, exit $status)"
+    fi
+    rm -f "$log"
+}
+# PostgreSQL first: each run replaces Collector/.build/screenshots, and SQLite's are the ones kept.
+if [ -n "$pg_dir" ]; then
+    if psql "$pg_url" -qc "CREATE DATABASE collector_browser"; then
+        browser_test PostgreSQL --database "${pg_url%/*}/collector_browser"
+    else
+        fail "postgres: create the browser-test database"
+    fi
 fi
-rm -f "$browser_log"
+browser_test SQLite
+echo "screenshots (SQLite run): Collector/.build/screenshots"
 finish
