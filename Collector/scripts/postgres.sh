@@ -4,10 +4,11 @@
 #                                prints "<directory> <url>" (url: postgres://collector@127.0.0.1:<port>/postgres)
 #   scripts/postgres.sh stop DIR stops that server and deletes DIR
 # Runs the server as the unprivileged user `postgres` when started as root (PostgreSQL refuses root).
+export DEBIAN_FRONTEND=noninteractive
 set -euo pipefail
 bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
 if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
-    apt-get install -y postgresql >&2
+    apt-get install -y postgresql >&2 || { apt-get update -qq >&2 && apt-get install -y postgresql >&2; }
     bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
 fi
 as_server_user() {

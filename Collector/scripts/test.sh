@@ -2,9 +2,13 @@
 # The collector's tests: builds the package, runs its Swift tests on SQLite and again on a
 # throw-away PostgreSQL (scripts/postgres.sh), then, for each database, sends events and a session
 # from Sentry's own Python SDK (sentry-sdk from PyPI, in Collector/.build/venv) to a collector on
-# 127.0.0.1 and checks through the API that they were stored and grouped; finally two collectors
-# on one PostgreSQL ingest the same stream concurrently.
+# 127.0.0.1 and checks through the API that they were stored and grouped; kills a collector with
+# SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
+# ingest the same stream concurrently; finally drives the dashboard in headless Chromium
+# (scripts/browser-test.sh, Selenium) on PostgreSQL and on SQLite (the SQLite run's screenshots are
+# kept in Collector/.build/screenshots).
 # Prints "N passed, M failed" and exits non-zero on any failure.
+export DEBIAN_FRONTEND=noninteractive
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_BACKTRACE=enable=no
@@ -34,7 +38,7 @@ trap cleanup EXIT
 # The collector links the system's zlib, OpenSSL libcrypto and libpq (Debian: zlib1g-dev,
 # libssl-dev, libpq-dev); the PostgreSQL runs need Debian's postgresql server.
 if ! pkg-config --exists zlib libcrypto libpq || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-    apt-get install -y zlib1g-dev libssl-dev libpq-dev postgresql || { fail "install zlib1g-dev libssl-dev libpq-dev postgresql"; finish; }
+    { apt-get install -y zlib1g-dev libssl-dev libpq-dev postgresql || { apt-get update -qq && apt-get install -y zlib1g-dev libssl-dev libpq-dev postgresql; }; } || { fail "install zlib1g-dev libssl-dev libpq-dev postgresql"; finish; }
 fi
 
 echo "== build =="
@@ -137,8 +141,11 @@ else
     fail "kill -9 during ingest: collector start"
 fi
 if [ -n "$pg_dir" ]; then
-    psql "$pg_url" -qc "CREATE DATABASE collector_sdk" && \
+    if psql "$pg_url" -qc "CREATE DATABASE collector_sdk"; then
         sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"
+    else
+        fail "postgres: create the sentry-sdk database"
+    fi
 
     echo "== two collectors on one PostgreSQL =="
     psql "$pg_url" -qc "CREATE DATABASE collector_shared"
@@ -161,4 +168,29 @@ if [ -n "$pg_dir" ]; then
         fail "first collector on the shared PostgreSQL"; tail -5 "$data/shared-a.err"
     fi
 fi
+
+browser_test() {  # $1: label, then options for `serve`
+    local label="$1" log status counts; shift
+    echo "== dashboard in headless Chromium on $label (scripts/browser-test.sh) =="
+    log="$(mktemp)"
+    scripts/browser-test.sh "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    counts=$(grep -Eo '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ "$status" -eq 0 ] && [ -n "$counts" ]; then
+        pass "browser test on $label ($counts)"
+    else
+        fail "browser test on $label (${counts:-no summary}, exit $status)"
+    fi
+    rm -f "$log"
+}
+# PostgreSQL first: each run replaces Collector/.build/screenshots, and SQLite's are the ones kept.
+if [ -n "$pg_dir" ]; then
+    if psql "$pg_url" -qc "CREATE DATABASE collector_browser"; then
+        browser_test PostgreSQL --database "${pg_url%/*}/collector_browser"
+    else
+        fail "postgres: create the browser-test database"
+    fi
+fi
+browser_test SQLite
+echo "screenshots (SQLite run): Collector/.build/screenshots"
 finish

@@ -33,7 +33,7 @@ public func buildApplication(
     }
     var firstProject: Project?
     var createdToken: String?
-    var createdPassword: String?
+    var createdAdminPassword: String?
     do {
         try await store.migrate()
         firstProject = try await store.projects().first
@@ -48,12 +48,7 @@ public func buildApplication(
             if configuration.initialAPIToken == nil { createdToken = token }
             logger.info("api token created", metadata: ["name": "initial"])
         }
-        if try await store.accountCount() == 0 {
-            let password = configuration.initialAdminPassword ?? String(APIAuth.newToken().dropFirst(4).prefix(24))
-            _ = try await store.createAccount(email: "admin", passwordHash: PasswordHasher.hash(password), isAdmin: true)
-            if configuration.initialAdminPassword == nil { createdPassword = password }
-            logger.info("admin account created", metadata: ["email": "admin"])
-        }
+        createdAdminPassword = try await DashboardRoutes.bootstrapAccounts(store: store, configuration: configuration, logger: logger)
     } catch {
         try? await store.close()
         throw error
@@ -69,9 +64,7 @@ public func buildApplication(
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestLogMiddleware(logger: logger))
     routes.register(on: router)
-    WebRoutes(store: store, sdkConfig: routes.sdkConfig, logger: logger,
-              secureCookies: configuration.publicURL?.lowercased().hasPrefix("https:") == true,
-              publicURL: configuration.publicURL).register(on: router)
+    DashboardRoutes.make(store: store, configuration: configuration, logger: logger)?.register(on: router)
 
     var services: [any Service] = [StoreCloser(store: store, logger: logger)]
     if let days = configuration.retentionDays {
@@ -79,7 +72,7 @@ public func buildApplication(
     }
     let project = firstProject
     let tokenToShow = createdToken
-    let passwordToShow = createdPassword
+    let passwordToShow = createdAdminPassword
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
@@ -88,7 +81,8 @@ public func buildApplication(
             let port = channel.localAddress?.port ?? configuration.port
             let url = configuration.publicURL ?? "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
             logger.info("collector listening", metadata: ["url": "\(url)"])
-            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow, createdAdminPassword: passwordToShow))
+            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow,
+                                     createdAdminPassword: passwordToShow))
         },
         logger: logger)
 }

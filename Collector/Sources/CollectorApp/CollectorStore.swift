@@ -1,7 +1,8 @@
 import Foundation
 
 /// Everything the collector keeps, behind one interface with one implementation per database
-/// (SQLite now; PostgreSQL planned). Every method is safe to call concurrently; methods that
+/// (`SQLStore`: SQLite or PostgreSQL); dashboard accounts and dashboard reads are in
+/// `AccountStore` and `DashboardQueries`. Every method is safe to call concurrently; methods that
 /// change several rows do so in one transaction.
 public protocol CollectorStore: Sendable {
     /// Brings the schema to the latest version (applies the migrations not yet applied, each in
@@ -51,17 +52,6 @@ public protocol CollectorStore: Sendable {
     func insertAPIToken(name: String, tokenHash: String, created: Date) async throws
     func apiTokenExists(tokenHash: String) async throws -> Bool
     func apiTokenCount() async throws -> Int64
-
-    /// Dashboard accounts. `passwordHash` is a `PasswordHasher` string.
-    func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64
-    /// The account's id and password hash, or nil.
-    func account(email: String) async throws -> (id: Int64, passwordHash: String)?
-    func accountCount() async throws -> Int64
-    /// A dashboard login: the SHA-256 of its cookie value, its account, its CSRF token, its expiry.
-    func insertWebSession(tokenHash: String, accountID: Int64, csrfToken: String, expires: Date) async throws
-    /// The session's account e-mail and CSRF token, if the session exists and has not expired.
-    func webSession(tokenHash: String, now: Date) async throws -> (email: String, csrfToken: String)?
-    func deleteWebSession(tokenHash: String) async throws
 
     /// Deletes events, attachments and session rows received before `cutoff`; issue counts,
     /// first/last seen and release totals stay. Returns the number of events deleted.

@@ -37,13 +37,15 @@ public struct CollectorConfiguration: Sendable {
     /// On a database with no API token: the token to create (nil: a random one, reported once
     /// through the running callback).
     public var initialAPIToken: String?
-    /// On a database with no account: the password of the `admin` account created (nil: a random
-    /// one, reported once through the running callback).
-    public var initialAdminPassword: String?
     /// On a database with no project: create one named "default". Default true.
     public var createFirstProject: Bool = true
     /// The URL clients reach the collector at, for the DSNs it prints (nil: `http://host:port`).
     public var publicURL: String?
+    /// On a database with no dashboard account: the `admin` account's password (nil or empty: a
+    /// random one, reported once through the running callback).
+    public var adminPassword: String?
+    /// How long a dashboard login lasts, in seconds. Default 12 hours.
+    public var sessionLifetime: TimeInterval = 12 * 3600
 
     public init(database: Database, dataDirectory: String) {
         self.database = database

@@ -97,44 +97,4 @@ public enum CryptoSupport {
         guard let key else { throw Failure(code: "crypto.key") }
         return key
     }
-
-    /// PBKDF2-HMAC-SHA256 of `password` (32 bytes).
-    public static func pbkdf2SHA256(password: String, salt: [UInt8], iterations: Int) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: 32)
-        let bytes = Array(password.utf8)
-        let status = bytes.withUnsafeBufferPointer { passwordBuffer in
-            PKCS5_PBKDF2_HMAC(passwordBuffer.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) },
-                              Int32(bytes.count), salt, Int32(salt.count), Int32(iterations), EVP_sha256(), 32, &output)
-        }
-        return status == 1 ? output : []
-    }
-
-    /// Compares in time independent of where the inputs differ.
-    public static func constantTimeEqual(_ lhs: [UInt8], _ rhs: [UInt8]) -> Bool {
-        guard lhs.count == rhs.count, !lhs.isEmpty else { return false }
-        return CRYPTO_memcmp(lhs, rhs, lhs.count) == 0
-    }
-}
-
-/// Password hashes for dashboard accounts: PBKDF2-HMAC-SHA256 with a random 16-byte salt,
-/// stored as `pbkdf2-sha256$<iterations>$<salt base64>$<hash base64>`.
-public enum PasswordHasher {
-    /// OWASP's recommendation for PBKDF2-HMAC-SHA256 (2023).
-    public static let iterations = 600_000
-
-    public static func hash(_ password: String, iterations: Int = iterations) -> String {
-        let salt = CryptoSupport.randomBytes(16)
-        let derived = CryptoSupport.pbkdf2SHA256(password: password, salt: salt, iterations: iterations)
-        return "pbkdf2-sha256$\(iterations)$\(Data(salt).base64EncodedString())$\(Data(derived).base64EncodedString())"
-    }
-
-    /// Whether `password` matches `stored`; false for a malformed stored hash.
-    public static func verify(_ password: String, against stored: String) -> Bool {
-        let parts = stored.split(separator: "$")
-        guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), iterations > 0, iterations <= 10_000_000,
-              let salt = Data(base64Encoded: String(parts[2])), let expected = Data(base64Encoded: String(parts[3]))
-        else { return false }
-        let derived = CryptoSupport.pbkdf2SHA256(password: password, salt: [UInt8](salt), iterations: iterations)
-        return CryptoSupport.constantTimeEqual(derived, [UInt8](expected))
-    }
 }

@@ -36,15 +36,15 @@ public final class SQLStore: CollectorStore {
 
     // MARK: Helpers
 
-    private func query(_ sql: String, _ binds: [DBValue] = []) async throws -> [DBRow] {
+    func query(_ sql: String, _ binds: [DBValue] = []) async throws -> [DBRow] {
         try await backend.query(sql, binds)
     }
 
-    private func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await lock.withLock(body)
     }
 
-    private func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await lock.withLock {
             _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
             do {
@@ -58,11 +58,11 @@ public final class SQLStore: CollectorStore {
         }
     }
 
-    private static func text(_ value: String?) -> DBValue { value.map { .text($0) } ?? .null }
-    private static func time(_ date: Date) -> DBValue { .double(date.timeIntervalSince1970) }
+    static func text(_ value: String?) -> DBValue { value.map { .text($0) } ?? .null }
+    static func time(_ date: Date) -> DBValue { .double(date.timeIntervalSince1970) }
     private static func blob(_ data: Data) -> DBValue { .blob(data) }
-    private static func int(_ value: Int64) -> DBValue { .int(value) }
-    private static func int(_ value: Int) -> DBValue { .int(Int64(value)) }
+    static func int(_ value: Int64) -> DBValue { .int(value) }
+    static func int(_ value: Int) -> DBValue { .int(Int64(value)) }
 
     // MARK: Migrations
 
@@ -158,6 +158,18 @@ public final class SQLStore: CollectorStore {
                 token_hash TEXT PRIMARY KEY, account_id {int} NOT NULL REFERENCES accounts(id),
                 csrf_token TEXT NOT NULL, expires_at {real} NOT NULL)
             """,
+        ]),
+        (3, [
+            // Dashboard logins as `AccountStore` keeps them (with their creation time); replaces
+            // version 2's `web_sessions`, which no release used. IF NOT EXISTS: development
+            // databases of the dashboard branch already have `login_sessions` (same columns).
+            "DROP TABLE web_sessions",
+            """
+            CREATE TABLE IF NOT EXISTS login_sessions (
+                token_hash TEXT PRIMARY KEY, account_id {int} NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                csrf_token TEXT NOT NULL, created_at {real} NOT NULL, expires_at {real} NOT NULL)
+            """,
+            "CREATE INDEX IF NOT EXISTS login_sessions_expires ON login_sessions (expires_at)",
         ]),
     ]
 
@@ -623,55 +635,6 @@ public final class SQLStore: CollectorStore {
             _ = try await transaction { try await query("INSERT INTO bench_raw (id, payload) VALUES (?, ?)", [Self.int(row), .blob(payload)]) }
         }
         _ = try await serialized { try await query("DROP TABLE bench_raw") }
-    }
-
-    // MARK: Accounts and dashboard sessions
-
-    public func createAccount(email: String, passwordHash: String, isAdmin: Bool) async throws -> Int64 {
-        try await serialized {
-            let rows = try await query(
-                "INSERT INTO accounts (email, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?) RETURNING id",
-                [.text(email), .text(passwordHash), Self.int(isAdmin ? 1 : 0), Self.time(Date())])
-            guard let id = rows.first?.int("id") else { throw CollectorError.storage("account insert returned no id") }
-            return id
-        }
-    }
-
-    public func account(email: String) async throws -> (id: Int64, passwordHash: String)? {
-        try await serialized {
-            guard let row = try await query("SELECT id, password_hash FROM accounts WHERE email = ?", [.text(email)]).first,
-                  let id = row.int("id"), let hash = row.string("password_hash")
-            else { return nil }
-            return (id, hash)
-        }
-    }
-
-    public func accountCount() async throws -> Int64 {
-        try await serialized { try await query("SELECT count(*) AS n FROM accounts").first?.int("n") ?? 0 }
-    }
-
-    public func insertWebSession(tokenHash: String, accountID: Int64, csrfToken: String, expires: Date) async throws {
-        try await serialized {
-            _ = try await query("INSERT INTO web_sessions (token_hash, account_id, csrf_token, expires_at) VALUES (?, ?, ?, ?)",
-                                [.text(tokenHash), Self.int(accountID), .text(csrfToken), Self.time(expires)])
-        }
-    }
-
-    public func webSession(tokenHash: String, now: Date) async throws -> (email: String, csrfToken: String)? {
-        try await serialized {
-            guard let row = try await query(
-                """
-                SELECT accounts.email AS email, web_sessions.csrf_token AS csrf FROM web_sessions
-                JOIN accounts ON accounts.id = web_sessions.account_id WHERE token_hash = ? AND expires_at > ?
-                """, [.text(tokenHash), Self.time(now)]).first,
-                  let email = row.string("email"), let csrf = row.string("csrf")
-            else { return nil }
-            return (email, csrf)
-        }
-    }
-
-    public func deleteWebSession(tokenHash: String) async throws {
-        try await serialized { _ = try await query("DELETE FROM web_sessions WHERE token_hash = ?", [.text(tokenHash)]) }
     }
 
     // MARK: Retention

@@ -63,12 +63,12 @@ struct Serve: AsyncParsableCommand {
         configuration.rateLimitBurst = rateLimitBurst
         configuration.publicURL = publicUrl
         configuration.initialAPIToken = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_API_TOKEN"]
-        configuration.initialAdminPassword = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
+        configuration.adminPassword = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
         let app = try await buildApplication(configuration, logger: logger) { ready in
             var lines = ["shield-collector listening on \(ready.url)"]
             if let dsn = ready.firstProjectDSN { lines.append("first project DSN: \(dsn)") }
             if let token = ready.createdAPIToken { lines.append("API token (shown once): \(token)") }
-            if let password = ready.createdAdminPassword { lines.append("dashboard: \(ready.url)/ user admin, password (shown once): \(password)") }
+            if let password = ready.createdAdminPassword { lines.append("dashboard: \(ready.url)/login  account: admin  password (shown once): \(password)") }
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         }
         try await app.runService()

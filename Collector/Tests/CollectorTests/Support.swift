@@ -140,7 +140,7 @@ struct Harness: Sendable {
                             _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
         var configuration = CollectorConfiguration(database: database, dataDirectory: NSTemporaryDirectory())
         configuration.initialAPIToken = token
-        configuration.initialAdminPassword = adminPassword
+        configuration.adminPassword = adminPassword
         configuration.port = 0
         configure(&configuration)
         var logger = Logger(label: "collector-tests")

@@ -1,0 +1,80 @@
+import Foundation
+
+/// A person who can log in to the dashboard. `name` is the login name (stored in the
+/// `accounts.email` column, which may hold a plain name such as `admin`).
+public struct Account: Sendable, Hashable {
+    public let id: Int64
+    public let name: String
+    /// `pbkdf2-sha256$<iterations>$<salt base64>$<hash base64>` (see `PasswordHasher`).
+    public let passwordHash: String
+    public let isAdmin: Bool
+    public let createdAt: Date
+}
+
+/// A logged-in browser session as stored: the session token's SHA-256 (the token itself lives
+/// only in the browser's cookie), its account, its CSRF token and when it stops being valid.
+public struct LoginSession: Sendable, Hashable {
+    public let tokenHash: String
+    public let account: Account
+    /// The value every form of this session carries in its `csrf_token` hidden field.
+    public let csrfToken: String
+    public let createdAt: Date
+    public let expiresAt: Date
+}
+
+/// Storage for dashboard accounts and login sessions, separate from `CollectorStore` so that each
+/// database implements it in its own file.
+///
+/// Implementations must be safe to call concurrently. `SQLStore` implements it for SQLite and
+/// PostgreSQL (`SQLStore+Accounts.swift`); its tables are part of `CollectorStore.migrate()`.
+public protocol AccountStore: Sendable {
+    func accountCount() async throws -> Int64
+    /// - Throws: when an account with this name exists (the name is unique).
+    func createAccount(name: String, passwordHash: String, isAdmin: Bool, created: Date) async throws -> Account
+    func account(name: String) async throws -> Account?
+    func insertLoginSession(tokenHash: String, accountID: Int64, csrfToken: String, created: Date, expires: Date) async throws
+    /// The session with this token hash if it has not expired at `now`, else nil.
+    func loginSession(tokenHash: String, now: Date) async throws -> LoginSession?
+    func deleteLoginSession(tokenHash: String) async throws
+    /// Deletes sessions that expired before `now`; returns how many.
+    func deleteExpiredLoginSessions(now: Date) async throws -> Int64
+}
+
+/// One stored event with its payload, for dashboard pages that read what events carry (tags,
+/// contexts, stacks).
+public struct StoredEvent: Sendable {
+    public let summary: EventSummary
+    /// The event's JSON as received.
+    public let payload: Data
+}
+
+/// A prevented crash: which guard, in which release, when received.
+public struct IncidentRow: Sendable, Hashable {
+    public let guardName: String
+    public let release: String?
+    public let received: Date
+}
+
+/// One release-health observation for the timeline charts: a session (or `count` sessions of a
+/// pre-aggregated bucket) started at `started` in `release`.
+public struct SessionRow: Sendable, Hashable {
+    public let release: String
+    public let started: Date
+    public let status: String
+    /// The user (`did`), nil for aggregates and anonymous sessions.
+    public let distinctID: String?
+    public let count: Int64
+}
+
+/// Read-only queries the dashboard needs beyond `CollectorStore` (implemented by `SQLStore` for
+/// SQLite and PostgreSQL).
+public protocol DashboardQueries: Sendable {
+    /// The newest events of a project (by received time), at most `limit`.
+    func recentEvents(projectID: Int64, limit: Int) async throws -> [StoredEvent]
+    /// The newest events of an issue, at most `limit`.
+    func issueEvents(issueID: Int64, limit: Int) async throws -> [StoredEvent]
+    /// Prevented crashes received at or after `since`, oldest first, at most `limit`.
+    func incidentRows(projectID: Int64, since: Date, limit: Int) async throws -> [IncidentRow]
+    /// Sessions and session aggregates started at or after `since`, at most `limit` rows.
+    func sessionRows(projectID: Int64, since: Date, limit: Int) async throws -> [SessionRow]
+}

@@ -1,0 +1,351 @@
+import CrashShieldProtocol
+import Foundation
+import Hummingbird
+
+// The dashboard's pages other than the issue page. Every value from the database or an event is
+// interpolated into `HTML` literals, which escapes it.
+extension DashboardRoutes {
+    // MARK: Projects
+
+    func projectsPage(_ session: LoginSession) async throws -> Response {
+        var rows: [HTML] = []
+        for project in try await store.projects() {
+            let issues = try await store.issues(projectID: project.id)
+            let open = issues.filter { $0.status == .unresolved || $0.status == .regressed }.count
+            let incidents = try await store.incidents(projectID: project.id).reduce(Int64(0)) { $0 + $1.count }
+            rows.append("""
+            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(open)</td><td class="num">\(issues.count)</td>\
+            <td class="num">\(incidents)</td><td>\(Layout.time(project.createdAt))</td><td><a href="/projects/\(project.id)/settings">DSN</a></td></tr>
+            """)
+        }
+        let body: HTML = """
+        <h1>Projects</h1><p><a href="/projects/new">New project</a></p>
+        <table><thead><tr><th>Project</th><th class="num">Open issues</th><th class="num">Issues</th><th class="num">Prevented crashes</th><th>Created</th><th></th></tr></thead>
+        <tbody>\(rows)</tbody></table>
+        """
+        return Layout.page(title: "Projects", session: session, tab: .projects, body: body)
+    }
+
+    func newProjectPage(_ session: LoginSession, error: String?) -> Response {
+        let errorHTML: HTML = error.map { "<p class=\"error\">\($0)</p>" } ?? .empty
+        let body: HTML = """
+        <h1>New project</h1>\(errorHTML)
+        <form method="post" action="/projects">\(Layout.csrfField(session))
+        <label>Name <input name="name" required maxlength="200"></label> <button type="submit">Create project</button></form>
+        """
+        return Layout.page(title: "New project", session: session, tab: .projects, body: body)
+    }
+
+    func createProject(_ session: LoginSession, _ form: FormFields) async throws -> Response {
+        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !name.isEmpty, name.count <= 200 else {
+            var response = newProjectPage(session, error: "The name must be 1 to 200 characters.")
+            response.status = .badRequest
+            return response
+        }
+        let project = try await store.createProject(name: name)
+        logger.info("project created", metadata: ["project": "\(project.id)", "account": "\(session.account.name)"])
+        return Self.redirect("/projects/\(project.id)/settings")
+    }
+
+    func projectSettingsPage(_ session: LoginSession, _ project: Project, _ request: Request) async throws -> Response {
+        let body: HTML = """
+        <h1>\(project.name): settings</h1>
+        <h2>DSN</h2><p>Configure any Sentry SDK (or CrashShield's reporting) with this DSN:</p><pre class="dsn">\(project.dsn(baseURL: baseURL(request)))</pre>
+        <table><tbody><tr><th>Project id</th><td class="mono">\(project.id)</td></tr>
+        <tr><th>Public key</th><td class="mono">\(project.publicKey)</td></tr>
+        <tr><th>SDK config signing key (Ed25519, base64)</th><td class="mono">\(project.configSigningPublicKey)</td></tr>
+        <tr><th>Created</th><td>\(Layout.time(project.createdAt))</td></tr></tbody></table>
+        """
+        return Layout.page(title: "\(project.name) settings", session: session, project: project, tab: .settings, body: body)
+    }
+
+    // MARK: Issues
+
+    static func statusBadge(_ status: IssueStatus) -> HTML {
+        "<span class=\"badge \(status.rawValue)\">\(status.rawValue.replacingOccurrences(of: "_", with: " "))</span>"
+    }
+
+    /// The status forms applicable to an issue (resolve, resolve in next release, ignore, unresolve).
+    static func statusActions(_ issue: Issue, session: LoginSession, returnTo: String) -> HTML {
+        let choices: [(IssueStatus, String)] = [
+            (.resolved, "Resolve"), (.resolvedInNextRelease, "Resolve in next release"), (.ignored, "Ignore"), (.unresolved, "Unresolve"),
+        ]
+        let forms = choices.filter { $0.0 != issue.status && !($0.0 == .unresolved && issue.status == .regressed) }.map { choice -> HTML in
+            """
+            <form class="inline" method="post" action="/issues/\(issue.id)/status">\(Layout.csrfField(session))\
+            <input type="hidden" name="status" value="\(choice.0.rawValue)"><input type="hidden" name="return" value="\(returnTo)">\
+            <button type="submit" class="secondary" data-action="\(choice.0.rawValue)">\(choice.1)</button></form>
+            """
+        }
+        return "<div class=\"actions\">\(forms)</div>"
+    }
+
+    func issuesPage(_ session: LoginSession, _ project: Project, _ request: Request) async throws -> Response {
+        let filter = request.uri.queryParameters.get("status").map { String($0) } ?? "open"
+        let all = try await store.issues(projectID: project.id)
+        let shown = all.filter { issue in
+            switch filter {
+            case "all": return true
+            case "open": return issue.status == .unresolved || issue.status == .regressed
+            default: return issue.status.rawValue == filter
+            }
+        }
+        let filters: [HTML] = ["open", "all", "resolved", "resolved_in_next_release", "ignored", "regressed"].map { name in
+            name == filter ? "<b>\(name.replacingOccurrences(of: "_", with: " "))</b>"
+                : "<a href=\"/projects/\(project.id)?status=\(name)\">\(name.replacingOccurrences(of: "_", with: " "))</a>"
+        }
+        let returnTo = "/projects/\(project.id)?status=\(HTML.urlComponent(filter))"
+        let limit = 500
+        let rows: [HTML] = shown.prefix(limit).map { issue in
+            let releases: HTML = issue.firstRelease == issue.lastRelease ? "\(issue.lastRelease)" : "\(issue.firstRelease) → \(issue.lastRelease)"
+            return """
+            <tr><td><a href="/issues/\(issue.id)">\(issue.title)</a><div class="muted mono">\(issue.culprit)</div></td>\
+            <td>\(Self.statusBadge(issue.status))</td><td class="num">\(issue.eventCount)</td><td class="num">\(issue.userCount)</td>\
+            <td>\(Layout.time(issue.firstSeen))</td><td>\(Layout.time(issue.lastSeen))</td><td>\(releases)</td>\
+            <td>\(Self.statusActions(issue, session: session, returnTo: returnTo))</td></tr>
+            """
+        }
+        let empty: HTML = rows.isEmpty ? "<p class=\"muted\">No issues here.</p>"
+            : shown.count > limit ? "<p class=\"muted\">The \(limit) most recently seen of \(shown.count) issues.</p>" : .empty
+        let body: HTML = """
+        <h1>\(project.name): issues</h1><p class="actions">\(HTML.join(filters, separator: " · "))</p>
+        <table class="issues"><thead><tr><th>Issue</th><th>Status</th><th class="num">Events</th><th class="num">Users</th><th>First seen</th>\
+        <th>Last seen</th><th>Releases</th><th>Actions</th></tr></thead><tbody>\(rows)</tbody></table>\(empty)
+        """
+        return Layout.page(title: "\(project.name) issues", session: session, project: project, tab: .issues, body: body)
+    }
+
+    func setStatus(_ session: LoginSession, _ issue: Issue, _ form: FormFields) async throws -> Response {
+        guard let status = form["status"].flatMap(IssueStatus.init(rawValue:)), status != .regressed else {
+            throw CollectorError.badRequest("issue.status", "status must be unresolved, resolved, resolved_in_next_release or ignored")
+        }
+        _ = try await store.setIssueStatus(id: issue.id, status)
+        logger.info("issue status set", metadata: ["issue": "\(issue.id)", "status": "\(status.rawValue)", "account": "\(session.account.name)"])
+        return Self.redirect(Self.localPath(form["return"]) ?? "/issues/\(issue.id)")
+    }
+
+    // MARK: Release health
+
+    func healthPage(_ session: LoginSession, _ project: Project) async throws -> Response {
+        let health = try await store.releaseHealth(projectID: project.id)
+        let rows: [HTML] = health.map { entry in
+            """
+            <tr><td>\(entry.release)</td><td class="num">\(entry.sessions)</td><td class="num">\(entry.crashedSessions)</td>\
+            <td class="num">\(entry.abnormalSessions)</td><td class="num">\(entry.erroredSessions)</td>\
+            <td class="num">\(Layout.percent(entry.crashFreeSessionRate))</td><td class="num">\(entry.users)</td>\
+            <td class="num">\(Layout.percent(entry.crashFreeUserRate))</td></tr>
+            """
+        }
+        let days = SVGChart.days(count: 14, now: Date())
+        let rowsByRelease = Dictionary(grouping: try await queries.sessionRows(projectID: project.id, since: days[0], limit: 200_000), by: \.release)
+        let releases = health.sorted { $0.sessions > $1.sessions }.prefix(6).map(\.release)
+        var sessionSeries: [SVGChart.Series] = []
+        var userSeries: [SVGChart.Series] = []
+        var lowest = 1.0
+        for release in releases {
+            var sessions = [Int64](repeating: 0, count: days.count), crashed = [Int64](repeating: 0, count: days.count)
+            var users = [Set<String>](repeating: [], count: days.count), crashedUsers = [Set<String>](repeating: [], count: days.count)
+            for row in rowsByRelease[release] ?? [] {
+                guard let day = SVGChart.dayIndex(row.started, in: days) else { continue }
+                sessions[day] += row.count
+                if row.status == "crashed" { crashed[day] += row.count }
+                if let user = row.distinctID {
+                    users[day].insert(user)
+                    if row.status == "crashed" { crashedUsers[day].insert(user) }
+                }
+            }
+            let sessionRates: [Double?] = days.indices.map { sessions[$0] == 0 ? nil : 1 - Double(crashed[$0]) / Double(sessions[$0]) }
+            let userRates: [Double?] = days.indices.map { users[$0].isEmpty ? nil : 1 - Double(crashedUsers[$0].count) / Double(users[$0].count) }
+            lowest = min(lowest, sessionRates.compactMap { $0 }.min() ?? 1, userRates.compactMap { $0 }.min() ?? 1)
+            sessionSeries.append(.init(name: release, values: sessionRates))
+            userSeries.append(.init(name: release, values: userRates))
+        }
+        let yMin = max(0, (lowest * 20).rounded(.down) / 20 - 0.05)
+        let labels = days.map(SVGChart.dayLabel)
+        let charts: HTML = releases.isEmpty ? "<p class=\"muted\">No sessions in the last 14 days.</p>" : """
+        <div class="grid2">\(SVGChart.lines(title: "Crash-free sessions per day (UTC), by release", labels: labels, series: sessionSeries, yMin: yMin, yMax: 1, format: Layout.percent))\
+        \(SVGChart.lines(title: "Crash-free users per day (UTC), by release", labels: labels, series: userSeries, yMin: yMin, yMax: 1, format: Layout.percent))</div>
+        """
+        let body: HTML = """
+        <h1>\(project.name): release health</h1>\(charts)
+        <h2>All releases</h2><table><thead><tr><th>Release</th><th class="num">Sessions</th><th class="num">Crashed</th><th class="num">Abnormal</th>\
+        <th class="num">Errored</th><th class="num">Crash-free sessions</th><th class="num">Users</th><th class="num">Crash-free users</th></tr></thead>\
+        <tbody>\(rows)</tbody></table>
+        """
+        return Layout.page(title: "\(project.name) release health", session: session, project: project, tab: .health, body: body)
+    }
+
+    // MARK: Prevented crashes
+
+    func preventedPage(_ session: LoginSession, _ project: Project) async throws -> Response {
+        let counts = try await store.incidents(projectID: project.id)
+        let now = Date()
+        let days = SVGChart.days(count: 14, now: now)
+        let recent = try await queries.incidentRows(projectID: project.id, since: days[0], limit: 500_000)
+        let byGuard = Dictionary(grouping: recent, by: \.guardName)
+        let guards = byGuard.keys.sorted { (byGuard[$0]?.count ?? 0, $1) > (byGuard[$1]?.count ?? 0, $0) }
+        let series: [SVGChart.Series] = guards.prefix(8).map { name in
+            var perDay = [Double](repeating: 0, count: days.count)
+            for row in byGuard[name] ?? [] { if let day = SVGChart.dayIndex(row.received, in: days) { perDay[day] += 1 } }
+            return .init(name: name, values: perDay.map { Optional($0) })
+        }
+        let peak = series.flatMap { $0.values.compactMap { $0 } }.max() ?? 1
+        let weekAgo = now.addingTimeInterval(-7 * 86_400)
+        let trendRows: [HTML] = guards.map { name in
+            let rows = byGuard[name] ?? []
+            let thisWeek = rows.filter { $0.received >= weekAgo }.count
+            let lastWeek = rows.count - thisWeek
+            let trend: HTML = lastWeek == 0 ? (thisWeek == 0 ? "—" : "new") : "\(Double(thisWeek - lastWeek) / Double(lastWeek) * 100, digits: 0)%"
+            return "<tr><td>\(name)</td><td class=\"num\">\(thisWeek)</td><td class=\"num\">\(lastWeek)</td><td class=\"num\">\(trend)</td></tr>"
+        }
+        let rows: [HTML] = counts.map { entry in
+            "<tr><td>\(entry.guardName)</td><td>\(entry.release)</td><td class=\"num\">\(entry.count)</td><td>\(Layout.time(entry.lastSeen))</td></tr>"
+        }
+        let total = counts.reduce(Int64(0)) { $0 + $1.count }
+        let chart: HTML = series.isEmpty ? "<p class=\"muted\">No prevented crashes in the last 14 days.</p>"
+            : SVGChart.lines(title: "Prevented crashes per day (UTC), by guard", labels: days.map(SVGChart.dayLabel), series: series,
+                             // A multiple of 4 so that the five grid lines fall on whole counts.
+                             yMin: 0, yMax: max(4, (peak / 4).rounded(.up) * 4), format: { String(Int($0.rounded())) })
+        let body: HTML = """
+        <h1>\(project.name): prevented crashes</h1>
+        <p class="muted">Incidents: events with level warning, a handled exception mechanism and a guard name (tag <code>guard</code> or <code>mechanism.data.guard</code>).</p>
+        <div class="cards"><div class="card"><b>\(total)</b>prevented crashes</div><div class="card"><b>\(Set(counts.map(\.guardName)).count)</b>guards</div></div>
+        \(chart)<h2>Trend by guard</h2><table><thead><tr><th>Guard</th><th class="num">Last 7 days</th><th class="num">Previous 7 days</th><th class="num">Change</th></tr></thead><tbody>\(trendRows)</tbody></table>
+        <h2>By guard and release</h2><table><thead><tr><th>Guard</th><th>Release</th><th class="num">Incidents</th><th>Last seen</th></tr></thead><tbody>\(rows)</tbody></table>
+        """
+        return Layout.page(title: "\(project.name) prevented crashes", session: session, project: project, tab: .prevented, body: body)
+    }
+
+    // MARK: Launch crashes
+
+    /// Launch-crash loops, read from event tags: `launch.phase` = `launch` marks a crash before the
+    /// launch completed, `launch.consecutive_crashes` its count, `launch.repair_step` the repair
+    /// step after which a launch completed (the report of the loop's end).
+    func launchPage(_ session: LoginSession, _ project: Project) async throws -> Response {
+        let events = try await queries.recentEvents(projectID: project.id, limit: 5_000)
+        var crashesByRelease: [String: (count: Int, maxConsecutive: Int)] = [:]
+        var repairs: [String: (count: Int, releases: Set<String>)] = [:]
+        var launchTagKeys: [String: Int] = [:]
+        for event in events {
+            guard let json = try? JSONValue.parse(event.payload) else { continue }
+            let tags = EventView.tags(json)
+            for (key, _) in tags where key.hasPrefix("launch") || key.hasPrefix("repair") { launchTagKeys[key, default: 0] += 1 }
+            let values = Dictionary(tags, uniquingKeysWith: { first, _ in first })
+            let release = event.summary.release ?? "(no release)"
+            if values["launch.phase"] == "launch" {
+                let consecutive = values["launch.consecutive_crashes"].flatMap(Int.init) ?? 1
+                let entry = crashesByRelease[release] ?? (0, 0)
+                crashesByRelease[release] = (entry.count + 1, max(entry.maxConsecutive, consecutive))
+            }
+            if let step = values["launch.repair_step"] {
+                var entry = repairs[step] ?? (0, [])
+                entry.count += 1
+                entry.releases.insert(release)
+                repairs[step] = entry
+            }
+        }
+        let crashRows: [HTML] = crashesByRelease.sorted { ReleaseOrder.isNewer($0.key, than: $1.key) }.map { release, entry in
+            "<tr><td>\(release)</td><td class=\"num\">\(entry.count)</td><td class=\"num\">\(entry.maxConsecutive)</td></tr>"
+        }
+        let repairRows: [HTML] = repairs.sorted { $0.value.count > $1.value.count }.map { step, entry in
+            "<tr><td class=\"mono\">\(step)</td><td class=\"num\">\(entry.count)</td><td>\(entry.releases.sorted().joined(separator: ", "))</td></tr>"
+        }
+        let keys: HTML = launchTagKeys.isEmpty ? "<p class=\"muted\">No launch-related tags in the last \(events.count) events.</p>"
+            : "<p>Launch-related tags seen: \(HTML.join(launchTagKeys.sorted { $0.key < $1.key }.map { "<code>\($0.key)</code> (\($0.value))" }, separator: ", "))</p>"
+        let body: HTML = """
+        <h1>\(project.name): launch crashes</h1>
+        <p class="muted">Read from the newest \(events.count) events' tags: <code>launch.phase</code> = <code>launch</code> marks a crash before the launch completed,
+        <code>launch.consecutive_crashes</code> its position in a loop, and <code>launch.repair_step</code> the repair step after which a launch completed.
+        CrashShield's SDK does not send these tags to the collector yet; any SDK that sets them is counted here.</p>\(keys)
+        <h2>Launch crashes by release</h2><table><thead><tr><th>Release</th><th class="num">Launch crashes</th><th class="num">Longest loop</th></tr></thead><tbody>\(crashRows)</tbody></table>
+        <h2>Loops ended, by repair step</h2><table><thead><tr><th>Repair step</th><th class="num">Loops ended</th><th>Releases</th></tr></thead><tbody>\(repairRows)</tbody></table>
+        """
+        return Layout.page(title: "\(project.name) launch crashes", session: session, project: project, tab: .launch, body: body)
+    }
+
+    // MARK: Remote configuration
+
+    static func prettyJSON(_ data: Data) -> String {
+        guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+              let pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .fragmentsAllowed])
+        else { return String(decoding: data, as: UTF8.self) }
+        return String(decoding: pretty, as: UTF8.self)
+    }
+
+    func configPage(_ session: LoginSession, _ project: Project, draft: String?, message: HTML?, status: HTTPResponse.Status = .ok) async throws -> Response {
+        let history = try await store.sdkConfigHistory(projectID: project.id)
+        let current = history.first
+        let text = draft ?? current.map { Self.prettyJSON(Self.editableDocument($0.document)) } ?? "{\n  \"guards\": {}\n}"
+        let rows: [HTML] = history.map { version in
+            let rollback: HTML = version.version == current?.version ? "<span class=\"muted\">served now</span>" : """
+            <form class="inline" method="post" action="/projects/\(project.id)/config/rollback">\(Layout.csrfField(session))\
+            <input type="hidden" name="version" value="\(version.version)"><button type="submit" class="secondary" data-rollback="\(version.version)">Roll back to this</button></form>
+            """
+            let restored: HTML = version.restoredFrom.map { "rollback to v\($0)" } ?? "edit"
+            return """
+            <tr><td class="num">v\(version.version)</td><td>\(Layout.time(version.createdAt))</td><td>\(restored)</td>\
+            <td><details><summary>document</summary><pre>\(Self.prettyJSON(version.document))</pre></details></td><td>\(rollback)</td></tr>
+            """
+        }
+        let currentHTML: HTML = current.map { "<p>Served now: <b>v\($0.version)</b>, signed with the project's Ed25519 key.</p>" }
+            ?? "<p class=\"muted\">No configuration published yet: <code>GET /api/\(project.id)/sdk-config</code> answers 404.</p>"
+        let body: HTML = """
+        <h1>\(project.name): remote configuration</h1>\(message ?? .empty)\(currentHTML)
+        <form method="post" action="/projects/\(project.id)/config">\(Layout.csrfField(session))
+        <label for="document">SDK configuration document (JSON object; <code>version</code> and <code>issued_at</code> are set by the collector)</label>
+        <textarea id="document" name="document" spellcheck="false">\(text)</textarea>
+        <p><button type="submit">Publish new version</button></p></form>
+        <h2>History</h2><table><thead><tr><th class="num">Version</th><th>Published</th><th>Kind</th><th>Content</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+        """
+        return Layout.page(title: "\(project.name) remote configuration", session: session, project: project, tab: .config, body: body)
+            .withStatus(status)
+    }
+
+    /// A served document without the fields the collector sets (`version`, `issued_at`), for the editor.
+    static func editableDocument(_ served: Data) -> Data {
+        guard case .object(var members)? = try? JSONValue.parse(served) else { return served }
+        members["version"] = nil
+        members["issued_at"] = nil
+        return JSONValue.object(members).jsonData()
+    }
+
+    /// Publishes the edited document as the next version; `version` and `issued_at` in the text
+    /// are ignored (the collector sets both), so saving the page as shown never conflicts.
+    func publishConfig(_ session: LoginSession, _ project: Project, _ form: FormFields) async throws -> Response {
+        let text = form["document"] ?? ""
+        var document: JSONValue
+        do { document = try JSONValue.parse(Data(text.utf8)) } catch {
+            return try await configPage(session, project, draft: text, message: "<p class=\"error\" role=\"alert\">The document is not valid JSON.</p>", status: .badRequest)
+        }
+        if case .object(var members) = document {
+            members["version"] = nil
+            members["issued_at"] = nil
+            document = .object(members)
+        }
+        do {
+            let published = try await sdkConfig.publish(projectID: project.id, document: document)
+            logger.info("sdk config published", metadata: ["project": "\(project.id)", "version": "\(published.version)", "account": "\(session.account.name)"])
+        } catch let error as CollectorError where error.status == 400 || error.status == 413 {
+            return try await configPage(session, project, draft: text, message: "<p class=\"error\" role=\"alert\">\(error.message)</p>", status: .badRequest)
+        }
+        return Self.redirect("/projects/\(project.id)/config")
+    }
+
+    func rollbackConfig(_ session: LoginSession, _ project: Project, _ form: FormFields) async throws -> Response {
+        guard let version = form["version"].flatMap(Int64.init) else {
+            throw CollectorError.badRequest("sdk_config.invalid", "version must be a number")
+        }
+        let restored = try await sdkConfig.rollback(projectID: project.id, to: version)
+        logger.info("sdk config rolled back", metadata: ["project": "\(project.id)", "to": "\(version)", "version": "\(restored.version)"])
+        return Self.redirect("/projects/\(project.id)/config")
+    }
+}
+
+extension Response {
+    func withStatus(_ status: HTTPResponse.Status) -> Response {
+        var copy = self
+        copy.status = status
+        return copy
+    }
+}
