@@ -64,7 +64,8 @@ public struct EventRecord: Sendable {
     public let userKey: String?
     public let grouping: GroupingResult
     /// The guard that prevented a crash, when the event is a CrashShield incident (level
-    /// `warning`, a handled exception mechanism, and a `guard` tag or `mechanism.data.guard`).
+    /// `warning`, a handled exception mechanism, and the guard named by a `crashshield.guard` or
+    /// `guard` tag, a `crashshield.guard` mechanism's exception type, or `mechanism.data.guard`).
     public let incidentGuard: String?
     /// The event exactly as received (JSON).
     public let payload: Data
@@ -83,7 +84,14 @@ public struct EventRecord: Sendable {
             .lazy.compactMap { $0?.stringValue ?? $0?.intValue.map(String.init) }.first { !$0.isEmpty }
         let exceptions = Grouping.exceptions(json)
         let handled = exceptions.contains { $0["mechanism"]?["handled"]?.boolValue == true }
-        let guardName = json["tags"]?["guard"]?.stringValue
+        // CrashShield's SDK tags its incidents `crashshield.guard` and names the guard as the
+        // exception type of a `crashshield.guard` mechanism; other senders may use a `guard` tag
+        // or `mechanism.data.guard`.
+        let guardName = json["tags"]?["crashshield.guard"]?.stringValue
+            ?? json["tags"]?["guard"]?.stringValue
+            ?? exceptions.lazy.compactMap { exception in
+                exception["mechanism"]?["type"]?.stringValue == "crashshield.guard" ? exception["type"]?.stringValue : nil
+            }.first
             ?? exceptions.lazy.compactMap { $0["mechanism"]?["data"]?["guard"]?.stringValue }.first
         return EventRecord(
             projectID: projectID, eventID: eventID, received: received,

@@ -149,3 +149,27 @@ struct TimestampTests {
         }
     }
 }
+
+/// Envelopes CrashShield's own SDK produced (the SDK's golden files, byte for byte): the collector
+/// stores its crash as an issue naming the crashed function and its incident under prevented crashes.
+@Suite("CrashShield SDK envelopes")
+struct CrashShieldEnvelopeTests {
+    static func golden(_ name: String) throws -> [UInt8] {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }  // Collector/Tests/CollectorTests/<file> → repository root
+        return Array(try Data(contentsOf: url.appendingPathComponent("Tests/Golden/Reporting/envelopes/\(name).envelope")))
+    }
+
+    @Test func aCrashAndAnIncidentFromTheSDKAreStoredAndShown() async throws {
+        try await Harness.run { harness in
+            #expect(try await harness.post(body: Self.golden("crash-segv")).status == 200)
+            #expect(try await harness.post(body: Self.golden("incident-first")).status == 200)
+            let issues = try await harness.issues()
+            let crash = issues.first { ($0["level"]?.stringValue ?? "") == "fatal" || ($0["title"]?.stringValue ?? "").contains("SIGSEGV") }
+            let crashText = "\(crash?["title"]?.stringValue ?? "") \(crash?["culprit"]?.stringValue ?? "")"
+            #expect(crashText.contains("csc_crash_segv"), "crash issue: \(crashText)")
+            let incidents = try await harness.api("/api/0/projects/\(harness.project.id)/incidents").json?.arrayValue ?? []
+            #expect(incidents.map { $0["guard_name"]?.stringValue } == ["container"])
+        }
+    }
+}
