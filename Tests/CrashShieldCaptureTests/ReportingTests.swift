@@ -149,7 +149,7 @@ final class LockedIDs: @unchecked Sendable {
         #expect(exception.threadID == report.crash?.threadId)
         #expect(event.threads?.values == [SentryEvent.Thread(id: report.crash!.threadId!, name: "shield", crashed: true, current: true, main: true)])
         #expect(exception.stacktrace?.registers?["rip"] == report.registers?["rip"])
-        #expect(event.tags?["crashshield.launch_phase"] == "running")
+        #expect(event.tags?["launch.phase"] == "running")
         #expect(event.tags?["crashshield.guard.swift"] == "active/neutralize")
         #expect(event.contexts?.device?.arch == "x86_64" && event.contexts?.os?.name == "Linux")
         #expect(event.contexts?.os?.version == report.os?.release)
@@ -217,11 +217,20 @@ final class LockedIDs: @unchecked Sendable {
         let crumb = try #require(event.breadcrumbs?.values.first)
         #expect(crumb.message == "-[NSArray objectAtIndex:]: index 5 beyond bounds" && crumb.level == .warning)
         #expect(crumb.category == "crashshield.incident" && crumb.data?["count"] == 3 && crumb.data?["guard"] == "container")
-        #expect(event.tags?["crashshield.launch_phase"] == "launching")
-        #expect(event.tags?["crashshield.consecutive_launch_crashes"] == "2")
+        #expect(event.tags?["launch.phase"] == "launching")
+        #expect(event.tags?["launch.consecutive_crashes"] == "2")
         #expect(event.tags?["crashshield.crash_in_guard"] == "container")
         #expect(event.tags?["crashshield.remote_config_version"] == "17")
         #expect(converter.event(from: report).tags?["crashshield.remote_config_version"] == nil)
+        #expect(event.tags?["launch.repair_step"] == nil)
+        let repaired = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 3, repairStep: "clear-caches",
+                                                                               launchID: report.launchId))
+        #expect(repaired.tags?["launch.repair_step"] == "clear-caches" && repaired.tags?["launch.consecutive_crashes"] == "3")
+        // The context describes one launch: a report of another launch gets neither tag.
+        let other = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 3, repairStep: "clear-caches",
+                                                                            launchID: "another-launch"))
+        #expect(other.tags?["launch.repair_step"] == nil && other.tags?["launch.consecutive_crashes"] == nil)
+        #expect(other.tags?["launch.phase"] == "launching")
     }
 
     @Test func aSignalFromAnotherProcessNamesItsSender() throws {

@@ -5,13 +5,22 @@ internal import _CrashShieldIncidents
 /// What the next start knows about a crash beyond its report.
 public struct CrashEventContext: Sendable, Hashable {
     /// Launch crashes in a row, this one included (`LaunchProtection.consecutiveLaunchCrashes`);
-    /// nil when launch protection does not run. Sent as tag `crashshield.consecutive_launch_crashes`.
+    /// nil when launch protection does not run. Sent as tag `launch.consecutive_crashes`.
     public var consecutiveLaunchCrashes: Int?
-    /// The version of the remote configuration document that was active in the crashed run; nil
-    /// when none was. Sent as tag `crashshield.remote_config_version`.
+    /// The repair step launch protection ran at the start of the crashed run; nil when it ran
+    /// none. Sent as tag `launch.repair_step`.
+    public var repairStep: String?
+    /// The launch whose crash `consecutiveLaunchCrashes` and `repairStep` describe; nil: every
+    /// report. A report of another launch gets neither tag.
+    public var launchID: String?
+    /// The version of the remote configuration document that was active in the crashed run; nil:
+    /// the one the report names, if any. Sent as tag `crashshield.remote_config_version`.
     public var remoteConfigVersion: String?
-    public init(consecutiveLaunchCrashes: Int? = nil, remoteConfigVersion: String? = nil) {
+    public init(consecutiveLaunchCrashes: Int? = nil, remoteConfigVersion: String? = nil, repairStep: String? = nil,
+                launchID: String? = nil) {
         self.consecutiveLaunchCrashes = consecutiveLaunchCrashes
+        self.repairStep = repairStep
+        self.launchID = launchID
         self.remoteConfigVersion = remoteConfigVersion
     }
 }
@@ -155,9 +164,12 @@ public struct CrashEventConverter: Sendable {
         // Tags and extra.
         var tags: [String: String] = ["crashshield.kind": (report.kind ?? .signal).rawValue,
                                       "crashshield.classification": classification.rawValue]
-        if let phase = report.launchPhase { tags["crashshield.launch_phase"] = phase.rawValue }
-        if let consecutive = context.consecutiveLaunchCrashes { tags["crashshield.consecutive_launch_crashes"] = String(consecutive) }
-        if let version = context.remoteConfigVersion, !version.isEmpty {
+        // The collector's dashboard reads the three `launch.*` names.
+        if let phase = report.launchPhase { tags["launch.phase"] = phase.rawValue }
+        let sameLaunch = context.launchID == nil || context.launchID == report.launchId
+        if sameLaunch, let consecutive = context.consecutiveLaunchCrashes { tags["launch.consecutive_crashes"] = String(consecutive) }
+        if sameLaunch, let step = context.repairStep, !step.isEmpty { tags["launch.repair_step"] = String(step.prefix(200)) }
+        if let version = context.remoteConfigVersion ?? report.remoteConfigVersion.map(String.init), !version.isEmpty {
             tags["crashshield.remote_config_version"] = String(version.prefix(200))
         }
         for state in report.guards ?? [] {

@@ -36,14 +36,22 @@ public final class EventReporter: @unchecked Sendable {
     /// protection's `lastRun.reportLost`). A report dropped by `beforeSend` is counted
     /// (`before_send`, `error`); its session update is still sent alone, so crash-free rates stay
     /// right.
+    ///
+    /// `previousLaunchID` (launch protection's id of the previous launch): when that launch's
+    /// report has no stored session (it crashed before its session's first write), the report
+    /// carries a session that starts and ends `crashed` in one update
+    /// (`SessionTracker.crashedUpdate(unrecordedLaunchOf:)`).
     public func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext(),
-                               previousRunCrashedWithoutReport: Bool = false) -> [Envelope] {
+                               previousRunCrashedWithoutReport: Bool = false, previousLaunchID: String? = nil) -> [Envelope] {
         let converter = CrashEventConverter(options: options)
         let ordered = reports.sorted { ($0.timestampNs ?? 0, $0.id) < ($1.timestampNs ?? 0, $1.id) }
         let sessionReport = ordered.last { sessions?.reportBelongsToPrevious($0) == true }
+        let unrecordedReport = sessionReport != nil || previousLaunchID == nil ? nil
+            : ordered.last { $0.launchId == previousLaunchID && $0.crash?.recovered != true }
         var envelopes: [Envelope] = []
         for report in ordered {
-            let session = report == sessionReport ? sessions?.closePrevious(crash: report) : nil
+            let session = report == sessionReport ? sessions?.closePrevious(crash: report)
+                : report == unrecordedReport ? sessions?.crashedUpdate(unrecordedLaunchOf: report) : nil
             var event = converter.event(from: report, context: context)
             event.user = SentryEvent.User(id: installationID)
             if let edited = apply(event) {

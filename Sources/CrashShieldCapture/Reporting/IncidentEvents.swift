@@ -204,12 +204,25 @@ public final class DiscardTally: @unchecked Sendable {
 
     struct Key: Hashable { let reason: String; let category: String }
 
-    public init() {}
+    /// Where counts go instead of this tally (the outbox's discard counts, so there is one
+    /// counter: the transport reports them with the next envelope it sends).
+    private let forward: (@Sendable (String, String, Int) -> Void)?
+
+    public init() { forward = nil }
+
+    /// A tally that adds every drop to `outbox`'s discard counts instead of keeping its own;
+    /// `takeClientReport` then returns nil (the transport reports them).
+    package init(forwardingTo outbox: Outbox) {
+        forward = { reason, category, quantity in
+            outbox.recordDiscards([(Outbox.DiscardKey(reason: reason, category: category), quantity)])
+        }
+    }
 
     /// Counts `quantity` items of `category` ("error", "session", ...) dropped for `reason`
     /// (`sample_rate`, `before_send`, `queue_overflow`, ...).
     public func record(reason: String, category: String, quantity: Int = 1) {
         guard quantity > 0 else { return }
+        if let forward { return forward(reason, category, quantity) }
         lock.lock()
         counts[Key(reason: reason, category: category), default: 0] += quantity
         lock.unlock()

@@ -33,6 +33,18 @@ public struct ReportingOptions: Sendable {
     /// directories and the Swift runtime. Wins over `inAppInclude`. Default: none.
     public var inAppExclude: [String] = []
 
+    /// When the previous run crashed during launch, the start sends that crash before launch
+    /// protection's repair steps and the app go on, waiting at most this long (the envelope stays
+    /// in the outbox when the time is up, and goes out in the background). Default: 2 seconds.
+    public var launchCrashFlushTimeout: Duration = .seconds(2)
+    /// How long a clean exit (`exit`, `CrashShieldSDK.stop()`, `CrashCapture.stop()`) waits to send
+    /// the session's `exited` update and what else is pending; what is left goes at the next
+    /// start. Default: 1 second.
+    public var exitFlushTimeout: Duration = .seconds(1)
+    /// The Ed25519 public key remote configuration documents must be signed with; nil: their
+    /// signatures are not checked. The start activates the stored document with it. Default: nil.
+    public var remoteConfigPublicKey: RemoteConfigPublicKey?
+
     /// The SDK's name and version as the server sees them (`sdk`, `User-Agent`, `X-Sentry-Auth`).
     public static let sdk = SentryEvent.SDKInfo(name: "crashshield.swift", version: "0.1.0")
 

@@ -153,6 +153,25 @@ public final class SessionTracker: @unchecked Sendable {
         return Self.update(closed, isInitial: !old.initSent, timestampNs: old.startedNs, duration: nil)
     }
 
+    /// The one update of a launch that crashed before its session was stored (a crash right at
+    /// launch beats the session's first write, which happens off the start's thread): `init: true`
+    /// and `crashed` at once, started at the crash time minus the report's uptime, with this
+    /// tracker's release, environment and installation. Nil without the crash's time.
+    public func crashedUpdate(unrecordedLaunchOf report: CrashReport) -> SessionUpdate? {
+        guard let crashNs = report.timestampNs else { return nil }
+        lock.lock()
+        let current = state
+        lock.unlock()
+        let startedNs = crashNs - min(crashNs, report.uptimeNs ?? 0)
+        // A stable sid (the same report gives the same session if it is converted again), UUID-shaped.
+        let hex = Array(SentryID.derived(from: "crashshield.unrecorded-session:" + report.id).lowercased())
+        let sid = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
+        let crashed = State(sid: sid, did: current.did,
+                            startedNs: startedNs, status: .crashed, errors: 1, release: current.release,
+                            environment: current.environment, launchID: report.launchId, initSent: false, endedNs: crashNs)
+        return Self.update(crashed, isInitial: true, timestampNs: crashNs, duration: Double(crashNs - startedNs) / 1e9)
+    }
+
     static func update(_ state: State, isInitial: Bool, timestampNs: UInt64, duration: Double?) -> SessionUpdate {
         SessionUpdate(sid: state.sid, did: state.did, isInitial: isInitial,
                       started: SentryTimestamp.rfc3339(nanosecondsSince1970: state.startedNs),
