@@ -6,7 +6,8 @@ import _CrashShieldTestSupport
 /// `shield reporting-probe --dir D [--dsn DSN] [...]`: the test child of reporting as part of the
 /// one start. Starts CrashShield (guards, capture, launch protection, and reporting when `--dsn`
 /// is given; `--capture-only`: `CrashCapture.start(_:launchProtection:reporting:)` instead), prints
-/// `{"start_ns": <the start's duration>, "last_run": "<outcome>"}`, then:
+/// `{"start_ns": <the start's duration>, "last_run": "<outcome>", "remote_config_version": <the
+/// activated document's version or null>, "swift_policy": "<the Swift access guard's policy>"}`, then:
 /// - `--crash-during-launch`: crashes (SIGSEGV) while the launch is still in progress;
 /// - `--incident`: one misuse of the Swift access guard after start, delivered and handed to
 ///   reporting before going on;
@@ -27,6 +28,7 @@ enum ReportingProbeCommand {
         var probeStep = false
         var launchFlushTimeout: Double?
         var exitFlushTimeout: Double?
+        var remoteConfigPublicKey: String?
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -36,6 +38,7 @@ enum ReportingProbeCommand {
                 var options = try ReportingOptions(dsn: dsn, release: "probe@1.0")
                 if let seconds = arguments.launchFlushTimeout { options.launchCrashFlushTimeout = .milliseconds(Int(seconds * 1000)) }
                 if let seconds = arguments.exitFlushTimeout { options.exitFlushTimeout = .milliseconds(Int(seconds * 1000)) }
+                if let key = arguments.remoteConfigPublicKey { options.remoteConfigPublicKey = try RemoteConfigPublicKey(base64: key) }
                 reporting = options
             } catch {
                 FileHandle.standardError.write(Data("reporting-probe: \(error)\n".utf8))
@@ -77,7 +80,9 @@ enum ReportingProbeCommand {
         }
         let elapsed = clock.now - began
         let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
-        print("{\"start_ns\": \(nanoseconds), \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\"}")
+        let version = RemoteConfiguration.current?.version.map(String.init) ?? "null"
+        let swiftPolicy = arguments.captureOnly ? "null" : CrashShieldSDK.status.first { $0.id == .swiftAccess }.map { "\"\($0.policy)\"" } ?? "null"
+        print("{\"start_ns\": \(nanoseconds), \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
         fflush(nil)
 
         if arguments.crashDuringLaunch { csc_crash_segv() }

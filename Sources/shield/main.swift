@@ -257,10 +257,11 @@ struct ReportingProbe: ParsableCommand {
     @Flag(help: "A repair step that prints how many envelopes the outbox holds.") var probeStep = false
     @Option(help: "ReportingOptions.launchCrashFlushTimeout in seconds.") var launchFlushTimeout: Double?
     @Option(help: "ReportingOptions.exitFlushTimeout in seconds.") var exitFlushTimeout: Double?
+    @Option(help: "ReportingOptions.remoteConfigPublicKey (base64).") var remoteConfigPublicKey: String?
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
             stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
-            exitFlushTimeout: exitFlushTimeout)))
+            exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey)))
     }
 }

@@ -1,4 +1,5 @@
 import CrashShieldProtocol
+import Crypto
 import Foundation
 import Testing
 
@@ -187,5 +188,44 @@ import Testing
         #expect(result.termination == .exited(0), "\(result.output)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/outbox"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/session.json"))
+    }
+
+    func startLine(_ output: String) throws -> JSONValue {
+        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("{") }, "\(output)")
+        return try JSONValue.parse(Data(line.utf8))
+    }
+
+    /// With reporting configured the start activates the stored remote configuration before the
+    /// guards start (its rule switches the Swift access guard off), fetches from the reporting
+    /// server, and the run's crash report names the document's version, which the crash event
+    /// carries at the next start.
+    @Test func theStartActivatesTheStoredRemoteConfiguration() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-remote")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try storeDocument(remoteDocument(7, guardName: "swift", policy: .off), in: directory)
+
+        let first = try probe(directory, dsn: server.dsn, ["--crash-during-launch"])
+        #expect(first.termination == .signaled(SIGSEGV), "\(first.output)")
+        let started = try startLine(first.output)
+        #expect(started["remote_config_version"]?.intValue == 7)
+        #expect(started["swift_policy"] == "off")
+        #expect(loadReports(directory, symbolicate: false).first?.remoteConfigVersion == 7)
+
+        let second = try probe(directory, dsn: server.dsn)
+        #expect(second.termination == .exited(0), "\(second.output)")
+        #expect(server.requests.contains { $0.method == "GET" && $0.path.contains("/1/") }, "\(server.requests.map(\.path))")
+        let crash = try #require(try received(server).events.first { $0.json["level"] == "fatal" })
+        #expect(crash.json["tags"]?["crashshield.remote_config_version"] == "7")
+
+        // Without reporting the start activates nothing (the app would call activate itself).
+        let off = try startLine(try probe(directory, dsn: nil).output)
+        #expect(off["remote_config_version"] == .null && off["swift_policy"] == "neutralize")
+
+        // With a public key, the unsigned stored document is refused.
+        let key = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation.base64EncodedString()
+        let signedOnly = try startLine(try probe(directory, dsn: server.dsn, ["--remote-config-public-key", key]).output)
+        #expect(signedOnly["remote_config_version"] == .null && signedOnly["swift_policy"] == "neutralize")
     }
 }

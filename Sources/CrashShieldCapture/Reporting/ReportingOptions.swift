@@ -112,7 +112,7 @@ public struct ReportingOptions: Sendable {
     }
 
     /// `release`, or the default for a process named `processName` at `appVersion`.
-    public func effectiveRelease(processName: String?, appVersion: String?) -> String {
+    package func effectiveRelease(processName: String?, appVersion: String?) -> String {
         release ?? Self.defaultRelease(processName: processName, appVersion: appVersion)
     }
 
@@ -130,21 +130,23 @@ public struct ReportingConfigurationError: Error, Sendable, Hashable, CustomStri
     /// `reporting.dsn`, `reporting.release`, `reporting.environment`, `reporting.sample_rate`,
     /// `reporting.installation_id`.
     public let code: String
+    /// What was refused and why, for people; the wording may change.
     public let message: String
+    /// "<code>: <message>".
     public var description: String { "\(code): \(message)" }
 }
 
 /// The installation's id: a random UUID created once and kept in the report directory
 /// (`installation-id`). It identifies an installation for "crash-free users", never a person or a
 /// device: no hardware id is read, and deleting the directory makes a new one.
-public enum InstallationID {
+package enum InstallationID {
     static let fileName = "installation-id"
 
     /// The id stored in `directory`, created (and stored) when there is none or the stored one is
     /// not a UUID. Two processes that create it at once agree on one id (the first stored wins).
     /// - Throws: `ReportingConfigurationError` (`reporting.installation_id`) when the directory is
     ///   not writable and holds no id.
-    public static func load(directory: String) throws(ReportingConfigurationError) -> String {
+    package static func load(directory: String) throws(ReportingConfigurationError) -> String {
         let path = (directory as NSString).appendingPathComponent(fileName)
         if let existing = read(path) { return existing }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
