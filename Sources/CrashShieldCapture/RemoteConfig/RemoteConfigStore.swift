@@ -53,6 +53,8 @@ package struct RemoteConfigStore: Sendable {
 
     /// The stored document; nil when there is none or the file is unreadable or corrupt.
     package func loadDocument() -> StoredDocument? {
+        // The usual start has no document: access(2) instead of the first FileManager use.
+        guard access(documentPath, F_OK) == 0 else { return nil }
         guard let data = FileManager.default.contents(atPath: documentPath),
               let root = try? JSONValue.parseStrict(data), let members = root.objectValue,
               let version = members["version"]?.intValue,

@@ -153,13 +153,25 @@ public enum RemoteConfiguration {
     /// (never blocking the caller). A document fetched now applies at the next start.
     @discardableResult
     public static func activate(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
+        let activation = activateWithoutFetch(options)
+        fetchInBackground(options, reportingTo: activation)
+        return activation
+    }
+
+    /// The synchronous half of `activate` (the start's part: no task, no network).
+    package static func activateWithoutFetch(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
         let activation = load(options)
         currentBox.update { $0 = $0 ?? activation }
+        return activation
+    }
+
+    /// The other half: fetches a newer document when one is due, on a background task, and
+    /// reports the outcome to `activation.waitForBackgroundFetch`.
+    package static func fetchInBackground(_ options: RemoteConfigOptions, reportingTo activation: RemoteConfigActivation) {
         let fetcher = RemoteConfigFetcher(options: options)
         Task.detached(priority: .background) {
             activation.finishFetch(await fetcher.fetchIfDue())
         }
-        return activation
     }
 
     /// What `activate` would make current, without side effects: the stored document of

@@ -106,11 +106,23 @@ package final class ReportingClient: @unchecked Sendable {
     /// Activates the remote configuration stored in `directory` for this run
     /// (`RemoteConfiguration.activate`: the first activation of a process wins) with the reporting
     /// DSN and `remoteConfigPublicKey`, and starts the background fetch of a newer one.
+    /// The fetch starts from the reporting queue (`fetchRemoteConfigurationLater`), not from the
+    /// start's thread: the first task of a process starts the concurrency runtime's threads.
     package static func activateRemoteConfiguration(_ options: ReportingOptions, directory: String, appVersion: String?) {
         var remote = RemoteConfigOptions(dsn: options.dsn, directory: directory)
         remote.publicKey = options.remoteConfigPublicKey
         remote.appVersion = appVersion
-        RemoteConfiguration.activate(remote)
+        let activation = RemoteConfiguration.activateWithoutFetch(remote)
+        pendingFetch.set((remote, activation))
+    }
+
+    /// The fetch `activateRemoteConfiguration` left for the reporting queue.
+    private static let pendingFetch = LockedBox<(RemoteConfigOptions, RemoteConfigActivation)?>(nil)
+
+    private static func startPendingFetch() {
+        var fetch: (RemoteConfigOptions, RemoteConfigActivation)?
+        pendingFetch.update { fetch = $0; $0 = nil }
+        if let (options, activation) = fetch { RemoteConfiguration.fetchInBackground(options, reportingTo: activation) }
     }
 
     /// Ends the process's client (`end`) and forgets it. No-op when none runs.
@@ -135,10 +147,12 @@ package final class ReportingClient: @unchecked Sendable {
             // A crash at launch: heard before the repair steps and the app go on.
             queue.sync { setUpAndConvert(decision) }
             queue.sync { parts?.transport }?.flush(timeout: options.launchCrashFlushTimeout)
+            queue.async { Self.startPendingFetch() }
         } else {
             queue.async { [self] in
                 setUpAndConvert(decision)
                 parts?.transport.sendInBackground()
+                Self.startPendingFetch()
             }
         }
     }
