@@ -349,6 +349,7 @@ extension CrashShieldSDK {
         let previous = started
         started = nil
         stateLock.unlock()
+        ReportingClient.stopCurrent()
         if previous?.capture == true { CrashCapture.stop() }
         cs_guards_uninstall()
         cs_incidents_flush(2000)

@@ -262,9 +262,6 @@ package final class ReportingClient: @unchecked Sendable {
         return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanosecondsClamped))) == .success
     }
 
-    /// The transport once set up (tests, the bench).
-    package var transport: EnvelopeTransport? { queue.sync { parts?.transport } }
-
     private var reportedListPath: String { "\(directory)/\(Self.reportedListFileName)" }
 
     private func readReportedList() -> Set<String> {

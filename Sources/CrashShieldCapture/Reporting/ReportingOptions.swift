@@ -35,7 +35,9 @@ public struct ReportingOptions: Sendable {
 
     /// When the previous run crashed during launch, the start sends that crash before launch
     /// protection's repair steps and the app go on, waiting at most this long (the envelope stays
-    /// in the outbox when the time is up, and goes out in the background). Default: 2 seconds.
+    /// in the outbox when the time is up, and goes out in the background). Converting the report
+    /// comes before this wait and is not part of it (symbolication runs external tools when they
+    /// are installed: a few hundred milliseconds). Default: 2 seconds.
     public var launchCrashFlushTimeout: Duration = .seconds(2)
     /// How long a clean exit (`exit`, `CrashShieldSDK.stop()`, `CrashCapture.stop()`) waits to send
     /// the session's `exited` update and what else is pending; what is left goes at the next
