@@ -5,7 +5,7 @@ import _CrashShieldTestSupport
 
 /// `shield reporting-probe --dir D [--dsn DSN] [...]`: the test child of reporting as part of the
 /// one start. Starts CrashShield (guards, capture, launch protection, and reporting when `--dsn`
-/// is given; `--capture-only`: `CrashCapture.start(_:launchProtection:reporting:)` instead), prints
+/// is given; `--no-capture`: capture off, the directory is launch protection's; `--capture-only`: `CrashCapture.start(_:launchProtection:reporting:)` instead), prints
 /// `{"start_ns": <the start's duration>, "last_run": "<outcome>", "remote_config_version": <the
 /// activated document's version or null>, "swift_policy": "<the Swift access guard's policy>"}`, then:
 /// - `--crash-during-launch`: crashes (SIGSEGV) while the launch is still in progress;
@@ -29,6 +29,7 @@ enum ReportingProbeCommand {
         var launchFlushTimeout: Double?
         var exitFlushTimeout: Double?
         var remoteConfigPublicKey: String?
+        var noCapture = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -68,7 +69,8 @@ enum ReportingProbeCommand {
                 lastRun = CrashCapture.lastRun
             } else {
                 var options = CrashShieldOptions()
-                options.capture = capture
+                options.capture = arguments.noCapture ? nil : capture
+                launch.directoryWithoutCapture = arguments.directory
                 options.launchProtection = launch
                 options.reporting = reporting
                 try CrashShieldSDK.start(options)

@@ -258,10 +258,12 @@ struct ReportingProbe: ParsableCommand {
     @Option(help: "ReportingOptions.launchCrashFlushTimeout in seconds.") var launchFlushTimeout: Double?
     @Option(help: "ReportingOptions.exitFlushTimeout in seconds.") var exitFlushTimeout: Double?
     @Option(help: "ReportingOptions.remoteConfigPublicKey (base64).") var remoteConfigPublicKey: String?
+    @Flag(help: "The SDK's start with capture off.") var noCapture = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
             stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
-            exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey)))
+            exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
+            noCapture: noCapture)))
     }
 }

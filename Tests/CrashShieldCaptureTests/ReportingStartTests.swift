@@ -180,6 +180,23 @@ import Testing
         #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1)
     }
 
+    /// Capture off: reporting still sends the session and incidents, from launch protection's
+    /// directory.
+    @Test func withCaptureOffIncidentsAndSessionsAreSent() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-nocapture")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--no-capture", "--incident"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        let got = try received(server)
+        #expect(got.events.filter { $0.json["level"] == "warning" }.count == 1)
+        #expect(got.events.filter { $0.json["level"] == "fatal" }.isEmpty)
+        #expect(got.sessions.filter { $0.json["init"]?.boolValue == true }.count == 1)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1)
+        #expect(FileManager.default.fileExists(atPath: directory + "/session.json"))
+    }
+
     /// Without `--dsn` the start reports nothing and makes no outbox.
     @Test func withoutReportingNothingIsStored() throws {
         let directory = temporaryDirectory("reporting-start-off")
