@@ -433,6 +433,31 @@ final class LockedIDs: @unchecked Sendable {
         #expect(next.previous == nil)
     }
 
+    /// A launch that crashed before its session was first stored: its report carries one update
+    /// that starts and ends the session `crashed` (started at crash time minus uptime), the same
+    /// sid each time the report is converted; a report of another launch gets none.
+    @Test func aLaunchThatCrashedBeforeItsSessionWasStoredGetsOneCrashedUpdate() throws {
+        let directory = temporaryDirectory("session-unrecorded")
+        let report = ReportingFixture.report { $0.uptimeNs = 2_000_000_000 }
+        let crashTime = Date(timeIntervalSince1970: Double(report.timestampNs!) / 1e9)
+        let next = try SessionTracker(directory: directory, release: "app@1", environment: "staging", installationID: "did",
+                                      now: crashTime.addingTimeInterval(5))
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: "did")
+        let envelopes = reporter.crashEnvelopes(reports: [report], sessions: next, previousLaunchID: report.launchId)
+        #expect(envelopes.count == 1 && envelopes.first?.items.map(\.type) == ["event", "session"])
+        let session = try JSONDecoder().decode(SessionUpdate.self, from: try #require(envelopes.first?.items.last?.payload))
+        #expect(session.status == .crashed && session.isInitial && session.errors == 1 && session.duration == 2)
+        #expect(session.timestamp == SentryTimestamp.rfc3339(nanosecondsSince1970: report.timestampNs!))
+        #expect(session.started == SentryTimestamp.rfc3339(nanosecondsSince1970: report.timestampNs! - 2_000_000_000))
+        #expect(session.did == "did" && session.attrs.release == "app@1" && session.attrs.environment == "staging")
+        #expect(session.sid != next.current.sid && UUID(uuidString: session.sid) != nil)
+        let again = reporter.crashEnvelopes(reports: [report], sessions: next, previousLaunchID: report.launchId)
+        let repeated = try JSONDecoder().decode(SessionUpdate.self, from: try #require(again.first?.items.last?.payload))
+        #expect(repeated.sid == session.sid)
+        let other = reporter.crashEnvelopes(reports: [report], sessions: next, previousLaunchID: "another-launch")
+        #expect(other.first?.items.map(\.type) == ["event"])
+    }
+
     @Test func envelopesNeverCarrySentAt() throws {
         let reporter = EventReporter(options: ReportingFixture.options(), installationID: "did")
         let envelopes = reporter.crashEnvelopes(reports: [ReportingFixture.report()], sessions: nil)
