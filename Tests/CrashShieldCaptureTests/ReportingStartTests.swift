@@ -74,7 +74,8 @@ import Testing
         defer { server.stop() }
         let directory = temporaryDirectory("reporting-start-launch")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let repair = ["--probe-step", "--threshold", "1"]
+        // A generous bound: the claim is the order (sent before the step), not the speed.
+        let repair = ["--probe-step", "--threshold", "1", "--launch-flush-timeout", "10"]
 
         let first = try probe(directory, dsn: server.dsn, ["--crash-during-launch"])
         #expect(first.termination == .signaled(SIGSEGV), "\(first.output)")
