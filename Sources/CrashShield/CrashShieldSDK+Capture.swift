@@ -16,9 +16,9 @@ extension CrashShieldSDK {
     /// report. A report without that key (an older version's) is decoded and its frames mapped
     /// (same binary only: same path and build id), which costs the first JSONDecoder use (~2 ms).
     static func runCaptureSteps(_ options: CaptureOptions, launchProtection: LaunchProtectionOptions?,
-                             safeModeGuards: [GuardID]) throws -> LaunchProtection? {
+                                safeModeGuards: [GuardID], reporting: ReportingOptions? = nil) throws -> LaunchProtection? {
         registerGuardCodeRanges()
-        return try CrashCapture.start(options, launchProtection: launchProtection, afterInstall: {
+        return try CrashCapture.start(options, launchProtection: launchProtection, reporting: reporting, afterInstall: {
             cs_capture_exceptions_start()
             for guardName in guardsToSwitchOff(CrashCapture.guardFramesFoundAtStart) {
                 cs_guard_set_policy(guardName, CS_POLICY_OFF)
@@ -36,9 +36,10 @@ extension CrashShieldSDK {
     /// as a crash. Its state lives in `directoryWithoutCapture` (default: the default capture
     /// directory).
     static func startLaunchProtectionWithoutCapture(_ options: LaunchProtectionOptions,
-                                                    safeModeGuards: [GuardID]) -> LaunchProtection {
+                                                    safeModeGuards: [GuardID], reporting: ReportingClient? = nil) -> LaunchProtection {
         let protection = LaunchProtection.begin(directory: options.directoryWithoutCapture ?? CaptureOptions.defaultDirectory,
-                                                options: options, captureEnabled: false)
+                                                options: options, captureEnabled: false,
+                                                beforeRepair: reporting.map { client in { client.launchDecided($0) } })
         if protection.isSafeMode {
             for id in safeModeGuards { try? setPolicy(.off, for: id) }
         }

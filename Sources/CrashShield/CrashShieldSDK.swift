@@ -20,7 +20,11 @@ public enum CrashShieldSDK {
     /// (`options.launchProtection`; its repair flow runs before this returns, and when it put the
     /// app in safe mode the guards in `options.safeModeGuards` are switched off), then the delivery
     /// of earlier crash reports to `options.capture.reportSinks` (on a background thread unless
-    /// `deliverSynchronously`).
+    /// `deliverSynchronously`), then reporting (`options.reporting`): the crash reports of earlier
+    /// runs, this launch's session and every incident from now on go to the server, converted and
+    /// sent off the calling thread — except a crash during the previous launch, which is sent before
+    /// launch protection's repair steps run (waiting at most `launchCrashFlushTimeout`). A clean
+    /// exit and `stop()` send the session's end.
     ///
     /// Launch protection without capture (`options.capture = nil`) decides how the previous run
     /// ended from its launch state alone: a launch that never completed counts as a crash.
@@ -42,8 +46,6 @@ public enum CrashShieldSDK {
     ///   started already through `CrashCapture.start` or the C API,
     ///   `CrashCaptureError.directoryUnavailable` when the capture directory cannot be created.
     public static func start(_ options: CrashShieldOptions = CrashShieldOptions()) throws {
-        // The remote configuration activated for this run fills in what the app left unset.
-        let options = optionsWithRemoteOverrides(options)
         // The lock makes the checks and the start one step for every caller of this function (a
         // concurrent cs_guards_start() from C is handled in startGuards).
         startLock.lock()
@@ -53,6 +55,17 @@ public enum CrashShieldSDK {
         try throwIfRejected(cs_guards_start_check())
         if let capture = options.capture { try CrashCapture.validate(capture) }
 
+        // With reporting, the stored remote configuration becomes this run's (a newer one is
+        // fetched in the background for the next start) before anything reads it: its rule fills
+        // in what the app left unset, and capture writes its version into every report.
+        let reportingDirectory = options.capture?.directory
+            ?? options.launchProtection?.directoryWithoutCapture ?? CaptureOptions.defaultDirectory
+        if let reporting = options.reporting {
+            ReportingClient.activateRemoteConfiguration(reporting, directory: reportingDirectory,
+                                                        appVersion: options.capture?.appVersion)
+        }
+        let options = optionsWithRemoteOverrides(options)
+
         // 2. Act, in order. Each later step may rely on the earlier ones.
         try startGuards(options)
         var protection: LaunchProtection?
@@ -61,19 +74,35 @@ public enum CrashShieldSDK {
                 let clock = ContinuousClock()
                 let captureStartedAt = clock.now
                 protection = try runCaptureSteps(capture, launchProtection: options.launchProtection,
-                                                 safeModeGuards: options.safeModeGuards)
+                                                 safeModeGuards: options.safeModeGuards, reporting: options.reporting)
                 _lastCaptureStepDuration = clock.now - captureStartedAt
             } catch {
                 stopGuards(removing: options.sinks)
                 throw error
             }
-        } else if let launchOptions = options.launchProtection {
-            protection = startLaunchProtectionWithoutCapture(launchOptions, safeModeGuards: options.safeModeGuards)
+        } else {
+            // Reporting without capture: incidents and sessions (see `CrashShieldOptions.reporting`).
+            var client: ReportingClient?
+            if let reporting = options.reporting {
+                let candidate = ReportingClient(options: reporting, directory: reportingDirectory, appName: nil, appVersion: nil)
+                if ReportingClient.install(candidate) { client = candidate }
+            }
+            if let launchOptions = options.launchProtection {
+                protection = startLaunchProtectionWithoutCapture(launchOptions, safeModeGuards: options.safeModeGuards,
+                                                                 reporting: client)
+            }
+            client?.launchDecided(nil)  // no-op when launch protection decided already
         }
-        // Later parts (crash-report upload) start here, after capture and launch protection.
+        // Incidents go to reporting as `warning` events (converted and sent off the delivery thread).
+        var sinks = options.sinks
+        if let client = ReportingClient.current {
+            let sink = ClosureIncidentSink { incident in client.submitIncident(incident.reportingRecord) }
+            IncidentHub.shared.add(sink)
+            sinks.append(sink)
+        }
 
         stateLock.lock()
-        started = Started(sinks: options.sinks, capture: options.capture != nil, launchProtection: protection,
+        started = Started(sinks: sinks, capture: options.capture != nil, launchProtection: protection,
                           lastRun: protection?.lastRun ?? (options.capture != nil ? CrashCapture.lastRun : nil))
         stateLock.unlock()
     }
@@ -126,6 +155,8 @@ public enum CrashShieldSDK {
     /// signal handlers are uninstalled and the handlers installed before `start` are restored. The
     /// uncaught-exception handler stays in place but writes nothing while capture is stopped.
     /// Launch protection's record of this launch stays (a clean exit is still marked at exit).
+    /// Reporting ends: the session's `exited` update and what is pending are sent, waiting at most
+    /// `ReportingOptions.exitFlushTimeout`.
     /// Sinks added with `addSink` and incident streams stay. No-op when not started.
     /// A later `start` starts everything again.
     public static func stop() {
@@ -136,6 +167,7 @@ public enum CrashShieldSDK {
         started = nil
         stateLock.unlock()
         guard let previous else { return }
+        ReportingClient.stopCurrent()
         if previous.capture { CrashCapture.stop() }
         stopGuards(removing: previous.sinks)
     }
@@ -317,6 +349,7 @@ extension CrashShieldSDK {
         let previous = started
         started = nil
         stateLock.unlock()
+        ReportingClient.stopCurrent()
         if previous?.capture == true { CrashCapture.stop() }
         cs_guards_uninstall()
         cs_incidents_flush(2000)

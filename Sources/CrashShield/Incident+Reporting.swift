@@ -4,7 +4,7 @@ import Foundation
 extension Incident {
     /// This incident as reporting takes it (`EventReporter.incidentEnvelope`): the same fields,
     /// with the guard and policy as their raw names.
-    public var reportingRecord: IncidentRecord {
+    package var reportingRecord: IncidentRecord {
         IncidentRecord(
             guardName: guardID.rawValue, policy: policy.reportingName, className: className, selector: selector,
             isClassMethod: isClassMethod, reason: reason,

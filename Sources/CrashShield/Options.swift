@@ -91,6 +91,17 @@ public struct CrashShieldOptions: Sendable {
     /// Default: on, with `LaunchProtectionOptions()` (threshold 3, safe mode as the only step).
     public var launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()
 
+    /// Reporting to a Sentry-compatible server (Sentry, self-hosted Sentry, GlitchTip, the
+    /// CrashShield collector): crash reports, incidents (as `warning` events) and one session per
+    /// launch, plus remote configuration fetched from the same server. nil keeps everything on the
+    /// device. Default: nil.
+    ///
+    /// Its files live in the report directory: `capture.directory`, or with capture off
+    /// `launchProtection.directoryWithoutCapture` (else `CaptureOptions.defaultDirectory`); with
+    /// capture off, incidents and sessions are still sent (and reports left in that directory by
+    /// an earlier run with capture on).
+    public var reporting: ReportingOptions?
+
     /// Guards switched off (policy `.off`) for a run that launch protection put in safe mode.
     /// Default: empty.
     public var safeModeGuards: [GuardID] = []

@@ -161,10 +161,24 @@ public enum CrashCapture {
     /// - Throws: `CrashCaptureError.alreadyStarted` when capture is installed already (by an
     ///   earlier call, or through the C API); `.directoryUnavailable` when the directory cannot
     ///   be created; `.installFailed` / `.unsupportedPlatform` when the handlers cannot be installed.
+    ///
+    /// With `reporting` set, crash reports, sessions and (with the CrashShield module) incidents go
+    /// to that Sentry-compatible server from the report directory `options.directory`: the stored
+    /// remote configuration is activated first (its version goes into this run's reports) and a
+    /// newer one fetched in the background; the reports of earlier runs are converted and sent off
+    /// the calling thread — except a crash during the previous launch, which is sent before launch
+    /// protection's repair steps run, waiting at most `reporting.launchCrashFlushTimeout`. A clean
+    /// exit and `stop()` send the session's end. Default: nil (nothing leaves the device).
     @discardableResult
     public static func start(_ options: CaptureOptions = CaptureOptions(),
-                             launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions()) throws -> LaunchProtection? {
-        try start(options, launchProtection: launchProtection, afterInstall: {}, afterLaunchProtection: { _ in })
+                             launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions(),
+                             reporting: ReportingOptions? = nil) throws -> LaunchProtection? {
+        if let reporting {
+            try validate(options)
+            ReportingClient.activateRemoteConfiguration(reporting, directory: options.directory, appVersion: options.appVersion)
+        }
+        return try start(options, launchProtection: launchProtection, reporting: reporting, afterInstall: {},
+                         afterLaunchProtection: { _ in })
     }
 
     /// Throws what `start` would throw before it installs anything: `alreadyStarted`, or
@@ -190,7 +204,10 @@ public enum CrashCapture {
     /// installed, before launch protection (uncaught-exception capture, the guard fail-safe);
     /// `afterLaunchProtection` runs after launch protection (and its repair flow), before the
     /// reports are delivered (safe mode's guards).
+    /// With `reporting`, the process's `ReportingClient` is created once the handlers are
+    /// installed and launch protection hands it its decision before any repair step.
     package static func start(_ options: CaptureOptions, launchProtection launchOptions: LaunchProtectionOptions?,
+                              reporting: ReportingOptions? = nil,
                               afterInstall: () -> Void,
                               afterLaunchProtection: (LaunchProtection?) -> Void) throws -> LaunchProtection? {
         let store = CrashReportStore(directory: options.directory)
@@ -234,12 +251,24 @@ public enum CrashCapture {
             startedDirectory = options.directory
             earlierReports = reports
         }
+        var reportingClient: ReportingClient?
+        if let reporting {
+            let client = ReportingClient(
+                options: reporting, directory: options.directory,
+                appName: options.appName ?? CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent },
+                appVersion: options.appVersion, symbolicate: options.symbolicate,
+                removeConvertedReports: options.reportSinks.isEmpty, pendingAtStart: reports)
+            if ReportingClient.install(client) { reportingClient = client }
+        }
         afterInstall()
 
         // Launch protection, or (off) only the record of how this run ends, for `lastRun`.
+        // Reporting gets its decision before any repair step (a launch crash is sent there).
         let launch = LaunchProtection.begin(
             directory: options.directory, options: launchOptions ?? .recordOnly, launchID: launchID,
-            appVersion: options.appVersion, captureEnabled: true, pending: reports)
+            appVersion: options.appVersion, captureEnabled: true, pending: reports,
+            beforeRepair: reportingClient.map { client in { client.launchDecided($0) } })
+        reportingClient?.launchDecided(nil)  // no-op when launch protection decided already
         if launchOptions == nil { launch.launchCompleted() }
         let started = launchOptions == nil ? nil : launch
         lock.lock()
@@ -274,7 +303,11 @@ public enum CrashCapture {
     /// An uncaught Objective-C exception handler installed by the CrashShield module stays in
     /// place (the runtime has one slot and no way to tell whether another was set since), but it
     /// writes nothing while capture is stopped.
+    ///
+    /// Reporting started with it ends: the session's `exited` update and what is pending are
+    /// sent, waiting at most `ReportingOptions.exitFlushTimeout`.
     public static func stop() {
+        ReportingClient.stopCurrent()
         lock.lock()
         defer { lock.unlock() }
         guard startedDirectory != nil || csc_is_installed() else { return }

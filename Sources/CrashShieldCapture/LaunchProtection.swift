@@ -157,6 +157,19 @@ public struct RepairStep: Sendable {
     }
 }
 
+/// What launch protection decided about the previous run, before any repair step runs.
+package struct LaunchDecision: Sendable {
+    /// This launch's id.
+    package let launchID: String
+    /// The previous launch's id; nil at the first launch.
+    package let previousLaunchID: String?
+    package let lastRun: LastRun
+    /// Launch crashes in a row, the previous run's included.
+    package let consecutiveLaunchCrashes: Int
+    /// The repair step the previous run ran at its start; nil when it ran none.
+    package let previousRunRepairStep: String?
+}
+
 /// How the previous run ended.
 public struct LastRun: Sendable, Equatable {
     public enum Outcome: String, Sendable, Equatable {
@@ -296,21 +309,27 @@ public final class LaunchProtection: @unchecked Sendable {
     /// that ended without `markExited`: a crash, or a launch crash with the timer method).
     package static func begin(directory: String, options: LaunchProtectionOptions = LaunchProtectionOptions(),
                              launchID: String = makeLaunchID(), appVersion: String? = nil,
-                             captureEnabled: Bool, reports: [CrashReport]? = nil) -> LaunchProtection {
+                             captureEnabled: Bool, reports: [CrashReport]? = nil,
+                             beforeRepair: ((LaunchDecision) -> Void)? = nil) -> LaunchProtection {
         begin(directory: directory, options: options, launchID: launchID, appVersion: appVersion,
-              captureEnabled: captureEnabled, pending: reports.map { $0.map(PendingReport.init(decoded:)) })
+              captureEnabled: captureEnabled, pending: reports.map { $0.map(PendingReport.init(decoded:)) },
+              beforeRepair: beforeRepair)
     }
 
     /// `begin` with the reports found at start as scanned (not yet decoded) files.
+    /// `beforeRepair` is called once the previous run's end and the launch-crash count are known,
+    /// before any repair step runs (reporting sends a launch crash there); not called when this
+    /// returns the launch already running.
     static func begin(directory: String, options: LaunchProtectionOptions, launchID: String, appVersion: String?,
-                      captureEnabled: Bool, pending: [PendingReport]?) -> LaunchProtection {
+                      captureEnabled: Bool, pending: [PendingReport]?,
+                      beforeRepair: ((LaunchDecision) -> Void)? = nil) -> LaunchProtection {
         // Validate, then act: the check and the begin are one step for every caller.
         let key = launchKey(directory)
         beginLock.lock()
         defer { beginLock.unlock() }
         if let running = runningLaunches[key], !running.hasEnded { return running }
         let protection = beginLaunch(directory: directory, options: options, launchID: launchID, appVersion: appVersion,
-                                     captureEnabled: captureEnabled, pending: pending)
+                                     captureEnabled: captureEnabled, pending: pending, beforeRepair: beforeRepair)
         runningLaunches[key] = protection
         return protection
     }
@@ -345,7 +364,8 @@ public final class LaunchProtection: @unchecked Sendable {
     }
 
     private static func beginLaunch(directory: String, options: LaunchProtectionOptions, launchID: String,
-                                    appVersion: String?, captureEnabled: Bool, pending: [PendingReport]?) -> LaunchProtection {
+                                    appVersion: String?, captureEnabled: Bool, pending: [PendingReport]?,
+                                    beforeRepair: ((LaunchDecision) -> Void)?) -> LaunchProtection {
         // From here on a crash is a launch crash, the repair steps' own crashes included: a step
         // that crashes must move the next launch on to the next step, not reset the count (a
         // report written with phase "unknown" would count as a crash after launch).
@@ -397,6 +417,11 @@ public final class LaunchProtection: @unchecked Sendable {
             // Clean exits keep the count only if that launch never completed (exit during launch).
         }
         let consecutive = state.consecutiveLaunchCrashes
+        let repairStepPath = "\(directory)/\(repairStepFileName)"
+        if let beforeRepair {
+            beforeRepair(LaunchDecision(launchID: launchID, previousLaunchID: state.launchId, lastRun: lastRun, consecutiveLaunchCrashes: consecutive,
+                                        previousRunRepairStep: state.launchId.flatMap { readRepairStep(repairStepPath, launchID: $0) }))
+        }
 
         // Repair flow: the next step not attempted yet; its marker is persisted before it runs,
         // so a crash inside a step never repeats that step.
@@ -409,6 +434,7 @@ public final class LaunchProtection: @unchecked Sendable {
                 state.phase = "launching"
                 state.appVersion = appVersion
                 writeState(state, to: path)
+                writeRepairStep(step.id, launchID: launchID, to: repairStepPath)
                 let context = RepairContext(directory: directory, consecutiveLaunchCrashes: consecutive, lastReportSource: lastRun.reportSource)
                 run.append(step.id)
                 if !runStep(step, context: context) { failed.append(step.id) }
@@ -433,6 +459,31 @@ public final class LaunchProtection: @unchecked Sendable {
         let nanoseconds = max(0, window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000)
         completeLaunch(of: protection, after: UInt64(clamping: nanoseconds))
         return protection
+    }
+
+    /// "<launch id> <step id>": the repair step a launch ran at its start, so the next start can
+    /// tag that launch's crash with it (`launch.repair_step`). Written before the step runs.
+    static let repairStepFileName = "repair-step"
+
+    private static func writeRepairStep(_ step: String, launchID: String, to path: String) {
+        let bytes = Array("\(launchID) \(step)\n".utf8)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    /// The step of `repair-step` when it names `launchID`; nil otherwise (read in C: start path).
+    private static func readRepairStep(_ path: String, launchID: String) -> String? {
+        var length = 0
+        guard let buffer = csc_read_file(path, 4096, &length) else { return nil }
+        defer { free(buffer) }
+        let text = buffer.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+        let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0] == launchID else { return nil }
+        return String(parts[1])
     }
 
     /// One atexit registration per process, however often `begin` runs (tests run it many times).

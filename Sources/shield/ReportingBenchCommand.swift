@@ -6,8 +6,112 @@ import Foundation
 /// outbox's throughput for incident-sized envelopes (one `event` item of ~1.5 KB): N durable
 /// enqueues (temporary file, fsync, rename, directory fsync) into a fresh outbox, timed one by one.
 /// Prints the median and worst enqueue and the envelopes per second the median gives.
+///
+/// Then the start with reporting: `shield reporting-probe` children started alternately without
+/// and with reporting configured (nothing pending; the DSN points at a closed loopback port, so
+/// the background sends fail fast), median `start_ns` of each and the difference (goal: at most
+/// 1 ms more); and the conversion of one real crash report (`shield crash segv`, decoded and
+/// symbolicated beforehand) into its envelope, stored durably in an outbox (goal: at most 5 ms),
+/// with the symbolication of that report (external tools) as a figure of its own.
 enum ReportingBenchCommand {
     static func run(json: Bool, runs: Int?) -> Int32 {
+        let outboxStatus = outboxThroughput(json: json, runs: runs)
+        let startStatus = startWithReporting(json: json, runs: max(3, runs ?? 20))
+        let conversionStatus = convertAndEnqueue(json: json, runs: max(3, runs ?? 20))
+        return outboxStatus != 0 ? outboxStatus : startStatus != 0 ? startStatus : conversionStatus
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let parts = duration.components
+        return UInt64(max(0, parts.seconds)) * 1_000_000_000 + UInt64(max(0, parts.attoseconds / 1_000_000_000))
+    }
+
+    static func startWithReporting(json: Bool, runs: Int) -> Int32 {
+        let base = NSTemporaryDirectory() + "crashshield-bench-reporting-start-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        // A port nobody listens on: bind, read the port, close.
+        let dsn = "http://0123456789abcdef0123456789abcdef@127.0.0.1:\(closedLoopbackPort())/1"
+        var without: [UInt64] = [], with: [UInt64] = []
+        for run in 0...runs {
+            for reporting in [false, true] {
+                let directory = base + (reporting ? "/with" : "/without")
+                try? FileManager.default.removeItem(atPath: directory + "/outbox")  // nothing pending
+                let arguments = ["reporting-probe", "--dir", directory, "--exit-flush-timeout", "0.05"] + (reporting ? ["--dsn", dsn] : [])
+                let result = ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: .seconds(20))
+                guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
+                      let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      let value = object["start_ns"] as? Int else { continue }
+                if reporting { with.append(UInt64(value)) } else { without.append(UInt64(value)) }
+            }
+        }
+        guard !with.isEmpty, !without.isEmpty else {
+            print(json ? "{\"case\": \"reporting.start_nothing_pending\", \"error\": \"no samples\"}" : "reporting.start_nothing_pending: no samples")
+            return 1
+        }
+        with.sort()
+        without.sort()
+        let medianWith = with[with.count / 2], medianWithout = without[without.count / 2]
+        let added = Int64(medianWith) - Int64(medianWithout)
+        if json {
+            print("{\"case\": \"reporting.start_without_reporting\", \"runs\": \(without.count), \"median_ns\": \(medianWithout), \"max_ns\": \(without.last!)}")
+            print("{\"case\": \"reporting.start_with_reporting_nothing_pending\", \"runs\": \(with.count), \"median_ns\": \(medianWith), \"max_ns\": \(with.last!), \"added_median_ns\": \(added), \"target_added_ns\": 1000000}")
+        } else {
+            print("reporting.start_without_reporting  runs \(without.count)  median \(Double(medianWithout) / 1e6) ms  max \(Double(without.last!) / 1e6) ms")
+            print("reporting.start_with_reporting_nothing_pending  runs \(with.count)  median \(Double(medianWith) / 1e6) ms  max \(Double(with.last!) / 1e6) ms  added \(Double(added) / 1e6) ms (target <= 1 ms more)")
+        }
+        return 0
+    }
+
+    static func convertAndEnqueue(json: Bool, runs: Int) -> Int32 {
+        let directory = NSTemporaryDirectory() + "crashshield-bench-reporting-convert-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = ChildProcess.run(ChildProcess.currentExecutable, ["crash", "segv", "--dir", directory], timeout: .seconds(20))
+        guard let loaded = CrashCapture.pendingReports(in: directory, symbolicate: false).first, case .success(let raw) = loaded.result,
+              let outbox = try? Outbox(directory: Outbox.directory(forReportDirectory: directory)),
+              let options = try? ReportingOptions(dsn: "https://0123456789abcdef0123456789abcdef@example.invalid/1") else {
+            print(json ? "{\"case\": \"reporting.convert_and_enqueue_crash\", \"error\": \"no report\"}" : "reporting.convert_and_enqueue_crash: no report")
+            return 1
+        }
+        let clock = ContinuousClock()
+        var symbolicated = raw
+        let symbolicationStarted = clock.now
+        Symbolicator.symbolicate(&symbolicated)
+        let symbolication = nanoseconds(clock.now - symbolicationStarted)
+        let reporter = EventReporter(options: options, installationID: "00000000-0000-4000-8000-000000000000")
+        var samples: [UInt64] = []
+        for _ in 0..<runs {
+            let started = clock.now
+            for envelope in reporter.crashEnvelopes(reports: [symbolicated], sessions: nil) { _ = try? outbox.enqueue(envelope) }
+            samples.append(nanoseconds(clock.now - started))
+            for entry in outbox.pending() { outbox.remove(entry) }
+        }
+        samples.sort()
+        let median = samples[samples.count / 2], worst = samples.last!
+        if json {
+            print("{\"case\": \"reporting.convert_and_enqueue_crash\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"target_ns\": 5000000}")
+            print("{\"case\": \"reporting.symbolicate_crash\", \"runs\": 1, \"median_ns\": \(symbolication)}")
+        } else {
+            print("reporting.convert_and_enqueue_crash  runs \(samples.count)  median \(Double(median) / 1e6) ms  max \(Double(worst) / 1e6) ms  (target <= 5 ms; report already symbolicated)")
+            print("reporting.symbolicate_crash  once  \(Double(symbolication) / 1e6) ms  (external tools, on the reporting queue)")
+        }
+        return 0
+    }
+
+    /// A loopback port with no listener (bound, then closed).
+    static func closedLoopbackPort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    static func outboxThroughput(json: Bool, runs: Int?) -> Int32 {
         let count = max(10, runs.map { $0 * 10 } ?? 200)
         let directory = NSTemporaryDirectory() + "crashshield-bench-outbox-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: directory) }

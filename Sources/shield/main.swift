@@ -6,11 +6,11 @@
 //   shield crash KIND [--dir D]       install capture and crash on purpose (SPEC §8)
 //   shield reports [--json] [--dir D] pending crash reports, symbolicated
 //   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
-//   shield bench-reporting [--json]   the reporting figures alone: durable outbox enqueues
+//   shield bench-reporting [--json]   the reporting figures alone: outbox enqueues, start with reporting, crash conversion
 //   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
 //   shield envelope --dir D [--dsn]   print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
-// outbox-writer.
+// outbox-writer, reporting-probe.
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
@@ -24,6 +24,7 @@ struct Shield: ParsableCommand {
         subcommands: [
             Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
             Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
+            ReportingProbe.self,
         ]
     )
 }
@@ -62,7 +63,7 @@ struct Bench: ParsableCommand {
 
 struct BenchReporting: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench-reporting", abstract: "The reporting figures alone: durable outbox enqueues of incident envelopes.")
+        commandName: "bench-reporting", abstract: "The reporting figures alone: outbox enqueues, start cost with reporting, converting one crash report.")
     @Flag(help: "One JSON object per case and line.") var json = false
     @Option(help: "Enqueues ÷ 10 (default 20, i.e. 200 enqueues).") var runs: Int?
     func run() throws { try finish(ReportingBenchCommand.run(json: json, runs: runs)) }
@@ -241,3 +242,28 @@ struct OutboxWriter: ParsableCommand {
 }
 
 Shield.main()
+
+struct ReportingProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reporting-probe", abstract: "(internal) The one start with reporting: the reporting end-to-end test child.",
+        shouldDisplay: false)
+    @Option(help: "The report directory.") var dir: String
+    @Option(help: "Report to this DSN (without: no reporting).") var dsn: String?
+    @Flag(help: "CrashCapture.start(_:launchProtection:reporting:) instead of the SDK's start.") var captureOnly = false
+    @Flag(help: "Crash (SIGSEGV) during the launch.") var crashDuringLaunch = false
+    @Flag(help: "One misuse of the Swift access guard after start.") var incident = false
+    @Flag(help: "stop() after start, then one more misuse.") var stop = false
+    @Option(help: "Launch crashes before repair (default 3).") var threshold: Int?
+    @Flag(help: "A repair step that prints how many envelopes the outbox holds.") var probeStep = false
+    @Option(help: "ReportingOptions.launchCrashFlushTimeout in seconds.") var launchFlushTimeout: Double?
+    @Option(help: "ReportingOptions.exitFlushTimeout in seconds.") var exitFlushTimeout: Double?
+    @Option(help: "ReportingOptions.remoteConfigPublicKey (base64).") var remoteConfigPublicKey: String?
+    @Flag(help: "The SDK's start with capture off.") var noCapture = false
+    func run() throws {
+        try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
+            directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
+            stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
+            exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
+            noCapture: noCapture)))
+    }
+}

@@ -28,6 +28,15 @@ import Testing
         ("_ = ScopeState()", "cannot find 'ScopeState' in scope"),
         // Issue 13 item 1: one start; the second start call is gone.
         ("try? CrashShieldSDK.startCapture(CaptureOptions())", "type 'CrashShieldSDK' has no member 'startCapture'"),
+        // Issue 13 item 5 for reporting: the SDK's reporting machinery is internal; an app sets
+        // `ReportingOptions` and the start does the rest.
+        ("_ = EventReporter.self", "cannot find 'EventReporter' in scope"),
+        ("_ = SessionTracker.self", "cannot find 'SessionTracker' in scope"),
+        ("_ = Outbox.self", "cannot find 'Outbox' in scope"),
+        ("_ = EnvelopeTransport.self", "cannot find 'EnvelopeTransport' in scope"),
+        ("_ = InstallationID.self", "cannot find 'InstallationID' in scope"),
+        ("_ = RemoteConfigStore.self", "cannot find 'RemoteConfigStore' in scope"),
+        ("_ = ReportingClient.self", "cannot find 'ReportingClient' in scope"),
         ("try? CrashShieldSDK._startCaptureWithoutGuardsForTesting(CaptureOptions())",
          "'_startCaptureWithoutGuardsForTesting' is inaccessible due to 'package' protection level"),
     ]

@@ -149,7 +149,7 @@ final class LockedIDs: @unchecked Sendable {
         #expect(exception.threadID == report.crash?.threadId)
         #expect(event.threads?.values == [SentryEvent.Thread(id: report.crash!.threadId!, name: "shield", crashed: true, current: true, main: true)])
         #expect(exception.stacktrace?.registers?["rip"] == report.registers?["rip"])
-        #expect(event.tags?["crashshield.launch_phase"] == "running")
+        #expect(event.tags?["launch.phase"] == "running")
         #expect(event.tags?["crashshield.guard.swift"] == "active/neutralize")
         #expect(event.contexts?.device?.arch == "x86_64" && event.contexts?.os?.name == "Linux")
         #expect(event.contexts?.os?.version == report.os?.release)
@@ -217,11 +217,20 @@ final class LockedIDs: @unchecked Sendable {
         let crumb = try #require(event.breadcrumbs?.values.first)
         #expect(crumb.message == "-[NSArray objectAtIndex:]: index 5 beyond bounds" && crumb.level == .warning)
         #expect(crumb.category == "crashshield.incident" && crumb.data?["count"] == 3 && crumb.data?["guard"] == "container")
-        #expect(event.tags?["crashshield.launch_phase"] == "launching")
-        #expect(event.tags?["crashshield.consecutive_launch_crashes"] == "2")
+        #expect(event.tags?["launch.phase"] == "launching")
+        #expect(event.tags?["launch.consecutive_crashes"] == "2")
         #expect(event.tags?["crashshield.crash_in_guard"] == "container")
         #expect(event.tags?["crashshield.remote_config_version"] == "17")
         #expect(converter.event(from: report).tags?["crashshield.remote_config_version"] == nil)
+        #expect(event.tags?["launch.repair_step"] == nil)
+        let repaired = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 3, repairStep: "clear-caches",
+                                                                               launchID: report.launchId))
+        #expect(repaired.tags?["launch.repair_step"] == "clear-caches" && repaired.tags?["launch.consecutive_crashes"] == "3")
+        // The context describes one launch: a report of another launch gets neither tag.
+        let other = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 3, repairStep: "clear-caches",
+                                                                            launchID: "another-launch"))
+        #expect(other.tags?["launch.repair_step"] == nil && other.tags?["launch.consecutive_crashes"] == nil)
+        #expect(other.tags?["launch.phase"] == "launching")
     }
 
     @Test func aSignalFromAnotherProcessNamesItsSender() throws {
@@ -422,6 +431,31 @@ final class LockedIDs: @unchecked Sendable {
         #expect(session.timestamp == SentryTimestamp.rfc3339(nanosecondsSince1970: report.timestampNs!))
         #expect(envelopes[1].header["event_id"]?.stringValue == (try envelopes[1].event()?.eventID))
         #expect(next.previous == nil)
+    }
+
+    /// A launch that crashed before its session was first stored: its report carries one update
+    /// that starts and ends the session `crashed` (started at crash time minus uptime), the same
+    /// sid each time the report is converted; a report of another launch gets none.
+    @Test func aLaunchThatCrashedBeforeItsSessionWasStoredGetsOneCrashedUpdate() throws {
+        let directory = temporaryDirectory("session-unrecorded")
+        let report = ReportingFixture.report { $0.uptimeNs = 2_000_000_000 }
+        let crashTime = Date(timeIntervalSince1970: Double(report.timestampNs!) / 1e9)
+        let next = try SessionTracker(directory: directory, release: "app@1", environment: "staging", installationID: "did",
+                                      now: crashTime.addingTimeInterval(5))
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: "did")
+        let envelopes = reporter.crashEnvelopes(reports: [report], sessions: next, previousLaunchID: report.launchId)
+        #expect(envelopes.count == 1 && envelopes.first?.items.map(\.type) == ["event", "session"])
+        let session = try JSONDecoder().decode(SessionUpdate.self, from: try #require(envelopes.first?.items.last?.payload))
+        #expect(session.status == .crashed && session.isInitial && session.errors == 1 && session.duration == 2)
+        #expect(session.timestamp == SentryTimestamp.rfc3339(nanosecondsSince1970: report.timestampNs!))
+        #expect(session.started == SentryTimestamp.rfc3339(nanosecondsSince1970: report.timestampNs! - 2_000_000_000))
+        #expect(session.did == "did" && session.attrs.release == "app@1" && session.attrs.environment == "staging")
+        #expect(session.sid != next.current.sid && UUID(uuidString: session.sid) != nil)
+        let again = reporter.crashEnvelopes(reports: [report], sessions: next, previousLaunchID: report.launchId)
+        let repeated = try JSONDecoder().decode(SessionUpdate.self, from: try #require(again.first?.items.last?.payload))
+        #expect(repeated.sid == session.sid)
+        let other = reporter.crashEnvelopes(reports: [report], sessions: next, previousLaunchID: "another-launch")
+        #expect(other.first?.items.map(\.type) == ["event"])
     }
 
     @Test func envelopesNeverCarrySentAt() throws {

@@ -88,6 +88,28 @@ print(CrashCapture.lastRun?.outcome.rawValue ?? "first start", captureOnly?.isSa
 // README example end
 }
 
+func readmeExample_reporting() throws {
+// README example begin
+var options = CrashShieldOptions()
+options.reporting = try ReportingOptions(dsn: "https://<public key>@o123.ingest.sentry.io/42",
+                                         release: "com.example.app@2.4.1+311")
+options.reporting?.beforeSend = { event in var event = event; event.user = nil; return event }  // redaction
+try CrashShieldSDK.start(options)
+// README example end
+}
+
+func readmeExample_remoteSwitches() throws {
+// README example begin
+var options = CrashShieldOptions()
+options.capture?.appVersion = "2.4.1"                 // matched against the rules' app_version
+options.reporting = try ReportingOptions(dsn: "https://<public key>@collector.example.com/42")
+options.reporting?.remoteConfigPublicKey = try RemoteConfigPublicKey(base64: "<the collector's Ed25519 public key>")
+try CrashShieldSDK.start(options)   // the active rule fills in what `options` left unset;
+                                    // every crash report names the active document's version
+print(RemoteConfiguration.current?.version.map { "version \($0)" } ?? "no document")
+// README example end
+}
+
 func readmeExample_errors() throws {
 // README example begin
 do {

@@ -12,32 +12,32 @@ import Foundation
 ///
 /// A document is stored only after it was verified and parsed; the store itself refuses a
 /// version lower than the stored one and one not above a discarded version.
-public struct RemoteConfigStore: Sendable {
-    public static let documentFileName = "remote-config.json"
-    public static let stateFileName = "remote-config-state.json"
+package struct RemoteConfigStore: Sendable {
+    package static let documentFileName = "remote-config.json"
+    package static let stateFileName = "remote-config-state.json"
 
-    public let directory: String
-    public init(directory: String) { self.directory = directory }
+    package let directory: String
+    package init(directory: String) { self.directory = directory }
 
-    public var documentPath: String { "\(directory)/\(Self.documentFileName)" }
-    public var statePath: String { "\(directory)/\(Self.stateFileName)" }
+    package var documentPath: String { "\(directory)/\(Self.documentFileName)" }
+    package var statePath: String { "\(directory)/\(Self.stateFileName)" }
 
     /// The stored document as kept on disk (not verified or parsed: see `RemoteConfiguration.load`).
-    public struct StoredDocument: Sendable, Hashable {
-        public var envelope: SignedRemoteConfig
-        public var version: Int64
-        public var etag: String?
+    package struct StoredDocument: Sendable, Hashable {
+        package var envelope: SignedRemoteConfig
+        package var version: Int64
+        package var etag: String?
     }
 
     /// Fetch bookkeeping.
-    public struct State: Sendable, Hashable {
+    package struct State: Sendable, Hashable {
         /// No fetch before this time (from the server's `Cache-Control: max-age`, or the default interval).
-        public var nextFetchAt: Date?
+        package var nextFetchAt: Date?
         /// The version a repair step discarded: documents up to this version are refused.
-        public var discardedVersion: Int64?
+        package var discardedVersion: Int64?
         /// Why the most recent document (fetched or stored) was refused.
-        public var lastRejection: RemoteConfigError?
-        public init(nextFetchAt: Date? = nil, discardedVersion: Int64? = nil, lastRejection: RemoteConfigError? = nil) {
+        package var lastRejection: RemoteConfigError?
+        package init(nextFetchAt: Date? = nil, discardedVersion: Int64? = nil, lastRejection: RemoteConfigError? = nil) {
             self.nextFetchAt = nextFetchAt
             self.discardedVersion = discardedVersion
             self.lastRejection = lastRejection
@@ -45,14 +45,16 @@ public struct RemoteConfigStore: Sendable {
     }
 
     /// Rejection codes of the store (stable).
-    public static let olderVersionCode = "remote_config.older_version"
-    public static let discardedVersionCode = "remote_config.discarded_version"
-    public static let writeFailedCode = "remote_config.write_failed"
+    package static let olderVersionCode = "remote_config.older_version"
+    package static let discardedVersionCode = "remote_config.discarded_version"
+    package static let writeFailedCode = "remote_config.write_failed"
 
     // MARK: reading
 
     /// The stored document; nil when there is none or the file is unreadable or corrupt.
-    public func loadDocument() -> StoredDocument? {
+    package func loadDocument() -> StoredDocument? {
+        // The usual start has no document: access(2) instead of the first FileManager use.
+        guard access(documentPath, F_OK) == 0 else { return nil }
         guard let data = FileManager.default.contents(atPath: documentPath),
               let root = try? JSONValue.parseStrict(data), let members = root.objectValue,
               let version = members["version"]?.intValue,
@@ -64,7 +66,7 @@ public struct RemoteConfigStore: Sendable {
     }
 
     /// The fetch state; an empty state when missing or corrupt.
-    public func loadState() -> State {
+    package func loadState() -> State {
         guard let data = FileManager.default.contents(atPath: statePath),
               let root = try? JSONValue.parseStrict(data), let members = root.objectValue else { return State() }
         var state = State()
@@ -83,7 +85,7 @@ public struct RemoteConfigStore: Sendable {
     /// than the stored one or not above a discarded version.
     /// - Throws: `RemoteConfigError` with `olderVersionCode` or `discardedVersionCode` (the stored
     ///   document stays), or `writeFailedCode` when the file could not be written.
-    public func store(_ envelope: SignedRemoteConfig, document: RemoteConfigDocument, etag: String?) throws(RemoteConfigError) {
+    package func store(_ envelope: SignedRemoteConfig, document: RemoteConfigDocument, etag: String?) throws(RemoteConfigError) {
         if let stored = loadDocument(), document.version < stored.version {
             throw RemoteConfigError(code: Self.olderVersionCode, path: "$.version",
                                     message: "version \(document.version) is lower than the stored version \(stored.version)")
@@ -105,7 +107,7 @@ public struct RemoteConfigStore: Sendable {
 
     /// Replaces the fetch state.
     @discardableResult
-    public func saveState(_ state: State) -> Bool {
+    package func saveState(_ state: State) -> Bool {
         var members: [String: JSONValue] = [:]
         if let next = state.nextFetchAt { members["next_fetch_at"] = .double(next.timeIntervalSince1970) }
         if let discarded = state.discardedVersion { members["discarded_version"] = .int(discarded) }
@@ -118,7 +120,7 @@ public struct RemoteConfigStore: Sendable {
 
     /// Deletes the stored document and remembers its version as discarded (launch protection's
     /// reset step): the defaults apply from the next start, and that version is not applied again.
-    public func discard() {
+    package func discard() {
         if let stored = loadDocument() {
             var state = loadState()
             state.discardedVersion = max(state.discardedVersion ?? stored.version, stored.version)

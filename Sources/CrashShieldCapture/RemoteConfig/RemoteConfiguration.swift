@@ -28,6 +28,8 @@ public struct RemoteConfigOptions: Sendable {
     /// A fetch that takes longer fails (the stored document stays). Default: 30 s.
     public var requestTimeout: Duration = .seconds(30)
 
+    /// Fetches from `dsn` and stores in `directory` (default: `CaptureOptions.defaultDirectory`);
+    /// every other setting has the default stated at it.
     public init(dsn: DSN, directory: String = CaptureOptions.defaultDirectory) {
         self.dsn = dsn
         self.directory = directory
@@ -38,6 +40,7 @@ public struct RemoteConfigOptions: Sendable {
         RemoteConfigTarget(appVersion: appVersion, os: os, osVersion: osVersion, arch: arch)
     }
 
+    /// This build's operating system as rules name it: "iOS", "macOS", "visionOS", "Linux", else "unknown".
     public static var currentOS: String {
         #if os(iOS)
         return "iOS"
@@ -52,11 +55,13 @@ public struct RemoteConfigOptions: Sendable {
         #endif
     }
 
+    /// This system's version, "<major>.<minor>.<patch>".
     public static var currentOSVersion: String {
         let version = ProcessInfo.processInfo.operatingSystemVersion
         return "\(version.majorVersion).\(version.minorVersion).\(version.patchVersion)"
     }
 
+    /// This build's CPU architecture: "arm64", "x86_64", "arm", "x86", else "unknown".
     public static var currentArch: String {
         #if arch(arm64)
         return "arm64"
@@ -148,13 +153,25 @@ public enum RemoteConfiguration {
     /// (never blocking the caller). A document fetched now applies at the next start.
     @discardableResult
     public static func activate(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
+        let activation = activateWithoutFetch(options)
+        fetchInBackground(options, reportingTo: activation)
+        return activation
+    }
+
+    /// The synchronous half of `activate` (the start's part: no task, no network).
+    package static func activateWithoutFetch(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
         let activation = load(options)
         currentBox.update { $0 = $0 ?? activation }
+        return activation
+    }
+
+    /// The other half: fetches a newer document when one is due, on a background task, and
+    /// reports the outcome to `activation.waitForBackgroundFetch`.
+    package static func fetchInBackground(_ options: RemoteConfigOptions, reportingTo activation: RemoteConfigActivation) {
         let fetcher = RemoteConfigFetcher(options: options)
         Task.detached(priority: .background) {
             activation.finishFetch(await fetcher.fetchIfDue())
         }
-        return activation
     }
 
     /// What `activate` would make current, without side effects: the stored document of
@@ -175,20 +192,20 @@ public enum RemoteConfiguration {
 }
 
 /// Fetches the document from `dsn.sdkConfigURL` and stores it when it passes validation.
-public struct RemoteConfigFetcher: Sendable {
+package struct RemoteConfigFetcher: Sendable {
     /// The request failed before an HTTP answer (connection refused, timeout, DNS).
-    public static let networkErrorCode = "remote_config.network"
+    package static let networkErrorCode = "remote_config.network"
     /// The server answered with a status other than 200 and 304.
-    public static let httpStatusCode = "remote_config.http_status"
+    package static let httpStatusCode = "remote_config.http_status"
 
-    public let options: RemoteConfigOptions
-    public var store: RemoteConfigStore { RemoteConfigStore(directory: options.directory) }
+    package let options: RemoteConfigOptions
+    package var store: RemoteConfigStore { RemoteConfigStore(directory: options.directory) }
 
-    public init(options: RemoteConfigOptions) { self.options = options }
+    package init(options: RemoteConfigOptions) { self.options = options }
 
     /// The request: GET `sdkConfigURL?release=&os=&os_version=&arch=` with `If-None-Match` when a
     /// document with an ETag is stored.
-    public func request() -> URLRequest {
+    package func request() -> URLRequest {
         var components = URLComponents(url: options.dsn.sdkConfigURL, resolvingAgainstBaseURL: false)!
         components.queryItems = [
             URLQueryItem(name: "release", value: options.appVersion ?? ""),
@@ -207,7 +224,7 @@ public struct RemoteConfigFetcher: Sendable {
     }
 
     /// Fetches unless the stored next-fetch time lies ahead.
-    public func fetchIfDue(now: Date = Date()) async -> RemoteConfigFetchOutcome {
+    package func fetchIfDue(now: Date = Date()) async -> RemoteConfigFetchOutcome {
         if let next = store.loadState().nextFetchAt, next > now { return .notDue(until: next) }
         return await fetch(now: now)
     }
@@ -215,7 +232,7 @@ public struct RemoteConfigFetcher: Sendable {
     /// Fetches now and handles the answer: 200 → verify, parse, store (or refuse and record why);
     /// 304 → keep; both set the next fetch time from `Cache-Control: max-age` (or the default
     /// interval). Failures change nothing, so the next start tries again.
-    public func fetch(now: Date = Date()) async -> RemoteConfigFetchOutcome {
+    package func fetch(now: Date = Date()) async -> RemoteConfigFetchOutcome {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -237,7 +254,7 @@ public struct RemoteConfigFetcher: Sendable {
     }
 
     /// Handles one answer (split from `fetch` so that it is testable without a network).
-    public func handle(status: Int, body: Data, etag: String?, cacheControl: String?, now: Date) -> RemoteConfigFetchOutcome {
+    package func handle(status: Int, body: Data, etag: String?, cacheControl: String?, now: Date) -> RemoteConfigFetchOutcome {
         let store = self.store
         var state = store.loadState()
         guard status == 200 || status == 304 else {
@@ -266,7 +283,7 @@ public struct RemoteConfigFetcher: Sendable {
     }
 
     /// The `max-age` directive of a `Cache-Control` value, in seconds; nil when absent or malformed.
-    public static func maxAge(_ cacheControl: String?) -> Int? {
+    package static func maxAge(_ cacheControl: String?) -> Int? {
         guard let cacheControl else { return nil }
         for directive in cacheControl.split(separator: ",") {
             let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }

@@ -3,15 +3,24 @@ import Foundation
 internal import _CrashShieldIncidents
 
 /// What the next start knows about a crash beyond its report.
-public struct CrashEventContext: Sendable, Hashable {
+package struct CrashEventContext: Sendable, Hashable {
     /// Launch crashes in a row, this one included (`LaunchProtection.consecutiveLaunchCrashes`);
-    /// nil when launch protection does not run. Sent as tag `crashshield.consecutive_launch_crashes`.
-    public var consecutiveLaunchCrashes: Int?
-    /// The version of the remote configuration document that was active in the crashed run; nil
-    /// when none was. Sent as tag `crashshield.remote_config_version`.
-    public var remoteConfigVersion: String?
-    public init(consecutiveLaunchCrashes: Int? = nil, remoteConfigVersion: String? = nil) {
+    /// nil when launch protection does not run. Sent as tag `launch.consecutive_crashes`.
+    package var consecutiveLaunchCrashes: Int?
+    /// The repair step launch protection ran at the start of the crashed run; nil when it ran
+    /// none. Sent as tag `launch.repair_step`.
+    package var repairStep: String?
+    /// The launch whose crash `consecutiveLaunchCrashes` and `repairStep` describe; nil: every
+    /// report. A report of another launch gets neither tag.
+    package var launchID: String?
+    /// The version of the remote configuration document that was active in the crashed run; nil:
+    /// the one the report names, if any. Sent as tag `crashshield.remote_config_version`.
+    package var remoteConfigVersion: String?
+    package init(consecutiveLaunchCrashes: Int? = nil, remoteConfigVersion: String? = nil, repairStep: String? = nil,
+                launchID: String? = nil) {
         self.consecutiveLaunchCrashes = consecutiveLaunchCrashes
+        self.repairStep = repairStep
+        self.launchID = launchID
         self.remoteConfigVersion = remoteConfigVersion
     }
 }
@@ -24,20 +33,20 @@ public struct CrashEventContext: Sendable, Hashable {
 /// registers; the crashed thread in `threads`; every image with a build id in `debug_meta`;
 /// contexts; release, dist, environment; the report's recent incidents as breadcrumbs; tags for
 /// the launch phase, launch-crash count, guard states and the classification.
-public struct CrashEventConverter: Sendable {
-    public var release: String?
-    public var dist: String?
-    public var environment: String
-    public var inApp: InAppClassifier
+package struct CrashEventConverter: Sendable {
+    package var release: String?
+    package var dist: String?
+    package var environment: String
+    package var inApp: InAppClassifier
 
-    public init(options: ReportingOptions) {
+    package init(options: ReportingOptions) {
         self.init(release: options.release, dist: options.dist, environment: options.environment,
                   inApp: InAppClassifier(include: options.inAppInclude, exclude: options.inAppExclude))
     }
 
     /// - Parameters:
     ///   - release: nil: `"<process name>@<app version>"` from the report.
-    public init(release: String?, dist: String?, environment: String, inApp: InAppClassifier = InAppClassifier()) {
+    package init(release: String?, dist: String?, environment: String, inApp: InAppClassifier = InAppClassifier()) {
         self.release = release
         self.dist = dist
         self.environment = environment
@@ -45,7 +54,7 @@ public struct CrashEventConverter: Sendable {
     }
 
     /// The release an event from `report` carries.
-    public func release(for report: CrashReport) -> String {
+    package func release(for report: CrashReport) -> String {
         if let release { return release }
         let name = report.process?.name ?? report.process?.executable.map { ($0 as NSString).lastPathComponent }
         return ReportingOptions.defaultRelease(processName: name, appVersion: report.process?.appVersion)
@@ -53,7 +62,7 @@ public struct CrashEventConverter: Sendable {
 
     /// The event for `report`. Its id is derived from the report's id, so the same report always
     /// gives the same event id (a server that deduplicates keeps one copy of a re-sent crash).
-    public func event(from report: CrashReport, context: CrashEventContext = CrashEventContext()) -> SentryEvent {
+    package func event(from report: CrashReport, context: CrashEventContext = CrashEventContext()) -> SentryEvent {
         let classification = report.classification ?? report.classify()
         let isApple = report.os?.sysname == "Darwin"
         var event = SentryEvent(
@@ -155,9 +164,12 @@ public struct CrashEventConverter: Sendable {
         // Tags and extra.
         var tags: [String: String] = ["crashshield.kind": (report.kind ?? .signal).rawValue,
                                       "crashshield.classification": classification.rawValue]
-        if let phase = report.launchPhase { tags["crashshield.launch_phase"] = phase.rawValue }
-        if let consecutive = context.consecutiveLaunchCrashes { tags["crashshield.consecutive_launch_crashes"] = String(consecutive) }
-        if let version = context.remoteConfigVersion, !version.isEmpty {
+        // The collector's dashboard reads the three `launch.*` names.
+        if let phase = report.launchPhase { tags["launch.phase"] = phase.rawValue }
+        let sameLaunch = context.launchID == nil || context.launchID == report.launchId
+        if sameLaunch, let consecutive = context.consecutiveLaunchCrashes { tags["launch.consecutive_crashes"] = String(consecutive) }
+        if sameLaunch, let step = context.repairStep, !step.isEmpty { tags["launch.repair_step"] = String(step.prefix(200)) }
+        if let version = context.remoteConfigVersion ?? report.remoteConfigVersion.map(String.init), !version.isEmpty {
             tags["crashshield.remote_config_version"] = String(version.prefix(200))
         }
         for state in report.guards ?? [] {
@@ -253,10 +265,10 @@ private func nonEmpty(_ text: String?) -> String? { text?.isEmpty == false ? tex
 /// simulator's runtime root), the Swift toolchain's runtime (`libswift*`, Foundation, dispatch,
 /// BlocksRuntime, ICU, the XCTest and Testing libraries), the kernel's vDSO, and `exclude` prefixes.
 /// Anything else is not in-app.
-public struct InAppClassifier: Sendable, Hashable {
-    public var include: [String]
-    public var exclude: [String]
-    public init(include: [String] = [], exclude: [String] = []) {
+package struct InAppClassifier: Sendable, Hashable {
+    package var include: [String]
+    package var exclude: [String]
+    package init(include: [String] = [], exclude: [String] = []) {
         self.include = include
         self.exclude = exclude
     }
@@ -266,7 +278,7 @@ public struct InAppClassifier: Sendable, Hashable {
     static let runtimeNamePrefixes = ["libswift", "libFoundation", "lib_Foundation", "libdispatch", "libBlocksRuntime",
                                       "libXCTest", "libTesting", "lib_Testing", "libicu", "linux-vdso", "linux-gate", "ld-linux"]
 
-    public func isInApp(imagePath path: String, executable: String?) -> Bool {
+    package func isInApp(imagePath path: String, executable: String?) -> Bool {
         if exclude.contains(where: { path.hasPrefix($0) }) { return false }
         let name = (path as NSString).lastPathComponent
         if Self.systemPrefixes.contains(where: { path.hasPrefix($0) }) || path.contains("/RuntimeRoot/")
@@ -282,12 +294,12 @@ public struct InAppClassifier: Sendable, Hashable {
 }
 
 /// Sentry's debug identifiers (the key a server uses to find an image's debug file).
-public enum DebugIdentifier {
+package enum DebugIdentifier {
     /// ELF: the first 16 bytes of the GNU build id (zero-padded when shorter) read as a GUID in
     /// this machine's byte order, lowercase and hyphenated: on a little-endian machine build id
     /// `68220ae2c65d65c1b6aaa12f...` gives `e20a2268-5dc6-c165-b6aa-a12fa6765a6e`. Nil for text that
     /// is not an even number of hex digits, or empty.
-    public static func fromELFBuildID(hex: String) -> String? {
+    package static func fromELFBuildID(hex: String) -> String? {
         guard let bytes = bytes(hex: hex), !bytes.isEmpty else { return nil }
         var text = [CChar](repeating: 0, count: Int(CS_DEBUG_ID_TEXT_SIZE))
         guard cs_debug_id_from_elf_build_id(bytes, bytes.count, &text) else { return nil }
@@ -295,7 +307,7 @@ public enum DebugIdentifier {
     }
 
     /// Mach-O: the 16-byte LC_UUID as is, lowercase and hyphenated. Nil unless `hex` is 32 hex digits.
-    public static func fromMachOUUID(hex: String) -> String? {
+    package static func fromMachOUUID(hex: String) -> String? {
         guard let bytes = bytes(hex: hex.replacingOccurrences(of: "-", with: "")), bytes.count == 16 else { return nil }
         var text = [CChar](repeating: 0, count: Int(CS_DEBUG_ID_TEXT_SIZE))
         cs_debug_id_from_uuid(bytes, &text)

@@ -5,12 +5,12 @@ import Foundation
 /// sampled), sessions and client reports. It applies `beforeSend` and the incident sample rate
 /// and counts what they drop; storing and sending the envelopes is the outbox's and transport's
 /// job. Thread-safe.
-public final class EventReporter: @unchecked Sendable {
-    public let options: ReportingOptions
+package final class EventReporter: @unchecked Sendable {
+    package let options: ReportingOptions
     /// `did` of sessions; also in every event's `user.id` when the app set no user.
-    public let installationID: String
+    package let installationID: String
     /// What was dropped, for the next client report.
-    public let discards: DiscardTally
+    package let discards: DiscardTally
     let aggregator = IncidentAggregator()
     let random: @Sendable () -> Double
     /// Distinguishes this process in incident event ids.
@@ -19,7 +19,7 @@ public final class EventReporter: @unchecked Sendable {
 
     /// - Parameters:
     ///   - random: a number in 0..<1 per incident, for sampling. Default: the system generator.
-    public init(options: ReportingOptions, installationID: String, discards: DiscardTally = DiscardTally(),
+    package init(options: ReportingOptions, installationID: String, discards: DiscardTally = DiscardTally(),
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
                 processInstance: String = SentryID.random()) {
         self.options = options
@@ -36,14 +36,22 @@ public final class EventReporter: @unchecked Sendable {
     /// protection's `lastRun.reportLost`). A report dropped by `beforeSend` is counted
     /// (`before_send`, `error`); its session update is still sent alone, so crash-free rates stay
     /// right.
-    public func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext(),
-                               previousRunCrashedWithoutReport: Bool = false) -> [Envelope] {
+    ///
+    /// `previousLaunchID` (launch protection's id of the previous launch): when that launch's
+    /// report has no stored session (it crashed before its session's first write), the report
+    /// carries a session that starts and ends `crashed` in one update
+    /// (`SessionTracker.crashedUpdate(unrecordedLaunchOf:)`).
+    package func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext(),
+                               previousRunCrashedWithoutReport: Bool = false, previousLaunchID: String? = nil) -> [Envelope] {
         let converter = CrashEventConverter(options: options)
         let ordered = reports.sorted { ($0.timestampNs ?? 0, $0.id) < ($1.timestampNs ?? 0, $1.id) }
         let sessionReport = ordered.last { sessions?.reportBelongsToPrevious($0) == true }
+        let unrecordedReport = sessionReport != nil || previousLaunchID == nil ? nil
+            : ordered.last { $0.launchId == previousLaunchID && $0.crash?.recovered != true }
         var envelopes: [Envelope] = []
         for report in ordered {
-            let session = report == sessionReport ? sessions?.closePrevious(crash: report) : nil
+            let session = report == sessionReport ? sessions?.closePrevious(crash: report)
+                : report == unrecordedReport ? sessions?.crashedUpdate(unrecordedLaunchOf: report) : nil
             var event = converter.event(from: report, context: context)
             event.user = SentryEvent.User(id: installationID)
             if let edited = apply(event) {
@@ -64,7 +72,7 @@ public final class EventReporter: @unchecked Sendable {
     /// The envelope for an incident, or nil when it adds no event (a repeat below the next power
     /// of ten: `IncidentAggregator`), was sampled out (counted: `sample_rate`) or dropped by
     /// `beforeSend` (counted: `before_send`). A sent incident counts as an error in `session`.
-    public func incidentEnvelope(_ record: IncidentRecord, converter: IncidentEventConverter, session: SessionTracker? = nil) -> Envelope? {
+    package func incidentEnvelope(_ record: IncidentRecord, converter: IncidentEventConverter, session: SessionTracker? = nil) -> Envelope? {
         guard let occurrences = aggregator.occurrencesToReport(record) else { return nil }
         if options.incidentSampleRate < 1, !(random() < options.incidentSampleRate) {
             discards.record(reason: "sample_rate", category: "error")
@@ -80,7 +88,7 @@ public final class EventReporter: @unchecked Sendable {
     /// The converter for incidents of this process: release, dist and environment from the
     /// options, contexts from this machine, `debug_meta` from the frames' image files (read once
     /// per image; an image replaced on disk since it was loaded gives the new file's build id).
-    public func incidentConverter(appVersion: String? = nil) -> IncidentEventConverter {
+    package func incidentConverter(appVersion: String? = nil) -> IncidentEventConverter {
         #if os(Linux)
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments.first
         #else
@@ -112,13 +120,13 @@ public final class EventReporter: @unchecked Sendable {
     }
 
     /// An envelope of session updates; nil for none.
-    public func sessionEnvelope(_ updates: [SessionUpdate]) -> Envelope? {
+    package func sessionEnvelope(_ updates: [SessionUpdate]) -> Envelope? {
         guard !updates.isEmpty else { return nil }
         return try? Envelope.sessions(updates, sdk: ReportingOptions.sdk, dsn: options.dsn)
     }
 
     /// A client report of what was dropped since the last one; nil when nothing was.
-    public func clientReportEnvelope(now: Date = Date()) -> Envelope? {
+    package func clientReportEnvelope(now: Date = Date()) -> Envelope? {
         guard let report = discards.takeClientReport(now: now) else { return nil }
         return try? Envelope.clientReport(report, sdk: ReportingOptions.sdk, dsn: options.dsn)
     }

@@ -5,23 +5,23 @@ import Foundation
 /// image's loadable segments. Read from the image file on disk (ELF, 64-bit little-endian), for
 /// events whose frames name images by path only (incidents). The crash handler records the same
 /// for crash reports from memory.
-public struct ImageIdentity: Sendable, Hashable {
+package struct ImageIdentity: Sendable, Hashable {
     /// The GNU build id, lowercase hex.
-    public var buildID: String
+    package var buildID: String
     /// The lowest virtual address of a loadable segment, rounded down to 4 KiB (0 for a
     /// position-independent image).
-    public var vmStart: UInt64
+    package var vmStart: UInt64
     /// From `vmStart` to the end of the highest loadable segment.
-    public var vmSize: UInt64
+    package var vmSize: UInt64
 
-    public init(buildID: String, vmStart: UInt64, vmSize: UInt64) {
+    package init(buildID: String, vmStart: UInt64, vmSize: UInt64) {
         self.buildID = buildID
         self.vmStart = vmStart
         self.vmSize = vmSize
     }
 
     /// The `debug_meta` image for this identity loaded with load bias `base`.
-    public func debugImage(path: String, base: UInt64, arch: String?) -> SentryEvent.DebugImage? {
+    package func debugImage(path: String, base: UInt64, arch: String?) -> SentryEvent.DebugImage? {
         guard let debugID = DebugIdentifier.fromELFBuildID(hex: buildID), vmSize > 0 else { return nil }
         return SentryEvent.DebugImage(
             type: "elf", codeFile: path, imageAddr: CrashEventConverter.hex(base &+ vmStart),
@@ -32,7 +32,7 @@ public struct ImageIdentity: Sendable, Hashable {
     /// Reads the identity of the ELF file at `path`; nil when it is not a readable 64-bit
     /// little-endian ELF file with a GNU build id note and a loadable segment. Reads at most the
     /// header, 1024 program headers and 64 KiB of notes.
-    public static func readELF(path: String) -> ImageIdentity? {
+    package static func readELF(path: String) -> ImageIdentity? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -94,12 +94,12 @@ public struct ImageIdentity: Sendable, Hashable {
 }
 
 /// `ImageIdentity.readELF` once per path (thread-safe). Used for the images of incident frames.
-public final class ImageIdentityCache: @unchecked Sendable {
+package final class ImageIdentityCache: @unchecked Sendable {
     private let lock = NSLock()
     private var known: [String: ImageIdentity?] = [:]
-    public init() {}
+    package init() {}
 
-    public func identity(of path: String) -> ImageIdentity? {
+    package func identity(of path: String) -> ImageIdentity? {
         lock.lock()
         if let cached = known[path] {
             lock.unlock()

@@ -3,15 +3,15 @@ import Foundation
 
 /// A guard incident as reporting needs it: the CrashShield module maps its `Incident` to this
 /// (`Incident.reportingRecord`), so reporting lives here without depending on the guards.
-public struct IncidentRecord: Sendable, Hashable {
+package struct IncidentRecord: Sendable, Hashable {
     /// One return address with its image, when known.
-    public struct Frame: Sendable, Hashable {
-        public var address: UInt64
+    package struct Frame: Sendable, Hashable {
+        package var address: UInt64
         /// Path of the image holding `address`; empty when unknown.
-        public var imagePath: String
+        package var imagePath: String
         /// `address` minus the image's load address; nil when the image is unknown.
-        public var imageOffset: UInt64?
-        public init(address: UInt64, imagePath: String, imageOffset: UInt64?) {
+        package var imageOffset: UInt64?
+        package init(address: UInt64, imagePath: String, imageOffset: UInt64?) {
             self.address = address
             self.imagePath = imagePath
             self.imageOffset = imageOffset
@@ -19,26 +19,26 @@ public struct IncidentRecord: Sendable, Hashable {
     }
 
     /// The guard's identifier ("container", "selector", ...).
-    public var guardName: String
+    package var guardName: String
     /// "neutralize", "reportOnly" or "off".
-    public var policy: String
-    public var className: String
-    public var selector: String
-    public var isClassMethod: Bool
-    public var reason: String
+    package var policy: String
+    package var className: String
+    package var selector: String
+    package var isClassMethod: Bool
+    package var reason: String
     /// Return addresses from the call site outwards.
-    public var frames: [Frame]
-    public var threadID: UInt64
-    public var isMainThread: Bool
-    public var wallTime: Date
+    package var frames: [Frame]
+    package var threadID: UInt64
+    package var isMainThread: Bool
+    package var wallTime: Date
     /// Guard + class + selector + first frame outside system images: one bug, one fingerprint.
-    public var fingerprint: UInt64
+    package var fingerprint: UInt64
     /// Occurrences of this fingerprint so far in this process, this one included.
-    public var count: Int
+    package var count: Int
     /// True for the first occurrence, false for a count update.
-    public var isFirstOccurrence: Bool
+    package var isFirstOccurrence: Bool
 
-    public init(guardName: String, policy: String, className: String, selector: String, isClassMethod: Bool, reason: String,
+    package init(guardName: String, policy: String, className: String, selector: String, isClassMethod: Bool, reason: String,
                 frames: [Frame], threadID: UInt64, isMainThread: Bool, wallTime: Date, fingerprint: UInt64, count: Int,
                 isFirstOccurrence: Bool) {
         self.guardName = guardName
@@ -57,9 +57,9 @@ public struct IncidentRecord: Sendable, Hashable {
     }
 
     /// `-[NSArray objectAtIndex:]` style name.
-    public var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
+    package var methodName: String { "\(isClassMethod ? "+" : "-")[\(className) \(selector)]" }
     /// The fingerprint as 16 hex digits.
-    public var fingerprintHex: String {
+    package var fingerprintHex: String {
         let text = String(fingerprint, radix: 16)
         return String(repeating: "0", count: 16 - text.count) + text
     }
@@ -69,22 +69,22 @@ public struct IncidentRecord: Sendable, Hashable {
 /// type, the reason as its value and `mechanism {type: "crashshield.guard", handled: true}`, the
 /// call site's frames caller → callee, and the incident's own fingerprint
 /// (`["crashshield.incident", guard, fingerprint]`), so every occurrence of one bug is one issue.
-public struct IncidentEventConverter: Sendable {
-    public var release: String
-    public var dist: String?
-    public var environment: String
-    public var inApp: InAppClassifier
+package struct IncidentEventConverter: Sendable {
+    package var release: String
+    package var dist: String?
+    package var environment: String
+    package var inApp: InAppClassifier
     /// Path of the running executable (in-app decisions).
-    public var executable: String?
+    package var executable: String?
     /// Contexts sent with every incident (os, device, app): the same for a whole process.
-    public var contexts: SentryEvent.Contexts?
-    public var platform: String
+    package var contexts: SentryEvent.Contexts?
+    package var platform: String
     /// The identity of the image at a path, for `debug_meta` (so the server can symbolicate the
     /// frames); images it returns nil for are left out. Default: none (no `debug_meta`).
     /// `EventReporter.incidentConverter` reads the image files (`ImageIdentityCache`).
-    public var imageIdentity: (@Sendable (String) -> ImageIdentity?)?
+    package var imageIdentity: (@Sendable (String) -> ImageIdentity?)?
 
-    public init(release: String, dist: String?, environment: String, inApp: InAppClassifier = InAppClassifier(),
+    package init(release: String, dist: String?, environment: String, inApp: InAppClassifier = InAppClassifier(),
                 executable: String? = nil, contexts: SentryEvent.Contexts? = nil, platform: String = "native",
                 imageIdentity: (@Sendable (String) -> ImageIdentity?)? = nil) {
         self.release = release
@@ -100,7 +100,7 @@ public struct IncidentEventConverter: Sendable {
     /// The event for `record`, reporting `occurrences` (the count at this report). Its id is
     /// derived from the fingerprint, the process and the count, so converting the same
     /// occurrence twice gives the same id.
-    public func event(from record: IncidentRecord, occurrences: Int, processInstance: String) -> SentryEvent {
+    package func event(from record: IncidentRecord, occurrences: Int, processInstance: String) -> SentryEvent {
         var event = SentryEvent(
             eventID: SentryID.derived(from: "crashshield.incident:\(processInstance):\(record.fingerprintHex):\(occurrences)"),
             timestamp: SentryTimestamp.rfc3339(record.wallTime), platform: platform)
@@ -163,14 +163,14 @@ public struct IncidentEventConverter: Sendable {
 /// (`crashshield.occurrences` extra, `crashshield.incident_count` tag). Count updates in between
 /// send nothing. A fingerprint repeated n times gives at most 1 + ⌊log10 n⌋ events per process,
 /// all grouped into one issue by their fingerprint. Thread-safe.
-public final class IncidentAggregator: @unchecked Sendable {
+package final class IncidentAggregator: @unchecked Sendable {
     private let lock = NSLock()
     private var reported: [UInt64: Int] = [:]
 
-    public init() {}
+    package init() {}
 
     /// The occurrence count to report for `record`, or nil when it adds no event.
-    public func occurrencesToReport(_ record: IncidentRecord) -> Int? {
+    package func occurrencesToReport(_ record: IncidentRecord) -> Int? {
         lock.lock()
         defer { lock.unlock() }
         let count = max(record.count, 1)
@@ -198,25 +198,38 @@ public final class IncidentAggregator: @unchecked Sendable {
 }
 
 /// Counts what reporting dropped, to be sent as a `client_report`. Thread-safe; in memory.
-public final class DiscardTally: @unchecked Sendable {
+package final class DiscardTally: @unchecked Sendable {
     private let lock = NSLock()
     private var counts: [Key: Int] = [:]
 
     struct Key: Hashable { let reason: String; let category: String }
 
-    public init() {}
+    /// Where counts go instead of this tally (the outbox's discard counts, so there is one
+    /// counter: the transport reports them with the next envelope it sends).
+    private let forward: (@Sendable (String, String, Int) -> Void)?
+
+    package init() { forward = nil }
+
+    /// A tally that adds every drop to `outbox`'s discard counts instead of keeping its own;
+    /// `takeClientReport` then returns nil (the transport reports them).
+    package init(forwardingTo outbox: Outbox) {
+        forward = { reason, category, quantity in
+            outbox.recordDiscards([(Outbox.DiscardKey(reason: reason, category: category), quantity)])
+        }
+    }
 
     /// Counts `quantity` items of `category` ("error", "session", ...) dropped for `reason`
     /// (`sample_rate`, `before_send`, `queue_overflow`, ...).
-    public func record(reason: String, category: String, quantity: Int = 1) {
+    package func record(reason: String, category: String, quantity: Int = 1) {
         guard quantity > 0 else { return }
+        if let forward { return forward(reason, category, quantity) }
         lock.lock()
         counts[Key(reason: reason, category: category), default: 0] += quantity
         lock.unlock()
     }
 
     /// The counts so far as a client report, and resets them; nil when nothing was dropped.
-    public func takeClientReport(now: Date = Date()) -> ClientReport? {
+    package func takeClientReport(now: Date = Date()) -> ClientReport? {
         lock.lock()
         let taken = counts
         counts = [:]

@@ -8,49 +8,49 @@ import Darwin
 
 /// Why the outbox refused an operation: a stable `code`, a `message` for people and the file
 /// concerned (`path`).
-public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "tooLarge").
-    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
         /// The outbox directory does not exist and could not be created, or is not a directory.
-        public static let directoryUnavailable = Code(rawValue: "directoryUnavailable")
+        package static let directoryUnavailable = Code(rawValue: "directoryUnavailable")
         /// Writing, syncing or renaming a file failed (the message names the step and errno).
-        public static let writeFailed = Code(rawValue: "writeFailed")
+        package static let writeFailed = Code(rawValue: "writeFailed")
         /// One envelope is larger than the outbox's byte cap.
-        public static let tooLarge = Code(rawValue: "tooLarge")
+        package static let tooLarge = Code(rawValue: "tooLarge")
         /// The envelope has no items.
-        public static let empty = Code(rawValue: "empty")
+        package static let empty = Code(rawValue: "empty")
         /// An entry is gone or is not an envelope.
-        public static let unreadable = Code(rawValue: "unreadable")
+        package static let unreadable = Code(rawValue: "unreadable")
     }
 
     /// The kind of error (stable).
-    public let code: Code
+    package let code: Code
     /// What went wrong, for people; the wording may change between versions.
-    public let message: String
+    package let message: String
     /// The directory or file concerned; nil for `tooLarge` and `empty`.
-    public let path: String?
+    package let path: String?
 
     /// An error of `code` with `message` about `path`.
-    public init(code: Code, message: String, path: String? = nil) {
+    package init(code: Code, message: String, path: String? = nil) {
         self.code = code
         self.message = message
         self.path = path
     }
 
     /// "<code>: <message>".
-    public var description: String { "\(code): \(message)" }
+    package var description: String { "\(code): \(message)" }
 
     /// Matches by code, so `catch OutboxError.tooLarge` catches every error of that code.
-    public static func ~= (pattern: OutboxError, value: any Error) -> Bool { (value as? OutboxError)?.code == pattern.code }
+    package static func ~= (pattern: OutboxError, value: any Error) -> Bool { (value as? OutboxError)?.code == pattern.code }
 
     /// One envelope is larger than the outbox's byte cap.
-    public static let tooLarge = OutboxError(code: .tooLarge, message: "the envelope is larger than the outbox's byte cap")
+    package static let tooLarge = OutboxError(code: .tooLarge, message: "the envelope is larger than the outbox's byte cap")
     /// The envelope has no items.
-    public static let empty = OutboxError(code: .empty, message: "an envelope without items has nothing to send")
+    package static let empty = OutboxError(code: .empty, message: "an envelope without items has nothing to send")
 }
 
 /// Files written so that a reader sees either the old content or the complete new one, never a
@@ -156,54 +156,54 @@ final class FileLock: @unchecked Sendable {
 ///   oldest entries are removed until it fits, and their items are counted as discarded
 ///   (`cache_overflow`). Discard counts are kept in a file until a client report carries them.
 /// - `sent_at` is never stored (it is set when an envelope is sent).
-public final class Outbox: @unchecked Sendable {
+package final class Outbox: @unchecked Sendable {
     /// Caps. Defaults: 100 envelopes, 8 MiB.
-    public struct Limits: Sendable, Hashable {
+    package struct Limits: Sendable, Hashable {
         /// Most envelopes kept (at least 1).
-        public var maximumCount: Int
+        package var maximumCount: Int
         /// Most bytes kept, all envelopes together (at least 1).
-        public var maximumBytes: Int
+        package var maximumBytes: Int
         /// Caps; values below 1 become 1.
-        public init(maximumCount: Int = 100, maximumBytes: Int = 8 << 20) {
+        package init(maximumCount: Int = 100, maximumBytes: Int = 8 << 20) {
             self.maximumCount = max(1, maximumCount)
             self.maximumBytes = max(1, maximumBytes)
         }
     }
 
     /// One stored envelope.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The file name (`<enqueue time ns>-<pid>-<n>.envelope`); names sort oldest first.
-        public let name: String
+        package let name: String
         /// The file's full path.
-        public let path: String
+        package let path: String
         /// The file's size.
-        public let byteCount: Int
+        package let byteCount: Int
     }
 
     /// How many items of one category were discarded for one reason (client report terms:
     /// reasons `cache_overflow`, `ratelimit_backoff`, `send_error`, `internal_sdk_error`).
-    public struct DiscardKey: Sendable, Hashable, Comparable {
+    package struct DiscardKey: Sendable, Hashable, Comparable {
         /// The client-report reason (`cache_overflow`, ...).
-        public let reason: String
+        package let reason: String
         /// The data category (`error`, `session`, ...; see `DataCategory`).
-        public let category: String
+        package let category: String
         /// A (reason, category) pair.
-        public init(reason: String, category: String) {
+        package init(reason: String, category: String) {
             self.reason = reason
             self.category = category
         }
-        public static func < (a: DiscardKey, b: DiscardKey) -> Bool { (a.reason, a.category) < (b.reason, b.category) }
+        package static func < (a: DiscardKey, b: DiscardKey) -> Bool { (a.reason, a.category) < (b.reason, b.category) }
     }
 
     /// The extension of entry files: "envelope".
-    public static let fileExtension = "envelope"
+    package static let fileExtension = "envelope"
     /// Where the outbox of a report directory lives: `<report directory>/outbox`.
-    public static func directory(forReportDirectory reportDirectory: String) -> String { reportDirectory + "/outbox" }
+    package static func directory(forReportDirectory reportDirectory: String) -> String { reportDirectory + "/outbox" }
 
     /// The outbox's own directory.
-    public let directory: String
+    package let directory: String
     /// The caps applied after each enqueue.
-    public let limits: Limits
+    package let limits: Limits
     private let lock = NSLock()
     private let counter = DurableFile.Counter()
     private var discardsPath: String { directory + "/discards.json" }
@@ -212,7 +212,7 @@ public final class Outbox: @unchecked Sendable {
     /// Opens (creating if needed, mode 0700) the outbox in `directory` and removes temporary files
     /// left by writers that are no longer running (or older than ten minutes).
     /// - Throws: `OutboxError` `directoryUnavailable` when the directory cannot be created.
-    public init(directory: String, limits: Limits = Limits()) throws(OutboxError) {
+    package init(directory: String, limits: Limits = Limits()) throws(OutboxError) {
         self.directory = directory
         self.limits = limits
         do {
@@ -249,7 +249,7 @@ public final class Outbox: @unchecked Sendable {
     ///   envelope alone exceeds the byte cap (its items are counted as `cache_overflow`),
     ///   `writeFailed` when the disk refuses.
     @discardableResult
-    public func enqueue(_ envelope: Envelope) throws(OutboxError) -> Entry {
+    package func enqueue(_ envelope: Envelope) throws(OutboxError) -> Entry {
         guard !envelope.items.isEmpty else {
             throw OutboxError.empty
         }
@@ -297,7 +297,7 @@ public final class Outbox: @unchecked Sendable {
     }
 
     /// The stored envelopes, oldest first. Temporary files and other files are not listed.
-    public func pending() -> [Entry] {
+    package func pending() -> [Entry] {
         let suffix = "." + Self.fileExtension
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(suffix) && !$0.hasPrefix(".") }
@@ -312,7 +312,7 @@ public final class Outbox: @unchecked Sendable {
 
     /// The envelope stored in `entry`.
     /// - Throws: `OutboxError` `unreadable` when the file is gone or is not an envelope.
-    public func load(_ entry: Entry) throws(OutboxError) -> Envelope {
+    package func load(_ entry: Entry) throws(OutboxError) -> Envelope {
         guard let data = FileManager.default.contents(atPath: entry.path) else {
             throw OutboxError(code: .unreadable, message: "cannot read \(entry.path)", path: entry.path)
         }
@@ -324,7 +324,7 @@ public final class Outbox: @unchecked Sendable {
     }
 
     /// Removes `entry` durably. Removing an entry that is already gone is not an error.
-    public func remove(_ entry: Entry) {
+    package func remove(_ entry: Entry) {
         unlink(entry.path)
         DurableFile.syncDirectory(directory)
     }
@@ -341,7 +341,7 @@ public final class Outbox: @unchecked Sendable {
     // MARK: Discard counts (client reports)
 
     /// Adds discarded-item counts to the persistent tally.
-    public func recordDiscards(_ counts: [(DiscardKey, Int)]) {
+    package func recordDiscards(_ counts: [(DiscardKey, Int)]) {
         guard !counts.isEmpty else { return }
         updateDiscards { tally in
             for (key, quantity) in counts where quantity > 0 { tally[key, default: 0] += quantity }
@@ -349,7 +349,7 @@ public final class Outbox: @unchecked Sendable {
     }
 
     /// The discard counts not yet carried by a delivered client report.
-    public func pendingDiscards() -> [DiscardKey: Int] {
+    package func pendingDiscards() -> [DiscardKey: Int] {
         guard let data = FileManager.default.contents(atPath: discardsPath),
               case .array(let rows)? = try? JSONValue.parse(data) else { return [:] }
         var tally: [DiscardKey: Int] = [:]

@@ -2,11 +2,11 @@ import Foundation
 import CrashShieldProtocol
 
 /// Sentry's data categories, as rate limits and client reports name them.
-public enum DataCategory {
+package enum DataCategory {
     /// The category of an envelope item type: `event` → `error`, `session`/`sessions` →
     /// `session`, `client_report` → `internal`, `attachment` → `attachment`, `transaction` →
     /// `transaction`; any other type → `default`.
-    public static func of(itemType: String) -> String {
+    package static func of(itemType: String) -> String {
         switch itemType {
         case "event": return "error"
         case "session", "sessions": return "session"
@@ -22,24 +22,24 @@ public enum DataCategory {
 ///
 /// Deadlines are wall-clock times so they can be stored and honoured after a relaunch
 /// (`RateLimitStore`). A limit for every category is kept under the key `""`.
-public struct RateLimits: Sendable, Hashable, Codable {
+package struct RateLimits: Sendable, Hashable, Codable {
     /// Category → the time before which it is limited. `""` limits every category.
-    public private(set) var deadlines: [String: Date]
+    package private(set) var deadlines: [String: Date]
 
     /// Limits with these deadlines (none by default).
-    public init(deadlines: [String: Date] = [:]) { self.deadlines = deadlines }
+    package init(deadlines: [String: Date] = [:]) { self.deadlines = deadlines }
 
     /// How long a 429 without `Retry-After` or `X-Sentry-Rate-Limits` limits everything: 60 s.
-    public static let defaultRetryAfter: TimeInterval = 60
+    package static let defaultRetryAfter: TimeInterval = 60
 
     /// The time before which `category` must not be sent, or nil when it is not limited at `now`.
-    public func limitedUntil(_ category: String, now: Date = Date()) -> Date? {
+    package func limitedUntil(_ category: String, now: Date = Date()) -> Date? {
         let candidates = [deadlines[category], deadlines[""]].compactMap { $0 }.filter { $0 > now }
         return candidates.max()
     }
 
     /// Whether `category` must not be sent at `now`.
-    public func isLimited(_ category: String, now: Date = Date()) -> Bool { limitedUntil(category, now: now) != nil }
+    package func isLimited(_ category: String, now: Date = Date()) -> Bool { limitedUntil(category, now: now) != nil }
 
     /// Takes in a response's limits. `X-Sentry-Rate-Limits` (any status) wins over `Retry-After`;
     /// a 429 with neither limits every category for `defaultRetryAfter`. A deadline only ever
@@ -49,7 +49,7 @@ public struct RateLimits: Sendable, Hashable, Codable {
     ///   - sentryRateLimits: the `X-Sentry-Rate-Limits` value:
     ///     `retry_after:categories:scope[:reason_code[:namespaces]]` groups separated by commas,
     ///     categories separated by semicolons, no categories meaning every category.
-    public mutating func update(status: Int, retryAfter: String?, sentryRateLimits: String?, now: Date = Date()) {
+    package mutating func update(status: Int, retryAfter: String?, sentryRateLimits: String?, now: Date = Date()) {
         deadlines = deadlines.filter { $0.value > now }
         if let header = sentryRateLimits?.trimmingCharacters(in: .whitespaces), !header.isEmpty {
             for group in header.split(separator: ",") {
@@ -77,7 +77,7 @@ public struct RateLimits: Sendable, Hashable, Codable {
 
     /// `Retry-After` as seconds from `now`: a non-negative number of seconds, or an HTTP date
     /// (`Wed, 21 Oct 2026 07:28:00 GMT`; a date in the past gives 0). Nil when it is neither.
-    public static func retryAfterSeconds(_ value: String, now: Date = Date()) -> TimeInterval? {
+    package static func retryAfterSeconds(_ value: String, now: Date = Date()) -> TimeInterval? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Double(trimmed) { return seconds.isFinite && seconds >= 0 ? seconds : nil }
         let formatter = DateFormatter()

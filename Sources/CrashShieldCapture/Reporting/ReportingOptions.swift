@@ -33,6 +33,20 @@ public struct ReportingOptions: Sendable {
     /// directories and the Swift runtime. Wins over `inAppInclude`. Default: none.
     public var inAppExclude: [String] = []
 
+    /// When the previous run crashed during launch, the start sends that crash before launch
+    /// protection's repair steps and the app go on, waiting at most this long (the envelope stays
+    /// in the outbox when the time is up, and goes out in the background). Converting the report
+    /// comes before this wait and is not part of it (symbolication runs external tools when they
+    /// are installed: a few hundred milliseconds). Default: 2 seconds.
+    public var launchCrashFlushTimeout: Duration = .seconds(2)
+    /// How long a clean exit (`exit`, `CrashShieldSDK.stop()`, `CrashCapture.stop()`) waits to send
+    /// the session's `exited` update and what else is pending; what is left goes at the next
+    /// start. Default: 1 second.
+    public var exitFlushTimeout: Duration = .seconds(1)
+    /// The Ed25519 public key remote configuration documents must be signed with; nil: their
+    /// signatures are not checked. The start activates the stored document with it. Default: nil.
+    public var remoteConfigPublicKey: RemoteConfigPublicKey?
+
     /// The SDK's name and version as the server sees them (`sdk`, `User-Agent`, `X-Sentry-Auth`).
     public static let sdk = SentryEvent.SDKInfo(name: "crashshield.swift", version: "0.1.0")
 
@@ -100,7 +114,7 @@ public struct ReportingOptions: Sendable {
     }
 
     /// `release`, or the default for a process named `processName` at `appVersion`.
-    public func effectiveRelease(processName: String?, appVersion: String?) -> String {
+    package func effectiveRelease(processName: String?, appVersion: String?) -> String {
         release ?? Self.defaultRelease(processName: processName, appVersion: appVersion)
     }
 
@@ -118,21 +132,23 @@ public struct ReportingConfigurationError: Error, Sendable, Hashable, CustomStri
     /// `reporting.dsn`, `reporting.release`, `reporting.environment`, `reporting.sample_rate`,
     /// `reporting.installation_id`.
     public let code: String
+    /// What was refused and why, for people; the wording may change.
     public let message: String
+    /// "<code>: <message>".
     public var description: String { "\(code): \(message)" }
 }
 
 /// The installation's id: a random UUID created once and kept in the report directory
 /// (`installation-id`). It identifies an installation for "crash-free users", never a person or a
 /// device: no hardware id is read, and deleting the directory makes a new one.
-public enum InstallationID {
+package enum InstallationID {
     static let fileName = "installation-id"
 
     /// The id stored in `directory`, created (and stored) when there is none or the stored one is
     /// not a UUID. Two processes that create it at once agree on one id (the first stored wins).
     /// - Throws: `ReportingConfigurationError` (`reporting.installation_id`) when the directory is
     ///   not writable and holds no id.
-    public static func load(directory: String) throws(ReportingConfigurationError) -> String {
+    package static func load(directory: String) throws(ReportingConfigurationError) -> String {
         let path = (directory as NSString).appendingPathComponent(fileName)
         if let existing = read(path) { return existing }
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

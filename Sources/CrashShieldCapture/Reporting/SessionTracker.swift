@@ -17,7 +17,7 @@ import Foundation
 ///
 /// Every state change is written to the file before the update is returned (temporary file,
 /// fsync, rename), so a crash right after loses no state. Thread-safe.
-public final class SessionTracker: @unchecked Sendable {
+package final class SessionTracker: @unchecked Sendable {
     static let fileName = "session.json"
 
     /// What `session.json` holds.
@@ -41,7 +41,7 @@ public final class SessionTracker: @unchecked Sendable {
     private var state: State
     /// The previous launch's session when it ended neither cleanly nor with a recorded crash;
     /// nil after `closePrevious`.
-    public private(set) var previous: SessionUpdate?
+    package private(set) var previous: SessionUpdate?
     private var previousState: State?
 
     /// Starts this launch's session. Create one per launch: a second tracker for the same
@@ -54,7 +54,7 @@ public final class SessionTracker: @unchecked Sendable {
     ///   - now: the session's start (tests pass a fixed time).
     ///   - sessionID: nil: a random UUID (tests pass a fixed one).
     /// - Throws: `SessionTrackerError` (`session.write`) when the state cannot be stored.
-    public init(directory: String, release: String, environment: String?, installationID: String?, launchID: String? = nil,
+    package init(directory: String, release: String, environment: String?, installationID: String?, launchID: String? = nil,
                 now: Date = Date(), sessionID: String? = nil) throws(SessionTrackerError) {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         path = (directory as NSString).appendingPathComponent(Self.fileName)
@@ -69,7 +69,7 @@ public final class SessionTracker: @unchecked Sendable {
     }
 
     /// The current session's last known update (status `ok` until it ends).
-    public var current: SessionUpdate {
+    package var current: SessionUpdate {
         lock.lock()
         defer { lock.unlock() }
         return Self.update(state, isInitial: !state.initSent, timestampNs: state.endedNs ?? state.startedNs,
@@ -78,7 +78,7 @@ public final class SessionTracker: @unchecked Sendable {
 
     /// The first update of this session (`init: true`, status `ok`), for a session envelope at
     /// start. Nil when it was already handed out or the session has ended.
-    public func initialUpdate() -> SessionUpdate? {
+    package func initialUpdate() -> SessionUpdate? {
         lock.lock()
         defer { lock.unlock() }
         guard !state.initSent, state.status == .ok else { return nil }
@@ -90,7 +90,7 @@ public final class SessionTracker: @unchecked Sendable {
     }
 
     /// Counts one handled error (an incident event that was sent) in this session.
-    public func recordError() {
+    package func recordError() {
         lock.lock()
         defer { lock.unlock() }
         guard state.status == .ok else { return }
@@ -101,7 +101,7 @@ public final class SessionTracker: @unchecked Sendable {
 
     /// Ends this session with `status` (`.exited` on a clean exit) at `now`, stores it, and
     /// returns the final update. Nil when the session already ended or `status` is `.ok`.
-    public func end(_ status: SessionUpdate.Status = .exited, now: Date = Date()) -> SessionUpdate? {
+    package func end(_ status: SessionUpdate.Status = .exited, now: Date = Date()) -> SessionUpdate? {
         lock.lock()
         defer { lock.unlock() }
         guard status.isFinal, state.status == .ok else { return nil }
@@ -119,7 +119,7 @@ public final class SessionTracker: @unchecked Sendable {
 
     /// True when `report` belongs to the previous launch's unfinished session: the same launch id
     /// when both are known, otherwise a crash at or after that session's start.
-    public func reportBelongsToPrevious(_ report: CrashReport) -> Bool {
+    package func reportBelongsToPrevious(_ report: CrashReport) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         guard let old = previousState else { return false }
@@ -133,7 +133,7 @@ public final class SessionTracker: @unchecked Sendable {
     /// when `crashedWithoutReport` (launch protection's `lastRun.reportLost`: the handler could
     /// not write a report); `abnormal` otherwise. Returns the final update once; nil when there
     /// is no unfinished previous session or it was already closed.
-    public func closePrevious(crash: CrashReport?, crashedWithoutReport: Bool = false) -> SessionUpdate? {
+    package func closePrevious(crash: CrashReport?, crashedWithoutReport: Bool = false) -> SessionUpdate? {
         let belongs = crash.map(reportBelongsToPrevious) ?? false
         lock.lock()
         defer { lock.unlock() }
@@ -151,6 +151,25 @@ public final class SessionTracker: @unchecked Sendable {
         closed.status = crashedWithoutReport ? .crashed : .abnormal
         if crashedWithoutReport { closed.errors += 1 }
         return Self.update(closed, isInitial: !old.initSent, timestampNs: old.startedNs, duration: nil)
+    }
+
+    /// The one update of a launch that crashed before its session was stored (a crash right at
+    /// launch beats the session's first write, which happens off the start's thread): `init: true`
+    /// and `crashed` at once, started at the crash time minus the report's uptime, with this
+    /// tracker's release, environment and installation. Nil without the crash's time.
+    package func crashedUpdate(unrecordedLaunchOf report: CrashReport) -> SessionUpdate? {
+        guard let crashNs = report.timestampNs else { return nil }
+        lock.lock()
+        let current = state
+        lock.unlock()
+        let startedNs = crashNs - min(crashNs, report.uptimeNs ?? 0)
+        // A stable sid (the same report gives the same session if it is converted again), UUID-shaped.
+        let hex = Array(SentryID.derived(from: "crashshield.unrecorded-session:" + report.id).lowercased())
+        let sid = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }.joined(separator: "-")
+        let crashed = State(sid: sid, did: current.did,
+                            startedNs: startedNs, status: .crashed, errors: 1, release: current.release,
+                            environment: current.environment, launchID: report.launchId, initSent: false, endedNs: crashNs)
+        return Self.update(crashed, isInitial: true, timestampNs: crashNs, duration: Double(crashNs - startedNs) / 1e9)
     }
 
     static func update(_ state: State, isInitial: Bool, timestampNs: UInt64, duration: Double?) -> SessionUpdate {
@@ -184,9 +203,9 @@ public final class SessionTracker: @unchecked Sendable {
 }
 
 /// The session state could not be stored. `code` is stable.
-public struct SessionTrackerError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct SessionTrackerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `session.write`.
-    public let code: String
-    public let message: String
-    public var description: String { "\(code): \(message)" }
+    package let code: String
+    package let message: String
+    package var description: String { "\(code): \(message)" }
 }

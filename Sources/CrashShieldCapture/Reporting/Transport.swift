@@ -6,50 +6,50 @@ import FoundationNetworking
 #endif
 
 /// Why one HTTP exchange failed before a response arrived: a stable `code` and a `message`.
-public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "timedOut").
-    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
         /// No complete response within the request timeout (or what was left of a flush's).
-        public static let timedOut = Code(rawValue: "timedOut")
+        package static let timedOut = Code(rawValue: "timedOut")
         /// No response: connection refused or reset, DNS, TLS, or the connection closed early.
-        public static let networkFailure = Code(rawValue: "networkFailure")
+        package static let networkFailure = Code(rawValue: "networkFailure")
     }
 
     /// The kind of error (stable).
-    public let code: Code
+    package let code: Code
     /// What went wrong, for people; the wording may change between versions.
-    public let message: String
+    package let message: String
 
     /// An error of `code` with `message`.
-    public init(code: Code, message: String) {
+    package init(code: Code, message: String) {
         self.code = code
         self.message = message
     }
 
     /// "<code>: <message>".
-    public var description: String { "\(code): \(message)" }
+    package var description: String { "\(code): \(message)" }
 
     /// Matches by code, so `catch TransportError.timedOut` catches every error of that code.
-    public static func ~= (pattern: TransportError, value: any Error) -> Bool { (value as? TransportError)?.code == pattern.code }
+    package static func ~= (pattern: TransportError, value: any Error) -> Bool { (value as? TransportError)?.code == pattern.code }
 
     /// No complete response within the request timeout.
-    public static let timedOut = TransportError(code: .timedOut, message: "no response within the request timeout")
+    package static let timedOut = TransportError(code: .timedOut, message: "no response within the request timeout")
     /// No response (refused, reset, closed early, DNS, TLS).
-    public static let networkFailure = TransportError(code: .networkFailure, message: "no response")
+    package static let networkFailure = TransportError(code: .networkFailure, message: "no response")
 }
 
 /// A response's status and headers (names lowercased).
-public struct HTTPResponse: Sendable, Hashable {
+package struct HTTPResponse: Sendable, Hashable {
     /// The status code (200, 413, 429, ...).
-    public let status: Int
+    package let status: Int
     /// Header values by lowercased name.
-    public let headers: [String: String]
+    package let headers: [String: String]
     /// A response; header names are lowercased (the first of names that differ only in case wins).
-    public init(status: Int, headers: [String: String]) {
+    package init(status: Int, headers: [String: String]) {
         self.status = status
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { first, _ in first })
     }
@@ -57,7 +57,7 @@ public struct HTTPResponse: Sendable, Hashable {
 
 /// Sends one HTTP POST and waits for its response; called on the transport's own queue, one
 /// request at a time. `URLSessionEnvelopeClient` is the default; tests and hosts may supply another.
-public protocol EnvelopeHTTPClient: Sendable {
+package protocol EnvelopeHTTPClient: Sendable {
     /// POSTs `body` with `headers` to `url` and returns the response (any status), or throws
     /// `TransportError` when none arrived within `timeout`.
     func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse
@@ -65,11 +65,11 @@ public protocol EnvelopeHTTPClient: Sendable {
 
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
 /// ephemeral session (no cookies, no cache).
-public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
+package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
     private let session: URLSession
 
     /// A client with its own ephemeral session (one connection per host).
-    public init() {
+    package init() {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
         configuration.urlCache = nil
@@ -86,7 +86,7 @@ public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Send
 
     /// POSTs with URLSession; bounded by `timeout` plus one second even if URLSession's own
     /// timeout does not fire. Throws `timedOut` or `networkFailure`.
-    public func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
+    package func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
         let seconds = max(0.05, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
         request.httpMethod = "POST"
@@ -121,31 +121,31 @@ public final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Send
 }
 
 /// Settings of `EnvelopeTransport`.
-public struct TransportOptions: Sendable {
+package struct TransportOptions: Sendable {
     /// `sentry_client` and `User-Agent`. Default "crashshield.swift/0.1.0".
-    public var client: String = "crashshield.swift/0.1.0"
+    package var client: String = "crashshield.swift/0.1.0"
     /// Longest wait for one response. Default 15 s.
-    public var requestTimeout: Duration = .seconds(15)
+    package var requestTimeout: Duration = .seconds(15)
     /// Wait after the first failed attempt (network error, timeout, 5xx, 408); doubled after each
     /// further consecutive failure up to `maximumRetryDelay`, each wait multiplied by a random
     /// factor in 0.5...1 (jitter). Default 2 s.
-    public var initialRetryDelay: Duration = .seconds(2)
+    package var initialRetryDelay: Duration = .seconds(2)
     /// The longest wait between attempts before jitter. Default 5 min.
-    public var maximumRetryDelay: Duration = .seconds(300)
+    package var maximumRetryDelay: Duration = .seconds(300)
     /// Consecutive failed attempts after which this process stops sending; the envelopes stay in
     /// the outbox for the next launch. Default 6.
-    public var maximumAttempts: Int = 6
+    package var maximumAttempts: Int = 6
     /// gzip request bodies (`Content-Encoding: gzip`). Default true.
-    public var compress: Bool = true
+    package var compress: Bool = true
 
     /// The defaults above.
-    public init() {}
+    package init() {}
 }
 
 /// What happened to one outbox entry during a send pass.
-public struct EntryOutcome: Sendable, Hashable {
+package struct EntryOutcome: Sendable, Hashable {
     /// What happened.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// 2xx: removed from the outbox.
         case delivered
         /// Removed without being delivered; `reason` is the client-report reason
@@ -156,19 +156,19 @@ public struct EntryOutcome: Sendable, Hashable {
         case kept(reason: String)
     }
     /// The entry's file name (`Outbox.Entry.name`).
-    public let entry: String
+    package let entry: String
     /// What happened to it.
-    public let kind: Kind
+    package let kind: Kind
     /// The HTTP status, when a response arrived.
-    public let status: Int?
+    package let status: Int?
     /// Items removed from the envelope before sending because their category was rate limited.
-    public let itemsDroppedForRateLimits: Int
+    package let itemsDroppedForRateLimits: Int
 }
 
 /// The result of `EnvelopeTransport.sendPending` or `flush`.
-public struct SendPassResult: Sendable {
+package struct SendPassResult: Sendable {
     /// Why the pass stopped before looking at every entry; nil when it went through them all.
-    public enum Stop: Sendable, Hashable {
+    package enum Stop: Sendable, Hashable {
         /// A failed attempt: no sending before `until` (a new pass before then stops at once).
         case retryAfter(until: Date)
         /// `maximumAttempts` consecutive failures: nothing more is sent by this process.
@@ -179,11 +179,11 @@ public struct SendPassResult: Sendable {
         case deadline
     }
     /// One outcome per entry the pass looked at, oldest first.
-    public var outcomes: [EntryOutcome] = []
+    package var outcomes: [EntryOutcome] = []
     /// Why the pass stopped early; nil when it looked at every entry.
-    public var stop: Stop?
+    package var stop: Stop?
     /// Entries left in the outbox when the pass ended.
-    public var remaining: Int = 0
+    package var remaining: Int = 0
 }
 
 /// Sends the envelopes of an `Outbox` to a Sentry-compatible server (`POST <dsn.envelopeURL>`).
@@ -203,13 +203,13 @@ public struct SendPassResult: Sendable {
 ///   counted `send_error`.
 /// - Discard counts (`Outbox.pendingDiscards`) ride along as a `client_report` item and are
 ///   forgotten once an envelope carrying them is accepted.
-public final class EnvelopeTransport: @unchecked Sendable {
+package final class EnvelopeTransport: @unchecked Sendable {
     /// Where envelopes go (`dsn.envelopeURL`) and the key they are sent with.
-    public let dsn: DSN
+    package let dsn: DSN
     /// The envelopes waiting to be sent.
-    public let outbox: Outbox
+    package let outbox: Outbox
     /// Timeouts, retry delays, compression, client name.
-    public let options: TransportOptions
+    package let options: TransportOptions
     private let client: any EnvelopeHTTPClient
     private let queue = DispatchQueue(label: "crashshield.transport", qos: .utility)
     private let sendLock: FileLock
@@ -223,7 +223,7 @@ public final class EnvelopeTransport: @unchecked Sendable {
     private var backgroundPassScheduled = false
 
     /// - Parameter httpClient: how requests are made; nil uses `URLSessionEnvelopeClient`.
-    public init(dsn: DSN, outbox: Outbox, options: TransportOptions = TransportOptions(),
+    package init(dsn: DSN, outbox: Outbox, options: TransportOptions = TransportOptions(),
                 httpClient: (any EnvelopeHTTPClient)? = nil) {
         self.dsn = dsn
         self.outbox = outbox
@@ -235,21 +235,21 @@ public final class EnvelopeTransport: @unchecked Sendable {
     }
 
     /// A snapshot of the transport's state.
-    public struct State: Sendable {
+    package struct State: Sendable {
         /// Envelopes in the outbox.
-        public let pending: Int
+        package let pending: Int
         /// No attempt before this time (set after a failed attempt); nil when sending may happen now.
-        public let nextAttempt: Date?
+        package let nextAttempt: Date?
         /// Failed attempts in a row (reset by any response other than 408 and 5xx).
-        public let consecutiveFailures: Int
+        package let consecutiveFailures: Int
         /// True after `maximumAttempts` consecutive failures: this process sends nothing more.
-        public let gaveUp: Bool
+        package let gaveUp: Bool
         /// The rate limits in force (also those stored by an earlier launch).
-        public let rateLimits: RateLimits
+        package let rateLimits: RateLimits
     }
 
     /// The transport's state now.
-    public var state: State {
+    package var state: State {
         lock.lock()
         defer { lock.unlock() }
         return State(pending: outbox.pending().count, nextAttempt: nextAttempt, consecutiveFailures: consecutiveFailures,
@@ -259,18 +259,18 @@ public final class EnvelopeTransport: @unchecked Sendable {
     /// Stores `envelope` in the outbox (durably, on the caller's thread) and starts a background
     /// send pass.
     /// - Throws: what `Outbox.enqueue` throws.
-    public func submit(_ envelope: Envelope) throws(OutboxError) {
+    package func submit(_ envelope: Envelope) throws(OutboxError) {
         try outbox.enqueue(envelope)
         scheduleBackgroundPass(after: 0)
     }
 
     /// Starts a background send pass of what the outbox holds (a no-op while one is scheduled).
-    public func sendInBackground() { scheduleBackgroundPass(after: 0) }
+    package func sendInBackground() { scheduleBackgroundPass(after: 0) }
 
     /// Sends what the outbox holds, on the transport's queue, and waits for it. Stops at the first
     /// failed attempt, and at once while a retry delay from an earlier failure runs.
     /// - Parameter progress: called after each entry, on the transport's queue.
-    public func sendPending(progress: (@Sendable (EntryOutcome) -> Void)? = nil) -> SendPassResult {
+    package func sendPending(progress: (@Sendable (EntryOutcome) -> Void)? = nil) -> SendPassResult {
         queue.sync { runPass(deadline: nil, progress: progress) }
     }
 
@@ -281,7 +281,7 @@ public final class EnvelopeTransport: @unchecked Sendable {
     /// (the pass then goes on in the background and stops at the deadline). Meant for the start
     /// after a crash at launch, so the crash is heard even if the app dies again.
     @discardableResult
-    public func flush(timeout: Duration) -> SendPassResult {
+    package func flush(timeout: Duration) -> SendPassResult {
         let deadline = ContinuousClock.now + timeout
         let finished = DispatchSemaphore(value: 0)
         final class Box: @unchecked Sendable { var result = SendPassResult() }

@@ -1,0 +1,286 @@
+import CrashShieldProtocol
+import Foundation
+internal import _CrashShieldCapture
+
+/// Reporting as part of a start: one per process, created by the start (`CrashShieldSDK.start`
+/// with `options.reporting`, `CrashCapture.start(_:launchProtection:reporting:)`), ended by
+/// `stop()` and at a clean exit.
+///
+/// Everything lives in the report directory (capture's directory; without capture, launch
+/// protection's `directoryWithoutCapture` or `CaptureOptions.defaultDirectory`): the installation
+/// id, `session.json`, the outbox, and `reported-reports` (ids of reports already converted but
+/// kept on disk for report sinks, so they are sent once).
+///
+/// Order of work:
+/// 1. `init` only records the settings (no I/O: the start stays fast).
+/// 2. `launchDecided` (called by launch protection before any repair step, or by the start when
+///    launch protection does not run) sets up the installation id, `EventReporter`, this
+///    launch's `SessionTracker`, the outbox and the transport; converts the crash reports found at
+///    start into envelopes (the previous session closed `crashed` with its report, `abnormal` when
+///    it vanished) and stores them; stores the new session's initial update; starts sending. All
+///    of it on the reporting queue, except when the previous run crashed during launch: then it
+///    runs on the caller's thread and waits up to `launchCrashFlushTimeout` for the send, so a
+///    crash-looping app is heard before its repair steps run.
+/// 3. `submitIncident` converts an incident on the reporting queue (after step 2) and submits it.
+/// 4. `end` (clean exit, `stop`) stores the session's `exited` update and sends for at most
+///    `exitFlushTimeout`.
+///
+/// Drops (`beforeSend`, sampling) go straight into the outbox's discard counts (one counter): the
+/// transport adds them as a client report to the next envelope it sends.
+package final class ReportingClient: @unchecked Sendable {
+    /// Ids of reports converted while report sinks still need the files.
+    static let reportedListFileName = "reported-reports"
+
+    package let options: ReportingOptions
+    package let directory: String
+    let appName: String?
+    let appVersion: String?
+    let symbolicate: Bool
+    /// Report files are removed once converted (false while report sinks still need them).
+    let removeConvertedReports: Bool
+    /// The reports found at start (capture's scan); nil: read the directory.
+    private let pendingAtStart: [PendingReport]?
+    let transportOptions: TransportOptions
+    let httpClient: (any EnvelopeHTTPClient)?
+
+    private let queue = DispatchQueue(label: "crashshield.reporting", qos: .utility)
+    private let lock = NSLock()
+    private var decided = false
+    private var ended = false
+    /// Set on the reporting queue (or, for a launch crash, on the start's thread before the queue
+    /// gets any work); read on the queue.
+    private var parts: Parts?
+
+    struct Parts {
+        let reporter: EventReporter
+        let sessions: SessionTracker?
+        let outbox: Outbox
+        let transport: EnvelopeTransport
+        let incidentConverter: IncidentEventConverter
+    }
+
+    private static let currentBox = LockedBox<ReportingClient?>(nil)
+    /// The client of this process; nil before a start with reporting and after `stop`.
+    package static var current: ReportingClient? { currentBox.get() }
+
+    /// A client that reads the reports pending in `directory` itself (no capture scan to take them from).
+    package convenience init(options: ReportingOptions, directory: String, appName: String?, appVersion: String?,
+                             symbolicate: Bool = true, transportOptions: TransportOptions = TransportOptions(),
+                             httpClient: (any EnvelopeHTTPClient)? = nil) {
+        self.init(options: options, directory: directory, appName: appName, appVersion: appVersion, symbolicate: symbolicate,
+                  removeConvertedReports: true, pendingAtStart: nil, transportOptions: transportOptions, httpClient: httpClient)
+    }
+
+    init(options: ReportingOptions, directory: String, appName: String?, appVersion: String?,
+         symbolicate: Bool, removeConvertedReports: Bool, pendingAtStart: [PendingReport]?,
+         transportOptions: TransportOptions = TransportOptions(), httpClient: (any EnvelopeHTTPClient)? = nil) {
+        self.options = options
+        self.directory = directory
+        self.appName = appName
+        self.appVersion = appVersion
+        self.symbolicate = symbolicate
+        self.removeConvertedReports = removeConvertedReports
+        self.pendingAtStart = pendingAtStart
+        self.transportOptions = transportOptions
+        self.httpClient = httpClient
+    }
+
+    /// Makes `client` the process's client (and registers the exit handler once). False when one
+    /// is running already (it stays).
+    package static func install(_ client: ReportingClient) -> Bool {
+        var installed = false
+        currentBox.update { current in
+            if current == nil {
+                current = client
+                installed = true
+            }
+        }
+        if installed { _ = exitHandlerRegistration }
+        return installed
+    }
+
+    private static let exitHandlerRegistration: Void = {
+        atexit { ReportingClient.current?.end() }
+    }()
+
+    /// Activates the remote configuration stored in `directory` for this run
+    /// (`RemoteConfiguration.activate`: the first activation of a process wins) with the reporting
+    /// DSN and `remoteConfigPublicKey`, and starts the background fetch of a newer one.
+    /// The fetch starts from the reporting queue (`fetchRemoteConfigurationLater`), not from the
+    /// start's thread: the first task of a process starts the concurrency runtime's threads.
+    package static func activateRemoteConfiguration(_ options: ReportingOptions, directory: String, appVersion: String?) {
+        var remote = RemoteConfigOptions(dsn: options.dsn, directory: directory)
+        remote.publicKey = options.remoteConfigPublicKey
+        remote.appVersion = appVersion
+        let activation = RemoteConfiguration.activateWithoutFetch(remote)
+        pendingFetch.set((remote, activation))
+    }
+
+    /// The fetch `activateRemoteConfiguration` left for the reporting queue.
+    private static let pendingFetch = LockedBox<(RemoteConfigOptions, RemoteConfigActivation)?>(nil)
+
+    private static func startPendingFetch() {
+        var fetch: (RemoteConfigOptions, RemoteConfigActivation)?
+        pendingFetch.update { fetch = $0; $0 = nil }
+        if let (options, activation) = fetch { RemoteConfiguration.fetchInBackground(options, reportingTo: activation) }
+    }
+
+    /// Ends the process's client (`end`) and forgets it. No-op when none runs.
+    package static func stopCurrent() {
+        var client: ReportingClient?
+        currentBox.update { current in
+            client = current
+            current = nil
+        }
+        client?.end()
+    }
+
+    /// Launch protection decided how the previous run ended (nil: it does not run). The first
+    /// call sets up and converts (see the type's comment); later calls do nothing.
+    package func launchDecided(_ decision: LaunchDecision?) {
+        lock.lock()
+        let first = !decided
+        decided = true
+        lock.unlock()
+        guard first else { return }
+        if let lastRun = decision?.lastRun, lastRun.outcome == .crashed, lastRun.crashedDuringLaunch {
+            // A crash at launch: heard before the repair steps and the app go on.
+            queue.sync { setUpAndConvert(decision) }
+            queue.sync { parts?.transport }?.flush(timeout: options.launchCrashFlushTimeout)
+            queue.async { Self.startPendingFetch() }
+        } else {
+            queue.async { [self] in
+                setUpAndConvert(decision)
+                parts?.transport.sendInBackground()
+                Self.startPendingFetch()
+            }
+        }
+    }
+
+    /// Runs on the reporting queue.
+    private func setUpAndConvert(_ decision: LaunchDecision?) {
+        guard parts == nil else { return }
+        let installationID = (try? InstallationID.load(directory: directory)) ?? UUID().uuidString.lowercased()
+        guard let outbox = try? Outbox(directory: Outbox.directory(forReportDirectory: directory)) else { return }
+        let reporter = EventReporter(options: options, installationID: installationID, discards: DiscardTally(forwardingTo: outbox))
+        let transport = EnvelopeTransport(dsn: options.dsn, outbox: outbox, options: transportOptions, httpClient: httpClient)
+        let sessions = try? SessionTracker(directory: directory, release: options.effectiveRelease(processName: appName, appVersion: appVersion),
+                                           environment: options.environment, installationID: installationID,
+                                           launchID: decision?.launchID)
+        parts = Parts(reporter: reporter, sessions: sessions, outbox: outbox, transport: transport,
+                      incidentConverter: reporter.incidentConverter(appVersion: appVersion))
+
+        // Crash reports of earlier runs, with the previous launch's session.
+        let reported = readReportedList()
+        var reports: [CrashReport] = []
+        if let pendingAtStart {
+            reports = pendingAtStart.compactMap(\.report)
+        } else {
+            reports = CrashReportStore(directory: directory).load(symbolicate: false).compactMap { try? $0.result.get() }
+        }
+        reports = reports.filter { !reported.contains($0.id) }
+        if symbolicate {
+            for index in reports.indices { Symbolicator.symbolicate(&reports[index]) }
+        }
+        let context = CrashEventContext(consecutiveLaunchCrashes: decision?.consecutiveLaunchCrashes,
+                                        repairStep: decision?.previousRunRepairStep,
+                                        launchID: decision?.previousLaunchID ?? "")
+        var stored = true
+        for envelope in reporter.crashEnvelopes(reports: reports, sessions: sessions, context: context,
+                                                previousRunCrashedWithoutReport: decision?.lastRun.reportLost ?? false,
+                                                previousLaunchID: decision?.previousLaunchID) {
+            do { try outbox.enqueue(envelope) } catch { stored = false }
+        }
+        // A report is let go only once its envelope is durable; otherwise the next start converts
+        // it again (same event id: the server keeps one).
+        if stored, !reports.isEmpty {
+            if removeConvertedReports {
+                for report in reports { if let path = report.file { unlink(path) } }
+            } else {
+                let stillPending = Set((pendingAtStart?.compactMap(\.report) ?? []).map(\.id))
+                writeReportedList(reported.intersection(stillPending).union(reports.map(\.id)))
+            }
+        }
+        if let start = sessions?.initialUpdate(), let envelope = reporter.sessionEnvelope([start]) {
+            _ = try? outbox.enqueue(envelope)
+        }
+    }
+
+    /// Converts `record` into an incident event (aggregated, sampled, `beforeSend`) and submits it,
+    /// on the reporting queue. Nothing after `end`.
+    package func submitIncident(_ record: IncidentRecord) {
+        queue.async { [self] in
+            guard let parts, !isEnded else { return }
+            if let envelope = parts.reporter.incidentEnvelope(record, converter: parts.incidentConverter, session: parts.sessions) {
+                try? parts.transport.submit(envelope)
+            }
+        }
+    }
+
+    private var isEnded: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return ended
+    }
+
+    /// A clean end (exit, `stop`): stores the session's `exited` update (unless this process wrote
+    /// a crash report: the next start closes the session `crashed`) and sends what is pending, for
+    /// at most `exitFlushTimeout` in all. Once.
+    package func end() {
+        lock.lock()
+        let first = !ended
+        ended = true
+        decided = true  // a client ended before launch protection decided sets up nothing later
+        lock.unlock()
+        guard first else { return }
+        let deadline = ContinuousClock.now + options.exitFlushTimeout
+        let done = DispatchSemaphore(value: 0)
+        final class Box: @unchecked Sendable { var transport: EnvelopeTransport? }
+        let box = Box()
+        queue.async { [self] in
+            if let parts {
+                if !CrashCapture.reportWrittenThisRun, let end = parts.sessions?.end(.exited),
+                   let envelope = parts.reporter.sessionEnvelope([end]) {
+                    _ = try? parts.outbox.enqueue(envelope)
+                }
+                box.transport = parts.transport
+            }
+            done.signal()
+        }
+        let left = deadline - ContinuousClock.now
+        guard left > .zero, done.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped))) == .success,
+              let transport = box.transport else { return }
+        let remaining = deadline - ContinuousClock.now
+        if remaining > .zero { transport.flush(timeout: remaining) }
+    }
+
+    /// Waits until the work queued so far (setup, conversion, incidents) is done, for tests and
+    /// the bench; false when `timeout` passed first.
+    package func waitUntilIdle(timeout: Duration) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        queue.async { done.signal() }
+        return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanosecondsClamped))) == .success
+    }
+
+    private var reportedListPath: String { "\(directory)/\(Self.reportedListFileName)" }
+
+    private func readReportedList() -> Set<String> {
+        guard let data = FileManager.default.contents(atPath: reportedListPath) else { return [] }
+        return Set(String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init))
+    }
+
+    private func writeReportedList(_ ids: Set<String>) {
+        let text = ids.sorted().map { $0 + "\n" }.joined()
+        _ = try? DurableFile.write(Data(text.utf8), to: reportedListPath)
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, clamped to `Int64`.
+    var nanosecondsClamped: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        return product.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max : product + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,110 @@
+import CrashShield
+import CrashShieldCapture
+import Foundation
+import _CrashShieldTestSupport
+
+/// `shield reporting-probe --dir D [--dsn DSN] [...]`: the test child of reporting as part of the
+/// one start. Starts CrashShield (guards, capture, launch protection, and reporting when `--dsn`
+/// is given; `--no-capture`: capture off, the directory is launch protection's; `--capture-only`: `CrashCapture.start(_:launchProtection:reporting:)` instead), prints
+/// `{"start_ns": <the start's duration>, "last_run": "<outcome>", "remote_config_version": <the
+/// activated document's version or null>, "swift_policy": "<the Swift access guard's policy>"}`, then:
+/// - `--crash-during-launch`: crashes (SIGSEGV) while the launch is still in progress;
+/// - `--incident`: one misuse of the Swift access guard after start, delivered and handed to
+///   reporting before going on;
+/// - `--stop`: `stop()` (prints `STOPPED`), then another misuse that must not be reported;
+/// then returns normally (a clean exit: `exit` sends the session's end).
+/// `--threshold N` and `--probe-step`: launch protection's threshold and a repair step that prints
+/// `REPAIR pending=<envelopes in D/outbox>` when it runs (0: the server accepted everything
+/// before the step ran).
+enum ReportingProbeCommand {
+    struct Arguments {
+        var directory: String
+        var dsn: String?
+        var captureOnly = false
+        var crashDuringLaunch = false
+        var incident = false
+        var stop = false
+        var threshold: Int?
+        var probeStep = false
+        var launchFlushTimeout: Double?
+        var exitFlushTimeout: Double?
+        var remoteConfigPublicKey: String?
+        var noCapture = false
+    }
+
+    static func run(_ arguments: Arguments) -> Int32 {
+        var reporting: ReportingOptions?
+        if let dsn = arguments.dsn {
+            do {
+                var options = try ReportingOptions(dsn: dsn, release: "probe@1.0")
+                if let seconds = arguments.launchFlushTimeout { options.launchCrashFlushTimeout = .milliseconds(Int(seconds * 1000)) }
+                if let seconds = arguments.exitFlushTimeout { options.exitFlushTimeout = .milliseconds(Int(seconds * 1000)) }
+                if let key = arguments.remoteConfigPublicKey { options.remoteConfigPublicKey = try RemoteConfigPublicKey(base64: key) }
+                reporting = options
+            } catch {
+                FileHandle.standardError.write(Data("reporting-probe: \(error)\n".utf8))
+                return 2
+            }
+        }
+        var capture = CaptureOptions(directory: arguments.directory)
+        capture.appName = "reporting-probe"
+        capture.appVersion = "1.0"
+        var launch = LaunchProtectionOptions()
+        if let threshold = arguments.threshold { launch.threshold = threshold }
+        if arguments.probeStep {
+            let outbox = arguments.directory + "/outbox"
+            launch.repairSteps = [.run(id: "probe-step") { _ in
+                let pending = ((try? FileManager.default.contentsOfDirectory(atPath: outbox)) ?? []).filter { $0.hasSuffix(".envelope") }
+                print("REPAIR pending=\(pending.count)")
+                fflush(nil)
+            }]
+        }
+
+        let clock = ContinuousClock()
+        let began = clock.now
+        let lastRun: LastRun?
+        do {
+            if arguments.captureOnly {
+                try CrashCapture.start(capture, launchProtection: launch, reporting: reporting)
+                lastRun = CrashCapture.lastRun
+            } else {
+                var options = CrashShieldOptions()
+                options.capture = arguments.noCapture ? nil : capture
+                launch.directoryWithoutCapture = arguments.directory
+                options.launchProtection = launch
+                options.reporting = reporting
+                try CrashShieldSDK.start(options)
+                lastRun = CrashShieldSDK.lastRun
+            }
+        } catch {
+            FileHandle.standardError.write(Data("reporting-probe: start failed: \(error)\n".utf8))
+            return 1
+        }
+        let elapsed = clock.now - began
+        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        let version = RemoteConfiguration.current?.version.map(String.init) ?? "null"
+        let swiftPolicy = arguments.captureOnly ? "null" : CrashShieldSDK.status.first { $0.id == .swiftAccess }.map { "\"\($0.policy)\"" } ?? "null"
+        print("{\"start_ns\": \(nanoseconds), \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
+        fflush(nil)
+
+        if arguments.crashDuringLaunch { csc_crash_segv() }
+        if arguments.incident { misuseAndHandOver() }
+        if arguments.stop {
+            if arguments.captureOnly { CrashCapture.stop() } else { CrashShieldSDK.stop() }
+            print("STOPPED")
+            fflush(nil)
+            if !arguments.captureOnly { misuseAndHandOver() }
+        }
+        return 0
+    }
+
+    /// One out-of-bounds read through the Swift access guard; waits until the incident was
+    /// delivered and reporting handled it.
+    private static func misuseAndHandOver() {
+        let values = [1, 2, 3]
+        let index = Int(ProcessInfo.processInfo.environment["PROBE_INDEX"] ?? "7") ?? 7
+        _ = values[shielded: index]
+        CrashShieldSDK.flushIncidents(timeout: .seconds(5))
+        _ = ReportingClient.current?.waitUntilIdle(timeout: .seconds(5))
+    }
+}

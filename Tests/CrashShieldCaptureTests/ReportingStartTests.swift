@@ -1,0 +1,249 @@
+import CrashShieldProtocol
+import Crypto
+import Foundation
+import Testing
+
+@testable import CrashShieldCapture
+
+/// Reporting as part of the one start (issue 14 with issue 13's one start): children crash
+/// (`shield crash segv`, `shield reporting-probe --crash-during-launch`), then a
+/// `shield reporting-probe --dsn` child starts with reporting against a loopback server.
+@Suite(.serialized) struct ReportingStartTests {
+    /// The items the server received, in order, with their envelope's index.
+    struct Received {
+        var events: [(envelope: Int, json: JSONValue)] = []
+        var sessions: [(envelope: Int, json: JSONValue)] = []
+        var envelopes = 0
+    }
+
+    func received(_ server: LoopbackHTTPServer) throws -> Received {
+        var result = Received()
+        // The start also fetches the remote configuration (GET): only envelopes count here.
+        for (index, request) in server.requests.filter({ $0.method == "POST" && $0.path.hasSuffix("/envelope/") }).enumerated() {
+            let body = Gzip.decompress(request.body) ?? request.body
+            let envelope = try Envelope.parse(body)
+            result.envelopes += 1
+            for item in envelope.items {
+                if item.type == "event" { result.events.append((index, try JSONValue.parse(item.payload))) }
+                if item.type == "session" { result.sessions.append((index, try JSONValue.parse(item.payload))) }
+            }
+        }
+        return result
+    }
+
+    func probe(_ directory: String, dsn: String?, _ extra: [String] = []) throws -> ChildResult {
+        try runChild(Built.shield, ["reporting-probe", "--dir", directory] + (dsn.map { ["--dsn", $0] } ?? []) + extra, timeout: 60)
+    }
+
+    func functions(_ event: JSONValue) -> [String] {
+        (event["exception"]?["values"]?.arrayValue?.first?["stacktrace"]?["frames"]?.arrayValue ?? []).compactMap { $0["function"]?.stringValue }
+    }
+
+    func pendingEnvelopes(_ directory: String) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/outbox")) ?? []).filter { $0.hasSuffix(".envelope") }.count
+    }
+
+    /// A crash report pending at start becomes one crash event naming the crashed function; the
+    /// report file is gone and the outbox empty afterwards.
+    @Test(arguments: [false, true]) func pendingCrashIsSentByTheStart(captureOnly: Bool) throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-crash")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+
+        let result = try probe(directory, dsn: server.dsn, captureOnly ? ["--capture-only"] : [])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        let got = try received(server)
+        let crashes = got.events.filter { $0.json["level"] == "fatal" }
+        #expect(crashes.count == 1, "\(got.events.map(\.json))")
+        #expect(functions(try #require(crashes.first).json).contains("csc_crash_segv"), "\(crashes.first.map { functions($0.json) } ?? [])")
+        // This launch's session: started (init) and ended cleanly at exit.
+        #expect(got.sessions.filter { $0.json["init"]?.boolValue == true && $0.json["status"] == "ok" }.count == 1)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1)
+        #expect(loadReports(directory, symbolicate: false).count == 0)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// A crash during launch is received before launch protection's repair step runs, in one
+    /// envelope with the crashed run's session closed `crashed`, tagged with the launch fields;
+    /// the crash of a launch that ran a repair step names that step.
+    @Test func launchCrashIsReceivedBeforeTheRepairStep() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-launch")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A generous bound: the claim is the order (sent before the step), not the speed.
+        let repair = ["--probe-step", "--threshold", "1", "--launch-flush-timeout", "10"]
+
+        let first = try probe(directory, dsn: server.dsn, ["--crash-during-launch"])
+        #expect(first.termination == .signaled(SIGSEGV), "\(first.output)")
+        #expect(try received(server).events.isEmpty)
+
+        // Second launch: the first one's crash is sent before the step runs; then it crashes too.
+        let second = try probe(directory, dsn: server.dsn, repair + ["--crash-during-launch"])
+        #expect(second.termination == .signaled(SIGSEGV), "\(second.output)")
+        #expect(second.output.contains("REPAIR pending=0"), "\(second.output)")
+        var got = try received(server)
+        let firstCrash = try #require(got.events.first { $0.json["level"] == "fatal" })
+        #expect(functions(firstCrash.json).contains("csc_crash_segv"))
+        #expect(firstCrash.json["tags"]?["launch.phase"] == "launching")
+        #expect(firstCrash.json["tags"]?["launch.consecutive_crashes"] == "1")
+        #expect(firstCrash.json["tags"]?["launch.repair_step"] == nil)
+        let crashedSessions = got.sessions.filter { $0.json["status"] == "crashed" }
+        #expect(crashedSessions.count == 1 && crashedSessions.first?.envelope == firstCrash.envelope, "\(got.sessions.map(\.json))")
+
+        // Third launch: the second one's crash names the step that launch ran.
+        let third = try probe(directory, dsn: server.dsn, repair)
+        #expect(third.termination == .exited(0), "\(third.output)")
+        got = try received(server)
+        let crashes = got.events.filter { $0.json["level"] == "fatal" }
+        #expect(crashes.count == 2)
+        let secondCrash = try #require(crashes.last)
+        #expect(secondCrash.json["tags"]?["launch.repair_step"] == "probe-step")
+        #expect(secondCrash.json["tags"]?["launch.consecutive_crashes"] == "2")
+        #expect(got.sessions.filter { $0.json["status"] == "crashed" }.count == 2)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// Nothing pending: no crash envelope, one session start, and the clean exit's `exited`.
+    @Test func nothingPendingSendsOnlyTheSession() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-empty")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn)
+        #expect(result.termination == .exited(0), "\(result.output)")
+        let got = try received(server)
+        #expect(got.events.isEmpty)
+        let starts = got.sessions.filter { $0.json["init"]?.boolValue == true }
+        #expect(starts.count == 1 && starts.first?.json["status"] == "ok", "\(got.sessions.map(\.json))")
+        #expect(starts.first?.json["attrs"]?["release"] == "probe@1.0")
+        let exits = got.sessions.filter { $0.json["status"] == "exited" }
+        #expect(exits.count == 1 && exits.first?.json["sid"] == starts.first?.json["sid"])
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// Server down: the crash envelope stays in the outbox; the next start sends it.
+    @Test func serverDownKeepsTheCrashForTheNextStart() throws {
+        let directory = temporaryDirectory("reporting-start-down")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory])
+        #expect(crash.termination == .signaled(SIGSEGV))
+        let down = "http://0123456789abcdef0123456789abcdef@127.0.0.1:\(LoopbackHTTPServer.closedPort())/1"
+        // Long enough for the conversion (symbolication included) before the exit gives up.
+        let first = try probe(directory, dsn: down, ["--exit-flush-timeout", "8"])
+        #expect(first.termination == .exited(0), "\(first.output)")
+        #expect(pendingEnvelopes(directory) >= 1)
+        #expect(loadReports(directory, symbolicate: false).count == 0)  // converted: the outbox has it
+
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let second = try probe(directory, dsn: server.dsn)
+        #expect(second.termination == .exited(0), "\(second.output)")
+        let got = try received(server)
+        let crashes = got.events.filter { $0.json["level"] == "fatal" }
+        #expect(crashes.count == 1)
+        #expect(crashes.first.map { functions($0.json).contains("csc_crash_segv") } == true)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// An incident after start reaches the server as a `warning` event.
+    @Test func incidentAfterStartIsSentAsWarning() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-incident")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--incident"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        let got = try received(server)
+        let warnings = got.events.filter { $0.json["level"] == "warning" }
+        #expect(warnings.count == 1, "\(got.events.map(\.json))")
+        let exception = warnings.first?.json["exception"]?["values"]?.arrayValue?.first
+        #expect(exception?["type"] == "swift", "\(String(describing: exception))")
+        #expect(exception?["mechanism"]?["handled"]?.boolValue == true)
+        // The session counts the handled error.
+        #expect(got.sessions.first { $0.json["status"] == "exited" }?.json["errors"]?.intValue == 1)
+    }
+
+    /// `stop()` ends reporting: the session's end is sent then, and a misuse after it is not.
+    @Test func stopEndsReporting() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-stop")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--stop"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("STOPPED"))
+        let got = try received(server)
+        #expect(got.events.isEmpty, "\(got.events.map(\.json))")
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1)
+    }
+
+    /// Capture off: reporting still sends the session and incidents, from launch protection's
+    /// directory.
+    @Test func withCaptureOffIncidentsAndSessionsAreSent() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-nocapture")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--no-capture", "--incident"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        let got = try received(server)
+        #expect(got.events.filter { $0.json["level"] == "warning" }.count == 1)
+        #expect(got.events.filter { $0.json["level"] == "fatal" }.isEmpty)
+        #expect(got.sessions.filter { $0.json["init"]?.boolValue == true }.count == 1)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1)
+        #expect(FileManager.default.fileExists(atPath: directory + "/session.json"))
+    }
+
+    /// Without `--dsn` the start reports nothing and makes no outbox.
+    @Test func withoutReportingNothingIsStored() throws {
+        let directory = temporaryDirectory("reporting-start-off")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: nil, ["--incident"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/outbox"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/session.json"))
+    }
+
+    func startLine(_ output: String) throws -> JSONValue {
+        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("{") }, "\(output)")
+        return try JSONValue.parse(Data(line.utf8))
+    }
+
+    /// With reporting configured the start activates the stored remote configuration before the
+    /// guards start (its rule switches the Swift access guard off), fetches from the reporting
+    /// server, and the run's crash report names the document's version, which the crash event
+    /// carries at the next start.
+    @Test func theStartActivatesTheStoredRemoteConfiguration() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-remote")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try storeDocument(remoteDocument(7, guardName: "swift", policy: .off), in: directory)
+
+        let first = try probe(directory, dsn: server.dsn, ["--crash-during-launch"])
+        #expect(first.termination == .signaled(SIGSEGV), "\(first.output)")
+        let started = try startLine(first.output)
+        #expect(started["remote_config_version"]?.intValue == 7)
+        #expect(started["swift_policy"] == "off")
+        #expect(loadReports(directory, symbolicate: false).first?.remoteConfigVersion == 7)
+
+        let second = try probe(directory, dsn: server.dsn)
+        #expect(second.termination == .exited(0), "\(second.output)")
+        #expect(server.requests.contains { $0.method == "GET" && $0.path.contains("/1/") }, "\(server.requests.map(\.path))")
+        let crash = try #require(try received(server).events.first { $0.json["level"] == "fatal" })
+        #expect(crash.json["tags"]?["crashshield.remote_config_version"] == "7")
+
+        // Without reporting the start activates nothing (the app would call activate itself).
+        let off = try startLine(try probe(directory, dsn: nil).output)
+        #expect(off["remote_config_version"] == .null && off["swift_policy"] == "neutralize")
+
+        // With a public key, the unsigned stored document is refused.
+        let key = Curve25519.Signing.PrivateKey().publicKey.rawRepresentation.base64EncodedString()
+        let signedOnly = try startLine(try probe(directory, dsn: server.dsn, ["--remote-config-public-key", key]).output)
+        #expect(signedOnly["remote_config_version"] == .null && signedOnly["swift_policy"] == "neutralize")
+    }
+}
