@@ -10,12 +10,14 @@ private let streamSocket = SOCK_STREAM
 private let noSignal: Int32 = 0
 #endif
 
-/// A small HTTP/1.1 server on 127.0.0.1 for transport tests: one connection at a time, each
-/// answered by the next scripted `Reply` (then `fallback`), closed after the answer. Records every
-/// request it read.
+/// A small HTTP/1.1 server on 127.0.0.1 for the transport and remote-configuration tests: one
+/// connection at a time, each answered by the next scripted `Reply` (then `fallback`), closed after
+/// the answer. Records every request it read.
 final class LoopbackHTTPServer: @unchecked Sendable {
     enum Reply: Sendable {
-        case respond(status: Int, headers: [String: String] = [:], body: String = "{}")
+        /// Answers with `status`, `headers` and `body`. `Content-Type: application/json` is sent
+        /// unless `headers` names a content type; a 304 is sent without `Content-Length` or body.
+        case respond(status: Int, headers: [String: String] = [:], body: Data = Data("{}".utf8))
         /// Reads the request and never answers (until `stop`).
         case hang
         /// Closes the connection after reading the request, without an answer.
@@ -24,7 +26,11 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     struct Request: Sendable {
         let method: String
+        /// The request target as sent (path and query).
         let path: String
+        /// The protocol version from the request line, e.g. "HTTP/1.1".
+        let version: String
+        /// Header names lowercased.
         let headers: [String: String]
         let body: Data
     }
@@ -142,10 +148,13 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         case .hang: return
         case .close: close(connection)
         case .respond(let status, let headers, let body):
-            var text = "HTTP/1.1 \(status) Status\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            let hasBody = status != 304
+            var text = "HTTP/1.1 \(status) Status\r\nConnection: close\r\n"
+            if hasBody { text += "Content-Length: \(body.count)\r\n" }
+            if !headers.keys.contains(where: { $0.lowercased() == "content-type" }) { text += "Content-Type: application/json\r\n" }
             for (name, value) in headers { text += "\(name): \(value)\r\n" }
-            text += "\r\n" + body
-            writeAll(connection, Array(text.utf8))
+            text += "\r\n"
+            writeAll(connection, Array(text.utf8) + (hasBody ? Array(body) : []))
             shutdown(connection, Int32(SHUT_WR))
             close(connection)
         }
@@ -183,7 +192,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
         var lines = head.components(separatedBy: "\r\n")
         let requestLine = lines.removeFirst().split(separator: " ")
-        guard requestLine.count >= 2 else { return nil }
+        guard requestLine.count >= 3 else { return nil }
         var headers: [String: String] = [:]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
@@ -193,7 +202,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
         let length = Int(headers["content-length"] ?? "0") ?? 0
         let bodyStart = headerEnd! + 4
         while buffer.count - bodyStart < length { if !fill() { return nil } }
-        return Request(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers,
+        return Request(method: String(requestLine[0]), path: String(requestLine[1]), version: String(requestLine[2]), headers: headers,
                        body: Data(buffer[bodyStart..<(bodyStart + length)]))
     }
 

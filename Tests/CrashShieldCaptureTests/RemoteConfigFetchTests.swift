@@ -8,8 +8,8 @@ import Testing
 @Suite struct RemoteConfigFetchTests {
     private let key = Curve25519.Signing.PrivateKey()
 
-    private func options(_ server: RemoteConfigTestServer, _ directory: String) throws -> RemoteConfigOptions {
-        var options = RemoteConfigOptions(dsn: try DSN("http://publickey@127.0.0.1:\(server.port)/42"), directory: directory)
+    private func options(port: UInt16, _ directory: String) throws -> RemoteConfigOptions {
+        var options = RemoteConfigOptions(dsn: try DSN("http://publickey@127.0.0.1:\(port)/42"), directory: directory)
         options.publicKey = RemoteConfigPublicKey(key.publicKey)
         options.appVersion = "2.4.1"
         options.os = "Linux"
@@ -20,19 +20,19 @@ import Testing
     }
 
     private func ok(_ document: RemoteConfigDocument, etag: String, maxAge: Int?, signedWith signer: Curve25519.Signing.PrivateKey?) throws
-        -> RemoteConfigTestServer.Response
+        -> LoopbackHTTPServer.Reply
     {
-        var headers = [("ETag", etag), ("Content-Type", "application/json")]
-        if let maxAge { headers.append(("Cache-Control", "max-age=\(maxAge)")) }
-        return .init(status: 200, headers: headers, body: try servedBody(document, signedWith: signer))
+        var headers = ["ETag": etag, "Content-Type": "application/json"]
+        if let maxAge { headers["Cache-Control"] = "max-age=\(maxAge)" }
+        return .respond(status: 200, headers: headers, body: try servedBody(document, signedWith: signer))
     }
 
     @Test func storesOn200KeepsOn304AndHonoursMaxAge() async throws {
         let directory = temporaryDirectory("rc-fetch")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try RemoteConfigTestServer([try ok(remoteDocument(7), etag: "\"v7\"", maxAge: 120, signedWith: key)])
+        let server = try LoopbackHTTPServer(fallback: try ok(remoteDocument(7), etag: "\"v7\"", maxAge: 120, signedWith: key))
         defer { server.stop() }
-        let options = try options(server, directory)
+        let options = try options(port: server.port, directory)
         let fetcher = RemoteConfigFetcher(options: options)
         let store = RemoteConfigStore(directory: directory)
 
@@ -40,8 +40,9 @@ import Testing
         let start = Date()
         #expect(await fetcher.fetch(now: start) == .stored(version: 7))
         let first = try #require(server.requests.first)
-        #expect(first.hasPrefix("GET /api/42/sdk-config?release=2.4.1&os=Linux&os_version=6.1.0&arch=x86_64 HTTP/1.1"), "\(first)")
-        #expect(RemoteConfigTestServer.header("If-None-Match", in: first) == nil)
+        #expect(first.method == "GET" && first.version == "HTTP/1.1", "\(first)")
+        #expect(first.path == "/api/42/sdk-config?release=2.4.1&os=Linux&os_version=6.1.0&arch=x86_64", "\(first.path)")
+        #expect(first.headers["if-none-match"] == nil)
         #expect(store.loadDocument()?.version == 7)
         #expect(store.loadDocument()?.etag == "\"v7\"")
         let next = try #require(store.loadState().nextFetchAt)
@@ -53,16 +54,16 @@ import Testing
 
         // Due: the request carries If-None-Match; 304 keeps the stored document and sets the
         // next fetch from the new max-age.
-        server.respond([.init(status: 304, headers: [("ETag", "\"v7\""), ("Cache-Control", "max-age=600")])])
+        server.setFallback(.respond(status: 304, headers: ["ETag": "\"v7\"", "Cache-Control": "max-age=600"]))
         let later = start.addingTimeInterval(121)
         #expect(await fetcher.fetchIfDue(now: later) == .notModified)
         #expect(server.requests.count == 2)
-        #expect(RemoteConfigTestServer.header("If-None-Match", in: server.requests[1]) == "\"v7\"")
+        #expect(server.requests[1].headers["if-none-match"] == "\"v7\"")
         #expect(store.loadDocument()?.version == 7)
         #expect(abs((store.loadState().nextFetchAt ?? .distantPast).timeIntervalSince(later) - 600) < 1)
 
         // Without max-age the default interval applies.
-        server.respond([.init(status: 304)])
+        server.setFallback(.respond(status: 304))
         let plain304 = await fetcher.fetch(now: later)
         #expect(plain304 == .notModified, "\(plain304)")
         let defaultInterval = Double(options.defaultFetchInterval.components.seconds)
@@ -72,22 +73,22 @@ import Testing
     @Test func aBadSignatureOrALowerVersionOrAnInvalidDocumentKeepsTheStoredOne() async throws {
         let directory = temporaryDirectory("rc-fetch-bad")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try RemoteConfigTestServer([try ok(remoteDocument(7), etag: "\"v7\"", maxAge: 0, signedWith: key)])
+        let server = try LoopbackHTTPServer(fallback: try ok(remoteDocument(7), etag: "\"v7\"", maxAge: 0, signedWith: key))
         defer { server.stop() }
-        let fetcher = RemoteConfigFetcher(options: try options(server, directory))
+        let fetcher = RemoteConfigFetcher(options: try options(port: server.port, directory))
         let store = RemoteConfigStore(directory: directory)
         #expect(await fetcher.fetch() == .stored(version: 7))
 
         let invalid = Data(#"{"version": 9, "rules": [{"guards": {"timer": "sometimes"}}]}"#.utf8)
-        let cases: [(RemoteConfigTestServer.Response, String)] = [
+        let cases: [(LoopbackHTTPServer.Reply, String)] = [
             (try ok(remoteDocument(8), etag: "\"v8\"", maxAge: 0, signedWith: Curve25519.Signing.PrivateKey()), RemoteConfigError.badSignatureCode),
             (try ok(remoteDocument(8), etag: "\"v8\"", maxAge: 0, signedWith: nil), RemoteConfigError.missingSignatureCode),
             (try ok(remoteDocument(6), etag: "\"v6\"", maxAge: 0, signedWith: key), RemoteConfigStore.olderVersionCode),
-            (.init(status: 200, body: try SignedRemoteConfig(signing: invalid, with: key).jsonData()), RemoteConfigError.invalidValueCode),
-            (.init(status: 200, body: Data("<html>".utf8)), RemoteConfigError.invalidEnvelopeCode),
+            (.respond(status: 200, body: try SignedRemoteConfig(signing: invalid, with: key).jsonData()), RemoteConfigError.invalidValueCode),
+            (.respond(status: 200, body: Data("<html>".utf8)), RemoteConfigError.invalidEnvelopeCode),
         ]
         for (response, code) in cases {
-            server.respond([response])
+            server.setFallback(response)
             let outcome = await fetcher.fetch()
             guard case .rejected(let error) = outcome else {
                 Issue.record("expected a rejection with \(code), got \(outcome)")
@@ -100,7 +101,7 @@ import Testing
         }
 
         // A server error changes nothing.
-        server.respond([.init(status: 500)])
+        server.setFallback(.respond(status: 500))
         let failed = await fetcher.fetch()
         guard case .failed(let error) = failed else { Issue.record("\(failed)"); return }
         #expect(error.code == RemoteConfigFetcher.httpStatusCode)
@@ -110,10 +111,7 @@ import Testing
     @Test func aRefusedConnectionFailsWithoutChangingAnything() async throws {
         let directory = temporaryDirectory("rc-fetch-refused")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try RemoteConfigTestServer([.init(status: 500)])
-        server.stop()
-        try await Task.sleep(for: .milliseconds(50))
-        let fetcher = RemoteConfigFetcher(options: try options(server, directory))
+        let fetcher = RemoteConfigFetcher(options: try options(port: LoopbackHTTPServer.closedPort(), directory))
         let outcome = await fetcher.fetch()
         guard case .failed(let error) = outcome else { Issue.record("\(outcome)"); return }
         #expect(error.code == RemoteConfigFetcher.networkErrorCode)
@@ -125,9 +123,9 @@ import Testing
     @Test func aFetchedDocumentAppliesAtTheNextStartOnly() async throws {
         let directory = temporaryDirectory("rc-fetch-next-start")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try RemoteConfigTestServer([try ok(remoteDocument(8, policy: .reportOnly), etag: "\"v8\"", maxAge: 60, signedWith: key)])
+        let server = try LoopbackHTTPServer(fallback: try ok(remoteDocument(8, policy: .reportOnly), etag: "\"v8\"", maxAge: 60, signedWith: key))
         defer { server.stop() }
-        let options = try options(server, directory)
+        let options = try options(port: server.port, directory)
         try storeDocument(remoteDocument(7), in: directory, signedWith: key)
 
         let thisRun = RemoteConfiguration.load(options)
@@ -152,7 +150,7 @@ import Testing
     @Test func aCrashReportNamesTheActiveVersion() throws {
         let directory = temporaryDirectory("rc-crash-version")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try RemoteConfigTestServer([try ok(remoteDocument(8, policy: .reportOnly), etag: "\"v8\"", maxAge: 0, signedWith: key)])
+        let server = try LoopbackHTTPServer(fallback: try ok(remoteDocument(8, policy: .reportOnly), etag: "\"v8\"", maxAge: 0, signedWith: key))
         defer { server.stop() }
         try storeDocument(remoteDocument(7, policy: .off), in: directory, signedWith: key)
         let arguments = ["crash", "segv", "--dir", directory, "--guards",
