@@ -111,6 +111,18 @@ public struct CrashShieldOptions: Sendable {
     func policy(for id: GuardID) -> GuardPolicy { policies[id] ?? defaultPolicy }
 }
 
+extension CrashShieldOptions {
+    /// The guards alone: default guard settings with crash capture and launch protection off, so
+    /// `start` installs no signal handlers and writes no launch state. For in-package processes
+    /// that run guards inside another harness (the `shield` scenario and bench children, tests).
+    package static var guardsOnly: CrashShieldOptions {
+        var options = CrashShieldOptions()
+        options.capture = nil
+        options.launchProtection = nil
+        return options
+    }
+}
+
 /// One main-thread-only method, by class name and selector name (e.g. "setNeedsLayout").
 public struct MainThreadCall: Sendable, Hashable {
     public var className: String

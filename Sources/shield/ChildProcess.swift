@@ -97,14 +97,3 @@ struct ChildProcess {
         return names[signal] ?? "SIG\(signal)"
     }
 }
-
-extension CrashShieldOptions {
-    /// The guards alone: no crash capture, no launch protection (the scenario and bench children
-    /// must not install signal handlers or write launch state).
-    static var guardsOnly: CrashShieldOptions {
-        var options = CrashShieldOptions()
-        options.capture = nil
-        options.launchProtection = nil
-        return options
-    }
-}

@@ -7,16 +7,6 @@ import _CrashShieldScenarios
 /// live under this one serialized suite (extensions in the other files).
 @Suite(.serialized) enum RuntimeTests {}
 
-extension CrashShieldOptions {
-    /// The guards alone: the test runner must not install crash capture or write launch state.
-    static var guardsOnly: CrashShieldOptions {
-        var options = CrashShieldOptions()
-        options.capture = nil
-        options.launchProtection = nil
-        return options
-    }
-}
-
 /// Starts the guards with `options` (capture and launch protection left out) after a full reset,
 /// runs `body`, and resets again.
 @discardableResult
