@@ -30,6 +30,7 @@ enum ReportingProbeCommand {
         var exitFlushTimeout: Double?
         var remoteConfigPublicKey: String?
         var noCapture = false
+        var waitForRemoteConfig = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -88,6 +89,13 @@ enum ReportingProbeCommand {
         fflush(nil)
 
         if arguments.crashDuringLaunch { csc_crash_segv() }
+        if arguments.waitForRemoteConfig {
+            // The fetch runs in the background; a process that exits at once may end before its
+            // request reaches the server.
+            let outcome = RemoteConfiguration.current?.waitForBackgroundFetch(timeout: .seconds(10))
+            print("REMOTE-CONFIG fetch=\(outcome.map { "\($0)" } ?? "unfinished")")
+            fflush(nil)
+        }
         if arguments.incident { misuseAndHandOver() }
         if arguments.stop {
             if arguments.captureOnly { CrashCapture.stop() } else { CrashShieldSDK.stop() }

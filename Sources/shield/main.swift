@@ -259,11 +259,13 @@ struct ReportingProbe: ParsableCommand {
     @Option(help: "ReportingOptions.exitFlushTimeout in seconds.") var exitFlushTimeout: Double?
     @Option(help: "ReportingOptions.remoteConfigPublicKey (base64).") var remoteConfigPublicKey: String?
     @Flag(help: "The SDK's start with capture off.") var noCapture = false
+    @Flag(help: "Before exiting, wait (up to 10 s) for the start's background remote-configuration fetch.")
+    var waitForRemoteConfig = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
             stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
             exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
-            noCapture: noCapture)))
+            noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig)))
     }
 }

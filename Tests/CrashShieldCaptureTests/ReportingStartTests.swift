@@ -231,7 +231,7 @@ import Testing
         #expect(started["swift_policy"] == "off")
         #expect(loadReports(directory, symbolicate: false).first?.remoteConfigVersion == 7)
 
-        let second = try probe(directory, dsn: server.dsn)
+        let second = try probe(directory, dsn: server.dsn, ["--wait-for-remote-config"])
         #expect(second.termination == .exited(0), "\(second.output)")
         #expect(server.requests.contains { $0.method == "GET" && $0.path.contains("/1/") }, "\(server.requests.map(\.path))")
         let crash = try #require(try received(server).events.first { $0.json["level"] == "fatal" })
