@@ -360,6 +360,9 @@ while read -r key guard _; do
         status=1; continue
     fi
     program=${key%%[@:]*}
+    # A program listed as aborted never reaches the exit handler that prints its counts: its
+    # entries' guards cannot be checked this way (the entry's comment says what is known).
+    if grep -q "^$program:aborted[[:space:]]" "$expected_guarded"; then continue; fi
     if ! awk -F'\t' -v p="$program" -v g="$guard" \
         '$1 == "incidents" && $2 == p && (" " $3) ~ (" " g "=") { found = 1 } END { exit !found }' "$work/guarded.records"; then
         say "FAIL: $expected_guarded: entry $key names guard $guard, which recorded no misuse in $program"
