@@ -160,10 +160,19 @@ struct CrashShieldEnvelopeTests {
         return Array(try Data(contentsOf: url.appendingPathComponent("Tests/Golden/Reporting/envelopes/\(name).envelope")))
     }
 
+    /// The golden file with its envelope header's `dsn` naming the test project (the files name
+    /// an example DSN, and the collector refuses an envelope whose dsn names another project).
+    static func addressed(_ bytes: [UInt8], to harness: Harness) throws -> [UInt8] {
+        let end = try #require(bytes.firstIndex(of: 0x0A))
+        guard case .object(var header) = try JSONValue.parse(Data(bytes[..<end])) else { throw CancellationError() }
+        header["dsn"] = .string("http://\(harness.project.publicKey)@127.0.0.1/\(harness.project.id)")
+        return Array(JSONValue.object(header).jsonData()) + bytes[end...]
+    }
+
     @Test func aCrashAndAnIncidentFromTheSDKAreStoredAndShown() async throws {
         try await Harness.run { harness in
-            #expect(try await harness.post(body: Self.golden("crash-segv")).status == 200)
-            #expect(try await harness.post(body: Self.golden("incident-first")).status == 200)
+            #expect(try await harness.post(body: Self.addressed(Self.golden("crash-segv"), to: harness)).status == 200)
+            #expect(try await harness.post(body: Self.addressed(Self.golden("incident-first"), to: harness)).status == 200)
             let issues = try await harness.issues()
             let crash = issues.first { ($0["level"]?.stringValue ?? "") == "fatal" || ($0["title"]?.stringValue ?? "").contains("SIGSEGV") }
             let crashText = "\(crash?["title"]?.stringValue ?? "") \(crash?["culprit"]?.stringValue ?? "")"
