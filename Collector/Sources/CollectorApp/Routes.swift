@@ -114,7 +114,11 @@ struct CollectorRoutes: Sendable {
                 guard let document = body["document"] else {
                     throw CollectorError.badRequest("sdk_config.invalid", "the body must be {\"document\": {...}}")
                 }
-                return Self.json(SDKConfigView(try await self.sdkConfig.publish(projectID: project.id, document: document)), status: .created)
+                do {
+                    return Self.json(SDKConfigView(try await self.sdkConfig.publish(projectID: project.id, document: document)), status: .created)
+                } catch let rejection as SDKConfigRejection {
+                    return self.rejectionResponse(rejection)
+                }
             }
         }
         manage.post("projects/:id/sdk-config/rollback") { request, context in
@@ -124,7 +128,11 @@ struct CollectorRoutes: Sendable {
                 guard let version = try await Self.jsonBody(request)["version"]?.intValue else {
                     throw CollectorError.badRequest("sdk_config.invalid", "the body must be {\"version\": <number>}")
                 }
-                return Self.json(SDKConfigView(try await self.sdkConfig.rollback(projectID: project.id, to: version)), status: .created)
+                do {
+                    return Self.json(SDKConfigView(try await self.sdkConfig.rollback(projectID: project.id, to: version)), status: .created)
+                } catch let rejection as SDKConfigRejection {
+                    return self.rejectionResponse(rejection)
+                }
             }
         }
         manage.get("issues/:id") { request, context in
@@ -288,6 +296,18 @@ struct CollectorRoutes: Sendable {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: SDKConfigService.body(config))))
     }
 
+    /// 422 `{"code": "sdk_config.rejected", "detail": "<path>: <reason>", "path", "sdk_code"}`.
+    func rejectionResponse(_ rejection: SDKConfigRejection) -> Response {
+        logger.info("request refused", metadata: ["code": "\(SDKConfigRejection.code)", "status": "\(SDKConfigRejection.status)",
+                                                  "path": "\(rejection.path)", "sdk_code": "\(rejection.sdkCode)"])
+        let body = JSONValue.object([
+            "code": .string(SDKConfigRejection.code), "detail": .string(rejection.message),
+            "path": .string(rejection.path), "sdk_code": .string(rejection.sdkCode),
+        ]).jsonData()
+        return Response(status: .init(code: SDKConfigRejection.status), headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+
     // MARK: Helpers
 
     func health() async -> Response {
@@ -401,18 +421,26 @@ struct ReleaseHealthView: Encodable {
     }
 }
 
+/// A version of a project's SDK configuration as the management API shows it; `warnings` lists
+/// what the SDK's parser ignores in it (unknown fields and guard names, by path).
 struct SDKConfigView: Encodable {
+    struct Warning: Encodable {
+        let code: String
+        let path: String
+    }
     let version: Int64
     let document: JSONValue
     let signature: String?
     let createdAt: Date
     let restoredFrom: Int64?
+    let warnings: [Warning]
     init(_ config: SDKConfigVersion) {
         version = config.version
         document = (try? JSONValue.parse(config.document)) ?? .null
         signature = config.signature
         createdAt = config.createdAt
         restoredFrom = config.restoredFrom
+        warnings = SDKConfigService.warnings(of: config).map { Warning(code: $0.code, path: $0.path) }
     }
 }
 

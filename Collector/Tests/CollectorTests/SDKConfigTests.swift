@@ -1,4 +1,4 @@
-import CollectorApp
+@testable import CollectorApp
 import CrashShieldProtocol
 import Foundation
 import Testing
@@ -7,15 +7,18 @@ import Testing
 struct SDKConfigTests {
     static let document: JSONValue = ["rules": [["when": ["os": "iOS"], "guards": ["container": "neutralize", "timer": "off"]]]]
 
+    static func configPath(_ harness: Harness) -> String { "/api/0/projects/\(harness.project.id)/sdk-config" }
+
     @Test func publishedDocumentIsServedSignedWithETagAnd304() async throws {
         try await Harness.run { harness in
             let configPath = "/api/\(harness.project.id)/sdk-config?release=app@1.0&os=Linux"
             let auth = ["X-Sentry-Auth": harness.authHeader]
             #expect(try await harness.client.execute(configPath, headers: auth).status == 404)
 
-            let published = try await harness.api("/api/0/projects/\(harness.project.id)/sdk-config", method: "PUT", json: ["document": Self.document])
+            let published = try await harness.api(Self.configPath(harness), method: "PUT", json: ["document": Self.document])
             #expect(published.status == 201)
             #expect(published.json?["version"]?.intValue == 1)
+            #expect(published.json?["warnings"]?.arrayValue == [])
 
             let served = try await harness.client.execute(configPath, headers: auth)
             #expect(served.status == 200)
@@ -42,7 +45,7 @@ struct SDKConfigTests {
             #expect(try await harness.client.execute(configPath, headers: ["X-Sentry-Auth": "Sentry sentry_key=0123456789abcdef0123456789abcdef"]).status == 403)
 
             // A new version changes the tag: the old one no longer matches.
-            _ = try await harness.api("/api/0/projects/\(harness.project.id)/sdk-config", method: "PUT", json: ["document": ["rules": []]])
+            _ = try await harness.api(Self.configPath(harness), method: "PUT", json: ["document": ["rules": []]])
             let changed = try await harness.client.execute(configPath, headers: auth.merging(["If-None-Match": etag]) { $1 })
             #expect(changed.status == 200)
             #expect(changed.headers["etag"] != etag)
@@ -51,23 +54,244 @@ struct SDKConfigTests {
 
     @Test func historyRollbackAndVersionConflicts() async throws {
         try await Harness.run { harness in
-            let path = "/api/0/projects/\(harness.project.id)/sdk-config"
+            let path = Self.configPath(harness)
             #expect(try await harness.api(path, method: "PUT", json: ["document": Self.document]).status == 201)
             #expect(try await harness.api(path, method: "PUT", json: ["document": ["rules": [["guards": ["zombie": "off"]]]]]).status == 201)
             var response = try await harness.api(path, method: "PUT", json: ["document": ["version": 2, "rules": []]])
             #expect(response.status == 409)
             #expect(response.json?["code"]?.stringValue == "sdk_config.version_conflict")
-            response = try await harness.api(path, method: "PUT", json: ["document": ["rules": "no"]])
+            response = try await harness.api(path, method: "PUT", json: ["nothing": 1])
             #expect(response.status == 400)
             #expect(response.json?["code"]?.stringValue == "sdk_config.invalid")
+            // A version the document names is used when it is above the newest.
+            response = try await harness.api(path, method: "PUT", json: ["document": ["version": 10, "rules": []]])
+            #expect(response.status == 201)
+            #expect(response.json?["version"]?.intValue == 10)
             response = try await harness.api(path + "/rollback", method: "POST", json: ["version": 1])
             #expect(response.status == 201)
-            #expect(response.json?["version"]?.intValue == 3)
+            #expect(response.json?["version"]?.intValue == 11)
             #expect(response.json?["restored_from"]?.intValue == 1)
             #expect(response.json?["document"]?["rules"] == Self.document["rules"])
             response = try await harness.api(path)
-            #expect(response.json?.arrayValue?.map { $0["version"]?.intValue } == [3, 2, 1])
+            #expect(response.json?.arrayValue?.map { $0["version"]?.intValue } == [11, 10, 2, 1])
             #expect(try await harness.api(path + "/rollback", method: "POST", json: ["version": 42]).status == 404)
+        }
+    }
+
+    // MARK: Validation with the SDK's model
+
+    /// Documents the SDK's parser refuses, the path it names and its code.
+    static let refused: [(document: JSONValue, path: String, sdkCode: String)] = [
+        (["rules": [["guards": ["timer": "log"]]]], "$.rules[0].guards.timer", RemoteConfigError.invalidValueCode),
+        (["rules": [["guards": ["container": "neutralize"]], ["guards": ["kvo": "Off"]]]], "$.rules[1].guards.kvo", RemoteConfigError.invalidValueCode),
+        (["rules": [["when": ["app_version": ">=two"]]]], "$.rules[0].when.app_version", RemoteConfigError.invalidConstraintCode),
+        (["rules": [["when": ["os_version": ">=16,"]]]], "$.rules[0].when.os_version", RemoteConfigError.invalidConstraintCode),
+        (["rules": [["when": ["os": ""]]]], "$.rules[0].when.os", RemoteConfigError.invalidValueCode),
+        (["rules": [["when": ["arch": nil]]]], "$.rules[0].when.arch", RemoteConfigError.invalidValueCode),
+        (["rules": [["incident_sample_rate": 1.5]]], "$.rules[0].incident_sample_rate", RemoteConfigError.invalidValueCode),
+        (["rules": [["incident_sample_rate": -0.1]]], "$.rules[0].incident_sample_rate", RemoteConfigError.invalidValueCode),
+        (["rules": [["capture": "yes"]]], "$.rules[0].capture", RemoteConfigError.invalidValueCode),
+        (["rules": [["allow_class_prefixes": ["MY", ""]]]], "$.rules[0].allow_class_prefixes[1]", RemoteConfigError.invalidValueCode),
+        (["rules": [["zombie_class_prefixes": "MY"]]], "$.rules[0].zombie_class_prefixes", RemoteConfigError.invalidValueCode),
+        (["rules": [["guards": ["timer", "off"]]]], "$.rules[0].guards", RemoteConfigError.invalidValueCode),
+        (["rules": ["not an object"]], "$.rules[0]", RemoteConfigError.invalidValueCode),
+        (["rules": "no"], "$.rules", RemoteConfigError.invalidValueCode),
+        (["version": -1], "$.version", RemoteConfigError.invalidValueCode),
+        (["version": "7"], "$.version", RemoteConfigError.invalidValueCode),
+        ([["rules": []]], "$", RemoteConfigError.invalidJSONCode),
+    ]
+
+    @Test func documentsTheSDKWouldRefuseAreNotPublishedAndTheErrorNamesThePath() async throws {
+        try await Harness.run { harness in
+            let path = Self.configPath(harness)
+            for (document, expectedPath, sdkCode) in Self.refused {
+                let response = try await harness.api(path, method: "PUT", json: ["document": document])
+                #expect(response.status == 422, "\(document)")
+                #expect(response.json?["code"]?.stringValue == "sdk_config.rejected", "\(document)")
+                #expect(response.json?["path"]?.stringValue == expectedPath, "\(document)")
+                #expect(response.json?["sdk_code"]?.stringValue == sdkCode, "\(document)")
+                #expect(response.json?["detail"]?.stringValue?.hasPrefix(expectedPath + ": ") == true, "\(response.text)")
+                // The SDK's parser refuses the same document (with a version, as served).
+                var complete = document
+                if case .object(var members) = document, members["version"] == nil {
+                    members["version"] = 1
+                    complete = .object(members)
+                }
+                #expect(throws: RemoteConfigError.self, "\(document)") { try RemoteConfigDocument.parse(complete.jsonData()) }
+            }
+            // Nothing was stored: the history is empty and the SDK is served nothing.
+            #expect(try await harness.api(path).json?.arrayValue == [])
+            #expect(try await harness.client.execute("/api/\(harness.project.id)/sdk-config", headers: ["X-Sentry-Auth": harness.authHeader]).status == 404)
+        }
+    }
+
+    /// Unknown fields and guard names: the SDK ignores them (a newer SDK may know them), so the
+    /// collector publishes them unchanged and lists them as warnings.
+    @Test func unknownFieldsAndGuardNamesArePublishedAsTheSDKIgnoresThem() async throws {
+        try await Harness.run { harness in
+            let document: JSONValue = ["future_switch": true,
+                                       "rules": [["guards": ["timer": "off", "teleport": "maybe"], "when": ["os": "iOS", "moon_phase": "full"]]]]
+            let response = try await harness.api(Self.configPath(harness), method: "PUT", json: ["document": document])
+            #expect(response.status == 201)
+            let warnings = response.json?["warnings"]?.arrayValue?.compactMap { warning in
+                warning["code"]?.stringValue.flatMap { code in warning["path"]?.stringValue.map { "\(code) \($0)" } }
+            }
+            #expect(Set(warnings ?? []) == ["remote_config.unknown_field $.future_switch", "remote_config.unknown_guard $.rules[0].guards.teleport",
+                                            "remote_config.unknown_field $.rules[0].when.moon_phase"])
+            let served = try await harness.client.execute("/api/\(harness.project.id)/sdk-config", headers: ["X-Sentry-Auth": harness.authHeader])
+            let parsed = try SignedRemoteConfig.decode(served.body).document(publicKey: nil)
+            #expect(parsed.document.rules.first?.guards == ["timer": .off])
+            #expect(parsed.warnings.count == 3)
+            let payload = try JSONValue.parse(try SignedRemoteConfig.decode(served.body).payload)
+            #expect(payload["future_switch"] == true)
+            #expect(payload["rules"]?.arrayValue?.first?["guards"]?["teleport"]?.stringValue == "maybe")
+        }
+    }
+
+    // MARK: Interoperation with the SDK's reader
+
+    /// What the SDK does with a 200 answer (`RemoteConfigFetcher.handle`): decode the envelope,
+    /// verify the signature with the app's public key (swift-crypto), parse the payload, and
+    /// store it only when its version is not lower than the stored one.
+    struct SDKReader {
+        let publicKey: RemoteConfigPublicKey
+        var stored: RemoteConfigDocument?
+        var etag: String?
+
+        mutating func accept(status: Int, body: Data, etag: String?) throws -> RemoteConfigDocument? {
+            if status == 304 { return nil }
+            #expect(status == 200)
+            let parsed = try SignedRemoteConfig.decode(body).document(publicKey: publicKey)
+            if let stored { #expect(parsed.document.version >= stored.version, "the SDK refuses a lower version") }
+            #expect(parsed.warnings.isEmpty)
+            stored = parsed.document
+            self.etag = etag
+            return parsed.document
+        }
+    }
+
+    @Test func theServedDocumentVerifiesAndParsesAsTheSDKReadsIt() async throws {
+        try await Harness.run { harness in
+            let rule = RemoteConfigRule(
+                when: RemoteConfigCondition(appVersion: try VersionConstraint(">=2.4.0, <2.5.0"), os: "iOS",
+                                            osVersion: try VersionConstraint(">=16"), arch: "arm64"),
+                guards: ["container": .neutralize, "timer": .off, "zombie": .reportOnly],
+                allowClassPrefixes: ["MY"], denyClassPrefixes: ["MYLegacy"], zombieClassPrefixes: ["MY"],
+                incidentSampleRate: 0.25, capture: true)
+            let catchAll = RemoteConfigRule(guards: ["swift": .reportOnly], incidentSampleRate: 1)
+            let path = Self.configPath(harness)
+            #expect(try await harness.api(path, method: "PUT", json: ["document": ["rules": [rule.jsonValue, catchAll.jsonValue]]]).status == 201)
+
+            let servedPath = "/api/\(harness.project.id)/sdk-config?release=2.4.1&os=iOS&os_version=17.2&arch=arm64"
+            let auth = ["X-Sentry-Auth": harness.authHeader]
+            // Signed by the collector with OpenSSL, verified here with swift-crypto.
+            var sdk = SDKReader(publicKey: try RemoteConfigPublicKey(base64: harness.project.configSigningPublicKey))
+            var answer = try await harness.client.execute(servedPath, headers: auth)
+            let first = try #require(try sdk.accept(status: answer.status, body: answer.body, etag: answer.headers["etag"]))
+            #expect(first.version == 1)
+            #expect(first.issuedAt != nil)
+            #expect(first.rules == [rule, catchAll])
+            let app = RemoteConfigTarget(appVersion: "2.4.1", os: "iOS", osVersion: "17.2", arch: "arm64")
+            #expect(first.rule(for: app) == rule)
+            #expect(first.rule(for: RemoteConfigTarget(appVersion: "2.5.0", os: "iOS", osVersion: "17.2", arch: "arm64")) == catchAll)
+
+            // A key the app does not trust (another project's) and altered bytes are refused.
+            let other = try await harness.api("/api/0/projects", method: "POST", json: ["name": "other"])
+            let otherKey = try RemoteConfigPublicKey(base64: try #require(other.json?["config_signing_public_key"]?.stringValue))
+            let envelope = try SignedRemoteConfig.decode(answer.body)
+            do {
+                _ = try envelope.document(publicKey: otherKey)
+                Issue.record("another project's key verified the signature")
+            } catch let error as RemoteConfigError {
+                #expect(error.code == RemoteConfigError.badSignatureCode)
+            }
+            var altered = envelope.payload
+            altered[altered.index(altered.startIndex, offsetBy: 2)] ^= 0x01
+            do {
+                _ = try SignedRemoteConfig(payload: altered, signature: envelope.signature).document(publicKey: sdk.publicKey)
+                Issue.record("an altered payload verified")
+            } catch let error as RemoteConfigError {
+                #expect(error.code == RemoteConfigError.badSignatureCode)
+            }
+
+            // The SDK's next fetch sends the stored ETag: 304, nothing to parse.
+            answer = try await harness.client.execute(servedPath, headers: auth.merging(["If-None-Match": try #require(sdk.etag)]) { $1 })
+            #expect(answer.status == 304)
+            #expect(try sdk.accept(status: answer.status, body: answer.body, etag: answer.headers["etag"]) == nil)
+
+            // A new version, then a rollback to the first: re-issued as version 3, which the SDK
+            // (holding version 2) accepts, with version 1's rules.
+            #expect(try await harness.api(path, method: "PUT", json: ["document": ["rules": [catchAll.jsonValue]]]).status == 201)
+            answer = try await harness.client.execute(servedPath, headers: auth.merging(["If-None-Match": try #require(sdk.etag)]) { $1 })
+            #expect(try sdk.accept(status: answer.status, body: answer.body, etag: answer.headers["etag"])?.version == 2)
+            #expect(try await harness.api(path + "/rollback", method: "POST", json: ["version": 1]).status == 201)
+            answer = try await harness.client.execute(servedPath, headers: auth.merging(["If-None-Match": try #require(sdk.etag)]) { $1 })
+            let restored = try #require(try sdk.accept(status: answer.status, body: answer.body, etag: answer.headers["etag"]))
+            #expect(restored.version == 3)
+            #expect(restored.rules == first.rules)
+            #expect(restored.issuedAt != nil)
+        }
+    }
+
+    // MARK: The dashboard's editor
+
+    @Test func theEditorRefusesWhatTheSDKWouldRefuseAndKeepsTheText() async throws {
+        try await DashboardTests.run { harness, browser in
+            #expect(try await browser.logIn().status == 303)
+            let page = try await browser.get("/projects/1/config")
+            let csrf = try #require(Browser.csrfToken(in: page))
+
+            let wrongPolicy = "{\"rules\": [{\"guards\": {\"timer\": \"log\"}}]}"
+            var response = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", wrongPolicy)])
+            #expect(response.status == 422)
+            #expect(response.text.contains("<code>$.rules[0].guards.timer</code>"))
+            #expect(response.text.contains("{&quot;rules&quot;: [{&quot;guards&quot;: {&quot;timer&quot;: &quot;log&quot;}}]}</textarea>"))
+
+            let badConstraint = "{\"rules\": [{\"when\": {\"app_version\": \"~>2.4\"}}]}"
+            response = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", badConstraint)])
+            #expect(response.status == 422)
+            #expect(response.text.contains("<code>$.rules[0].when.app_version</code>"))
+            #expect(response.text.contains("data-rejection=\"remote_config.invalid_constraint\""))
+
+            // Text that is not JSON as the SDK reads it: a syntax error (with its place) and a repeated key.
+            response = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\n  \"rules\": [,]\n}")])
+            #expect(response.status == 400)
+            #expect(response.text.contains("line 2, column"))
+            response = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"rules\": [], \"rules\": []}")])
+            #expect(response.status == 400)
+            #expect(response.text.contains("a key appears twice"))
+            #expect(try await harness.api("/api/0/projects/1/sdk-config").json?.arrayValue == [])
+
+            // An unknown guard is published and listed as ignored.
+            response = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"rules\": [{\"guards\": {\"teleport\": \"off\"}}]}")])
+            #expect(response.status == 303)
+            let after = try await browser.get("/projects/1/config").text
+            #expect(after.contains("Served now: <b>v1</b>"))
+            #expect(after.contains("Ignored by this SDK version:<ul><li><code>$.rules[0].guards.teleport</code> (unknown guard)"))
+        }
+    }
+
+    @Test func theReferenceNextToTheEditorComesFromTheSDKModel() async throws {
+        try await DashboardTests.run { _, browser in
+            #expect(try await browser.logIn().status == 303)
+            let page = try await browser.get("/projects/1/config").text
+            for name in RemoteConfigDocument.knownGuardNames { #expect(page.contains("<code data-guard>\(name)</code>"), "\(name)") }
+            for policy in RemoteGuardPolicy.allCases { #expect(page.contains("<code data-policy>\(policy.rawValue)</code>"), "\(policy)") }
+            #expect(page.components(separatedBy: "data-guard>").count - 1 == RemoteConfigDocument.knownGuardNames.count)
+            // The example is a document the SDK reads without warnings, with every field of a rule.
+            var example = DashboardRoutes.exampleDocument.jsonValue.objectValue ?? [:]
+            example["version"] = 1
+            let parsed = try RemoteConfigDocument.parse(JSONValue.object(example).jsonData())
+            #expect(parsed.warnings.isEmpty)
+            let rule = try #require(parsed.document.rules.first)
+            #expect(rule.when.appVersion != nil && rule.when.osVersion != nil && rule.when.os != nil && rule.when.arch != nil)
+            #expect(Set(rule.guards.values) == Set(RemoteGuardPolicy.allCases))
+            #expect(rule.allowClassPrefixes != nil && rule.denyClassPrefixes != nil && rule.zombieClassPrefixes != nil)
+            #expect(rule.incidentSampleRate != nil && rule.capture != nil)
+            #expect(page.contains("&quot;incident_sample_rate&quot; : 0.25"))
+
+            let prevented = try await browser.get("/projects/1/prevented").text
+            #expect(prevented.contains("<code>crashshield.guard</code>") && prevented.contains("<code>mechanism.data.guard</code>"))
         }
     }
 }

@@ -209,7 +209,7 @@ extension DashboardRoutes {
                              yMin: 0, yMax: max(4, (peak / 4).rounded(.up) * 4), format: { String(Int($0.rounded())) })
         let body: HTML = """
         <h1>\(project.name): prevented crashes</h1>
-        <p class="muted">Incidents: events with level warning, a handled exception mechanism and a guard name (tag <code>guard</code> or <code>mechanism.data.guard</code>).</p>
+        <p class="muted">Incidents: events with level warning, a handled exception mechanism and a guard name: CrashShield's SDK names it in the tag <code>crashshield.guard</code> and as the exception type of a <code>crashshield.guard</code> mechanism; other senders may use the tag <code>guard</code> or <code>mechanism.data.guard</code>.</p>
         <div class="cards"><div class="card"><b>\(total)</b>prevented crashes</div><div class="card"><b>\(Set(counts.map(\.guardName)).count)</b>guards</div></div>
         \(chart)<h2>Trend by guard</h2><table><thead><tr><th>Guard</th><th class="num">Last 7 days</th><th class="num">Previous 7 days</th><th class="num">Change</th></tr></thead><tbody>\(trendRows)</tbody></table>
         <h2>By guard and release</h2><table><thead><tr><th>Guard</th><th>Release</th><th class="num">Incidents</th><th>Last seen</th></tr></thead><tbody>\(rows)</tbody></table>
@@ -276,7 +276,7 @@ extension DashboardRoutes {
     func configPage(_ session: LoginSession, _ project: Project, draft: String?, message: HTML?, status: HTTPResponse.Status = .ok) async throws -> Response {
         let history = try await store.sdkConfigHistory(projectID: project.id)
         let current = history.first
-        let text = draft ?? current.map { Self.prettyJSON(Self.editableDocument($0.document)) } ?? "{\n  \"guards\": {}\n}"
+        let text = draft ?? current.map { Self.prettyJSON(Self.editableDocument($0.document)) } ?? "{\n  \"rules\": []\n}"
         let rows: [HTML] = history.map { version in
             let rollback: HTML = version.version == current?.version ? "<span class=\"muted\">served now</span>" : """
             <form class="inline" method="post" action="/projects/\(project.id)/config/rollback">\(Layout.csrfField(session))\
@@ -285,22 +285,64 @@ extension DashboardRoutes {
             let restored: HTML = version.restoredFrom.map { "rollback to v\($0)" } ?? "edit"
             return """
             <tr><td class="num">v\(version.version)</td><td>\(Layout.time(version.createdAt))</td><td>\(restored)</td>\
-            <td><details><summary>document</summary><pre>\(Self.prettyJSON(version.document))</pre></details></td><td>\(rollback)</td></tr>
+            <td><details><summary>document</summary><pre>\(Self.prettyJSON(version.document))</pre></details>\(Self.warningsHTML(SDKConfigService.warnings(of: version)))</td><td>\(rollback)</td></tr>
             """
         }
         let currentHTML: HTML = current.map { "<p>Served now: <b>v\($0.version)</b>, signed with the project's Ed25519 key.</p>" }
             ?? "<p class=\"muted\">No configuration published yet: <code>GET /api/\(project.id)/sdk-config</code> answers 404.</p>"
+        // Who published each version is not stored (only logged), so history has no author column.
         let body: HTML = """
         <h1>\(project.name): remote configuration</h1>\(message ?? .empty)\(currentHTML)
-        <form method="post" action="/projects/\(project.id)/config">\(Layout.csrfField(session))
+        <div class="grid2"><form method="post" action="/projects/\(project.id)/config">\(Layout.csrfField(session))
         <label for="document">SDK configuration document (JSON object; <code>version</code> and <code>issued_at</code> are set by the collector)</label>
         <textarea id="document" name="document" spellcheck="false">\(text)</textarea>
         <p><button type="submit">Publish new version</button></p></form>
+        \(Self.configReference)</div>
         <h2>History</h2><table><thead><tr><th class="num">Version</th><th>Published</th><th>Kind</th><th>Content</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
         """
         return Layout.page(title: "\(project.name) remote configuration", session: session, project: project, tab: .config, body: body)
             .withStatus(status)
     }
+
+    /// What the SDK ignores in a version, as a short list (empty markup when nothing).
+    static func warningsHTML(_ warnings: [RemoteConfigWarning]) -> HTML {
+        guard !warnings.isEmpty else { return .empty }
+        let items: [HTML] = warnings.map { warning in
+            let kind = warning.code == RemoteConfigWarning.unknownGuardCode ? "unknown guard" : "unknown field"
+            return "<li><code>\(warning.path)</code> (\(kind))</li>"
+        }
+        return "<div class=\"muted\" data-sdk-warnings>Ignored by this SDK version:<ul>\(items)</ul></div>"
+    }
+
+    /// An example document built from the SDK's model: one rule with every field the model
+    /// reads, its guards named from `RemoteConfigDocument.knownGuardNames` and one of each policy.
+    static let exampleDocument: RemoteConfigDocument = {
+        let guardNames = RemoteConfigDocument.knownGuardNames.sorted()
+        let rule = RemoteConfigRule(
+            when: RemoteConfigCondition(appVersion: try? VersionConstraint(">=2.4.0, <2.5.0"), os: "iOS",
+                                        osVersion: try? VersionConstraint(">=16"), arch: "arm64"),
+            guards: Dictionary(uniqueKeysWithValues: zip(guardNames, RemoteGuardPolicy.allCases)),
+            allowClassPrefixes: ["MY"], denyClassPrefixes: ["MYLegacy"], zombieClassPrefixes: ["MY"],
+            incidentSampleRate: 0.25, capture: true)
+        return RemoteConfigDocument(version: 0, rules: [rule])
+    }()
+
+    /// The reference next to the editor, generated from the SDK's model (`CrashShieldProtocol`):
+    /// the guard names and policies it knows, the version-constraint operators, and an example.
+    static let configReference: HTML = {
+        let guardNames: [HTML] = RemoteConfigDocument.knownGuardNames.sorted().map { "<code data-guard>\($0)</code> " }
+        let policies: [HTML] = RemoteGuardPolicy.allCases.map { "<code data-policy>\($0.rawValue)</code> " }
+        let operators: [HTML] = VersionConstraint.Operator.allCases.map { "<code>\($0.rawValue)</code> " }
+        let example = prettyJSON(editableDocument(exampleDocument.jsonData()))
+        return """
+        <aside aria-label="Reference"><h2>Reference (from the SDK's model)</h2>
+        <p>Guards, in <code>rules[].guards</code>: \(guardNames)</p>
+        <p>Policies: \(policies)</p>
+        <p>Version constraints (<code>when.app_version</code>, <code>when.os_version</code>): comparisons joined by commas, all must hold; operators \(operators)(a bare version means <code>=</code>).</p>
+        <p class="muted">Rules are tried in order and the first whose <code>when</code> matches applies; a field left out keeps the app's own setting. A document the SDK would refuse (a wrong policy, a bad version constraint, a sample rate outside 0 to 1, …) is not published. Unknown fields and guard names are published (a newer SDK may know them) and listed as ignored.</p>
+        <details><summary>Example</summary><pre>\(example)</pre></details></aside>
+        """
+    }()
 
     /// A served document without the fields the collector sets (`version`, `issued_at`), for the editor.
     static func editableDocument(_ served: Data) -> Data {
@@ -310,13 +352,52 @@ extension DashboardRoutes {
         return JSONValue.object(members).jsonData()
     }
 
+    /// The editor's text as a JSON value, read as strictly as the SDK reads a document
+    /// (RFC 8259; a key repeated in one object is refused); otherwise a message for the user.
+    static func parseEditorText(_ text: String) -> Result<JSONValue, EditorTextError> {
+        let data = Data(text.utf8)
+        let value: JSONValue
+        do {
+            value = try FastJSON.parse(data)
+        } catch {
+            let prefix = data.prefix(error.offset)
+            let line = prefix.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            let column = prefix.count - (prefix.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0) + 1
+            return .failure(EditorTextError(message: "The document is not valid JSON (line \(line), column \(column))."))
+        }
+        if value.objectValue != nil {
+            do {
+                _ = try RemoteConfigDocument.parse(data)
+            } catch where error.code == RemoteConfigError.invalidJSONCode {
+                return .failure(EditorTextError(message: "The document is not JSON as the SDK reads it: a key appears twice in one object, or a number is out of range."))
+            } catch {
+                // Other objections are the model's, reported by `publish` for the completed document.
+            }
+        }
+        return .success(value)
+    }
+
+    /// The editor's text is not JSON the SDK reads.
+    struct EditorTextError: Error {
+        let message: String
+    }
+
+    /// The message shown above the editor when the SDK would refuse the document.
+    static func rejectionHTML(_ rejection: SDKConfigRejection) -> HTML {
+        "<p class=\"error\" role=\"alert\" data-rejection=\"\(rejection.sdkCode)\">Not published: the SDK would refuse this document at <code>\(rejection.path)</code>: \(rejection.reason).</p>"
+    }
+
     /// Publishes the edited document as the next version; `version` and `issued_at` in the text
-    /// are ignored (the collector sets both), so saving the page as shown never conflicts.
+    /// are ignored (the collector sets both), so saving the page as shown never conflicts. Text
+    /// that is not JSON (400), or a document the SDK would refuse (422), shows the page again with
+    /// the error and the text as submitted.
     func publishConfig(_ session: LoginSession, _ project: Project, _ form: FormFields) async throws -> Response {
         let text = form["document"] ?? ""
         var document: JSONValue
-        do { document = try JSONValue.parse(Data(text.utf8)) } catch {
-            return try await configPage(session, project, draft: text, message: "<p class=\"error\" role=\"alert\">The document is not valid JSON.</p>", status: .badRequest)
+        switch Self.parseEditorText(text) {
+        case .success(let value): document = value
+        case .failure(let error):
+            return try await configPage(session, project, draft: text, message: "<p class=\"error\" role=\"alert\">\(error.message)</p>", status: .badRequest)
         }
         if case .object(var members) = document {
             members["version"] = nil
@@ -326,6 +407,9 @@ extension DashboardRoutes {
         do {
             let published = try await sdkConfig.publish(projectID: project.id, document: document)
             logger.info("sdk config published", metadata: ["project": "\(project.id)", "version": "\(published.version)", "account": "\(session.account.name)"])
+        } catch let rejection as SDKConfigRejection {
+            return try await configPage(session, project, draft: text, message: Self.rejectionHTML(rejection),
+                                        status: .init(code: SDKConfigRejection.status))
         } catch let error as CollectorError where error.status == 400 || error.status == 413 {
             return try await configPage(session, project, draft: text, message: "<p class=\"error\" role=\"alert\">\(error.message)</p>", status: .badRequest)
         }
@@ -336,8 +420,14 @@ extension DashboardRoutes {
         guard let version = form["version"].flatMap(Int64.init) else {
             throw CollectorError.badRequest("sdk_config.invalid", "version must be a number")
         }
-        let restored = try await sdkConfig.rollback(projectID: project.id, to: version)
-        logger.info("sdk config rolled back", metadata: ["project": "\(project.id)", "to": "\(version)", "version": "\(restored.version)"])
+        do {
+            let restored = try await sdkConfig.rollback(projectID: project.id, to: version)
+            logger.info("sdk config rolled back", metadata: ["project": "\(project.id)", "to": "\(version)", "version": "\(restored.version)",
+                                                             "account": "\(session.account.name)"])
+        } catch let rejection as SDKConfigRejection {
+            return try await configPage(session, project, draft: nil, message: Self.rejectionHTML(rejection),
+                                        status: .init(code: SDKConfigRejection.status))
+        }
         return Self.redirect("/projects/\(project.id)/config")
     }
 }
