@@ -340,7 +340,7 @@ extension DashboardRoutes {
         <p>Policies: \(policies)</p>
         <p>Version constraints (<code>when.app_version</code>, <code>when.os_version</code>): comparisons joined by commas, all must hold; operators \(operators)(a bare version means <code>=</code>).</p>
         <p class="muted">Rules are tried in order and the first whose <code>when</code> matches applies; a field left out keeps the app's own setting. A document the SDK would refuse (a wrong policy, a bad version constraint, a sample rate outside 0 to 1, …) is not published. Unknown fields and guard names are published (a newer SDK may know them) and listed as ignored.</p>
-        <details><summary>Example</summary><pre>\(example)</pre></details></aside>
+        <details open><summary>Example</summary><pre>\(example)</pre></details></aside>
         """
     }()
 
