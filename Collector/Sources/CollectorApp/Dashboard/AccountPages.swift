@@ -26,7 +26,7 @@ extension DashboardRoutes {
                     let (token, info) = try await self.accounts.createAPIToken(by: session, name: form["name"] ?? "")
                     self.logger.info("api token created", metadata: ["account": "\(session.account.name)", "name": "\(info.name)"])
                     let message: HTML = """
-                    <div class="card created-token" role="status"><p>API token <b>\(info.name)</b> created. Copy it now: it is shown only this once.</p>
+                    <div class="card created-token" role="status"><p>API token <strong>\(info.name)</strong> created. Copy it now: it is shown only this once.</p>
                     <pre class="token" id="new-token">\(token)</pre></div>
                     """
                     return try await self.accountPage(session, message: message)
@@ -50,7 +50,7 @@ extension DashboardRoutes {
                         by: session, name: form["name"] ?? "", password: form["password"], isAdmin: form["admin"] == "1")
                     self.logger.info("account created", metadata: ["account": "\(account.name)", "by": "\(session.account.name)", "admin": "\(account.isAdmin)"])
                     let message: HTML = """
-                    <div class="card created-account" role="status"><p>Account <b>\(account.name)</b> created. Its password, shown only this once:</p>
+                    <div class="card created-account" role="status"><p>Account <strong>\(account.name)</strong> created. Its password, shown only this once:</p>
                     <pre class="password" id="new-password">\(password)</pre></div>
                     """
                     return try await self.accountsPage(session, message: message)
