@@ -1,19 +1,24 @@
 """Drives the collector's dashboard in headless Chromium (Selenium): logs in, opens each page,
-resolves an issue, edits and rolls back the remote configuration, checks the browser console has
-no errors and saves a screenshot of each page.
+resolves an issue, edits and rolls back the remote configuration, creates an API token and uses
+it on the JSON API (urllib) until it is revoked, adds an account, changes the admin password and
+logs in with the new one; checks the browser console has no errors and saves a screenshot of
+each page.
 
 usage: browser_test.py COLLECTOR_URL ADMIN_PASSWORD SCREENSHOT_DIR
 Prints PASS/FAIL lines and "N passed, M failed"; exits non-zero on any failure.
 """
+import json
 import os
 import sys
+import time
 import traceback
+import urllib.error
+import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
 base, password, shots = sys.argv[1:4]
 os.makedirs(shots, exist_ok=True)
@@ -36,16 +41,68 @@ options.binary_location = "/usr/bin/chromium"
 for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000"):
     options.add_argument(argument)
 options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver", log_output=os.path.join(shots, "chromedriver.log")), options=options)
 driver.set_page_load_timeout(60)
 
 
+def wait_until(condition, what, timeout=30):
+    """Polls `condition()` until it is true. A WebDriverException other than a stale element
+    while polling means a document is being replaced and is retried; after `timeout` seconds the
+    wait fails naming `what` and the last such error."""
+    deadline = time.monotonic() + timeout
+    last_error = None
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return
+        except StaleElementReferenceException:
+            raise
+        except WebDriverException as error:
+            last_error = error
+        time.sleep(0.1)
+    raise TimeoutError(f"waited {timeout} s for {what}; last error: {last_error!r}")
+
+
 def click_and_wait(element):
-    """Clicks a submit button or link and waits until the next page has replaced this one."""
+    """Clicks a submit button or link and waits until the next page has replaced this one.
+
+    ChromeDriver's click returns before a form's navigation when the server has not answered
+    yet (for example a POST that takes some tens of milliseconds), and a command on the old
+    document while the new one commits can then fail with a generic "unknown error" ("Node with
+    given id does not belong to the document") rather than "stale element reference". Such
+    errors mean the navigation is still under way: they are retried, not reported."""
     old = driver.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
-    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+    def old_page_gone():
+        try:
+            old.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+
+    wait_until(old_page_gone, "the old page to be replaced")
+    wait_until(lambda: driver.execute_script("return document.readyState") == "complete", "the next page to load")
+
+
+def log_in(name, secret):
+    driver.get(base + "/login")
+    field = driver.find_element(By.NAME, "name")
+    field.clear()
+    field.send_keys(name)
+    driver.find_element(By.NAME, "password").send_keys(secret)
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "form button[type=submit]"))
+
+
+def api_get(token, path):
+    """GETs a JSON API path the way a script does (urllib, Authorization: Bearer); returns
+    (status, parsed body or None)."""
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, None
 
 
 def console_errors():
@@ -125,6 +182,62 @@ try:
     driver.save_screenshot(os.path.join(shots, "12-remote-config-rolled-back.png"))
     check("the configuration page has no console errors", not console_errors())
 
+    # API tokens: create one, use it from a script (urllib), revoke it.
+    visit("/account", "13-account", "API tokens")
+    driver.find_element(By.CSS_SELECTOR, "form[action='/account/tokens'] input[name=name]").send_keys("browser script")
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-action=create-token]"))
+    token = driver.find_element(By.ID, "new-token").text.strip()
+    check("a new API token is shown once", token.startswith("csc_") and len(token) == 68, token)
+    driver.save_screenshot(os.path.join(shots, "14-token-created.png"))
+    status, projects = api_get(token, "/api/0/projects")
+    check("the new token lists the projects on the JSON API", status == 200 and "default" in [p.get("name") for p in projects or []], f"{status} {projects}")
+    driver.get(base + "/account")
+    row = driver.find_element(By.XPATH, "//table[contains(@class,'tokens')]//tr[td[1]='browser script']").text
+    check("the token list shows the token's last use", "never" not in row and "UTC" in row, row)
+    check("the account page no longer shows the token", token not in driver.page_source)
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-revoke='browser script']"))
+    check("revoking removes the token from the list", "browser script" not in driver.find_element(By.TAG_NAME, "body").text)
+    driver.save_screenshot(os.path.join(shots, "15-token-revoked.png"))
+    status, _ = api_get(token, "/api/0/projects")
+    check("a revoked token is refused with 401", status == 401, str(status))
+    check("the account page has no console errors", not console_errors())
+
+    # Accounts: an admin adds one with a generated password.
+    visit("/accounts", "16-accounts", "Add an account")
+    driver.find_element(By.CSS_SELECTOR, "form[action='/accounts'] input[name=name]").send_keys("browser-viewer")
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-action=add-account]"))
+    viewer_password = driver.find_element(By.ID, "new-password").text.strip()
+    check("a new account's generated password is shown once", len(viewer_password) == 36, viewer_password)
+    check("the new account is listed", "browser-viewer" in driver.find_element(By.CSS_SELECTOR, "table.accounts").text)
+    driver.save_screenshot(os.path.join(shots, "17-account-added.png"))
+
+    # Change the admin's password, then log in with the new one (the old one is refused).
+    new_password = "changed-" + password
+    driver.get(base + "/account")
+    driver.find_element(By.NAME, "current_password").send_keys(password)
+    driver.find_element(By.NAME, "new_password").send_keys(new_password)
+    driver.find_element(By.NAME, "new_password_again").send_keys(new_password)
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-action=change-password]"))
+    check("the password change is confirmed", "Your password was changed" in driver.find_element(By.TAG_NAME, "body").text)
+    driver.save_screenshot(os.path.join(shots, "18-password-changed.png"))
+    check("the password pages have no console errors", not console_errors())
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "form.logout button"))
+    log_in("admin", password)
+    check("the old password is refused", "Wrong account name or password" in driver.find_element(By.TAG_NAME, "body").text)
+    driver.get_log("browser")  # the refused login's 401, logged on purpose
+    log_in("admin", new_password)
+    check("the new password logs in", driver.current_url.endswith("/projects"), driver.current_url)
+
+    # The added account logs in and is no admin.
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "form.logout button"))
+    log_in("browser-viewer", viewer_password)
+    check("the added account logs in", driver.current_url.endswith("/projects"), driver.current_url)
+    check("a member has no Accounts link", not driver.find_elements(By.CSS_SELECTOR, "header a[href='/accounts']"))
+    driver.get(base + "/accounts")
+    check("a member is refused the accounts page", "account.admin_only" in driver.find_element(By.TAG_NAME, "body").text)
+    driver.get_log("browser")  # the 403, logged on purpose
+
+    driver.get(base + "/projects")  # the error page has no header; log out from a page that has
     click_and_wait(driver.find_element(By.CSS_SELECTOR, "form.logout button"))
     driver.get(base + "/projects")
     check("after logging out the dashboard asks for a login again", "/login" in driver.current_url, driver.current_url)
@@ -132,6 +245,8 @@ except Exception as error:  # a missing element or a timeout is a failure, not a
     traceback.print_exc()
     check("browser session", False, f"{error!r} at {driver.current_url}")
     driver.save_screenshot(os.path.join(shots, "99-failure.png"))
+    with open(os.path.join(shots, "99-failure.html"), "w") as page:
+        page.write(driver.page_source)
 finally:
     driver.quit()
 

@@ -5,8 +5,8 @@
 # 127.0.0.1 and checks through the API that they were stored and grouped; kills a collector with
 # SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
 # ingest the same stream concurrently; finally drives the dashboard in headless Chromium
-# (scripts/browser-test.sh, Selenium) on PostgreSQL and on SQLite (the SQLite run's screenshots are
-# kept in Collector/.build/screenshots).
+# (scripts/browser-test.sh, Selenium) on SQLite and on PostgreSQL, keeping each run's screenshots
+# and logs in Collector/.build/screenshots/sqlite and .../postgres.
 # Prints "N passed, M failed" and exits non-zero on any failure.
 export DEBIAN_FRONTEND=noninteractive
 set -uo pipefail
@@ -169,23 +169,28 @@ if [ -n "$pg_dir" ]; then
     fi
 fi
 
-browser_test() {  # $1: label, then options for `serve`
-    local label="$1" log status counts; shift
+browser_test() {  # $1: label, $2: artifacts directory, then options for `serve`
+    local label="$1" artifacts="$2" log status counts; shift 2
     echo "== dashboard in headless Chromium on $label (scripts/browser-test.sh) =="
     log="$(mktemp)"
-    scripts/browser-test.sh "$@" 2>&1 | tee "$log"
+    scripts/browser-test.sh --artifacts "$artifacts" "$@" 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     counts=$(grep -Eo '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
     if [ "$status" -eq 0 ] && [ -n "$counts" ]; then
         pass "browser test on $label ($counts)"
     else
-        fail "browser test on $label (${counts:-no summary}, exit $status)"
+        fail "browser test on $label (${counts:-no summary}, exit $status; artifacts: Collector/$artifacts)"
     fi
     rm -f "$log"
 }
-# On SQLite only in this script: a run on PostgreSQL (`scripts/browser-test.sh --database
-# postgres://...`) passed by hand, but failed once in a full run with a WebDriverException on the
-# configuration page, not yet understood; the PostgreSQL storage is covered by the Swift suites above.
-browser_test SQLite
-echo "screenshots (SQLite run): Collector/.build/screenshots"
+rm -rf .build/screenshots
+browser_test SQLite .build/screenshots/sqlite
+if [ -n "$pg_dir" ]; then
+    if psql "$pg_url" -qc "CREATE DATABASE collector_browser"; then
+        browser_test PostgreSQL .build/screenshots/postgres --database "${pg_url%/*}/collector_browser"
+    else
+        fail "postgres: create the browser-test database"
+    fi
+fi
+echo "browser-test artifacts (screenshots, collector and chromedriver logs): Collector/.build/screenshots/{sqlite,postgres}"
 finish

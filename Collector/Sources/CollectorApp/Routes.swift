@@ -325,8 +325,16 @@ struct CollectorRoutes: Sendable {
             throw CollectorError.unauthorized("auth.token_missing", "Authorization: Bearer <api token> is required")
         }
         let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        guard try await store.apiTokenExists(tokenHash: APIAuth.hash(token)) else {
-            throw CollectorError.forbidden("auth.token_invalid", "unknown API token")
+        let tokenHash = APIAuth.hash(token)
+        // 401 like a missing token (RFC 6750 `invalid_token`): an unknown or revoked token is no credential.
+        guard try await store.apiTokenExists(tokenHash: tokenHash) else {
+            throw CollectorError.unauthorized("auth.token_invalid", "unknown or revoked API token")
+        }
+        // "Last used" for the dashboard's token list; a failure to record it does not refuse the request.
+        if let accounts = store as? any AccountStore {
+            do { try await accounts.recordAPITokenUse(tokenHash: tokenHash, now: Date()) } catch {
+                logger.warning("could not record the API token's use", metadata: ["error": "\(error)"])
+            }
         }
     }
 

@@ -171,6 +171,10 @@ public final class SQLStore: CollectorStore {
             """,
             "CREATE INDEX IF NOT EXISTS login_sessions_expires ON login_sessions (expires_at)",
         ]),
+        (4, [
+            // When the API last accepted each token, for the dashboard's token list (AccountStore).
+            "ALTER TABLE api_tokens ADD COLUMN last_used_at {real}",
+        ]),
     ]
 
     static func typed(_ statement: String, for dialect: SQLDialect) -> String {

@@ -200,7 +200,7 @@ struct DashboardTests {
     // MARK: HTTP
 
     static let pages = ["/projects", "/projects/new", "/projects/1", "/projects/1?status=all", "/projects/1/settings", "/projects/1/health",
-                        "/projects/1/prevented", "/projects/1/launch", "/projects/1/config", "/issues/1"]
+                        "/projects/1/prevented", "/projects/1/launch", "/projects/1/config", "/issues/1", "/account", "/accounts"]
 
     @Test func everyPageRedirectsToLoginWithoutASession() async throws {
         try await Self.run { harness, browser in

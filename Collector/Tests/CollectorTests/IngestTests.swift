@@ -220,7 +220,7 @@ struct IngestTests {
             #expect(health.status == 200)
             #expect(health.json?["status"]?.stringValue == "ok")
             #expect(try await harness.client.execute("/api/0/projects").status == 401)
-            #expect(try await harness.client.execute("/api/0/projects", headers: ["Authorization": "Bearer nope"]).status == 403)
+            #expect(try await harness.client.execute("/api/0/projects", headers: ["Authorization": "Bearer nope"]).status == 401)
             let created = try await harness.api("/api/0/projects", method: "POST", json: ["name": "second"])
             #expect(created.status == 201)
             let key = try #require(created.json?["public_key"]?.stringValue)

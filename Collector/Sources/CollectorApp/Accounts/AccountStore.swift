@@ -38,6 +38,41 @@ public protocol AccountStore: Sendable {
     func deleteLoginSession(tokenHash: String) async throws
     /// Deletes sessions that expired before `now`; returns how many.
     func deleteExpiredLoginSessions(now: Date) async throws -> Int64
+
+    /// Every account, by name.
+    func accounts() async throws -> [Account]
+    func account(id: Int64) async throws -> Account?
+    /// Replaces the account's password hash and deletes its login sessions except the one whose
+    /// token hash is `keepingSession` (nil: all of them), in one transaction.
+    func updatePassword(accountID: Int64, passwordHash: String, keepingSession: String?) async throws
+    /// Deletes the account with its login sessions and API tokens, in one transaction, so none
+    /// of them works afterwards. Returns false when there is no such account.
+    /// - Throws: `CollectorError` `account.last_admin` (409) when it is the only admin account.
+    func deleteAccount(id: Int64) async throws -> Bool
+
+    /// Stores an API token by its SHA-256 (the token itself is never stored).
+    func createAPIToken(name: String, tokenHash: String, accountID: Int64?, created: Date) async throws -> APITokenInfo
+    /// The API tokens of one account (`accountID`), or of everyone (nil), newest first.
+    func apiTokens(accountID: Int64?) async throws -> [APITokenInfo]
+    /// Deletes the token with this hash; with `accountID`, only when that account owns it.
+    /// Returns whether a token was deleted.
+    func deleteAPIToken(tokenHash: String, accountID: Int64?) async throws -> Bool
+    /// Records that the API accepted the token at `now`; writes only when the stored time is
+    /// missing or more than a minute older, so a busy script does not write on every request.
+    func recordAPITokenUse(tokenHash: String, now: Date) async throws
+}
+
+/// An API token as listed: its name, owner and times, never the token (only its SHA-256 is stored).
+public struct APITokenInfo: Sendable, Hashable {
+    /// The token's SHA-256 (lowercase hex); names the token in a revoke form.
+    public let tokenHash: String
+    public let name: String
+    /// The account that created it; nil for the token made on first start (`initial`).
+    public let accountID: Int64?
+    public let accountName: String?
+    public let createdAt: Date
+    /// When the API last accepted it (kept to the minute), nil when never.
+    public let lastUsedAt: Date?
 }
 
 /// One stored event with its payload, for dashboard pages that read what events carry (tags,

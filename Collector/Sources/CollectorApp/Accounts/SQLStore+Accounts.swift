@@ -2,8 +2,9 @@ import Foundation
 
 // `AccountStore` and `DashboardQueries` on `SQLStore`, for SQLite and PostgreSQL alike: `?`
 // placeholders (the PostgreSQL backend numbers them), times as seconds since 1970, no
-// database-specific functions. The tables come from `SQLStore.migrations` (accounts: version 1,
-// login sessions: version 3).
+// database-specific functions (one exception: `FOR UPDATE` on PostgreSQL in `deleteAccount`).
+// The tables come from `SQLStore.migrations` (accounts and API tokens: version 1, login sessions:
+// version 3, the tokens' `last_used_at`: version 4).
 extension SQLStore: AccountStore, DashboardQueries {
     private static func account(_ row: DBRow, prefix: String = "") -> Account? {
         guard let id = row.int(prefix + "id"), let name = row.string(prefix + "email"),
@@ -68,6 +69,92 @@ extension SQLStore: AccountStore, DashboardQueries {
     public func deleteExpiredLoginSessions(now: Date) async throws -> Int64 {
         try await serialized {
             Int64(try await query("DELETE FROM login_sessions WHERE expires_at <= ? RETURNING token_hash", [Self.time(now)]).count)
+        }
+    }
+
+    public func accounts() async throws -> [Account] {
+        try await serialized {
+            try await query("SELECT id, email, password_hash, is_admin, created_at FROM accounts ORDER BY email").compactMap { Self.account($0) }
+        }
+    }
+
+    public func account(id: Int64) async throws -> Account? {
+        try await serialized {
+            try await query("SELECT id, email, password_hash, is_admin, created_at FROM accounts WHERE id = ?", [Self.int(id)])
+                .first.flatMap { Self.account($0) }
+        }
+    }
+
+    public func updatePassword(accountID: Int64, passwordHash: String, keepingSession: String?) async throws {
+        try await transaction {
+            _ = try await query("UPDATE accounts SET password_hash = ? WHERE id = ?", [.text(passwordHash), Self.int(accountID)])
+            _ = try await query("DELETE FROM login_sessions WHERE account_id = ? AND token_hash <> ?",
+                                [Self.int(accountID), .text(keepingSession ?? "")])
+        }
+    }
+
+    public func deleteAccount(id: Int64) async throws -> Bool {
+        try await transaction {
+            // The admin rows are locked first (PostgreSQL; SQLite's BEGIN IMMEDIATE already
+            // serializes writers), so two admins removing each other at once cannot both succeed.
+            let admins = try await query("SELECT id FROM accounts WHERE is_admin <> 0" + (databaseKind == "postgres" ? " FOR UPDATE" : ""))
+                .compactMap { $0.int("id") }
+            guard let target = try await query("SELECT is_admin FROM accounts WHERE id = ?", [Self.int(id)]).first else { return false }
+            if (target.int("is_admin") ?? 0) != 0 && admins.count <= 1 {
+                throw CollectorError.conflict("account.last_admin", "the only admin account cannot be removed")
+            }
+            _ = try await query("DELETE FROM login_sessions WHERE account_id = ?", [Self.int(id)])
+            _ = try await query("DELETE FROM api_tokens WHERE account_id = ?", [Self.int(id)])
+            return !(try await query("DELETE FROM accounts WHERE id = ? RETURNING id", [Self.int(id)]).isEmpty)
+        }
+    }
+
+    private static let tokenColumns = """
+        t.token_hash, t.name, t.account_id, a.email AS account_name, t.created_at, t.last_used_at
+        FROM api_tokens t LEFT JOIN accounts a ON a.id = t.account_id
+        """
+
+    private static func tokenInfo(_ row: DBRow) -> APITokenInfo? {
+        guard let hash = row.string("token_hash"), let name = row.string("name"), let created = row.double("created_at") else { return nil }
+        return APITokenInfo(tokenHash: hash, name: name, accountID: row.int("account_id"), accountName: row.string("account_name"),
+                            createdAt: Date(timeIntervalSince1970: created),
+                            lastUsedAt: row.double("last_used_at").map { Date(timeIntervalSince1970: $0) })
+    }
+
+    public func createAPIToken(name: String, tokenHash: String, accountID: Int64?, created: Date) async throws -> APITokenInfo {
+        try await transaction {
+            _ = try await query("INSERT INTO api_tokens (token_hash, name, account_id, created_at) VALUES (?, ?, ?, ?)",
+                                [.text(tokenHash), .text(name), accountID.map { Self.int($0) } ?? .null, Self.time(created)])
+            guard let info = try await query("SELECT \(Self.tokenColumns) WHERE t.token_hash = ?", [.text(tokenHash)]).first.flatMap(Self.tokenInfo)
+            else { throw CollectorError.storage("API token insert returned no row") }
+            return info
+        }
+    }
+
+    public func apiTokens(accountID: Int64?) async throws -> [APITokenInfo] {
+        try await serialized {
+            if let accountID {
+                return try await query("SELECT \(Self.tokenColumns) WHERE t.account_id = ? ORDER BY t.created_at DESC, t.name", [Self.int(accountID)])
+                    .compactMap(Self.tokenInfo)
+            }
+            return try await query("SELECT \(Self.tokenColumns) ORDER BY t.created_at DESC, t.name").compactMap(Self.tokenInfo)
+        }
+    }
+
+    public func deleteAPIToken(tokenHash: String, accountID: Int64?) async throws -> Bool {
+        try await serialized {
+            if let accountID {
+                return !(try await query("DELETE FROM api_tokens WHERE token_hash = ? AND account_id = ? RETURNING token_hash",
+                                         [.text(tokenHash), Self.int(accountID)]).isEmpty)
+            }
+            return !(try await query("DELETE FROM api_tokens WHERE token_hash = ? RETURNING token_hash", [.text(tokenHash)]).isEmpty)
+        }
+    }
+
+    public func recordAPITokenUse(tokenHash: String, now: Date) async throws {
+        try await serialized {
+            _ = try await query("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+                                [Self.time(now), .text(tokenHash), Self.time(now.addingTimeInterval(-60))])
         }
     }
 

@@ -73,6 +73,7 @@ struct DashboardRoutes: Sendable {
         router.post("issues/:id/status") { request, context in
             await self.action(request, context) { try await self.setStatus($0, try await self.issue(context), $1) }
         }
+        registerAccountPages(on: router)
     }
 
     // MARK: Sessions, CSRF, origin

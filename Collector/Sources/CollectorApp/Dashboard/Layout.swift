@@ -6,7 +6,7 @@ import NIOCore
 /// The dashboard's page frame: document head (the collector's own stylesheet, nothing from
 /// another host), header with navigation and the logout form.
 enum Layout {
-    enum Tab: String { case projects, issues, health, prevented, launch, config, settings }
+    enum Tab: String { case projects, issues, health, prevented, launch, config, settings, account, accounts }
 
     /// A full HTML document. Pages are never cached and never framed.
     static func document(title: String, body: HTML, status: HTTPResponse.Status = .ok) -> Response {
@@ -41,9 +41,12 @@ enum Layout {
         }
         let projectName: HTML = project.map { "<span class=\"sep\">/</span><a href=\"/projects/\($0.id)\">\($0.name)</a>" } ?? .empty
         let navHTML: HTML = nav.isEmpty ? .empty : "<nav class=\"tabs\">\(nav)</nav>"
+        let accountsLink: HTML = session.account.isAdmin
+            ? "<a href=\"/accounts\"\(tab == .accounts ? HTML(" aria-current=\"page\"") : HTML.empty)>Accounts</a>" : .empty
         let html: HTML = """
         <header class="top"><a class="brand" href="/projects">CrashShield collector</a>\(projectName)
-        <form class="logout" method="post" action="/logout">\(csrfField(session))<span>\(session.account.name)</span> <button type="submit">Log out</button></form></header>
+        <div class="user"><a href="/account" title="Your password and API tokens"\(tab == .account ? HTML(" aria-current=\"page\"") : HTML.empty)>\(session.account.name)</a>\(accountsLink)
+        <form class="logout" method="post" action="/logout">\(csrfField(session))<button type="submit">Log out</button></form></div></header>
         \(navHTML)<main>\(body)</main>
         """
         return document(title: title, body: html)
@@ -73,7 +76,11 @@ enum DashboardStyle {
     a { color: var(--accent); text-decoration: none; } a:hover { text-decoration: underline; }
     header.top { display: flex; align-items: center; gap: .5rem; padding: .6rem 1.2rem; background: #111827; color: #f9fafb; }
     header.top a { color: #f9fafb; font-weight: 600; } header.top .sep { color: #9ca3af; }
-    header.top form.logout { margin-left: auto; display: flex; align-items: center; gap: .5rem; color: #d1d5db; }
+    header.top .user { margin-left: auto; display: flex; align-items: center; gap: .9rem; }
+    header.top .user a { font-weight: 400; color: #d1d5db; } header.top .user a[aria-current=page] { color: #fff; text-decoration: underline; }
+    header.top form.logout { display: flex; align-items: center; gap: .5rem; color: #d1d5db; }
+    form.stacked { max-width: 420px; } form.stacked label { display: block; margin: .5rem 0; } form.stacked input:not([type=checkbox]) { display: block; width: 100%; margin-top: .2rem; }
+    pre.token, pre.password { font-size: 14px; user-select: all; }
     nav.tabs { display: flex; gap: .2rem; padding: 0 1.2rem; background: #fff; border-bottom: 1px solid var(--line); flex-wrap: wrap; }
     nav.tabs a { padding: .55rem .8rem; color: var(--muted); border-bottom: 2px solid transparent; }
     nav.tabs a[aria-current=page] { color: var(--fg); border-bottom-color: var(--accent); }
