@@ -166,7 +166,7 @@ try:
     check("the hostile event page has no console errors", not console_errors())
 
     # Remote configuration: publish two versions, then roll back to the first.
-    for document in ('{"guards": {"container": "neutralize"}}', '{"guards": {"container": "off"}}'):
+    for document in ('{"rules": [{"guards": {"container": "neutralize"}}]}', '{"rules": [{"guards": {"container": "off"}}]}'):
         driver.get(base + "/projects/1/config")
         area = driver.find_element(By.NAME, "document")
         area.clear()

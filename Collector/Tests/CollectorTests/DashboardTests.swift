@@ -358,7 +358,7 @@ struct DashboardTests {
             #expect(try await harness.post(body: Fixtures.envelope(extra: [.json(type: "session", session)])).status == 200)
         }
         #expect(try await harness.api("/api/0/projects/\(harness.project.id)/sdk-config", method: "PUT",
-                                      json: ["document": ["guards": ["container": "neutralize"]]]).status == 201)
+                                      json: ["document": ["rules": [["guards": ["container": "neutralize"]]]]]).status == 201)
     }
 
     @Test func everyPageRendersForALoggedInAdminWithData() async throws {
@@ -421,15 +421,15 @@ struct DashboardTests {
             #expect(try await browser.logIn().status == 303)
             let page = try await browser.get("/projects/1/config")
             let csrf = try #require(Browser.csrfToken(in: page))
-            #expect(try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"guards\": {\"timer\": \"off\"}}")]).status == 303)
-            #expect(try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"guards\": {\"timer\": \"log\"}}")]).status == 303)
+            #expect(try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"rules\": [{\"guards\": {\"timer\": \"off\"}}]}")]).status == 303)
+            #expect(try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"rules\": [{\"guards\": {\"timer\": \"reportOnly\"}}]}")]).status == 303)
             // The editor shows the served document without the fields the collector sets, and
             // saving it as shown (even with a stale version number) publishes the next version.
             let editor = try await browser.get("/projects/1/config").text
             let textarea = try #require(editor.range(of: "<textarea").flatMap { start in
                 editor.range(of: "</textarea>").map { String(editor[start.lowerBound..<$0.lowerBound]) } })
-            #expect(textarea.contains("&quot;log&quot;") && !textarea.contains("issued_at") && !textarea.contains("version"))
-            let stale = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"version\": 1, \"guards\": {\"timer\": \"log\"}}")])
+            #expect(textarea.contains("&quot;reportOnly&quot;") && !textarea.contains("issued_at") && !textarea.contains("version"))
+            let stale = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{\"version\": 1, \"rules\": [{\"guards\": {\"timer\": \"reportOnly\"}}]}")])
             #expect(stale.status == 303)
             let invalid = try await browser.post("/projects/1/config", form: [("csrf_token", csrf), ("document", "{not json")])
             #expect(invalid.status == 400)
@@ -439,7 +439,7 @@ struct DashboardTests {
             let history = try await harness.api("/api/0/projects/1/sdk-config").json?.arrayValue ?? []
             #expect(history.count == 4)
             #expect(history.first?["restored_from"]?.intValue == 1)
-            #expect(history.first?["document"]?["guards"]?["timer"]?.stringValue == "off")
+            #expect(history.first?["document"]?["rules"]?.arrayValue?.first?["guards"]?["timer"]?.stringValue == "off")
             let after = try await browser.get("/projects/1/config").text
             #expect(after.contains("rollback to v1") && after.contains("Served now: <b>v4</b>"))
         }
