@@ -92,12 +92,11 @@ public struct GuardStatus: Sendable, Hashable {
 /// `catch let error as CrashShieldError where error.code == .alreadyStarted`, or match a value
 /// without details directly: `catch CrashShieldError.alreadyStarted`. `message` is for people and
 /// may change; `guardID` names the guard for `unknownGuard` and `guardNotActive`.
-public struct CrashShieldError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CrashShieldError: CodedError {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "alreadyStarted").
-    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+    public struct Code: StableErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// `start` was called before; the first configuration stays in effect.
         public static let alreadyStarted = Code(rawValue: "alreadyStarted")
@@ -121,9 +120,6 @@ public struct CrashShieldError: Error, Hashable, Sendable, CustomStringConvertib
         self.guardID = guardID
     }
 
-    /// "<code>: <message>".
-    public var description: String { "\(code): \(message)" }
-
     /// `start` was called before; the first configuration stays in effect.
     public static let alreadyStarted = CrashShieldError(
         code: .alreadyStarted, message: "CrashShield was started before; the first configuration stays in effect")
@@ -139,10 +135,5 @@ public struct CrashShieldError: Error, Hashable, Sendable, CustomStringConvertib
         CrashShieldError(
             code: .guardNotActive, message: "the guard \"\(id.rawValue)\" is not active, so its policy cannot change",
             guardID: id)
-    }
-
-    /// Matches by code, so `catch CrashShieldError.alreadyStarted` catches every error of that code.
-    public static func ~= (pattern: CrashShieldError, value: any Error) -> Bool {
-        (value as? CrashShieldError)?.code == pattern.code
     }
 }

@@ -9,9 +9,10 @@ import Foundation
 ///   the other guards (it takes precedence over `defaultPolicy`, which is only the fallback);
 /// - `allowedClassPrefixes`, `deniedClassPrefixes`, `zombieClassPrefixes`: an empty list means
 ///   the app set none (empty is also the default), so the document's list applies;
-/// - incident sample rate and capture live outside `CrashShieldOptions`: whoever owns those
-///   settings passes the app's value as an optional (nil = not set in code) to
-///   `RemoteConfigRule.incidentSampleRate(appSetting:)` and `captureEnabled(appSetting:)`.
+/// - the incident sample rate (`reporting.incidentSampleRate`): the document's rate applies
+///   unless the app set one in code (`ReportingOptions.incidentSampleRateIsSetByApp`);
+/// - capture is not switched by the document here: whoever owns that setting passes the app's
+///   choice as an optional (nil = not made in code) to `RemoteConfigRule.captureEnabled(appSetting:)`.
 extension CrashShieldOptions {
     /// These options with `overrides` applied where the app left a setting alone (see above).
     /// nil overrides return the options unchanged.
@@ -36,6 +37,7 @@ extension CrashShieldOptions {
         if result.zombieClassPrefixes.isEmpty, let prefixes = overrides.zombieClassPrefixes {
             result.zombieClassPrefixes = prefixes
         }
+        result.reporting?.applyRemoteIncidentSampleRate(overrides.incidentSampleRate)
         return result
     }
 }

@@ -79,12 +79,11 @@ public struct CaptureOptions: Sendable {
 /// `catch let error as CrashCaptureError where error.code == .directoryUnavailable`, or match a
 /// value without details directly: `catch CrashCaptureError.alreadyStarted`. `message` is for
 /// people and may change; `path` names the directory for `directoryUnavailable`.
-public struct CrashCaptureError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CrashCaptureError: CodedError {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "alreadyStarted").
-    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+    public struct Code: StableErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// Capture is installed already (by an earlier start, or through the C API); the first
         /// configuration stays in effect.
@@ -109,9 +108,6 @@ public struct CrashCaptureError: Error, Hashable, Sendable, CustomStringConverti
         self.path = path
     }
 
-    /// "<code>: <message>".
-    public var description: String { "\(code): \(message)" }
-
     /// Capture is installed already; the first configuration stays in effect.
     public static let alreadyStarted = CrashCaptureError(
         code: .alreadyStarted, message: "crash capture is installed already; the first configuration stays in effect")
@@ -126,11 +122,6 @@ public struct CrashCaptureError: Error, Hashable, Sendable, CustomStringConverti
         CrashCaptureError(
             code: .directoryUnavailable, message: "the report directory \(path) could not be created or opened",
             path: path)
-    }
-
-    /// Matches by code, so `catch CrashCaptureError.alreadyStarted` catches every error of that code.
-    public static func ~= (pattern: CrashCaptureError, value: any Error) -> Bool {
-        (value as? CrashCaptureError)?.code == pattern.code
     }
 }
 

@@ -388,12 +388,11 @@ extension CrashReport.GuardState {
 /// Check the kind with `code`, which is stable across versions (new codes may be added):
 /// `catch let error as CrashReportError where error.code == .invalid`. `message` is for people
 /// and may change.
-public struct CrashReportError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CrashReportError: CodedError {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "unreadable").
-    public struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+    public struct Code: StableErrorCode {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
 
         /// Not even a prefix of a JSON object.
         public static let unreadable = Code(rawValue: "unreadable")
@@ -411,19 +410,11 @@ public struct CrashReportError: Error, Hashable, Sendable, CustomStringConvertib
         self.message = message
     }
 
-    /// "<code>: <message>".
-    public var description: String { "\(code): \(message)" }
-
     /// Not even a prefix of a JSON object.
     public static let unreadable = CrashReportError(code: .unreadable, message: "not even a prefix of a JSON object")
     /// JSON, but not a report; `detail` says which field is wrong.
     public static func invalid(_ detail: String) -> CrashReportError {
         CrashReportError(code: .invalid, message: detail)
-    }
-
-    /// Matches by code, so `catch CrashReportError.unreadable` catches every error of that code.
-    public static func ~= (pattern: CrashReportError, value: any Error) -> Bool {
-        (value as? CrashReportError)?.code == pattern.code
     }
 }
 

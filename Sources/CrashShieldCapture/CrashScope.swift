@@ -186,18 +186,23 @@ public enum CrashScope {
 
 /// The scope behind a lock. Every change republishes the report JSON while the lock is held, so
 /// the crash handler always holds the text of the latest change (never an older one published
-/// late by a slower thread).
+/// late by a slower thread). The text is composed from the fragments `ScopeState` keeps
+/// serialised into one buffer kept for the next change (no allocation once it has grown), then
+/// copied once by the publication.
 private final class LockedScope: @unchecked Sendable {
     private let lock = NSLock()
     private var scope = ScopeState()
+    /// The last text composed, NUL-terminated; only used under `lock`.
+    private var text: [UInt8] = []
 
     func change(_ body: (inout ScopeState) -> Void) {
         lock.lock()
         defer { lock.unlock() }
         body(&scope)
-        var bytes = scope.composeReportJSON()
-        bytes.append(0)
-        _ = bytes.withUnsafeBufferPointer { buffer in
+        text.removeAll(keepingCapacity: true)
+        scope.composeReportJSON(into: &text)
+        text.append(0)
+        _ = text.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { csc_set_scope_json($0.baseAddress) }
         }
     }
@@ -215,8 +220,11 @@ struct ScopeState {
     private(set) var user: CrashScope.User?
     private(set) var tags: [String: String] = [:]
     private(set) var contexts: [String: [String: String]] = [:]
-    /// Oldest first, each with its JSON object.
-    private(set) var breadcrumbs: [(breadcrumb: CrashScope.Breadcrumb, json: [UInt8])] = []
+    /// Oldest first.
+    private(set) var breadcrumbs: [CrashScope.Breadcrumb] = []
+    /// The JSON object of each of `breadcrumbs`, at the same index. Kept apart so that composing
+    /// the report text reads each fragment without copying its breadcrumb.
+    private var breadcrumbJSON: [[UInt8]] = []
 
     private var userJSON: [UInt8]?
     /// Tags and contexts in key order, each as `"key":value`.
@@ -269,22 +277,37 @@ struct ScopeState {
             timestamp: crumb.timestamp, message: ScopeText.bounded(crumb.message, bytes: CrashScope.maxMessageBytes),
             category: crumb.category.map(ScopeText.value), level: CrashScope.Breadcrumb.Level(rawValue: ScopeText.key(crumb.level.rawValue)),
             data: ScopeText.dictionary(crumb.data, limit: CrashScope.maxBreadcrumbDataEntries))
-        if breadcrumbs.count >= CrashScope.maxBreadcrumbs { breadcrumbs.removeFirst(breadcrumbs.count - CrashScope.maxBreadcrumbs + 1) }
-        breadcrumbs.append((bounded, ScopeJSON.breadcrumb(bounded)))
+        if breadcrumbs.count >= CrashScope.maxBreadcrumbs {
+            let excess = breadcrumbs.count - CrashScope.maxBreadcrumbs + 1
+            breadcrumbs.removeFirst(excess)
+            breadcrumbJSON.removeFirst(excess)
+        }
+        breadcrumbJSON.append(ScopeJSON.breadcrumb(bounded))
+        breadcrumbs.append(bounded)
     }
 
-    mutating func clearBreadcrumbs() { breadcrumbs.removeAll() }
+    mutating func clearBreadcrumbs() {
+        breadcrumbs.removeAll()
+        breadcrumbJSON.removeAll()
+    }
 
     func snapshot(lastBreadcrumbs: Int) -> CrashScope.Snapshot {
         CrashScope.Snapshot(user: user, tags: tags, contexts: contexts,
-                            breadcrumbs: breadcrumbs.suffix(lastBreadcrumbs).map(\.breadcrumb))
+                            breadcrumbs: Array(breadcrumbs.suffix(lastBreadcrumbs)))
     }
 
     /// The report's "scope" object, at most `CrashScope.maxReportBytes` bytes: oldest breadcrumbs,
     /// then contexts, then tags (the last in key order first) are left out until it fits, and the
     /// object counts them. Empty when the scope is.
     func composeReportJSON() -> [UInt8] {
-        if userJSON == nil && tagMembers.isEmpty && contextMembers.isEmpty && breadcrumbs.isEmpty { return [] }
+        var out: [UInt8] = []
+        composeReportJSON(into: &out)
+        return out
+    }
+
+    /// `composeReportJSON()` appended to `out` (nothing when the scope is empty).
+    func composeReportJSON(into out: inout [UInt8]) {
+        if userJSON == nil && tagMembers.isEmpty && contextMembers.isEmpty && breadcrumbs.isEmpty { return }
         let limit = CrashScope.maxReportBytes
         var tagCount = tagMembers.count
         var contextCount = contextMembers.count
@@ -304,55 +327,61 @@ struct ScopeState {
         while fixedSize() > limit && tagCount > 0 { tagCount -= 1 }
         var room = limit - fixedSize()
         var keptBreadcrumbs = 0
-        for crumb in breadcrumbs.reversed() where fixedFits {
-            let size = crumb.json.count + 1
+        for json in breadcrumbJSON.reversed() where fixedFits {
+            let size = json.count + 1
             guard size <= room else { break }
             room -= size
             keptBreadcrumbs += 1
         }
 
-        var out: [UInt8] = []
-        out.reserveCapacity(limit - room)
+        out.reserveCapacity(out.count + limit - room + 1)
         var first = true
-        func key(_ name: String) {
+        func key(_ name: StaticString) {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            out += ScopeJSON.string(name)
-            out.append(UInt8(ascii: ":"))
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+            out.append(contentsOf: "\":".utf8)
         }
-        func join(_ parts: ArraySlice<[UInt8]>, open: Character, close: Character) {
-            out.append(UInt8(ascii: open.unicodeScalars.first!))
-            for (index, part) in parts.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                out += part
+        func join(_ parts: ArraySlice<[UInt8]>, open: UInt8, close: UInt8) {
+            out.append(open)
+            for index in parts.indices {
+                if index > parts.startIndex { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: parts[index])
             }
-            out.append(UInt8(ascii: close.unicodeScalars.first!))
+            out.append(close)
+        }
+        func count(_ name: StaticString, _ dropped: Int) {
+            guard dropped > 0 else { return }
+            key(name)
+            out.append(contentsOf: String(dropped).utf8)
         }
         out.append(UInt8(ascii: "{"))
         if let userJSON {
             key("user")
-            out += userJSON
+            out.append(contentsOf: userJSON)
         }
         if tagCount > 0 {
             key("tags")
-            join(tagMembers.prefix(tagCount), open: "{", close: "}")
+            join(tagMembers.prefix(tagCount), open: UInt8(ascii: "{"), close: UInt8(ascii: "}"))
         }
         if contextCount > 0 {
             key("contexts")
-            join(contextMembers.prefix(contextCount), open: "{", close: "}")
+            join(contextMembers.prefix(contextCount), open: UInt8(ascii: "{"), close: UInt8(ascii: "}"))
         }
         if keptBreadcrumbs > 0 {
             key("breadcrumbs")
-            join(breadcrumbs.suffix(keptBreadcrumbs).map(\.json)[...], open: "[", close: "]")
+            out.append(UInt8(ascii: "["))
+            for index in breadcrumbJSON.count - keptBreadcrumbs..<breadcrumbJSON.count {
+                if index > breadcrumbJSON.count - keptBreadcrumbs { out.append(UInt8(ascii: ",")) }
+                out.append(contentsOf: breadcrumbJSON[index])
+            }
+            out.append(UInt8(ascii: "]"))
         }
-        for (name, dropped) in [("dropped_breadcrumbs", breadcrumbs.count - keptBreadcrumbs),
-                                ("dropped_contexts", contextMembers.count - contextCount),
-                                ("dropped_tags", tagMembers.count - tagCount)] where dropped > 0 {
-            key(name)
-            out += Array(String(dropped).utf8)
-        }
+        count("dropped_breadcrumbs", breadcrumbs.count - keptBreadcrumbs)
+        count("dropped_contexts", contextMembers.count - contextCount)
+        count("dropped_tags", tagMembers.count - tagCount)
         out.append(UInt8(ascii: "}"))
-        return out
     }
 }
 
@@ -393,33 +422,54 @@ enum ScopeText {
 /// escaped as JSON requires (quote, backslash, control characters), other text as UTF-8.
 enum ScopeJSON {
     static func string(_ text: String) -> [UInt8] {
-        let hex = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = [UInt8(ascii: "\"")]
-        out.reserveCapacity(text.utf8.count + 2)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                out += [UInt8(ascii: "\\"), byte]
-            case 0..<0x20:
-                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-            default:
-                out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
+        var out: [UInt8] = []
+        append(string: text, to: &out)
         return out
     }
 
+    /// Appends `text` as a JSON string: runs that need no escape are copied whole.
+    static func append(string text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var text = text
+        text.withUTF8 { bytes in
+            out.reserveCapacity(out.count + bytes.count + 1)
+            var runStart = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                if byte < 0x20 {
+                    // \u00XY: X is 0 or 1 below 0x20.
+                    let low = byte & 15
+                    out.append(contentsOf: "\\u00".utf8)
+                    out.append(UInt8(ascii: "0") + (byte >> 4))
+                    out.append(low < 10 ? UInt8(ascii: "0") + low : UInt8(ascii: "a") + low - 10)
+                } else {
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(byte)
+                }
+                runStart = index + 1
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
     static func object(_ members: [(String, String)]) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "{")]
+        var out: [UInt8] = []
+        append(object: members, to: &out)
+        return out
+    }
+
+    static func append(object members: [(String, String)], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
         for (index, (key, value)) in members.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            out += string(key)
+            append(string: key, to: &out)
             out.append(UInt8(ascii: ":"))
-            out += string(value)
+            append(string: value, to: &out)
         }
         out.append(UInt8(ascii: "}"))
-        return out
     }
 
     /// `"key":value` for each entry, in key order.
@@ -428,11 +478,21 @@ enum ScopeJSON {
     }
 
     static func breadcrumb(_ crumb: CrashScope.Breadcrumb) -> [UInt8] {
-        var out = Array("{\"timestamp_ns\":\(crumb.timestampNanoseconds),\"level\":".utf8) + string(crumb.level.rawValue)
-        if let category = crumb.category { out += Array(",\"category\":".utf8) + string(category) }
-        out += Array(",\"message\":".utf8) + string(crumb.message)
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + crumb.message.utf8.count)
+        out.append(contentsOf: "{\"timestamp_ns\":".utf8)
+        out.append(contentsOf: String(crumb.timestampNanoseconds).utf8)
+        out.append(contentsOf: ",\"level\":".utf8)
+        append(string: crumb.level.rawValue, to: &out)
+        if let category = crumb.category {
+            out.append(contentsOf: ",\"category\":".utf8)
+            append(string: category, to: &out)
+        }
+        out.append(contentsOf: ",\"message\":".utf8)
+        append(string: crumb.message, to: &out)
         if !crumb.data.isEmpty {
-            out += Array(",\"data\":".utf8) + object(crumb.data.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+            out.append(contentsOf: ",\"data\":".utf8)
+            append(object: crumb.data.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }, to: &out)
         }
         out.append(UInt8(ascii: "}"))
         return out

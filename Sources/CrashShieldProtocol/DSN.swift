@@ -15,10 +15,9 @@ public struct DSN: Sendable, Hashable, CustomStringConvertible {
     public let projectID: String
 
     /// Why a DSN string was refused. `code` is stable across versions.
-    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct ParseError: CodedError {
         public let code: String
         public let message: String
-        public var description: String { "\(code): \(message)" }
         static func invalid(_ code: String, _ message: String) -> ParseError { ParseError(code: code, message: message) }
     }
 

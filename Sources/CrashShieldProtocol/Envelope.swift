@@ -70,10 +70,9 @@ public struct Envelope: Sendable, Hashable {
     }
 
     /// Why bytes are not an envelope. `code` is stable.
-    public struct ParseError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct ParseError: CodedError {
         public let code: String
         public let message: String
-        public var description: String { "\(code): \(message)" }
     }
 
     /// Reads an envelope.

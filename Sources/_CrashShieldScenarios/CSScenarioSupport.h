@@ -108,3 +108,34 @@ static inline uint64_t cs_bench_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/** The storage primitives of an NSMutableArray subclass that keeps its elements in its own
+ *  `__strong NSMutableArray *_items` ivar: -init, -initWithCapacity: (the capacity is ignored),
+ *  -dealloc, -count, -objectAtIndex: and -removeObjectAtIndex:, each forwarding to `_items`.
+ *  Expanded inside an @implementation, so every method is the class's own (class filters and the
+ *  guards' owner checks see the same classes as with the methods written out). The class writes
+ *  -insertObject:atIndex: and -replaceObjectAtIndex:withObject: itself: what it stores is its
+ *  own contract. */
+#define CS_ITEMS_ARRAY_PRIMITIVES                                                                 \
+    -(id)init {                                                                                   \
+        self = [super init];                                                                      \
+        if (self) _items = [[NSMutableArray alloc] init];                                         \
+        return self;                                                                              \
+    }                                                                                             \
+    -(id)initWithCapacity : (NSUInteger)capacity {                                                \
+        (void)capacity;                                                                           \
+        return [self init];                                                                       \
+    }                                                                                             \
+    -(void)dealloc {                                                                              \
+        CS_RELEASE(_items);                                                                       \
+        CS_SUPER_DEALLOC();                                                                       \
+    }                                                                                             \
+    -(NSUInteger)count {                                                                          \
+        return [_items count];                                                                    \
+    }                                                                                             \
+    -(id)objectAtIndex : (NSUInteger)index {                                                      \
+        return [_items objectAtIndex:index];                                                      \
+    }                                                                                             \
+    -(void)removeObjectAtIndex : (NSUInteger)index {                                              \
+        [_items removeObjectAtIndex:index];                                                       \
+    }

@@ -66,33 +66,12 @@
 @end
 
 @implementation CSScopeNullStoringArray
-- (id)init {
-    self = [super init];
-    if (self) _items = [[NSMutableArray alloc] init];
-    return self;
-}
-- (id)initWithCapacity:(NSUInteger)capacity {
-    (void)capacity;
-    return [self init];
-}
-- (void)dealloc {
-    CS_RELEASE(_items);
-    CS_SUPER_DEALLOC();
-}
-- (NSUInteger)count {
-    return [_items count];
-}
-- (id)objectAtIndex:(NSUInteger)index {
-    return [_items objectAtIndex:index];
-}
+CS_ITEMS_ARRAY_PRIMITIVES
 - (void)addObject:(id)object {
     [_items addObject:object ? object : [NSNull null]];
 }
 - (void)insertObject:(id)object atIndex:(NSUInteger)index {
     [_items insertObject:object ? object : [NSNull null] atIndex:index];
-}
-- (void)removeObjectAtIndex:(NSUInteger)index {
-    [_items removeObjectAtIndex:index];
 }
 - (void)replaceObjectAtIndex:(NSUInteger)index withObject:(id)object {
     [_items replaceObjectAtIndex:index withObject:object ? object : [NSNull null]];

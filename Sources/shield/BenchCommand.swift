@@ -17,16 +17,8 @@ enum BenchCommand {
     }
 
     static func run(json: Bool) -> Int32 {
-        /// SHIELD_BENCH_FILTER=<name>[|<name>...]: only the cases with one of these names (a name
-        /// ending in `*` is a prefix), for comparing variants of one hook (e.g. under callgrind).
-        let filters = (ProcessInfo.processInfo.environment["SHIELD_BENCH_FILTER"] ?? "")
-            .split(separator: "|").map(String.init)
         let cases = (0..<cs_bench_count()).map { cs_bench_at($0).pointee }
-            .filter { benchCase in
-                let name = String(cString: benchCase.name)
-                return filters.isEmpty
-                    || filters.contains { $0.hasSuffix("*") ? name.hasPrefix($0.dropLast()) : name == $0 }
-            }
+            .filter { BenchFilter.selects(String(cString: $0.name)) }
         CrashShieldSDK._resetForTesting()
         let iterations = cases.map(calibrate)
         var results = cases.map { Result(name: String(cString: $0.name)) }
@@ -84,5 +76,16 @@ enum BenchCommand {
 
     private static func format(_ value: Double, digits: Int = 2) -> String {
         String(format: "%.\(digits)f", value)
+    }
+}
+
+/// SHIELD_BENCH_FILTER=<name>[|<name>...]: only the cases with one of these names (a name ending
+/// in `*` is a prefix), for comparing variants of one piece of code (e.g. under callgrind).
+/// Unset or empty: every case.
+enum BenchFilter {
+    static let names = (ProcessInfo.processInfo.environment["SHIELD_BENCH_FILTER"] ?? "").split(separator: "|").map(String.init)
+
+    static func selects(_ name: String) -> Bool {
+        names.isEmpty || names.contains { $0.hasSuffix("*") ? name.hasPrefix($0.dropLast()) : name == $0 }
     }
 }

@@ -12,13 +12,58 @@ import Foundation
 /// the background sends fail fast), median `start_ns` of each and the difference (goal: at most
 /// 1 ms more); and the conversion of one real crash report (`shield crash segv`, decoded and
 /// symbolicated beforehand) into its envelope, stored durably in an outbox (goal: at most 5 ms),
-/// with the symbolication of that report (external tools) as a figure of its own.
+/// with the symbolication of that report (external tools) as a figure of its own. Last, the cost
+/// of one breadcrumb (`breadcrumbCost`).
 enum ReportingBenchCommand {
     static func run(json: Bool, runs: Int?) -> Int32 {
-        let outboxStatus = outboxThroughput(json: json, runs: runs)
-        let startStatus = startWithReporting(json: json, runs: max(3, runs ?? 20))
-        let conversionStatus = convertAndEnqueue(json: json, runs: max(3, runs ?? 20))
+        // SHIELD_BENCH_FILTER (BenchFilter) selects parts by their cases' names.
+        let outboxStatus = BenchFilter.selects("reporting.outbox_enqueue") ? outboxThroughput(json: json, runs: runs) : 0
+        let startStatus = BenchFilter.selects("reporting.start_with_reporting_nothing_pending")
+            ? startWithReporting(json: json, runs: max(3, runs ?? 20)) : 0
+        let conversionStatus = BenchFilter.selects("reporting.convert_and_enqueue_crash")
+            ? convertAndEnqueue(json: json, runs: max(3, runs ?? 20)) : 0
+        breadcrumbCost(json: json, runs: max(5, runs ?? 50))
         return outboxStatus != 0 ? outboxStatus : startStatus != 0 ? startStatus : conversionStatus
+    }
+
+    /// What one `CrashScope.addBreadcrumb` costs the caller with 100 breadcrumbs kept (each one
+    /// added drops the oldest and republishes the scope for the crash handler), for breadcrumbs
+    /// of a typical size (~150 bytes of JSON, with a user, tags and contexts set) and for large
+    /// ones that keep the scope at its 32 KiB cap (the oldest are left out of the published
+    /// text). `runs` batches of 200 additions each; prints the median and the worst batch's cost
+    /// per breadcrumb. The scope is cleared afterwards.
+    static func breadcrumbCost(json: Bool, runs: Int) {
+        let clock = ContinuousClock()
+        let batch = 200
+        for (name, messageBytes) in [("reporting.breadcrumb_add", 40), ("reporting.breadcrumb_add_full_scope", 400)]
+        where BenchFilter.selects(name) {
+            CrashScope.clear()
+            CrashScope.setUser(CrashScope.User(id: "42", email: "ada@example.com"))
+            for index in 0..<5 { CrashScope.setTag("tag\(index)", "value \(index)") }
+            CrashScope.setContext("order", ["id": "A-1187", "items": "3"])
+            CrashScope.setContext("app", ["build": "311", "locale": "en_GB"])
+            let message = String(repeating: "tapped row ", count: messageBytes / 11 + 1).prefix(messageBytes)
+            func add(_ index: Int) {
+                CrashScope.addBreadcrumb(message: "\(message) \(index)", category: "ui.click", level: .info,
+                                         data: ["screen": "checkout", "row": "\(index % 20)"])
+            }
+            for index in 0..<CrashScope.maxBreadcrumbs { add(index) }  // steady state: every add drops one
+            var perBreadcrumb: [UInt64] = []
+            for run in 0..<runs {
+                let started = clock.now
+                for index in 0..<batch { add(run * batch + index) }
+                perBreadcrumb.append(nanoseconds(clock.now - started) / UInt64(batch))
+            }
+            let publishedBytes = CrashScope.publishedJSONForTesting.utf8.count
+            perBreadcrumb.sort()
+            let median = perBreadcrumb[perBreadcrumb.count / 2], worst = perBreadcrumb.last!
+            if json {
+                print("{\"case\": \"\(name)\", \"runs\": \(runs * batch), \"median_ns\": \(median), \"max_batch_ns\": \(worst), \"published_bytes\": \(publishedBytes)}")
+            } else {
+                print("\(name)  \(runs) batches of \(batch)  median \(Double(median) / 1e3) µs  worst batch \(Double(worst) / 1e3) µs per breadcrumb  (\(publishedBytes) bytes of scope published)")
+            }
+        }
+        CrashScope.clear()
     }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {

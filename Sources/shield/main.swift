@@ -6,7 +6,7 @@
 //   shield crash KIND [--dir D]       install capture and crash on purpose (SPEC §8)
 //   shield reports [--json] [--dir D] pending crash reports, symbolicated
 //   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
-//   shield bench-reporting [--json]   the reporting figures alone: outbox enqueues, start with reporting, crash conversion
+//   shield bench-reporting [--json]   the reporting figures alone: outbox enqueues, start with reporting, crash conversion, one breadcrumb
 //   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
 //   shield envelope --dir D [--dsn]   print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
@@ -63,7 +63,7 @@ struct Bench: ParsableCommand {
 
 struct BenchReporting: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench-reporting", abstract: "The reporting figures alone: outbox enqueues, start cost with reporting, converting one crash report.")
+        commandName: "bench-reporting", abstract: "The reporting figures alone: outbox enqueues, start cost with reporting, converting one crash report, adding one breadcrumb.")
     @Flag(help: "One JSON object per case and line.") var json = false
     @Option(help: "Enqueues ÷ 10 (default 20, i.e. 200 enqueues).") var runs: Int?
     func run() throws { try finish(ReportingBenchCommand.run(json: json, runs: runs)) }

@@ -51,6 +51,33 @@ import Testing
         #expect(kind(CocoaError(.fileNoSuchFile)) == "other")
     }
 
+    /// Every error type shares `CodedError`: "<code>: <message>" as its description (unless it
+    /// states its own) and a catch pattern that matches by code, for string codes as well.
+    @Test func everyErrorTypeDescribesAndMatchesByCode() {
+        func matches<E: CodedError>(_ pattern: E, _ error: any Error) -> Bool {
+            do { throw error } catch pattern { return true } catch { return false }
+        }
+        func dsnError(_ text: String) -> DSN.ParseError? {
+            do { _ = try DSN(text); return nil } catch { return error }
+        }
+        guard let dsn = dsnError("ftp://key@host.example/1"), let otherScheme = dsnError("gopher://key@host.example/1"),
+              let noKey = dsnError("https://host.example/1") else {
+            Issue.record("a malformed DSN parsed")
+            return
+        }
+        #expect(dsn.description == "dsn.scheme: the scheme must be http or https, not ftp")
+        #expect(matches(dsn, otherScheme), "same code, other message")
+        #expect(!matches(dsn, noKey), "\(noKey.code)")
+        let remote = RemoteConfigError(code: RemoteConfigError.badSignatureCode, path: "$", message: "no")
+        #expect(remote.description == "remote_config.bad_signature at $: no", "its own description, with the path")
+        #expect(matches(remote, RemoteConfigError(code: RemoteConfigError.badSignatureCode, path: "$.rules", message: "x")))
+        #expect(!matches(remote, dsn), "an error of another type never matches")
+        #expect(CrashReportError.unreadable.description == "unreadable: not even a prefix of a JSON object")
+        #expect(CrashCaptureError.Code.installFailed.description == "installFailed")
+        #expect(OutboxError.tooLarge.description.hasPrefix("tooLarge: "))
+        #expect(matches(TransportError.timedOut, TransportError(code: .timedOut, message: "after 3 s")))
+    }
+
     /// Codes are stable strings; an unknown code from a newer version still round-trips.
     @Test func codesAreStableStrings() {
         #expect(CrashCaptureError.Code.alreadyStarted.rawValue == "alreadyStarted")

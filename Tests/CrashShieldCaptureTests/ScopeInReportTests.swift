@@ -44,6 +44,22 @@ import Testing
         #expect((rawCrumb["timestamp_ns"] as? NSNumber)?.uint64Value ?? 0 > 0)
     }
 
+    /// After more breadcrumbs than the scope keeps, a crash report carries exactly the last
+    /// `maxBreadcrumbs` (100), oldest first, the last one added included: the crash handler sees
+    /// the scope of the latest change.
+    @Test func reportAfterManyBreadcrumbsHasTheLastHundred() throws {
+        let directory = temporaryDirectory("scope-many-breadcrumbs")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let added = 2 * CrashScope.maxBreadcrumbs + 37
+        let crumbs = (0..<added).flatMap { ["--breadcrumb", "crumb \($0)"] }
+        let crash = try runChild(Built.shield, ["crash", "segv", "--dir", directory] + crumbs)
+        #expect(crash.termination == .signaled(SIGSEGV))
+        let (_, report) = try strictReport(directory)
+        let scope = try #require(report.scope)
+        #expect(scope.breadcrumbs.map(\.message) == (added - CrashScope.maxBreadcrumbs..<added).map { "crumb \($0)" })
+        #expect(scope.droppedBreadcrumbs == 0, "the last hundred fit the report's bound")
+    }
+
     @Test func reportWithoutScopeHasNoScopeKey() throws {
         let directory = temporaryDirectory("scope-none")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -170,8 +186,8 @@ import Testing
             state.addBreadcrumb(CrashScope.Breadcrumb(message: "crumb \(index)"))
         }
         #expect(state.breadcrumbs.count == CrashScope.maxBreadcrumbs)
-        #expect(state.breadcrumbs.first?.breadcrumb.message == "crumb 7")
-        #expect(state.breadcrumbs.last?.breadcrumb.message == "crumb \(CrashScope.maxBreadcrumbs + 6)")
+        #expect(state.breadcrumbs.first?.message == "crumb 7")
+        #expect(state.breadcrumbs.last?.message == "crumb \(CrashScope.maxBreadcrumbs + 6)")
         #expect(state.snapshot(lastBreadcrumbs: 3).breadcrumbs.map(\.message) == (104...106).map { "crumb \($0)" })
         let crumbs = try #require(try parsed(state)["breadcrumbs"] as? [[String: Any]])
         #expect(crumbs.count == CrashScope.maxBreadcrumbs)

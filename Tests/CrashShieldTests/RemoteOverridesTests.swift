@@ -49,6 +49,87 @@ import Testing
         #expect(options.applyingRemoteOverrides(nil).policies.isEmpty, "no active document: unchanged")
     }
 
+    /// Reporting options whose sample rate the app left unset, or set to `appRate`.
+    private func reporting(appRate: Double? = nil) throws -> ReportingOptions {
+        try ReportingOptions(dsn: "https://key@collector.example.com/42", incidentSampleRate: appRate)
+    }
+
+    /// The bug this fixes: the document's `incident_sample_rate` used to be ignored because an
+    /// unset app rate (1) looked like one the app set. Unset, the document's rate applies.
+    @Test func theDocumentsSampleRateAppliesWhenTheAppSetNone() throws {
+        var options = CrashShieldOptions()
+        options.reporting = try reporting()
+        #expect(options.reporting?.incidentSampleRateIsSetByApp == false)
+        #expect(options.reporting?.incidentSampleRate == 1, "unset: every incident")
+        let applied = options.applyingRemoteOverrides(rule)
+        #expect(applied.reporting?.incidentSampleRate == 0.25)
+        #expect(applied.reporting?.incidentSampleRateIsSetByApp == false)
+        let withoutRate = options.applyingRemoteOverrides(RemoteConfigRule(guards: ["kvo": .off]))
+        #expect(withoutRate.reporting?.incidentSampleRate == 1, "a rule without a rate keeps the default")
+    }
+
+    /// Whatever the app sets in code wins, in both orders of setting and applying, also when it
+    /// sets the default value 1 explicitly.
+    @Test func theAppsSampleRateWinsOverTheDocuments() throws {
+        var fromInit = CrashShieldOptions()
+        fromInit.reporting = try reporting(appRate: 1)
+        #expect(fromInit.reporting?.incidentSampleRateIsSetByApp == true)
+        #expect(fromInit.applyingRemoteOverrides(rule).reporting?.incidentSampleRate == 1)
+
+        var fromSetter = CrashShieldOptions()
+        fromSetter.reporting = try reporting()
+        try fromSetter.reporting?.setIncidentSampleRate(0.5)
+        #expect(fromSetter.applyingRemoteOverrides(rule).reporting?.incidentSampleRate == 0.5)
+
+        // The app sets its rate after a document's was applied: the app's stays, and a second
+        // application changes nothing.
+        var applied = CrashShieldOptions()
+        applied.reporting = try reporting()
+        applied = applied.applyingRemoteOverrides(rule)
+        #expect(applied.reporting?.incidentSampleRate == 0.25)
+        try applied.reporting?.setIncidentSampleRate(0.75)
+        #expect(applied.applyingRemoteOverrides(rule).reporting?.incidentSampleRate == 0.75)
+
+        // Unsetting it hands it back to the document.
+        try applied.reporting?.setIncidentSampleRate(nil)
+        #expect(applied.reporting?.incidentSampleRate == 1)
+        #expect(applied.applyingRemoteOverrides(rule).reporting?.incidentSampleRate == 0.25)
+    }
+
+    /// End to end from the stored document: its first rule applies only to the app and OS
+    /// versions its `when` matches; an app that matches no rule keeps its default rate.
+    @Test func theRateFollowsTheRuleMatchingTheAppAndOSVersion() throws {
+        let directory = NSTemporaryDirectory() + "remote-overrides-rate-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let document = RemoteConfigDocument(version: 3, issuedAt: "2026-11-23T06:00:00Z", rules: [
+            RemoteConfigRule(when: RemoteConfigCondition(appVersion: try VersionConstraint(">=2.4.0, <2.5.0"),
+                                                         osVersion: try VersionConstraint(">=16")),
+                             incidentSampleRate: 0.25),
+            RemoteConfigRule(when: RemoteConfigCondition(appVersion: try VersionConstraint("<2.4.0")), incidentSampleRate: 0.5),
+        ])
+        let payload = document.jsonData()
+        try RemoteConfigStore(directory: directory).store(SignedRemoteConfig(payload: payload, signature: nil),
+                                                          document: document, etag: nil)
+
+        func rate(appVersion: String?, osVersion: String, appRate: Double? = nil) throws -> Double? {
+            var remote = RemoteConfigOptions(dsn: try DSN("https://key@collector.example.com/42"), directory: directory)
+            remote.appVersion = appVersion
+            remote.osVersion = osVersion
+            let activation = RemoteConfiguration.load(remote)
+            #expect(activation.version == 3 && activation.rejection == nil)
+            var options = CrashShieldOptions()
+            options.reporting = try reporting(appRate: appRate)
+            return options.applyingRemoteOverrides(activation.overrides).reporting?.incidentSampleRate
+        }
+        #expect(try rate(appVersion: "2.4.1", osVersion: "17.2.1") == 0.25, "the first rule matches app and OS version")
+        #expect(try rate(appVersion: "2.4.1", osVersion: "15.7") == 1, "the OS version matches no rule")
+        #expect(try rate(appVersion: "2.3.9", osVersion: "15.7") == 0.5, "the second rule matches")
+        #expect(try rate(appVersion: "2.5.0", osVersion: "17.0") == 1, "the app version matches no rule")
+        #expect(try rate(appVersion: nil, osVersion: "17.0") == 1, "no app version matches no constraint")
+        #expect(try rate(appVersion: "2.4.1", osVersion: "17.2.1", appRate: 0.9) == 0.9, "a matching rule, but the app set its own")
+    }
+
     @Test func sampleRateAndCaptureFollowTheSameRule() {
         #expect(rule.incidentSampleRate(appSetting: nil) == 0.25)
         #expect(rule.incidentSampleRate(appSetting: 1.0) == 1.0)

@@ -8,12 +8,11 @@ import Darwin
 
 /// Why the outbox refused an operation: a stable `code`, a `message` for people and the file
 /// concerned (`path`).
-package struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct OutboxError: CodedError {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "tooLarge").
-    package struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+    package struct Code: StableErrorCode {
         package let rawValue: String
         package init(rawValue: String) { self.rawValue = rawValue }
-        package var description: String { rawValue }
 
         /// The outbox directory does not exist and could not be created, or is not a directory.
         package static let directoryUnavailable = Code(rawValue: "directoryUnavailable")
@@ -40,12 +39,6 @@ package struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
         self.message = message
         self.path = path
     }
-
-    /// "<code>: <message>".
-    package var description: String { "\(code): \(message)" }
-
-    /// Matches by code, so `catch OutboxError.tooLarge` catches every error of that code.
-    package static func ~= (pattern: OutboxError, value: any Error) -> Bool { (value as? OutboxError)?.code == pattern.code }
 
     /// One envelope is larger than the outbox's byte cap.
     package static let tooLarge = OutboxError(code: .tooLarge, message: "the envelope is larger than the outbox's byte cap")

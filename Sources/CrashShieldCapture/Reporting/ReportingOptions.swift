@@ -17,10 +17,16 @@ public struct ReportingOptions: Sendable {
     public var dist: String?
     /// Default: "production".
     public private(set) var environment: String
-    /// The share of incident events that are sent, 0...1. Default: 1 (all). Crashes and
-    /// sessions are never sampled. An incident left out is counted in the next client report
-    /// (reason `sample_rate`).
-    public private(set) var incidentSampleRate: Double
+    /// The share of incident events that are sent, 0...1. Crashes and sessions are never
+    /// sampled. An incident left out is counted in the next client report (reason `sample_rate`).
+    ///
+    /// Set by the app (`init`'s `incidentSampleRate`, `setIncidentSampleRate`), it stays as set.
+    /// Left unset, it is 1 (all), and `CrashShieldSDK.start` replaces it with the
+    /// `incident_sample_rate` of the active remote configuration rule when that rule has one.
+    public private(set) var incidentSampleRate: Double = 1
+    /// True when the app set `incidentSampleRate` in code (a remote configuration rule then
+    /// leaves it alone); false while it has its default. Default: false.
+    public private(set) var incidentSampleRateIsSetByApp = false
     /// Called with every event before it is stored for sending: return the event (edited, e.g.
     /// with personal data removed) or nil to drop it (counted in the next client report, reason
     /// `before_send`). Runs at the next start for a crash and on the incident delivery thread for
@@ -55,11 +61,12 @@ public struct ReportingOptions: Sendable {
     ///   - release: the app's release; nil for the default described at `release`.
     ///   - dist: the build number; default none.
     ///   - environment: default "production".
-    ///   - incidentSampleRate: 0...1; default 1.
+    ///   - incidentSampleRate: 0...1, set by the app; nil (the default) leaves it unset: 1, or the
+    ///     active remote configuration rule's rate (see `incidentSampleRate`).
     /// - Throws: `ReportingConfigurationError` with code `reporting.dsn` (and the DSN's own reason),
     ///   `reporting.release`, `reporting.environment` or `reporting.sample_rate`.
     public init(dsn: String, release: String? = nil, dist: String? = nil, environment: String = "production",
-                incidentSampleRate: Double = 1) throws(ReportingConfigurationError) {
+                incidentSampleRate: Double? = nil) throws(ReportingConfigurationError) {
         let parsed: DSN
         do { parsed = try DSN(dsn) } catch {
             throw ReportingConfigurationError(code: "reporting.dsn", message: "\(error.code): \(error.message)")
@@ -69,11 +76,10 @@ public struct ReportingOptions: Sendable {
 
     /// The same with a DSN already parsed.
     public init(dsn: DSN, release: String? = nil, dist: String? = nil, environment: String = "production",
-                incidentSampleRate: Double = 1) throws(ReportingConfigurationError) {
+                incidentSampleRate: Double? = nil) throws(ReportingConfigurationError) {
         self.dsn = dsn
         self.dist = dist
         self.environment = "production"
-        self.incidentSampleRate = 1
         try setRelease(release)
         try setEnvironment(environment)
         try setIncidentSampleRate(incidentSampleRate)
@@ -103,14 +109,29 @@ public struct ReportingOptions: Sendable {
         environment = value
     }
 
-    /// Sets `incidentSampleRate`.
+    /// Sets `incidentSampleRate` as the app's own setting (a remote configuration rule no longer
+    /// changes it); nil makes it unset again (1, or the remote rule's rate at start).
     /// - Throws: `ReportingConfigurationError` with code `reporting.sample_rate` for a value
     ///   outside 0...1 or NaN; unchanged then.
-    public mutating func setIncidentSampleRate(_ value: Double) throws(ReportingConfigurationError) {
+    public mutating func setIncidentSampleRate(_ value: Double?) throws(ReportingConfigurationError) {
+        guard let value else {
+            incidentSampleRate = 1
+            incidentSampleRateIsSetByApp = false
+            return
+        }
         guard value.isFinite, (0...1).contains(value) else {
             throw ReportingConfigurationError(code: "reporting.sample_rate", message: "the incident sample rate must be within 0...1, not \(value)")
         }
         incidentSampleRate = value
+        incidentSampleRateIsSetByApp = true
+    }
+
+    /// Takes `remoteRate` (a remote configuration rule's `incident_sample_rate`) as
+    /// `incidentSampleRate` when the app did not set one; no-op when the app did, or for nil or
+    /// a value outside 0...1 (the document parser refuses those already).
+    package mutating func applyRemoteIncidentSampleRate(_ remoteRate: Double?) {
+        guard !incidentSampleRateIsSetByApp, let remoteRate, remoteRate.isFinite, (0...1).contains(remoteRate) else { return }
+        incidentSampleRate = remoteRate
     }
 
     /// `release`, or the default for a process named `processName` at `appVersion`.
@@ -128,14 +149,12 @@ public struct ReportingOptions: Sendable {
 }
 
 /// A reporting setting that was refused. `code` is stable across versions.
-public struct ReportingConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ReportingConfigurationError: CodedError {
     /// `reporting.dsn`, `reporting.release`, `reporting.environment`, `reporting.sample_rate`,
     /// `reporting.installation_id`.
     public let code: String
     /// What was refused and why, for people; the wording may change.
     public let message: String
-    /// "<code>: <message>".
-    public var description: String { "\(code): \(message)" }
 }
 
 /// The installation's id: a random UUID created once and kept in the report directory

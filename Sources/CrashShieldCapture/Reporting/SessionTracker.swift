@@ -203,9 +203,8 @@ package final class SessionTracker: @unchecked Sendable {
 }
 
 /// The session state could not be stored. `code` is stable.
-package struct SessionTrackerError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct SessionTrackerError: CodedError {
     /// `session.write`.
     package let code: String
     package let message: String
-    package var description: String { "\(code): \(message)" }
 }

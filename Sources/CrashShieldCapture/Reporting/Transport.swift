@@ -6,12 +6,11 @@ import FoundationNetworking
 #endif
 
 /// Why one HTTP exchange failed before a response arrived: a stable `code` and a `message`.
-package struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct TransportError: CodedError {
     /// The kind of error; `rawValue` is a stable string (the Swift name, e.g. "timedOut").
-    package struct Code: Hashable, Sendable, RawRepresentable, CustomStringConvertible {
+    package struct Code: StableErrorCode {
         package let rawValue: String
         package init(rawValue: String) { self.rawValue = rawValue }
-        package var description: String { rawValue }
 
         /// No complete response within the request timeout (or what was left of a flush's).
         package static let timedOut = Code(rawValue: "timedOut")
@@ -29,12 +28,6 @@ package struct TransportError: Error, Sendable, Hashable, CustomStringConvertibl
         self.code = code
         self.message = message
     }
-
-    /// "<code>: <message>".
-    package var description: String { "\(code): \(message)" }
-
-    /// Matches by code, so `catch TransportError.timedOut` catches every error of that code.
-    package static func ~= (pattern: TransportError, value: any Error) -> Bool { (value as? TransportError)?.code == pattern.code }
 
     /// No complete response within the request timeout.
     package static let timedOut = TransportError(code: .timedOut, message: "no response within the request timeout")

@@ -130,7 +130,7 @@ public struct RemoteConfigRule: Sendable, Hashable {
 /// Why a remote configuration document (or its signed envelope) was rejected as a whole.
 /// `code` is stable across versions; `path` names the offending value ("$.rules[0].guards.timer",
 /// "$" for the whole document).
-public struct RemoteConfigError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct RemoteConfigError: CodedError {
     public let code: String
     public let path: String
     public let message: String

@@ -52,22 +52,39 @@ struct StrictJSON {
         }
     }
 
-    private mutating func nest() throws(Failure) {
+    /// Enters the object or array whose opening bracket is at `index`: true when an element
+    /// follows, false when `close` follows at once (consumed, and the container left).
+    private mutating func enterContainer(closedBy close: UInt8) throws(Failure) -> Bool {
         depth += 1
         guard depth <= 256 else { throw Failure() }
         index += 1
         skipWhitespace()
+        guard index < bytes.count && bytes[index] == close else { return true }
+        index += 1
+        depth -= 1
+        return false
+    }
+
+    /// After an element: true when a comma follows (consumed: another element comes), false when
+    /// `close` follows (consumed, and the container left); anything else is refused.
+    private mutating func continueContainer(closedBy close: UInt8) throws(Failure) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw Failure() }
+        if bytes[index] == UInt8(ascii: ",") {
+            index += 1
+            skipWhitespace()
+            return true
+        }
+        guard bytes[index] == close else { throw Failure() }
+        index += 1
+        depth -= 1
+        return false
     }
 
     private mutating func object() throws(Failure) -> JSONValue {
-        try nest()
         var members: [String: JSONValue] = [:]
-        if index < bytes.count && bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            depth -= 1
-            return .object(members)
-        }
-        while true {
+        var more = try enterContainer(closedBy: UInt8(ascii: "}"))
+        while more {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Failure() }
             let key = try string()
             skipWhitespace()
@@ -77,42 +94,19 @@ struct StrictJSON {
             // A repeated key is refused: two readers of one signed document must not see two
             // different values (JSONDecoder keeps the first, others the last).
             guard members.updateValue(try value(), forKey: key) == nil else { throw Failure() }
-            skipWhitespace()
-            guard index < bytes.count else { throw Failure() }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                skipWhitespace()
-                continue
-            }
-            guard bytes[index] == UInt8(ascii: "}") else { throw Failure() }
-            index += 1
-            depth -= 1
-            return .object(members)
+            more = try continueContainer(closedBy: UInt8(ascii: "}"))
         }
+        return .object(members)
     }
 
     private mutating func array() throws(Failure) -> JSONValue {
-        try nest()
         var items: [JSONValue] = []
-        if index < bytes.count && bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            depth -= 1
-            return .array(items)
-        }
-        while true {
+        var more = try enterContainer(closedBy: UInt8(ascii: "]"))
+        while more {
             items.append(try value())
-            skipWhitespace()
-            guard index < bytes.count else { throw Failure() }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-                skipWhitespace()
-                continue
-            }
-            guard bytes[index] == UInt8(ascii: "]") else { throw Failure() }
-            index += 1
-            depth -= 1
-            return .array(items)
+            more = try continueContainer(closedBy: UInt8(ascii: "]"))
         }
+        return .array(items)
     }
 
     private mutating func hex4() throws(Failure) -> UInt32 {

@@ -127,10 +127,9 @@ public struct VersionConstraint: Sendable, Hashable, CustomStringConvertible {
     public let text: String
 
     /// Why a constraint string was refused. `code` is stable across versions.
-    public struct SyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct SyntaxError: CodedError {
         public let code: String
         public let message: String
-        public var description: String { "\(code): \(message)" }
     }
 
     /// Parses `text`.
