@@ -29,9 +29,14 @@ public enum CrashShieldSDK {
     /// Launch protection without capture (`options.capture = nil`) decides how the previous run
     /// ended from its launch state alone: a launch that never completed counts as a crash.
     ///
-    /// When a remote configuration was activated before (`RemoteConfiguration.activate`), its
-    /// rule fills in what `options` leaves unset (`CrashShieldOptions.applyingRemoteOverrides`):
-    /// policies of guards not in `policies`, prefix lists the app left empty.
+    /// When a remote configuration was activated before (`RemoteConfiguration.activate`, or this
+    /// start with `options.reporting`), its rule fills in what `options` leaves unset
+    /// (`CrashShieldOptions.applyingRemoteOverrides`): policies of guards not in `policies`,
+    /// prefix lists the app left empty, the incident sample rate when the app set none, and
+    /// `"capture": false` switches crash capture off for this launch when the app never assigned
+    /// `options.capture` (the document is applied before the guards and capture start, so no
+    /// signal handler is installed; reporting keeps the capture directory and the app's name and
+    /// version). An app that assigned `options.capture` keeps capture on or off as it chose.
     ///
     /// Validate, then act: every part is checked before anything is changed, so a rejected call
     /// changes nothing: its sinks are not added, the Swift guards' policies, the zombie, timer and
@@ -64,6 +69,9 @@ public enum CrashShieldSDK {
             ReportingClient.activateRemoteConfiguration(reporting, directory: reportingDirectory,
                                                         appVersion: options.capture?.appVersion)
         }
+        // The app's own capture options: reporting keeps their name and version (the release)
+        // when the remote configuration switched capture off.
+        let appCapture = options.capture
         let options = optionsWithRemoteOverrides(options)
 
         // 2. Act, in order. Each later step may rely on the earlier ones.
@@ -84,7 +92,10 @@ public enum CrashShieldSDK {
             // Reporting without capture: incidents and sessions (see `CrashShieldOptions.reporting`).
             var client: ReportingClient?
             if let reporting = options.reporting {
-                let candidate = ReportingClient(options: reporting, directory: reportingDirectory, appName: nil, appVersion: nil)
+                // appCapture is nil unless the remote configuration switched capture off.
+                let appName = appCapture.map { $0.appName ?? CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } }
+                let candidate = ReportingClient(options: reporting, directory: reportingDirectory,
+                                                appName: appName ?? nil, appVersion: appCapture?.appVersion)
                 if ReportingClient.install(candidate) { client = candidate }
             }
             if let launchOptions = options.launchProtection {

@@ -83,7 +83,30 @@ public struct CrashShieldOptions: Sendable {
     /// Fatal crash capture (signals and uncaught Objective-C exceptions), written by an
     /// async-signal-safe handler into `capture.directory` and read at the next start; nil switches
     /// it off. Default: on, with `CaptureOptions()` (the default directory).
-    public var capture: CaptureOptions? = CaptureOptions()
+    ///
+    /// Assigning it (`options.capture = nil`, or `options.capture = CaptureOptions(...)`, even one
+    /// equal to the default) is the app's own choice, and a remote configuration rule's `capture`
+    /// no longer switches it. Left unassigned, capture is on, and `CrashShieldSDK.start` switches
+    /// it off for that launch when the active remote configuration rule says `"capture": false`.
+    /// Changing a field in place (`options.capture?.appVersion = "2.4.1"`) configures the default
+    /// capture and is not such a choice (`captureIsSetByApp` stays as it was).
+    public var capture: CaptureOptions? {
+        get { captureStorage }
+        set {
+            captureStorage = newValue
+            captureIsSetByApp = true
+        }
+        // In-place changes of a field (optional chaining, `inout`) go through here, not `set`.
+        _modify { yield &captureStorage }
+    }
+
+    /// True once the app assigned `capture` (on or off); a remote configuration rule's `capture`
+    /// then leaves it alone. False while `capture` has its default, also after fields of it were
+    /// changed in place. Default: false.
+    public private(set) var captureIsSetByApp = false
+
+    /// The value of `capture`; `captureIsSetByApp` records whether the app assigned it.
+    private var captureStorage: CaptureOptions? = CaptureOptions()
 
     /// Crash-loop protection: counts launch crashes and runs the repair steps at the threshold,
     /// before `start` returns; nil switches it off. With capture on, a launch crash is one with a
@@ -109,6 +132,18 @@ public struct CrashShieldOptions: Sendable {
     public init() {}
 
     func policy(for id: GuardID) -> GuardPolicy { policies[id] ?? defaultPolicy }
+
+    /// Applies a remote configuration rule's `capture` when the app did not assign `capture`:
+    /// false switches capture off (launch protection then keeps its state in the capture
+    /// directory, unless the app gave it `directoryWithoutCapture`); true and nil change nothing
+    /// (capture is on by default). `captureIsSetByApp` stays false.
+    mutating func applyRemoteCapture(_ remoteCapture: Bool?) {
+        guard !captureIsSetByApp, remoteCapture == false, let switchedOff = captureStorage else { return }
+        if launchProtection != nil, launchProtection?.directoryWithoutCapture == nil {
+            launchProtection?.directoryWithoutCapture = switchedOff.directory
+        }
+        captureStorage = nil
+    }
 }
 
 extension CrashShieldOptions {

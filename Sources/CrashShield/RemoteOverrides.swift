@@ -11,8 +11,11 @@ import Foundation
 ///   the app set none (empty is also the default), so the document's list applies;
 /// - the incident sample rate (`reporting.incidentSampleRate`): the document's rate applies
 ///   unless the app set one in code (`ReportingOptions.incidentSampleRateIsSetByApp`);
-/// - capture is not switched by the document here: whoever owns that setting passes the app's
-///   choice as an optional (nil = not made in code) to `RemoteConfigRule.captureEnabled(appSetting:)`.
+/// - capture (`capture`): the app's choice when it assigned `capture` in code
+///   (`captureIsSetByApp`: nil is "off", a `CaptureOptions` value is "on", whatever the document
+///   says); left unassigned, `"capture": false` switches capture off for the launch (and launch
+///   protection, without capture, keeps its state in the capture directory unless the app set
+///   `directoryWithoutCapture`), while `"capture": true` keeps the default, on.
 extension CrashShieldOptions {
     /// These options with `overrides` applied where the app left a setting alone (see above).
     /// nil overrides return the options unchanged.
@@ -38,6 +41,7 @@ extension CrashShieldOptions {
             result.zombieClassPrefixes = prefixes
         }
         result.reporting?.applyRemoteIncidentSampleRate(overrides.incidentSampleRate)
+        result.applyRemoteCapture(overrides.capture)
         return result
     }
 }
@@ -48,7 +52,8 @@ extension RemoteConfigRule {
     public func incidentSampleRate(appSetting: Double?) -> Double? { appSetting ?? incidentSampleRate }
 
     /// Whether fatal crash capture runs: the app's choice when it made one in code, else the
-    /// document's `capture`, else `defaultValue`.
+    /// document's `capture`, else `defaultValue`. `CrashShieldOptions.applyingRemoteOverrides`
+    /// decides the same way, with `capture != nil` as the app's choice when `captureIsSetByApp`.
     public func captureEnabled(appSetting: Bool?, defaultValue: Bool = true) -> Bool {
         appSetting ?? capture ?? defaultValue
     }

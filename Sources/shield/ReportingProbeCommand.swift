@@ -16,6 +16,11 @@ import _CrashShieldTestSupport
 /// `--threshold N` and `--probe-step`: launch protection's threshold and a repair step that prints
 /// `REPAIR pending=<envelopes in D/outbox>` when it runs (0: the server accepted everything
 /// before the step ran).
+/// `--default-capture`: `options.capture` is left unassigned (its directory, name and version are
+/// changed in place), so a remote configuration rule's `capture` may switch it; then prints
+/// `CAPTURE installed=<true|false> sigsegv=<default|handled>` (the SIGSEGV disposition) after the
+/// start line. `--reset-remote-config-step`: `RepairStep.resetRemoteConfiguration()` is launch
+/// protection's first repair step.
 enum ReportingProbeCommand {
     struct Arguments {
         var directory: String
@@ -31,6 +36,8 @@ enum ReportingProbeCommand {
         var remoteConfigPublicKey: String?
         var noCapture = false
         var waitForRemoteConfig = false
+        var defaultCapture = false
+        var resetRemoteConfigStep = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -60,6 +67,7 @@ enum ReportingProbeCommand {
                 fflush(nil)
             }]
         }
+        if arguments.resetRemoteConfigStep { launch.repairSteps.insert(.resetRemoteConfiguration(), at: 0) }
 
         let clock = ContinuousClock()
         let began = clock.now
@@ -70,7 +78,13 @@ enum ReportingProbeCommand {
                 lastRun = CrashCapture.lastRun
             } else {
                 var options = CrashShieldOptions()
-                options.capture = arguments.noCapture ? nil : capture
+                if arguments.defaultCapture {
+                    options.capture?.directory = capture.directory
+                    options.capture?.appName = capture.appName
+                    options.capture?.appVersion = capture.appVersion
+                } else {
+                    options.capture = arguments.noCapture ? nil : capture
+                }
                 launch.directoryWithoutCapture = arguments.directory
                 options.launchProtection = launch
                 options.reporting = reporting
@@ -86,6 +100,9 @@ enum ReportingProbeCommand {
         let version = RemoteConfiguration.current?.version.map(String.init) ?? "null"
         let swiftPolicy = arguments.captureOnly ? "null" : CrashShieldSDK.status.first { $0.id == .swiftAccess }.map { "\"\($0.policy)\"" } ?? "null"
         print("{\"start_ns\": \(nanoseconds), \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
+        if arguments.defaultCapture {
+            print("CAPTURE installed=\(CrashCapture.isInstalled) sigsegv=\(sigsegvIsDefault() ? "default" : "handled")")
+        }
         fflush(nil)
 
         if arguments.crashDuringLaunch { csc_crash_segv() }
@@ -104,6 +121,18 @@ enum ReportingProbeCommand {
             if !arguments.captureOnly { misuseAndHandOver() }
         }
         return 0
+    }
+
+    /// True when SIGSEGV has the default disposition (no handler installed: a crash ends the
+    /// process without a report).
+    private static func sigsegvIsDefault() -> Bool {
+        var action = sigaction()
+        guard sigaction(SIGSEGV, nil, &action) == 0 else { return false }
+        #if canImport(Darwin)
+        return action.__sigaction_u.__sa_handler == nil
+        #else
+        return action.__sigaction_handler.sa_handler == nil
+        #endif
     }
 
     /// One out-of-bounds read through the Swift access guard; waits until the incident was

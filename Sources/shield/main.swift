@@ -261,11 +261,15 @@ struct ReportingProbe: ParsableCommand {
     @Flag(help: "The SDK's start with capture off.") var noCapture = false
     @Flag(help: "Before exiting, wait (up to 10 s) for the start's background remote-configuration fetch.")
     var waitForRemoteConfig = false
+    @Flag(help: "Leave options.capture unassigned (a remote configuration rule may switch it); print CAPTURE installed=… sigsegv=….")
+    var defaultCapture = false
+    @Flag(help: "RepairStep.resetRemoteConfiguration() as the first repair step.") var resetRemoteConfigStep = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
             stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
             exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
-            noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig)))
+            noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig,
+            defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep)))
     }
 }

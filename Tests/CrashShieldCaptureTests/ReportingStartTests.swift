@@ -246,4 +246,72 @@ import Testing
         let signedOnly = try startLine(try probe(directory, dsn: server.dsn, ["--remote-config-public-key", key]).output)
         #expect(signedOnly["remote_config_version"] == .null && signedOnly["swift_policy"] == "neutralize")
     }
+
+    /// The `CAPTURE installed=… sigsegv=…` line of a `--default-capture` probe.
+    func captureLine(_ output: String) throws -> String {
+        try #require(output.split(separator: "\n").first { $0.hasPrefix("CAPTURE ") }.map(String.init), "\(output)")
+    }
+
+    /// A stored document whose one rule (matching every app) says `capture`.
+    func storeCaptureDocument(_ capture: Bool, in directory: String) throws {
+        try storeDocument(RemoteConfigDocument(version: 7, issuedAt: "2026-11-23T06:00:00Z",
+                                               rules: [RemoteConfigRule(capture: capture)]), in: directory)
+    }
+
+    /// `"capture": false` keeps crash capture off for a launch whose app left `options.capture`
+    /// at its default: no signal handler is installed and a crash during that launch writes no
+    /// report (launch protection still counts it, by its launch state). Launch protection's
+    /// `resetRemoteConfiguration` step discards the document; the launch that runs it keeps the
+    /// document's settings, the next launch has the app's own again (capture on: a report).
+    @Test func aRuleSwitchesDefaultCaptureOffUntilTheDocumentIsReset() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-capture-off")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try storeCaptureDocument(false, in: directory)
+        let launch = ["--default-capture", "--threshold", "1", "--reset-remote-config-step"]
+
+        let first = try probe(directory, dsn: server.dsn, launch + ["--crash-during-launch"])
+        #expect(first.termination == .signaled(SIGSEGV), "\(first.output)")
+        #expect(try startLine(first.output)["remote_config_version"]?.intValue == 7)
+        #expect(try captureLine(first.output) == "CAPTURE installed=false sigsegv=default")
+        #expect(CrashCapture.pendingReports(in: directory).count == 0, "capture was off: the crash left no report")
+
+        let second = try probe(directory, dsn: server.dsn, launch)
+        #expect(second.termination == .exited(0), "\(second.output)")
+        let secondStart = try startLine(second.output)
+        #expect(secondStart["last_run"] == "crashed", "the launch that never completed counts")
+        #expect(secondStart["remote_config_version"]?.intValue == 7, "the repair launch still has the document")
+        #expect(try captureLine(second.output) == "CAPTURE installed=false sigsegv=default")
+        #expect(RemoteConfigStore(directory: directory).loadDocument() == nil, "the repair step discarded the document")
+
+        let third = try probe(directory, dsn: server.dsn, ["--default-capture", "--crash-during-launch"])
+        #expect(third.termination == .signaled(SIGSEGV), "\(third.output)")
+        #expect(try startLine(third.output)["remote_config_version"] == .null)
+        #expect(try captureLine(third.output) == "CAPTURE installed=true sigsegv=handled")
+        let reports = loadReports(directory, symbolicate: false)
+        #expect(reports.count == 1 && reports.first?.crash?.signal == SIGSEGV, "capture is the app's default again")
+    }
+
+    /// What the app assigned in code wins over the document's `capture`, in both directions.
+    @Test func theAppsCaptureChoiceWinsOverTheRule() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+
+        let onDirectory = temporaryDirectory("reporting-start-capture-app-on")
+        defer { try? FileManager.default.removeItem(atPath: onDirectory) }
+        try storeCaptureDocument(false, in: onDirectory)
+        let on = try probe(onDirectory, dsn: server.dsn, ["--crash-during-launch"])  // options.capture = CaptureOptions(...)
+        #expect(on.termination == .signaled(SIGSEGV), "\(on.output)")
+        #expect(try startLine(on.output)["remote_config_version"]?.intValue == 7)
+        #expect(loadReports(onDirectory, symbolicate: false).count == 1, "the app switched capture on: the rule's false is ignored")
+
+        let offDirectory = temporaryDirectory("reporting-start-capture-app-off")
+        defer { try? FileManager.default.removeItem(atPath: offDirectory) }
+        try storeCaptureDocument(true, in: offDirectory)
+        let off = try probe(offDirectory, dsn: server.dsn, ["--no-capture", "--crash-during-launch"])
+        #expect(off.termination == .signaled(SIGSEGV), "\(off.output)")
+        #expect(try startLine(off.output)["remote_config_version"]?.intValue == 7)
+        #expect(CrashCapture.pendingReports(in: offDirectory).count == 0, "the app switched capture off: the rule's true is ignored")
+    }
 }

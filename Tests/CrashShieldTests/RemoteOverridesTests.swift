@@ -130,6 +130,98 @@ import Testing
         #expect(try rate(appVersion: "2.4.1", osVersion: "17.2.1", appRate: 0.9) == 0.9, "a matching rule, but the app set its own")
     }
 
+    /// `"capture": false` switches capture off when the app never assigned `capture`, also when
+    /// it configured fields of the default capture in place; launch protection (then without
+    /// capture) keeps its state in the capture directory.
+    @Test func theDocumentSwitchesCaptureOffWhenTheAppLeftItAtTheDefault() {
+        let defaults = CrashShieldOptions()
+        #expect(defaults.capture != nil && defaults.captureIsSetByApp == false, "default: on, not the app's choice")
+        let applied = defaults.applyingRemoteOverrides(rule)
+        #expect(applied.capture == nil, "capture: false switches the default capture off")
+        #expect(applied.captureIsSetByApp == false)
+        #expect(applied.launchProtection?.directoryWithoutCapture == CaptureOptions().directory)
+
+        var configured = CrashShieldOptions()
+        configured.capture?.directory = "/tmp/app-reports"
+        configured.capture?.appVersion = "2.4.1"
+        #expect(configured.captureIsSetByApp == false, "changing a field in place is not a choice of on or off")
+        #expect(configured.capture?.directory == "/tmp/app-reports" && configured.capture?.appVersion == "2.4.1")
+        let configuredApplied = configured.applyingRemoteOverrides(rule)
+        #expect(configuredApplied.capture == nil)
+        #expect(configuredApplied.launchProtection?.directoryWithoutCapture == "/tmp/app-reports",
+                "launch protection stays in the directory capture would have used")
+
+        var ownLaunchDirectory = configured
+        ownLaunchDirectory.launchProtection?.directoryWithoutCapture = "/tmp/app-launch"
+        #expect(ownLaunchDirectory.applyingRemoteOverrides(rule).launchProtection?.directoryWithoutCapture == "/tmp/app-launch")
+
+        var noLaunchProtection = CrashShieldOptions()
+        noLaunchProtection.launchProtection = nil
+        let withoutLaunch = noLaunchProtection.applyingRemoteOverrides(rule)
+        #expect(withoutLaunch.capture == nil && withoutLaunch.launchProtection == nil)
+
+        // `"capture": true` and a rule without `capture` keep the default: on, unchanged.
+        #expect(configured.applyingRemoteOverrides(RemoteConfigRule(capture: true)).capture?.directory == "/tmp/app-reports")
+        let leftOut = configured.applyingRemoteOverrides(RemoteConfigRule(guards: ["kvo": .off]))
+        #expect(leftOut.capture?.directory == "/tmp/app-reports")
+        #expect(leftOut.launchProtection?.directoryWithoutCapture == nil)
+    }
+
+    /// An app that assigned `capture` in code keeps it, on or off, whatever the document says.
+    @Test func theAppsCaptureChoiceWinsInBothDirections() {
+        var on = CrashShieldOptions()
+        on.capture = CaptureOptions()  // equal to the default, but assigned: the app's choice
+        #expect(on.captureIsSetByApp)
+        let onApplied = on.applyingRemoteOverrides(rule)
+        #expect(onApplied.capture != nil, "capture: false does not switch off what the app switched on")
+        #expect(onApplied.launchProtection?.directoryWithoutCapture == nil)
+
+        var off = CrashShieldOptions()
+        off.capture = nil
+        #expect(off.captureIsSetByApp)
+        #expect(off.applyingRemoteOverrides(RemoteConfigRule(capture: true)).capture == nil,
+                "capture: true does not switch on what the app switched off")
+        #expect(CrashShieldOptions.guardsOnly.applyingRemoteOverrides(RemoteConfigRule(capture: true)).capture == nil)
+
+        // Assigned after a document's rule was applied: the app's value stays.
+        var later = CrashShieldOptions().applyingRemoteOverrides(rule)
+        #expect(later.capture == nil)
+        later.capture = CaptureOptions(directory: "/tmp/app-reports")
+        #expect(later.applyingRemoteOverrides(rule).capture?.directory == "/tmp/app-reports")
+    }
+
+    /// End to end from the stored document: `capture: false` applies only to the app and OS
+    /// versions its rule's `when` matches.
+    @Test func captureFollowsTheRuleMatchingTheAppAndOSVersion() throws {
+        let directory = NSTemporaryDirectory() + "remote-overrides-capture-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let document = RemoteConfigDocument(version: 4, issuedAt: "2026-11-23T06:00:00Z", rules: [
+            RemoteConfigRule(when: RemoteConfigCondition(appVersion: try VersionConstraint(">=2.4.0, <2.5.0"),
+                                                         osVersion: try VersionConstraint(">=16")),
+                             capture: false),
+        ])
+        try RemoteConfigStore(directory: directory).store(SignedRemoteConfig(payload: document.jsonData(), signature: nil),
+                                                          document: document, etag: nil)
+
+        func captureIsOn(appVersion: String?, osVersion: String, appSetsCapture: Bool = false) throws -> Bool {
+            var remote = RemoteConfigOptions(dsn: try DSN("https://key@collector.example.com/42"), directory: directory)
+            remote.appVersion = appVersion
+            remote.osVersion = osVersion
+            let activation = RemoteConfiguration.load(remote)
+            #expect(activation.version == 4 && activation.rejection == nil)
+            var options = CrashShieldOptions()
+            if appSetsCapture { options.capture = CaptureOptions(directory: directory) } else { options.capture?.appVersion = appVersion }
+            return options.applyingRemoteOverrides(activation.overrides).capture != nil
+        }
+        #expect(try captureIsOn(appVersion: "2.4.1", osVersion: "17.2.1") == false, "the rule matches: off")
+        #expect(try captureIsOn(appVersion: "2.4.1", osVersion: "15.7") == true, "the OS version matches no rule")
+        #expect(try captureIsOn(appVersion: "2.5.0", osVersion: "17.0") == true, "the app version matches no rule")
+        #expect(try captureIsOn(appVersion: nil, osVersion: "17.0") == true, "no app version matches no constraint")
+        #expect(try captureIsOn(appVersion: "2.4.1", osVersion: "17.2.1", appSetsCapture: true) == true,
+                "a matching rule, but the app switched capture on in code")
+    }
+
     @Test func sampleRateAndCaptureFollowTheSameRule() {
         #expect(rule.incidentSampleRate(appSetting: nil) == 0.25)
         #expect(rule.incidentSampleRate(appSetting: 1.0) == 1.0)

@@ -111,7 +111,9 @@ public struct RemoteConfigRule: Sendable, Hashable {
     public var zombieClassPrefixes: [String]?
     /// Fraction of incidents reported, 0...1.
     public var incidentSampleRate: Double?
-    /// false switches fatal crash capture off.
+    /// false switches fatal crash capture off for the launch when the app left
+    /// `CrashShieldOptions.capture` unassigned (capture's default is on); true keeps that default.
+    /// Capture the app assigned in code (on or off) stays as the app set it.
     public var capture: Bool?
 
     public init(when: RemoteConfigCondition = RemoteConfigCondition(), guards: [String: RemoteGuardPolicy] = [:],
