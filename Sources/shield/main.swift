@@ -261,11 +261,16 @@ struct ReportingProbe: ParsableCommand {
     @Flag(help: "The SDK's start with capture off.") var noCapture = false
     @Flag(help: "Before exiting, wait (up to 10 s) for the start's background remote-configuration fetch.")
     var waitForRemoteConfig = false
+    @Option(help: "ReportingOptions.release (default probe@1.0).") var release: String?
+    @Option(help: "Run this Objective-C misuse scenario (`shield demo` names) under the guards after start.") var scenario: String?
+    @Flag(help: "Mark the launch completed after start (launchCompleted()).") var completeLaunch = false
+    @Flag(help: "Mark the launch completed, then crash (SIGSEGV in csc_crash_segv).") var crashAfterLaunch = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
             stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
             exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
-            noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig)))
+            noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig, release: release, scenario: scenario,
+            completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch)))
     }
 }
