@@ -400,6 +400,11 @@ final class LockedIDs: @unchecked Sendable {
         // The message survives encoding as Sentry's `logentry`.
         let json = try JSONValue.parse(try #require(envelope.items.first { $0.type == "event" }).payload)
         #expect(json["logentry"]?["formatted"] == .string(event.logentry!.formatted))
+        // scripts/check-sentry-interop.sh runs Relay's normalization over it.
+        if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-launch-loop-ended.envelope"))
+        }
 
         let dropping = EventReporter(options: ReportingFixture.options { $0.beforeSend = { _ in nil } },
                                      installationID: ReportingFixture.installationID)
