@@ -4,7 +4,8 @@
 # store normalization (sentry_relay, the code Sentry's ingestion runs) without errors and without
 # a field dropped. Checks the golden envelopes (Tests/Golden/Reporting/envelopes, which
 # GoldenEnvelopeTests keeps equal to the SDK's output) and envelopes of live crashes exported by
-# LiveCrashEnvelopeTests and of a real guard incident (IncidentReportingTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
+# LiveCrashEnvelopeTests, of a real guard incident (IncidentReportingTests) and of a launch
+# loop's end (LaunchLoopEndedEventTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,12 +27,12 @@ out=.build/interop-envelopes
 rm -rf "$out"
 mkdir -p "$out"
 echo "== export envelopes of live crashes =="
-CRASHSHIELD_INTEROP_DIR="$PWD/$out" SWIFT_BACKTRACE=enable=no swift test --skip-build --filter 'LiveCrashEnvelopeTests|aGuardIncidentBecomesAWarningEventWithItsFingerprint' >"$out/export.log" 2>&1 \
+CRASHSHIELD_INTEROP_DIR="$PWD/$out" SWIFT_BACKTRACE=enable=no swift test --skip-build --filter 'LiveCrashEnvelopeTests|aGuardIncidentBecomesAWarningEventWithItsFingerprint|LaunchLoopEndedEventTests' >"$out/export.log" 2>&1 \
     || { cat "$out/export.log"; echo "check-sentry-interop: exporting live envelopes failed" >&2; exit 1; }
 live=$(find "$out" -name '*.envelope' | wc -l)
-if [ "$live" -lt 6 ]; then
+if [ "$live" -lt 7 ]; then
     cat "$out/export.log"
-    echo "check-sentry-interop: expected 6 live envelopes (5 crashes, 1 incident), got $live" >&2
+    echo "check-sentry-interop: expected 7 live envelopes (5 crashes, 1 incident, 1 launch loop's end), got $live" >&2
     exit 1
 fi
 

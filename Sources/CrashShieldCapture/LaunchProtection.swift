@@ -512,17 +512,26 @@ public final class LaunchProtection: @unchecked Sendable {
         }
     }
 
-    /// The app finished launching: the launch-crash count and the repair markers reset.
-    /// Idempotent; also called when the launch window passes.
+    /// The app finished launching: the launch-crash count and the repair markers reset. When a
+    /// repair step ran at this start, the loop it ended is reported (with reporting on, for this
+    /// directory: an `info` event tagged `launch.repair_step`). Idempotent; also called when the
+    /// launch window passes.
     public func launchCompleted() {
         lock.lock()
-        defer { lock.unlock() }
-        guard state.phase == "launching" else { return }
+        guard state.phase == "launching" else {
+            lock.unlock()
+            return
+        }
         state.phase = "running"
         state.consecutiveLaunchCrashes = 0
         state.attemptedSteps = []
         Self.writeState(state, to: statePath)
         csc_set_launch_phase(CSC_PHASE_RUNNING)
+        lock.unlock()
+        if let step = repairsRun.last, let client = ReportingClient.current, client.directory == directory {
+            client.launchLoopEnded(step: step, consecutiveLaunchCrashes: consecutiveLaunchCrashes,
+                                   stepFailed: repairsFailed.contains(step), launchID: launchID)
+        }
     }
 
     /// Ends safe mode (persisted).

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The subset of a Sentry event that CrashShield sends: a crash (`level: fatal`) or a guard
-/// incident (`level: warning`).
+/// The subset of a Sentry event that CrashShield sends: a crash (`level: fatal`), a guard
+/// incident (`level: warning`), or the end of a launch-crash loop (`level: info`, a message).
 ///
 /// Field names and shapes follow Sentry's event payload (`event_id`, `exception.values[]`,
 /// `threads.values[]`, `debug_meta.images[]`, `breadcrumbs.values[]`, ...). Encoded with
@@ -26,6 +26,9 @@ public struct SentryEvent: Codable, Sendable, Hashable {
     public var threads: Values<Thread>?
     public var debugMeta: DebugMeta?
     public var breadcrumbs: Values<Breadcrumb>?
+    /// The message of an event that has no exception (Sentry's `logentry`); nil for crashes and
+    /// incidents.
+    public var logentry: LogEntry?
     /// Grouping: events with the same fingerprint are one issue on the server.
     public var fingerprint: [String]?
     public var extra: [String: JSONValue]?
@@ -39,7 +42,15 @@ public struct SentryEvent: Codable, Sendable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case eventID = "event_id", timestamp, platform, level, logger, release, dist, environment, tags, contexts, user
-        case exception, threads, debugMeta = "debug_meta", breadcrumbs, fingerprint, extra, sdk
+        case exception, threads, debugMeta = "debug_meta", breadcrumbs, logentry, fingerprint, extra, sdk
+    }
+
+    /// Sentry's `logentry`: a message as shown (`formatted`), without format parameters.
+    public struct LogEntry: Codable, Sendable, Hashable {
+        /// The message text.
+        public var formatted: String
+        /// A message shown as `formatted`.
+        public init(formatted: String) { self.formatted = formatted }
     }
 
     /// Severity. Sentry's levels; "fatal" is a crash.

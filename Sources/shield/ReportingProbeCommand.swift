@@ -1,6 +1,7 @@
 import CrashShield
 import CrashShieldCapture
 import Foundation
+import _CrashShieldScenarios
 import _CrashShieldTestSupport
 
 /// `shield reporting-probe --dir D [--dsn DSN] [...]`: the test child of reporting as part of the
@@ -13,6 +14,12 @@ import _CrashShieldTestSupport
 ///   reporting before going on;
 /// - `--stop`: `stop()` (prints `STOPPED`), then another misuse that must not be reported;
 /// then returns normally (a clean exit: `exit` sends the session's end).
+/// - `--scenario NAME`: runs that Objective-C misuse scenario (a `shield demo` name) under the
+///   guards, prints `SCENARIO <name> guard=<guard> outcome=<returned|threw|other>`, and waits until
+///   its incident was delivered and handed to reporting;
+/// - `--complete-launch`: `launchCompleted()` (prints `LAUNCH-COMPLETED repairs=<steps run at this
+///   start, comma-separated>`); `--crash-after-launch`: the same, then a SIGSEGV in `csc_crash_segv`;
+/// `--release R`: `ReportingOptions.release` (default `probe@1.0`).
 /// `--threshold N` and `--probe-step`: launch protection's threshold and a repair step that prints
 /// `REPAIR pending=<envelopes in D/outbox>` when it runs (0: the server accepted everything
 /// before the step ran).
@@ -38,13 +45,17 @@ enum ReportingProbeCommand {
         var waitForRemoteConfig = false
         var defaultCapture = false
         var resetRemoteConfigStep = false
+        var release: String?
+        var scenario: String?
+        var completeLaunch = false
+        var crashAfterLaunch = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
         var reporting: ReportingOptions?
         if let dsn = arguments.dsn {
             do {
-                var options = try ReportingOptions(dsn: dsn, release: "probe@1.0")
+                var options = try ReportingOptions(dsn: dsn, release: arguments.release ?? "probe@1.0")
                 if let seconds = arguments.launchFlushTimeout { options.launchCrashFlushTimeout = .milliseconds(Int(seconds * 1000)) }
                 if let seconds = arguments.exitFlushTimeout { options.exitFlushTimeout = .milliseconds(Int(seconds * 1000)) }
                 if let key = arguments.remoteConfigPublicKey { options.remoteConfigPublicKey = try RemoteConfigPublicKey(base64: key) }
@@ -113,7 +124,27 @@ enum ReportingProbeCommand {
             print("REMOTE-CONFIG fetch=\(outcome.map { "\($0)" } ?? "unfinished")")
             fflush(nil)
         }
+        if arguments.completeLaunch || arguments.crashAfterLaunch {
+            let protection = arguments.captureOnly ? CrashCapture.launchProtection : CrashShieldSDK.launchProtection
+            protection?.launchCompleted()
+            print("LAUNCH-COMPLETED repairs=\(protection?.repairsRun.joined(separator: ",") ?? "")")
+            fflush(nil)
+            if arguments.crashAfterLaunch { csc_crash_segv() }
+        }
         if arguments.incident { misuseAndHandOver() }
+        if let name = arguments.scenario {
+            guard let index = ScenarioChild.index(of: name) else {
+                FileHandle.standardError.write(Data("reporting-probe: unknown scenario \(name)\n".utf8))
+                return 2
+            }
+            var exceptionName = [CChar](repeating: 0, count: 128)
+            let outcome = cs_scenario_run(index, &exceptionName, exceptionName.count)
+            let text = outcome == CS_SCENARIO_RETURNED_NEUTRAL ? "returned" : outcome == CS_SCENARIO_THREW ? "threw" : "other"
+            print("SCENARIO \(name) guard=\(String(cString: cs_scenario_at(index).pointee.guard_name)) outcome=\(text)")
+            fflush(nil)
+            CrashShieldSDK.flushIncidents(timeout: .seconds(5))
+            _ = ReportingClient.current?.waitUntilIdle(timeout: .seconds(5))
+        }
         if arguments.stop {
             if arguments.captureOnly { CrashCapture.stop() } else { CrashShieldSDK.stop() }
             print("STOPPED")

@@ -264,12 +264,17 @@ struct ReportingProbe: ParsableCommand {
     @Flag(help: "Leave options.capture unassigned (a remote configuration rule may switch it); print CAPTURE installed=… sigsegv=….")
     var defaultCapture = false
     @Flag(help: "RepairStep.resetRemoteConfiguration() as the first repair step.") var resetRemoteConfigStep = false
+    @Option(help: "ReportingOptions.release (default probe@1.0).") var release: String?
+    @Option(help: "Run this Objective-C misuse scenario (`shield demo` names) under the guards after start.") var scenario: String?
+    @Flag(help: "Mark the launch completed after start (launchCompleted()).") var completeLaunch = false
+    @Flag(help: "Mark the launch completed, then crash (SIGSEGV in csc_crash_segv).") var crashAfterLaunch = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
             stop: stop, threshold: threshold, probeStep: probeStep, launchFlushTimeout: launchFlushTimeout,
             exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
             noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig,
-            defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep)))
+            defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep, release: release, scenario: scenario,
+            completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch)))
     }
 }

@@ -90,7 +90,7 @@ import Testing
         #expect(functions(firstCrash.json).contains("csc_crash_segv"))
         #expect(firstCrash.json["tags"]?["launch.phase"] == "launching")
         #expect(firstCrash.json["tags"]?["launch.consecutive_crashes"] == "1")
-        #expect(firstCrash.json["tags"]?["launch.repair_step"] == nil)
+        #expect(firstCrash.json["tags"]?["launch.attempted_repair_step"] == nil)
         let crashedSessions = got.sessions.filter { $0.json["status"] == "crashed" }
         #expect(crashedSessions.count == 1 && crashedSessions.first?.envelope == firstCrash.envelope, "\(got.sessions.map(\.json))")
 
@@ -101,10 +101,47 @@ import Testing
         let crashes = got.events.filter { $0.json["level"] == "fatal" }
         #expect(crashes.count == 2)
         let secondCrash = try #require(crashes.last)
-        #expect(secondCrash.json["tags"]?["launch.repair_step"] == "probe-step")
+        #expect(secondCrash.json["tags"]?["launch.attempted_repair_step"] == "probe-step")
+        #expect(secondCrash.json["tags"]?["launch.repair_step"] == nil)
         #expect(secondCrash.json["tags"]?["launch.consecutive_crashes"] == "2")
         #expect(got.sessions.filter { $0.json["status"] == "crashed" }.count == 2)
+        // No step ran at the third start (the only one was attempted) and its launch did not
+        // complete: no loop's end is reported.
+        #expect(got.events.filter { $0.json["level"] == "info" }.isEmpty, "\(got.events.map(\.json))")
         #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// A launch that ran a repair step and then completed reports the loop's end: one `info`
+    /// event tagged `launch.repair_step` with the step and the loop's length, sent even though
+    /// the process exits right after. A later completed launch without a step sends none.
+    @Test func aLaunchCompletedAfterARepairStepNamesTheStep() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-loop-ended")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let repair = ["--probe-step", "--threshold", "2", "--launch-flush-timeout", "10", "--exit-flush-timeout", "10"]
+        for _ in 0..<2 {
+            let crashed = try probe(directory, dsn: server.dsn, repair + ["--crash-during-launch"])
+            #expect(crashed.termination == .signaled(SIGSEGV), "\(crashed.output)")
+        }
+        let repaired = try probe(directory, dsn: server.dsn, repair + ["--complete-launch"])
+        #expect(repaired.termination == .exited(0), "\(repaired.output)")
+        #expect(repaired.output.contains("LAUNCH-COMPLETED repairs=probe-step"), "\(repaired.output)")
+        var got = try received(server)
+        let ended = got.events.filter { $0.json["level"] == "info" }
+        #expect(ended.count == 1, "\(got.events.map(\.json))")
+        let end = try #require(ended.first).json
+        #expect(end["tags"]?["launch.repair_step"] == "probe-step" && end["tags"]?["launch.consecutive_crashes"] == "2")
+        #expect(end["logentry"]?["formatted"]?.stringValue?.contains("probe-step") == true)
+        #expect(end["release"] == "probe@1.0")
+        let crashes = got.events.filter { $0.json["level"] == "fatal" }
+        #expect(crashes.count == 2 && crashes.allSatisfy { $0.json["tags"]?["launch.repair_step"] == nil })
+        #expect(pendingEnvelopes(directory) == 0)
+
+        let later = try probe(directory, dsn: server.dsn, repair + ["--complete-launch"])
+        #expect(later.termination == .exited(0) && later.output.contains("LAUNCH-COMPLETED repairs=\n"), "\(later.output)")
+        got = try received(server)
+        #expect(got.events.filter { $0.json["level"] == "info" }.count == 1)
     }
 
     /// Nothing pending: no crash envelope, one session start, and the clean exit's `exited`.

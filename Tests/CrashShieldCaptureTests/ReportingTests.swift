@@ -222,14 +222,17 @@ final class LockedIDs: @unchecked Sendable {
         #expect(event.tags?["crashshield.crash_in_guard"] == "container")
         #expect(event.tags?["crashshield.remote_config_version"] == "17")
         #expect(converter.event(from: report).tags?["crashshield.remote_config_version"] == nil)
-        #expect(event.tags?["launch.repair_step"] == nil)
+        #expect(event.tags?["launch.attempted_repair_step"] == nil)
+        // A crash names the step its run attempted; `launch.repair_step` (a step that ended a
+        // loop, as the collector reads it) is only on the loop's end event.
         let repaired = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 3, repairStep: "clear-caches",
                                                                                launchID: report.launchId))
-        #expect(repaired.tags?["launch.repair_step"] == "clear-caches" && repaired.tags?["launch.consecutive_crashes"] == "3")
+        #expect(repaired.tags?["launch.attempted_repair_step"] == "clear-caches" && repaired.tags?["launch.consecutive_crashes"] == "3")
+        #expect(repaired.tags?["launch.repair_step"] == nil)
         // The context describes one launch: a report of another launch gets neither tag.
         let other = converter.event(from: report, context: CrashEventContext(consecutiveLaunchCrashes: 3, repairStep: "clear-caches",
                                                                             launchID: "another-launch"))
-        #expect(other.tags?["launch.repair_step"] == nil && other.tags?["launch.consecutive_crashes"] == nil)
+        #expect(other.tags?["launch.attempted_repair_step"] == nil && other.tags?["launch.consecutive_crashes"] == nil)
         #expect(other.tags?["launch.phase"] == "launching")
     }
 
@@ -368,6 +371,46 @@ final class LockedIDs: @unchecked Sendable {
         #expect(dropAll.discards.takeClientReport() == nil)
         #expect(redacting.discards.takeClientReport()?.discardedEvents == [ClientReport.DiscardedEvents(reason: "before_send", category: "error", quantity: 1)])
         #expect(keep.clientReportEnvelope() == nil)
+    }
+}
+
+@Suite struct LaunchLoopEndedEventTests {
+    /// The end of a launch-crash loop: an info message naming the step, tagged as the collector's
+    /// launch page reads it, grouped per step, one id per launch; `beforeSend` applies.
+    @Test func theLoopsEndNamesTheRepairStep() throws {
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: ReportingFixture.installationID)
+        let envelope = try #require(reporter.launchLoopEndedEnvelope(
+            repairStep: "clear-caches", consecutiveLaunchCrashes: 3, stepFailed: false, launchID: "launch-7",
+            converter: ReportingFixture.incidentConverter, now: Date(timeIntervalSince1970: 1_795_323_000)))
+        let event = try #require(try envelope.event())
+        #expect(event.level == .info && event.exception == nil)
+        #expect(event.logentry?.formatted == "Launch completed after repair step clear-caches ended a loop of 3 launch crashes in a row")
+        #expect(event.tags == ["launch.phase": "running", "launch.repair_step": "clear-caches", "launch.consecutive_crashes": "3"])
+        #expect(event.fingerprint == ["crashshield.launch-loop-ended", "clear-caches"])
+        #expect(event.release == "com.example.app@2.4.1+311" && event.environment == "production" && event.dist == "311")
+        #expect(event.user?.id == ReportingFixture.installationID && event.contexts?.app?.appName == "App")
+        #expect(event.extra?["crashshield.repair_step_failed"] == false && event.extra?["crashshield.launch_id"] == "launch-7")
+        let again = try #require(reporter.launchLoopEndedEnvelope(
+            repairStep: "clear-caches", consecutiveLaunchCrashes: 3, stepFailed: true, launchID: "launch-7",
+            converter: ReportingFixture.incidentConverter))
+        let repeated = try #require(try again.event())
+        #expect(repeated.eventID == event.eventID)
+        #expect(repeated.logentry?.formatted.contains("(the step failed or timed out)") == true)
+        #expect(repeated.extra?["crashshield.repair_step_failed"] == true)
+        // The message survives encoding as Sentry's `logentry`.
+        let json = try JSONValue.parse(try #require(envelope.items.first { $0.type == "event" }).payload)
+        #expect(json["logentry"]?["formatted"] == .string(event.logentry!.formatted))
+        // scripts/check-sentry-interop.sh runs Relay's normalization over it.
+        if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-launch-loop-ended.envelope"))
+        }
+
+        let dropping = EventReporter(options: ReportingFixture.options { $0.beforeSend = { _ in nil } },
+                                     installationID: ReportingFixture.installationID)
+        #expect(dropping.launchLoopEndedEnvelope(repairStep: "s", consecutiveLaunchCrashes: 2, stepFailed: false, launchID: "l",
+                                                 converter: ReportingFixture.incidentConverter) == nil)
+        #expect(dropping.discards.takeClientReport()?.discardedEvents == [ClientReport.DiscardedEvents(reason: "before_send", category: "error", quantity: 1)])
     }
 }
 

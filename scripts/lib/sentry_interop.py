@@ -96,7 +96,11 @@ def event_problems(event):
     if normalized.get("event_id") != event.get("event_id"):
         problems.append("event_id changed by normalization")
     exceptions = (normalized.get("exception") or {}).get("values") or []
-    if not exceptions:
+    if "exception" not in event and "logentry" in event:
+        # A message event (a launch loop's end): its text must survive as sent.
+        if (normalized.get("logentry") or {}).get("formatted") != event["logentry"].get("formatted"):
+            problems.append("the logentry's formatted message did not survive normalization")
+    elif not exceptions:
         problems.append("no exception survived normalization")
     for exc in exceptions:
         if not (exc.get("mechanism") or {}).get("type"):

@@ -361,6 +361,33 @@ struct DashboardTests {
                                       json: ["document": ["rules": [["guards": ["container": "neutralize"]]]]]).status == 201)
     }
 
+    /// The launch page reads CrashShield's SDK as it sends: crash events tagged
+    /// `launch.phase` = `launching` with their place in the loop, and the `info` event the SDK
+    /// sends when a launch that ran a repair step completed, tagged `launch.repair_step`.
+    @Test func launchPageCountsCrashShieldLaunchCrashesAndTheStepThatEndedTheLoop() async throws {
+        try await Self.run { harness, browser in
+            for consecutive in ["1", "2"] {
+                guard case .object(var crash) = Fixtures.exceptionEvent(type: "SIGSEGV", functions: ["main", "csc_crash_segv"],
+                                                                        release: "loop@2.0.0", synthetic: true) else { return }
+                crash["level"] = "fatal"
+                crash["tags"] = ["launch.phase": "launching", "launch.consecutive_crashes": .string(consecutive)]
+                #expect(try await harness.post(body: Fixtures.envelope(event: .object(crash))).status == 200)
+            }
+            let ended: JSONValue = [
+                "event_id": .string(Fixtures.eventID()), "timestamp": .double(Date().timeIntervalSince1970), "platform": "native",
+                "level": "info", "release": "loop@2.0.0", "logger": "crashshield",
+                "logentry": ["formatted": "Launch completed after repair step clear-caches ended a loop of 2 launch crashes in a row"],
+                "fingerprint": ["crashshield.launch-loop-ended", "clear-caches"],
+                "tags": ["launch.phase": "running", "launch.repair_step": "clear-caches", "launch.consecutive_crashes": "2"],
+            ]
+            #expect(try await harness.post(body: Fixtures.envelope(event: ended)).status == 200)
+            #expect(try await browser.logIn().status == 303)
+            let launch = try await browser.get("/projects/1/launch").text
+            #expect(launch.contains("<td>loop@2.0.0</td><td class=\"num\">2</td><td class=\"num\">2</td>"), "\(launch)")
+            #expect(launch.contains("<td class=\"mono\">clear-caches</td><td class=\"num\">1</td><td>loop@2.0.0</td>"), "\(launch)")
+        }
+    }
+
     @Test func everyPageRendersForALoggedInAdminWithData() async throws {
         try await Self.run { harness, browser in
             try await Self.ingestSampleData(harness)

@@ -8,7 +8,7 @@ package struct CrashEventContext: Sendable, Hashable {
     /// nil when launch protection does not run. Sent as tag `launch.consecutive_crashes`.
     package var consecutiveLaunchCrashes: Int?
     /// The repair step launch protection ran at the start of the crashed run; nil when it ran
-    /// none. Sent as tag `launch.repair_step`.
+    /// none. Sent as tag `launch.attempted_repair_step` (`launch.repair_step` names a step that ended a loop).
     package var repairStep: String?
     /// The launch whose crash `consecutiveLaunchCrashes` and `repairStep` describe; nil: every
     /// report. A report of another launch gets neither tag.
@@ -168,7 +168,9 @@ package struct CrashEventConverter: Sendable {
         if let phase = report.launchPhase { tags["launch.phase"] = phase.rawValue }
         let sameLaunch = context.launchID == nil || context.launchID == report.launchId
         if sameLaunch, let consecutive = context.consecutiveLaunchCrashes { tags["launch.consecutive_crashes"] = String(consecutive) }
-        if sameLaunch, let step = context.repairStep, !step.isEmpty { tags["launch.repair_step"] = String(step.prefix(200)) }
+        // `launch.repair_step` is the step that ended a loop (sent when the launch completed:
+        // `EventReporter.launchLoopEndedEnvelope`); a crash names the step its run attempted.
+        if sameLaunch, let step = context.repairStep, !step.isEmpty { tags["launch.attempted_repair_step"] = String(step.prefix(200)) }
         if let version = context.remoteConfigVersion ?? report.remoteConfigVersion.map(String.init), !version.isEmpty {
             tags["crashshield.remote_config_version"] = String(version.prefix(200))
         }

@@ -85,6 +85,37 @@ package final class EventReporter: @unchecked Sendable {
         return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
     }
 
+    /// The event that a launch-crash loop ended: the launch that ran `repairStep` at its start
+    /// (after `consecutiveLaunchCrashes` launch crashes in a row) completed. `level: info`, a
+    /// message naming the step, tags `launch.repair_step` (the step), `launch.consecutive_crashes`
+    /// (the loop's length) and `launch.phase` = `running`; grouped per step
+    /// (`["crashshield.launch-loop-ended", step]`). Release, environment and contexts are the
+    /// incidents' (`converter`). Its id is derived from `launchID`, so one launch gives one event.
+    /// Nil when `beforeSend` drops it (counted: `before_send`).
+    package func launchLoopEndedEnvelope(repairStep: String, consecutiveLaunchCrashes: Int, stepFailed: Bool, launchID: String,
+                                         converter: IncidentEventConverter, now: Date = Date()) -> Envelope? {
+        let step = String(repairStep.prefix(200))
+        var event = SentryEvent(eventID: SentryID.derived(from: "crashshield.launch-loop-ended:" + launchID),
+                                timestamp: SentryTimestamp.rfc3339(now), platform: converter.platform)
+        event.level = .info
+        event.logger = "crashshield"
+        event.release = converter.release
+        event.dist = converter.dist
+        event.environment = converter.environment
+        event.sdk = ReportingOptions.sdk
+        event.contexts = converter.contexts
+        event.user = SentryEvent.User(id: installationID)
+        let crashes = consecutiveLaunchCrashes == 1 ? "1 launch crash" : "\(consecutiveLaunchCrashes) launch crashes in a row"
+        event.logentry = SentryEvent.LogEntry(
+            formatted: "Launch completed after repair step \(step)\(stepFailed ? " (the step failed or timed out)" : "") ended a loop of \(crashes)")
+        event.fingerprint = ["crashshield.launch-loop-ended", step]
+        event.tags = ["launch.phase": "running", "launch.repair_step": step,
+                      "launch.consecutive_crashes": String(consecutiveLaunchCrashes)]
+        event.extra = ["crashshield.launch_id": .string(launchID), "crashshield.repair_step_failed": .bool(stepFailed)]
+        guard let edited = apply(event) else { return nil }
+        return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
+    }
+
     /// The converter for incidents of this process: release, dist and environment from the
     /// options, contexts from this machine, `debug_meta` from the frames' image files (read once
     /// per image; an image replaced on disk since it was loaded gives the new file's build id).

@@ -21,7 +21,9 @@ internal import _CrashShieldCapture
 ///    of it on the reporting queue, except when the previous run crashed during launch: then it
 ///    runs on the caller's thread and waits up to `launchCrashFlushTimeout` for the send, so a
 ///    crash-looping app is heard before its repair steps run.
-/// 3. `submitIncident` converts an incident on the reporting queue (after step 2) and submits it.
+/// 3. `submitIncident` converts an incident on the reporting queue (after step 2) and submits it;
+///    `launchLoopEnded` (launch protection: a launch that ran a repair step completed) submits
+///    the event naming that step.
 /// 4. `end` (clean exit, `stop`) stores the session's `exited` update and sends for at most
 ///    `exitFlushTimeout`.
 ///
@@ -212,6 +214,23 @@ package final class ReportingClient: @unchecked Sendable {
         queue.async { [self] in
             guard let parts, !isEnded else { return }
             if let envelope = parts.reporter.incidentEnvelope(record, converter: parts.incidentConverter, session: parts.sessions) {
+                try? parts.transport.submit(envelope)
+            }
+        }
+    }
+
+    /// Launch protection's launch completed after the repair step `step` ran at its start (it
+    /// ended a loop of `consecutiveLaunchCrashes` launch crashes): submits
+    /// `EventReporter.launchLoopEndedEnvelope` on the reporting queue. Nothing after `end`; a call
+    /// before `end` is stored before `end`'s own work (the queue is serial), so an app that exits
+    /// right after its launch completed still sends it within `exitFlushTimeout`.
+    package func launchLoopEnded(step: String, consecutiveLaunchCrashes: Int, stepFailed: Bool, launchID: String) {
+        guard !isEnded else { return }
+        queue.async { [self] in
+            guard let parts else { return }
+            if let envelope = parts.reporter.launchLoopEndedEnvelope(
+                repairStep: step, consecutiveLaunchCrashes: consecutiveLaunchCrashes, stepFailed: stepFailed,
+                launchID: launchID, converter: parts.incidentConverter) {
                 try? parts.transport.submit(envelope)
             }
         }

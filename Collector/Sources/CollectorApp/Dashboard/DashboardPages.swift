@@ -219,9 +219,10 @@ extension DashboardRoutes {
 
     // MARK: Launch crashes
 
-    /// Launch-crash loops, read from event tags: `launch.phase` = `launch` marks a crash before the
-    /// launch completed, `launch.consecutive_crashes` its count, `launch.repair_step` the repair
-    /// step after which a launch completed (the report of the loop's end).
+    /// Launch-crash loops, read from event tags: `launch.phase` = `launching` (CrashShield's SDK;
+    /// `launch` is accepted too) marks a crash before the launch completed,
+    /// `launch.consecutive_crashes` its count, `launch.repair_step` the repair step after which a
+    /// launch completed (the SDK's event for the loop's end).
     func launchPage(_ session: LoginSession, _ project: Project) async throws -> Response {
         let events = try await queries.recentEvents(projectID: project.id, limit: 5_000)
         var crashesByRelease: [String: (count: Int, maxConsecutive: Int)] = [:]
@@ -233,7 +234,7 @@ extension DashboardRoutes {
             for (key, _) in tags where key.hasPrefix("launch") || key.hasPrefix("repair") { launchTagKeys[key, default: 0] += 1 }
             let values = Dictionary(tags, uniquingKeysWith: { first, _ in first })
             let release = event.summary.release ?? "(no release)"
-            if values["launch.phase"] == "launch" {
+            if values["launch.phase"] == "launching" || values["launch.phase"] == "launch" {
                 let consecutive = values["launch.consecutive_crashes"].flatMap(Int.init) ?? 1
                 let entry = crashesByRelease[release] ?? (0, 0)
                 crashesByRelease[release] = (entry.count + 1, max(entry.maxConsecutive, consecutive))
@@ -255,9 +256,9 @@ extension DashboardRoutes {
             : "<p>Launch-related tags seen: \(HTML.join(launchTagKeys.sorted { $0.key < $1.key }.map { "<code>\($0.key)</code> (\($0.value))" }, separator: ", "))</p>"
         let body: HTML = """
         <h1>\(project.name): launch crashes</h1>
-        <p class="muted">Read from the newest \(events.count) events' tags: <code>launch.phase</code> = <code>launch</code> marks a crash before the launch completed,
-        <code>launch.consecutive_crashes</code> its position in a loop, and <code>launch.repair_step</code> the repair step after which a launch completed.
-        CrashShield's SDK does not send these tags to the collector yet; any SDK that sets them is counted here.</p>\(keys)
+        <p class="muted">Read from the newest \(events.count) events' tags: <code>launch.phase</code> = <code>launching</code> marks a crash before the launch completed,
+        <code>launch.consecutive_crashes</code> its position in a loop, and <code>launch.repair_step</code> the repair step after which a launch completed
+        (CrashShield's SDK sends these; any SDK that sets them is counted here).</p>\(keys)
         <h2>Launch crashes by release</h2><table><thead><tr><th>Release</th><th class="num">Launch crashes</th><th class="num">Longest loop</th></tr></thead><tbody>\(crashRows)</tbody></table>
         <h2>Loops ended, by repair step</h2><table><thead><tr><th>Repair step</th><th class="num">Loops ended</th><th>Releases</th></tr></thead><tbody>\(repairRows)</tbody></table>
         """

@@ -1,0 +1,249 @@
+"""CrashShield's own SDK end to end against a running collector.
+
+usage: sdk_e2e.py CASE SHIELD_BINARY DSN COLLECTOR_URL API_TOKEN WORK_DIR [ADMIN_PASSWORD]
+
+CASE is one of:
+  crash        a `shield reporting-probe` child reporting to DSN crashes (SIGSEGV in
+               csc_crash_segv after its launch completed); its next start converts and uploads
+               the report; the collector stores one event of the release, in an issue whose culprit
+               names csc_crash_segv, with level fatal, the signal-handler mechanism and
+               csc_crash_segv in-app on its stack, and release health counts a crashed session;
+  incident     a reporting child runs an out-of-bounds -[NSArray objectAtIndex:] under the guards;
+               the incident appears under the project's prevented crashes with guard `container`;
+  launch-loop  a child crashes during launch twice (launch protection, threshold 2, one repair
+               step `probe-step`), the third launch runs the step and completes; the collector has
+               both launch crashes (`launch.phase` = launching, `launch.consecutive_crashes` 1 and 2)
+               and an event naming `probe-step` as the step that ended the loop, and the dashboard's
+               launch page (logged in with ADMIN_PASSWORD) lists it;
+  send         `shield crash segv` writes a report without reporting; `shield send` delivers it and
+               the collector stores the event `shield envelope` said it would send.
+Every crash runs in a child process with a timeout. Prints one line per check and exits 1 when
+any check failed.
+"""
+import http.cookiejar
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+case, shield, dsn, base, token, work = sys.argv[1:7]
+admin_password = sys.argv[7] if len(sys.argv) > 7 else None
+project = urllib.parse.urlparse(dsn).path.strip("/").split("/")[-1]
+problems = []
+CHILD_TIMEOUT = 60
+POLL_SECONDS = 30
+
+
+def check(condition, what, detail=""):
+    print(("ok: " if condition else "FAILED: ") + what + ("" if condition else f" ({detail})"))
+    if not condition:
+        problems.append(what)
+    return condition
+
+
+def api(path):
+    request = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def child(arguments, environment=None):
+    """Runs shield with `arguments`; returns (exit status or -signal, stdout)."""
+    env = dict(os.environ, SWIFT_BACKTRACE="enable=no", **(environment or {}))
+    try:
+        result = subprocess.run([shield] + arguments, capture_output=True, encoding="utf-8", errors="replace",
+                                timeout=CHILD_TIMEOUT, env=env)
+    except subprocess.TimeoutExpired as timeout:
+        output = timeout.stdout or ""
+        return "timeout", output.decode(errors="replace") if isinstance(output, bytes) else output
+    if result.stderr.strip():
+        print("  stderr of shield " + " ".join(arguments[:1]) + ": " + result.stderr.strip()[-400:])
+    return result.returncode, result.stdout
+
+
+def probe(directory, release, *options):
+    return child(["reporting-probe", "--dir", directory, "--dsn", dsn, "--release", release, "--exit-flush-timeout", "10"]
+                 + list(options))
+
+
+def poll(what, fetch):
+    """Calls `fetch` until it returns something truthy or POLL_SECONDS pass; returns the last value."""
+    deadline = time.monotonic() + POLL_SECONDS
+    while True:
+        value = fetch()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.2)
+
+
+def events_of_release(release):
+    """Every stored event (full JSON) of `release` with its issue, over all issues of the project
+    (events of several releases may share an issue: every case's crash is in csc_crash_segv)."""
+    found = []
+    for issue in api(f"/api/0/projects/{project}/issues"):
+        for summary in api(f"/api/0/issues/{issue['id']}/events?limit=1000"):
+            if summary.get("release") == release:
+                found.append((issue, api(f"/api/0/projects/{project}/events/{summary['event_id']}")))
+    return found
+
+
+def frames(event):
+    return [frame for exception in (event.get("exception") or {}).get("values", [])
+            for frame in (exception.get("stacktrace") or {}).get("frames", [])]
+
+
+def crash_case():
+    directory = os.path.join(work, "crash")
+    release = "e2e-crash@1.0"
+    status, _ = probe(directory, release, "--crash-after-launch")
+    check(status == -signal.SIGSEGV, "the crashing child dies of SIGSEGV", f"status {status}")
+    status, output = probe(directory, release)
+    check(status == 0 and '"last_run": "crashed"' in output, "the next start finds the crash and exits cleanly",
+          f"status {status}, output {output!r}")
+
+    stored = poll("crash event", lambda: events_of_release(release))
+    if not check(len(stored) == 1, "the collector stored one event of the release",
+                 [(issue["title"], event.get("level")) for issue, event in stored]):
+        return
+    issue, event = stored[0]
+    check("csc_crash_segv" in issue["culprit"], "its issue's culprit names csc_crash_segv", issue["culprit"])
+    check(issue["level"] == "fatal", "its issue is fatal", issue["level"])
+    check(event.get("release") == release, "the event has the release", event.get("release"))
+    check(event.get("level") == "fatal", "the event has level fatal", event.get("level"))
+    exception = ((event.get("exception") or {}).get("values") or [{}])[-1]
+    mechanism = exception.get("mechanism") or {}
+    check(mechanism.get("type") == "signalhandler" and mechanism.get("handled") is False
+          and (mechanism.get("meta") or {}).get("signal", {}).get("name") == "SIGSEGV",
+          "the event's mechanism is an unhandled signalhandler SIGSEGV", mechanism)
+    crashing = [frame for frame in frames(event) if frame.get("function") == "csc_crash_segv"]
+    check(crashing and crashing[0].get("in_app") is True, "the stack names csc_crash_segv as an in-app frame",
+          [frame.get("function") for frame in frames(event)][-6:])
+    check((event.get("tags") or {}).get("launch.phase") == "running", "the crash after launch is tagged launch.phase=running",
+          event.get("tags"))
+
+    def health():
+        rows = [row for row in api(f"/api/0/projects/{project}/release-health") if row["release"] == release]
+        return rows if rows and rows[0]["crashed_sessions"] >= 1 and rows[0]["sessions"] >= 2 else None
+    rows = poll("release health", health) or api(f"/api/0/projects/{project}/release-health")
+    check(bool(rows) and rows[0]["release"] == release and rows[0]["crashed_sessions"] == 1 and rows[0]["sessions"] == 2,
+          "release health counts two sessions, one crashed", rows)
+
+
+def incident_case():
+    directory = os.path.join(work, "incident")
+    release = "e2e-incident@1.0"
+    status, output = probe(directory, release, "--scenario", "array.objectAtIndex.beyond")
+    check(status == 0 and "SCENARIO array.objectAtIndex.beyond guard=container outcome=returned" in output,
+          "the guarded out-of-bounds objectAtIndex: returns (no crash)", f"status {status}, output {output!r}")
+
+    def incidents():
+        return [row for row in api(f"/api/0/projects/{project}/incidents")
+                if row.get("release") == release and row.get("guard_name") == "container"]
+    rows = poll("incidents", incidents)
+    check(len(rows) == 1 and rows[0]["count"] == 1, "one prevented crash by guard container for the release",
+          api(f"/api/0/projects/{project}/incidents"))
+    stored = events_of_release(release)
+    warnings = [(issue, event) for issue, event in stored if event.get("level") == "warning"]
+    check(len(warnings) == 1 and warnings[0][0]["level"] == "warning"
+          and ((warnings[0][1].get("exception") or {}).get("values") or [{}])[-1].get("mechanism", {}).get("handled") is True,
+          "the incident is a warning event with a handled mechanism, in a warning issue",
+          [(issue["title"], event.get("level")) for issue, event in stored])
+
+
+def launch_loop_case():
+    directory = os.path.join(work, "launch-loop")
+    release = "e2e-launch-loop@1.0"
+    # A generous bound for sending a launch crash before the repair step: the claim is the order.
+    options = ["--threshold", "2", "--probe-step", "--launch-flush-timeout", "10"]
+    for attempt in (1, 2):
+        status, _ = probe(directory, release, "--crash-during-launch", *options)
+        check(status == -signal.SIGSEGV, f"launch {attempt} crashes during launch", f"status {status}")
+    status, output = probe(directory, release, "--complete-launch", *options)
+    check(status == 0 and "REPAIR pending=0" in output and "LAUNCH-COMPLETED repairs=probe-step" in output,
+          "launch 3 runs probe-step (after the launch crashes were delivered) and completes", f"status {status}, output {output!r}")
+
+    def launch_events():
+        found = events_of_release(release)
+        crashes = [event for _, event in found if (event.get("tags") or {}).get("launch.phase") == "launching"]
+        ended = [event for _, event in found if (event.get("tags") or {}).get("launch.repair_step")]
+        return (crashes, ended) if len(crashes) >= 2 and ended else None
+    result = poll("launch events", launch_events)
+    crashes, ended = result or ([], [])
+    if not result:
+        found = events_of_release(release)
+        print("  events of the release:", [(event.get("level"), event.get("tags")) for _, event in found])
+    counts = sorted((event.get("tags") or {}).get("launch.consecutive_crashes") for event in crashes)
+    check(counts == ["1", "2"], "two launch crashes tagged launch.phase=launching, launch.consecutive_crashes 1 and 2",
+          counts)
+    check(all(any(frame.get("function") == "csc_crash_segv" for frame in frames(event)) for event in crashes) and crashes,
+          "each launch crash names csc_crash_segv")
+    check(len(ended) == 1 and ended[0]["tags"]["launch.repair_step"] == "probe-step"
+          and ended[0]["tags"].get("launch.consecutive_crashes") == "2" and ended[0].get("level") == "info",
+          "one info event names probe-step as the repair step that ended a loop of 2",
+          [(event.get("level"), event.get("tags")) for event in ended])
+    if admin_password is None:
+        check(False, "the dashboard's launch page", "no admin password given")
+        return
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(base + "/login", timeout=10) as response:
+        login_page = response.read().decode()
+    csrf = re.search(r'name="login_csrf" value="([0-9a-f]+)"', login_page)
+    form = urllib.parse.urlencode({"login_csrf": csrf.group(1) if csrf else "", "name": "admin",
+                                   "password": admin_password}).encode()
+    request = urllib.request.Request(base + "/login", data=form, headers={"Origin": base})
+    with opener.open(request, timeout=10) as response:
+        response.read()
+    with opener.open(base + f"/projects/{project}/launch", timeout=10) as response:
+        page = response.read().decode()
+    ended_table = page.split("Loops ended", 1)[-1] if "Loops ended" in page else ""
+    check(re.search(r"<td class=\"mono\">probe-step</td><td class=\"num\">1</td><td>" + re.escape(release), ended_table)
+          is not None, "the dashboard's launch page lists probe-step as ending one loop of the release",
+          ended_table[:600] or page[:300])
+    crashes_table = page.split("Launch crashes by release", 1)[-1].split("Loops ended", 1)[0]
+    check(re.search(re.escape(release) + r"</td><td class=\"num\">2</td><td class=\"num\">2</td>", crashes_table) is not None,
+          "the dashboard's launch page counts 2 launch crashes, longest loop 2, for the release", crashes_table[:600])
+
+
+def send_case():
+    directory = os.path.join(work, "send")
+    status, _ = child(["crash", "segv", "--dir", directory, "--app-name", "e2e-send"])
+    check(status == -signal.SIGSEGV, "`shield crash segv` dies of SIGSEGV", f"status {status}")
+    status, preview = child(["envelope", "--dir", directory, "--dsn", dsn])
+    lines = preview.splitlines()
+    # Each converted report is announced by a comment line, followed by its envelope's header.
+    headers = [json.loads(lines[index + 1]) for index, line in enumerate(lines[:-1]) if line.startswith("# crash report ")]
+    if not check(status == 0 and len(headers) == 1, "`shield envelope` shows the one crash envelope", f"status {status}"):
+        return
+    event_id = headers[0]["event_id"].replace("-", "")
+    status, output = child(["send", "--dsn", dsn, "--dir", directory])
+    check(status == 0 and "delivered 1, dropped 0, pending 0" in output, "`shield send` delivers it",
+          f"status {status}, output {output!r}")
+
+    def stored():
+        try:
+            return api(f"/api/0/projects/{project}/events/{event_id}")
+        except urllib.error.HTTPError:
+            return None
+    event = poll("sent event", stored)
+    if not check(event is not None, "the collector stored the sent event", event_id):
+        return
+    check(event.get("level") == "fatal" and (event.get("release") or "").startswith("e2e-send@"),
+          "the sent event is fatal with the report's release", (event.get("level"), event.get("release")))
+    check(any(frame.get("function") == "csc_crash_segv" for frame in frames(event)), "the sent event names csc_crash_segv")
+
+
+cases = {"crash": crash_case, "incident": incident_case, "launch-loop": launch_loop_case, "send": send_case}
+if case not in cases:
+    sys.exit(f"unknown case {case}: one of {', '.join(cases)}")
+try:
+    cases[case]()
+except Exception as error:  # an API error or a malformed answer is a failed check, with its reason
+    check(False, f"{case} ran to the end", repr(error))
+print(f"sdk-e2e {case}: {len(problems)} failed check(s)")
+sys.exit(1 if problems else 0)
