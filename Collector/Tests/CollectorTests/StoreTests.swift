@@ -110,5 +110,11 @@ struct StoreTests {
         #expect(SentryAuth.key(fromHeader: "Sentry sentry_version=7") == nil)
         #expect(SentryAuth.normalizedKey("0123456789ABCDEF-0123456789abcdef") == "0123456789abcdef0123456789abcdef")
         #expect(SentryAuth.normalizedKey("short") == nil)
+        #expect(SentryAuth.key(fromHeader: "  sentry\tsentry_key=x") == nil)  // "Sentry" must be followed by a space
+        #expect(SentryAuth.key(fromHeader: "\tSENTRY sentry_version=7,\tSentry_Key = \"ghi\" ") == "ghi")
+        #expect(SentryAuth.key(fromHeader: "Sentry sentry_key=") == nil)
+        #expect(SentryAuth.normalizedKey("0123456789abcdef0123456789abcdef0") == nil)  // 33 digits
+        #expect(SentryAuth.normalizedKey("0123456789abcdef0123456789abcdeg") == nil)
+        #expect(SentryAuth.normalizedKey("０123456789abcdef0123456789abcde") == nil)  // a fullwidth digit is not ASCII hex
     }
 }
