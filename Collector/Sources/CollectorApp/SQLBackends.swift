@@ -81,7 +81,8 @@ protocol SQLBackend: Sendable {
 
 /// One SQLite connection through the C API. Statements run on the calling thread: in WAL mode
 /// with `synchronous=NORMAL` a statement or commit takes microseconds and does not wait for the
-/// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text.
+/// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text
+/// (at most `maxCachedStatements`).
 final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.sqlite
     /// `sqlite3 *`, opened in serialized mode; `lock` also keeps the statement cache to one thread.
@@ -89,6 +90,8 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     private let lock = NSLock()
     private var statements: [String: OpaquePointer] = [:]
     private var closed = false
+    /// Prepared statements kept at most (each holds its compiled program).
+    static let maxCachedStatements = 256
     /// SQLite's SQLITE_TRANSIENT: bound bytes are copied before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -124,6 +127,9 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         try lock.withLock { try execute(sql, binds) }
     }
 
+    /// Prepared statements in the cache now.
+    var cachedStatementCount: Int { lock.withLock { statements.count } }
+
     func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
         try lock.withLock { try statements.map { try execute($0.sql, $0.binds) } }
     }
@@ -144,6 +150,13 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
             var prepared: OpaquePointer?
             guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else { throw failure("prepare") }
             statement = prepared
+            if statements.count >= Self.maxCachedStatements {
+                // Batches make statements whose text varies with their row and list counts; the
+                // cache starts over rather than grow without bound. No cached statement is in
+                // use here (`lock` is held and each is reset after use).
+                for cached in statements.values { sqlite3_finalize(cached) }
+                statements = [:]
+            }
             statements[sql] = prepared
         }
         defer {
