@@ -81,6 +81,11 @@ public struct IngestWrite: Sendable {
         self.received = received
     }
 
+    /// True when there is nothing to store.
+    public var isEmpty: Bool {
+        event == nil && sessions.isEmpty && sessionAggregates.isEmpty && attachments.isEmpty && discarded.isEmpty
+    }
+
     /// Payload bytes held in memory until the write is committed (event and attachments).
     public var payloadBytes: Int {
         (event?.payload.count ?? 0) + attachments.reduce(0) { $0 + $1.data.count }

@@ -115,7 +115,8 @@ struct IngestService: Sendable {
                 attachmentType: item.header["attachment_type"]?.stringValue, data: item.payload))
         }
         write.discarded = discarded
-        let stored = try await writer.submit(write)
+        // An envelope with nothing to store (only skipped item types) costs no transaction.
+        let stored = write.isEmpty ? IngestWriteOutcome(event: nil) : try await writer.submit(write)
 
         if let eventRecord, let result = stored.event {
             switch result {
