@@ -1,15 +1,28 @@
 import CrashShieldProtocol
 import Foundation
 import Logging
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `shield-collector bench` measured.
 public struct IngestBenchmarkReport: Sendable {
     public let database: String
+    /// True when the envelopes went over HTTP to a collector started in this process.
+    public let overHTTP: Bool
     public let events: Int
+    public let concurrency: Int
     public let envelopeBytes: Int
+    /// Group commits the ingest needed (events / commits = requests per transaction).
+    public let commits: Int64
     public let ingestSeconds: Double
+    /// User + system CPU time of this process during the ingest (getrusage).
+    public let ingestCPUSeconds: Double
     public let rawInsertSeconds: Double
     public let peakResidentKiB: Int?
+    /// /proc/loadavg's 1-minute load average when the benchmark ended (the machine may be shared).
+    public let loadAverage: String?
 
     public var ingestPerSecond: Double { Double(events) / ingestSeconds }
     public var rawInsertPerSecond: Double { Double(events) / rawInsertSeconds }
@@ -17,11 +30,13 @@ public struct IngestBenchmarkReport: Sendable {
     public var description: String {
         """
         database: \(database)
-        events: \(events) crash envelopes (\(envelopeBytes / events) bytes each on average), 8 concurrent ingest tasks
-        ingest (parse, group, store; no HTTP): \(String(format: "%.0f", ingestPerSecond)) events/s (\(String(format: "%.2f", ingestSeconds)) s)
-        raw insert (one row per transaction, same database): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
+        events: \(events) crash envelopes with a session each (\(envelopeBytes / events) bytes each on average), \(concurrency) concurrent \(overHTTP ? "HTTP clients (keep-alive connections)" : "ingest tasks")
+        ingest (\(overHTTP ? "HTTP POST /api/<project>/envelope/ to a collector in this process: request handling, auth, rate limit, parse, validation, grouping, group-commit storage" : "envelope parse, validation, grouping, group-commit storage; below HTTP")): \(String(format: "%.0f", ingestPerSecond)) events/s (\(String(format: "%.2f", ingestSeconds)) s, \(commits) commits, \(String(format: "%.1f", Double(events) / Double(max(commits, 1)))) requests per commit)
+        CPU time of this process during the ingest: \(String(format: "%.2f", ingestCPUSeconds)) s, \(String(format: "%.0f", ingestCPUSeconds / Double(events) * 1e6)) µs per event\(overHTTP ? " (clients included)" : "") (\(String(format: "%.0f", Double(events) / max(ingestCPUSeconds, 1e-9))) events per CPU-second; the database server's CPU not counted)
+        raw insert (one row per transaction, one task, same database; half before, half after the ingest): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
         ingest / raw insert: \(String(format: "%.2f", ingestPerSecond / rawInsertPerSecond))
-        peak resident memory: \(peakResidentKiB.map { "\($0 / 1024) MiB" } ?? "unknown")
+        peak resident memory (whole process, including the \(envelopeBytes / 1_048_576) MiB of prepared envelopes): \(peakResidentKiB.map { "\($0 / 1024) MiB" } ?? "unknown")
+        load average (1 min) at the end: \(loadAverage ?? "unknown")
         """
     }
 }
@@ -57,42 +72,237 @@ func benchmarkEnvelopes(count: Int) -> [Data] {
 }
 
 /// Ingests `events` crash envelopes into `database` (a new SQLite file, or an empty PostgreSQL
-/// database) with 8 concurrent tasks, then inserts as many raw rows, one per transaction, into a
-/// scratch table of the same database, and reports both rates.
-public func runIngestBenchmark(database: CollectorConfiguration.Database, events: Int, logger: Logger) async throws -> IngestBenchmarkReport {
-    let store: SQLStore
-    switch database {
-    case .sqlite(let path): store = try await SQLStore.openSQLite(path: path, logger: logger)
-    case .postgres(let url): store = try await SQLStore.openPostgres(url: url, logger: logger)
-    }
-    try await store.migrate()
-    let project = try await store.createProject(name: "bench")
+/// database) from `concurrency` clients, each sending its next envelope once the previous one is
+/// acknowledged; inserts as many raw rows, one per transaction, into a scratch table of the same
+/// database (half before the ingest, half after), and reports both rates.
+///
+/// - Parameter overHTTP: false: the clients are tasks calling the same `IngestService` (and its
+///   group-commit writer) the HTTP routes use, so HTTP itself is not measured. True: a collector
+///   is started in this process on 127.0.0.1 (rate limit off) and the clients are threads POSTing
+///   to it over keep-alive connections (they share the machine's cores with the collector).
+public func runIngestBenchmark(database: CollectorConfiguration.Database, events: Int, concurrency: Int = 8,
+                               overHTTP: Bool = false, logger: Logger) async throws -> IngestBenchmarkReport {
     let envelopes = benchmarkEnvelopes(count: events)
-    let ingest = IngestService(store: store, limits: IngestLimits(), metrics: CollectorMetrics(), logger: logger)
-
+    let workers = max(1, concurrency)
     let clock = ContinuousClock()
-    let ingestStart = clock.now
-    try await withThrowingTaskGroup(of: Void.self) { group in
-        let workers = 8
-        for worker in 0..<workers {
-            group.addTask {
-                for index in stride(from: worker, to: envelopes.count, by: workers) {
-                    let envelope = try Envelope.parse(envelopes[index])
-                    _ = try await ingest.ingestEnvelope(envelope, project: project)
+    // The raw insert rate is measured in two halves, before and after the ingest, so that a
+    // change in the shared machine's load affects both measurements alike.
+    let rawBefore = events / 2
+    var rawSeconds = try await rawInsertSeconds(database, rows: rawBefore, payload: envelopes[0], logger: logger)
+    let ingestSeconds: Double
+    let commits: Int64
+    let ingestCPUSeconds: Double
+    if overHTTP {
+        (ingestSeconds, commits, ingestCPUSeconds) = try await benchmarkOverHTTP(database: database, envelopes: envelopes, workers: workers, logger: logger)
+    } else {
+        let store = try await openBenchmarkStore(database, logger: logger)
+        try await store.migrate()
+        let project = try await store.createProject(name: "bench")
+        let metrics = CollectorMetrics()
+        let ingest = IngestService(store: store, limits: IngestLimits(), metrics: metrics, logger: logger)
+        let cpuBefore = processCPUSeconds()
+        let ingestStart = clock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<workers {
+                group.addTask {
+                    for index in stride(from: worker, to: envelopes.count, by: workers) {
+                        let envelope = try Envelope.parse(envelopes[index])
+                        _ = try await ingest.ingestEnvelope(envelope, project: project)
+                    }
                 }
             }
+            try await group.waitForAll()
         }
-        try await group.waitForAll()
+        ingestSeconds = seconds(clock.now - ingestStart)
+        ingestCPUSeconds = processCPUSeconds() - cpuBefore
+        commits = metrics.commitCount
+        try await store.close()
     }
-    let ingestSeconds = seconds(clock.now - ingestStart)
 
-    let payload = envelopes[0]
-    let rawStart = clock.now
-    try await store.rawInsertBenchmark(rows: events, payload: payload)
-    let rawSeconds = seconds(clock.now - rawStart)
+
+    rawSeconds += try await rawInsertSeconds(database, rows: events - rawBefore, payload: envelopes[0], logger: logger)
+    let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init)
+    return IngestBenchmarkReport(database: database.kind, overHTTP: overHTTP, events: events, concurrency: workers,
+                                 envelopeBytes: envelopes.reduce(0) { $0 + $1.count }, commits: commits,
+                                 ingestSeconds: ingestSeconds, ingestCPUSeconds: ingestCPUSeconds, rawInsertSeconds: rawSeconds, peakResidentKiB: peakResidentKiB(),
+                                 loadAverage: load)
+}
+
+/// Seconds to insert `rows` raw rows into a scratch table of `database`, one per transaction.
+private func rawInsertSeconds(_ database: CollectorConfiguration.Database, rows: Int, payload: Data, logger: Logger) async throws -> Double {
+    guard rows > 0 else { return 0 }
+    let store = try await openBenchmarkStore(database, logger: logger)
+    let clock = ContinuousClock()
+    let start = clock.now
+    try await store.rawInsertBenchmark(rows: rows, payload: payload)
+    let elapsed = seconds(clock.now - start)
     try await store.close()
-    return IngestBenchmarkReport(database: store.databaseKind, events: events, envelopeBytes: envelopes.reduce(0) { $0 + $1.count },
-                                 ingestSeconds: ingestSeconds, rawInsertSeconds: rawSeconds, peakResidentKiB: peakResidentKiB())
+    return elapsed
+}
+
+private extension CollectorConfiguration.Database {
+    var kind: String {
+        switch self {
+        case .sqlite: return "sqlite"
+        case .postgres: return "postgres"
+        }
+    }
+}
+
+private func openBenchmarkStore(_ database: CollectorConfiguration.Database, logger: Logger) async throws -> SQLStore {
+    switch database {
+    case .sqlite(let path): return try await SQLStore.openSQLite(path: path, logger: logger)
+    case .postgres(let url): return try await SQLStore.openPostgres(url: url, logger: logger)
+    }
+}
+
+/// Starts a collector on `database` (127.0.0.1, a free port, no rate limit), POSTs every envelope
+/// from `workers` threads over keep-alive connections, reads the group commits from `/metrics`
+/// and stops the collector. Returns the seconds the envelopes took, the commits, and the process's
+/// CPU seconds meanwhile.
+private func benchmarkOverHTTP(database: CollectorConfiguration.Database, envelopes: [Data], workers: Int,
+                               logger: Logger) async throws -> (Double, Int64, Double) {
+    var configuration = CollectorConfiguration(database: database, dataDirectory: NSTemporaryDirectory())
+    configuration.port = 0
+    configuration.rateLimitPerSecond = 1e12
+    configuration.rateLimitBurst = Int.max / 2
+    configuration.adminPassword = "benchmark-" + UUID().uuidString
+    configuration.initialAPIToken = "benchmark-" + UUID().uuidString
+    let (readyStream, readyContinuation) = AsyncStream<CollectorReady>.makeStream()
+    let app = try await buildApplication(configuration, logger: logger) { ready in readyContinuation.yield(ready) }
+    let services = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await services.run() }
+        do {
+            var iterator = readyStream.makeAsyncIterator()
+            guard let ready = await iterator.next(), let dsnText = ready.firstProjectDSN,
+                  let port = URLComponents(string: ready.url)?.port
+            else { throw CollectorError.storage("the benchmark's collector did not start") }
+            let dsn = try DSN(dsnText)
+            let head = "POST /api/\(dsn.projectID)/envelope/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "X-Sentry-Auth: Sentry sentry_version=7, sentry_client=shield-bench/1, sentry_key=\(dsn.publicKey)\r\n"
+                + "Content-Type: application/x-sentry-envelope\r\n"
+            let requests = envelopes.map { Array((head + "Content-Length: \($0.count)\r\n\r\n").utf8) + [UInt8]($0) }
+            let clock = ContinuousClock()
+            let cpuBefore = processCPUSeconds()
+            let start = clock.now
+            try await withThrowingTaskGroup(of: Void.self) { clients in
+                for worker in 0..<workers {
+                    clients.addTask {
+                        try await onThread {
+                            let connection = try BlockingHTTPConnection(port: port)
+                            defer { connection.close() }
+                            for index in stride(from: worker, to: requests.count, by: workers) {
+                                let (status, body) = try connection.exchange(requests[index])
+                                guard status == 200 else {
+                                    throw CollectorError.storage("the collector answered \(status): \(String(decoding: body, as: UTF8.self))")
+                                }
+                            }
+                        }
+                    }
+                }
+                try await clients.waitForAll()
+            }
+            let elapsed = seconds(clock.now - start)
+            let cpu = processCPUSeconds() - cpuBefore
+            let metricsText = try await onThread { () -> String in
+                let connection = try BlockingHTTPConnection(port: port)
+                defer { connection.close() }
+                return String(decoding: try connection.exchange(Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)).1, as: UTF8.self)
+            }
+            let commits = metricsText.split(separator: "\n").first { $0.hasPrefix("collector_ingest_commits_total ") }
+                .flatMap { Int64($0.split(separator: " ").last ?? "") } ?? 0
+            await services.triggerGracefulShutdown()
+            try await group.waitForAll()
+            return (elapsed, commits, cpu)
+        } catch {
+            await services.triggerGracefulShutdown()
+            throw error
+        }
+    }
+}
+
+/// Runs blocking `work` on a thread of its own.
+private func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection to 127.0.0.1 with blocking POSIX calls: the benchmark's
+/// client (answers must carry `Content-Length`, as the collector's do).
+private final class BlockingHTTPConnection {
+    private let socketFD: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: Int) throws {
+        socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw CollectorError.storage("socket() failed: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            Glibc.close(socketFD)
+            throw CollectorError.storage("connect() to 127.0.0.1:\(port) failed: errno \(errno)")
+        }
+        var one: Int32 = 1
+        setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    func close() { Glibc.close(socketFD) }
+
+    /// Sends one request and reads its response: (status, body).
+    func exchange(_ request: [UInt8]) throws -> (Int, [UInt8]) {
+        var sent = 0
+        while sent < request.count {
+            let count = request[sent...].withUnsafeBytes { send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { throw CollectorError.storage("send() failed: errno \(errno)") }
+            sent += count
+        }
+        let separator: [UInt8] = [13, 10, 13, 10]
+        var headerEnd: Int?
+        while true {
+            if buffer.count >= 4 {
+                headerEnd = (0...(buffer.count - 4)).first { buffer[$0..<($0 + 4)].elementsEqual(separator) }
+                if headerEnd != nil { break }
+            }
+            try receive()
+        }
+        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
+        let lines = head.split(separator: "\r\n")
+        guard let statusLine = lines.first, let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
+            throw CollectorError.storage("malformed response: \(head)")
+        }
+        guard let length = lines.dropFirst().lazy.compactMap({ line -> Int? in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
+            return Int(parts[1].trimmingCharacters(in: .whitespaces))
+        }).first else { throw CollectorError.storage("response without Content-Length: \(head)") }
+        let bodyStart = headerEnd! + 4
+        while buffer.count < bodyStart + length { try receive() }
+        let body = Array(buffer[bodyStart..<(bodyStart + length)])
+        buffer.removeFirst(bodyStart + length)
+        return (status, body)
+    }
+
+    private func receive() throws {
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        let count = chunk.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { throw CollectorError.storage("the connection closed (recv: \(count), errno \(errno))") }
+        buffer += chunk[0..<count]
+    }
+}
+
+/// User + system CPU seconds this process has used so far.
+private func processCPUSeconds() -> Double {
+    var usage = rusage()
+    guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 else { return 0 }
+    func value(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+    return value(usage.ru_utime) + value(usage.ru_stime)
 }
 
 private func seconds(_ duration: Duration) -> Double {

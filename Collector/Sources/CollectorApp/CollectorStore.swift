@@ -18,6 +18,12 @@ public protocol CollectorStore: Sendable {
     /// The project's Ed25519 signing key (raw 32 bytes) for SDK configuration documents.
     func configSigningKey(projectID: Int64) async throws -> Data?
 
+    /// Stores `writes` in one transaction, with the same effect as storing them one after
+    /// another in order: an event whose id is already stored for its project (before or earlier
+    /// in `writes`) is a duplicate and changes nothing; events of an issue not yet stored create
+    /// it once; regressions and user/release counts follow the order of `writes`. Nothing is
+    /// stored when it throws. Returns one outcome per write, in order.
+    func commitIngest(_ writes: [IngestWrite]) async throws -> [IngestWriteOutcome]
     /// Stores an event and groups it into an issue, unless an event with the same id is already
     /// stored for the project (then nothing changes: ingest is idempotent on `event_id`).
     func insertEvent(_ event: EventRecord) async throws -> EventInsertOutcome
@@ -56,4 +62,54 @@ public protocol CollectorStore: Sendable {
     /// Deletes events, attachments and session rows received before `cutoff`; issue counts,
     /// first/last seen and release totals stay. Returns the number of events deleted.
     func deleteData(receivedBefore cutoff: Date) async throws -> Int64
+}
+
+/// Everything one ingest request stores, validated and ready to write (`CollectorStore.commitIngest`).
+public struct IngestWrite: Sendable {
+    public var projectID: Int64
+    public var event: EventRecord?
+    public var sessions: [SessionUpdate] = []
+    public var sessionAggregates: [SessionAggregate] = []
+    public var attachments: [AttachmentRecord] = []
+    public var discarded: [DiscardedCount] = []
+    /// When the request arrived (attachments and client reports are stamped with it).
+    public var received: Date
+
+    public init(projectID: Int64, event: EventRecord? = nil, received: Date = Date()) {
+        self.projectID = projectID
+        self.event = event
+        self.received = received
+    }
+
+    /// True when there is nothing to store.
+    public var isEmpty: Bool {
+        event == nil && sessions.isEmpty && sessionAggregates.isEmpty && attachments.isEmpty && discarded.isEmpty
+    }
+
+    /// Payload bytes held in memory until the write is committed (event and attachments).
+    public var payloadBytes: Int {
+        (event?.payload.count ?? 0) + attachments.reduce(0) { $0 + $1.data.count }
+    }
+}
+
+/// An attachment item to store with an ingest request.
+public struct AttachmentRecord: Sendable {
+    public var eventID: String?
+    public var filename: String
+    public var contentType: String?
+    public var attachmentType: String?
+    public var data: Data
+
+    public init(eventID: String?, filename: String, contentType: String?, attachmentType: String?, data: Data) {
+        self.eventID = eventID
+        self.filename = filename
+        self.contentType = contentType
+        self.attachmentType = attachmentType
+        self.data = data
+    }
+}
+
+/// What `commitIngest` did with one write: its event's outcome (nil when it had no event).
+public struct IngestWriteOutcome: Sendable, Hashable {
+    public var event: EventInsertOutcome?
 }

@@ -118,7 +118,25 @@ enum FastJSON {
 
         mutating func string() throws(Failure) -> String {
             index += 1  // opening quote
-            var output: [UInt8] = []
+            // Fast path: most strings have no escapes; read them straight from the input (ASCII
+            // needs no UTF-8 validation).
+            let start = index
+            var ascii = true
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                if byte >= 0x80 { ascii = false }
+                index += 1
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+                let end = index
+                index += 1
+                if ascii { return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) } }
+                guard let text = String(validating: bytes[start..<end], as: UTF8.self) else { throw Failure(code: "json.utf8", offset: start) }
+                return text
+            }
+            // An escape or a control character: the general loop, from what was read so far.
+            var output: [UInt8] = Array(bytes[start..<index])
             while true {
                 guard index < bytes.count else { throw fail("json.truncated") }
                 let byte = bytes[index]

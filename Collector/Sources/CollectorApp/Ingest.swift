@@ -24,11 +24,26 @@ struct IngestOutcome: Sendable {
 }
 
 /// Turns a decoded request body into stored events, sessions, attachments and client reports.
+/// Parsing, validation and grouping run in the request's task; the storing goes through the
+/// store's single `IngestWriter` (group commit), and a request returns once its writes committed.
 struct IngestService: Sendable {
-    let store: any CollectorStore
+    let writer: IngestWriter
     let limits: IngestLimits
     let metrics: CollectorMetrics
     let logger: Logger
+
+    init(writer: IngestWriter, limits: IngestLimits, metrics: CollectorMetrics, logger: Logger) {
+        self.writer = writer
+        self.limits = limits
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// A service with a writer of its own over `store` (one writer per store: share the service).
+    init(store: any CollectorStore, limits: IngestLimits, queueLimits: IngestQueueLimits = IngestQueueLimits(),
+         metrics: CollectorMetrics, logger: Logger) {
+        self.init(writer: IngestWriter(store: store, metrics: metrics, limits: queueLimits), limits: limits, metrics: metrics, logger: logger)
+    }
 
     /// Item types stored; every other type is read past and skipped (counted in the outcome).
     static let handledTypes: Set<String> = ["event", "session", "sessions", "attachment", "client_report"]
@@ -89,9 +104,22 @@ struct IngestService: Sendable {
             }
         }
 
-        if let eventRecord {
-            outcome.eventID = eventRecord.eventID
-            switch try await store.insertEvent(eventRecord) {
+        var write = IngestWrite(projectID: project.id, event: eventRecord, received: received)
+        write.sessions = sessionUpdates
+        write.sessionAggregates = aggregates
+        if let eventID = eventRecord?.eventID { outcome.eventID = eventID }
+        for item in envelope.items where item.type == "attachment" {
+            write.attachments.append(AttachmentRecord(
+                eventID: outcome.eventID, filename: item.header["filename"]?.stringValue ?? "attachment",
+                contentType: item.header["content_type"]?.stringValue,
+                attachmentType: item.header["attachment_type"]?.stringValue, data: item.payload))
+        }
+        write.discarded = discarded
+        // An envelope with nothing to store (only skipped item types) costs no transaction.
+        let stored = write.isEmpty ? IngestWriteOutcome(event: nil) : try await writer.submit(write)
+
+        if let eventRecord, let result = stored.event {
+            switch result {
             case .stored(let issueID, let newIssue, let regressed):
                 metrics.ingested("event")
                 outcome.storedItems.append("event")
@@ -104,28 +132,19 @@ struct IngestService: Sendable {
                 outcome.skippedItems.append("event (duplicate)")
             }
         }
-        for update in sessionUpdates {
-            try await store.recordSession(projectID: project.id, update)
+        for _ in sessionUpdates {
             metrics.ingested("session")
             outcome.storedItems.append("session")
         }
         if !aggregates.isEmpty {
-            try await store.recordSessionAggregates(projectID: project.id, aggregates)
             metrics.ingested("sessions")
             outcome.storedItems.append("sessions")
         }
-        for item in envelope.items where item.type == "attachment" {
-            try await store.storeAttachment(
-                projectID: project.id, eventID: outcome.eventID,
-                filename: item.header["filename"]?.stringValue ?? "attachment",
-                contentType: item.header["content_type"]?.stringValue,
-                attachmentType: item.header["attachment_type"]?.stringValue,
-                data: item.payload, received: received)
+        for _ in write.attachments {
             metrics.ingested("attachment")
             outcome.storedItems.append("attachment")
         }
         if !discarded.isEmpty {
-            try await store.recordClientReport(projectID: project.id, discarded, received: received)
             metrics.ingested("client_report")
             outcome.storedItems.append("client_report")
         }
@@ -144,11 +163,11 @@ struct IngestService: Sendable {
         guard let json = try? FastJSON.parse(payload) else { throw CollectorError.badRequest("event.json", "the body is not valid JSON") }
         let record = try EventRecord.extract(projectID: project.id, payload: payload, json: json, fallbackEventID: nil, received: received)
         var outcome = IngestOutcome(eventID: record.eventID)
-        switch try await store.insertEvent(record) {
-        case .stored:
+        switch try await writer.submit(IngestWrite(projectID: project.id, event: record, received: received)).event {
+        case .some(.stored), nil:
             metrics.ingested("event")
             outcome.storedItems.append("event")
-        case .duplicate:
+        case .some(.duplicate):
             metrics.duplicate()
             outcome.skippedItems.append("event (duplicate)")
         }

@@ -8,6 +8,9 @@ public final class CollectorMetrics: Sendable {
         var rateLimited: Int64 = 0
         var inFlight: Int64 = 0
         var duplicates: Int64 = 0
+        var queueDepth: Int64 = 0
+        var commits: Int64 = 0
+        var committedWrites: Int64 = 0
     }
     private let state = Mutex(State())
 
@@ -21,11 +24,23 @@ public final class CollectorMetrics: Sendable {
     func duplicate() { state.withLock { $0.duplicates += 1 } }
     func beginRequest() { state.withLock { $0.inFlight += 1 } }
     func endRequest() { state.withLock { $0.inFlight -= 1 } }
+    /// Ingest requests in the write queue (waiting for or in a group commit).
+    func setQueueDepth(_ depth: Int) { state.withLock { $0.queueDepth = Int64(depth) } }
+    /// One group commit of `writes` ingest requests.
+    func committed(writes: Int) {
+        state.withLock {
+            $0.commits += 1
+            $0.committedWrites += Int64(writes)
+        }
+    }
 
     /// Current value of a counter, for tests and the health page.
     public func ingestedCount(_ type: String) -> Int64 { state.withLock { $0.ingestedItems[type] ?? 0 } }
     public func rejectedCount(_ reason: String) -> Int64 { state.withLock { $0.rejected[reason] ?? 0 } }
     public var rateLimitedCount: Int64 { state.withLock { $0.rateLimited } }
+    /// Group commits so far, and the ingest requests they stored.
+    public var commitCount: Int64 { state.withLock { $0.commits } }
+    public var committedRequestCount: Int64 { state.withLock { $0.committedWrites } }
 
     /// Prometheus text format (version 0.0.4).
     public func render() -> String {
@@ -47,9 +62,18 @@ public final class CollectorMetrics: Sendable {
         lines.append("# HELP collector_duplicate_events_total Events whose event_id was already stored (not stored again).")
         lines.append("# TYPE collector_duplicate_events_total counter")
         lines.append("collector_duplicate_events_total \(snapshot.duplicates)")
-        lines.append("# HELP collector_ingest_queue_depth Ingest requests being received or stored right now.")
+        lines.append("# HELP collector_ingest_in_flight_requests Ingest requests being received, parsed or stored right now.")
+        lines.append("# TYPE collector_ingest_in_flight_requests gauge")
+        lines.append("collector_ingest_in_flight_requests \(snapshot.inFlight)")
+        lines.append("# HELP collector_ingest_queue_depth Ingest requests in the write queue: waiting for or inside a group commit.")
         lines.append("# TYPE collector_ingest_queue_depth gauge")
-        lines.append("collector_ingest_queue_depth \(snapshot.inFlight)")
+        lines.append("collector_ingest_queue_depth \(snapshot.queueDepth)")
+        lines.append("# HELP collector_ingest_commits_total Group commits (transactions storing one or more ingest requests).")
+        lines.append("# TYPE collector_ingest_commits_total counter")
+        lines.append("collector_ingest_commits_total \(snapshot.commits)")
+        lines.append("# HELP collector_ingest_committed_requests_total Ingest requests stored by group commits.")
+        lines.append("# TYPE collector_ingest_committed_requests_total counter")
+        lines.append("collector_ingest_committed_requests_total \(snapshot.committedWrites)")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -221,7 +221,9 @@ struct CollectorRoutes: Sendable {
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(answer).jsonData())))
         } catch {
-            return errorResponse(error, countAsRejected: true)
+            var response = errorResponse(error, countAsRejected: true)
+            if (error as? CollectorError)?.code == "ingest.queue_full" { response.headers[.retryAfter] = "1" }
+            return response
         }
     }
 

@@ -53,11 +53,27 @@ struct DBRow: Sendable {
 
 enum SQLDialect: Sendable { case sqlite, postgres }
 
+/// One statement and its bound values, for `SQLBackend.run(_:)`.
+struct SQLStatement: Sendable {
+    let sql: String
+    let binds: [DBValue]
+
+    init(_ sql: String, _ binds: [DBValue] = []) {
+        self.sql = sql
+        self.binds = binds
+    }
+}
+
 /// One database connection. Statements use `?` placeholders (each backend converts them).
-/// The store calls one statement at a time.
+/// The store calls one statement (or one `run` of several) at a time.
 protocol SQLBackend: Sendable {
     var dialect: SQLDialect { get }
     func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow]
+    /// Runs `statements` in order and returns each one's rows, stopping at the first failure
+    /// (which is thrown; statements after it do not run). PostgreSQL sends them all in one
+    /// round trip (libpq pipeline mode), so a statement cannot use an earlier one's result
+    /// except through SQL (a subquery reads rows an earlier statement wrote).
+    func run(_ statements: [SQLStatement]) async throws -> [[DBRow]]
     func close() async throws
 }
 
@@ -65,7 +81,8 @@ protocol SQLBackend: Sendable {
 
 /// One SQLite connection through the C API. Statements run on the calling thread: in WAL mode
 /// with `synchronous=NORMAL` a statement or commit takes microseconds and does not wait for the
-/// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text.
+/// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text
+/// (at most `maxCachedStatements`).
 final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.sqlite
     /// `sqlite3 *`, opened in serialized mode; `lock` also keeps the statement cache to one thread.
@@ -73,6 +90,8 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     private let lock = NSLock()
     private var statements: [String: OpaquePointer] = [:]
     private var closed = false
+    /// Prepared statements kept at most (each holds its compiled program).
+    static let maxCachedStatements = 256
     /// SQLite's SQLITE_TRANSIENT: bound bytes are copied before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -108,6 +127,13 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         try lock.withLock { try execute(sql, binds) }
     }
 
+    /// Prepared statements in the cache now.
+    var cachedStatementCount: Int { lock.withLock { statements.count } }
+
+    func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
+        try lock.withLock { try statements.map { try execute($0.sql, $0.binds) } }
+    }
+
     private func failure(_ what: String) -> CollectorError {
         let code = sqlite3_extended_errcode(handle)
         let unique = code == 2067 || code == 1555  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
@@ -124,6 +150,13 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
             var prepared: OpaquePointer?
             guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else { throw failure("prepare") }
             statement = prepared
+            if statements.count >= Self.maxCachedStatements {
+                // Batches make statements whose text varies with their row and list counts; the
+                // cache starts over rather than grow without bound. No cached statement is in
+                // use here (`lock` is held and each is reset after use).
+                for cached in statements.values { sqlite3_finalize(cached) }
+                statements = [:]
+            }
             statements[sql] = prepared
         }
         defer {
@@ -229,13 +262,22 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         return try await NIOThreadPool.singleton.runIfActive { try self.execute(statement, binds) }
     }
 
+    func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
+        if statements.count == 1 { return [try await query(statements[0].sql, statements[0].binds)] }
+        let numbered = statements.map { SQLStatement(Self.numbered($0.sql), $0.binds) }
+        return try await NIOThreadPool.singleton.runIfActive { try self.lock.withLock { try self.pipelineLocked(numbered) } }
+    }
+
     private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
         try lock.withLock { try executeLocked(sql, binds) }
     }
 
-    private func executeLocked(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
-        guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
-        // Text parameters, except blobs, which go in binary (format 1) so no escaping is needed.
+    /// Calls `body` with libpq's parameter arrays for `binds`: text parameters, except blobs,
+    /// which go in binary (format 1) so no escaping is needed.
+    private static func withParameters<T>(
+        _ binds: [DBValue],
+        _ body: (_ values: UnsafePointer<UnsafePointer<CChar>?>?, _ lengths: [Int32], _ formats: [Int32]) -> T
+    ) -> T {
         var buffers: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -258,23 +300,93 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
                 buffers.append(memory); lengths.append(Int32(data.count)); formats.append(1)
             }
         }
-        let result: OpaquePointer? = buffers.withUnsafeBufferPointer { values in
-            values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(values.count, 1)) { pointers in
-                PQexecParams(connection, sql, Int32(binds.count), nil, binds.isEmpty ? nil : pointers,
-                             lengths, formats, 0)
+        if binds.isEmpty { return body(nil, lengths, formats) }
+        return buffers.withUnsafeBufferPointer { values in
+            values.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: values.count) { pointers in
+                body(pointers, lengths, formats)
             }
+        }
+    }
+
+    private func executeLocked(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
+        guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
+        let result: OpaquePointer? = Self.withParameters(binds) { values, lengths, formats in
+            PQexecParams(connection, sql, Int32(binds.count), nil, values, lengths, formats, 0)
         }
         guard let result else {
             throw CollectorError.storage("PostgreSQL: \(String(cString: PQerrorMessage(connection)))")
         }
         defer { PQclear(result) }
-        let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            throw CollectorError(code: state == "23505" ? "storage.unique_violation" : "storage.failed",
-                                 message: "PostgreSQL \(state): \(message)", status: 500)
+        if let failure = Self.failure(result) { throw failure }
+        return Self.rows(result)
+    }
+
+    /// Sends every statement, then one sync, then reads the results: one round trip for all.
+    /// After a failing statement the server skips the rest up to the sync (their results are
+    /// `PGRES_PIPELINE_ABORTED`); the first failure is thrown once every result has been read,
+    /// so the connection is back out of pipeline mode either way.
+    private func pipelineLocked(_ statements: [SQLStatement]) throws -> [[DBRow]] {
+        guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
+        guard PQenterPipelineMode(connection) == 1 else {
+            throw CollectorError.storage("PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)))")
         }
+        var firstFailure: CollectorError?
+        var sent = 0
+        for statement in statements {
+            let accepted = Self.withParameters(statement.binds) { values, lengths, formats in
+                PQsendQueryParams(connection, statement.sql, Int32(statement.binds.count), nil, values, lengths, formats, 0)
+            }
+            guard accepted == 1 else {
+                firstFailure = CollectorError.storage("PostgreSQL: sending a statement failed: \(String(cString: PQerrorMessage(connection)))")
+                break
+            }
+            sent += 1
+        }
+        guard PQpipelineSync(connection) == 1 else {
+            // The connection is broken; nothing more can be read from it.
+            throw firstFailure ?? CollectorError.storage("PostgreSQL: pipeline sync failed: \(String(cString: PQerrorMessage(connection)))")
+        }
+        var results: [[DBRow]] = []
+        results.reserveCapacity(sent)
+        for _ in 0..<sent {
+            var rows: [DBRow] = []
+            // Each statement's results end with a NULL.
+            while let result = PQgetResult(connection) {
+                defer { PQclear(result) }
+                if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                    if firstFailure == nil { firstFailure = CollectorError.storage("PostgreSQL: a pipelined statement was skipped") }
+                } else if let failure = Self.failure(result) {
+                    if firstFailure == nil { firstFailure = failure }
+                } else {
+                    rows += Self.rows(result)
+                }
+            }
+            results.append(rows)
+        }
+        // Then the sync's own result.
+        while let result = PQgetResult(connection) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if PQexitPipelineMode(connection) != 1 && firstFailure == nil {
+            firstFailure = CollectorError.storage("PostgreSQL: cannot leave pipeline mode: \(String(cString: PQerrorMessage(connection)))")
+        }
+        if let firstFailure { throw firstFailure }
+        return results
+    }
+
+    /// The failure a result reports (unique violations as `storage.unique_violation`), or nil.
+    private static func failure(_ result: OpaquePointer) -> CollectorError? {
+        let status = PQresultStatus(result)
+        guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return nil }
+        let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        return CollectorError(code: state == "23505" ? "storage.unique_violation" : "storage.failed",
+                              message: "PostgreSQL \(state): \(message)", status: 500)
+    }
+
+    private static func rows(_ result: OpaquePointer) -> [DBRow] {
         var rows: [DBRow] = []
         let fieldCount = PQnfields(result)
         let names = (0..<fieldCount).map { String(cString: PQfname(result, $0)) }

@@ -4,12 +4,13 @@ import Logging
 /// `CollectorStore` over SQL: SQLite (a file, the default) or PostgreSQL.
 ///
 /// One connection per process; every method runs under one async lock, so a transaction's
-/// statements never interleave with another's. SQLite runs in WAL mode with this connection as
+/// statements never interleave with another's. Ingest writes go through `commitIngest`, which
+/// stores several requests in one transaction (see `SQLStore+Ingest.swift`). SQLite runs in WAL mode with this connection as
 /// the only writer. Several processes may share one PostgreSQL database: an event is stored
 /// under a transaction-scoped advisory lock on its project, so concurrent ingest of the same
 /// stream stores every event once and keeps counts exact. Times are seconds since 1970.
 public final class SQLStore: CollectorStore {
-    private let backend: any SQLBackend
+    let backend: any SQLBackend
     private let lock = AsyncLock()
     private let logger: Logger
 
@@ -284,84 +285,9 @@ public final class SQLStore: CollectorStore {
     }
 
     public func insertEvent(_ event: EventRecord) async throws -> EventInsertOutcome {
-        try await transaction {
-            let project = Self.int(event.projectID)
-            if backend.dialect == .postgres {
-                // Another collector process may be storing an event of this project right now.
-                _ = try await query("SELECT pg_advisory_xact_lock(?)", [project])
-            }
-            let existing = try await query("SELECT 1 FROM events WHERE project_id = ? AND event_id = ?", [project, .text(event.eventID)])
-            if !existing.isEmpty { return .duplicate }
-
-            let issueRows = try await query(
-                "SELECT id, status, resolved_in_release, last_release FROM issues WHERE project_id = ? AND fingerprint_hash = ?",
-                [project, .text(event.grouping.hash)])
-            let issueID: Int64
-            var newIssue = false
-            var regressed = false
-            if let row = issueRows.first, let id = row.int("id") {
-                issueID = Int64(id)
-                let status = IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved
-                regressed = Self.regresses(status: status, resolvedIn: row.string("resolved_in_release"), eventRelease: event.release)
-                let lastRelease = row.string("last_release")
-                let newLast: String? = {
-                    guard let release = event.release else { return lastRelease }
-                    guard let lastRelease else { return release }
-                    return ReleaseOrder.isNewer(release, than: lastRelease) ? release : lastRelease
-                }()
-                _ = try await query(
-                    """
-                    UPDATE issues SET event_count = event_count + 1,
-                        last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END, last_release = ?,
-                        status = CASE WHEN ? = 1 THEN 'regressed' ELSE status END,
-                        resolved_in_release = CASE WHEN ? = 1 THEN NULL ELSE resolved_in_release END
-                    WHERE id = ?
-                    """,
-                    [Self.time(event.received), Self.time(event.received), Self.text(newLast), Self.int(regressed ? 1 : 0), Self.int(regressed ? 1 : 0), Self.int(id)])
-            } else {
-                let rows = try await query(
-                    """
-                    INSERT INTO issues (project_id, fingerprint_hash, grouping_algorithm, title, culprit, level, first_seen,
-                        last_seen, first_release, last_release, event_count)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING id
-                    """,
-                    [project, .text(event.grouping.hash), .text(event.grouping.algorithm), .text(event.grouping.title),
-                     .text(event.grouping.culprit), .text(event.level), Self.time(event.received), Self.time(event.received),
-                     Self.text(event.release), Self.text(event.release)])
-                guard let id = rows.first?.int("id") else { throw CollectorError.storage("issue insert returned no id") }
-                issueID = Int64(id)
-                newIssue = true
-            }
-            let issue = Self.int(issueID)
-            _ = try await query(
-                """
-                INSERT INTO events (project_id, event_id, issue_id, received, timestamp, level, platform, release,
-                    environment, user_key, incident_guard, payload)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [project, .text(event.eventID), issue, Self.time(event.received), Self.time(event.timestamp), .text(event.level),
-                 Self.text(event.platform), Self.text(event.release), Self.text(event.environment), Self.text(event.userKey),
-                 Self.text(event.incidentGuard), Self.blob(event.payload)])
-            if let user = event.userKey {
-                let inserted = try await query(
-                    "INSERT INTO issue_users (issue_id, user_key) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1 AS added",
-                    [issue, .text(user)])
-                if !inserted.isEmpty {
-                    _ = try await query("UPDATE issues SET user_count = user_count + 1 WHERE id = ?", [issue])
-                }
-            }
-            if let release = event.release {
-                _ = try await query(
-                    """
-                    INSERT INTO issue_releases (issue_id, release, event_count, first_seen, last_seen) VALUES (?, ?, 1, ?, ?)
-                    ON CONFLICT (issue_id, release) DO UPDATE SET event_count = issue_releases.event_count + 1,
-                        last_seen = CASE WHEN issue_releases.last_seen > excluded.last_seen
-                            THEN issue_releases.last_seen ELSE excluded.last_seen END
-                    """,
-                    [issue, .text(release), Self.time(event.received), Self.time(event.received)])
-            }
-            return .stored(issueID: issueID, newIssue: newIssue, regressed: regressed)
-        }
+        let outcomes = try await commitIngest([IngestWrite(projectID: event.projectID, event: event, received: event.received)])
+        guard let outcome = outcomes.first?.event else { throw CollectorError.storage("the event's write had no outcome") }
+        return outcome
     }
 
     private static func issue(_ row: DBRow) -> Issue? {
@@ -430,69 +356,29 @@ public final class SQLStore: CollectorStore {
     // MARK: Sessions, attachments, client reports
 
     public func recordSession(projectID: Int64, _ update: SessionUpdate) async throws {
-        try await serialized {
-            // A terminal state (exited, crashed, abnormal) is final; an update older than the
-            // stored one (lower seq) is ignored.
-            _ = try await query(
-                """
-                INSERT INTO sessions (project_id, sid, distinct_id, seq, started, last_update, status, errors, release,
-                    environment, received)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (project_id, sid) DO UPDATE SET status = excluded.status, seq = excluded.seq,
-                    errors = CASE WHEN sessions.errors > excluded.errors THEN sessions.errors ELSE excluded.errors END, last_update = excluded.last_update,
-                    distinct_id = coalesce(excluded.distinct_id, sessions.distinct_id), received = excluded.received
-                WHERE sessions.status NOT IN ('exited', 'crashed', 'abnormal') AND excluded.seq >= sessions.seq
-                """,
-                [Self.int(projectID), .text(update.sessionID), Self.text(update.distinctID), Self.int(update.sequence),
-                 Self.time(update.started), Self.time(update.timestamp), .text(update.status), Self.int(update.errors),
-                 .text(update.release), Self.text(update.environment), Self.time(Date())])
-        }
+        var write = IngestWrite(projectID: projectID)
+        write.sessions = [update]
+        _ = try await commitIngest([write])
     }
 
     public func recordSessionAggregates(projectID: Int64, _ aggregates: [SessionAggregate]) async throws {
-        try await transaction {
-            for aggregate in aggregates {
-                let bucket = (aggregate.started.timeIntervalSince1970 / 3600).rounded(.down) * 3600
-                _ = try await query(
-                    """
-                    INSERT INTO session_aggregates (project_id, release, environment, bucket, exited, errored, abnormal, crashed)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (project_id, release, environment, bucket) DO UPDATE SET
-                        exited = session_aggregates.exited + excluded.exited, errored = session_aggregates.errored + excluded.errored,
-                        abnormal = session_aggregates.abnormal + excluded.abnormal, crashed = session_aggregates.crashed + excluded.crashed
-                    """,
-                    [Self.int(projectID), .text(aggregate.release), .text(aggregate.environment ?? ""), .double(bucket),
-                     Self.int(aggregate.exited), Self.int(aggregate.errored), Self.int(aggregate.abnormal),
-                     Self.int(aggregate.crashed)])
-            }
-        }
+        var write = IngestWrite(projectID: projectID)
+        write.sessionAggregates = aggregates
+        _ = try await commitIngest([write])
     }
 
     public func storeAttachment(projectID: Int64, eventID: String?, filename: String, contentType: String?,
                                 attachmentType: String?, data: Data, received: Date) async throws {
-        try await serialized {
-            _ = try await query(
-                """
-                INSERT INTO attachments (project_id, event_id, filename, content_type, attachment_type, size, data, received)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [Self.int(projectID), Self.text(eventID), .text(filename), Self.text(contentType), Self.text(attachmentType),
-                 Self.int(data.count), Self.blob(data), Self.time(received)])
-        }
+        var write = IngestWrite(projectID: projectID, received: received)
+        write.attachments = [AttachmentRecord(eventID: eventID, filename: filename, contentType: contentType,
+                                              attachmentType: attachmentType, data: data)]
+        _ = try await commitIngest([write])
     }
 
     public func recordClientReport(projectID: Int64, _ discarded: [DiscardedCount], received: Date) async throws {
-        try await transaction {
-            for entry in discarded {
-                _ = try await query(
-                    """
-                    INSERT INTO client_reports (project_id, reason, category, quantity, last_received) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (project_id, reason, category) DO UPDATE SET quantity = client_reports.quantity + excluded.quantity,
-                        last_received = excluded.last_received
-                    """,
-                    [Self.int(projectID), .text(entry.reason), .text(entry.category), Self.int(entry.quantity), Self.time(received)])
-            }
-        }
+        var write = IngestWrite(projectID: projectID, received: received)
+        write.discarded = discarded
+        _ = try await commitIngest([write])
     }
 
     public func attachmentCount(projectID: Int64) async throws -> Int64 {

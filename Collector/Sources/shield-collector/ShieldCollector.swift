@@ -96,13 +96,16 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "A SQLite file path (created; must not exist) or postgres://... naming an empty database. Default: a new file in the temporary directory.")
     var database: String?
     @Option(help: "Envelopes to ingest.") var events: Int = 5000
+    @Option(help: "Concurrent clients, each waiting for its acknowledgement before sending the next envelope.") var concurrency: Int = 8
+    @Flag(help: "Send the envelopes over HTTP to a collector started in this process (default: call the ingest service directly, below HTTP).")
+    var http = false
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         var logger = logging.makeLogger()
         logger.logLevel = .warning
         let target = CollectorConfiguration.Database(argument: database ?? NSTemporaryDirectory() + "collector-bench-\(UUID().uuidString).sqlite")
-        let report = try await runIngestBenchmark(database: target, events: events, logger: logger)
+        let report = try await runIngestBenchmark(database: target, events: events, concurrency: concurrency, overHTTP: http, logger: logger)
         print(report.description)
         if case .sqlite(let path) = target, database == nil {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }

@@ -9,6 +9,7 @@ struct FastJSONTests {
         let documents = [
             #"{"a":1,"b":-2.5,"c":"x\"y\\z\/\n\t\u00e9\ud83d\udca5","d":[true,false,null,[],{}],"e":2.5,"f":12345678901234}"#,
             #"  [ 0 , -0 , 1.0E-2 , "" ]  "#,
+            #"{"ü":"naïve ☃ 💥","k":"mixed é\u0041 after an escape","plain":"ascii only"}"#,
             Fixtures.exceptionEvent().jsonData().description.isEmpty ? "" : String(decoding: Fixtures.exceptionEvent().jsonData(), as: UTF8.self),
         ]
         for document in documents {

@@ -67,6 +67,24 @@ struct StoreTests {
         await fresh.drop()
     }
 
+    /// Batches make statements whose text varies with their size; SQLite's statement cache must
+    /// stay bounded while every statement still runs.
+    @Test func manyDistinctStatementsRunAndTheStatementCacheStaysBounded() async throws {
+        let fresh = try await TestDatabase.fresh()
+        let store = try await TestDatabase.open(fresh.database)
+        let count = SQLiteBackend.maxCachedStatements * 2 + 10
+        for index in 0..<count {
+            let sql = "SELECT " + Array(repeating: "CAST(? AS BIGINT)", count: index % 40 + 1).joined(separator: " + ") + " + \(index) AS n"
+            let rows = try await store.query(sql, Array(repeating: .int(1), count: index % 40 + 1))
+            #expect(rows.first?.int("n") == Int64(index % 40 + 1 + index))
+        }
+        if let sqlite = store.backend as? SQLiteBackend {
+            #expect(sqlite.cachedStatementCount <= SQLiteBackend.maxCachedStatements)
+        }
+        try await store.close()
+        await fresh.drop()
+    }
+
     @Test func retentionDeletesOldEventsAndKeepsIssueCounts() async throws {
         let fresh = try await TestDatabase.fresh()
         let store = try await TestDatabase.open(fresh.database)
@@ -110,5 +128,11 @@ struct StoreTests {
         #expect(SentryAuth.key(fromHeader: "Sentry sentry_version=7") == nil)
         #expect(SentryAuth.normalizedKey("0123456789ABCDEF-0123456789abcdef") == "0123456789abcdef0123456789abcdef")
         #expect(SentryAuth.normalizedKey("short") == nil)
+        #expect(SentryAuth.key(fromHeader: "  sentry\tsentry_key=x") == nil)  // "Sentry" must be followed by a space
+        #expect(SentryAuth.key(fromHeader: "\tSENTRY sentry_version=7,\tSentry_Key = \"ghi\" ") == "ghi")
+        #expect(SentryAuth.key(fromHeader: "Sentry sentry_key=") == nil)
+        #expect(SentryAuth.normalizedKey("0123456789abcdef0123456789abcdef0") == nil)  // 33 digits
+        #expect(SentryAuth.normalizedKey("0123456789abcdef0123456789abcdeg") == nil)
+        #expect(SentryAuth.normalizedKey("０123456789abcdef0123456789abcde") == nil)  // a fullwidth digit is not ASCII hex
     }
 }

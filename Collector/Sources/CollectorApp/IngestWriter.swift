@@ -1,0 +1,130 @@
+import Foundation
+import Synchronization
+
+/// Limits of the ingest write queue (`IngestWriter`).
+public struct IngestQueueLimits: Sendable {
+    /// Requests waiting to be written or being written. Default 2,000.
+    public var maxDepth: Int = 2_000
+    /// Event and attachment bytes held by those requests. Default 64 MiB.
+    public var maxBytes: Int = 64 * 1024 * 1024
+    /// Requests committed in one transaction at most. Default 256.
+    public var maxBatch: Int = 256
+
+    public init() {}
+}
+
+/// The single writer of a store: concurrent ingest requests hand it their validated writes; it
+/// commits whatever has queued up since its last commit in one transaction (group commit) and
+/// answers each request only after that transaction committed, so no acknowledged write can be
+/// lost to a crash of the collector.
+///
+/// Memory is bounded: when `limits.maxDepth` requests or `limits.maxBytes` payload bytes are
+/// queued, `submit` refuses at once with `ingest.queue_full` (HTTP 503, answered with
+/// `Retry-After: 1`) instead of waiting, so a burst beyond what the database absorbs cannot pile
+/// up requests in memory.
+///
+/// When a batch fails, each of its writes is retried in a transaction of its own, so one bad
+/// write fails only its own request.
+public final class IngestWriter: Sendable {
+    private struct Pending {
+        let write: IngestWrite
+        let bytes: Int
+        let continuation: CheckedContinuation<IngestWriteOutcome, any Error>
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var queuedBytes = 0
+        /// Requests taken off the queue and being committed.
+        var committing = 0
+        var draining = false
+    }
+
+    private let store: any CollectorStore
+    private let metrics: CollectorMetrics
+    let limits: IngestQueueLimits
+    private let state = Mutex(State())
+
+    public init(store: any CollectorStore, metrics: CollectorMetrics, limits: IngestQueueLimits = IngestQueueLimits()) {
+        self.store = store
+        self.metrics = metrics
+        self.limits = limits
+    }
+
+    /// Requests queued or being committed.
+    public var depth: Int { state.withLock { $0.queue.count + $0.committing } }
+
+    /// Stores `write` in the next group commit and returns its outcome once committed.
+    /// - Throws: `ingest.queue_full` (503) when the queue is at its limits; the store's error
+    ///   when the write could not be committed.
+    public func submit(_ write: IngestWrite) async throws -> IngestWriteOutcome {
+        let bytes = write.payloadBytes
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<IngestWriteOutcome, any Error>) in
+            enum Admission { case refused, queued, queuedAndStartDrain }
+            let (admission, depth) = state.withLock { state -> (Admission, Int) in
+                let depth = state.queue.count + state.committing
+                if depth >= limits.maxDepth || (state.queuedBytes > 0 && state.queuedBytes + bytes > limits.maxBytes) {
+                    return (.refused, depth)
+                }
+                state.queue.append(Pending(write: write, bytes: bytes, continuation: continuation))
+                state.queuedBytes += bytes
+                if state.draining { return (.queued, depth + 1) }
+                state.draining = true
+                return (.queuedAndStartDrain, depth + 1)
+            }
+            metrics.setQueueDepth(depth)
+            switch admission {
+            case .refused:
+                continuation.resume(throwing: CollectorError(
+                    code: "ingest.queue_full", message: "the collector is storing as fast as it can; retry in a second", status: 503))
+            case .queued:
+                break
+            case .queuedAndStartDrain:
+                Task { await self.drain() }
+            }
+        }
+    }
+
+    /// Commits batches until the queue is empty. Only one drain runs at a time (`draining`).
+    private func drain() async {
+        while true {
+            let batch = state.withLock { state -> [Pending] in
+                state.committing = 0
+                guard !state.queue.isEmpty else {
+                    state.draining = false
+                    return []
+                }
+                let count = min(limits.maxBatch, state.queue.count)
+                let batch = Array(state.queue.prefix(count))
+                state.queue.removeFirst(count)
+                state.queuedBytes -= batch.reduce(0) { $0 + $1.bytes }
+                state.committing = count
+                return batch
+            }
+            guard !batch.isEmpty else {
+                metrics.setQueueDepth(depth)
+                return
+            }
+            do {
+                let outcomes = try await store.commitIngest(batch.map(\.write))
+                metrics.committed(writes: batch.count)
+                for (pending, outcome) in zip(batch, outcomes) { pending.continuation.resume(returning: outcome) }
+            } catch {
+                if batch.count == 1 {
+                    batch[0].continuation.resume(throwing: error)
+                } else {
+                    for pending in batch {
+                        do {
+                            let outcome = try await store.commitIngest([pending.write])
+                            metrics.committed(writes: 1)
+                            pending.continuation.resume(returning: outcome.first ?? IngestWriteOutcome(event: nil))
+                        } catch {
+                            pending.continuation.resume(throwing: error)
+                        }
+                    }
+                }
+            }
+            metrics.setQueueDepth(depth)
+        }
+    }
+}
