@@ -3,6 +3,7 @@
  * Adding a guard's scenarios: one file with a table, one row below.
  */
 #import "CSScenarioSupport.h"
+#include <pthread.h>
 #include <string.h>
 
 extern const cs_scenario_table cs_container_scenarios;
@@ -75,6 +76,29 @@ cs_scenario_outcome cs_scenario_run(size_t index, char *exception_name, size_t c
         }
     }
     return outcome;
+}
+
+typedef struct {
+    size_t index;
+    char *exception_name;
+    size_t capacity;
+    cs_scenario_outcome outcome;
+} cs_scenario_thread_run;
+
+static void *cs_scenario_thread_body(void *context) {
+    cs_scenario_thread_run *run = context;
+    run->outcome = cs_scenario_run(run->index, run->exception_name, run->capacity);
+    return NULL;
+}
+
+cs_scenario_outcome cs_scenario_run_on_new_thread(size_t index, char *exception_name, size_t capacity) {
+    cs_scenario_thread_run run = {.index = index, .exception_name = exception_name, .capacity = capacity,
+                                  .outcome = CS_SCENARIO_RETURNED_OTHER};
+    if (capacity > 0) exception_name[0] = 0;
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, cs_scenario_thread_body, &run) != 0) return CS_SCENARIO_RETURNED_OTHER;
+    pthread_join(thread, NULL);
+    return run.outcome;
 }
 
 const char *cs_oracle_name(size_t index) {

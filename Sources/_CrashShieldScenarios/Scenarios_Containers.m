@@ -56,11 +56,21 @@ static bool array_objectsAtIndexes_beyond(void) {
     [indexes addIndex:cs_opaque_index(5)];
     return [[CS_AB objectsAtIndexes:indexes] isEqual:[NSArray arrayWithObject:@"a"]];
 }
+/* Neutralised, nothing is written: the original throws before it writes. */
 static bool array_getObjects_beyond(void) {
     id sentinel = @"untouched";
     CS_UNRETAINED id buffer[4] = {sentinel, sentinel, sentinel, sentinel};
     [CS_AB getObjects:buffer range:NSMakeRange(1, cs_opaque_index(5))];
-    return [buffer[0] isEqual:@"b"] && buffer[1] == sentinel && buffer[2] == sentinel;
+    return buffer[0] == sentinel && buffer[1] == sentinel && buffer[2] == sentinel && buffer[3] == sentinel;
+}
+/* GNUstep Base's NSData/general.m pattern for arrays: the caller's buffer holds 1 object, the
+ * range asks for 5 of which 2 exist. Writing the valid part would write past the buffer
+ * (into the fence here). */
+static bool array_getObjects_shortBuffer(void) {
+    id sentinel = @"untouched";
+    CS_UNRETAINED id region[4] = {sentinel, sentinel, sentinel, sentinel}; /* buffer: region[0]; fence: the rest */
+    [CS_AB getObjects:region range:NSMakeRange(0, cs_opaque_index(5))];
+    return region[0] == sentinel && region[1] == sentinel && region[2] == sentinel && region[3] == sentinel;
 }
 static bool array_arrayWithObjects_nil(void) {
     CS_UNRETAINED id objects[3] = {@"x", cs_opaque(nil), @"z"};
@@ -375,17 +385,30 @@ static bool data_subdataWithRange_wrap(void) {
     NSData *part = [cs_data_abc() subdataWithRange:cs_raw_range(cs_opaque_index(NSUIntegerMax), 2)];
     return part != nil && [part length] == 0;
 }
+/* Neutralised, nothing is written: the original throws before it copies. */
 static bool data_getBytesRange_beyond(void) {
     char buffer[8];
     memset(buffer, '-', sizeof buffer);
     [cs_data_abc() getBytes:buffer range:NSMakeRange(1, cs_opaque_index(9))];
-    return memcmp(buffer, "bc------", 8) == 0;
+    return memcmp(buffer, "--------", 8) == 0;
 }
 static bool data_getBytesRange_wrap(void) {
     char buffer[8];
     memset(buffer, '-', sizeof buffer);
     [cs_data_abc() getBytes:buffer range:cs_raw_range(2, cs_opaque_index(NSUIntegerMax))];
-    return memcmp(buffer, "c-------", 8) == 0;
+    return memcmp(buffer, "--------", 8) == 0;
+}
+/* GNUstep Base's NSData/general.m: a 4-byte buffer, a request for 20 bytes of 16-byte data.
+ * Copying the valid part (15 bytes) would write 11 bytes past the buffer, into the fence here
+ * (in general.m, into the heap after the buffer: a cached autorelease pool). */
+static bool data_getBytesRange_shortBuffer(void) {
+    char region[32]; /* buffer: the first 4 bytes; fence: the rest */
+    memset(region, '-', sizeof region);
+    NSData *data = [NSData dataWithBytes:"0123456789abcdef" length:16];
+    [data getBytes:region range:NSMakeRange(1, cs_opaque_index(20))];
+    for (size_t i = 0; i < sizeof region; i++)
+        if (region[i] != '-') return false;
+    return true;
 }
 static bool mdata_replaceBytesInRange_beyond(void) {
     NSMutableData *data = [NSMutableData dataWithBytes:"abc" length:3];
@@ -437,6 +460,7 @@ static const cs_scenario kScenarios[] = {
     S("array.subarrayWithRange.wrap", "subarrayWithRange:", false, array_subarrayWithRange_wrap),
     S("array.objectsAtIndexes.beyond", "objectsAtIndexes:", false, array_objectsAtIndexes_beyond),
     S("array.getObjectsRange.beyond", "getObjects:range:", false, array_getObjects_beyond),
+    S("array.getObjectsRange.shortBuffer", "getObjects:range:", false, array_getObjects_shortBuffer),
     S("array.arrayWithObjectsCount.nil", "arrayWithObjects:count:", true, array_arrayWithObjects_nil),
     S("array.literal.nil", "arrayWithObjects:count:", true, array_literal_nil),
     S("array.initWithObjectsCount.nil", "initWithObjects:count:", false, array_initWithObjects_nil),
@@ -510,6 +534,7 @@ static const cs_scenario kScenarios[] = {
     S("data.subdataWithRange.wrap", "subdataWithRange:", false, data_subdataWithRange_wrap),
     S("data.getBytesRange.beyond", "getBytes:range:", false, data_getBytesRange_beyond),
     S("data.getBytesRange.wrap", "getBytes:range:", false, data_getBytesRange_wrap),
+    S("data.getBytesRange.shortBuffer", "getBytes:range:", false, data_getBytesRange_shortBuffer),
     S("mdata.replaceBytesInRange.beyond", "replaceBytesInRange:withBytes:", false, mdata_replaceBytesInRange_beyond),
     S("mdata.replaceBytesInRange.wrap", "replaceBytesInRange:withBytes:", false, mdata_replaceBytesInRange_wrap),
     S("mdata.resetBytesInRange.beyond", "resetBytesInRange:", false, mdata_resetBytesInRange_beyond),
@@ -1261,7 +1286,7 @@ static void *cs_stress_thread(void *unused) {
                 if (memcmp(bytes, "abc", 3) != 0) cs_stress_fail();
                 memset(bytes, '-', sizeof bytes);
                 [g_stress.data getBytes:bytes range:NSMakeRange(1, cs_opaque_index(9))];
-                if (memcmp(bytes, "bc------", 8) != 0) cs_stress_fail();
+                if (memcmp(bytes, "--------", 8) != 0) cs_stress_fail();
                 misuses++;
 
                 id missing = cs_opaque(nil);
@@ -1400,12 +1425,14 @@ static void cs_fuzz_step(cs_fuzz *f) {
         CS_UNRETAINED id buffer[64];
         for (int i = 0; i < 64; i++) buffer[i] = @"-";
         [f->array getObjects:buffer range:range];
-        if (!cs_within(range, count)) f->misuses++;
-        NSRange valid = cs_clamped(range, count);
+        BOOL within = cs_within(range, count);
+        if (!within) f->misuses++;
+        /* A neutralised call writes nothing. */
+        NSUInteger copied = within ? range.length : 0;
         BOOL ok = YES;
         for (NSUInteger i = 0; ok && i < 64; i++)
-            ok = i < valid.length ? [buffer[i] unsignedIntegerValue] == f->model[valid.location + i]
-                                  : [buffer[i] isEqual:@"-"];
+            ok = i < copied ? [buffer[i] unsignedIntegerValue] == f->model[range.location + i]
+                            : [buffer[i] isEqual:@"-"];
         cs_fuzz_check(f, ok);
         break;
     }
@@ -1492,11 +1519,14 @@ static void cs_fuzz_step(cs_fuzz *f) {
         memset(buffer, 0xEE, sizeof buffer);
         [f->data getBytes:buffer range:range];
         NSData *sub = [f->data subdataWithRange:range];
-        if (!cs_within(range, length)) f->misuses += 2;
+        BOOL within = cs_within(range, length);
+        if (!within) f->misuses += 2;
         NSRange valid = cs_clamped(range, length);
-        BOOL ok = memcmp(buffer, f->bytes + valid.location, valid.length) == 0 && [sub length] == valid.length &&
+        /* A neutralised -getBytes:range: writes nothing; -subdataWithRange: gives the valid part. */
+        NSUInteger copied = within ? range.length : 0;
+        BOOL ok = (copied == 0 || memcmp(buffer, f->bytes + range.location, copied) == 0) && [sub length] == valid.length &&
                   memcmp([sub bytes], f->bytes + valid.location, valid.length) == 0;
-        for (NSUInteger i = valid.length; ok && i < sizeof buffer; i++) ok = buffer[i] == 0xEE;
+        for (NSUInteger i = copied; ok && i < sizeof buffer; i++) ok = buffer[i] == 0xEE;
         cs_fuzz_check(f, ok);
         break;
     }

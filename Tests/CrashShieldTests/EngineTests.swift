@@ -48,6 +48,34 @@ extension RuntimeTests {
             #expect(CrashShieldSDK.statistics.recorded == 0)
         }
 
+        /// While a guard's canary runs (at start), the guard neutralises on the starting thread
+        /// only: another thread's misuse in that window meets the guard as it was before the start
+        /// (off: the original throws) and records nothing. It used to be neutralised, whatever
+        /// policy was configured, and recorded as an incident.
+        @Test func aCanaryChangesNoOtherThreadsOutcome() throws {
+            CrashShieldSDK._resetForTesting()
+            canaryWindowRun = nil
+            cs_guard_set_canary_probe_for_testing(GuardID.container.rawValue) {
+                var name = [CChar](repeating: 0, count: 64)
+                let outcome = cs_scenario_run_on_new_thread(scenarioIndex("array.objectAtIndex.beyond"), &name, name.count)
+                canaryWindowRun = (outcome, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+            var containerState: GuardStatus.State?
+            let incidents = try collectIncidents {
+                try withGuards {
+                    containerState = CrashShieldSDK.status.first { $0.id == .container }?.state
+                    // The starting thread's own misuse after the start is guarded as configured.
+                    #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
+                }
+            }
+            let run = try #require(canaryWindowRun, "the probe did not run inside the container guard's canary")
+            #expect(run.outcome == CS_SCENARIO_THREW)
+            #expect(run.exception == "NSRangeException")
+            #expect(containerState == .active)
+            // Only the starting thread's misuse after the start: nothing from the canary window.
+            #expect(incidents.count == 1)
+        }
+
         @Test func aFailedCanaryLeavesTheGuardOffAndSaysWhy() throws {
             CrashShieldSDK._resetForTesting()
             cs_guard_inject_canary_failure_for_testing(GuardID.container.rawValue)
@@ -166,3 +194,7 @@ extension RuntimeTests {
         }
     }
 }
+
+/// What the other thread's misuse gave inside the container guard's canary window
+/// (aCanaryChangesNoOtherThreadsOutcome); written by the probe, read after the start.
+nonisolated(unsafe) private var canaryWindowRun: (outcome: cs_scenario_outcome, exception: String)?

@@ -5,7 +5,8 @@
  * CSGuardRegistry.m. The engine installs the guard's hooks, runs its canary, and owns its policy.
  *
  * Hook contract (hot path):
- * - Read the policy once with cs_guard_is_on(); when off, call the original at once.
+ * - Read the policy once with cs_guard_is_on(); when off, call the original at once. Code that
+ *   needs the policy itself reads it with cs_guard_policy(), never from the field.
  * - Check the arguments before calling the original; never wrap the original in @try/@catch.
  * - On a misuse, call cs_guard_misuse(): it records the incident and answers whether to
  *   neutralise (YES) or fall through to the original behaviour (NO: report-only, class filtered).
@@ -24,7 +25,8 @@ typedef struct CSGuard {
     size_t hook_count;
     /* Performs the guard's misuse on scratch objects and a legal call; returns NULL when both
      * behaved (misuse intercepted, legal call untouched), else a static reason. Runs with the
-     * guard's policy at neutralize and the incident pipeline in canary mode. */
+     * guard neutralising on the canary's thread only (CS_GUARD_POLICY_CANARY) and the incident
+     * pipeline in canary mode. Its misuses must run on that thread. */
     const char *(*canary)(void);
     /* Optional, for guards whose mechanism is not a method swizzle (e.g. the runtime's forward
      * hook): called after the hook table is installed, under the engine lock. Returns NULL on
@@ -41,7 +43,7 @@ typedef struct CSGuard {
     const char *code_end;
 
     /* Engine-owned state. */
-    int policy;                    /* accessed with CS_ATOMIC_*;             cs_policy; OFF unless ACTIVE */
+    int policy;                    /* CS_ATOMIC_*; a cs_policy, OFF unless ACTIVE, or CS_GUARD_POLICY_CANARY */
     cs_guard_state state;
     const char *detail;
     uint32_t hooked_methods;
@@ -88,8 +90,32 @@ typedef struct CSGuard {
 #define CS_GUARD_DEFINE_HOOKED(symbol, tag, hook_table, install_fn, uninstall_fn, canary_fn)       \
     CS_GUARD_STRUCT(symbol, tag, hook_table, CS_TABLE_COUNT(hook_table), install_fn, uninstall_fn, canary_fn)
 
+/** YES while this thread runs a guard's canary (canary helpers below). */
+BOOL cs_canary_running(void);
+
+/** The value of CSGuard.policy while the guard's canary runs (the engine lock is held, so status
+ *  never shows it; it is no cs_policy of the API). The thread running the canary neutralises;
+ *  every other thread sees CS_POLICY_OFF, the policy of a guard not yet verified, so a canary
+ *  changes no other thread's outcome (its misuses throw as unguarded and record nothing). */
+#define CS_GUARD_POLICY_CANARY 3
+_Static_assert(CS_POLICY_NEUTRALIZE < CS_POLICY_OFF && CS_POLICY_REPORT_ONLY < CS_POLICY_OFF &&
+                   CS_GUARD_POLICY_CANARY > CS_POLICY_OFF,
+               "cs_guard_is_on: the applying policies sort below CS_POLICY_OFF");
+
+/** YES when the guard applies to this thread's calls now: its policy is neutralize or
+ *  report-only, or its canary runs on this thread. One compare on the hot path. */
 static inline BOOL cs_guard_is_on(CSGuard *g) {
-    return CS_ATOMIC_LOAD_RELAXED(&g->policy) != CS_POLICY_OFF;
+    int policy = CS_ATOMIC_LOAD_RELAXED(&g->policy);
+    if (CS_LIKELY(policy < CS_POLICY_OFF)) return YES;
+    return policy == CS_GUARD_POLICY_CANARY && cs_canary_running();
+}
+
+/** The policy the guard applies to this thread's calls (resolves CS_GUARD_POLICY_CANARY). */
+static inline cs_policy cs_guard_policy(CSGuard *g) {
+    int policy = CS_ATOMIC_LOAD_RELAXED(&g->policy);
+    if (CS_UNLIKELY(policy == CS_GUARD_POLICY_CANARY))
+        return cs_canary_running() ? CS_POLICY_NEUTRALIZE : CS_POLICY_OFF;
+    return (cs_policy)policy;
 }
 
 /** Records a misuse (see the hook contract above). `reason` is a static template whose "{}"
@@ -118,10 +144,9 @@ BOOL cs_guard_record(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void 
 
 /* ---- canary helpers: used inside a guard's canary function ------------------------------- */
 
-/** YES while this thread runs a guard's canary. A guard whose mechanism depends on app
- *  configuration (lists of classes, budgets) uses it to give its canary's scratch objects the
- *  configuration the canary needs, whatever the app configured. */
-BOOL cs_canary_running(void);
+/* cs_canary_running() (declared above): a guard whose mechanism depends on app configuration
+ * (lists of classes, budgets) uses it to give its canary's scratch objects the configuration the
+ * canary needs, whatever the app configured. */
 
 /** Hits recorded on this thread since the canary started. */
 uint64_t cs_canary_hits(void);

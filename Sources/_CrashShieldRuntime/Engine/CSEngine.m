@@ -16,6 +16,8 @@
  * - More in-scope owners than slots never fail a guard: the extra owners are skipped and listed.
  * - Class filters decide which misuses are guarded, never whether a guard passes its canary: they
  *   do not apply on the thread running a canary (t_running_canary), and only there.
+ * - A canary changes no other thread's outcome: while it runs, the guard's policy is
+ *   CS_GUARD_POLICY_CANARY, which neutralises on the canary's thread and is off elsewhere.
  */
 #import "CSEngine.h"
 #import "../Backend/CSBackend.h"
@@ -38,6 +40,9 @@ static BOOL g_started;
 static cs_class_filters *g_filters; /* CS_ATOMIC_* access */
 #if defined(CSC_TEST_SEAMS)
 static const char *g_injected_canary_failure;
+/* cs_guard_set_canary_probe_for_testing: called once, inside the named guard's canary window. */
+static const char *g_canary_probe_guard;
+static void (*g_canary_probe)(void);
 #endif
 /* Opt-in prefixes for app classes' own implementations; read and replaced under the engine lock. */
 static char **g_hooked_app_prefixes;
@@ -308,8 +313,18 @@ static BOOL cs_install_hooks(CSGuard *g, const cs_discovery *discovery, const si
 
 /* Phase 2 of start: the canary, then the configured policy. */
 static void cs_verify_guard(CSGuard *g, cs_policy policy) {
-    CS_ATOMIC_STORE(&g->policy, (int)CS_POLICY_NEUTRALIZE);
+    CS_ATOMIC_STORE(&g->policy, CS_GUARD_POLICY_CANARY);
     cs_incidents_canary_begin();
+#if defined(CSC_TEST_SEAMS)
+    if (g_canary_probe && g_canary_probe_guard == g->name) {
+        void (*probe)(void) = g_canary_probe;
+        g_canary_probe = NULL;
+        g_canary_probe_guard = NULL;
+        t_running_canary = YES;
+        probe();
+        t_running_canary = NO;
+    }
+#endif
     const char *canary_failure = g->canary ? cs_run_canary(g->canary) : NULL;
     cs_incidents_canary_end();
 #if defined(CSC_TEST_SEAMS)
@@ -355,7 +370,7 @@ static cs_discovery cs_discover_owners(size_t *spec_query, size_t spec_total) {
 
 BOOL cs_guard_misuse(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void *caller, const char *reason,
                      uint8_t argc, uint64_t a0, uint64_t a1) {
-    if (CS_ATOMIC_LOAD_RELAXED(&g->policy) == CS_POLICY_OFF) return NO;
+    if (cs_guard_policy(g) == CS_POLICY_OFF) return NO;
     BOOL is_class = cs_backend_is_class_object(receiver);
     Class cls = is_class ? (Class)receiver : object_getClass(receiver);
     if (!cs_class_allowed(cls)) return NO;
@@ -364,7 +379,7 @@ BOOL cs_guard_misuse(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void 
 
 BOOL cs_guard_record(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void *caller, const char *reason,
                      uint8_t argc, uint64_t a0, uint64_t a1) {
-    cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&g->policy);
+    cs_policy policy = cs_guard_policy(g);
     if (policy == CS_POLICY_OFF) return NO;
     BOOL is_class = cs_backend_is_class_object(receiver);
     Class cls = is_class ? (Class)receiver : object_getClass(receiver);
@@ -561,6 +576,14 @@ void cs_guard_inject_canary_failure_for_testing(const char *guard_name) {
     pthread_mutex_lock(&g_engine_lock);
     CSGuard *g = cs_guard_named(guard_name);
     g_injected_canary_failure = g ? g->name : NULL;
+    pthread_mutex_unlock(&g_engine_lock);
+}
+
+void cs_guard_set_canary_probe_for_testing(const char *guard_name, void (*probe)(void)) {
+    pthread_mutex_lock(&g_engine_lock);
+    CSGuard *g = cs_guard_named(guard_name);
+    g_canary_probe_guard = g ? g->name : NULL;
+    g_canary_probe = g ? probe : NULL;
     pthread_mutex_unlock(&g_engine_lock);
 }
 #endif

@@ -3,14 +3,17 @@
  * NSSet/NSMutableSet, NSOrderedSet/NSMutableOrderedSet, NSCache, NSUserDefaults, NSData and
  * NSMutableData, on every concrete class that defines the hooked selectors (found at run time).
  *
- * Neutralised results: a read beyond bounds returns nil (a range read returns the valid part,
- * a range copy copies only the valid part); a mutation that would throw is a no-op; a nil element
- * (or a pair with a nil key or value) in a bulk initialiser is skipped.
+ * Neutralised results: a read beyond bounds returns nil (a range read returns the valid part);
+ * a copy into the caller's buffer (-getObjects:range:, -getBytes:range:) whose range is out of
+ * bounds writes nothing, as the original that throws writes nothing; a mutation that would throw
+ * is a no-op; a nil element (or a pair with a nil key or value) in a bulk initialiser is skipped.
  *
  * Invariants:
  * - A hook checks its arguments against the receiver's current count before calling the
  *   original, and calls the original with exactly the caller's arguments when they are legal.
  * - Ranges are checked without computing location + length (it may wrap).
+ * - A hook never writes caller memory that the original would not have written: its size is
+ *   the caller's to know, and a caller whose range is wrong may have sized it wrong too.
  * - The misuse path formats nothing; only the initialisers that skip nil elements need a copy of
  *   the caller's list (on the stack when small).
  */
@@ -339,17 +342,17 @@ static inline id cs_array_objectsAtIndexes(IMP original, CS_UNRETAINED id self, 
 }
 CS_DEFINE_HOOK_1(cs_array_objectsAtIndexes, id, CS_UNRETAINED NSIndexSet *)
 
-/* `buffer` is the caller's C array: the original stores borrowed (unretained) pointers into it. */
+/* `buffer` is the caller's C array: the original stores borrowed (unretained) pointers into it.
+ * A neutralised call writes nothing (see cs_data_getBytes_range: the caller's buffer was sized
+ * for a request that is wrong, so even the valid part may not fit). */
 static inline void cs_array_getObjects_range(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                              CS_UNRETAINED id *buffer, NSRange range) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(!cs_range_within(range, count)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond count", 2, range.location,
-                            range.length)) {
-            range = cs_range_clamp(range, count);
-            if (range.length == 0) return;
-        }
+                            range.length))
+            return;
     }
     ((void (*)(id, SEL, CS_UNRETAINED id *, NSRange))original)(self, _cmd, buffer, range);
 }
@@ -603,16 +606,19 @@ static inline id cs_data_subdataWithRange(IMP original, CS_UNRETAINED id self, S
 }
 CS_DEFINE_HOOK_1(cs_data_subdataWithRange, id, NSRange)
 
+/** A neutralised call writes nothing into `buffer`, as the original, which checks the range before
+ *  it copies, writes nothing when it throws. The valid part of the range is not copied: the
+ *  guard cannot know the buffer's size, and a caller whose range is wrong may have sized the
+ *  buffer smaller than even that part (GNUstep Base's NSData/general.m asks for 312 bytes into a
+ *  100-byte buffer, expecting the throw; copying 311 of them overwrote the heap after it). */
 static inline void cs_data_getBytes_range(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                           void *buffer, NSRange range) {
     NSUInteger length;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_length_of(self, &length)) {
         if (CS_UNLIKELY(!cs_range_within(range, length)) &&
             cs_guard_misuse(G, self, _cmd, caller, "range location {} length {} beyond length", 2, range.location,
-                            range.length)) {
-            range = cs_range_clamp(range, length);
-            if (range.length == 0) return;
-        }
+                            range.length))
+            return;
     }
     ((void (*)(id, SEL, void *, NSRange))original)(self, _cmd, buffer, range);
 }

@@ -59,7 +59,7 @@ static const char *cs_null_reason(SEL sel) {
  * and a return convention the zero stub cannot serve) is declined without an incident under
  * every policy, so report-only records exactly what neutralise would answer. */
 static cs_forward_decision cs_null_decide(CS_UNRETAINED id receiver, SEL sel, BOOL zero_answerable) {
-    cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&G->policy);
+    cs_policy policy = cs_guard_policy(G);
     if (policy == CS_POLICY_OFF) return CS_FORWARD_DECLINE;
     cs_class_listing listing = cs_guard_class_listing(g_null_class);
     if (listing == CS_CLASS_DENY_LISTED || listing == CS_CLASS_NOT_ALLOW_LISTED) return CS_FORWARD_DECLINE;
@@ -78,7 +78,7 @@ static cs_forward_decision cs_null_decide(CS_UNRETAINED id receiver, SEL sel, BO
  * policy switch between lookup and call: the message then returns zero). */
 static id cs_null_target(CS_UNRETAINED id receiver, SEL sel) {
     (void)receiver;
-    if (CS_ATOMIC_LOAD_RELAXED(&G->policy) != CS_POLICY_NEUTRALIZE) return nil;
+    if (cs_guard_policy(G) != CS_POLICY_NEUTRALIZE) return nil;
     int index = cs_standin_index(sel);
     return index >= 0 ? g_standins[index] : nil;
 }

@@ -130,7 +130,7 @@ static int cs_scope_for(Class plain, Class dispatch_class, BOOL is_class) {
 #pragma mark - Forward handler
 
 static cs_forward_decision cs_selectors_decide(CS_UNRETAINED id receiver, SEL sel) {
-    cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&G->policy);
+    cs_policy policy = cs_guard_policy(G);
     if (policy == CS_POLICY_OFF) return CS_FORWARD_DECLINE;
     BOOL is_class = cs_backend_is_class_object(receiver);
     Class dispatch_class = object_getClass(receiver);

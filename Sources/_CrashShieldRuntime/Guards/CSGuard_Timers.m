@@ -253,7 +253,7 @@ static BOOL cs_timer_target_is_weak(id object) {
  * message: the timer class, or the timer being initialised. */
 static inline id cs_timer_target_for(id creator, id target, SEL selector, BOOL repeats) __attribute__((ns_returns_retained));
 static inline id cs_timer_target_for(id creator, id target, SEL selector, BOOL repeats) {
-    cs_policy policy = CS_ATOMIC_LOAD_RELAXED(&G->policy);
+    cs_policy policy = cs_guard_policy(G);
     if (!repeats || target == nil || policy == CS_POLICY_OFF || object_getClass(target) == g_proxy_class ||
         !cs_timer_target_is_weak(target))
         return CS_RETAIN(target);

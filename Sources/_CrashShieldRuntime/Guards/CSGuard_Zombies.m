@@ -240,7 +240,7 @@ static void cs_zombie_forward(CS_UNRETAINED id self, SEL _cmd, NSInvocation *inv
         found = YES;
     }
     pthread_mutex_unlock(&g_lock);
-    cs_policy policy = (cs_policy)CS_ATOMIC_LOAD_RELAXED(&G->policy);
+    cs_policy policy = cs_guard_policy(G);
     if (found && policy != CS_POLICY_OFF) {
         cs_incident_site site = {
             .guard_name = G->name,

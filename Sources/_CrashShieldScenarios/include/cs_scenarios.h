@@ -64,6 +64,9 @@ typedef enum {
 
 /** Runs scenario `index` inside an autorelease pool, catching any exception it throws. */
 cs_scenario_outcome cs_scenario_run(size_t index, char *exception_name, size_t capacity);
+/** cs_scenario_run on a new thread (a pthread), waited for; CS_SCENARIO_RETURNED_OTHER when no
+ *  thread could be started. */
+cs_scenario_outcome cs_scenario_run_on_new_thread(size_t index, char *exception_name, size_t capacity);
 
 size_t cs_oracle_count(void);
 const char *cs_oracle_name(size_t index);

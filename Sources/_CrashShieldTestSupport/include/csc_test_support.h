@@ -44,6 +44,11 @@ int csc_test_image_pin(void);
 
 /** Fault injection: the named guard's next canary reports a failure. */
 void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
+/** Calls `probe` once, on the starting thread, inside the named guard's next canary window (its
+ *  policy in the canary state, this thread marked as running the canary, incidents in canary
+ *  mode), just before the canary itself. Runs under the engine lock: the probe must not start,
+ *  stop or configure the guards. */
+void cs_guard_set_canary_probe_for_testing(const char *guard_name, void (*probe)(void));
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
