@@ -5,9 +5,11 @@ public struct GuardID: RawRepresentable, Hashable, Sendable, CustomStringConvert
     public var description: String { rawValue }
 
     /// Foundation containers: arrays, dictionaries, sets, ordered sets, NSCache, NSUserDefaults,
-    /// NSData. An out-of-range read returns nil (a range read, the part that is valid); a nil
-    /// element or key, or an out-of-range mutation, is a no-op; a nil in a collection literal is
-    /// skipped. A nil value for `setObject:forKeyedSubscript:` still removes the key (legal).
+    /// NSData. An out-of-range read returns nil (a range read, the part that is valid); a copy
+    /// into the caller's buffer with a bad range (`getBytes:range:`, `getObjects:range:`) writes
+    /// nothing; a nil element or key, or an out-of-range mutation, is a no-op; a nil in a
+    /// collection literal is skipped. A nil value for `setObject:forKeyedSubscript:` still removes
+    /// the key (legal).
     public static let container = GuardID(rawValue: "container")
     /// Strings and attributed strings: an out-of-range index or range, or a nil argument, gives
     /// an empty or nil result (`characterAtIndex:` returns 0) or a no-op mutation.
