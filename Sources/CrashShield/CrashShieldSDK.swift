@@ -116,6 +116,8 @@ public enum CrashShieldSDK {
         started = Started(sinks: sinks, capture: options.capture != nil, launchProtection: protection,
                           lastRun: protection?.lastRun ?? (options.capture != nil ? CrashCapture.lastRun : nil))
         stateLock.unlock()
+        // Reporting's queued setup and conversion run from here on (no-op when capture began it).
+        ReportingClient.current?.beginWork()
     }
 
     /// How long the capture steps of the last successful `start` with capture took (code ranges,

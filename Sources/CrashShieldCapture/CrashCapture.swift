@@ -282,6 +282,8 @@ public enum CrashCapture {
                 thread.start()
             }
         }
+        // Reporting's queued setup and conversion run from here on, off the start's CPU time.
+        reportingClient?.beginWork()
         return started
     }
 

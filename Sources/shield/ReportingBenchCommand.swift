@@ -14,16 +14,109 @@ import Foundation
 /// symbolicated beforehand) into its envelope, stored durably in an outbox (goal: at most 5 ms),
 /// with the symbolication of that report (external tools) as a figure of its own. Last, the cost
 /// of one breadcrumb (`breadcrumbCost`).
+///
+/// The splits: `reporting.start_reporting_parts` runs reporting's own steps of the start one by
+/// one in fresh children (`startParts`): what stays on the start's thread and what the reporting
+/// queue does once the start returned. `reporting.convert_crash_parts`: the conversion's medians
+/// split into building the event, encoding the envelope and the durable enqueue, and the first
+/// conversion of the process (the one a start does: cold caches) on its own.
 enum ReportingBenchCommand {
     static func run(json: Bool, runs: Int?) -> Int32 {
+        if let parts = ProcessInfo.processInfo.environment[startPartsVariable] { return startPartsChild(parts) }
         // SHIELD_BENCH_FILTER (BenchFilter) selects parts by their cases' names.
         let outboxStatus = BenchFilter.selects("reporting.outbox_enqueue") ? outboxThroughput(json: json, runs: runs) : 0
         let startStatus = BenchFilter.selects("reporting.start_with_reporting_nothing_pending")
             ? startWithReporting(json: json, runs: max(3, runs ?? 20)) : 0
+        let partsStatus = BenchFilter.selects("reporting.start_reporting_parts")
+            ? startParts(json: json, runs: max(3, runs ?? 20)) : 0
         let conversionStatus = BenchFilter.selects("reporting.convert_and_enqueue_crash")
             ? convertAndEnqueue(json: json, runs: max(3, runs ?? 20)) : 0
         breadcrumbCost(json: json, runs: max(5, runs ?? 50))
-        return outboxStatus != 0 ? outboxStatus : startStatus != 0 ? startStatus : conversionStatus
+        return [outboxStatus, startStatus, partsStatus, conversionStatus].first { $0 != 0 } ?? 0
+    }
+
+    /// Set in a `startParts` child: "<report directory>|<DSN>".
+    static let startPartsVariable = "SHIELD_BENCH_REPORTING_START_PARTS"
+
+    /// Reporting's steps of a start, each timed, in children of their own (first use in a process,
+    /// as in an app's start), nothing pending: on the start's thread the remote configuration's
+    /// activation (stored document read, rule resolved), the client's creation and installation,
+    /// and the hand-off of launch protection's decision (wall-clock each, and the thread's CPU
+    /// time for the three: `start_thread_cpu_ns`); then, once the start has returned, the
+    /// reporting queue's setup (installation id, outbox, session, transport, the session's first
+    /// update stored, sending and the remote configuration fetch started). Medians of `runs`
+    /// children after one discarded warm-up.
+    static func startParts(json: Bool, runs: Int) -> Int32 {
+        let directory = NSTemporaryDirectory() + "crashshield-bench-reporting-parts-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let dsn = "http://0123456789abcdef0123456789abcdef@127.0.0.1:\(closedLoopbackPort())/1"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let names = ["remote_config_ns", "client_ns", "hand_off_ns", "queue_setup_ns", "start_thread_cpu_ns"]
+        var samples: [String: [UInt64]] = [:]
+        setenv(startPartsVariable, "\(directory)|\(dsn)", 1)
+        defer { unsetenv(startPartsVariable) }
+        for run in 0...runs {
+            try? FileManager.default.removeItem(atPath: directory + "/outbox")  // nothing pending
+            let result = ChildProcess.run(ChildProcess.currentExecutable, ["bench-reporting"], timeout: .seconds(20))
+            guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
+                  let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+            for name in names { if let value = object[name] as? Int { samples[name, default: []].append(UInt64(value)) } }
+        }
+        guard names.allSatisfy({ samples[$0]?.isEmpty == false }) else {
+            print(json ? "{\"case\": \"reporting.start_reporting_parts\", \"error\": \"no samples\"}" : "reporting.start_reporting_parts: no samples")
+            return 1
+        }
+        let medians = names.map { name -> UInt64 in let sorted = samples[name]!.sorted(); return sorted[sorted.count / 2] }
+        let onStartThread = medians[0] + medians[1] + medians[2]
+        if json {
+            let fields = zip(names, medians).map { "\"\($0)\": \($1)" }.joined(separator: ", ")
+            print("{\"case\": \"reporting.start_reporting_parts\", \"runs\": \(samples[names[0]]!.count), \(fields), \"start_thread_ns\": \(onStartThread)}")
+        } else {
+            func ms(_ value: UInt64) -> String { "\(Double(value) / 1e6) ms" }
+            print("reporting.start_reporting_parts  runs \(samples[names[0]]!.count)  on the start's thread \(ms(onStartThread)) (its CPU time \(ms(medians[4]))): remote config \(ms(medians[0])), client \(ms(medians[1])), hand-off \(ms(medians[2]))  |  reporting queue after the start: \(ms(medians[3]))")
+        }
+        return 0
+    }
+
+    /// CPU time of the calling thread (not counting time spent waiting for a CPU: steadier than
+    /// wall-clock time on a loaded machine).
+    static func threadCPUNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// The `startParts` child: the steps as `CrashCapture.start` takes them, each timed; prints one
+    /// JSON line. A clean exit then ends the client (flush of at most 50 ms).
+    static func startPartsChild(_ setting: String) -> Int32 {
+        let parts = setting.split(separator: "|", maxSplits: 1).map(String.init)
+        guard parts.count == 2, var options = try? ReportingOptions(dsn: parts[1], release: "bench@1.0") else {
+            print("{\"error\": \"bad \(startPartsVariable)\"}")
+            return 2
+        }
+        options.exitFlushTimeout = .milliseconds(50)
+        let directory = parts[0]
+        let clock = ContinuousClock()
+        let cpuBegan = threadCPUNanoseconds()
+        let began = clock.now
+        ReportingClient.activateRemoteConfiguration(options, directory: directory, appVersion: "1.0")
+        let activated = clock.now
+        let client = ReportingClient(options: options, directory: directory, appName: "bench", appVersion: "1.0")
+        _ = ReportingClient.install(client)
+        let created = clock.now
+        client.launchDecided(nil)
+        let handedOff = clock.now
+        let cpuOnStartThread = threadCPUNanoseconds() - cpuBegan
+        client.beginWork()
+        let idle = client.waitUntilIdle(timeout: .seconds(10))
+        let setUp = clock.now
+        guard idle else {
+            print("{\"error\": \"reporting queue not idle after 10 s\"}")
+            return 1
+        }
+        print("{\"remote_config_ns\": \(nanoseconds(activated - began)), \"client_ns\": \(nanoseconds(created - activated)), \"hand_off_ns\": \(nanoseconds(handedOff - created)), \"queue_setup_ns\": \(nanoseconds(setUp - handedOff)), \"start_thread_cpu_ns\": \(cpuOnStartThread)}")
+        fflush(nil)
+        return 0
     }
 
     /// What one `CrashScope.addBreadcrumb` costs the caller with 100 breadcrumbs kept (each one
@@ -130,14 +223,39 @@ enum ReportingBenchCommand {
             samples.append(nanoseconds(clock.now - started))
             for entry in outbox.pending() { outbox.remove(entry) }
         }
+        // The split, the steps `crashEnvelopes` and the enqueue take: the event, its envelope
+        // (JSON encoding), the durable enqueue. The first run above was the process's first
+        // conversion (what a start pays: cold type metadata and conformance caches).
+        let converter = CrashEventConverter(options: options)
+        var eventNs: [UInt64] = [], encodeNs: [UInt64] = [], enqueueNs: [UInt64] = []
+        for _ in 0..<runs {
+            let started = clock.now
+            var event = converter.event(from: symbolicated)
+            event.user = SentryEvent.User(id: reporter.installationID)
+            let converted = clock.now
+            guard let envelope = try? Envelope.event(event, sdk: ReportingOptions.sdk, dsn: options.dsn) else { continue }
+            let encoded = clock.now
+            _ = try? outbox.enqueue(envelope)
+            let stored = clock.now
+            eventNs.append(nanoseconds(converted - started))
+            encodeNs.append(nanoseconds(encoded - converted))
+            enqueueNs.append(nanoseconds(stored - encoded))
+            for entry in outbox.pending() { outbox.remove(entry) }
+        }
+        let first = samples[0]
         samples.sort()
         let median = samples[samples.count / 2], worst = samples.last!
+        func medianOf(_ values: [UInt64]) -> UInt64 { values.isEmpty ? 0 : values.sorted()[values.count / 2] }
+        let (eventMedian, encodeMedian, enqueueMedian) = (medianOf(eventNs), medianOf(encodeNs), medianOf(enqueueNs))
         if json {
-            print("{\"case\": \"reporting.convert_and_enqueue_crash\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"target_ns\": 5000000}")
+            print("{\"case\": \"reporting.convert_and_enqueue_crash\", \"runs\": \(samples.count), \"median_ns\": \(median), \"max_ns\": \(worst), \"first_ns\": \(first), \"target_ns\": 5000000}")
+            print("{\"case\": \"reporting.convert_crash_parts\", \"runs\": \(eventNs.count), \"event_ns\": \(eventMedian), \"encode_ns\": \(encodeMedian), \"enqueue_ns\": \(enqueueMedian)}")
             print("{\"case\": \"reporting.symbolicate_crash\", \"runs\": 1, \"median_ns\": \(symbolication)}")
         } else {
-            print("reporting.convert_and_enqueue_crash  runs \(samples.count)  median \(Double(median) / 1e6) ms  max \(Double(worst) / 1e6) ms  (target <= 5 ms; report already symbolicated)")
-            print("reporting.symbolicate_crash  once  \(Double(symbolication) / 1e6) ms  (external tools, on the reporting queue)")
+            func ms(_ value: UInt64) -> String { "\(Double(value) / 1e6) ms" }
+            print("reporting.convert_and_enqueue_crash  runs \(samples.count)  median \(ms(median))  max \(ms(worst))  first of the process \(ms(first))  (target <= 5 ms; report already symbolicated)")
+            print("reporting.convert_crash_parts  runs \(eventNs.count)  medians: event \(ms(eventMedian)), envelope encoding \(ms(encodeMedian)), durable enqueue \(ms(enqueueMedian))")
+            print("reporting.symbolicate_crash  once  \(ms(symbolication))  (external tools, on the reporting queue)")
         }
         return 0
     }

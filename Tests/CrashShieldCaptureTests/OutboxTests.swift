@@ -165,3 +165,41 @@ enum OutboxWriterHash {
         return String(format: "%016llx", hash)
     }
 }
+
+/// How the outbox makes its directory (mkdir/chmod when only the last component is missing,
+/// FileManager when parents are missing too): the same result either way.
+@Suite struct OutboxDirectoryTests {
+    func mode(_ path: String) -> mode_t {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return 0 }
+        return status.st_mode & 0o777
+    }
+
+    @Test func aMissingDirectoryIsCreatedPrivateWithOrWithoutParents() throws {
+        let base = temporaryDirectory("outbox-mkdir")
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let direct = base + "/outbox"
+        _ = try Outbox(directory: direct)
+        #expect(mode(direct) == 0o700)
+        let nested = base + "/a/b/outbox"
+        _ = try Outbox(directory: nested)
+        #expect(mode(nested) == 0o700)
+        // An existing directory is used as it is (FileManager never changed its mode either).
+        let existing = base + "/existing"
+        #expect(mkdir(existing, 0o755) == 0)
+        #expect(chmod(existing, 0o755) == 0)
+        _ = try Outbox(directory: existing)
+        #expect(mode(existing) == 0o755)
+    }
+
+    @Test func aFileInTheWayIsRefused() throws {
+        let base = temporaryDirectory("outbox-file")
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let file = base + "/outbox"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        var code: OutboxError.Code?
+        do { _ = try Outbox(directory: file) } catch { code = error.code }
+        #expect(code == .directoryUnavailable)
+        #expect(FileManager.default.contents(atPath: file) == Data("x".utf8))
+    }
+}

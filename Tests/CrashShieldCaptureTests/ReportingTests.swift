@@ -517,3 +517,63 @@ final class LockedIDs: @unchecked Sendable {
         #expect(SentryTimestamp.rfc3339(Date(timeIntervalSince1970: 86_399.5)) == "1970-01-01T23:59:59.500000Z")
     }
 }
+
+/// The reporting queue runs nothing before `beginWork` (the start calls it as it returns), so
+/// reporting's setup never competes with the start.
+@Suite struct ReportingQueueTests {
+    /// Answers every request with 200 and counts them.
+    final class AcceptingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
+        private let lock = NSLock()
+        private var posts = 0
+        var count: Int { lock.lock(); defer { lock.unlock() }; return posts }
+        func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
+            lock.lock()
+            posts += 1
+            lock.unlock()
+            return HTTPResponse(status: 200, headers: [:])
+        }
+    }
+
+    @Test func theSetupWaitsForBeginWork() throws {
+        let directory = temporaryDirectory("reporting-begin-work")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = try ReportingOptions(dsn: "http://0123456789abcdef0123456789abcdef@127.0.0.1:9/1")
+        options.exitFlushTimeout = .milliseconds(200)
+        let http = AcceptingHTTPClient()
+        let client = ReportingClient(options: options, directory: directory, appName: "queue-test", appVersion: "1.0",
+                                     httpClient: http)
+        client.launchDecided(nil)
+        client.submitIncident(ReportingFixture.incident())
+        // Queued, not run: no session, no outbox, nothing sent.
+        #expect(!FileManager.default.fileExists(atPath: directory + "/session.json"))
+        #expect(!FileManager.default.fileExists(atPath: Outbox.directory(forReportDirectory: directory)))
+        #expect(http.count == 0)
+
+        client.beginWork()
+        client.beginWork()  // idempotent
+        #expect(client.waitUntilIdle(timeout: .seconds(30)))
+        #expect(FileManager.default.fileExists(atPath: directory + "/session.json"))
+        #expect(FileManager.default.fileExists(atPath: Outbox.directory(forReportDirectory: directory)))
+        client.end()
+    }
+
+    @Test func endRunsWhatWasQueuedWithoutBeginWork() throws {
+        let directory = temporaryDirectory("reporting-end-first")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = try ReportingOptions(dsn: "http://0123456789abcdef0123456789abcdef@127.0.0.1:9/1")
+        options.exitFlushTimeout = .seconds(10)
+        let client = ReportingClient(options: options, directory: directory, appName: "queue-test", appVersion: "1.0",
+                                     httpClient: AcceptingHTTPClient())
+        client.launchDecided(nil)
+        client.end()  // activates the queue: the setup runs and the session ends `exited`
+        let data = try #require(FileManager.default.contents(atPath: directory + "/session.json"))
+        #expect(String(decoding: data, as: UTF8.self).contains("exited"))
+    }
+
+    @Test func processInstanceIdsAre32LowercaseHexDigits() {
+        let first = EventReporter.randomProcessInstance(), second = EventReporter.randomProcessInstance()
+        #expect(first.count == 32)
+        #expect(first.allSatisfy { "0123456789abcdef".contains($0) })
+        #expect(first != second)
+    }
+}

@@ -18,9 +18,11 @@ internal import _CrashShieldCapture
 ///    launch's `SessionTracker`, the outbox and the transport; converts the crash reports found at
 ///    start into envelopes (the previous session closed `crashed` with its report, `abnormal` when
 ///    it vanished) and stores them; stores the new session's initial update; starts sending. All
-///    of it on the reporting queue, except when the previous run crashed during launch: then it
-///    runs on the caller's thread and waits up to `launchCrashFlushTimeout` for the send, so a
-///    crash-looping app is heard before its repair steps run.
+///    of it on the reporting queue, which runs nothing before `beginWork` (called as the start
+///    returns, so none of this competes with the start for the CPU), except when the previous run
+///    crashed during launch: then it runs on the caller's thread and waits up to
+///    `launchCrashFlushTimeout` for the send, so a crash-looping app is heard before its repair
+///    steps run.
 /// 3. `submitIncident` converts an incident on the reporting queue (after step 2) and submits it;
 ///    `launchLoopEnded` (launch protection: a launch that ran a repair step completed) submits
 ///    the event naming that step.
@@ -45,10 +47,12 @@ package final class ReportingClient: @unchecked Sendable {
     let transportOptions: TransportOptions
     let httpClient: (any EnvelopeHTTPClient)?
 
-    private let queue = DispatchQueue(label: "crashshield.reporting", qos: .utility)
+    /// Inactive until `beginWork`: work queued before waits for the start to return.
+    private let queue = DispatchQueue(label: "crashshield.reporting", qos: .utility, attributes: .initiallyInactive)
     private let lock = NSLock()
     private var decided = false
     private var ended = false
+    private var working = false
     /// Set on the reporting queue (or, for a launch crash, on the start's thread before the queue
     /// gets any work); read on the queue.
     private var parts: Parts?
@@ -137,6 +141,17 @@ package final class ReportingClient: @unchecked Sendable {
         client?.end()
     }
 
+    /// Lets the reporting queue run what was queued (setup, conversion, incidents) and everything
+    /// after. The start calls it as it returns; `end`, `waitUntilIdle` and a launch crash call it
+    /// too, so nothing waits for a queue that never runs. Idempotent.
+    package func beginWork() {
+        lock.lock()
+        let first = !working
+        working = true
+        lock.unlock()
+        if first { queue.activate() }
+    }
+
     /// Launch protection decided how the previous run ended (nil: it does not run). The first
     /// call sets up and converts (see the type's comment); later calls do nothing.
     package func launchDecided(_ decision: LaunchDecision?) {
@@ -147,6 +162,7 @@ package final class ReportingClient: @unchecked Sendable {
         guard first else { return }
         if let lastRun = decision?.lastRun, lastRun.outcome == .crashed, lastRun.crashedDuringLaunch {
             // A crash at launch: heard before the repair steps and the app go on.
+            beginWork()
             queue.sync { setUpAndConvert(decision) }
             queue.sync { parts?.transport }?.flush(timeout: options.launchCrashFlushTimeout)
             queue.async { Self.startPendingFetch() }
@@ -252,6 +268,7 @@ package final class ReportingClient: @unchecked Sendable {
         decided = true  // a client ended before launch protection decided sets up nothing later
         lock.unlock()
         guard first else { return }
+        beginWork()
         let deadline = ContinuousClock.now + options.exitFlushTimeout
         let done = DispatchSemaphore(value: 0)
         final class Box: @unchecked Sendable { var transport: EnvelopeTransport? }
@@ -276,6 +293,7 @@ package final class ReportingClient: @unchecked Sendable {
     /// Waits until the work queued so far (setup, conversion, incidents) is done, for tests and
     /// the bench; false when `timeout` passed first.
     package func waitUntilIdle(timeout: Duration) -> Bool {
+        beginWork()
         let done = DispatchSemaphore(value: 0)
         queue.async { done.signal() }
         return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanosecondsClamped))) == .success

@@ -59,19 +59,35 @@ package protocol EnvelopeHTTPClient: Sendable {
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
 /// ephemeral session (no cookies, no cache).
 package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
-    private let session: URLSession
+    private let lock = NSLock()
+    /// Created by the first `post`: the first URLSession of a process (FoundationNetworking,
+    /// libcurl, the shared cookie storage) costs ~7 M instructions, which reporting's setup would
+    /// otherwise pay before it stores the crash reports of earlier runs.
+    private var createdSession: URLSession?
 
-    /// A client with its own ephemeral session (one connection per host).
-    package init() {
+    /// A client with its own ephemeral session (one connection per host), created at the first request.
+    package init() {}
+
+    private var session: URLSession {
+        lock.lock()
+        defer { lock.unlock() }
+        if let createdSession { return createdSession }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
-        session = URLSession(configuration: configuration)
+        let session = URLSession(configuration: configuration)
+        createdSession = session
+        return session
     }
 
-    deinit { session.finishTasksAndInvalidate() }
+    deinit {
+        lock.lock()
+        let session = createdSession
+        lock.unlock()
+        session?.finishTasksAndInvalidate()
+    }
 
     private final class Outcome: @unchecked Sendable {
         var result: Result<HTTPResponse, TransportError>?
