@@ -76,10 +76,20 @@ public struct Envelope: Sendable, Hashable {
     }
 
     /// Reads an envelope.
+    ///
+    /// Headers are JSON objects in UTF-8 on one line each. Also accepted, as JSONDecoder does: a
+    /// byte order mark before a header, a trailing comma in an object or array, and a repeated
+    /// key (the first occurrence wins). A `length` written as `3.0` counts as 3. Blank lines
+    /// between items are skipped.
     /// - Throws: `Envelope.ParseError` for a missing or non-object header, an item header that is
     ///   not a JSON object, a negative or non-integer `length`, or a `length` beyond the data.
     public static func parse(_ data: Data) throws(ParseError) -> Envelope {
-        let bytes = [UInt8](data)
+        try parse(bytes: [UInt8](data))
+    }
+
+    /// Reads an envelope from bytes already in an array (no copy of the whole body); the same
+    /// rules and errors as `parse(_:)`.
+    public static func parse(bytes: [UInt8]) throws(ParseError) -> Envelope {
         var position = 0
 
         func line() -> ArraySlice<UInt8>? {
@@ -89,8 +99,12 @@ public struct Envelope: Sendable, Hashable {
             position = min(bytes.count, end + 1)
             return slice
         }
+        // The headers are read by the package's own reader in the dialect that accepts what
+        // JSONDecoder accepts, with the same values (JSONDecoder was most of this function's cost).
         func object(_ slice: ArraySlice<UInt8>, _ what: String) throws(ParseError) -> [String: JSONValue] {
-            guard let value = try? JSONValue.parse(Data(slice)), case .object(let members) = value else {
+            guard let value = try? StrictJSON.parse(Array(slice), dialect: .decoderCompatible),
+                  case .object(let members) = value
+            else {
                 throw ParseError(code: "envelope.header", message: "\(what) is not a JSON object")
             }
             return members

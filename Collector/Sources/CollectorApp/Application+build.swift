@@ -121,11 +121,13 @@ struct RetentionService: Service {
     }
 }
 
-/// Logs one line per request: method, path, status, duration.
+/// Logs one line per request at `debug`: method, path, status, duration. Above `debug` it only
+/// passes the request on (no clock reads).
 struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard logger.logLevel <= .debug else { return try await next(request, context) }
         let start = ContinuousClock.now
         let response = try await next(request, context)
         let elapsed = ContinuousClock.now - start

@@ -9,15 +9,38 @@ import Foundation
 /// repeated key in an object, nothing but whitespace after the value, at most 256 levels of
 /// nesting. Integers that fit `Int64` are `.int`, other numbers `.double`. Everything it accepts,
 /// JSONDecoder reads the same way (JSONDecoder also accepts trailing commas and repeated keys).
+///
+/// `Dialect.decoderCompatible` (envelope and item headers, which `Envelope.parse` read with
+/// JSONDecoder before) accepts exactly what `JSONValue.parse` accepts and gives the same value.
 struct StrictJSON {
     struct Failure: Error {}
 
+    /// Which text is accepted, and how numbers map to `JSONValue`.
+    enum Dialect {
+        /// RFC 8259 only, as described on the type.
+        case strict
+        /// What `JSONValue.parse` (Foundation's JSONDecoder) accepts, with the values it gives:
+        /// in addition to `strict`, a UTF-8 byte order mark before the value, a trailing comma
+        /// in an object or array, a repeated key (the first occurrence wins), nesting up to 512
+        /// levels, and a number written with a fraction or exponent whose value is a whole
+        /// number of magnitude below 2^53 (`1.0`, `1e2`) is `.int`. One difference remains:
+        /// such a number of magnitude 2^53 or more is `.double` here, where JSONDecoder gives
+        /// `.int` for some spellings (`1.23456789012345678e17`) and `.double` for others.
+        case decoderCompatible
+    }
+
     private let bytes: [UInt8]
+    private let dialect: Dialect
     private var index = 0
     private var depth = 0
 
     static func parse(_ data: Data) throws(Failure) -> JSONValue {
-        var reader = StrictJSON(bytes: [UInt8](data))
+        try parse([UInt8](data), dialect: .strict)
+    }
+
+    static func parse(_ bytes: [UInt8], dialect: Dialect) throws(Failure) -> JSONValue {
+        var reader = StrictJSON(bytes: bytes, dialect: dialect)
+        if dialect == .decoderCompatible, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.index = 3 }
         reader.skipWhitespace()
         let value = try reader.value()
         reader.skipWhitespace()
@@ -25,10 +48,18 @@ struct StrictJSON {
         return value
     }
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: [UInt8], dialect: Dialect) {
+        self.bytes = bytes
+        self.dialect = dialect
+    }
 
     private mutating func skipWhitespace() {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
     }
 
     private mutating func literal(_ text: StaticString, _ value: JSONValue) throws(Failure) -> JSONValue {
@@ -56,7 +87,7 @@ struct StrictJSON {
     /// follows, false when `close` follows at once (consumed, and the container left).
     private mutating func enterContainer(closedBy close: UInt8) throws(Failure) -> Bool {
         depth += 1
-        guard depth <= 256 else { throw Failure() }
+        guard depth <= (dialect == .strict ? 256 : 512) else { throw Failure() }
         index += 1
         skipWhitespace()
         guard index < bytes.count && bytes[index] == close else { return true }
@@ -73,6 +104,11 @@ struct StrictJSON {
         if bytes[index] == UInt8(ascii: ",") {
             index += 1
             skipWhitespace()
+            if dialect == .decoderCompatible, index < bytes.count, bytes[index] == close {
+                index += 1
+                depth -= 1
+                return false
+            }
             return true
         }
         guard bytes[index] == close else { throw Failure() }
@@ -91,9 +127,14 @@ struct StrictJSON {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw Failure() }
             index += 1
             skipWhitespace()
-            // A repeated key is refused: two readers of one signed document must not see two
-            // different values (JSONDecoder keeps the first, others the last).
-            guard members.updateValue(try value(), forKey: key) == nil else { throw Failure() }
+            // A repeated key is refused when strict: two readers of one signed document must not
+            // see two different values (JSONDecoder keeps the first, others the last).
+            let member = try value()
+            if members[key] == nil {
+                members[key] = member
+            } else if dialect == .strict {
+                throw Failure()
+            }
             more = try continueContainer(closedBy: UInt8(ascii: "}"))
         }
         return .object(members)
@@ -214,6 +255,11 @@ struct StrictJSON {
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if integral, let value = Int64(text) { return .int(value) }
         guard let value = Double(text), value.isFinite else { throw Failure() }
+        // JSONDecoder's Int64 reading of a whole number written with a fraction or exponent;
+        // above 2^53 (where a Double no longer holds every integer) it keeps the Double.
+        if dialect == .decoderCompatible, abs(value) < 9_007_199_254_740_992, let whole = Int64(exactly: value) {
+            return .int(whole)
+        }
         return .double(value)
     }
 }
