@@ -56,7 +56,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "shield-collector", dependencies: ["CollectorCommandLine"]),
+        .executableTarget(
+            name: "shield-collector",
+            dependencies: ["CollectorCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         .testTarget(
             name: "CollectorTests",
             dependencies: [

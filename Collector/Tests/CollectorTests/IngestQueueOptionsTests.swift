@@ -89,7 +89,10 @@ struct IngestQueueOptionsTests {
             case .postgres(let url):
                 sqlite = nil
                 postgres = PQconnectdb(url)
-                try Self.execute(postgres, "SELECT pg_advisory_lock(\(project))")
+                do { try Self.execute(postgres, "SELECT pg_advisory_lock(\(project))") } catch {
+                    PQfinish(postgres)
+                    throw error
+                }
             }
         }
 
@@ -138,15 +141,21 @@ struct IngestQueueOptionsTests {
                 let third = Fixtures.exceptionEvent(type: "ThirdError")
                 let blocker = try await WriteBlocker(fresh.database, project: harness.project.id)
                 let waiting = Task { try await harness.post(body: Fixtures.envelope(event: first)) }
-                // The first request is in the writer (queued or committing) once the gauge shows it.
-                var depth = ""
-                for _ in 0..<400 {
-                    depth = try await harness.client.execute("/metrics").text
-                    if depth.contains("collector_ingest_queue_depth 1") { break }
-                    try await Task.sleep(for: .milliseconds(10))
+                let full: TestResponse
+                do {
+                    // The first request is in the writer (queued or committing) once the gauge shows it.
+                    var depth = ""
+                    for _ in 0..<400 {
+                        depth = try await harness.client.execute("/metrics").text
+                        if depth.contains("collector_ingest_queue_depth 1") { break }
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    #expect(depth.contains("collector_ingest_queue_depth 1"))
+                    full = try await harness.post(body: Fixtures.envelope(event: refused))
+                } catch {
+                    try? await blocker.release()
+                    throw error
                 }
-                #expect(depth.contains("collector_ingest_queue_depth 1"))
-                let full = try await harness.post(body: Fixtures.envelope(event: refused))
                 try await blocker.release()
                 #expect(full.status == 503)
                 #expect(full.json?["code"]?.stringValue == "ingest.queue_full")
