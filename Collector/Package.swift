@@ -5,7 +5,9 @@
 //
 // A separate package so that an app depending on the SDK resolves no server dependency.
 //   CollectorApp       the application: storage, ingest, grouping, HTTP routes (`buildApplication`)
-//   shield-collector   the command line (`shield-collector serve ...`)
+//   CollectorCommandLine the commands and their options (`serve`, `prune`, `bench`), a library so the
+//                      tests parse the same options into the same configuration
+//   shield-collector   the executable (`shield-collector serve ...`)
 import PackageDescription
 
 let package = Package(
@@ -45,17 +47,24 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        .executableTarget(
-            name: "shield-collector",
+        .target(
+            name: "CollectorCommandLine",
             dependencies: [
                 "CollectorApp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .executableTarget(
+            name: "shield-collector",
+            dependencies: ["CollectorCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .testTarget(
             name: "CollectorTests",
             dependencies: [
-                "CollectorApp", "CZlib",
+                "CollectorApp", "CollectorCommandLine", "CZlib", "CLibPQ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "CrashShieldProtocol", package: "CrashShield"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

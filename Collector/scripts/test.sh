@@ -2,9 +2,9 @@
 # The collector's tests: builds the package, runs its Swift tests on SQLite and again on a
 # throw-away PostgreSQL (scripts/postgres.sh), then, for each database, sends events and a session
 # from Sentry's own Python SDK (sentry-sdk from PyPI, in Collector/.build/venv) to a collector on
-# 127.0.0.1 and checks through the API that they were stored and grouped; on SQLite, CrashShield's
-# own SDK end to end (scripts/sdk_e2e.py: the root package's `shield` crashes, prevents a crash,
-# loops at launch and `shield send`s to a collector); kills a collector with
+# 127.0.0.1 and checks through the API that they were stored and grouped; on both databases,
+# CrashShield's own SDK end to end (scripts/sdk_e2e.py: the root package's `shield` crashes, prevents
+# a crash, loops at launch and `shield send`s to a collector); kills a collector with
 # SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
 # ingest the same stream concurrently; finally drives the dashboard in headless Chromium
 # (scripts/browser-test.sh, Selenium) on SQLite and on PostgreSQL, keeping each run's screenshots
@@ -121,27 +121,32 @@ sentry_sdk_against() {  # $1: label, then serve options
 
 sentry_sdk_against sqlite --data-dir "$data/sqlite"
 
-echo "== CrashShield's own SDK end to end (SQLite; scripts/sdk_e2e.py) =="
-# The root package's `shield` binary (scripts/test builds it before calling this script): its
-# reporting children crash, prevent a crash, loop at launch and `shield send` to this collector.
+# CrashShield's own SDK end to end (scripts/sdk_e2e.py), on SQLite here and on PostgreSQL below.
+# The root package's `shield` binary (scripts/test builds it before calling this script; built
+# here when missing): its reporting children crash, prevent a crash, loop at launch and
+# `shield send` to the collector.
 shield_bin="$(cd .. && swift build --show-bin-path)/shield"
 if [ ! -x "$shield_bin" ]; then (cd .. && swift build --product shield) || fail "build the root package's shield"; fi
-if [ -x "$shield_bin" ]; then
+sdk_e2e_against() {  # $1: label, then serve options
+    local label="$1" admin_password; shift
+    echo "== CrashShield's own SDK end to end ($label; scripts/sdk_e2e.py) =="
+    [ -x "$shield_bin" ] || return
     admin_password="e2e-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
-    if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector sdk-e2e --data-dir "$data/sdk-e2e"; then
+    if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector "sdk-e2e-$label" "$@"; then
         for case in crash incident launch-loop send; do
-            mkdir -p "$data/sdk-e2e-work"
-            if python3 scripts/sdk_e2e.py "$case" "$shield_bin" "$started_dsn" "$started_url" "$token" "$data/sdk-e2e-work" "$admin_password"; then
-                pass "CrashShield SDK end to end: $case"
+            mkdir -p "$data/sdk-e2e-$label-work"
+            if python3 scripts/sdk_e2e.py "$case" "$shield_bin" "$started_dsn" "$started_url" "$token" "$data/sdk-e2e-$label-work" "$admin_password"; then
+                pass "CrashShield SDK end to end ($label): $case"
             else
-                fail "CrashShield SDK end to end: $case"
+                fail "CrashShield SDK end to end ($label): $case"
             fi
         done
-        stop_collector "$started_pid" sdk-e2e
+        stop_collector "$started_pid" "sdk-e2e-$label"
     else
-        fail "CrashShield SDK end to end: collector start"; tail -5 "$data/sdk-e2e.err"
+        fail "CrashShield SDK end to end ($label): collector start"; tail -5 "$data/sdk-e2e-$label.err"
     fi
-fi
+}
+sdk_e2e_against sqlite --data-dir "$data/sdk-e2e-sqlite"
 
 echo "== kill -9 during ingest (SQLite) =="
 if start_collector kill9 --data-dir "$data/kill9" --rate-limit 100000 --rate-limit-burst 100000; then
@@ -169,6 +174,12 @@ if [ -n "$pg_dir" ]; then
         sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"
     else
         fail "postgres: create the sentry-sdk database"
+    fi
+
+    if psql "$pg_url" -qc "CREATE DATABASE collector_sdk_e2e"; then
+        sdk_e2e_against postgres --data-dir "$data/sdk-e2e-pg" --database "${pg_url%/*}/collector_sdk_e2e"
+    else
+        fail "postgres: create the SDK end-to-end database"
     fi
 
     echo "== two collectors on one PostgreSQL =="

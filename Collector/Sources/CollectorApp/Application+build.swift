@@ -10,7 +10,8 @@ import Synchronization
 /// token on an empty database, and returns the HTTP application (not yet running).
 ///
 /// - Parameters:
-///   - configuration: where to listen and store, limits, rate limits.
+///   - configuration: where to listen and store, limits, rate limits; validated first
+///     (`CollectorConfiguration.validate()`: throws `CollectorConfigurationError`).
 ///   - logger: the application's logger (structured `key=value` metadata).
 ///   - onRunning: called once the server listens, with its URL, the first project's DSN and an
 ///     API token created on this start (if any).
@@ -19,6 +20,7 @@ public func buildApplication(
     logger: Logger = Logger(label: "shield-collector"),
     onRunning: @escaping @Sendable (CollectorReady) async -> Void = { _ in }
 ) async throws -> some ApplicationProtocol {
+    try configuration.validate()
     let store: any CollectorStore
     switch configuration.database {
     case .sqlite(let path):
@@ -57,7 +59,8 @@ public func buildApplication(
     let metrics = CollectorMetrics()
     let routes = CollectorRoutes(
         store: store, metrics: metrics, logger: logger,
-        ingest: IngestService(store: store, limits: configuration.limits, metrics: metrics, logger: logger),
+        ingest: IngestService(store: store, limits: configuration.limits, queueLimits: configuration.ingestQueue,
+                              metrics: metrics, logger: logger),
         sdkConfig: SDKConfigService(store: store, maxAge: configuration.sdkConfigMaxAge),
         rateLimiter: RateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
         limits: configuration.limits)

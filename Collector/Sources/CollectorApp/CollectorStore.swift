@@ -57,6 +57,9 @@ public protocol CollectorStore: Sendable {
     /// Stores an API token's SHA-256 (the token itself is never stored).
     func insertAPIToken(name: String, tokenHash: String, created: Date) async throws
     func apiTokenExists(tokenHash: String) async throws -> Bool
+    /// The token with this SHA-256, with its name and owning account; nil when there is none
+    /// (unknown or revoked).
+    func apiToken(tokenHash: String) async throws -> APITokenInfo?
     func apiTokenCount() async throws -> Int64
 
     /// Deletes events, attachments and session rows received before `cutoff`; issue counts,

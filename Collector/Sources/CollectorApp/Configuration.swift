@@ -25,6 +25,10 @@ public struct CollectorConfiguration: Sendable {
     /// Directory for files the collector writes besides the database. Created when missing.
     public var dataDirectory: String
     public var limits = IngestLimits()
+    /// How many ingest requests, and how many of their event and attachment bytes, may wait for
+    /// the database at once; beyond either, ingest answers 503 `ingest.queue_full` with
+    /// `Retry-After: 1`. Default 2,000 requests and 64 MiB.
+    public var ingestQueue = IngestQueueLimits()
     /// Ingest requests per second each project may make once its burst is spent. Default 200.
     public var rateLimitPerSecond: Double = 200
     /// Ingest requests a project may make at once. Default 400.
@@ -51,6 +55,40 @@ public struct CollectorConfiguration: Sendable {
         self.database = database
         self.dataDirectory = dataDirectory
     }
+
+    /// Checks the values the collector cannot run with; `buildApplication` calls it before it
+    /// opens the database.
+    /// - Throws: `CollectorConfigurationError` naming the first invalid setting: an ingest queue
+    ///   limit below 1.
+    public func validate() throws {
+        let positive: [(setting: String, value: Int)] = [
+            ("ingestQueue.maxDepth", ingestQueue.maxDepth),
+            ("ingestQueue.maxBytes", ingestQueue.maxBytes),
+            ("ingestQueue.maxBatch", ingestQueue.maxBatch),
+        ]
+        for (setting, value) in positive where value < 1 {
+            throw CollectorConfigurationError(setting: setting, message: "must be at least 1 (got \(value))")
+        }
+    }
+}
+
+/// A configuration value the collector cannot run with (thrown by
+/// `CollectorConfiguration.validate()` and so by `buildApplication`, before anything is opened).
+public struct CollectorConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The code of every invalid configuration value, stable across versions.
+    public static let invalidValueCode = "configuration.invalid_value"
+    public var code: String { Self.invalidValueCode }
+    /// The `CollectorConfiguration` property, as a key path ("ingestQueue.maxDepth").
+    public let setting: String
+    /// What is wrong with it, for people ("must be at least 1 (got 0)").
+    public let message: String
+
+    public init(setting: String, message: String) {
+        self.setting = setting
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(setting) \(message)" }
 }
 
 /// What the collector reports once it listens.

@@ -1,16 +1,26 @@
 import Foundation
 import Synchronization
 
-/// Limits of the ingest write queue (`IngestWriter`).
-public struct IngestQueueLimits: Sendable {
+/// Limits of the ingest write queue (`IngestWriter`). Every limit must be at least 1
+/// (`CollectorConfiguration.validate()`); `shield-collector serve` sets the first two with
+/// `--ingest-queue-requests` and `--ingest-queue-bytes`.
+public struct IngestQueueLimits: Sendable, Hashable {
     /// Requests waiting to be written or being written. Default 2,000.
     public var maxDepth: Int = 2_000
-    /// Event and attachment bytes held by those requests. Default 64 MiB.
+    /// Event and attachment bytes held by those requests. Default 64 MiB. A single request larger
+    /// than this is still admitted when the queue holds no bytes (the request size limits of
+    /// `IngestLimits` bound it).
     public var maxBytes: Int = 64 * 1024 * 1024
     /// Requests committed in one transaction at most. Default 256.
     public var maxBatch: Int = 256
 
     public init() {}
+
+    public init(maxDepth: Int, maxBytes: Int, maxBatch: Int = 256) {
+        self.maxDepth = maxDepth
+        self.maxBytes = maxBytes
+        self.maxBatch = maxBatch
+    }
 }
 
 /// The single writer of a store: concurrent ingest requests hand it their validated writes; it

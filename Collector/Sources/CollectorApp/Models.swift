@@ -290,6 +290,52 @@ public struct SDKConfigVersion: Sendable, Hashable, Codable {
     public let createdAt: Date
     /// For a rollback, the version whose content this one re-issues.
     public let restoredFrom: Int64?
+    /// Who published this version (for a rollback: who rolled back); nil for versions stored
+    /// before the collector recorded it (schema version 5).
+    public let publishedBy: SDKConfigPublisher?
+
+    public init(projectID: Int64, version: Int64, document: Data, signature: String?, createdAt: Date,
+                restoredFrom: Int64?, publishedBy: SDKConfigPublisher?) {
+        self.projectID = projectID
+        self.version = version
+        self.document = document
+        self.signature = signature
+        self.createdAt = createdAt
+        self.restoredFrom = restoredFrom
+        self.publishedBy = publishedBy
+    }
+}
+
+/// Who published a version of a project's SDK configuration: a dashboard account, or an API
+/// token and the account that owns it. Names are stored as text, so the history still names an
+/// account or token after it is removed.
+public struct SDKConfigPublisher: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The login name of the dashboard account that published, or of the account owning the API
+    /// token; nil for a token no account owns (the `initial` token made on first start).
+    public let account: String?
+    /// The API token's name when published through the API; nil when published from the dashboard.
+    public let apiToken: String?
+
+    public init(account: String?, apiToken: String?) {
+        self.account = account
+        self.apiToken = apiToken
+    }
+
+    /// Published from the dashboard by the account named `name`.
+    public static func account(_ name: String) -> SDKConfigPublisher { .init(account: name, apiToken: nil) }
+
+    /// Published through the API with the token named `name`, owned by `owner` (nil: no account).
+    public static func apiToken(_ name: String, owner: String?) -> SDKConfigPublisher { .init(account: owner, apiToken: name) }
+
+    /// For people: `alice`, `alice (API token "deploy")`, `API token "initial"`.
+    public var description: String {
+        switch (account, apiToken) {
+        case (let account?, let token?): return "\(account) (API token \"\(token)\")"
+        case (nil, let token?): return "API token \"\(token)\""
+        case (let account?, nil): return account
+        case (nil, nil): return "unknown"
+        }
+    }
 }
 
 /// Client reports: what an SDK dropped and why.

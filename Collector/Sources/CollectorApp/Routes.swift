@@ -108,14 +108,15 @@ struct CollectorRoutes: Sendable {
         }
         manage.put("projects/:id/sdk-config") { request, context in
             await self.respond {
-                try await self.requireToken(request)
+                let caller = try await self.requireToken(request)
                 let project = try await self.knownProject(try Self.id(context, "id"))
                 let body = try await Self.jsonBody(request)
                 guard let document = body["document"] else {
                     throw CollectorError.badRequest("sdk_config.invalid", "the body must be {\"document\": {...}}")
                 }
                 do {
-                    return Self.json(SDKConfigView(try await self.sdkConfig.publish(projectID: project.id, document: document)), status: .created)
+                    return Self.json(SDKConfigView(try await self.sdkConfig.publish(
+                        projectID: project.id, document: document, publishedBy: .apiToken(caller.name, owner: caller.accountName))), status: .created)
                 } catch let rejection as SDKConfigRejection {
                     return self.rejectionResponse(rejection)
                 }
@@ -123,13 +124,14 @@ struct CollectorRoutes: Sendable {
         }
         manage.post("projects/:id/sdk-config/rollback") { request, context in
             await self.respond {
-                try await self.requireToken(request)
+                let caller = try await self.requireToken(request)
                 let project = try await self.knownProject(try Self.id(context, "id"))
                 guard let version = try await Self.jsonBody(request)["version"]?.intValue else {
                     throw CollectorError.badRequest("sdk_config.invalid", "the body must be {\"version\": <number>}")
                 }
                 do {
-                    return Self.json(SDKConfigView(try await self.sdkConfig.rollback(projectID: project.id, to: version)), status: .created)
+                    return Self.json(SDKConfigView(try await self.sdkConfig.rollback(
+                        projectID: project.id, to: version, by: .apiToken(caller.name, owner: caller.accountName))), status: .created)
                 } catch let rejection as SDKConfigRejection {
                     return self.rejectionResponse(rejection)
                 }
@@ -350,14 +352,17 @@ struct CollectorRoutes: Sendable {
         }
     }
 
-    func requireToken(_ request: Request) async throws {
+    /// The request's API token (`Authorization: Bearer <token>`), with its name and owner.
+    /// - Throws: `auth.token_missing` or `auth.token_invalid` (401).
+    @discardableResult
+    func requireToken(_ request: Request) async throws -> APITokenInfo {
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
             throw CollectorError.unauthorized("auth.token_missing", "Authorization: Bearer <api token> is required")
         }
         let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
         let tokenHash = APIAuth.hash(token)
         // 401 like a missing token (RFC 6750 `invalid_token`): an unknown or revoked token is no credential.
-        guard try await store.apiTokenExists(tokenHash: tokenHash) else {
+        guard let info = try await store.apiToken(tokenHash: tokenHash) else {
             throw CollectorError.unauthorized("auth.token_invalid", "unknown or revoked API token")
         }
         // "Last used" for the dashboard's token list; a failure to record it does not refuse the request.
@@ -366,6 +371,7 @@ struct CollectorRoutes: Sendable {
                 logger.warning("could not record the API token's use", metadata: ["error": "\(error)"])
             }
         }
+        return info
     }
 
     func respond(_ body: () async throws -> Response) async -> Response {
@@ -460,17 +466,31 @@ struct ReleaseHealthView: Encodable {
 }
 
 /// A version of a project's SDK configuration as the management API shows it; `warnings` lists
-/// what the SDK's parser ignores in it (unknown fields and guard names, by path).
+/// what the SDK's parser ignores in it (unknown fields and guard names, by path);
+/// `published_by` is `{"account": <login name or null>, "api_token": <token name or null>}`
+/// (absent for versions stored before the collector recorded it).
 struct SDKConfigView: Encodable {
     struct Warning: Encodable {
         let code: String
         let path: String
+    }
+    /// Both keys always present (null when absent), so clients need not guess.
+    struct Publisher: Encodable {
+        let account: String?
+        let apiToken: String?
+        enum CodingKeys: String, CodingKey { case account, apiToken }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(account, forKey: .account)
+            try container.encode(apiToken, forKey: .apiToken)
+        }
     }
     let version: Int64
     let document: JSONValue
     let signature: String?
     let createdAt: Date
     let restoredFrom: Int64?
+    let publishedBy: Publisher?
     let warnings: [Warning]
     init(_ config: SDKConfigVersion) {
         version = config.version
@@ -478,6 +498,7 @@ struct SDKConfigView: Encodable {
         signature = config.signature
         createdAt = config.createdAt
         restoredFrom = config.restoredFrom
+        publishedBy = config.publishedBy.map { Publisher(account: $0.account, apiToken: $0.apiToken) }
         warnings = SDKConfigService.warnings(of: config).map { Warning(code: $0.code, path: $0.path) }
     }
 }

@@ -40,6 +40,7 @@ public struct SDKConfigRejection: Error, Sendable, Hashable, CustomStringConvert
 /// `warnings(of:)`. The bytes are signed with the project's Ed25519 key, so the SDK verifies the
 /// payload bytes and needs no canonical JSON. A rollback re-issues an older version's content
 /// under a new, higher version number (the SDK refuses a version lower than the one it has).
+/// Every version records who published it (`SDKConfigPublisher`; for a rollback, who rolled back).
 struct SDKConfigService: Sendable {
     let store: any CollectorStore
     /// `Cache-Control: max-age` of the served document, in seconds.
@@ -49,12 +50,13 @@ struct SDKConfigService: Sendable {
 
     /// Validates `document` with the SDK's parser and stores it as the project's next version.
     /// `version` in the document is honoured when it is above the newest stored version;
-    /// `issued_at` is always replaced by `now`.
+    /// `issued_at` is always replaced by `now`; `publishedBy` is stored with the version.
     /// - Throws: `SDKConfigRejection` (422) when the SDK would refuse the document (also when it
     ///   is not a JSON object or names a version that is not an integer ≥ 0),
     ///   `sdk_config.too_large` (413), `sdk_config.version_conflict` (409) when the document names
     ///   a version not above the newest.
-    func publish(projectID: Int64, document: JSONValue, restoredFrom: Int64? = nil, now: Date = Date()) async throws -> SDKConfigVersion {
+    func publish(projectID: Int64, document: JSONValue, publishedBy: SDKConfigPublisher, restoredFrom: Int64? = nil,
+                 now: Date = Date()) async throws -> SDKConfigVersion {
         guard case .object(var members) = document else {
             throw SDKConfigRejection(RemoteConfigError(code: RemoteConfigError.invalidJSONCode, path: "$",
                                                        message: "the document is not a JSON object"))
@@ -92,19 +94,20 @@ struct SDKConfigService: Sendable {
             signature = try CryptoSupport.ed25519Sign(bytes, privateKey: raw).base64EncodedString()
         }
         let config = SDKConfigVersion(projectID: projectID, version: version, document: bytes, signature: signature,
-                                      createdAt: now, restoredFrom: restoredFrom)
+                                      createdAt: now, restoredFrom: restoredFrom, publishedBy: publishedBy)
         try await store.insertSDKConfig(config)
         return config
     }
 
-    /// Re-issues version `version`'s content as the newest version (validated like `publish`).
+    /// Re-issues version `version`'s content as the newest version (validated like `publish`),
+    /// recording `by` as its publisher.
     /// - Throws: `sdk_config.unknown_version` (404); `SDKConfigRejection` when the old content is
     ///   one the SDK refuses (a version stored before the collector validated documents).
-    func rollback(projectID: Int64, to version: Int64, now: Date = Date()) async throws -> SDKConfigVersion {
+    func rollback(projectID: Int64, to version: Int64, by publisher: SDKConfigPublisher, now: Date = Date()) async throws -> SDKConfigVersion {
         guard let old = try await store.sdkConfig(projectID: projectID, version: version),
               let document = try? JSONValue.parse(old.document)
         else { throw CollectorError.notFound("sdk_config.unknown_version", "project \(projectID) has no configuration version \(version)") }
-        return try await publish(projectID: projectID, document: document, restoredFrom: version, now: now)
+        return try await publish(projectID: projectID, document: document, publishedBy: publisher, restoredFrom: version, now: now)
     }
 
     /// What the SDK's parser ignores in a stored version: unknown fields

@@ -176,6 +176,13 @@ public final class SQLStore: CollectorStore {
             // When the API last accepted each token, for the dashboard's token list (AccountStore).
             "ALTER TABLE api_tokens ADD COLUMN last_used_at {real}",
         ]),
+        (5, [
+            // Who published each SDK configuration version (SDKConfigPublisher): the account's
+            // login name and, through the API, the token's name. Text, not references, so the
+            // history outlives removed accounts and tokens; NULL for earlier versions.
+            "ALTER TABLE sdk_configs ADD COLUMN published_by_account TEXT",
+            "ALTER TABLE sdk_configs ADD COLUMN published_by_token TEXT",
+        ]),
     ]
 
     static func typed(_ statement: String, for dialect: SQLDialect) -> String {
@@ -457,9 +464,11 @@ public final class SQLStore: CollectorStore {
         guard let project = row.int("project_id"), let version = row.int("version"),
               let document = row.data("document"), let created = row.double("created_at")
         else { return nil }
+        let account = row.string("published_by_account"), token = row.string("published_by_token")
         return SDKConfigVersion(projectID: Int64(project), version: Int64(version), document: document,
                                 signature: row.string("signature"), createdAt: Date(timeIntervalSince1970: created),
-                                restoredFrom: row.int("restored_from"))
+                                restoredFrom: row.int("restored_from"),
+                                publishedBy: account == nil && token == nil ? nil : SDKConfigPublisher(account: account, apiToken: token))
     }
 
     public func insertSDKConfig(_ config: SDKConfigVersion) async throws {
@@ -470,9 +479,13 @@ public final class SQLStore: CollectorStore {
                 throw CollectorError.conflict("sdk_config.version_conflict", "version \(config.version) is not above the stored version \(newest)")
             }
             _ = try await query(
-                "INSERT INTO sdk_configs (project_id, version, document, signature, created_at, restored_from) VALUES (?, ?, ?, ?, ?, ?)",
+                """
+                INSERT INTO sdk_configs (project_id, version, document, signature, created_at, restored_from,
+                    published_by_account, published_by_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
                 [Self.int(config.projectID), Self.int(config.version), Self.blob(config.document), Self.text(config.signature),
-                 Self.time(config.createdAt), config.restoredFrom.map { Self.int($0) } ?? .null])
+                 Self.time(config.createdAt), config.restoredFrom.map { Self.int($0) } ?? .null,
+                 Self.text(config.publishedBy?.account), Self.text(config.publishedBy?.apiToken)])
         }
     }
 

@@ -78,6 +78,124 @@ struct SDKConfigTests {
         }
     }
 
+    // MARK: Who published
+
+    /// The `published_by` member of a version in the API's JSON.
+    static func publisher(account: String?, token: String?) -> JSONValue {
+        ["account": account.map { .string($0) } ?? .null, "api_token": token.map { .string($0) } ?? .null]
+    }
+
+    /// The history row of version `version` on the dashboard's configuration page.
+    static func historyRow(_ version: Int, in page: String) -> String? {
+        AccountPagesTests.match("(?s)(<tr><td class=\"num\">v\(version)</td>.*?</tr>)", in: page)
+    }
+
+    @Test func historyRecordsWhoPublishedOrRolledBackEachVersion() async throws {
+        try await DashboardTests.run { harness, admin in
+            let path = Self.configPath(harness)
+            // v1 through the API with the first-start token, which no account owns.
+            var response = try await harness.api(path, method: "PUT", json: ["document": Self.document])
+            #expect(response.status == 201)
+            #expect(response.json?["published_by"] == Self.publisher(account: nil, token: "initial"))
+
+            // An account "alice" with an API token "deploy" of her own.
+            #expect(try await AccountPagesTests.logIn(admin).status == 303)
+            let adminCSRF = try #require(Browser.csrfToken(in: try await admin.get("/accounts")))
+            let added = try await admin.post("/accounts", form: [("name", "alice"), ("password", ""), ("csrf_token", adminCSRF)])
+            let password = try #require(AccountPagesTests.match("id=\"new-password\">([0-9a-f]{36})<", in: added.text))
+            let alice = Browser(baseURL: admin.baseURL)
+            #expect(try await AccountPagesTests.logIn(alice, name: "alice", password: password).status == 303)
+            let aliceCSRF = try #require(Browser.csrfToken(in: try await alice.get("/account")))
+            let created = try await alice.post("/account/tokens", form: [("name", "deploy"), ("csrf_token", aliceCSRF)])
+            let aliceToken = try #require(AccountPagesTests.match("id=\"new-token\">(csc_[0-9a-f]{64})<", in: created.text))
+            let asAlice = ["Authorization": "Bearer \(aliceToken)", "Content-Type": "application/json"]
+
+            // v2 through the API with alice's token.
+            response = try await harness.client.execute(path, method: "PUT", headers: asAlice,
+                                                        body: JSONValue.object(["document": ["rules": []]]).jsonData())
+            #expect(response.status == 201)
+            #expect(response.json?["published_by"] == Self.publisher(account: "alice", token: "deploy"))
+            // v3 from the dashboard by admin; v4 a rollback to v1 from the dashboard by alice.
+            #expect(try await admin.post("/projects/\(harness.project.id)/config",
+                                         form: [("csrf_token", adminCSRF), ("document", "{\"rules\": [{\"guards\": {\"kvo\": \"off\"}}]}")]).status == 303)
+            #expect(try await alice.post("/projects/\(harness.project.id)/config/rollback",
+                                         form: [("csrf_token", aliceCSRF), ("version", "1")]).status == 303)
+            // v5 a rollback to v2 through the API with alice's token.
+            response = try await harness.client.execute(path + "/rollback", method: "POST", headers: asAlice,
+                                                        body: JSONValue.object(["version": 2]).jsonData())
+            #expect(response.status == 201)
+            #expect(response.json?["restored_from"]?.intValue == 2)
+
+            let expected: [(version: Int64, publisher: JSONValue, restoredFrom: Int64?)] = [
+                (5, Self.publisher(account: "alice", token: "deploy"), 2),
+                (4, Self.publisher(account: "alice", token: nil), 1),
+                (3, Self.publisher(account: "admin", token: nil), nil),
+                (2, Self.publisher(account: "alice", token: "deploy"), nil),
+                (1, Self.publisher(account: nil, token: "initial"), nil),
+            ]
+            func checkHistory() async throws {
+                let history = try await harness.api(path).json?.arrayValue ?? []
+                #expect(history.map { $0["version"]?.intValue } == expected.map(\.version))
+                #expect(history.map { $0["published_by"] } == expected.map(\.publisher))
+                #expect(history.map { $0["restored_from"]?.intValue } == expected.map(\.restoredFrom))
+            }
+            try await checkHistory()
+
+            // The dashboard's history names them (escaped as text).
+            let page = try await admin.get("/projects/\(harness.project.id)/config")
+            #expect(page.status == 200 && page.text.contains("<th>By</th>"))
+            let names: [Int: String] = [5: "alice (API token &quot;deploy&quot;)", 4: "alice", 3: "admin",
+                                        2: "alice (API token &quot;deploy&quot;)", 1: "API token &quot;initial&quot;"]
+            for (version, name) in names {
+                let row = Self.historyRow(version, in: page.text)
+                #expect(row?.contains("<span data-published-by>\(name)</span>") == true, "v\(version): \(row ?? "no row")")
+            }
+            #expect(Self.historyRow(4, in: page.text)?.contains("rollback to v1") == true)
+
+            // Removing alice (and so her token) keeps her name in the history.
+            let accounts = try await admin.get("/accounts").text
+            let aliceID = try #require(AccountPagesTests.match("action=\"/accounts/([0-9]+)/delete\"", in: accounts))
+            #expect(try await admin.post("/accounts/\(aliceID)/delete", form: [("csrf_token", adminCSRF)]).status == 303)
+            #expect(try await harness.client.execute(path, headers: asAlice).status == 401)
+            try await checkHistory()
+        }
+    }
+
+    /// A database whose versions were published before schema version 5 keeps them; they read as
+    /// "not recorded" (API: no `published_by`), and new versions record their publisher.
+    @Test func versionsFromBeforeMigrationFiveReadAsNotRecorded() async throws {
+        let fresh = try await TestDatabase.fresh()
+        let store = try await TestDatabase.open(fresh.database)
+        do {
+            // The schema as version 4 left it, with a version published then.
+            let dialect = store.backend.dialect
+            _ = try await store.query(SQLStore.typed("CREATE TABLE schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: dialect))
+            for migration in SQLStore.migrations where migration.version <= 4 {
+                for statement in migration.statements { _ = try await store.query(SQLStore.typed(statement, for: dialect)) }
+                _ = try await store.query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", [.int(Int64(migration.version)), .double(0)])
+            }
+            let project = try await store.createProject(name: "old")
+            _ = try await store.query("INSERT INTO sdk_configs (project_id, version, document, signature, created_at) VALUES (?, 1, ?, NULL, 0)",
+                                      [.int(project.id), .blob(Data("{\"rules\":[],\"version\":1}".utf8))])
+
+            try await store.migrate()
+            #expect(try await store.appliedMigrations() == [1, 2, 3, 4, 5])
+            let old = try #require(try await store.sdkConfig(projectID: project.id, version: 1))
+            #expect(old.publishedBy == nil)
+            #expect(SDKConfigView(old).publishedBy == nil)
+            let service = SDKConfigService(store: store, maxAge: 60)
+            let next = try await service.rollback(projectID: project.id, to: 1, by: .apiToken("ci", owner: "bob"))
+            #expect(try await store.sdkConfig(projectID: project.id, version: next.version)?.publishedBy == SDKConfigPublisher(account: "bob", apiToken: "ci"))
+            #expect(try await store.sdkConfigHistory(projectID: project.id).map(\.publishedBy) == [.apiToken("ci", owner: "bob"), nil])
+        } catch {
+            try? await store.close()
+            await fresh.drop()
+            throw error
+        }
+        try await store.close()
+        await fresh.drop()
+    }
+
     // MARK: Validation with the SDK's model
 
     /// Documents the SDK's parser refuses, the path it names and its code.

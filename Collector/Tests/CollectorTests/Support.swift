@@ -143,6 +143,12 @@ struct Harness: Sendable {
         configuration.adminPassword = adminPassword
         configuration.port = 0
         configure(&configuration)
+        try await run(configuration: configuration, body)
+    }
+
+    /// Runs a collector with exactly `configuration` (its `initialAPIToken` must be `token`; its
+    /// port should be 0) until `body` returns.
+    static func run(configuration: CollectorConfiguration, _ body: @escaping @Sendable (Harness) async throws -> Void) async throws {
         var logger = Logger(label: "collector-tests")
         logger.logLevel = .warning
         let (readyStream, readyContinuation) = AsyncStream<CollectorReady>.makeStream()

@@ -131,6 +131,12 @@ extension SQLStore: AccountStore, DashboardQueries {
         }
     }
 
+    public func apiToken(tokenHash: String) async throws -> APITokenInfo? {
+        try await serialized {
+            try await query("SELECT \(Self.tokenColumns) WHERE t.token_hash = ?", [.text(tokenHash)]).first.flatMap(Self.tokenInfo)
+        }
+    }
+
     public func apiTokens(accountID: Int64?) async throws -> [APITokenInfo] {
         try await serialized {
             if let accountID {

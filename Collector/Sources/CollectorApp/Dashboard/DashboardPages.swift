@@ -284,14 +284,15 @@ extension DashboardRoutes {
             <input type="hidden" name="version" value="\(version.version)"><button type="submit" class="secondary" data-rollback="\(version.version)">Roll back to this</button></form>
             """
             let restored: HTML = version.restoredFrom.map { "rollback to v\($0)" } ?? "edit"
+            let publisher: HTML = version.publishedBy.map { "<span data-published-by>\($0.description)</span>" }
+                ?? "<span class=\"muted\">not recorded</span>"
             return """
-            <tr><td class="num">v\(version.version)</td><td>\(Layout.time(version.createdAt))</td><td>\(restored)</td>\
+            <tr><td class="num">v\(version.version)</td><td>\(Layout.time(version.createdAt))</td><td>\(publisher)</td><td>\(restored)</td>\
             <td><details><summary>document</summary><pre>\(Self.prettyJSON(version.document))</pre></details>\(Self.warningsHTML(SDKConfigService.warnings(of: version)))</td><td>\(rollback)</td></tr>
             """
         }
         let currentHTML: HTML = current.map { "<p>Served now: <b>v\($0.version)</b>, signed with the project's Ed25519 key.</p>" }
             ?? "<p class=\"muted\">No configuration published yet: <code>GET /api/\(project.id)/sdk-config</code> answers 404.</p>"
-        // Who published each version is not stored (only logged), so history has no author column.
         let body: HTML = """
         <h1>\(project.name): remote configuration</h1>\(message ?? .empty)\(currentHTML)
         <div class="grid2"><form method="post" action="/projects/\(project.id)/config">\(Layout.csrfField(session))
@@ -299,7 +300,7 @@ extension DashboardRoutes {
         <textarea id="document" name="document" spellcheck="false">\(text)</textarea>
         <p><button type="submit">Publish new version</button></p></form>
         \(Self.configReference)</div>
-        <h2>History</h2><table><thead><tr><th class="num">Version</th><th>Published</th><th>Kind</th><th>Content</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+        <h2>History</h2><table><thead><tr><th class="num">Version</th><th>Published</th><th>By</th><th>Kind</th><th>Content</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
         """
         return Layout.page(title: "\(project.name) remote configuration", session: session, project: project, tab: .config, body: body)
             .withStatus(status)
@@ -406,7 +407,7 @@ extension DashboardRoutes {
             document = .object(members)
         }
         do {
-            let published = try await sdkConfig.publish(projectID: project.id, document: document)
+            let published = try await sdkConfig.publish(projectID: project.id, document: document, publishedBy: .account(session.account.name))
             logger.info("sdk config published", metadata: ["project": "\(project.id)", "version": "\(published.version)", "account": "\(session.account.name)"])
         } catch let rejection as SDKConfigRejection {
             return try await configPage(session, project, draft: text, message: Self.rejectionHTML(rejection),
@@ -422,7 +423,7 @@ extension DashboardRoutes {
             throw CollectorError.badRequest("sdk_config.invalid", "version must be a number")
         }
         do {
-            let restored = try await sdkConfig.rollback(projectID: project.id, to: version)
+            let restored = try await sdkConfig.rollback(projectID: project.id, to: version, by: .account(session.account.name))
             logger.info("sdk config rolled back", metadata: ["project": "\(project.id)", "to": "\(version)", "version": "\(restored.version)",
                                                              "account": "\(session.account.name)"])
         } catch let rejection as SDKConfigRejection {

@@ -4,9 +4,11 @@ import Foundation
 import Hummingbird
 import Logging
 
-@main
-struct ShieldCollector: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `shield-collector`: the collector's command line (`serve`, `prune`, `bench`).
+public struct ShieldCollector: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "shield-collector",
         abstract: "The CrashShield collector: receives crash reports and prevented crashes from Sentry SDKs, serves remote switches.",
         subcommands: [Serve.self, Prune.self, Bench.self])
@@ -52,9 +54,23 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Ingest requests per second per project after the burst.") var rateLimit: Double = 200
     @Option(help: "Ingest requests a project may send at once.") var rateLimitBurst: Int = 400
     @Option(help: "The URL clients use to reach the collector (for printed DSNs).") var publicUrl: String?
+    @Option(help: "Ingest requests that may wait for the database at once; beyond that, ingest answers 503 with Retry-After: 1.")
+    var ingestQueueRequests: Int = IngestQueueLimits().maxDepth
+    @Option(help: "Event and attachment bytes the waiting ingest requests may hold; beyond that, ingest answers 503 with Retry-After: 1.")
+    var ingestQueueBytes: Int = IngestQueueLimits().maxBytes
 
-    func run() async throws {
-        let logger = logging.makeLogger()
+    func validate() throws {
+        guard ingestQueueRequests >= 1 else {
+            throw ValidationError("--ingest-queue-requests must be a positive number of requests (got \(ingestQueueRequests))")
+        }
+        guard ingestQueueBytes >= 1 else {
+            throw ValidationError("--ingest-queue-bytes must be a positive number of bytes (got \(ingestQueueBytes))")
+        }
+    }
+
+    /// The collector's configuration from these options and `environment`
+    /// (`SHIELD_COLLECTOR_API_TOKEN`, `SHIELD_COLLECTOR_ADMIN_PASSWORD`).
+    func makeConfiguration(environment: [String: String]) -> CollectorConfiguration {
         var configuration = CollectorConfiguration(database: storage.resolvedDatabase, dataDirectory: storage.dataDir)
         configuration.host = host
         configuration.port = port
@@ -62,8 +78,16 @@ struct Serve: AsyncParsableCommand {
         configuration.rateLimitPerSecond = rateLimit
         configuration.rateLimitBurst = rateLimitBurst
         configuration.publicURL = publicUrl
-        configuration.initialAPIToken = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_API_TOKEN"]
-        configuration.adminPassword = ProcessInfo.processInfo.environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
+        configuration.ingestQueue.maxDepth = ingestQueueRequests
+        configuration.ingestQueue.maxBytes = ingestQueueBytes
+        configuration.initialAPIToken = environment["SHIELD_COLLECTOR_API_TOKEN"]
+        configuration.adminPassword = environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
+        return configuration
+    }
+
+    func run() async throws {
+        let logger = logging.makeLogger()
+        let configuration = makeConfiguration(environment: ProcessInfo.processInfo.environment)
         let app = try await buildApplication(configuration, logger: logger) { ready in
             var lines = ["shield-collector listening on \(ready.url)"]
             if let dsn = ready.firstProjectDSN { lines.append("first project DSN: \(dsn)") }
