@@ -108,7 +108,7 @@ import CrashShieldProtocol
             #" { "a" : [ true , false , null ] } "#, #"{"a":tru}"#, #"{"a":"\x"}"#, #"{"a":"\u12"}"#,
             #"{"":0}"#, #"{"a":{"b":{"c":{}}}}"#, #"{"a":1e-400}"#, #"{"a":2.9999999999999999999,"b":1.5e1,"c":-0.0,"d":9.3e18,"e":-9007199254740991.0}"#,
         ]
-        var generator = SplitMix(state: 0x5EED_E57E)
+        var generator = SplitMix64(seed: 0x5EED_E57E)
         let fragments = [
             "{", "}", "[", "]", ":", ",", " ", "\"k\"", "\"v\"", "\"\\u00e9\"", "1", "-2", "1.0", "2.5e3",
             "1e2", "0", "true", "false", "null", "\"a\\\"b\"", "\r", "\t",
@@ -135,14 +135,3 @@ import CrashShieldProtocol
     }
 }
 
-/// SplitMix64: deterministic, so a failing case replays.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

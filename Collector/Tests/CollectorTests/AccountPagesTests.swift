@@ -36,7 +36,7 @@ struct AccountPagesTests {
     }
 
     @Test func changingThePasswordNeedsTheCurrentOneAndEndsTheOtherSessions() async throws {
-        try await DashboardTests.withStore { store in
+        try await TestDatabase.withStore { store in
             let service = try await Self.bootstrapped(store)
             let (tokenA, sessionA) = try await service.login(name: "admin", password: Self.adminPassword)
             let (tokenB, _) = try await service.login(name: "admin", password: Self.adminPassword)
@@ -62,7 +62,7 @@ struct AccountPagesTests {
     }
 
     @Test func wrongCurrentPasswordsAreRateLimited() async throws {
-        try await DashboardTests.withStore { store in
+        try await TestDatabase.withStore { store in
             let service = try await Self.bootstrapped(store)
             let (_, session) = try await service.login(name: "admin", password: Self.adminPassword)
             let newPassword = "a much better passphrase"
@@ -77,7 +77,7 @@ struct AccountPagesTests {
     }
 
     @Test func adminsAddAndRemoveAccountsWhoseSessionsAndTokensStopAtOnce() async throws {
-        try await DashboardTests.withStore { store in
+        try await TestDatabase.withStore { store in
             let service = try await Self.bootstrapped(store)
             let (_, admin) = try await service.login(name: "admin", password: Self.adminPassword)
 
@@ -117,7 +117,7 @@ struct AccountPagesTests {
     }
 
     @Test func apiTokensAreStoredHashedListedWithTheirLastUseAndRevoked() async throws {
-        try await DashboardTests.withStore { store in
+        try await TestDatabase.withStore { store in
             let service = try await Self.bootstrapped(store)
             try await store.insertAPIToken(name: "initial", tokenHash: APIAuth.hash("initial-token"), created: Date())
             let (_, admin) = try await service.login(name: "admin", password: Self.adminPassword)
@@ -163,7 +163,7 @@ struct AccountPagesTests {
     }
 
     @Test func theTokensLastUseColumnComesFromMigrationFour() async throws {
-        try await DashboardTests.withStore { store in
+        try await TestDatabase.withStore { store in
             #expect(try await store.appliedMigrations().contains(4))
             try await store.insertAPIToken(name: "t", tokenHash: APIAuth.hash("t"), created: Date())
             #expect(try await store.query("SELECT last_used_at FROM api_tokens").count == 1)

@@ -127,25 +127,8 @@ struct DashboardTests {
         #expect(!PasswordHasher.constantTimeEqual("abc", "abcd"))
     }
 
-    /// Runs `body` on a new, migrated store (SQLite, or PostgreSQL when the suite runs against
-    /// one: see `TestDatabase`), closed and deleted afterwards.
-    static func withStore(_ body: (SQLStore) async throws -> Void) async throws {
-        let fresh = try await TestDatabase.fresh()
-        let store = try await TestDatabase.open(fresh.database)
-        do {
-            try await store.migrate()
-            try await body(store)
-        } catch {
-            try? await store.close()
-            await fresh.drop()
-            throw error
-        }
-        try await store.close()
-        await fresh.drop()
-    }
-
     @Test func sessionsExpireAndLogoutEndsThem() async throws {
-        try await Self.withStore { store in
+        try await TestDatabase.withStore { store in
             let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
             _ = try await AccountService.bootstrap(store: store, configuredPassword: "pw-123456", logger: Logger(label: "t"))
             let service = AccountService(store: store, sessionLifetime: 3600, now: { clock.withLock { $0 } })
@@ -167,7 +150,7 @@ struct DashboardTests {
     }
 
     @Test func adminIsCreatedOnceWithAGeneratedPasswordWhenNoneIsConfigured() async throws {
-        try await Self.withStore { store in
+        try await TestDatabase.withStore { store in
             let generated = try #require(try await AccountService.bootstrap(store: store, configuredPassword: nil, logger: Logger(label: "t")))
             #expect(generated.count >= 24)
             #expect(try await AccountService.bootstrap(store: store, configuredPassword: "other", logger: Logger(label: "t")) == nil)
@@ -178,7 +161,7 @@ struct DashboardTests {
     }
 
     @Test func repeatedFailedLoginsAreRateLimited() async throws {
-        try await Self.withStore { store in
+        try await TestDatabase.withStore { store in
             _ = try await AccountService.bootstrap(store: store, configuredPassword: "right-password", logger: Logger(label: "t"))
             let service = AccountService(store: store, limiter: LoginRateLimiter(perName: 3, global: 100, window: 900))
             for _ in 0..<3 {
@@ -283,7 +266,7 @@ struct DashboardTests {
     }
 
     @Test func cookiesAreSecureOnlyWhenAskedFor() async throws {
-        try await Self.withStore { store in
+        try await TestDatabase.withStore { store in
             let token = String(repeating: "ab", count: 32)
             let secure = AccountService(store: store, secureCookies: true).sessionCookie(token)
             #expect(secure == "csc_session=\(token); Path=/; Max-Age=43200; HttpOnly; SameSite=Lax; Secure")

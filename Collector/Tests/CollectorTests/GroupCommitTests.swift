@@ -152,81 +152,75 @@ struct GroupCommitTests {
     }
 
     @Test func concurrentRequestsThroughTheWriterAreEachStoredOnce() async throws {
-        let fresh = try await TestDatabase.fresh()
-        let store = try await TestDatabase.open(fresh.database)
-        try await store.migrate()
-        let project = try await store.createProject(name: "p")
-        let metrics = CollectorMetrics()
-        let writer = IngestWriter(store: store, metrics: metrics)
-        let ids = (0..<30).map { _ in Fixtures.eventID() }
-        let now = Date()
-        // Every id twice, from 60 concurrent requests.
-        let outcomes = try await withThrowingTaskGroup(of: IngestWriteOutcome.self) { group in
-            for round in 0..<2 {
-                for (index, id) in ids.enumerated() {
-                    let write = try Self.write(project: project.id, id: id, functions: ["f\(index % 3)"], release: "1.\(round)",
-                                               user: "u\(index % 5)", received: now)
-                    group.addTask { try await writer.submit(write) }
+        try await TestDatabase.withStore { store in
+            let project = try await store.createProject(name: "p")
+            let metrics = CollectorMetrics()
+            let writer = IngestWriter(store: store, metrics: metrics)
+            let ids = (0..<30).map { _ in Fixtures.eventID() }
+            let now = Date()
+            // Every id twice, from 60 concurrent requests.
+            let outcomes = try await withThrowingTaskGroup(of: IngestWriteOutcome.self) { group in
+                for round in 0..<2 {
+                    for (index, id) in ids.enumerated() {
+                        let write = try Self.write(project: project.id, id: id, functions: ["f\(index % 3)"], release: "1.\(round)",
+                                                   user: "u\(index % 5)", received: now)
+                        group.addTask { try await writer.submit(write) }
+                    }
                 }
+                return try await group.reduce(into: [IngestWriteOutcome]()) { $0.append($1) }
             }
-            return try await group.reduce(into: [IngestWriteOutcome]()) { $0.append($1) }
+            #expect(outcomes.filter { $0.event == .duplicate }.count == 30)
+            #expect(metrics.committedRequestCount == 60)
+            let issues = try await store.issues(projectID: project.id)
+            #expect(issues.count == 3)
+            #expect(issues.map(\.eventCount).reduce(0, +) == 30)
+            #expect(issues.map(\.userCount).reduce(0, +) == 15)  // ids 0..<30: f(i%3) with u(i%5): every pair appears
+            #expect(writer.depth == 0)
         }
-        #expect(outcomes.filter { $0.event == .duplicate }.count == 30)
-        #expect(metrics.committedRequestCount == 60)
-        let issues = try await store.issues(projectID: project.id)
-        #expect(issues.count == 3)
-        #expect(issues.map(\.eventCount).reduce(0, +) == 30)
-        #expect(issues.map(\.userCount).reduce(0, +) == 15)  // ids 0..<30: f(i%3) with u(i%5): every pair appears
-        #expect(writer.depth == 0)
-        try await store.close()
-        await fresh.drop()
     }
 
     /// While the store is busy (its lock held here), the queue fills to its depth limit and the
     /// next request is refused at once with `ingest.queue_full`; the queued ones are stored once
     /// the store is free.
     @Test func aFullQueueRefusesWithQueueFullAndKeepsWhatItAccepted() async throws {
-        let fresh = try await TestDatabase.fresh()
-        let store = try await TestDatabase.open(fresh.database)
-        try await store.migrate()
-        let project = try await store.createProject(name: "p")
-        var limits = IngestQueueLimits()
-        limits.maxDepth = 2
-        let metrics = CollectorMetrics()
-        let writer = IngestWriter(store: store, metrics: metrics, limits: limits)
-        let writes = try (0..<3).map { _ in
-            try Self.write(project: project.id, id: Fixtures.eventID(), functions: ["f"], release: "1.0", user: nil, received: Date())
-        }
-        let (release, released) = AsyncStream.makeStream(of: Void.self)
-        let (holds, held) = AsyncStream.makeStream(of: Void.self)
-        let holding = Task {
-            _ = try await store.serialized {
-                held.yield()
-                for await _ in release { break }
-                return 0
+        try await TestDatabase.withStore { store in
+            let project = try await store.createProject(name: "p")
+            var limits = IngestQueueLimits()
+            limits.maxDepth = 2
+            let metrics = CollectorMetrics()
+            let writer = IngestWriter(store: store, metrics: metrics, limits: limits)
+            let writes = try (0..<3).map { _ in
+                try Self.write(project: project.id, id: Fixtures.eventID(), functions: ["f"], release: "1.0", user: nil, received: Date())
             }
-        }
-        // Wait until the lock is held, then queue two requests.
-        for await _ in holds { break }
-        let accepted = [writes[0], writes[1]].map { write in Task { try await writer.submit(write) } }
-        while writer.depth < 2 { await Task.yield() }
-        await #expect(throws: CollectorError(code: "ingest.queue_full",
-                                             message: "the collector is storing as fast as it can; retry in a second", status: 503)) {
-            try await writer.submit(writes[2])
-        }
-        #expect(metrics.render().contains("collector_ingest_queue_depth 2"))
-        released.yield()
-        released.finish()
-        _ = try await holding.value
-        for task in accepted {
-            guard case .some(.stored) = try await task.value.event else {
-                Issue.record("an accepted request was not stored")
-                continue
+            let (release, released) = AsyncStream.makeStream(of: Void.self)
+            let (holds, held) = AsyncStream.makeStream(of: Void.self)
+            let holding = Task {
+                _ = try await store.serialized {
+                    held.yield()
+                    for await _ in release { break }
+                    return 0
+                }
             }
+            // Wait until the lock is held, then queue two requests.
+            for await _ in holds { break }
+            let accepted = [writes[0], writes[1]].map { write in Task { try await writer.submit(write) } }
+            while writer.depth < 2 { await Task.yield() }
+            await #expect(throws: CollectorError(code: "ingest.queue_full",
+                                                 message: "the collector is storing as fast as it can; retry in a second", status: 503)) {
+                try await writer.submit(writes[2])
+            }
+            #expect(metrics.render().contains("collector_ingest_queue_depth 2"))
+            released.yield()
+            released.finish()
+            _ = try await holding.value
+            for task in accepted {
+                guard case .some(.stored) = try await task.value.event else {
+                    Issue.record("an accepted request was not stored")
+                    continue
+                }
+            }
+            #expect(try await store.issues(projectID: project.id).first?.eventCount == 2)
+            #expect(writer.depth == 0)
         }
-        #expect(try await store.issues(projectID: project.id).first?.eventCount == 2)
-        #expect(writer.depth == 0)
-        try await store.close()
-        await fresh.drop()
     }
 }

@@ -164,9 +164,7 @@ struct SDKConfigTests {
     /// A database whose versions were published before schema version 5 keeps them; they read as
     /// "not recorded" (API: no `published_by`), and new versions record their publisher.
     @Test func versionsFromBeforeMigrationFiveReadAsNotRecorded() async throws {
-        let fresh = try await TestDatabase.fresh()
-        let store = try await TestDatabase.open(fresh.database)
-        do {
+        try await TestDatabase.withStore(migrated: false) { store in
             // The schema as version 4 left it, with a version published then.
             let dialect = store.backend.dialect
             _ = try await store.query(SQLStore.typed("CREATE TABLE schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: dialect))
@@ -187,13 +185,7 @@ struct SDKConfigTests {
             let next = try await service.rollback(projectID: project.id, to: 1, by: .apiToken("ci", owner: "bob"))
             #expect(try await store.sdkConfig(projectID: project.id, version: next.version)?.publishedBy == SDKConfigPublisher(account: "bob", apiToken: "ci"))
             #expect(try await store.sdkConfigHistory(projectID: project.id).map(\.publishedBy) == [.apiToken("ci", owner: "bob"), nil])
-        } catch {
-            try? await store.close()
-            await fresh.drop()
-            throw error
         }
-        try await store.close()
-        await fresh.drop()
     }
 
     // MARK: Validation with the SDK's model

@@ -99,6 +99,23 @@ enum TestDatabase {
         case .postgres(let url): return try await SQLStore.openPostgres(url: url, logger: logger)
         }
     }
+
+    /// Runs `body` on a store over a new database (migrated unless `migrated` is false), closed
+    /// and deleted afterwards, also when `body` throws.
+    static func withStore(migrated: Bool = true, _ body: (SQLStore) async throws -> Void) async throws {
+        let fresh = try await fresh()
+        let store = try await open(fresh.database)
+        do {
+            if migrated { try await store.migrate() }
+            try await body(store)
+        } catch {
+            try? await store.close()
+            await fresh.drop()
+            throw error
+        }
+        try await store.close()
+        await fresh.drop()
+    }
 }
 
 /// A collector running on 127.0.0.1 (a free port) on a new database (see `TestDatabase`), with a known
