@@ -59,35 +59,19 @@ package protocol EnvelopeHTTPClient: Sendable {
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
 /// ephemeral session (no cookies, no cache).
 package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
-    private let lock = NSLock()
-    /// Created by the first `post`: the first URLSession of a process (FoundationNetworking,
-    /// libcurl, the shared cookie storage) costs ~7 M instructions, which reporting's setup would
-    /// otherwise pay before it stores the crash reports of earlier runs.
-    private var createdSession: URLSession?
+    private let session: URLSession
 
-    /// A client with its own ephemeral session (one connection per host), created at the first request.
-    package init() {}
-
-    private var session: URLSession {
-        lock.lock()
-        defer { lock.unlock() }
-        if let createdSession { return createdSession }
+    /// A client with its own ephemeral session (one connection per host).
+    package init() {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 1
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.httpCookieStorage = nil
-        let session = URLSession(configuration: configuration)
-        createdSession = session
-        return session
+        session = URLSession(configuration: configuration)
     }
 
-    deinit {
-        lock.lock()
-        let session = createdSession
-        lock.unlock()
-        session?.finishTasksAndInvalidate()
-    }
+    deinit { session.finishTasksAndInvalidate() }
 
     private final class Outcome: @unchecked Sendable {
         var result: Result<HTTPResponse, TransportError>?
