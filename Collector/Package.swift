@@ -34,7 +34,7 @@ let package = Package(
         // SQLite (Debian: libsqlite3-dev), called directly: a statement takes microseconds, so it runs
         // on the calling thread instead of hopping to a thread pool (which cost more than the work).
         .systemLibrary(name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // PostgreSQL's client library (Debian: libpq-dev), called on NIO's thread pool.
+        // PostgreSQL's client library (Debian: libpq-dev), called on one dedicated thread per connection.
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
             name: "CollectorApp",

@@ -216,29 +216,58 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
 // MARK: PostgreSQL
 
-/// A libpq connection; its blocking calls run on NIO's shared thread pool, one at a time.
+/// A libpq connection with a thread of its own.
+///
+/// Threading contract: every libpq call (connecting, each statement, each pipeline, closing)
+/// runs on `thread`, a one-thread `NIOThreadPool` started by `connect` and shut down by `close`.
+/// A libpq call blocks its thread for as long as the server takes, including while a statement
+/// waits for a lock another connection holds (an advisory lock of a second collector, a long
+/// transaction). On this thread such a wait stalls only this connection, whose callers wait
+/// anyway; on a shared pool (`NIOThreadPool.singleton`, one thread per core, which NIO's file
+/// I/O also uses) it would stall every other user of the pool.
+///
+/// One thread suffices: a libpq connection runs one statement at a time (the store serializes
+/// its statements), so a second thread would only wait for the first. `connection` and `closed`
+/// are touched only on `thread` (and in `deinit`, when no other reference exists), so they need
+/// no lock; work submitted to the thread runs in submission order.
 final class PostgresBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.postgres
-    /// `PGconn *`. Used by one thread at a time: the store serializes statements, and `lock`
-    /// guards against any caller that does not.
+    /// `PGconn *`, used only on `thread`.
     private let connection: OpaquePointer
-    private let lock = NSLock()
+    /// The connection's own thread (one thread, started before connecting).
+    private let thread: NIOThreadPool
+    /// Set by `close` (on `thread`); statements after it throw `storage.failed`.
     private var closed = false
 
-    private init(connection: OpaquePointer) { self.connection = connection }
+    /// Threads in a connection's pool: one, since a connection runs one statement at a time.
+    static let threadsPerConnection = 1
 
-    /// - Throws: `database.connect` with libpq's message when the server refuses or is unreachable.
+    private init(connection: OpaquePointer, thread: NIOThreadPool) {
+        self.connection = connection
+        self.thread = thread
+    }
+
+    /// Connects on a new thread of the connection's own (see the type's threading contract).
+    /// - Throws: `database.connect` with libpq's message when the server refuses or is
+    ///   unreachable; the thread is shut down again.
     static func connect(url: String) async throws -> PostgresBackend {
-        try await NIOThreadPool.singleton.runIfActive {
-            guard let connection = PQconnectdb(url) else {
-                throw CollectorError(code: "database.connect", message: "libpq could not allocate a connection", status: 500)
+        let thread = NIOThreadPool(numberOfThreads: threadsPerConnection)
+        thread.start()
+        do {
+            return try await perform(on: thread) {
+                guard let connection = PQconnectdb(url) else {
+                    throw CollectorError(code: "database.connect", message: "libpq could not allocate a connection", status: 500)
+                }
+                guard PQstatus(connection) == CONNECTION_OK else {
+                    let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+                    PQfinish(connection)
+                    throw CollectorError(code: "database.connect", message: "PostgreSQL: \(message)", status: 500)
+                }
+                return PostgresBackend(connection: connection, thread: thread)
             }
-            guard PQstatus(connection) == CONNECTION_OK else {
-                let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
-                PQfinish(connection)
-                throw CollectorError(code: "database.connect", message: "PostgreSQL: \(message)", status: 500)
-            }
-            return PostgresBackend(connection: connection)
+        } catch {
+            try? await thread.shutdownGracefully()
+            throw error
         }
     }
 
@@ -259,17 +288,34 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
 
     func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow] {
         let statement = Self.numbered(sql)
-        return try await NIOThreadPool.singleton.runIfActive { try self.execute(statement, binds) }
+        return try await onConnectionThread { try self.execute(statement, binds) }
     }
 
     func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
         if statements.count == 1 { return [try await query(statements[0].sql, statements[0].binds)] }
         let numbered = statements.map { SQLStatement(Self.numbered($0.sql), $0.binds) }
-        return try await NIOThreadPool.singleton.runIfActive { try self.lock.withLock { try self.pipelineLocked(numbered) } }
+        return try await onConnectionThread { try self.pipeline(numbered) }
     }
 
-    private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
-        try lock.withLock { try executeLocked(sql, binds) }
+    /// Runs `body` on the connection's thread (see `perform(on:_:)`).
+    private func onConnectionThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await Self.perform(on: thread, body)
+    }
+
+    /// Runs `body` on `thread` and returns its result. Work runs in submission order, and once
+    /// submitted it runs even when the calling task is cancelled: skipping a statement would
+    /// leave a transaction half done (a `COMMIT` or `ROLLBACK` never sent). After `close` has
+    /// stopped the thread this throws `storage.failed` ("the connection is closed").
+    private static func perform<T: Sendable>(on thread: NIOThreadPool, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            thread.submit { state in
+                guard case .active = state else {
+                    continuation.resume(throwing: CollectorError.storage("PostgreSQL: the connection is closed"))
+                    return
+                }
+                continuation.resume(with: Result(catching: body))
+            }
+        }
     }
 
     /// Calls `body` with libpq's parameter arrays for `binds`: text parameters, except blobs,
@@ -308,7 +354,7 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         }
     }
 
-    private func executeLocked(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
+    private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
         guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
         let result: OpaquePointer? = Self.withParameters(binds) { values, lengths, formats in
             PQexecParams(connection, sql, Int32(binds.count), nil, values, lengths, formats, 0)
@@ -325,7 +371,7 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     /// After a failing statement the server skips the rest up to the sync (their results are
     /// `PGRES_PIPELINE_ABORTED`); the first failure is thrown once every result has been read,
     /// so the connection is back out of pipeline mode either way.
-    private func pipelineLocked(_ statements: [SQLStatement]) throws -> [[DBRow]] {
+    private func pipeline(_ statements: [SQLStatement]) throws -> [[DBRow]] {
         guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
         guard PQenterPipelineMode(connection) == 1 else {
             throw CollectorError.storage("PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)))")
@@ -435,11 +481,24 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         return Data(bytes)
     }
 
+    /// Closes the connection after the statements already submitted, then stops its thread.
+    /// A second `close` does nothing.
     func close() async throws {
-        lock.withLock {
-            guard !closed else { return }
-            closed = true
+        let closedNow = try? await onConnectionThread { () -> Bool in
+            guard !self.closed else { return false }
+            self.closed = true
+            PQfinish(self.connection)
+            return true
+        }
+        if closedNow == true { try await thread.shutdownGracefully() }
+    }
+
+    /// A backend dropped without `close` (a failing test, an error path) still frees its
+    /// connection and thread, so neither leaks and NIO's check that pools are shut down holds.
+    deinit {
+        if !closed {
             PQfinish(connection)
+            thread.shutdownGracefully { _ in }
         }
     }
 }
