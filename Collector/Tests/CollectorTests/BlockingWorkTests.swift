@@ -9,7 +9,7 @@ import Testing
 
 /// The collector's blocking work stays off shared threads: a PostgreSQL statement waiting for a
 /// lock blocks only its own connection's thread (not `NIOThreadPool.singleton`, not Swift's
-/// cooperative pool).
+/// cooperative pool), and the password KDF runs on threads of its own.
 @Suite("Blocking work off shared threads")
 struct BlockingWorkTests {
     /// How long a probe may take before it counts as stalled. A hang detector, not a timing: a
@@ -78,6 +78,13 @@ struct BlockingWorkTests {
         configuration.adminPassword = Harness.adminPassword
         configuration.port = 0
         return configuration
+    }
+
+    /// A flag set once, read from any thread.
+    final class Flag: Sendable {
+        private let state = Atomic<Bool>(false)
+        func set() { state.store(true, ordering: .sequentiallyConsistent) }
+        var isSet: Bool { state.load(ordering: .sequentiallyConsistent) }
     }
 
     /// Two collectors on one PostgreSQL database, one of them waiting in an ingest commit for
@@ -170,6 +177,46 @@ struct BlockingWorkTests {
         try await backend.close()
         await #expect { _ = try await backend.query("SELECT 1", []) } throws: { error in
             (error as? CollectorError)?.code == "storage.failed"
+        }
+    }
+
+    /// A login's key derivation runs on the KDF threads: while a test job holds all of them,
+    /// logins (one per core) stay pending and the store and the cooperative pool keep
+    /// answering; released, the logins complete (refused: the account's stored hash is a decoy
+    /// no password matches). Logins deriving on the cooperative pool instead would take every
+    /// thread of it, so the probes could only answer once some login had finished.
+    @Test func loginsWaitForTheKDFThreadsNotOnTheCooperativePool() async throws {
+        try await TestDatabase.withStore { store in
+            // A costly hash (about ten logins' worth), so a login deriving on the cooperative
+            // pool would hold its thread for a while.
+            _ = try await store.createAccount(name: "slow", passwordHash: PasswordHasher.decoy(iterations: 2_000_000),
+                                              isAdmin: false, created: Date())
+            let service = AccountService(store: store)
+            let held = DispatchSemaphore(value: 0)
+            let started = DispatchSemaphore(value: 0)
+            for _ in 0..<PasswordHasher.kdfThreadCount {
+                PasswordHasher.kdfThreads.submit { _ in
+                    started.signal()
+                    held.wait()
+                }
+            }
+            for _ in 0..<PasswordHasher.kdfThreadCount { started.wait() }
+            let finished = Flag()
+            let logins = (0..<ProcessInfo.processInfo.activeProcessorCount).map { _ in
+                Task {
+                    defer { finished.set() }
+                    _ = try await service.login(name: "slow", password: "anything")
+                }
+            }
+            let cooperative = await Self.result { await Task.detached { 7 }.value }
+            #expect(try #require(cooperative, "the cooperative pool stalled").get() == 7)
+            let accounts = await Self.result { try await store.accountCount() }
+            #expect(try #require(accounts, "the store stalled").get() == 1)
+            #expect(!finished.isSet, "a login finished while every KDF thread was held")
+            for _ in 0..<PasswordHasher.kdfThreadCount { held.signal() }
+            for login in logins {
+                await #expect(throws: LoginFailure(code: "login.invalid", retryAfter: nil)) { try await login.value }
+            }
         }
     }
 }

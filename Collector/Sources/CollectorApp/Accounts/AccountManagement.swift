@@ -60,12 +60,12 @@ extension AccountService {
         }
         // The stored hash as of now, not as of the session lookup.
         let stored = try await store.account(id: session.account.id)?.passwordHash ?? session.account.passwordHash
-        guard PasswordHasher.verify(current, against: stored) else {
+        guard await PasswordHasher.verifyOnKDFThreads(current, against: stored) else {
             limiter.recordFailure(name: name, now: time)
             throw CollectorError.forbidden("account.password_wrong", "the current password is wrong")
         }
         try Self.validateNewPassword(new, repeated: repeated)
-        try await store.updatePassword(accountID: session.account.id, passwordHash: PasswordHasher.hash(new), keepingSession: session.tokenHash)
+        try await store.updatePassword(accountID: session.account.id, passwordHash: await PasswordHasher.hashOnKDFThreads(new), keepingSession: session.tokenHash)
     }
 
     /// Adds an account (admins only) with `password`, or with a generated one when `password` is
@@ -78,7 +78,7 @@ extension AccountService {
         guard try await store.account(name: name) == nil else {
             throw CollectorError.conflict("account.name_taken", "an account with this name exists")
         }
-        let account = try await store.createAccount(name: name, passwordHash: PasswordHasher.hash(chosen), isAdmin: isAdmin, created: now())
+        let account = try await store.createAccount(name: name, passwordHash: await PasswordHasher.hashOnKDFThreads(chosen), isAdmin: isAdmin, created: now())
         return (account, chosen)
     }
 

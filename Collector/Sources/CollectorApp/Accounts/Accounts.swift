@@ -32,9 +32,10 @@ public final class AccountService: Sendable {
     let secureCookies: Bool
     let now: @Sendable () -> Date
     let limiter: LoginRateLimiter
-    /// A hash to verify against when the account does not exist, so that an unknown name takes
-    /// as long as a wrong password.
-    private let decoyHash = PasswordHasher.hash(UUID().uuidString)
+    /// A stored hash to verify against when the account does not exist, so that an unknown name
+    /// takes as long as a wrong password: the default iteration count with a random salt and a
+    /// random key, which no password derives (built without running the KDF at start-up).
+    private let decoyHash = PasswordHasher.decoy()
 
     public init(store: any AccountStore, sessionLifetime: TimeInterval = 12 * 3600, secureCookies: Bool = false,
                 limiter: LoginRateLimiter = LoginRateLimiter(), now: @escaping @Sendable () -> Date = { Date() }) {
@@ -50,7 +51,7 @@ public final class AccountService: Sendable {
     public static func bootstrap(store: any AccountStore, configuredPassword: String?, logger: Logger) async throws -> String? {
         guard try await store.accountCount() == 0 else { return nil }
         let password = configuredPassword.flatMap { $0.isEmpty ? nil : $0 } ?? newSecret(bytes: 18)
-        _ = try await store.createAccount(name: adminName, passwordHash: PasswordHasher.hash(password), isAdmin: true, created: Date())
+        _ = try await store.createAccount(name: adminName, passwordHash: await PasswordHasher.hashOnKDFThreads(password), isAdmin: true, created: Date())
         logger.info("admin account created", metadata: ["account": "\(adminName)"])
         return configuredPassword == nil || configuredPassword == "" ? password : nil
     }
@@ -71,7 +72,7 @@ public final class AccountService: Sendable {
             throw LoginFailure(code: "login.rate_limited", retryAfter: wait)
         }
         let account = try await store.account(name: name)
-        let matches = PasswordHasher.verify(password, against: account?.passwordHash ?? decoyHash)
+        let matches = await PasswordHasher.verifyOnKDFThreads(password, against: account?.passwordHash ?? decoyHash)
         guard let account, matches else {
             limiter.recordFailure(name: name, now: time)
             throw LoginFailure(code: "login.invalid", retryAfter: nil)

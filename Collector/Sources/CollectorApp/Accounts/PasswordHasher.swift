@@ -1,5 +1,7 @@
 import COpenSSL
 import Foundation
+import NIOCore
+import NIOPosix
 
 /// Password hashing with PBKDF2-HMAC-SHA256 (OpenSSL's `PKCS5_PBKDF2_HMAC`), a random 16-byte
 /// salt per password and a 32-byte derived key.
@@ -18,6 +20,15 @@ public enum PasswordHasher {
     public static func hash(_ password: String, iterations: Int = defaultIterations) -> String {
         let salt = CryptoSupport.randomBytes(16)
         let key = derive(password, salt: salt, iterations: iterations)
+        return "\(scheme)$\(iterations)$\(Data(salt).base64EncodedString())$\(Data(key).base64EncodedString())"
+    }
+
+    /// A well-formed stored hash with `iterations` and a random salt and key: verifying any
+    /// password against it costs as much as against a real hash and fails (barring a 2^-256
+    /// chance). No KDF runs to build it.
+    static func decoy(iterations: Int = defaultIterations) -> String {
+        let salt = CryptoSupport.randomBytes(16)
+        let key = CryptoSupport.randomBytes(32)
         return "\(scheme)$\(iterations)$\(Data(salt).base64EncodedString())$\(Data(key).base64EncodedString())"
     }
 
@@ -46,6 +57,41 @@ public enum PasswordHasher {
     /// Whether two strings are equal as UTF-8, in constant time for equal lengths.
     public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
         constantTimeEqual(Array(a.utf8), Array(b.utf8))
+    }
+
+    // MARK: Off the shared threads
+
+    /// Threads that run the KDF for `hashOnKDFThreads` and `verifyOnKDFThreads`: half the
+    /// machine's cores, at least one (one on a 2-core machine), started on first use and kept
+    /// for the life of the process. One hash takes 210,000 HMAC-SHA256 rounds of CPU (tens of
+    /// milliseconds on an idle core, most of a second on a loaded one); run on Swift's
+    /// cooperative pool (one thread per core) or an event loop, each would stop every other
+    /// task on that thread, ingest included, for that long. Here logins wait for each other
+    /// instead, and at least half the cores stay free for everything else.
+    static let kdfThreads: NIOThreadPool = {
+        let threads = NIOThreadPool(numberOfThreads: kdfThreadCount)
+        threads.start()
+        return threads
+    }()
+    static let kdfThreadCount = max(1, System.coreCount / 2)
+
+    /// `hash(_:iterations:)` on the KDF threads: the calling task waits without holding a thread.
+    public static func hashOnKDFThreads(_ password: String, iterations: Int = defaultIterations) async -> String {
+        await onKDFThreads { hash(password, iterations: iterations) }
+    }
+
+    /// `verify(_:against:)` on the KDF threads: the calling task waits without holding a thread.
+    public static func verifyOnKDFThreads(_ password: String, against stored: String) async -> Bool {
+        await onKDFThreads { verify(password, against: stored) }
+    }
+
+    /// Runs `body` on `kdfThreads`, even when the calling task is cancelled (the result is small
+    /// and the work already queued). The threads are never shut down; should they be, `body`
+    /// runs on the calling thread instead.
+    private static func onKDFThreads<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            kdfThreads.submit { _ in continuation.resume(returning: body()) }
+        }
     }
 
     static func derive(_ password: String, salt: [UInt8], iterations: Int) -> [UInt8] {
