@@ -71,8 +71,7 @@ struct IngestQueueOptionsTests {
     /// Holds the database's write lock from a connection of its own, so the collector's group
     /// commit waits: SQLite's `BEGIN IMMEDIATE` (the collector's connection waits up to its 5 s
     /// busy timeout), PostgreSQL's advisory lock on the project that ingest takes per transaction.
-    /// Taking and releasing never wait, so they run synchronously on the test's thread: the
-    /// collector's PostgreSQL calls share NIO's small thread pool, which the waiting commit occupies.
+    /// Taking and releasing never wait, so they run synchronously on the test's thread.
     final class WriteBlocker {
         private let sqlite: SQLStore?
         private let postgres: OpaquePointer?

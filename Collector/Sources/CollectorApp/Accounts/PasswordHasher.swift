@@ -63,8 +63,8 @@ public enum PasswordHasher {
 
     /// Threads that run the KDF for `hashOnKDFThreads` and `verifyOnKDFThreads`: half the
     /// machine's cores, at least one (one on a 2-core machine), started on first use and kept
-    /// for the life of the process. One hash takes 210,000 HMAC-SHA256 rounds of CPU (tens of
-    /// milliseconds on an idle core, most of a second on a loaded one); run on Swift's
+    /// for the life of the process. One hash takes 210,000 HMAC-SHA256 rounds of CPU (measured
+    /// at 150 ms to 1 s on a 2-core machine busy with other builds); run on Swift's
     /// cooperative pool (one thread per core) or an event loop, each would stop every other
     /// task on that thread, ingest included, for that long. Here logins wait for each other
     /// instead, and at least half the cores stay free for everything else.
