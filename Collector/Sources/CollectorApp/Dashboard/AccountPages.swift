@@ -144,7 +144,7 @@ extension DashboardRoutes {
         let rows: [HTML] = try await accounts.allAccounts(for: session).map { account in
             let action: HTML = account.id == session.account.id ? "<span class=\"muted\">you</span>" : """
             <form class="inline" method="post" action="/accounts/\(account.id)/password">\(Layout.csrfField(session))\
-            <input name="password" type="password" autocomplete="new-password" placeholder="new password (empty: generated)" aria-label="New password for \(account.name)" data-reset-password="\(account.name)">\
+            <input name="password" type="password" autocomplete="new-password" placeholder="empty: generated" aria-label="New password for \(account.name)" data-reset-password="\(account.name)">\
             <button type="submit" class="secondary" data-reset="\(account.name)">Reset password</button></form> \
             <form class="inline" method="post" action="/accounts/\(account.id)/delete">\(Layout.csrfField(session))\
             <button type="submit" class="secondary" data-remove="\(account.name)">Remove</button></form>
