@@ -30,7 +30,9 @@ struct StrictJSON {
         ///   a number of magnitude 2^53 or more is `.double` here, where JSONDecoder gives `.int`
         ///   for some spellings (`1.23456789012345678e17`) and `.double` for others.
         /// A trailing comma in an object or array is refused, as serde_json refuses it ("trailing
-        /// comma"), so Relay answers such an envelope with 400.
+        /// comma"), so Relay answers such an envelope with 400. One difference from Relay remains:
+        /// it refuses a repeat of a field its envelope header declares (`event_id`, `dsn`,
+        /// `sent_at`, `trace`, ...: serde's "duplicate field"), where this keeps the last value.
         case envelopeHeader
     }
 
