@@ -52,7 +52,7 @@ if grep -q "password (shown once)" "$data/stdout.log"; then
     echo "FAIL: a configured admin password must not be printed"; echo "0 passed, 1 failed"; exit 1
 fi
 "$venv/bin/python" scripts/browser_ingest.py "$dsn" || { echo "FAIL: sample data"; tail -20 "$data/stderr.log"; echo "0 passed, 1 failed"; exit 1; }
-"$venv/bin/python" scripts/browser_test.py "http://127.0.0.1:$port" "$password" "$shots"
+"$venv/bin/python" scripts/browser_test.py "http://127.0.0.1:$port" "$password" "$shots" "$data"
 status=$?
 echo "artifacts in $shots: $(cd "$shots" 2>/dev/null && ls | tr '\n' ' ')"
 exit $status

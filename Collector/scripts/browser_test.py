@@ -1,18 +1,23 @@
 """Drives the collector's dashboard in headless Chromium (Selenium): logs in, opens each page,
 resolves an issue, edits and rolls back the remote configuration, creates an API token and uses
 it on the JSON API (urllib) until it is revoked, adds an account, changes the admin password and
-logs in with the new one; checks the browser console has no errors and saves a screenshot of
-each page.
+logs in with the new one, resets the added account's password (its session, held by a script,
+ends; the old password is refused, the new one logs in; with LOG_DIR, the collector's logs there
+never contain the new password); checks the browser console has no errors and saves a screenshot
+of each page.
 
-usage: browser_test.py COLLECTOR_URL ADMIN_PASSWORD SCREENSHOT_DIR
+usage: browser_test.py COLLECTOR_URL ADMIN_PASSWORD SCREENSHOT_DIR [LOG_DIR]
 Prints PASS/FAIL lines and "N passed, M failed"; exits non-zero on any failure.
 """
+import http.cookiejar
 import json
 import os
+import re
 import sys
 import time
 import traceback
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -21,6 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 
 base, password, shots = sys.argv[1:4]
+log_dir = sys.argv[4] if len(sys.argv) > 4 else None
 os.makedirs(shots, exist_ok=True)
 passed = 0
 failed = 0
@@ -103,6 +109,23 @@ def api_get(token, path):
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, None
+
+
+def script_session(name, secret):
+    """Logs in like a script (urllib with a cookie jar); returns the opener holding the session."""
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    with opener.open(base + "/login", timeout=30) as response:
+        csrf = re.search(r'name="login_csrf" value="([0-9a-f]+)"', response.read().decode())
+    form = urllib.parse.urlencode({"login_csrf": csrf.group(1) if csrf else "", "name": name, "password": secret}).encode()
+    with opener.open(urllib.request.Request(base + "/login", data=form, headers={"Origin": base}), timeout=30) as response:
+        response.read()
+    return opener
+
+
+def session_lands_on(opener, path):
+    """The path the session's GET of `path` ends on after redirects."""
+    with opener.open(base + path, timeout=30) as response:
+        return urllib.parse.urlparse(response.geturl()).path
 
 
 def console_errors():
@@ -228,9 +251,27 @@ try:
     log_in("admin", new_password)
     check("the new password logs in", driver.current_url.endswith("/projects"), driver.current_url)
 
-    # The added account logs in and is no admin.
+    # The admin resets the added account's password while a script holds a session of it.
+    viewer_script = script_session("browser-viewer", viewer_password)
+    check("the added account's script session opens the projects page", session_lands_on(viewer_script, "/projects") == "/projects")
+    reset_password = "reset-" + password
+    driver.get(base + "/accounts")
+    driver.find_element(By.CSS_SELECTOR, "input[data-reset-password='browser-viewer']").send_keys(reset_password)
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-reset='browser-viewer']"))
+    check("the reset password is shown once", driver.find_element(By.ID, "reset-password").text.strip() == reset_password)
+    driver.save_screenshot(os.path.join(shots, "19-password-reset.png"))
+    check("the accounts page has no console errors after the reset", not console_errors())
+    driver.get(base + "/accounts")
+    check("the reset password is not shown again", reset_password not in driver.page_source)
+    check("the reset ended the account's session", session_lands_on(viewer_script, "/projects") == "/login")
+    check("the admin's own session stays", driver.current_url.endswith("/accounts"), driver.current_url)
+
+    # The added account logs in with the reset password (not the old one) and is no admin.
     click_and_wait(driver.find_element(By.CSS_SELECTOR, "form.logout button"))
     log_in("browser-viewer", viewer_password)
+    check("the added account's old password is refused", "Wrong account name or password" in driver.find_element(By.TAG_NAME, "body").text)
+    driver.get_log("browser")  # the refused login's 401, logged on purpose
+    log_in("browser-viewer", reset_password)
     check("the added account logs in", driver.current_url.endswith("/projects"), driver.current_url)
     check("a member has no Accounts link", not driver.find_elements(By.CSS_SELECTOR, "header a[href='/accounts']"))
     driver.get(base + "/accounts")
@@ -241,6 +282,14 @@ try:
     click_and_wait(driver.find_element(By.CSS_SELECTOR, "form.logout button"))
     driver.get(base + "/projects")
     check("after logging out the dashboard asks for a login again", "/login" in driver.current_url, driver.current_url)
+    if log_dir:
+        logged = ""
+        for name in sorted(os.listdir(log_dir)):
+            if name.endswith(".log"):
+                with open(os.path.join(log_dir, name), errors="replace") as log:
+                    logged += log.read()
+        check("the collector's logs record the reset", "password reset" in logged)
+        check("the collector's logs never contain the reset password", reset_password not in logged)
 except Exception as error:  # a missing element or a timeout is a failure, not a crash of the runner
     traceback.print_exc()
     check("browser session", False, f"{error!r} at {driver.current_url}")

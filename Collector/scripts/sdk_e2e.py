@@ -16,7 +16,17 @@ CASE is one of:
                and an event naming `probe-step` as the step that ended the loop, and the dashboard's
                launch page (logged in with ADMIN_PASSWORD) lists it;
   send         `shield crash segv` writes a report without reporting; `shield send` delivers it and
-               the collector stores the event `shield envelope` said it would send.
+               the collector stores the event `shield envelope` said it would send;
+  remote-config  the remote switches through the SDK's own fetcher (`shield reporting-probe` with the
+               project's DSN and Ed25519 public key; the collector must serve with
+               `--sdk-config-max-age 0`, so every start fetches): a signed document published on
+               the collector (container guard reportOnly) is fetched at one start and applied at
+               the next (the out-of-bounds objectAtIndex: throws and is reported with policy
+               reportOnly); the next fetch is answered 304 (the collector's
+               collector_sdk_config_responses_total); a rollback on the collector is fetched at the
+               start after and applied at the one after that (neutralised again); a document signed
+               with another key (another project's), and the SDK configured with a wrong key, are
+               refused and the last good document stays.
 Every crash runs in a child process with a timeout. Prints one line per check and exits 1 when
 any check failed.
 """
@@ -46,8 +56,13 @@ def check(condition, what, detail=""):
     return condition
 
 
-def api(path):
-    request = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token})
+def api(path, method="GET", body=None):
+    headers = {"Authorization": "Bearer " + token}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(base + path, data=data, method=method, headers=headers)
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
 
@@ -238,7 +253,110 @@ def send_case():
     check(any(frame.get("function") == "csc_crash_segv" for frame in frames(event)), "the sent event names csc_crash_segv")
 
 
-cases = {"crash": crash_case, "incident": incident_case, "launch-loop": launch_loop_case, "send": send_case}
+def sdk_config_answers():
+    """The collector's count of sdk-config answers by HTTP status, from /metrics."""
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {int(status): int(count) for status, count in
+            re.findall(r'^collector_sdk_config_responses_total\{status="(\d+)"\} (\d+)$', text, re.MULTILINE)}
+
+
+def remote_config_case():
+    directory = os.path.join(work, "remote-config")
+    scenario = "array.objectAtIndex.beyond"
+    mine = next(row for row in api("/api/0/projects") if str(row["id"]) == project)
+    key = mine["config_signing_public_key"]
+
+    def launch(number, expected_active, key=key, dsn_text=dsn):
+        """One start of the app: the SDK's start with reporting to `dsn_text` and the remote
+        configuration checked with `key`; it waits for the start's background fetch, then runs the
+        misuse under the guards. Returns (active version, fetch outcome, scenario outcome, release)."""
+        release = f"e2e-remote-{number}@1.0"
+        status, output = child(["reporting-probe", "--dir", directory, "--dsn", dsn_text, "--release", release,
+                                 "--exit-flush-timeout", "10", "--remote-config-public-key", key,
+                                 "--wait-for-remote-config", "--scenario", scenario])
+        start = next((json.loads(line) for line in output.splitlines() if line.startswith('{"start_ns"')), {})
+        fetch = next((line.split("fetch=", 1)[1] for line in output.splitlines() if line.startswith("REMOTE-CONFIG ")), None)
+        outcome = next((line.rsplit("outcome=", 1)[1] for line in output.splitlines() if line.startswith("SCENARIO ")), None)
+        active = start.get("remote_config_version")
+        check(status == 0 and active == expected_active,
+              f"start {number} runs with remote configuration version {expected_active or 'none'}", f"status {status}, output {output!r}")
+        return active, fetch, outcome, release
+
+    def incident_policies(release, project_id=project):
+        """The `crashshield.policy` tags of the release's incident events (prevented crashes)."""
+        def fetch():
+            found = []
+            for issue in api(f"/api/0/projects/{project_id}/issues"):
+                for summary in api(f"/api/0/issues/{issue['id']}/events?limit=1000"):
+                    if summary.get("release") == release:
+                        event = api(f"/api/0/projects/{project_id}/events/{summary['event_id']}")
+                        if event.get("level") == "warning":
+                            found.append((event.get("tags") or {}).get("crashshield.policy"))
+            return found
+        return poll("incident events", fetch)
+
+    def publish(project_id, document):
+        return api(f"/api/0/projects/{project_id}/sdk-config", method="PUT", body={"document": document})["version"]
+
+    neutralize = publish(project, {"rules": [{"guards": {"container": "neutralize"}}]})
+    report_only = publish(project, {"rules": [{"when": {"app_version": ">=1.0"}, "guards": {"container": "reportOnly"}}]})
+    before = sdk_config_answers()
+
+    # Start 1: nothing stored yet: the guard's default (neutralize); the fetch stores the newest version.
+    _, fetch, outcome, release = launch(1, None)
+    check(fetch == f"stored(version: {report_only})", f"start 1 fetches and stores version {report_only}", fetch)
+    check(outcome == "returned", "start 1 neutralises the misuse (the default policy)", outcome)
+    check(incident_policies(release) == ["neutralize"], "start 1's incident is reported with policy neutralize",
+          incident_policies(release))
+    after_first = sdk_config_answers()
+    check(after_first.get(200, 0) == before.get(200, 0) + 1, "the collector answered that fetch with 200", (before, after_first))
+
+    # Start 2: the stored document applies: reportOnly lets the exception through and reports it.
+    _, fetch, outcome, release = launch(2, report_only)
+    check(outcome == "threw", "start 2 applies reportOnly: the misuse throws as unguarded", outcome)
+    check(incident_policies(release) == ["reportOnly"], "start 2's incident is reported with policy reportOnly",
+          incident_policies(release))
+    check(fetch == "notModified", "start 2's fetch is answered not modified", fetch)
+    after_second = sdk_config_answers()
+    check(after_second.get(304, 0) == after_first.get(304, 0) + 1 and after_second.get(200, 0) == after_first.get(200, 0),
+          "the collector answered the second fetch with 304 (the stored ETag), not 200", (after_first, after_second))
+
+    # A rollback on the collector re-issues the neutralize content under a new version.
+    rolled = api(f"/api/0/projects/{project}/sdk-config/rollback", method="POST", body={"version": neutralize})
+    rollback = rolled["version"]
+    check(rollback > report_only and rolled.get("restored_from") == neutralize,
+          f"the rollback to version {neutralize} is published as version {rollback}", rolled)
+    _, fetch, outcome, _ = launch(3, report_only)
+    check(fetch == f"stored(version: {rollback})" and outcome == "threw",
+          "start 3 still runs reportOnly and fetches the rollback", (fetch, outcome))
+    _, fetch, outcome, release = launch(4, rollback)
+    check(outcome == "returned" and incident_policies(release) == ["neutralize"],
+          "start 4 applies the rollback: the misuse is neutralised again and reported so", (outcome, incident_policies(release)))
+    check(fetch == "notModified", "start 4's fetch is answered not modified", fetch)
+
+    # A document signed with another key: another project's, fetched with this app's key.
+    other = api("/api/0/projects", method="POST", body={"name": "e2e-remote-other"})
+    publish(other["id"], {"version": rollback + 10, "rules": [{"guards": {"container": "off"}}]})
+    parts = urllib.parse.urlparse(base)
+    other_dsn = f"{parts.scheme}://{other['public_key']}@{parts.netloc}/{other['id']}"
+    _, fetch, outcome, _ = launch(5, rollback, dsn_text=other_dsn)
+    check((fetch or "").startswith("rejected(") and "remote_config.bad_signature" in fetch,
+          "a document signed with another key is rejected (bad signature)", fetch)
+    check(outcome == "returned", "and the last good document (the rollback) stays in force", outcome)
+
+    # The app configured with a wrong key: it refuses the stored document and a newly fetched one.
+    newer = publish(project, {"rules": [{"guards": {"container": "off"}}]})
+    _, fetch, outcome, _ = launch(6, None, key=other["config_signing_public_key"])
+    check((fetch or "").startswith("rejected(") and "remote_config.bad_signature" in fetch,
+          f"with a wrong key, version {newer} is rejected (bad signature)", fetch)
+    check(outcome == "returned", "with a wrong key, no document applies (the guard's default)", outcome)
+    _, fetch, outcome, _ = launch(7, rollback)
+    check(fetch == f"stored(version: {newer})", "with the right key again, the last good document is in force and the newer one is fetched", fetch)
+
+
+cases = {"crash": crash_case, "incident": incident_case, "launch-loop": launch_loop_case, "send": send_case,
+         "remote-config": remote_config_case}
 if case not in cases:
     sys.exit(f"unknown case {case}: one of {', '.join(cases)}")
 try:

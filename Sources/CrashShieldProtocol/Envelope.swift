@@ -77,10 +77,10 @@ public struct Envelope: Sendable, Hashable {
 
     /// Reads an envelope.
     ///
-    /// Headers are JSON objects in UTF-8 on one line each. Also accepted, as JSONDecoder does: a
-    /// byte order mark before a header, a trailing comma in an object or array, and a repeated
-    /// key (the first occurrence wins). A `length` written as `3.0` counts as 3. Blank lines
-    /// between items are skipped.
+    /// Headers are JSON objects in UTF-8 on one line each, read as Sentry's ingestion (Relay)
+    /// reads them: a trailing comma in an object or array makes the header invalid, and of a
+    /// repeated key the last value counts. Also accepted: a byte order mark before a header. A
+    /// `length` written as `3.0` counts as 3. Blank lines between items are skipped.
     /// - Throws: `Envelope.ParseError` for a missing or non-object header, an item header that is
     ///   not a JSON object, a negative or non-integer `length`, or a `length` beyond the data.
     public static func parse(_ data: Data) throws(ParseError) -> Envelope {
@@ -99,10 +99,10 @@ public struct Envelope: Sendable, Hashable {
             position = min(bytes.count, end + 1)
             return slice
         }
-        // The headers are read by the package's own reader in the dialect that accepts what
-        // JSONDecoder accepts, with the same values (JSONDecoder was most of this function's cost).
+        // The headers are read by the package's own reader in its envelope-header dialect
+        // (JSONDecoder, the reader before it, was most of this function's cost).
         func object(_ slice: ArraySlice<UInt8>, _ what: String) throws(ParseError) -> [String: JSONValue] {
-            guard let value = try? StrictJSON.parse(Array(slice), dialect: .decoderCompatible),
+            guard let value = try? StrictJSON.parse(Array(slice), dialect: .envelopeHeader),
                   case .object(let members) = value
             else {
                 throw ParseError(code: "envelope.header", message: "\(what) is not a JSON object")

@@ -4,8 +4,9 @@ import Testing
 import CrashShieldProtocol
 
 /// `Envelope.parse`: item framing and the header edge cases. The headers are read by the package's
-/// own JSON reader; the differential cases check it accepts and returns exactly what
-/// `JSONValue.parse` (JSONDecoder), the reader it replaced, does.
+/// own JSON reader as Sentry's ingestion (Relay, serde_json) reads them: trailing commas refused,
+/// the last value of a repeated key kept. The differential cases check that otherwise it accepts
+/// and returns exactly what `JSONValue.parse` (JSONDecoder), the reader it replaced, does.
 @Suite struct EnvelopeParseTests {
     private func parse(_ text: String) throws(Envelope.ParseError) -> Envelope {
         try Envelope.parse(Data(text.utf8))
@@ -79,14 +80,24 @@ import CrashShieldProtocol
         #expect(errorCode(Array("{}\n{\"type\":\"a\",\"length\":1}\n".utf8) + [0xFF]) == nil)
     }
 
-    @Test func repeatedKeyKeepsTheFirstValueAsBefore() throws {
-        let envelope = try parse(#"{"event_id":"first","event_id":"second"}"# + "\n" + #"{"type":"a","length":1,"length":5}"# + "\nx\n")
-        #expect(envelope.header["event_id"] == "first")
-        #expect(envelope.items.first?.payload == Data("x".utf8))
+    @Test func repeatedKeyKeepsTheLastValueAsSentrysIngestionDoes() throws {
+        let envelope = try parse(#"{"event_id":"first","event_id":"second","n":{"a":1,"a":2}}"# + "\n"
+                                 + #"{"type":"a","length":1,"length":5}"# + "\nabcde\n")
+        #expect(envelope.header == ["event_id": "second", "n": ["a": 2]])
+        // The repeated length is the one that frames the payload.
+        #expect(envelope.items.first?.payload == Data("abcde".utf8))
+        #expect(envelope.items.first?.header["length"] == .int(5))
     }
 
-    @Test func leniencesOfTheFormerReaderAreKept() throws {
-        let envelope = try parse("\u{FEFF}{\"a\":[1,],\"b\":1e2,}\r\n")
+    @Test(arguments: [#"{"a":1,}"#, #"{"a":[1,]}"#, #"{"a":{"b":1,}}"#, #"{"a":[1, ] }"#, "{\"a\":1,\t}", #"{"a":[[],],"b":2}"#])
+    func trailingCommaMakesAHeaderInvalid(_ header: String) {
+        #expect(errorCode(Array((header + "\n{\"type\":\"a\",\"length\":0}\n").utf8)) == "envelope.header")
+        #expect(errorCode(Array(("{}\n" + header.replacingOccurrences(of: #"{"a""#, with: #"{"type":"x","a""#) + "\n").utf8))
+                == "envelope.header")
+    }
+
+    @Test func byteOrderMarkAndWholeNumbersWithAFractionAreStillAccepted() throws {
+        let envelope = try parse("\u{FEFF}{\"a\":[1],\"b\":1e2}\r\n")
         #expect(envelope.header == ["a": [1], "b": 100])
     }
 
@@ -99,8 +110,10 @@ import CrashShieldProtocol
                                     "c": .double(9007199254740992)])
     }
 
-    /// Header texts on which the old and the new reader must agree: accepted or not, and the value.
-    @Test func headersReadAsJSONDecoderReadsThem() throws {
+    /// Header texts on which the old and the new reader must agree, accepted or not and the value,
+    /// except where the new one follows Sentry's ingestion: a text with a trailing comma is
+    /// refused, and one with a repeated key is accepted (its values are checked above).
+    @Test func headersReadAsJSONDecoderReadsThemExceptTrailingCommasAndRepeatedKeys() throws {
         var texts = [
             #"{"a":1.0,"b":1e2,"c":-0,"d":1.5,"e":99999999999999999999,"f":-9223372036854775808}"#,
             #"{"a":"\u00e9\ud83d\ude00\/\\\"\b\f\n\r\t"}"#, #"{"a":01}"#, #"{"a":NaN}"#, #"{"a":1E400}"#,
@@ -122,16 +135,83 @@ import CrashShieldProtocol
             texts.append("{" + text + "}")
             texts.append("{\"k\":" + text + "}")
         }
-        var accepted = 0
+        // Well-formed objects with, now and then, a trailing comma or a repeated key.
+        func value(_ depth: Int) -> String {
+            switch Int.random(in: 0...(depth < 3 ? 5 : 3), using: &generator) {
+            case 0: return ["1", "-2.5", "1e2", "0"].randomElement(using: &generator)!
+            case 1: return ["\"v\"", "\"\\u00e9\""].randomElement(using: &generator)!
+            case 2: return ["true", "null"].randomElement(using: &generator)!
+            case 3: return "\"w\""
+            case 4: return container(depth + 1, object: false)
+            default: return container(depth + 1, object: true)
+            }
+        }
+        func container(_ depth: Int, object: Bool) -> String {
+            let elements = (0..<Int.random(in: 0...3, using: &generator)).map { _ in
+                object ? "\"\(["a", "b", "c"].randomElement(using: &generator)!)\":" + value(depth) : value(depth)
+            }
+            let trailing = !elements.isEmpty && Int.random(in: 0..<6, using: &generator) == 0 ? ", " : ""
+            return (object ? "{" : "[") + elements.joined(separator: ",") + trailing + (object ? "}" : "]")
+        }
+        for _ in 0..<2000 { texts.append(container(0, object: true)) }
+
+        var accepted = 0, trailingCommas = 0, repeatedKeys = 0
         for text in texts {
             let old = try? JSONValue.parse(Data(text.utf8))
             let oldHeader = old?.objectValue
             let new = try? Envelope.parse(Data((text + "\n").utf8)).header
-            #expect(new == oldHeader, "header \(text.debugDescription)")
-            if oldHeader != nil { accepted += 1 }
+            let shape = oldHeader == nil ? nil : Self.shape(of: text)
+            if shape?.trailingComma == true {
+                trailingCommas += 1
+                #expect(new == nil, "trailing comma in \(text.debugDescription)")
+            } else if shape?.repeatedKey == true {
+                repeatedKeys += 1
+                #expect(new != nil, "repeated key in \(text.debugDescription)")
+            } else {
+                #expect(new == oldHeader, "header \(text.debugDescription)")
+                if oldHeader != nil { accepted += 1 }
+            }
         }
-        // The generated cases must exercise acceptance, not only refusal.
+        // The generated cases must exercise acceptance and both differences, not only refusal.
         #expect(accepted > 300)
+        #expect(trailingCommas > 50)
+        #expect(repeatedKeys > 20)
+    }
+
+    /// Whether `text`, which JSONDecoder accepted, has a comma right before a closing bracket or
+    /// a key repeated in one object (keys compared as written, escapes included).
+    private static func shape(of text: String) -> (trailingComma: Bool, repeatedKey: Bool) {
+        var trailingComma = false, repeatedKey = false
+        // One frame per open container: its keys so far (nil for an array) and whether a key comes next.
+        var frames: [(keys: Set<String>?, keyNext: Bool)] = []
+        var previous: Character = " "
+        var characters = Array(text)
+        characters.removeAll { $0 == "\u{FEFF}" }
+        var index = 0
+        while index < characters.count {
+            let character = characters[index]
+            switch character {
+            case "\"":
+                var end = index + 1
+                while characters[end] != "\"" { end += characters[end] == "\\" ? 2 : 1 }
+                let token = String(characters[index...end])
+                if let top = frames.last, top.keys != nil, top.keyNext {
+                    if frames[frames.count - 1].keys!.insert(token).inserted == false { repeatedKey = true }
+                    frames[frames.count - 1].keyNext = false
+                }
+                index = end
+            case "{": frames.append((keys: [], keyNext: true))
+            case "[": frames.append((keys: nil, keyNext: false))
+            case "}", "]":
+                if previous == "," { trailingComma = true }
+                frames.removeLast()
+            case ",": if frames.last?.keys != nil { frames[frames.count - 1].keyNext = true }
+            default: break
+            }
+            if !character.isWhitespace { previous = character }
+            index += 1
+        }
+        return (trailingComma, repeatedKey)
     }
 }
 

@@ -11,6 +11,7 @@ public final class CollectorMetrics: Sendable {
         var queueDepth: Int64 = 0
         var commits: Int64 = 0
         var committedWrites: Int64 = 0
+        var sdkConfigResponses: [Int: Int64] = [:]
     }
     private let state = Mutex(State())
 
@@ -34,10 +35,16 @@ public final class CollectorMetrics: Sendable {
         }
     }
 
+    /// One answer of `GET /api/<project>/sdk-config` with HTTP status `status` (200: a document,
+    /// 304: the client's ETag is current, 4xx: refused or none published).
+    func sdkConfigAnswered(status: Int) { state.withLock { $0.sdkConfigResponses[status, default: 0] += 1 } }
+
     /// Current value of a counter, for tests and the health page.
     public func ingestedCount(_ type: String) -> Int64 { state.withLock { $0.ingestedItems[type] ?? 0 } }
     public func rejectedCount(_ reason: String) -> Int64 { state.withLock { $0.rejected[reason] ?? 0 } }
     public var rateLimitedCount: Int64 { state.withLock { $0.rateLimited } }
+    /// Answers of `GET /api/<project>/sdk-config` with this HTTP status so far.
+    public func sdkConfigResponseCount(status: Int) -> Int64 { state.withLock { $0.sdkConfigResponses[status] ?? 0 } }
     /// Group commits so far, and the ingest requests they stored.
     public var commitCount: Int64 { state.withLock { $0.commits } }
     public var committedRequestCount: Int64 { state.withLock { $0.committedWrites } }
@@ -74,6 +81,11 @@ public final class CollectorMetrics: Sendable {
         lines.append("# HELP collector_ingest_committed_requests_total Ingest requests stored by group commits.")
         lines.append("# TYPE collector_ingest_committed_requests_total counter")
         lines.append("collector_ingest_committed_requests_total \(snapshot.committedWrites)")
+        lines.append("# HELP collector_sdk_config_responses_total Answers of GET /api/<project>/sdk-config, by HTTP status (304: the app's copy is current).")
+        lines.append("# TYPE collector_sdk_config_responses_total counter")
+        for (status, count) in snapshot.sdkConfigResponses.sorted(by: { $0.key < $1.key }) {
+            lines.append("collector_sdk_config_responses_total{status=\"\(status)\"} \(count)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

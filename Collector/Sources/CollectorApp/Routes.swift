@@ -45,7 +45,9 @@ struct CollectorRoutes: Sendable {
         router.post("api/:project/envelope") { request, context in await self.ingestRequest(request, context, kind: .envelope) }
         router.post("api/:project/store") { request, context in await self.ingestRequest(request, context, kind: .store) }
         router.get("api/:project/sdk-config") { request, context in
-            await self.respond { try await self.serveSDKConfig(request, context) }
+            let response = await self.respond { try await self.serveSDKConfig(request, context) }
+            self.metrics.sdkConfigAnswered(status: response.status.code)
+            return response
         }
 
         let manage = router.group("api/0")

@@ -58,6 +58,8 @@ struct Serve: AsyncParsableCommand {
     var ingestQueueRequests: Int = IngestQueueLimits().maxDepth
     @Option(help: "Event and attachment bytes the waiting ingest requests may hold; beyond that, ingest answers 503 with Retry-After: 1.")
     var ingestQueueBytes: Int = IngestQueueLimits().maxBytes
+    @Option(help: "Cache-Control: max-age of GET /api/<project>/sdk-config, in seconds: how long an app waits before it asks for the remote configuration again (0: at every start).")
+    var sdkConfigMaxAge: Int = 300
 
     func validate() throws {
         guard ingestQueueRequests >= 1 else {
@@ -65,6 +67,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard ingestQueueBytes >= 1 else {
             throw ValidationError("--ingest-queue-bytes must be a positive number of bytes (got \(ingestQueueBytes))")
+        }
+        guard sdkConfigMaxAge >= 0 else {
+            throw ValidationError("--sdk-config-max-age must be 0 or more seconds (got \(sdkConfigMaxAge))")
         }
     }
 
@@ -80,6 +85,7 @@ struct Serve: AsyncParsableCommand {
         configuration.publicURL = publicUrl
         configuration.ingestQueue.maxDepth = ingestQueueRequests
         configuration.ingestQueue.maxBytes = ingestQueueBytes
+        configuration.sdkConfigMaxAge = sdkConfigMaxAge
         configuration.initialAPIToken = environment["SHIELD_COLLECTOR_API_TOKEN"]
         configuration.adminPassword = environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
         return configuration

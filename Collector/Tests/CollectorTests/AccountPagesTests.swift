@@ -116,6 +116,48 @@ struct AccountPagesTests {
         }
     }
 
+    @Test func adminsResetAnotherAccountsPasswordEndingOnlyItsSessions() async throws {
+        try await TestDatabase.withStore { store in
+            let service = try await Self.bootstrapped(store)
+            let (adminToken, admin) = try await service.login(name: "admin", password: Self.adminPassword)
+            let (bob, bobPassword) = try await service.addAccount(by: admin, name: "bob", password: nil, isAdmin: false)
+            let (carol, carolPassword) = try await service.addAccount(by: admin, name: "carol", password: nil, isAdmin: false)
+            let (bobToken1, bobSession) = try await service.login(name: "bob", password: bobPassword)
+            let (bobToken2, _) = try await service.login(name: "bob", password: bobPassword)
+            let (carolToken, _) = try await service.login(name: "carol", password: carolPassword)
+            let (bobAPIToken, _) = try await service.createAPIToken(by: bobSession, name: "bob's script")
+
+            #expect(await Self.refusal { _ = try await service.resetPassword(by: bobSession, accountID: carol.id, password: nil) } == "account.admin_only")
+            #expect(await Self.refusal { _ = try await service.resetPassword(by: admin, accountID: admin.account.id, password: nil) } == "account.reset_self")
+            #expect(await Self.refusal { _ = try await service.resetPassword(by: admin, accountID: 9999, password: nil) } == "account.unknown")
+            #expect(await Self.refusal { _ = try await service.resetPassword(by: admin, accountID: bob.id, password: "short") } == "account.password_too_short")
+            // Refusals changed nothing.
+            #expect(try await service.session(token: bobToken1) != nil)
+            #expect(try await service.login(name: "bob", password: bobPassword).session.account.id == bob.id)
+
+            let chosen = "bob's reset passphrase"
+            let (reset, shown) = try await service.resetPassword(by: admin, accountID: bob.id, password: chosen)
+            #expect(reset.id == bob.id && shown == chosen)
+            // Stored with the KDF, never as given.
+            let stored = try #require(try await store.account(id: bob.id)?.passwordHash)
+            #expect(stored.hasPrefix("pbkdf2-sha256$") && !stored.contains(chosen) && PasswordHasher.verify(chosen, against: stored))
+            // Every session of bob ended; his API token, the admin's and carol's sessions stay.
+            #expect(try await service.session(token: bobToken1) == nil)
+            #expect(try await service.session(token: bobToken2) == nil)
+            #expect(try await service.session(token: adminToken) != nil)
+            #expect(try await service.session(token: carolToken) != nil)
+            #expect(try await store.apiTokenExists(tokenHash: APIAuth.hash(bobAPIToken)))
+            await #expect(throws: LoginFailure(code: "login.invalid", retryAfter: nil)) { try await service.login(name: "bob", password: bobPassword) }
+            #expect(try await service.login(name: "bob", password: chosen).session.account.id == bob.id)
+
+            // Without a password: a generated one, which works.
+            let (_, generated) = try await service.resetPassword(by: admin, accountID: carol.id, password: "")
+            #expect(generated.count == 36 && generated != carolPassword)
+            #expect(try await service.session(token: carolToken) == nil)
+            #expect(try await service.login(name: "carol", password: generated).session.account.id == carol.id)
+        }
+    }
+
     @Test func apiTokensAreStoredHashedListedWithTheirLastUseAndRevoked() async throws {
         try await TestDatabase.withStore { store in
             let service = try await Self.bootstrapped(store)
@@ -286,6 +328,43 @@ struct AccountPagesTests {
             #expect(try await bob.get("/projects").status == 303)
             #expect(try await harness.client.execute("/api/0/projects", headers: ["Authorization": "Bearer \(bobToken)"]).status == 401)
             #expect(try await Self.logIn(bob, name: "bob", password: password).status == 401)
+        }
+    }
+    @Test func theAccountsPageResetsAnotherAccountsPasswordWithCSRF() async throws {
+        try await DashboardTests.run { harness, browser in
+            #expect(try await Self.logIn(browser).status == 303)
+            let csrf = try #require(Browser.csrfToken(in: try await browser.get("/accounts")))
+            let added = try await browser.post("/accounts", form: [("name", "bob"), ("password", ""), ("csrf_token", csrf)])
+            let oldPassword = try #require(Self.match("id=\"new-password\">([0-9a-f]{36})<", in: added.text))
+            let bob = Browser(baseURL: browser.baseURL)
+            #expect(try await Self.logIn(bob, name: "bob", password: oldPassword).status == 303)
+            let bobCSRF = try #require(Browser.csrfToken(in: try await bob.get("/account")))
+            let bobToken = try #require(Self.match("id=\"new-token\">(csc_[0-9a-f]{64})<",
+                                                   in: try await bob.post("/account/tokens", form: [("name", "bob's"), ("csrf_token", bobCSRF)]).text))
+
+            let accounts = try await browser.get("/accounts").text
+            #expect(accounts.contains("data-reset=\"bob\"") && !accounts.contains("/accounts/1/password"))  // no reset of oneself
+            let bobID = try #require(Self.match("action=\"/accounts/([0-9]+)/password\"", in: accounts))
+            let newPassword = "bob's new passphrase"
+            #expect(try await browser.post("/accounts/\(bobID)/password", form: [("password", newPassword)]).status == 403)  // no CSRF token
+            let crossSite = try await browser.post("/accounts/\(bobID)/password", form: [("password", newPassword), ("csrf_token", csrf)],
+                                                   headers: ["Origin": "http://evil.example"])
+            #expect(crossSite.status == 403)
+            #expect(try await bob.post("/accounts/1/password", form: [("password", newPassword), ("csrf_token", bobCSRF)]).status == 403)  // members cannot
+            let short = try await browser.post("/accounts/\(bobID)/password", form: [("password", "short"), ("csrf_token", csrf)])
+            #expect(short.status == 400 && short.text.contains("account.password_too_short"))
+            #expect(try await browser.post("/accounts/1/password", form: [("password", newPassword), ("csrf_token", csrf)]).status == 409)
+            #expect(try await bob.get("/projects").status == 200)  // the refusals changed nothing
+
+            let reset = try await browser.post("/accounts/\(bobID)/password", form: [("password", newPassword), ("csrf_token", csrf)])
+            #expect(reset.status == 200 && Self.match("id=\"reset-password\">([^<]*)<", in: reset.text) == "bob&#39;s new passphrase")
+            // Shown once only.
+            #expect(!(try await browser.get("/accounts").text.contains("reset-password\"")))
+            #expect(try await bob.get("/projects").status == 303)  // bob's session ended
+            #expect(try await browser.get("/projects").status == 200)  // the admin's did not
+            #expect(try await harness.client.execute("/api/0/projects", headers: ["Authorization": "Bearer \(bobToken)"]).status == 200)
+            #expect(try await Self.logIn(bob, name: "bob", password: oldPassword).status == 401)
+            #expect(try await Self.logIn(bob, name: "bob", password: newPassword).status == 303)
         }
     }
 }

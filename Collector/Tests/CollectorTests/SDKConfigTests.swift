@@ -1,4 +1,5 @@
 @testable import CollectorApp
+@testable import CollectorCommandLine
 import CrashShieldProtocol
 import Foundation
 import Testing
@@ -49,6 +50,24 @@ struct SDKConfigTests {
             let changed = try await harness.client.execute(configPath, headers: auth.merging(["If-None-Match": etag]) { $1 })
             #expect(changed.status == 200)
             #expect(changed.headers["etag"] != etag)
+
+            // Every answer is counted by status on /metrics: 200 three times, one 304, 404, 401, 403.
+            let metrics = String(decoding: try await harness.client.execute("/metrics").body, as: UTF8.self)
+            for (status, count) in [(200, 3), (304, 1), (401, 1), (403, 1), (404, 1)] {
+                #expect(metrics.contains("collector_sdk_config_responses_total{status=\"\(status)\"} \(count)\n"), "status \(status)")
+            }
+        }
+    }
+
+    @Test func theServeOptionSetsTheMaxAgeTheDocumentIsServedWith() async throws {
+        #expect(try IngestQueueOptionsTests.serve([]).makeConfiguration(environment: [:]).sdkConfigMaxAge == 300)
+        let configuration = try IngestQueueOptionsTests.serve(["--sdk-config-max-age", "0"]).makeConfiguration(environment: [:])
+        #expect(configuration.sdkConfigMaxAge == 0)
+        #expect(IngestQueueOptionsTests.refusal(["--sdk-config-max-age=-1"])?.contains("--sdk-config-max-age must be 0 or more seconds (got -1)") == true)
+        try await Harness.run({ $0.sdkConfigMaxAge = configuration.sdkConfigMaxAge }) { harness in
+            _ = try await harness.api(Self.configPath(harness), method: "PUT", json: ["document": Self.document])
+            let served = try await harness.client.execute("/api/\(harness.project.id)/sdk-config", headers: ["X-Sentry-Auth": harness.authHeader])
+            #expect(served.status == 200 && served.headers["cache-control"] == "max-age=0")
         }
     }
 

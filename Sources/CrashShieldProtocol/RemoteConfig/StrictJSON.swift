@@ -10,8 +10,9 @@ import Foundation
 /// nesting. Integers that fit `Int64` are `.int`, other numbers `.double`. Everything it accepts,
 /// JSONDecoder reads the same way (JSONDecoder also accepts trailing commas and repeated keys).
 ///
-/// `Dialect.decoderCompatible` (envelope and item headers, which `Envelope.parse` read with
-/// JSONDecoder before) accepts exactly what `JSONValue.parse` accepts and gives the same value.
+/// `Dialect.envelopeHeader` reads envelope and item headers the way Sentry's ingestion (Relay,
+/// serde_json) reads them where it matters for framing and identity: trailing commas refused,
+/// a repeated key's last value kept.
 struct StrictJSON {
     struct Failure: Error {}
 
@@ -19,14 +20,20 @@ struct StrictJSON {
     enum Dialect {
         /// RFC 8259 only, as described on the type.
         case strict
-        /// What `JSONValue.parse` (Foundation's JSONDecoder) accepts, with the values it gives:
-        /// in addition to `strict`, a UTF-8 byte order mark before the value, a trailing comma
-        /// in an object or array, a repeated key (the first occurrence wins), nesting up to 512
-        /// levels, and a number written with a fraction or exponent whose value is a whole
-        /// number of magnitude below 2^53 (`1.0`, `1e2`) is `.int`. One difference remains:
-        /// such a number of magnitude 2^53 or more is `.double` here, where JSONDecoder gives
-        /// `.int` for some spellings (`1.23456789012345678e17`) and `.double` for others.
-        case decoderCompatible
+        /// Envelope and item headers. As `strict`, except:
+        /// - a repeated key is accepted and its **last** value kept, as serde_json keeps it in an
+        ///   untyped object (Relay reads item headers and the envelope header's other keys that
+        ///   way; JSONDecoder, the reader before this one, kept the first);
+        /// - kept from that former reader (JSONDecoder): a UTF-8 byte order mark before the
+        ///   value, nesting up to 512 levels, and a number written with a fraction or exponent
+        ///   whose value is a whole number of magnitude below 2^53 (`1.0`, `1e2`) is `.int`. Such
+        ///   a number of magnitude 2^53 or more is `.double` here, where JSONDecoder gives `.int`
+        ///   for some spellings (`1.23456789012345678e17`) and `.double` for others.
+        /// A trailing comma in an object or array is refused, as serde_json refuses it ("trailing
+        /// comma"), so Relay answers such an envelope with 400. One difference from Relay remains:
+        /// it refuses a repeat of a field its envelope header declares (`event_id`, `dsn`,
+        /// `sent_at`, `trace`, ...: serde's "duplicate field"), where this keeps the last value.
+        case envelopeHeader
     }
 
     private let bytes: [UInt8]
@@ -40,7 +47,7 @@ struct StrictJSON {
 
     static func parse(_ bytes: [UInt8], dialect: Dialect) throws(Failure) -> JSONValue {
         var reader = StrictJSON(bytes: bytes, dialect: dialect)
-        if dialect == .decoderCompatible, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.index = 3 }
+        if dialect == .envelopeHeader, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.index = 3 }
         reader.skipWhitespace()
         let value = try reader.value()
         reader.skipWhitespace()
@@ -104,11 +111,8 @@ struct StrictJSON {
         if bytes[index] == UInt8(ascii: ",") {
             index += 1
             skipWhitespace()
-            if dialect == .decoderCompatible, index < bytes.count, bytes[index] == close {
-                index += 1
-                depth -= 1
-                return false
-            }
+            // A comma must be followed by another element in both dialects: a trailing comma fails
+            // where the element (a key, or a value) is read.
             return true
         }
         guard bytes[index] == close else { throw Failure() }
@@ -128,13 +132,11 @@ struct StrictJSON {
             index += 1
             skipWhitespace()
             // A repeated key is refused when strict: two readers of one signed document must not
-            // see two different values (JSONDecoder keeps the first, others the last).
+            // see two different values (JSONDecoder keeps the first, serde_json the last). An
+            // envelope header keeps the last, as Sentry's ingestion does.
             let member = try value()
-            if members[key] == nil {
-                members[key] = member
-            } else if dialect == .strict {
-                throw Failure()
-            }
+            if dialect == .strict, members[key] != nil { throw Failure() }
+            members[key] = member
             more = try continueContainer(closedBy: UInt8(ascii: "}"))
         }
         return .object(members)
@@ -257,7 +259,7 @@ struct StrictJSON {
         guard let value = Double(text), value.isFinite else { throw Failure() }
         // JSONDecoder's Int64 reading of a whole number written with a fraction or exponent;
         // above 2^53 (where a Double no longer holds every integer) it keeps the Double.
-        if dialect == .decoderCompatible, abs(value) < 9_007_199_254_740_992, let whole = Int64(exactly: value) {
+        if dialect == .envelopeHeader, abs(value) < 9_007_199_254_740_992, let whole = Int64(exactly: value) {
             return .int(whole)
         }
         return .double(value)

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Account management for a logged-in session: changing one's own password, adding and removing
-/// accounts (admins only), and API tokens for scripts.
+/// accounts and resetting another account's password (admins only), and API tokens for scripts.
 ///
 /// Every refusal is a `CollectorError` with a stable `code`:
 /// - `account.password_wrong` (403): the current password does not match.
@@ -13,6 +13,8 @@ import Foundation
 /// - `account.admin_only` (403): the session's account is not an admin.
 /// - `account.name_invalid` (400), `account.name_taken` (409): a new account's name.
 /// - `account.remove_self` (409), `account.last_admin` (409), `account.unknown` (404): removals.
+/// - `account.reset_self` (409), `account.unknown` (404): an admin's password reset of another
+///   account (one's own password is changed with the current one, `changePassword`).
 /// - `token.name_invalid` (400), `token.unknown` (404): API tokens.
 extension AccountService {
     /// New passwords need at least this many characters (12).
@@ -93,6 +95,24 @@ extension AccountService {
             throw CollectorError.notFound("account.unknown", "no such account")
         }
         return account
+    }
+
+    /// Sets another account's password (admins only) to `password`, or to a generated one when
+    /// `password` is nil or empty, hashed like every password (`PasswordHasher`), and logs out
+    /// every session of that account; its API tokens and everything else stay. Returns the
+    /// account and the password to show once (the collector keeps only its hash).
+    public func resetPassword(by session: LoginSession, accountID: Int64, password: String?) async throws -> (account: Account, password: String) {
+        try Self.requireAdmin(session)
+        guard accountID != session.account.id else {
+            throw CollectorError.conflict("account.reset_self", "change your own password on your account page, with the current one")
+        }
+        guard let account = try await store.account(id: accountID) else {
+            throw CollectorError.notFound("account.unknown", "no such account")
+        }
+        let chosen = password.flatMap { $0.isEmpty ? nil : $0 } ?? Self.newSecret(bytes: 18)
+        try Self.validateNewPassword(chosen)
+        try await store.updatePassword(accountID: account.id, passwordHash: PasswordHasher.hash(chosen), keepingSession: nil)
+        return (account, chosen)
     }
 
     /// Every account (admins only).

@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 
 // The account pages: `/account` (one's own password and API tokens) and `/accounts` (admins:
-// add and remove accounts). Forms post with the session's CSRF token like every dashboard form;
+// add and remove accounts, reset another account's password). Forms post with the session's CSRF token like every dashboard form;
 // a refused form (a `CollectorError` with a 4xx status) shows the page again with the message
 // and that status. Passwords and tokens that are shown once are rendered only into the answer
 // to the POST that made them (pages are `no-store`).
@@ -52,6 +52,23 @@ extension DashboardRoutes {
                     let message: HTML = """
                     <div class="card created-account" role="status"><p>Account <strong>\(account.name)</strong> created. Its password, shown only this once:</p>
                     <pre class="password" id="new-password">\(password)</pre></div>
+                    """
+                    return try await self.accountsPage(session, message: message)
+                }
+            }
+        }
+        router.post("accounts/:id/password") { request, context in
+            await self.action(request, context) { session, form in
+                try await self.refusalShown(session, onAccountsPage: true) {
+                    guard let id = context.parameters.get("id").flatMap(Int64.init) else {
+                        throw CollectorError.notFound("account.unknown", "no such account")
+                    }
+                    let (account, password) = try await self.accounts.resetPassword(by: session, accountID: id, password: form["password"])
+                    // Who and by whom only: the password is never logged.
+                    self.logger.info("password reset", metadata: ["account": "\(account.name)", "by": "\(session.account.name)"])
+                    let message: HTML = """
+                    <div class="card reset-password" role="status"><p>The password of <strong>\(account.name)</strong> was reset and its sessions were logged out. The new password, shown only this once:</p>
+                    <pre class="password" id="reset-password">\(password)</pre></div>
                     """
                     return try await self.accountsPage(session, message: message)
                 }
@@ -126,6 +143,9 @@ extension DashboardRoutes {
     func accountsPage(_ session: LoginSession, message: HTML? = nil) async throws -> Response {
         let rows: [HTML] = try await accounts.allAccounts(for: session).map { account in
             let action: HTML = account.id == session.account.id ? "<span class=\"muted\">you</span>" : """
+            <form class="inline" method="post" action="/accounts/\(account.id)/password">\(Layout.csrfField(session))\
+            <input name="password" type="password" autocomplete="new-password" placeholder="empty: generated" aria-label="New password for \(account.name)" data-reset-password="\(account.name)">\
+            <button type="submit" class="secondary" data-reset="\(account.name)">Reset password</button></form> \
             <form class="inline" method="post" action="/accounts/\(account.id)/delete">\(Layout.csrfField(session))\
             <button type="submit" class="secondary" data-remove="\(account.name)">Remove</button></form>
             """
@@ -136,7 +156,7 @@ extension DashboardRoutes {
         let body: HTML = """
         <h1>Accounts</h1>\(message ?? .empty)
         <table class="accounts"><thead><tr><th>Name</th><th>Role</th><th>Created</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
-        <p class="muted">Removing an account ends its sessions and revokes its API tokens at once. The last admin cannot be removed.</p>
+        <p class="muted">Resetting a password logs out that account's sessions; its API tokens keep working. Removing an account ends its sessions and revokes its API tokens at once. The last admin cannot be removed.</p>
         <h2>Add an account</h2>
         <form class="stacked" method="post" action="/accounts">\(Layout.csrfField(session))
         <label>Name <input name="name" required maxlength="\(AccountService.maximumNameLength)" autocomplete="off"></label>
