@@ -186,6 +186,53 @@ import Testing
         #expect(pendingEnvelopes(directory) == 0)
     }
 
+    /// A send pass still running when the exit flush gives up does not go on into the exit: the
+    /// child's requests are held 4 s (`--hold-requests-ms`), the exit flush allows 0.3 s, and an
+    /// exit handler that runs after reporting's watches the outbox for 5 s more (past the hold: a
+    /// pass that went on would send and remove an envelope there). Nothing may change there and
+    /// no request may begin or end; the server gets nothing. The envelopes (session start,
+    /// incident, session end) stay on disk and the next launch delivers them.
+    @Test func aSendPassDoesNotRunIntoTheExitAndTheNextLaunchSendsWhatItHeld() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-exit-race")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try probe(directory, dsn: server.dsn, ["--incident", "--exit-flush-timeout", "0.3",
+                                                          "--hold-requests-ms", "4000", "--watch-exit-teardown-ms", "5000"])
+        #expect(first.termination == .exited(0), "\(first.output)")
+        #expect(first.output.contains("TEARDOWN outbox-unchanged=true transport-calls=0 pending=3"), "\(first.output)")
+        #expect(try received(server).envelopes == 0)
+        #expect(pendingEnvelopes(directory) == 3)
+
+        let second = try probe(directory, dsn: server.dsn, ["--exit-flush-timeout", "10"])
+        #expect(second.termination == .exited(0), "\(second.output)")
+        let got = try received(server)
+        #expect(got.events.filter { $0.json["level"] == "warning" }.count == 1, "\(got.events.map(\.json))")
+        // Both launches' sessions: each started and ended cleanly.
+        #expect(got.sessions.filter { $0.json["init"]?.boolValue == true }.count == 2)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 2)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// A forked child that exits does not end the parent's reporting: its exit handler neither
+    /// sends nor writes nor waits, so the server gets one `exited` session (the parent's) and one
+    /// incident. The exit flush allows 100 s, more than the probe's 60 s timeout: a child whose
+    /// exit waited for reporting (whose queues need threads a forked child does not have) would
+    /// hold its parent in `waitpid` until the probe is killed.
+    @Test func aForkedChildsExitLeavesReportingToTheParent() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-fork")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--incident", "--fork-child-exits", "--exit-flush-timeout", "100"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("FORK child=0"), "\(result.output)")
+        let got = try received(server)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1, "\(got.sessions.map(\.json))")
+        #expect(got.events.filter { $0.json["level"] == "warning" }.count == 1)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
     /// An incident after start reaches the server as a `warning` event.
     @Test func incidentAfterStartIsSentAsWarning() throws {
         let server = try LoopbackHTTPServer()
