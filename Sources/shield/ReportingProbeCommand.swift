@@ -34,7 +34,8 @@ import _CrashShieldTestSupport
 /// after reporting's own (it is registered before the start) lists the outbox, waits N ms (the
 /// rest of a slow exit), lists it again and prints `TEARDOWN outbox-unchanged=<true|false>
 /// transport-calls=<requests begun or ended by the transport's HTTP client meanwhile>
-/// pending=<envelopes>`: a send pass that goes on into the exit shows up as a change.
+/// pending=<envelopes> remote-fetch=<finished|running|none>` (the remote-configuration fetch as
+/// the handler began): a send pass or a fetch that goes on into the exit shows up.
 /// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
 /// at once (so the exit handlers run in the child), waits for it and prints
 /// `FORK child=<exit status, or signal N>`, then goes on.
@@ -265,10 +266,11 @@ enum ExitTeardownWatch {
     private static func watch() {
         let before = envelopes()
         let callsBefore = transportCalls.value
+        let fetch = RemoteConfiguration.current.map { $0.waitForBackgroundFetch(timeout: .zero) == nil ? "running" : "finished" } ?? "none"
         let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
         usleep(useconds_t(nanoseconds / 1000))
         let after = envelopes()
-        print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count)")
+        print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count) remote-fetch=\(fetch)")
         fflush(nil)
     }
 }

@@ -214,6 +214,20 @@ import Testing
         #expect(pendingEnvelopes(directory) == 0)
     }
 
+    /// The start's remote-configuration fetch does not run into the exit either: against a
+    /// server that never answers, the fetch (started before the incident was handed over) has
+    /// finished, cancelled by reporting's end, when the next exit handler runs.
+    @Test func theRemoteConfigurationFetchDoesNotRunIntoTheExit() throws {
+        let server = try LoopbackHTTPServer(fallback: .hang)
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-exit-fetch")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--incident", "--exit-flush-timeout", "0.3", "--watch-exit-teardown-ms", "100"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("remote-fetch=finished"), "\(result.output)")
+        #expect(pendingEnvelopes(directory) == 3)  // session start, incident, session end: for the next launch
+    }
+
     /// A forked child that exits does not end the parent's reporting: its exit handler neither
     /// sends nor writes nor waits, so the server gets one `exited` session (the parent's) and one
     /// incident. The exit flush allows 100 s, more than the probe's 60 s timeout: a child whose

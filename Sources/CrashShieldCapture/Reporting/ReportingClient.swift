@@ -63,6 +63,8 @@ package final class ReportingClient: @unchecked Sendable {
     private var sendingClosed = false
     /// The transport once set up (under `lock`, so `end` can close it while the queue is busy).
     private var transport: EnvelopeTransport?
+    /// The remote-configuration fetch this client started (under `lock`); `end` cancels it.
+    private var remoteFetch: (cancellation: RemoteConfigFetchCancellation, activation: RemoteConfigActivation)?
     /// The process that created the client; in any other (a forked child) it does nothing.
     private let ownerProcess = getpid()
 
@@ -141,10 +143,16 @@ package final class ReportingClient: @unchecked Sendable {
     /// The fetch `activateRemoteConfiguration` left for the reporting queue.
     private static let pendingFetch = LockedBox<(RemoteConfigOptions, RemoteConfigActivation)?>(nil)
 
-    private static func startPendingFetch() {
+    /// Starts the pending fetch, unless `end` has begun (then it is left for the next start).
+    private func startPendingFetch() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !ended else { return }
         var fetch: (RemoteConfigOptions, RemoteConfigActivation)?
-        pendingFetch.update { fetch = $0; $0 = nil }
-        if let (options, activation) = fetch { RemoteConfiguration.fetchInBackground(options, reportingTo: activation) }
+        Self.pendingFetch.update { fetch = $0; $0 = nil }
+        if let (options, activation) = fetch {
+            remoteFetch = (RemoteConfiguration.fetchInBackground(options, reportingTo: activation), activation)
+        }
     }
 
     /// Ends the process's client (`end`) and forgets it. No-op when none runs.
@@ -181,12 +189,12 @@ package final class ReportingClient: @unchecked Sendable {
             beginWork()
             queue.sync { setUpAndConvert(decision) }
             queue.sync { parts?.transport }?.flush(timeout: options.launchCrashFlushTimeout)
-            queue.async { Self.startPendingFetch() }
+            queue.async { [self] in startPendingFetch() }
         } else {
             queue.async { [self] in
                 setUpAndConvert(decision)
                 parts?.transport.sendInBackground()
-                Self.startPendingFetch()
+                startPendingFetch()
             }
         }
     }
@@ -307,8 +315,10 @@ package final class ReportingClient: @unchecked Sendable {
     ///
     /// Then sending is closed for good (`EnvelopeTransport.close`): no send pass starts any more,
     /// the request in flight is cancelled, a transport set up later never sends, and conversion
-    /// still running on the reporting queue stores nothing more. `end` waits at most `endGrace`
-    /// (500 ms) for the running pass and the reporting queue to stop, so in all it returns within
+    /// still running on the reporting queue stores nothing more. The remote-configuration fetch
+    /// is cancelled too (one not started yet is left for the next start). `end` waits at most
+    /// `endGrace` (500 ms) for the running pass, the fetch and the reporting queue to stop, so in
+    /// all it returns within
     /// `exitFlushTimeout` + `endGrace`, and afterwards (unless a grace ran out) no thread of this
     /// client touches the outbox, the transport or URLSession while `exit` goes on. Nothing is
     /// lost: envelopes leave the outbox only once the server answered, reports only once their
@@ -351,15 +361,22 @@ package final class ReportingClient: @unchecked Sendable {
         closeSending()
     }
 
-    /// Closes the transport (set up or not yet) and waits, at most `endGrace` in all, for its
-    /// running pass and for the reporting queue's current work to stop.
+    /// Closes the transport (set up or not yet) and cancels the remote-configuration fetch, then
+    /// waits, at most `endGrace` in all, for the running pass, the fetch and the reporting
+    /// queue's current work to stop.
     private func closeSending() {
         let graceEnds = ContinuousClock.now + Self.endGrace
         lock.lock()
         sendingClosed = true
         let transport = self.transport
+        let fetch = remoteFetch
         lock.unlock()
+        fetch?.cancellation.cancel()
         transport?.close(grace: Self.endGrace)
+        if let fetch {
+            let left = graceEnds - ContinuousClock.now
+            if left > .zero { _ = fetch.activation.waitForBackgroundFetch(timeout: left) }
+        }
         let left = graceEnds - ContinuousClock.now
         guard left > .zero else { return }
         let idle = DispatchSemaphore(value: 0)
