@@ -34,8 +34,10 @@ import _CrashShieldTestSupport
 /// after reporting's own (it is registered before the start) lists the outbox, waits N ms (the
 /// rest of a slow exit), lists it again and prints `TEARDOWN outbox-unchanged=<true|false>
 /// transport-calls=<requests begun or ended by the transport's HTTP client meanwhile>
-/// pending=<envelopes> remote-fetch=<finished|running|none>` (the remote-configuration fetch as
-/// the handler began): a send pass or a fetch that goes on into the exit shows up.
+/// pending=<envelopes> remote-fetch=<finished|running|none> openssl=<alive|stopped|absent>` (the
+/// remote-configuration fetch as the handler began; whether OpenSSL, which URLSession uses on
+/// Linux, still works there or was cleaned up by an exit handler that ran before reporting's): a
+/// send pass or a fetch that goes on into the exit, or an exit flush left without OpenSSL, shows.
 /// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
 /// at once (so the exit handlers run in the child), waits for it and prints
 /// `FORK child=<exit status, or signal N>`, then goes on.
@@ -259,6 +261,17 @@ enum ExitTeardownWatch {
         atexit { ExitTeardownWatch.watch() }
     }
 
+    /// `OPENSSL_init_crypto(0, NULL)` fails once `OPENSSL_cleanup` ran ("stopped").
+    private static func opensslState() -> String {
+        #if os(Linux)
+        typealias InitCrypto = @convention(c) (UInt64, OpaquePointer?) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "OPENSSL_init_crypto") else { return "absent" }
+        return unsafeBitCast(symbol, to: InitCrypto.self)(0, nil) == 1 ? "alive" : "stopped"
+        #else
+        return "absent"
+        #endif
+    }
+
     private static func envelopes() -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".envelope") }.sorted()
     }
@@ -267,10 +280,11 @@ enum ExitTeardownWatch {
         let before = envelopes()
         let callsBefore = transportCalls.value
         let fetch = RemoteConfiguration.current.map { $0.waitForBackgroundFetch(timeout: .zero) == nil ? "running" : "finished" } ?? "none"
+        let openssl = opensslState()
         let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
         usleep(useconds_t(nanoseconds / 1000))
         let after = envelopes()
-        print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count) remote-fetch=\(fetch)")
+        print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count) remote-fetch=\(fetch) openssl=\(openssl)")
         fflush(nil)
     }
 }

@@ -171,6 +171,7 @@ public enum RemoteConfiguration {
     @discardableResult
     package static func fetchInBackground(_ options: RemoteConfigOptions,
                                           reportingTo activation: RemoteConfigActivation) -> RemoteConfigFetchCancellation {
+        OpenSSLExit.keepThroughExit()  // before the fetch's URLSession: see `OpenSSLExit`
         let fetcher = RemoteConfigFetcher(options: options)
         let cancellation = RemoteConfigFetchCancellation()
         Task.detached(priority: .background) {

@@ -124,6 +124,9 @@ package final class ReportingClient: @unchecked Sendable {
     }
 
     private static let exitHandlerRegistration: Void = {
+        // First, so OpenSSL's own exit cleanup is never registered after (and so run before) this
+        // handler: see `OpenSSLExit`.
+        OpenSSLExit.keepThroughExit()
         atexit { ReportingClient.current?.end() }
     }()
 
