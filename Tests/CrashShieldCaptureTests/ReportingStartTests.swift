@@ -31,8 +31,14 @@ import Testing
         return result
     }
 
+    /// A `reporting-probe` child. Unless `extra` sets one, the exit flush gets 10 s: these tests
+    /// check what arrives, not how fast (the flush returns once the outbox is empty). The
+    /// product's 1 s can run out on a loaded machine (conversion with symbolication, several
+    /// sends), and since reporting's end cancels what is left, nothing arrives after it.
     func probe(_ directory: String, dsn: String?, _ extra: [String] = []) throws -> ChildResult {
-        try runChild(Built.shield, ["reporting-probe", "--dir", directory] + (dsn.map { ["--dsn", $0] } ?? []) + extra, timeout: 60)
+        let flush = dsn != nil && !extra.contains("--exit-flush-timeout") ? ["--exit-flush-timeout", "10"] : []
+        return try runChild(Built.shield, ["reporting-probe", "--dir", directory] + (dsn.map { ["--dsn", $0] } ?? []) + flush + extra,
+                            timeout: 60)
     }
 
     func functions(_ event: JSONValue) -> [String] {
