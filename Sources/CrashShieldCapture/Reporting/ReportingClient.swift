@@ -58,9 +58,11 @@ package final class ReportingClient: @unchecked Sendable {
     private var decided = false
     private var ended = false
     private var working = false
-    /// Set by `end` once its flush is over: a transport set up later is closed at once and
-    /// conversion stops storing envelopes.
+    /// Set by `end` once its flush is over: a transport set up later is closed at once.
     private var sendingClosed = false
+    /// Set as `end` returns: work the reporting queue still runs afterwards (the process may be
+    /// exiting) writes nothing more.
+    private var abandoned = false
     /// The transport once set up (under `lock`, so `end` can close it while the queue is busy).
     private var transport: EnvelopeTransport?
     /// The remote-configuration fetch this client started (under `lock`); `end` cancels it.
@@ -240,9 +242,9 @@ package final class ReportingClient: @unchecked Sendable {
         for envelope in reporter.crashEnvelopes(reports: reports, sessions: sessions, context: context,
                                                 previousRunCrashedWithoutReport: decision?.lastRun.reportLost ?? false,
                                                 previousLaunchID: decision?.previousLaunchID) {
-            // After `end` gave up waiting (the process is exiting), nothing more is written; the
+            // After `end` returned (the process may be exiting), nothing more is written; the
             // reports stay on disk and the next start converts them (same event ids).
-            if isSendingClosed { stored = false; break }
+            if isAbandoned { stored = false; break }
             do { try outbox.enqueue(envelope) } catch { stored = false }
         }
         // A report is let go only once its envelope is durable; otherwise the next start converts
@@ -255,15 +257,15 @@ package final class ReportingClient: @unchecked Sendable {
                 writeReportedList(reported.intersection(stillPending).union(reports.map(\.id)))
             }
         }
-        if !isSendingClosed, let start = sessions?.initialUpdate(), let envelope = reporter.sessionEnvelope([start]) {
+        if !isAbandoned, let start = sessions?.initialUpdate(), let envelope = reporter.sessionEnvelope([start]) {
             _ = try? outbox.enqueue(envelope)
         }
     }
 
-    private var isSendingClosed: Bool {
+    private var isAbandoned: Bool {
         lock.lock()
         defer { lock.unlock() }
-        return sendingClosed
+        return abandoned
     }
 
     /// False in a forked child of the process that created the client.
@@ -317,11 +319,11 @@ package final class ReportingClient: @unchecked Sendable {
     /// at most `exitFlushTimeout` in all. Once; a no-op in a forked child.
     ///
     /// Then sending is closed for good (`EnvelopeTransport.close`): no send pass starts any more,
-    /// the request in flight is cancelled, a transport set up later never sends, and conversion
-    /// still running on the reporting queue stores nothing more. The remote-configuration fetch
-    /// is cancelled too (one not started yet is left for the next start). `end` waits at most
-    /// `endGrace` (500 ms) for the running pass, the fetch and the reporting queue to stop, so in
-    /// all it returns within
+    /// the request in flight is cancelled, and a transport set up later never sends. The
+    /// remote-configuration fetch is cancelled too (one not started yet is left for the next
+    /// start). `end` waits at most `endGrace` (500 ms) for the running pass, the fetch and the
+    /// reporting queue to stop (the queue may still store: setup, conversion, the `exited`
+    /// update); what the queue runs after `end` returned stores nothing. So in all it returns within
     /// `exitFlushTimeout` + `endGrace`, and afterwards (unless a grace ran out) no thread of this
     /// client touches the outbox, the transport or URLSession while `exit` goes on. Nothing is
     /// lost: envelopes leave the outbox only once the server answered, reports only once their
@@ -340,9 +342,9 @@ package final class ReportingClient: @unchecked Sendable {
         final class Box: @unchecked Sendable { var transport: EnvelopeTransport? }
         let box = Box()
         queue.async { [self] in
-            // Reached only after `end` gave up waiting (the process may be exiting): write
-            // nothing; the next start closes this session as `abnormal`.
-            if isSendingClosed {
+            // Reached only after `end` returned (the process may be exiting): write nothing; the
+            // next start closes this session as `abnormal`.
+            if isAbandoned {
                 done.signal()
                 return
             }
@@ -381,10 +383,14 @@ package final class ReportingClient: @unchecked Sendable {
             if left > .zero { _ = fetch.activation.waitForBackgroundFetch(timeout: left) }
         }
         let left = graceEnds - ContinuousClock.now
-        guard left > .zero else { return }
-        let idle = DispatchSemaphore(value: 0)
-        queue.async { idle.signal() }
-        _ = idle.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped)))
+        if left > .zero {
+            let idle = DispatchSemaphore(value: 0)
+            queue.async { idle.signal() }
+            _ = idle.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped)))
+        }
+        lock.lock()
+        abandoned = true
+        lock.unlock()
     }
 
     /// Waits until the work queued so far (setup, conversion, incidents) is done, for tests and
