@@ -170,10 +170,10 @@ public enum RemoteConfiguration {
     /// - Returns: what cancels the fetch (reporting's end does, so no fetch runs into exit).
     @discardableResult
     package static func fetchInBackground(_ options: RemoteConfigOptions,
-                                          reportingTo activation: RemoteConfigActivation) -> RemoteConfigFetchCancellation {
+                                          reportingTo activation: RemoteConfigActivation) -> URLTaskCancellation {
         OpenSSLExit.keepThroughExit()  // before the fetch's URLSession: see `OpenSSLExit`
         let fetcher = RemoteConfigFetcher(options: options)
-        let cancellation = RemoteConfigFetchCancellation()
+        let cancellation = URLTaskCancellation()
         Task.detached(priority: .background) {
             activation.finishFetch(await fetcher.fetchIfDue(cancellation: cancellation))
         }
@@ -197,49 +197,13 @@ public enum RemoteConfiguration {
     }
 }
 
-/// Cancels one background fetch (`RemoteConfiguration.fetchInBackground`): after `cancel`, the
-/// fetch creates no URLSession, its request in flight ends, and it stores nothing. Thread-safe;
-/// `cancel` is idempotent.
-package final class RemoteConfigFetchCancellation: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancelled = false
-    private var task: URLSessionTask?
-
-    package init() {}
-
-    /// True once `cancel` was called.
-    package var isCancelled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return cancelled
-    }
-
-    /// Cancels the fetch (and its request, if one runs).
-    package func cancel() {
-        lock.lock()
-        cancelled = true
-        let running = task
-        lock.unlock()
-        running?.cancel()
-    }
-
-    /// The fetch's request; cancelled at once when `cancel` came first.
-    func register(_ task: URLSessionTask) {
-        lock.lock()
-        self.task = task
-        let cancelNow = cancelled
-        lock.unlock()
-        if cancelNow { task.cancel() }
-    }
-}
-
 /// Fetches the document from `dsn.sdkConfigURL` and stores it when it passes validation.
 package struct RemoteConfigFetcher: Sendable {
     /// The request failed before an HTTP answer (connection refused, timeout, DNS).
     package static let networkErrorCode = "remote_config.network"
     /// The server answered with a status other than 200 and 304.
     package static let httpStatusCode = "remote_config.http_status"
-    /// The fetch was cancelled (`RemoteConfigFetchCancellation.cancel`) before an answer.
+    /// The fetch was cancelled (`URLTaskCancellation.cancel`) before an answer.
     package static let cancelledCode = "remote_config.cancelled"
 
     package let options: RemoteConfigOptions
@@ -268,7 +232,7 @@ package struct RemoteConfigFetcher: Sendable {
     }
 
     /// Fetches unless the stored next-fetch time lies ahead.
-    package func fetchIfDue(now: Date = Date(), cancellation: RemoteConfigFetchCancellation? = nil) async -> RemoteConfigFetchOutcome {
+    package func fetchIfDue(now: Date = Date(), cancellation: URLTaskCancellation? = nil) async -> RemoteConfigFetchOutcome {
         if let next = store.loadState().nextFetchAt, next > now { return .notDue(until: next) }
         return await fetch(now: now, cancellation: cancellation)
     }
@@ -278,7 +242,7 @@ package struct RemoteConfigFetcher: Sendable {
     /// interval). Failures change nothing, so the next start tries again. Once `cancellation` is
     /// cancelled no session is created and a request in flight is cancelled: the outcome is
     /// `.failed` with `cancelledCode`, and nothing is stored.
-    package func fetch(now: Date = Date(), cancellation: RemoteConfigFetchCancellation? = nil) async -> RemoteConfigFetchOutcome {
+    package func fetch(now: Date = Date(), cancellation: URLTaskCancellation? = nil) async -> RemoteConfigFetchOutcome {
         let cancelled = RemoteConfigFetchOutcome.failed(RemoteConfigError(code: Self.cancelledCode, path: "$",
                                                                            message: "the fetch was cancelled"))
         if cancellation?.isCancelled == true { return cancelled }

@@ -66,7 +66,7 @@ package final class ReportingClient: @unchecked Sendable {
     /// The transport once set up (under `lock`, so `end` can close it while the queue is busy).
     private var transport: EnvelopeTransport?
     /// The remote-configuration fetch this client started (under `lock`); `end` cancels it.
-    private var remoteFetch: (cancellation: RemoteConfigFetchCancellation, activation: RemoteConfigActivation)?
+    private var remoteFetch: (cancellation: URLTaskCancellation, activation: RemoteConfigActivation)?
     /// The process that created the client; in any other (a forked child) it does nothing.
     private let ownerProcess = getpid()
 

@@ -73,6 +73,49 @@ extension EnvelopeHTTPClient {
     package func cancelAll() {}
 }
 
+/// A cancel switch for URLSession work that runs one task at a time (the envelope client's
+/// requests, the remote-configuration fetch): after `cancel`, the owner creates no session or
+/// task, and the registered task is cancelled. Thread-safe; `cancel` is idempotent and final.
+package final class URLTaskCancellation: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancelled = false
+    private var task: URLSessionTask?
+
+    package init() {}
+
+    /// True once `cancel` was called.
+    package var isCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+
+    /// Cancels the registered task, if any, and every later one.
+    package func cancel() {
+        lock.lock()
+        cancelled = true
+        let running = task
+        lock.unlock()
+        running?.cancel()
+    }
+
+    /// `task` is the one running now; it is cancelled at once when `cancel` came first.
+    package func register(_ task: URLSessionTask) {
+        lock.lock()
+        self.task = task
+        let cancelNow = cancelled
+        lock.unlock()
+        if cancelNow { task.cancel() }
+    }
+
+    /// The registered task has completed.
+    package func unregister() {
+        lock.lock()
+        task = nil
+        lock.unlock()
+    }
+}
+
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
 /// ephemeral session (no cookies, no cache). The session is created by `init` (never lazily by a
 /// request: a request can run on a background thread while the process exits, and URLSession's
@@ -81,11 +124,8 @@ extension EnvelopeHTTPClient {
 /// returned, no task of this client is running.
 package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
     private let session: URLSession
-    private let lock = NSLock()
-    /// Set once by `cancelAll`.
-    private var cancelled = false
-    /// The task `post` waits for (one request at a time).
-    private var inFlight: URLSessionDataTask?
+    /// Set by `cancelAll`; holds the task `post` waits for (one request at a time).
+    private let cancellation = URLTaskCancellation()
 
     /// A client with its own ephemeral session (one connection per host).
     package init() {
@@ -126,28 +166,16 @@ package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sen
             }
             finished.signal()
         }
-        lock.lock()
-        if cancelled {
-            lock.unlock()
-            throw TransportError.cancelled
-        }
-        inFlight = task
-        lock.unlock()
-        defer {
-            lock.lock()
-            inFlight = nil
-            lock.unlock()
-        }
+        if cancellation.isCancelled { throw TransportError.cancelled }
+        cancellation.register(task)
+        defer { cancellation.unregister() }
         task.resume()
         // URLSession's own timeout normally fires first; this bound holds even if it does not.
         if finished.wait(timeout: .now() + seconds + 1) == .timedOut {
             task.cancel()
             throw TransportError(code: .timedOut, message: "no response within \(seconds) s")
         }
-        lock.lock()
-        let wasCancelled = cancelled
-        lock.unlock()
-        if wasCancelled, case .failure = outcome.result { throw TransportError.cancelled }
+        if cancellation.isCancelled, case .failure = outcome.result { throw TransportError.cancelled }
         switch outcome.result {
         case .success(let response): return response
         case .failure(let error): throw error
@@ -157,13 +185,7 @@ package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sen
 
     /// Cancels the task in flight (URLSession then completes it with an error, which `post`
     /// reports as `cancelled`) and makes every later `post` throw `cancelled` without a request.
-    package func cancelAll() {
-        lock.lock()
-        cancelled = true
-        let task = inFlight
-        lock.unlock()
-        task?.cancel()
-    }
+    package func cancelAll() { cancellation.cancel() }
 }
 
 /// Settings of `EnvelopeTransport`.
