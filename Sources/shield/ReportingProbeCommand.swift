@@ -28,6 +28,19 @@ import _CrashShieldTestSupport
 /// `CAPTURE installed=<true|false> sigsegv=<default|handled>` (the SIGSEGV disposition) after the
 /// start line. `--reset-remote-config-step`: `RepairStep.resetRemoteConfiguration()` is launch
 /// protection's first repair step.
+/// `--hold-requests-ms N`: every request of the reporting transport first waits N ms (ended at
+/// once by the transport's cancellation), then goes to the server: a send pass that is still
+/// running when the exit flush gives up. `--watch-exit-teardown-ms N`: an exit handler that runs
+/// after reporting's own (it is registered before the start) lists the outbox, waits N ms (the
+/// rest of a slow exit), lists it again and prints `TEARDOWN outbox-unchanged=<true|false>
+/// transport-calls=<requests begun or ended by the transport's HTTP client meanwhile>
+/// pending=<envelopes> remote-fetch=<finished|running|none> openssl=<alive|stopped|absent>` (the
+/// remote-configuration fetch as the handler began; whether OpenSSL, which URLSession uses on
+/// Linux, still works there or was cleaned up by an exit handler that ran before reporting's): a
+/// send pass or a fetch that goes on into the exit, or an exit flush left without OpenSSL, shows.
+/// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
+/// at once (so the exit handlers run in the child), waits for it and prints
+/// `FORK child=<exit status, or signal N>`, then goes on.
 enum ReportingProbeCommand {
     struct Arguments {
         var directory: String
@@ -49,9 +62,18 @@ enum ReportingProbeCommand {
         var scenario: String?
         var completeLaunch = false
         var crashAfterLaunch = false
+        var holdRequestsMilliseconds: Int?
+        var watchExitTeardownMilliseconds: Int?
+        var forkChildExits = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
+        if let hold = arguments.holdRequestsMilliseconds {
+            ReportingClient.setHTTPClientForTesting { HoldingHTTPClient(hold: .milliseconds(hold)) }
+        }
+        if let watch = arguments.watchExitTeardownMilliseconds {
+            ExitTeardownWatch.install(directory: arguments.directory + "/outbox", duration: .milliseconds(watch))
+        }
         var reporting: ReportingOptions?
         if let dsn = arguments.dsn {
             do {
@@ -132,6 +154,15 @@ enum ReportingProbeCommand {
             if arguments.crashAfterLaunch { csc_crash_segv() }
         }
         if arguments.incident { misuseAndHandOver() }
+        if arguments.forkChildExits {
+            let child = fork()
+            if child == 0 { exit(0) }
+            var status: Int32 = 0
+            _ = waitpid(child, &status, 0)
+            let signal = status & 0x7f
+            print("FORK child=\(signal == 0 ? "\((status >> 8) & 0xff)" : "signal \(signal)")")
+            fflush(nil)
+        }
         if let name = arguments.scenario {
             guard let index = ScenarioChild.index(of: name) else {
                 FileHandle.standardError.write(Data("reporting-probe: unknown scenario \(name)\n".utf8))
@@ -174,5 +205,86 @@ enum ReportingProbeCommand {
         _ = values[shielded: index]
         CrashShieldSDK.flushIncidents(timeout: .seconds(5))
         _ = ReportingClient.current?.waitUntilIdle(timeout: .seconds(5))
+    }
+}
+
+/// Counts the calls of the transport's HTTP client that begin or end (`HoldingHTTPClient`).
+private let transportCalls = ProbeCounter()
+
+final class ProbeCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+}
+
+/// `--hold-requests-ms`: waits `hold` before each request (or until `cancelAll`, which ends the
+/// wait with `cancelled`), then posts through URLSession.
+final class HoldingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
+    private let hold: Duration
+    private let forward = URLSessionEnvelopeClient()
+    private let condition = NSCondition()
+    private var cancelled = false
+
+    init(hold: Duration) { self.hold = hold }
+
+    func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
+        transportCalls.increment()
+        defer { transportCalls.increment() }
+        let seconds = Double(hold.components.seconds) + Double(hold.components.attoseconds) / 1e18
+        let until = Date().addingTimeInterval(seconds)
+        condition.lock()
+        while !cancelled, Date() < until { _ = condition.wait(until: until) }
+        let stop = cancelled
+        condition.unlock()
+        if stop { throw TransportError.cancelled }
+        return try forward.post(url, headers: headers, body: body, timeout: timeout)
+    }
+
+    func cancelAll() {
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+        forward.cancelAll()
+    }
+}
+
+/// `--watch-exit-teardown-ms`: see `ReportingProbeCommand`.
+enum ExitTeardownWatch {
+    nonisolated(unsafe) private static var directory = ""
+    nonisolated(unsafe) private static var duration: Duration = .zero
+
+    static func install(directory: String, duration: Duration) {
+        Self.directory = directory
+        Self.duration = duration
+        atexit { ExitTeardownWatch.watch() }
+    }
+
+    /// `OPENSSL_init_crypto(0, NULL)` fails once `OPENSSL_cleanup` ran ("stopped").
+    private static func opensslState() -> String {
+        #if os(Linux)
+        typealias InitCrypto = @convention(c) (UInt64, OpaquePointer?) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "OPENSSL_init_crypto") else { return "absent" }
+        return unsafeBitCast(symbol, to: InitCrypto.self)(0, nil) == 1 ? "alive" : "stopped"
+        #else
+        return "absent"
+        #endif
+    }
+
+    private static func envelopes() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".envelope") }.sorted()
+    }
+
+    private static func watch() {
+        let before = envelopes()
+        let callsBefore = transportCalls.value
+        let fetch = RemoteConfiguration.current.map { $0.waitForBackgroundFetch(timeout: .zero) == nil ? "running" : "finished" } ?? "none"
+        let openssl = opensslState()
+        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        usleep(useconds_t(nanoseconds / 1000))
+        let after = envelopes()
+        print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count) remote-fetch=\(fetch) openssl=\(openssl)")
+        fflush(nil)
     }
 }

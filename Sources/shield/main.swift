@@ -268,6 +268,12 @@ struct ReportingProbe: ParsableCommand {
     @Option(help: "Run this Objective-C misuse scenario (`shield demo` names) under the guards after start.") var scenario: String?
     @Flag(help: "Mark the launch completed after start (launchCompleted()).") var completeLaunch = false
     @Flag(help: "Mark the launch completed, then crash (SIGSEGV in csc_crash_segv).") var crashAfterLaunch = false
+    @Option(name: .customLong("hold-requests-ms"), help: "Hold every reporting request this many milliseconds before sending it (a cancellation ends the hold).")
+    var holdRequestsMilliseconds: Int?
+    @Option(name: .customLong("watch-exit-teardown-ms"), help: "After reporting's exit handler, watch the outbox for this many milliseconds and print TEARDOWN ….")
+    var watchExitTeardownMilliseconds: Int?
+    @Flag(help: "After start, fork a child that exits at once (running the exit handlers); print FORK child=….")
+    var forkChildExits = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -275,6 +281,8 @@ struct ReportingProbe: ParsableCommand {
             exitFlushTimeout: exitFlushTimeout, remoteConfigPublicKey: remoteConfigPublicKey,
             noCapture: noCapture, waitForRemoteConfig: waitForRemoteConfig,
             defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep, release: release, scenario: scenario,
-            completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch)))
+            completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch,
+            holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
+            forkChildExits: forkChildExits)))
     }
 }

@@ -31,8 +31,14 @@ import Testing
         return result
     }
 
+    /// A `reporting-probe` child. Unless `extra` sets one, the exit flush gets 10 s: these tests
+    /// check what arrives, not how fast (the flush returns once the outbox is empty). The
+    /// product's 1 s can run out on a loaded machine (conversion with symbolication, several
+    /// sends), and since reporting's end cancels what is left, nothing arrives after it.
     func probe(_ directory: String, dsn: String?, _ extra: [String] = []) throws -> ChildResult {
-        try runChild(Built.shield, ["reporting-probe", "--dir", directory] + (dsn.map { ["--dsn", $0] } ?? []) + extra, timeout: 60)
+        let flush = dsn != nil && !extra.contains("--exit-flush-timeout") ? ["--exit-flush-timeout", "10"] : []
+        return try runChild(Built.shield, ["reporting-probe", "--dir", directory] + (dsn.map { ["--dsn", $0] } ?? []) + flush + extra,
+                            timeout: 60)
     }
 
     func functions(_ event: JSONValue) -> [String] {
@@ -183,6 +189,75 @@ import Testing
         let crashes = got.events.filter { $0.json["level"] == "fatal" }
         #expect(crashes.count == 1)
         #expect(crashes.first.map { functions($0.json).contains("csc_crash_segv") } == true)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// A send pass still running when the exit flush gives up does not go on into the exit: the
+    /// child's requests are held 4 s (`--hold-requests-ms`), the exit flush allows 0.3 s, and an
+    /// exit handler that runs after reporting's watches the outbox for 5 s more (past the hold: a
+    /// pass that went on would send and remove an envelope there). Nothing may change there and
+    /// no request may begin or end; the server gets nothing. The envelopes (session start,
+    /// incident, session end) stay on disk and the next launch delivers them.
+    @Test func aSendPassDoesNotRunIntoTheExitAndTheNextLaunchSendsWhatItHeld() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-exit-race")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try probe(directory, dsn: server.dsn, ["--incident", "--exit-flush-timeout", "0.3",
+                                                          "--hold-requests-ms", "4000", "--watch-exit-teardown-ms", "5000"])
+        #expect(first.termination == .exited(0), "\(first.output)")
+        #expect(first.output.contains("TEARDOWN outbox-unchanged=true transport-calls=0 pending=3"), "\(first.output)")
+        #expect(try received(server).envelopes == 0)
+        #expect(pendingEnvelopes(directory) == 3)
+
+        let second = try probe(directory, dsn: server.dsn, ["--exit-flush-timeout", "10"])
+        #expect(second.termination == .exited(0), "\(second.output)")
+        let got = try received(server)
+        #expect(got.events.filter { $0.json["level"] == "warning" }.count == 1, "\(got.events.map(\.json))")
+        // Both launches' sessions: each started and ended cleanly.
+        #expect(got.sessions.filter { $0.json["init"]?.boolValue == true }.count == 2)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 2)
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
+    /// The start's remote-configuration fetch does not run into the exit either: against a
+    /// server that never answers, the fetch (started before the incident was handed over) has
+    /// finished, cancelled by reporting's end, when the next exit handler runs. On Linux, OpenSSL
+    /// (URLSession's, through libcurl) is still usable there: its own exit cleanup, registered by
+    /// the first URLSession after reporting's handler, used to run first, so reporting's exit
+    /// flush ran on a cleaned-up OpenSSL, and an exit during that first URLSession's
+    /// initialisation crashed (SIGSEGV under `curl_global_init`).
+    @Test func theRemoteConfigurationFetchDoesNotRunIntoTheExit() throws {
+        let server = try LoopbackHTTPServer(fallback: .hang)
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-exit-fetch")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--incident", "--exit-flush-timeout", "0.3", "--watch-exit-teardown-ms", "100"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("remote-fetch=finished"), "\(result.output)")
+        #if os(Linux)
+        // URLSession's OpenSSL (through libcurl) was not cleaned up before reporting's exit work.
+        #expect(result.output.contains("openssl=alive"), "\(result.output)")
+        #endif
+        #expect(pendingEnvelopes(directory) == 3)  // session start, incident, session end: for the next launch
+    }
+
+    /// A forked child that exits does not end the parent's reporting: its exit handler neither
+    /// sends nor writes nor waits, so the server gets one `exited` session (the parent's) and one
+    /// incident. The exit flush allows 100 s, more than the probe's 60 s timeout: a child whose
+    /// exit waited for reporting (whose queues need threads a forked child does not have) would
+    /// hold its parent in `waitpid` until the probe is killed.
+    @Test func aForkedChildsExitLeavesReportingToTheParent() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-start-fork")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--incident", "--fork-child-exits", "--exit-flush-timeout", "100"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("FORK child=0"), "\(result.output)")
+        let got = try received(server)
+        #expect(got.sessions.filter { $0.json["status"] == "exited" }.count == 1, "\(got.sessions.map(\.json))")
+        #expect(got.events.filter { $0.json["level"] == "warning" }.count == 1)
         #expect(pendingEnvelopes(directory) == 0)
     }
 

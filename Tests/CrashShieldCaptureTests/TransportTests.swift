@@ -363,6 +363,87 @@ import Testing
         #expect(first.outbox.pending().count == 1)
     }
 
+    /// `close` ends a request in flight at once (the server never answers; the request timeout
+    /// is a minute), waits until the pass returned, and keeps the envelope: a later transport on
+    /// the same outbox delivers it. The cancelled request is not counted as a failure.
+    @Test func closeCancelsTheRequestInFlightAndKeepsTheEnvelope() throws {
+        let hanging = try LoopbackHTTPServer(fallback: .hang)
+        defer { hanging.stop() }
+        let s = try setup("close-in-flight", dsn: hanging.dsn) { $0.requestTimeout = .seconds(60) }
+        defer { try? FileManager.default.removeItem(atPath: s.directory) }
+        try s.transport.submit(eventEnvelope("kept"))
+        let deadline = Date().addingTimeInterval(20)
+        while hanging.requests.isEmpty && Date() < deadline { usleep(10_000) }
+        try #require(hanging.requests.count == 1)
+
+        // The grace is far shorter than the request timeout: true means the pass returned
+        // because the request was cancelled, not because it timed out.
+        #expect(s.transport.close(grace: .seconds(20)))
+        #expect(s.transport.isClosed)
+        #expect(s.outbox.pending().count == 1)
+        #expect(s.transport.state.consecutiveFailures == 0)
+        #expect(s.transport.state.nextAttempt == nil)
+
+        let answering = try LoopbackHTTPServer()
+        defer { answering.stop() }
+        let next = EnvelopeTransport(dsn: try DSN(answering.dsn), outbox: try Outbox(directory: s.outbox.directory))
+        let result = next.sendPending()
+        #expect(result.outcomes.map(\.kind) == [.delivered])
+        let payloads = try answering.requests.map { String(decoding: try envelope(of: $0).items.first?.payload ?? Data(), as: UTF8.self) }
+        #expect(payloads.count == 1 && payloads.first?.contains("\"kept\"") == true, "\(payloads)")
+        #expect(s.outbox.pending().isEmpty)
+    }
+
+    /// After `close` no pass starts: not the retry a failure scheduled, not a submit's, not
+    /// `sendPending` or `flush` (both stop with `.closed`). A submit still stores the envelope.
+    @Test func noPassStartsAfterClose() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        server.enqueue(.respond(status: 503))
+        let s = try setup("close-no-pass", dsn: server.dsn) { $0.initialRetryDelay = .milliseconds(200) }
+        defer { try? FileManager.default.removeItem(atPath: s.directory) }
+        try s.transport.submit(eventEnvelope("first"))
+        let deadline = Date().addingTimeInterval(20)
+        while s.transport.state.nextAttempt == nil && Date() < deadline { usleep(5_000) }
+        try #require(server.requests.count == 1)  // the 503; a retry is now scheduled
+
+        #expect(s.transport.close(grace: .seconds(20)))
+        try s.transport.submit(eventEnvelope("second"))
+        #expect(s.transport.sendPending().stop == .closed)
+        #expect(s.transport.flush(timeout: .seconds(5)).stop == .closed)
+        // Well past the retry delay (at most 200 ms): the scheduled retry never ran.
+        usleep(800_000)
+        #expect(server.requests.count == 1)
+        #expect(s.outbox.pending().count == 2)
+        #expect(s.transport.close(grace: .zero))  // idempotent
+    }
+
+    /// `close` ends `flush`'s wait for a retry delay at once; the flush returns `.closed`.
+    @Test func closeEndsAFlushWaitingForARetry() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        server.enqueue(.respond(status: 503))
+        let s = try setup("close-flush", dsn: server.dsn) { $0.initialRetryDelay = .seconds(30) }
+        defer { try? FileManager.default.removeItem(atPath: s.directory) }
+        try s.outbox.enqueue(eventEnvelope())
+        final class Box: @unchecked Sendable { var result: SendPassResult? }
+        let box = Box()
+        let finished = DispatchSemaphore(value: 0)
+        // The retry delay is 15–30 s after the 503: a flush of 60 s waits for it.
+        Thread.detachNewThread {
+            box.result = s.transport.flush(timeout: .seconds(60))
+            finished.signal()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while s.transport.state.nextAttempt == nil && Date() < deadline { usleep(5_000) }
+        try #require(server.requests.count == 1)
+        #expect(s.transport.close(grace: .seconds(10)))
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+        #expect(box.result?.stop == .closed)
+        #expect(server.requests.count == 1)
+        #expect(s.outbox.pending().count == 1)
+    }
+
     /// submit stores, then sends in the background.
     @Test func submitSendsInTheBackground() throws {
         let server = try LoopbackHTTPServer()

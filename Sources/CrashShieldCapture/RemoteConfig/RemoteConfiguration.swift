@@ -167,11 +167,17 @@ public enum RemoteConfiguration {
 
     /// The other half: fetches a newer document when one is due, on a background task, and
     /// reports the outcome to `activation.waitForBackgroundFetch`.
-    package static func fetchInBackground(_ options: RemoteConfigOptions, reportingTo activation: RemoteConfigActivation) {
+    /// - Returns: what cancels the fetch (reporting's end does, so no fetch runs into exit).
+    @discardableResult
+    package static func fetchInBackground(_ options: RemoteConfigOptions,
+                                          reportingTo activation: RemoteConfigActivation) -> URLTaskCancellation {
+        OpenSSLExit.keepThroughExit()  // before the fetch's URLSession: see `OpenSSLExit`
         let fetcher = RemoteConfigFetcher(options: options)
+        let cancellation = URLTaskCancellation()
         Task.detached(priority: .background) {
-            activation.finishFetch(await fetcher.fetchIfDue())
+            activation.finishFetch(await fetcher.fetchIfDue(cancellation: cancellation))
         }
+        return cancellation
     }
 
     /// What `activate` would make current, without side effects: the stored document of
@@ -197,6 +203,8 @@ package struct RemoteConfigFetcher: Sendable {
     package static let networkErrorCode = "remote_config.network"
     /// The server answered with a status other than 200 and 304.
     package static let httpStatusCode = "remote_config.http_status"
+    /// The fetch was cancelled (`URLTaskCancellation.cancel`) before an answer.
+    package static let cancelledCode = "remote_config.cancelled"
 
     package let options: RemoteConfigOptions
     package var store: RemoteConfigStore { RemoteConfigStore(directory: options.directory) }
@@ -224,15 +232,20 @@ package struct RemoteConfigFetcher: Sendable {
     }
 
     /// Fetches unless the stored next-fetch time lies ahead.
-    package func fetchIfDue(now: Date = Date()) async -> RemoteConfigFetchOutcome {
+    package func fetchIfDue(now: Date = Date(), cancellation: URLTaskCancellation? = nil) async -> RemoteConfigFetchOutcome {
         if let next = store.loadState().nextFetchAt, next > now { return .notDue(until: next) }
-        return await fetch(now: now)
+        return await fetch(now: now, cancellation: cancellation)
     }
 
     /// Fetches now and handles the answer: 200 → verify, parse, store (or refuse and record why);
     /// 304 → keep; both set the next fetch time from `Cache-Control: max-age` (or the default
-    /// interval). Failures change nothing, so the next start tries again.
-    package func fetch(now: Date = Date()) async -> RemoteConfigFetchOutcome {
+    /// interval). Failures change nothing, so the next start tries again. Once `cancellation` is
+    /// cancelled no session is created and a request in flight is cancelled: the outcome is
+    /// `.failed` with `cancelledCode`, and nothing is stored.
+    package func fetch(now: Date = Date(), cancellation: URLTaskCancellation? = nil) async -> RemoteConfigFetchOutcome {
+        let cancelled = RemoteConfigFetchOutcome.failed(RemoteConfigError(code: Self.cancelledCode, path: "$",
+                                                                           message: "the fetch was cancelled"))
+        if cancellation?.isCancelled == true { return cancelled }
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -240,10 +253,13 @@ package struct RemoteConfigFetcher: Sendable {
         defer { session.finishTasksAndInvalidate() }
         let request = request()
         let answer: (Data?, URLResponse?, (any Error)?) = await withCheckedContinuation { continuation in
-            session.dataTask(with: request) { data, response, error in
+            let task = session.dataTask(with: request) { data, response, error in
                 continuation.resume(returning: (data, response, error))
-            }.resume()
+            }
+            cancellation?.register(task)  // cancels it at once when cancelled meanwhile
+            task.resume()
         }
+        if cancellation?.isCancelled == true { return cancelled }
         guard let response = answer.1 as? HTTPURLResponse, answer.2 == nil else {
             return .failed(RemoteConfigError(code: Self.networkErrorCode, path: "$",
                                              message: answer.2.map { "\($0)" } ?? "no HTTP response"))

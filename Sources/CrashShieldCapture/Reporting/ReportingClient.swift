@@ -27,7 +27,12 @@ internal import _CrashShieldCapture
 ///    `launchLoopEnded` (launch protection: a launch that ran a repair step completed) submits
 ///    the event naming that step.
 /// 4. `end` (clean exit, `stop`) stores the session's `exited` update and sends for at most
-///    `exitFlushTimeout`.
+///    `exitFlushTimeout`, then closes sending (see `end`): after `end` returns, no thread of this
+///    client touches the outbox, the transport or URLSession (within a bounded grace).
+///
+/// Forks: the client belongs to the process that created it. In a forked child (another pid)
+/// every entry point is a no-op, `end` included: the child neither sends nor writes to the
+/// parent's outbox, and its exit does not end the parent's session.
 ///
 /// Drops (`beforeSend`, sampling) go straight into the outbox's discard counts (one counter): the
 /// transport adds them as a client report to the next envelope it sends.
@@ -53,6 +58,21 @@ package final class ReportingClient: @unchecked Sendable {
     private var decided = false
     private var ended = false
     private var working = false
+    /// Set by `end` once its flush is over: a transport set up later is closed at once.
+    private var sendingClosed = false
+    /// Set as `end` returns: work the reporting queue still runs afterwards (the process may be
+    /// exiting) writes nothing more.
+    private var abandoned = false
+    /// The transport once set up (under `lock`, so `end` can close it while the queue is busy).
+    private var transport: EnvelopeTransport?
+    /// The remote-configuration fetch this client started (under `lock`); `end` cancels it.
+    private var remoteFetch: (cancellation: URLTaskCancellation, activation: RemoteConfigActivation)?
+    /// The process that created the client; in any other (a forked child) it does nothing.
+    private let ownerProcess = getpid()
+
+    /// How long `end` waits, after its flush, for a running send pass and the reporting queue to
+    /// stop (a cancelled request normally ends within milliseconds).
+    package static let endGrace: Duration = .milliseconds(500)
     /// Set on the reporting queue (or, for a launch crash, on the start's thread before the queue
     /// gets any work); read on the queue.
     private var parts: Parts?
@@ -106,6 +126,9 @@ package final class ReportingClient: @unchecked Sendable {
     }
 
     private static let exitHandlerRegistration: Void = {
+        // First, so OpenSSL's own exit cleanup is never registered after (and so run before) this
+        // handler: see `OpenSSLExit`.
+        OpenSSLExit.keepThroughExit()
         atexit { ReportingClient.current?.end() }
     }()
 
@@ -125,10 +148,16 @@ package final class ReportingClient: @unchecked Sendable {
     /// The fetch `activateRemoteConfiguration` left for the reporting queue.
     private static let pendingFetch = LockedBox<(RemoteConfigOptions, RemoteConfigActivation)?>(nil)
 
-    private static func startPendingFetch() {
+    /// Starts the pending fetch, unless `end` has begun (then it is left for the next start).
+    private func startPendingFetch() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !ended else { return }
         var fetch: (RemoteConfigOptions, RemoteConfigActivation)?
-        pendingFetch.update { fetch = $0; $0 = nil }
-        if let (options, activation) = fetch { RemoteConfiguration.fetchInBackground(options, reportingTo: activation) }
+        Self.pendingFetch.update { fetch = $0; $0 = nil }
+        if let (options, activation) = fetch {
+            remoteFetch = (RemoteConfiguration.fetchInBackground(options, reportingTo: activation), activation)
+        }
     }
 
     /// Ends the process's client (`end`) and forgets it. No-op when none runs.
@@ -165,12 +194,12 @@ package final class ReportingClient: @unchecked Sendable {
             beginWork()
             queue.sync { setUpAndConvert(decision) }
             queue.sync { parts?.transport }?.flush(timeout: options.launchCrashFlushTimeout)
-            queue.async { Self.startPendingFetch() }
+            queue.async { [self] in startPendingFetch() }
         } else {
             queue.async { [self] in
                 setUpAndConvert(decision)
                 parts?.transport.sendInBackground()
-                Self.startPendingFetch()
+                startPendingFetch()
             }
         }
     }
@@ -181,7 +210,13 @@ package final class ReportingClient: @unchecked Sendable {
         let installationID = (try? InstallationID.load(directory: directory)) ?? UUID().uuidString.lowercased()
         guard let outbox = try? Outbox(directory: Outbox.directory(forReportDirectory: directory)) else { return }
         let reporter = EventReporter(options: options, installationID: installationID, discards: DiscardTally(forwardingTo: outbox))
-        let transport = EnvelopeTransport(dsn: options.dsn, outbox: outbox, options: transportOptions, httpClient: httpClient)
+        let transport = EnvelopeTransport(dsn: options.dsn, outbox: outbox, options: transportOptions,
+                                          httpClient: httpClient ?? Self.testHTTPClientFactory.get()?())
+        lock.lock()
+        self.transport = transport
+        let closeNow = sendingClosed
+        lock.unlock()
+        if closeNow { transport.close(grace: .zero) }  // set up after `end` gave up waiting: never sends
         let sessions = try? SessionTracker(directory: directory, release: options.effectiveRelease(processName: appName, appVersion: appVersion),
                                            environment: options.environment, installationID: installationID,
                                            launchID: decision?.launchID)
@@ -207,6 +242,9 @@ package final class ReportingClient: @unchecked Sendable {
         for envelope in reporter.crashEnvelopes(reports: reports, sessions: sessions, context: context,
                                                 previousRunCrashedWithoutReport: decision?.lastRun.reportLost ?? false,
                                                 previousLaunchID: decision?.previousLaunchID) {
+            // After `end` returned (the process may be exiting), nothing more is written; the
+            // reports stay on disk and the next start converts them (same event ids).
+            if isAbandoned { stored = false; break }
             do { try outbox.enqueue(envelope) } catch { stored = false }
         }
         // A report is let go only once its envelope is durable; otherwise the next start converts
@@ -219,14 +257,32 @@ package final class ReportingClient: @unchecked Sendable {
                 writeReportedList(reported.intersection(stillPending).union(reports.map(\.id)))
             }
         }
-        if let start = sessions?.initialUpdate(), let envelope = reporter.sessionEnvelope([start]) {
+        if !isAbandoned, let start = sessions?.initialUpdate(), let envelope = reporter.sessionEnvelope([start]) {
             _ = try? outbox.enqueue(envelope)
         }
+    }
+
+    private var isAbandoned: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return abandoned
+    }
+
+    /// False in a forked child of the process that created the client.
+    private var inOwnerProcess: Bool { getpid() == ownerProcess }
+
+    private static let testHTTPClientFactory = LockedBox<(@Sendable () -> any EnvelopeHTTPClient)?>(nil)
+
+    /// Test seam (the `shield reporting-probe` child): the HTTP client that transports set up
+    /// later by clients without their own `httpClient` use; nil (the default): URLSession.
+    package static func setHTTPClientForTesting(_ make: (@Sendable () -> any EnvelopeHTTPClient)?) {
+        testHTTPClientFactory.set(make)
     }
 
     /// Converts `record` into an incident event (aggregated, sampled, `beforeSend`) and submits it,
     /// on the reporting queue. Nothing after `end`.
     package func submitIncident(_ record: IncidentRecord) {
+        guard inOwnerProcess else { return }
         queue.async { [self] in
             guard let parts, !isEnded else { return }
             if let envelope = parts.reporter.incidentEnvelope(record, converter: parts.incidentConverter, session: parts.sessions) {
@@ -241,7 +297,7 @@ package final class ReportingClient: @unchecked Sendable {
     /// before `end` is stored before `end`'s own work (the queue is serial), so an app that exits
     /// right after its launch completed still sends it within `exitFlushTimeout`.
     package func launchLoopEnded(step: String, consecutiveLaunchCrashes: Int, stepFailed: Bool, launchID: String) {
-        guard !isEnded else { return }
+        guard !isEnded, inOwnerProcess else { return }
         queue.async { [self] in
             guard let parts else { return }
             if let envelope = parts.reporter.launchLoopEndedEnvelope(
@@ -260,8 +316,20 @@ package final class ReportingClient: @unchecked Sendable {
 
     /// A clean end (exit, `stop`): stores the session's `exited` update (unless this process wrote
     /// a crash report: the next start closes the session `crashed`) and sends what is pending, for
-    /// at most `exitFlushTimeout` in all. Once.
+    /// at most `exitFlushTimeout` in all. Once; a no-op in a forked child.
+    ///
+    /// Then sending is closed for good (`EnvelopeTransport.close`): no send pass starts any more,
+    /// the request in flight is cancelled, and a transport set up later never sends. The
+    /// remote-configuration fetch is cancelled too (one not started yet is left for the next
+    /// start). `end` waits at most `endGrace` (500 ms) for the running pass, the fetch and the
+    /// reporting queue to stop (the queue may still store: setup, conversion, the `exited`
+    /// update); what the queue runs after `end` returned stores nothing. So in all it returns within
+    /// `exitFlushTimeout` + `endGrace`, and afterwards (unless a grace ran out) no thread of this
+    /// client touches the outbox, the transport or URLSession while `exit` goes on. Nothing is
+    /// lost: envelopes leave the outbox only once the server answered, reports only once their
+    /// envelopes are stored, so what was not sent is sent by the next launch.
     package func end() {
+        guard inOwnerProcess else { return }
         lock.lock()
         let first = !ended
         ended = true
@@ -274,6 +342,12 @@ package final class ReportingClient: @unchecked Sendable {
         final class Box: @unchecked Sendable { var transport: EnvelopeTransport? }
         let box = Box()
         queue.async { [self] in
+            // Reached only after `end` returned (the process may be exiting): write nothing; the
+            // next start closes this session as `abnormal`.
+            if isAbandoned {
+                done.signal()
+                return
+            }
             if let parts {
                 if !CrashCapture.reportWrittenThisRun, let end = parts.sessions?.end(.exited),
                    let envelope = parts.reporter.sessionEnvelope([end]) {
@@ -284,10 +358,39 @@ package final class ReportingClient: @unchecked Sendable {
             done.signal()
         }
         let left = deadline - ContinuousClock.now
-        guard left > .zero, done.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped))) == .success,
-              let transport = box.transport else { return }
-        let remaining = deadline - ContinuousClock.now
-        if remaining > .zero { transport.flush(timeout: remaining) }
+        if left > .zero, done.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped))) == .success,
+           let transport = box.transport {
+            let remaining = deadline - ContinuousClock.now
+            if remaining > .zero { transport.flush(timeout: remaining) }
+        }
+        closeSending()
+    }
+
+    /// Closes the transport (set up or not yet) and cancels the remote-configuration fetch, then
+    /// waits, at most `endGrace` in all, for the running pass, the fetch and the reporting
+    /// queue's current work to stop.
+    private func closeSending() {
+        let graceEnds = ContinuousClock.now + Self.endGrace
+        lock.lock()
+        sendingClosed = true
+        let transport = self.transport
+        let fetch = remoteFetch
+        lock.unlock()
+        fetch?.cancellation.cancel()
+        transport?.close(grace: Self.endGrace)
+        if let fetch {
+            let left = graceEnds - ContinuousClock.now
+            if left > .zero { _ = fetch.activation.waitForBackgroundFetch(timeout: left) }
+        }
+        let left = graceEnds - ContinuousClock.now
+        if left > .zero {
+            let idle = DispatchSemaphore(value: 0)
+            queue.async { idle.signal() }
+            _ = idle.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped)))
+        }
+        lock.lock()
+        abandoned = true
+        lock.unlock()
     }
 
     /// Waits until the work queued so far (setup, conversion, incidents) is done, for tests and

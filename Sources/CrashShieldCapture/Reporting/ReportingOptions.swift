@@ -47,7 +47,10 @@ public struct ReportingOptions: Sendable {
     public var launchCrashFlushTimeout: Duration = .seconds(2)
     /// How long a clean exit (`exit`, `CrashShieldSDK.stop()`, `CrashCapture.stop()`) waits to send
     /// the session's `exited` update and what else is pending; what is left goes at the next
-    /// start. Default: 1 second.
+    /// start. Then reporting stops all its background work: the request in flight is cancelled,
+    /// nothing more is sent, the remote-configuration fetch is cancelled, and the exit waits at
+    /// most 0.5 s more for that work to stop, so none of it runs while the process ends. Nothing
+    /// waiting in the outbox is lost by this. Default: 1 second.
     public var exitFlushTimeout: Duration = .seconds(1)
     /// The Ed25519 public key remote configuration documents must be signed with; nil: their
     /// signatures are not checked. The start activates the stored document with it. Default: nil.

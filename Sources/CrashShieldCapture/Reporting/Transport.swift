@@ -16,6 +16,9 @@ package struct TransportError: CodedError {
         package static let timedOut = Code(rawValue: "timedOut")
         /// No response: connection refused or reset, DNS, TLS, or the connection closed early.
         package static let networkFailure = Code(rawValue: "networkFailure")
+        /// The client was cancelled (`EnvelopeHTTPClient.cancelAll`, called by
+        /// `EnvelopeTransport.close`) before or while the request ran; not a failure of the server.
+        package static let cancelled = Code(rawValue: "cancelled")
     }
 
     /// The kind of error (stable).
@@ -33,6 +36,8 @@ package struct TransportError: CodedError {
     package static let timedOut = TransportError(code: .timedOut, message: "no response within the request timeout")
     /// No response (refused, reset, closed early, DNS, TLS).
     package static let networkFailure = TransportError(code: .networkFailure, message: "no response")
+    /// The client was cancelled before or while the request ran.
+    package static let cancelled = TransportError(code: .cancelled, message: "the transport was closed")
 }
 
 /// A response's status and headers (names lowercased).
@@ -54,12 +59,73 @@ package protocol EnvelopeHTTPClient: Sendable {
     /// POSTs `body` with `headers` to `url` and returns the response (any status), or throws
     /// `TransportError` when none arrived within `timeout`.
     func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse
+
+    /// Ends the request in progress, if any, and every later one, at once with
+    /// `TransportError.cancelled`, from any thread. Idempotent; a cancelled client stays
+    /// cancelled. After it returns, `post` makes no new request, and a `post` that is running
+    /// returns as soon as the request is torn down. The default does nothing: a running request
+    /// then ends at its own timeout.
+    func cancelAll()
+}
+
+extension EnvelopeHTTPClient {
+    /// Does nothing: requests end at their own timeout.
+    package func cancelAll() {}
+}
+
+/// A cancel switch for URLSession work that runs one task at a time (the envelope client's
+/// requests, the remote-configuration fetch): after `cancel`, the owner creates no session or
+/// task, and the registered task is cancelled. Thread-safe; `cancel` is idempotent and final.
+package final class URLTaskCancellation: @unchecked Sendable {
+    private let lock = NSLock()
+    private var cancelled = false
+    private var task: URLSessionTask?
+
+    package init() {}
+
+    /// True once `cancel` was called.
+    package var isCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+
+    /// Cancels the registered task, if any, and every later one.
+    package func cancel() {
+        lock.lock()
+        cancelled = true
+        let running = task
+        lock.unlock()
+        running?.cancel()
+    }
+
+    /// `task` is the one running now; it is cancelled at once when `cancel` came first.
+    package func register(_ task: URLSessionTask) {
+        lock.lock()
+        self.task = task
+        let cancelNow = cancelled
+        lock.unlock()
+        if cancelNow { task.cancel() }
+    }
+
+    /// The registered task has completed.
+    package func unregister() {
+        lock.lock()
+        task = nil
+        lock.unlock()
+    }
 }
 
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
-/// ephemeral session (no cookies, no cache).
+/// ephemeral session (no cookies, no cache). The session is created by `init` (never lazily by a
+/// request: a request can run on a background thread while the process exits, and URLSession's
+/// initialiser crashes on a half torn-down process). `cancelAll` cancels the task in flight and
+/// waits for URLSession to hand it back before `post` returns, so after a cancelled `post`
+/// returned, no task of this client is running.
 package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
     private let session: URLSession
+    /// Set by `cancelAll`; holds the task `post` waits for (one request at a time).
+    private let cancellation = URLTaskCancellation()
 
     /// A client with its own ephemeral session (one connection per host).
     package init() {
@@ -78,7 +144,8 @@ package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sen
     }
 
     /// POSTs with URLSession; bounded by `timeout` plus one second even if URLSession's own
-    /// timeout does not fire. Throws `timedOut` or `networkFailure`.
+    /// timeout does not fire. Throws `timedOut`, `networkFailure`, or `cancelled` (after
+    /// `cancelAll`: no request is made, or the running one is cancelled).
     package func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
         let seconds = max(0.05, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
@@ -99,18 +166,26 @@ package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sen
             }
             finished.signal()
         }
+        if cancellation.isCancelled { throw TransportError.cancelled }
+        cancellation.register(task)
+        defer { cancellation.unregister() }
         task.resume()
         // URLSession's own timeout normally fires first; this bound holds even if it does not.
         if finished.wait(timeout: .now() + seconds + 1) == .timedOut {
             task.cancel()
             throw TransportError(code: .timedOut, message: "no response within \(seconds) s")
         }
+        if cancellation.isCancelled, case .failure = outcome.result { throw TransportError.cancelled }
         switch outcome.result {
         case .success(let response): return response
         case .failure(let error): throw error
         case nil: throw TransportError.networkFailure
         }
     }
+
+    /// Cancels the task in flight (URLSession then completes it with an error, which `post`
+    /// reports as `cancelled`) and makes every later `post` throw `cancelled` without a request.
+    package func cancelAll() { cancellation.cancel() }
 }
 
 /// Settings of `EnvelopeTransport`.
@@ -170,6 +245,9 @@ package struct SendPassResult: Sendable {
         case busy
         /// The pass's deadline passed.
         case deadline
+        /// The transport was closed (`EnvelopeTransport.close`): what was not sent stays in the
+        /// outbox for the next launch.
+        case closed
     }
     /// One outcome per entry the pass looked at, oldest first.
     package var outcomes: [EntryOutcome] = []
@@ -196,6 +274,13 @@ package struct SendPassResult: Sendable {
 ///   counted `send_error`.
 /// - Discard counts (`Outbox.pendingDiscards`) ride along as a `client_report` item and are
 ///   forgotten once an envelope carrying them is accepted.
+/// - `close(grace:)` ends sending for good (reporting's end at exit and at `stop`): no pass
+///   starts afterwards, a running pass stops before its next request and its request in flight
+///   is cancelled, and `close` waits (at most `grace`) until the pass returned, so no thread of
+///   the transport touches the outbox, the HTTP client or Foundation while the process exits.
+///   An envelope is removed from the outbox only after its response arrived, so what was not
+///   sent stays on disk for the next launch (an envelope whose request was cancelled may have
+///   reached the server: it is sent again with the same event id, and the server keeps one).
 package final class EnvelopeTransport: @unchecked Sendable {
     /// Where envelopes go (`dsn.envelopeURL`) and the key they are sent with.
     package let dsn: DSN
@@ -213,7 +298,12 @@ package final class EnvelopeTransport: @unchecked Sendable {
     private var consecutiveFailures = 0
     private var nextAttempt: Date?
     private var gaveUp = false
-    private var backgroundPassScheduled = false
+    /// The background pass waiting to run (`scheduleBackgroundPass`); cancelled by `close`.
+    private var scheduledPass: DispatchWorkItem?
+    /// Set once by `close`: no pass starts, a running one stops before its next request.
+    private var closed = false
+    /// Wakes `flush`'s wait for a retry delay when the transport is closed.
+    private let closing = NSCondition()
 
     /// - Parameter httpClient: how requests are made; nil uses `URLSessionEnvelopeClient`.
     package init(dsn: DSN, outbox: Outbox, options: TransportOptions = TransportOptions(),
@@ -250,15 +340,51 @@ package final class EnvelopeTransport: @unchecked Sendable {
     }
 
     /// Stores `envelope` in the outbox (durably, on the caller's thread) and starts a background
-    /// send pass.
+    /// send pass (none after `close`: the envelope then waits for the next launch).
     /// - Throws: what `Outbox.enqueue` throws.
     package func submit(_ envelope: Envelope) throws(OutboxError) {
         try outbox.enqueue(envelope)
         scheduleBackgroundPass(after: 0)
     }
 
-    /// Starts a background send pass of what the outbox holds (a no-op while one is scheduled).
+    /// Starts a background send pass of what the outbox holds (a no-op while one is scheduled,
+    /// and after `close`).
     package func sendInBackground() { scheduleBackgroundPass(after: 0) }
+
+    /// True once `close` was called.
+    package var isClosed: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return closed
+    }
+
+    /// Ends sending for good, from any thread; idempotent. At once: later passes (background,
+    /// `sendPending`, `flush`) do nothing and stop with `.closed`, a scheduled background pass or
+    /// retry is cancelled, the HTTP client is cancelled (`EnvelopeHTTPClient.cancelAll`: the
+    /// request in flight ends), and `flush`'s wait for a retry delay ends. Then waits at most
+    /// `grace` until a pass that was running has returned (it stops before its next request and
+    /// records nothing for the cancelled one but "kept").
+    ///
+    /// Nothing is removed from the outbox by closing: what was not sent stays for the next
+    /// launch. Submitting after `close` still stores the envelope durably.
+    /// - Returns: true when no pass runs any more; false when one still ran after `grace` (an
+    ///   HTTP client without `cancelAll` whose request has not timed out yet).
+    @discardableResult
+    package func close(grace: Duration) -> Bool {
+        lock.lock()
+        closed = true
+        let pending = scheduledPass
+        scheduledPass = nil
+        lock.unlock()
+        pending?.cancel()
+        client.cancelAll()
+        closing.lock()
+        closing.broadcast()
+        closing.unlock()
+        let drained = DispatchSemaphore(value: 0)
+        queue.async { drained.signal() }
+        return drained.wait(timeout: .now() + .nanoseconds(Int(clamping: max(.zero, grace).nanosecondsClamped))) == .success
+    }
 
     /// Sends what the outbox holds, on the transport's queue, and waits for it. Stops at the first
     /// failed attempt, and at once while a retry delay from an earlier failure runs.
@@ -290,7 +416,7 @@ package final class EnvelopeTransport: @unchecked Sendable {
                 let wait = until.timeIntervalSinceNow
                 let left = deadline - ContinuousClock.now
                 guard wait < Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18 else { break }
-                if wait > 0 { usleep(useconds_t(min(wait, 3600) * 1e6)) }
+                if wait > 0 { waitUnlessClosed(until: Date().addingTimeInterval(min(wait, 3600))) }
             }
             box.result = combined
             finished.signal()
@@ -302,25 +428,35 @@ package final class EnvelopeTransport: @unchecked Sendable {
         return box.result
     }
 
+    /// Waits until `date` or until the transport is closed, whichever comes first.
+    private func waitUnlessClosed(until date: Date) {
+        closing.lock()
+        defer { closing.unlock() }
+        while !isClosed, Date() < date {
+            _ = closing.wait(until: date)
+        }
+    }
+
     private func scheduleBackgroundPass(after delay: TimeInterval) {
         lock.lock()
-        if backgroundPassScheduled || gaveUp {
+        if scheduledPass != nil || gaveUp || closed {
             lock.unlock()
             return
         }
-        backgroundPassScheduled = true
-        lock.unlock()
-        queue.asyncAfter(deadline: .now() + .milliseconds(Int(max(0, delay) * 1000))) { [self] in
+        let item = DispatchWorkItem { [self] in
             lock.lock()
-            backgroundPassScheduled = false
+            scheduledPass = nil
             lock.unlock()
             let result = runPass(deadline: nil, progress: nil)
             switch result.stop {
             case .retryAfter(let until): scheduleBackgroundPass(after: until.timeIntervalSinceNow)
             case .busy: scheduleBackgroundPass(after: 5)
-            case .gaveUp, .deadline, nil: break
+            case .gaveUp, .deadline, .closed, nil: break
             }
         }
+        scheduledPass = item
+        lock.unlock()
+        queue.asyncAfter(deadline: .now() + .milliseconds(Int(max(0, delay) * 1000)), execute: item)
     }
 
     // MARK: One pass (on `queue`)
@@ -336,7 +472,12 @@ package final class EnvelopeTransport: @unchecked Sendable {
         lock.lock()
         let blockedUntil = nextAttempt.flatMap { $0 > Date() ? $0 : nil }
         let stopped = gaveUp
+        let wasClosed = closed
         lock.unlock()
+        if wasClosed {
+            result.stop = .closed
+            return result
+        }
         if stopped {
             result.stop = .gaveUp
             return result
@@ -362,6 +503,10 @@ package final class EnvelopeTransport: @unchecked Sendable {
             return result
         }
         for entry in entries {
+            if isClosed {
+                result.stop = .closed
+                return result
+            }
             if let deadline, ContinuousClock.now >= deadline {
                 result.stop = .deadline
                 return result
@@ -419,6 +564,10 @@ package final class EnvelopeTransport: @unchecked Sendable {
         if !discards.isEmpty && !currentLimits().isLimited("internal") { outgoing.items.append(Outbox.clientReportItem(discards)) }
         let exchange = post(outgoing, deadline: deadline)
         switch exchange {
+        case .failure(let error) where error.code == .cancelled:
+            // Closed while the request ran: kept for the next launch, not counted as a failure.
+            return (EntryOutcome(entry: entry.name, kind: .kept(reason: error.code.rawValue), status: nil,
+                                 itemsDroppedForRateLimits: droppedForLimits), .closed)
         case .failure(let error):
             let stop = recordFailure()
             return (EntryOutcome(entry: entry.name, kind: .kept(reason: error.code.rawValue), status: nil,
@@ -462,6 +611,7 @@ package final class EnvelopeTransport: @unchecked Sendable {
     private func sendStandaloneClientReport(_ envelope: Envelope, _ discards: [Outbox.DiscardKey: Int],
                                             deadline: ContinuousClock.Instant?) -> SendPassResult.Stop? {
         switch post(envelope, deadline: deadline) {
+        case .failure(let error) where error.code == .cancelled: return .closed
         case .failure: return recordFailure()
         case .success(let response):
             applyLimits(response)
