@@ -54,6 +54,21 @@ extension SQLStore {
         let user: String
     }
 
+    private struct IssueUserPair: Hashable {
+        let hash: String
+        let user: String
+    }
+
+    /// `values` with its last element repeated up to the next power of two (none for none). A
+    /// lookup list padded so reads the same rows, and a batch's read statements then come in a
+    /// few sizes, so the prepared-statement cache holds each of them instead of one per count.
+    private static func paddedToPowerOfTwo<T>(_ values: [T]) -> [T] {
+        guard let last = values.last, values.count > 1 else { return values }
+        var size = 1
+        while size < values.count { size <<= 1 }
+        return values + Array(repeating: last, count: size - values.count)
+    }
+
     private static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
@@ -80,9 +95,11 @@ extension SQLStore {
         var projectReads: [ProjectReads] = []
         for project in projects {
             let ofProject = events.filter { $0.projectID == project }
-            let eventIDs = Array(Set(ofProject.map(\.eventID)))
-            let hashes = Array(Set(ofProject.map(\.grouping.hash)))
-            let users = Array(Set(ofProject.compactMap(\.userKey)))
+            let eventIDs = Self.paddedToPowerOfTwo(Array(Set(ofProject.map(\.eventID))))
+            let hashes = Self.paddedToPowerOfTwo(Array(Set(ofProject.map(\.grouping.hash))))
+            let pairs = Self.paddedToPowerOfTwo(Array(Set(ofProject.compactMap { event in
+                event.userKey.map { IssueUserPair(hash: event.grouping.hash, user: $0) }
+            })))
             let storedIDs = reads.count
             reads.append(SQLStatement(
                 "SELECT event_id FROM events WHERE project_id = ? AND event_id IN (\(Self.placeholders(eventIDs.count)))",
@@ -95,16 +112,17 @@ extension SQLStore {
                 """,
                 [.int(project)] + hashes.map { .text($0) }))
             var usersIndex: Int?
-            if !users.isEmpty {
+            if !pairs.isEmpty {
+                // Exactly the batch's (issue, user) pairs: one primary-key lookup each.
                 usersIndex = reads.count
                 reads.append(SQLStatement(
                     """
-                    SELECT i.fingerprint_hash AS fingerprint_hash, u.user_key AS user_key
-                    FROM issue_users u JOIN issues i ON i.id = u.issue_id
-                    WHERE i.project_id = ? AND i.fingerprint_hash IN (\(Self.placeholders(hashes.count)))
-                        AND u.user_key IN (\(Self.placeholders(users.count)))
+                    SELECT p.column1 AS fingerprint_hash, p.column2 AS user_key
+                    FROM (VALUES \(Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT))", count: pairs.count).joined(separator: ", "))) AS p
+                    JOIN issues i ON i.project_id = ? AND i.fingerprint_hash = p.column1
+                    JOIN issue_users u ON u.issue_id = i.id AND u.user_key = p.column2
                     """,
-                    [.int(project)] + hashes.map { .text($0) } + users.map { .text($0) }))
+                    pairs.flatMap { [DBValue.text($0.hash), .text($0.user)] } + [.int(project)]))
             }
             projectReads.append(ProjectReads(project: project, storedIDs: storedIDs, issues: issues, users: usersIndex))
         }
