@@ -59,16 +59,6 @@ extension SQLStore {
         let user: String
     }
 
-    /// `values` with its last element repeated up to the next power of two (none for none). A
-    /// lookup list padded so reads the same rows, and a batch's read statements then come in a
-    /// few sizes, so the prepared-statement cache holds each of them instead of one per count.
-    private static func paddedToPowerOfTwo<T>(_ values: [T]) -> [T] {
-        guard let last = values.last, values.count > 1 else { return values }
-        var size = 1
-        while size < values.count { size <<= 1 }
-        return values + Array(repeating: last, count: size - values.count)
-    }
-
     private static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
@@ -95,11 +85,11 @@ extension SQLStore {
         var projectReads: [ProjectReads] = []
         for project in projects {
             let ofProject = events.filter { $0.projectID == project }
-            let eventIDs = Self.paddedToPowerOfTwo(Array(Set(ofProject.map(\.eventID))))
-            let hashes = Self.paddedToPowerOfTwo(Array(Set(ofProject.map(\.grouping.hash))))
-            let pairs = Self.paddedToPowerOfTwo(Array(Set(ofProject.compactMap { event in
+            let eventIDs = Array(Set(ofProject.map(\.eventID)))
+            let hashes = Array(Set(ofProject.map(\.grouping.hash)))
+            let pairs = Array(Set(ofProject.compactMap { event in
                 event.userKey.map { IssueUserPair(hash: event.grouping.hash, user: $0) }
-            })))
+            }))
             let storedIDs = reads.count
             reads.append(SQLStatement(
                 "SELECT event_id FROM events WHERE project_id = ? AND event_id IN (\(Self.placeholders(eventIDs.count)))",
@@ -233,25 +223,44 @@ extension SQLStore {
                             .text(first.grouping.culprit), .text(first.level), Self.time(first.received), Self.time(issue.lastSeen),
                             Self.text(first.release), Self.text(issue.lastRelease), .int(issue.events), .int(issue.newUsers)]
                 })
-            // VALUES columns are column1, column2, ... on both databases; the casts give
-            // PostgreSQL their types.
-            statements += Self.multiRow(
-                prefix: """
-                    UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
-                        last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
-                        last_release = v.column5,
-                        status = CASE WHEN v.column6 = 1 THEN 'regressed' ELSE issues.status END,
-                        resolved_in_release = CASE WHEN v.column6 = 1 THEN NULL ELSE issues.resolved_in_release END
-                    FROM (VALUES
-                    """,
-                row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT))",
-                suffix: ") AS v WHERE issues.id = v.column1",
-                rows: touchedIssues.compactMap { key in
-                    let issue = issues[key]!
-                    guard let id = issue.id else { return nil }
-                    return [.int(id), .int(issue.events), .int(issue.newUsers), Self.time(issue.lastSeen), Self.text(issue.lastRelease),
-                            .int(issue.regressed ? 1 : 0)]
-                })
+            // Per touched issue: id, events, new users, last seen, last release, regressed (1 or 0).
+            let issueUpdates: [[DBValue]] = touchedIssues.compactMap { key in
+                let issue = issues[key]!
+                guard let id = issue.id else { return nil }
+                return [.int(id), .int(issue.events), .int(issue.newUsers), Self.time(issue.lastSeen), Self.text(issue.lastRelease),
+                        .int(issue.regressed ? 1 : 0)]
+            }
+            if postgres {
+                // One statement for all (each statement costs PostgreSQL a parse and plan). VALUES
+                // columns are column1, column2, ...; the casts give PostgreSQL their types.
+                statements += Self.multiRow(
+                    prefix: """
+                        UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
+                            last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
+                            last_release = v.column5,
+                            status = CASE WHEN v.column6 = 1 THEN 'regressed' ELSE issues.status END,
+                            resolved_in_release = CASE WHEN v.column6 = 1 THEN NULL ELSE issues.resolved_in_release END
+                        FROM (VALUES
+                        """,
+                    row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT))",
+                    suffix: ") AS v WHERE issues.id = v.column1",
+                    rows: issueUpdates)
+            } else {
+                // SQLite runs statements in process: one prepared (cached) statement per issue is
+                // cheaper than materializing a VALUES table and joining it.
+                for row in issueUpdates {
+                    statements.append(SQLStatement(
+                        """
+                        UPDATE issues SET event_count = event_count + ?2, user_count = user_count + ?3,
+                            last_seen = CASE WHEN last_seen > ?4 THEN last_seen ELSE ?4 END,
+                            last_release = ?5,
+                            status = CASE WHEN ?6 = 1 THEN 'regressed' ELSE status END,
+                            resolved_in_release = CASE WHEN ?6 = 1 THEN NULL ELSE resolved_in_release END
+                        WHERE id = ?1
+                        """,
+                        row))
+                }
+            }
             statements += Self.multiRow(
                 prefix: """
                     INSERT INTO events (project_id, event_id, issue_id, received, timestamp, level, platform, release,
