@@ -22,7 +22,7 @@ public struct IngestBenchmarkReport: Sendable {
     public let rawInsertSeconds: Double
     /// Seconds the store's single writer spent committing (below HTTP only; nil over HTTP).
     public let writerBusySeconds: Double?
-    /// The writer's CPU seconds per event (below HTTP only).
+    /// The writer's CPU seconds per event (below HTTP on SQLite only).
     public let writerCPUSecondsPerEvent: Double?
     public let peakResidentKiB: Int?
     /// /proc/loadavg's 1-minute load average when the benchmark ended (the machine may be shared).
@@ -123,7 +123,8 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
         ingestCPUSeconds = processCPUSeconds() - cpuBefore
         commits = metrics.commitCount
         writerBusySeconds = ingest.writer.busySeconds
-        writerCPUSecondsPerEvent = ingest.writer.cpuSecondsPerWrite
+        // Only SQLite runs its statements on the writer's thread, where its CPU time can be read.
+        if case .sqlite = database { writerCPUSecondsPerEvent = ingest.writer.cpuSecondsPerWrite }
         try await store.close()
     }
 

@@ -60,7 +60,9 @@ public final class IngestWriter: Sendable {
     /// Nanoseconds spent in `store.commitIngest` (batches and their one-by-one retries).
     private let busyNanoseconds = Atomic<UInt64>(0)
     /// CPU nanoseconds of the batches that ran on one thread from start to end (a batch whose
-    /// task moved to another thread is not counted), and the writes of those batches.
+    /// task moved to another thread, or whose reading exceeds its wall time, is not counted), and
+    /// the writes of those batches. Meaningful for SQLite, whose statements run on the writer's
+    /// thread; PostgreSQL's blocking calls run on a thread pool, so its batches are rarely counted.
     private let busyCPUNanoseconds = Atomic<UInt64>(0)
     private let cpuMeasuredWrites = Atomic<Int>(0)
 
@@ -150,10 +152,13 @@ public final class IngestWriter: Sendable {
             let cpuStarted = Self.threadCPUNanoseconds()
             defer {
                 let elapsed = (clock.now - started).components
-                busyNanoseconds.add(UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000), ordering: .relaxed)
-                if pthread_equal(thread, pthread_self()) != 0 {
-                    let cpu = Self.threadCPUNanoseconds()
-                    busyCPUNanoseconds.add(cpu >= cpuStarted ? cpu - cpuStarted : 0, ordering: .relaxed)
+                let wall = UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000)
+                busyNanoseconds.add(wall, ordering: .relaxed)
+                // A thread's CPU time cannot exceed the wall time between two readings; a reading
+                // that does is not this batch's alone (the backend's blocking calls ran elsewhere).
+                let cpu = Self.threadCPUNanoseconds()
+                if pthread_equal(thread, pthread_self()) != 0, cpu >= cpuStarted, cpu - cpuStarted <= wall {
+                    busyCPUNanoseconds.add(cpu - cpuStarted, ordering: .relaxed)
                     cpuMeasuredWrites.add(batch.count, ordering: .relaxed)
                 }
             }
