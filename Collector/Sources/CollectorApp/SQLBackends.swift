@@ -99,8 +99,6 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     private var closed = false
     /// Prepared statements kept at most (each holds its compiled program).
     static let maxCachedStatements = 256
-    /// Page cache of the connection, KiB (SQLite's default is 2,000).
-    static let cacheKiB = 16_384
     /// WAL size in pages (4 KiB) that triggers an automatic checkpoint (SQLite's default is 1,000):
     /// the WAL file stays below about 16 MiB plus the frames of one transaction.
     static let walAutocheckpointPages = 4_000
@@ -131,9 +129,6 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
                 // 1,000) an index page that each commit rewrites is copied back a quarter as often.
                 _ = try await backend.query("PRAGMA wal_autocheckpoint=\(Self.walAutocheckpointPages)", [])
             }
-            // Ingest reads index pages at random (event ids, session ids, issue users); with
-            // SQLite's default 2 MiB cache they were read again from the file on most commits.
-            _ = try await backend.query("PRAGMA cache_size=-\(Self.cacheKiB)", [])
             _ = try await backend.query("PRAGMA foreign_keys=ON", [])
         } catch {
             try? await backend.close()
