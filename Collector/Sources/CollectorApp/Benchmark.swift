@@ -20,6 +20,10 @@ public struct IngestBenchmarkReport: Sendable {
     /// User + system CPU time of this process during the ingest (getrusage).
     public let ingestCPUSeconds: Double
     public let rawInsertSeconds: Double
+    /// Seconds the store's single writer spent committing (below HTTP only; nil over HTTP).
+    public let writerBusySeconds: Double?
+    /// The writer's CPU seconds per event (below HTTP on SQLite only).
+    public let writerCPUSecondsPerEvent: Double?
     public let peakResidentKiB: Int?
     /// /proc/loadavg's 1-minute load average when the benchmark ended (the machine may be shared).
     public let loadAverage: String?
@@ -33,7 +37,7 @@ public struct IngestBenchmarkReport: Sendable {
         events: \(events) crash envelopes with a session each (\(envelopeBytes / events) bytes each on average), \(concurrency) concurrent \(overHTTP ? "HTTP clients (keep-alive connections)" : "ingest tasks")
         ingest (\(overHTTP ? "HTTP POST /api/<project>/envelope/ to a collector in this process: request handling, auth, rate limit, parse, validation, grouping, group-commit storage" : "envelope parse, validation, grouping, group-commit storage; below HTTP")): \(String(format: "%.0f", ingestPerSecond)) events/s (\(String(format: "%.2f", ingestSeconds)) s, \(commits) commits, \(String(format: "%.1f", Double(events) / Double(max(commits, 1)))) requests per commit)
         CPU time of this process during the ingest: \(String(format: "%.2f", ingestCPUSeconds)) s, \(String(format: "%.0f", ingestCPUSeconds / Double(events) * 1e6)) µs per event\(overHTTP ? " (clients included)" : "") (\(String(format: "%.0f", Double(events) / max(ingestCPUSeconds, 1e-9))) events per CPU-second; the database server's CPU not counted)
-        raw insert (one row per transaction, one task, same database; half before, half after the ingest): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
+        \(writerBusySeconds.map { "writer (one per store) busy committing: \(String(format: "%.2f", $0)) s, \(String(format: "%.0f", $0 / Double(events) * 1e6)) µs per event wall clock (bounds the ingest at \(String(format: "%.0f", Double(events) / max($0, 1e-9))) events/s)\(writerCPUSecondsPerEvent.map { ", \(String(format: "%.0f", $0 * 1e6)) µs CPU per event" } ?? "")\n" } ?? "")raw insert (one row per transaction, one task, same database; half before, half after the ingest): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
         ingest / raw insert: \(String(format: "%.2f", ingestPerSecond / rawInsertPerSecond))
         peak resident memory (whole process, including the \(envelopeBytes / 1_048_576) MiB of prepared envelopes): \(peakResidentKiB.map { "\($0 / 1024) MiB" } ?? "unknown")
         load average (1 min) at the end: \(loadAverage ?? "unknown")
@@ -92,6 +96,8 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
     let ingestSeconds: Double
     let commits: Int64
     let ingestCPUSeconds: Double
+    var writerBusySeconds: Double?
+    var writerCPUSecondsPerEvent: Double?
     if overHTTP {
         (ingestSeconds, commits, ingestCPUSeconds) = try await benchmarkOverHTTP(database: database, envelopes: envelopes, workers: workers, logger: logger)
     } else {
@@ -116,6 +122,9 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
         ingestSeconds = seconds(clock.now - ingestStart)
         ingestCPUSeconds = processCPUSeconds() - cpuBefore
         commits = metrics.commitCount
+        writerBusySeconds = ingest.writer.busySeconds
+        // Only SQLite runs its statements on the writer's thread, where its CPU time can be read.
+        if case .sqlite = database { writerCPUSecondsPerEvent = ingest.writer.cpuSecondsPerWrite }
         try await store.close()
     }
 
@@ -124,7 +133,8 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init)
     return IngestBenchmarkReport(database: database.kind, overHTTP: overHTTP, events: events, concurrency: workers,
                                  envelopeBytes: envelopes.reduce(0) { $0 + $1.count }, commits: commits,
-                                 ingestSeconds: ingestSeconds, ingestCPUSeconds: ingestCPUSeconds, rawInsertSeconds: rawSeconds, peakResidentKiB: peakResidentKiB(),
+                                 ingestSeconds: ingestSeconds, ingestCPUSeconds: ingestCPUSeconds, rawInsertSeconds: rawSeconds,
+                                 writerBusySeconds: writerBusySeconds, writerCPUSecondsPerEvent: writerCPUSecondsPerEvent, peakResidentKiB: peakResidentKiB(),
                                  loadAverage: load)
 }
 

@@ -60,11 +60,18 @@ enum FastJSON {
             index += count
         }
 
+        /// Members of the objects being read (innermost last), so each object's dictionary is
+        /// allocated once at its final size instead of growing member by member.
+        var memberStack: [(key: String, value: JSONValue)] = []
+        /// Elements of the arrays being read (innermost last), for the same reason.
+        var elementStack: [JSONValue] = []
+
         mutating func object(depth: Int) throws(Failure) -> JSONValue {
             index += 1
-            var members: [String: JSONValue] = [:]
             skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
+            let first = memberStack.count
+            defer { memberStack.removeSubrange(first...) }
             while true {
                 skipSpace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("json.key") }
@@ -73,27 +80,39 @@ enum FastJSON {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("json.colon") }
                 index += 1
                 skipSpace()
-                members[key] = try value(depth: depth + 1)
+                let member = try value(depth: depth + 1)
+                memberStack.append((key, member))
                 skipSpace()
                 guard index < bytes.count else { throw fail("json.truncated") }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+                if bytes[index] == UInt8(ascii: "}") {
+                    index += 1
+                    // A repeated key keeps its last value.
+                    var members = [String: JSONValue](minimumCapacity: memberStack.count - first)
+                    for position in first..<memberStack.count { members[memberStack[position].key] = memberStack[position].value }
+                    return .object(members)
+                }
                 throw fail("json.object")
             }
         }
 
         mutating func array(depth: Int) throws(Failure) -> JSONValue {
             index += 1
-            var elements: [JSONValue] = []
             skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array([]) }
+            let first = elementStack.count
+            defer { elementStack.removeSubrange(first...) }
             while true {
                 skipSpace()
-                elements.append(try value(depth: depth + 1))
+                let element = try value(depth: depth + 1)
+                elementStack.append(element)
                 skipSpace()
                 guard index < bytes.count else { throw fail("json.truncated") }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+                if bytes[index] == UInt8(ascii: "]") {
+                    index += 1
+                    return .array(Array(elementStack[first...]))
+                }
                 throw fail("json.array")
             }
         }

@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Limits of the ingest write queue (`IngestWriter`). Every limit must be at least 1
 /// (`CollectorConfiguration.validate()`); `shield-collector serve` sets the first two with
@@ -54,6 +57,14 @@ public final class IngestWriter: Sendable {
     private let metrics: CollectorMetrics
     let limits: IngestQueueLimits
     private let state = Mutex(State())
+    /// Nanoseconds spent in `store.commitIngest` (batches and their one-by-one retries).
+    private let busyNanoseconds = Atomic<UInt64>(0)
+    /// CPU nanoseconds of the batches that ran on one thread from start to end (a batch whose
+    /// task moved to another thread, or whose reading exceeds its wall time, is not counted), and
+    /// the writes of those batches. Meaningful for SQLite, whose statements run on the writer's
+    /// thread; PostgreSQL's blocking calls run on a thread pool, so its batches are rarely counted.
+    private let busyCPUNanoseconds = Atomic<UInt64>(0)
+    private let cpuMeasuredWrites = Atomic<Int>(0)
 
     public init(store: any CollectorStore, metrics: CollectorMetrics, limits: IngestQueueLimits = IngestQueueLimits()) {
         self.store = store
@@ -63,6 +74,26 @@ public final class IngestWriter: Sendable {
 
     /// Requests queued or being committed.
     public var depth: Int { state.withLock { $0.queue.count + $0.committing } }
+
+    /// Wall-clock seconds this writer has spent committing since it was created. The writer
+    /// commits one batch at a time, so `busySeconds / events` bounds the events per second one
+    /// store can take, whatever the number of clients.
+    public var busySeconds: Double { Double(busyNanoseconds.load(ordering: .relaxed)) / 1e9 }
+
+    /// CPU seconds per committed write, over the batches whose commit ran on one thread
+    /// throughout (nil before any); with `busySeconds` it separates the writer's own work from
+    /// time it waited for a core.
+    public var cpuSecondsPerWrite: Double? {
+        let writes = cpuMeasuredWrites.load(ordering: .relaxed)
+        guard writes > 0 else { return nil }
+        return Double(busyCPUNanoseconds.load(ordering: .relaxed)) / 1e9 / Double(writes)
+    }
+
+    private static func threadCPUNanoseconds() -> UInt64 {
+        var time = timespec()
+        guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
 
     /// Stores `write` in the next group commit and returns its outcome once committed.
     /// - Throws: `ingest.queue_full` (503) when the queue is at its limits; the store's error
@@ -114,6 +145,22 @@ public final class IngestWriter: Sendable {
             guard !batch.isEmpty else {
                 metrics.setQueueDepth(depth)
                 return
+            }
+            let clock = ContinuousClock()
+            let started = clock.now
+            let thread = pthread_self()
+            let cpuStarted = Self.threadCPUNanoseconds()
+            defer {
+                let elapsed = (clock.now - started).components
+                let wall = UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000)
+                busyNanoseconds.add(wall, ordering: .relaxed)
+                // A thread's CPU time cannot exceed the wall time between two readings; a reading
+                // that does is not this batch's alone (the backend's blocking calls ran elsewhere).
+                let cpu = Self.threadCPUNanoseconds()
+                if pthread_equal(thread, pthread_self()) != 0, cpu >= cpuStarted, cpu - cpuStarted <= wall {
+                    busyCPUNanoseconds.add(cpu - cpuStarted, ordering: .relaxed)
+                    cpuMeasuredWrites.add(batch.count, ordering: .relaxed)
+                }
             }
             do {
                 let outcomes = try await store.commitIngest(batch.map(\.write))

@@ -88,10 +88,20 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     /// `sqlite3 *`, opened in serialized mode; `lock` also keeps the statement cache to one thread.
     private let handle: OpaquePointer
     private let lock = NSLock()
-    private var statements: [String: OpaquePointer] = [:]
+    /// A prepared statement and when it was last used (`useCount` at the time).
+    private struct CachedStatement {
+        let statement: OpaquePointer
+        var lastUse: UInt64
+    }
+    private var statements: [String: CachedStatement] = [:]
+    /// Statements executed so far: the cache's clock for least-recently-used eviction.
+    private var useCount: UInt64 = 0
     private var closed = false
     /// Prepared statements kept at most (each holds its compiled program).
     static let maxCachedStatements = 256
+    /// WAL size in pages (4 KiB) that triggers an automatic checkpoint (SQLite's default is 1,000):
+    /// the WAL file stays below about 16 MiB plus the frames of one transaction.
+    static let walAutocheckpointPages = 4_000
     /// SQLite's SQLITE_TRANSIENT: bound bytes are copied before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -114,6 +124,10 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
                 _ = try await backend.query("PRAGMA journal_mode=WAL", [])
                 // NORMAL in WAL mode: a commit survives a crash of the process (not of the machine).
                 _ = try await backend.query("PRAGMA synchronous=NORMAL", [])
+                // A checkpoint copies every page changed since the previous one back into the
+                // database file once; every `walAutocheckpointPages` WAL pages (SQLite's default is
+                // 1,000) an index page that each commit rewrites is copied back a quarter as often.
+                _ = try await backend.query("PRAGMA wal_autocheckpoint=\(Self.walAutocheckpointPages)", [])
             }
             _ = try await backend.query("PRAGMA foreign_keys=ON", [])
         } catch {
@@ -144,20 +158,22 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
         guard !closed else { throw CollectorError.storage("SQLite: the connection is closed") }
         let statement: OpaquePointer
-        if let cached = statements[sql] {
-            statement = cached
+        useCount += 1
+        if let cached = statements.index(forKey: sql) {
+            statement = statements.values[cached].statement
+            statements.values[cached].lastUse = useCount
         } else {
             var prepared: OpaquePointer?
             guard sqlite3_prepare_v2(handle, sql, -1, &prepared, nil) == SQLITE_OK, let prepared else { throw failure("prepare") }
             statement = prepared
-            if statements.count >= Self.maxCachedStatements {
+            if statements.count >= Self.maxCachedStatements, let oldest = statements.min(by: { $0.value.lastUse < $1.value.lastUse }) {
                 // Batches make statements whose text varies with their row and list counts; the
-                // cache starts over rather than grow without bound. No cached statement is in
-                // use here (`lock` is held and each is reset after use).
-                for cached in statements.values { sqlite3_finalize(cached) }
-                statements = [:]
+                // least recently used one makes room. No cached statement is in use here (`lock`
+                // is held and each is reset after use).
+                sqlite3_finalize(oldest.value.statement)
+                statements.removeValue(forKey: oldest.key)
             }
-            statements[sql] = prepared
+            statements[sql] = CachedStatement(statement: prepared, lastUse: useCount)
         }
         defer {
             sqlite3_reset(statement)
@@ -207,7 +223,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         lock.withLock {
             guard !closed else { return }
             closed = true
-            for statement in statements.values { sqlite3_finalize(statement) }
+            for cached in statements.values { sqlite3_finalize(cached.statement) }
             statements = [:]
             sqlite3_close_v2(handle)
         }

@@ -54,6 +54,11 @@ extension SQLStore {
         let user: String
     }
 
+    private struct IssueUserPair: Hashable {
+        let hash: String
+        let user: String
+    }
+
     private static func placeholders(_ count: Int) -> String {
         Array(repeating: "?", count: count).joined(separator: ", ")
     }
@@ -82,7 +87,9 @@ extension SQLStore {
             let ofProject = events.filter { $0.projectID == project }
             let eventIDs = Array(Set(ofProject.map(\.eventID)))
             let hashes = Array(Set(ofProject.map(\.grouping.hash)))
-            let users = Array(Set(ofProject.compactMap(\.userKey)))
+            let pairs = Array(Set(ofProject.compactMap { event in
+                event.userKey.map { IssueUserPair(hash: event.grouping.hash, user: $0) }
+            }))
             let storedIDs = reads.count
             reads.append(SQLStatement(
                 "SELECT event_id FROM events WHERE project_id = ? AND event_id IN (\(Self.placeholders(eventIDs.count)))",
@@ -95,16 +102,17 @@ extension SQLStore {
                 """,
                 [.int(project)] + hashes.map { .text($0) }))
             var usersIndex: Int?
-            if !users.isEmpty {
+            if !pairs.isEmpty {
+                // Exactly the batch's (issue, user) pairs: one primary-key lookup each.
                 usersIndex = reads.count
                 reads.append(SQLStatement(
                     """
-                    SELECT i.fingerprint_hash AS fingerprint_hash, u.user_key AS user_key
-                    FROM issue_users u JOIN issues i ON i.id = u.issue_id
-                    WHERE i.project_id = ? AND i.fingerprint_hash IN (\(Self.placeholders(hashes.count)))
-                        AND u.user_key IN (\(Self.placeholders(users.count)))
+                    SELECT p.column1 AS fingerprint_hash, p.column2 AS user_key
+                    FROM (VALUES \(Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT))", count: pairs.count).joined(separator: ", "))) AS p
+                    JOIN issues i ON i.project_id = ? AND i.fingerprint_hash = p.column1
+                    JOIN issue_users u ON u.issue_id = i.id AND u.user_key = p.column2
                     """,
-                    [.int(project)] + hashes.map { .text($0) } + users.map { .text($0) }))
+                    pairs.flatMap { [DBValue.text($0.hash), .text($0.user)] } + [.int(project)]))
             }
             projectReads.append(ProjectReads(project: project, storedIDs: storedIDs, issues: issues, users: usersIndex))
         }
@@ -215,25 +223,44 @@ extension SQLStore {
                             .text(first.grouping.culprit), .text(first.level), Self.time(first.received), Self.time(issue.lastSeen),
                             Self.text(first.release), Self.text(issue.lastRelease), .int(issue.events), .int(issue.newUsers)]
                 })
-            // VALUES columns are column1, column2, ... on both databases; the casts give
-            // PostgreSQL their types.
-            statements += Self.multiRow(
-                prefix: """
-                    UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
-                        last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
-                        last_release = v.column5,
-                        status = CASE WHEN v.column6 = 1 THEN 'regressed' ELSE issues.status END,
-                        resolved_in_release = CASE WHEN v.column6 = 1 THEN NULL ELSE issues.resolved_in_release END
-                    FROM (VALUES
-                    """,
-                row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT))",
-                suffix: ") AS v WHERE issues.id = v.column1",
-                rows: touchedIssues.compactMap { key in
-                    let issue = issues[key]!
-                    guard let id = issue.id else { return nil }
-                    return [.int(id), .int(issue.events), .int(issue.newUsers), Self.time(issue.lastSeen), Self.text(issue.lastRelease),
-                            .int(issue.regressed ? 1 : 0)]
-                })
+            // Per touched issue: id, events, new users, last seen, last release, regressed (1 or 0).
+            let issueUpdates: [[DBValue]] = touchedIssues.compactMap { key in
+                let issue = issues[key]!
+                guard let id = issue.id else { return nil }
+                return [.int(id), .int(issue.events), .int(issue.newUsers), Self.time(issue.lastSeen), Self.text(issue.lastRelease),
+                        .int(issue.regressed ? 1 : 0)]
+            }
+            if postgres {
+                // One statement for all (each statement costs PostgreSQL a parse and plan). VALUES
+                // columns are column1, column2, ...; the casts give PostgreSQL their types.
+                statements += Self.multiRow(
+                    prefix: """
+                        UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
+                            last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
+                            last_release = v.column5,
+                            status = CASE WHEN v.column6 = 1 THEN 'regressed' ELSE issues.status END,
+                            resolved_in_release = CASE WHEN v.column6 = 1 THEN NULL ELSE issues.resolved_in_release END
+                        FROM (VALUES
+                        """,
+                    row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT))",
+                    suffix: ") AS v WHERE issues.id = v.column1",
+                    rows: issueUpdates)
+            } else {
+                // SQLite runs statements in process: one prepared (cached) statement per issue is
+                // cheaper than materializing a VALUES table and joining it.
+                for row in issueUpdates {
+                    statements.append(SQLStatement(
+                        """
+                        UPDATE issues SET event_count = event_count + ?2, user_count = user_count + ?3,
+                            last_seen = CASE WHEN last_seen > ?4 THEN last_seen ELSE ?4 END,
+                            last_release = ?5,
+                            status = CASE WHEN ?6 = 1 THEN 'regressed' ELSE status END,
+                            resolved_in_release = CASE WHEN ?6 = 1 THEN NULL ELSE resolved_in_release END
+                        WHERE id = ?1
+                        """,
+                        row))
+                }
+            }
             statements += Self.multiRow(
                 prefix: """
                     INSERT INTO events (project_id, event_id, issue_id, received, timestamp, level, platform, release,
