@@ -1,5 +1,6 @@
 import CLibPQ
 @testable import CollectorApp
+@testable import CollectorCommandLine
 import CSQLite3
 import Foundation
 import Logging
@@ -261,6 +262,19 @@ struct ShutdownAndLockWaitTests {
             #expect(try await harness.post(body: envelope).status == 200)
             #expect(try await harness.issues().count == 1)
         }
+    }
+
+    /// `serve --lock-timeout` and `--shutdown-grace-period` set the configuration (defaults 5 and
+    /// 10 s); values the configuration would refuse are refused with the option named.
+    @Test func theServeOptionsSetTheLockTimeoutAndTheGracePeriod() throws {
+        let defaults = try IngestQueueOptionsTests.serve([]).makeConfiguration(environment: [:])
+        #expect(defaults.lockTimeout == 5 && defaults.shutdownGracePeriod == 10)
+        let set = try IngestQueueOptionsTests.serve(["--lock-timeout", "0.25", "--shutdown-grace-period", "0"])
+            .makeConfiguration(environment: [:])
+        #expect(set.lockTimeout == 0.25 && set.shutdownGracePeriod == 0)
+        try set.validate()
+        #expect(IngestQueueOptionsTests.refusal(["--lock-timeout", "0"])?.contains("--lock-timeout must be between 0.001 and 86400 seconds") == true)
+        #expect(IngestQueueOptionsTests.refusal(["--shutdown-grace-period=-1"])?.contains("--shutdown-grace-period must be 0 or more seconds") == true)
     }
 
     /// Lock timeouts outside 0.001...86,400 s and negative grace periods are refused before
