@@ -29,9 +29,9 @@ public func buildApplication(
             let parent = (path as NSString).deletingLastPathComponent
             if !parent.isEmpty { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) }
         }
-        store = try await SQLStore.openSQLite(path: path, logger: logger)
+        store = try await SQLStore.openSQLite(path: path, logger: logger, lockTimeout: configuration.lockTimeout)
     case .postgres(let url):
-        store = try await SQLStore.openPostgres(url: url, logger: logger)
+        store = try await SQLStore.openPostgres(url: url, logger: logger, lockTimeout: configuration.lockTimeout)
     }
     var firstProject: Project?
     var createdToken: String?
@@ -69,14 +69,15 @@ public func buildApplication(
     routes.register(on: router)
     DashboardRoutes.make(store: store, configuration: configuration, logger: logger)?.register(on: router)
 
-    var services: [any Service] = [StoreCloser(store: store, logger: logger)]
+    let shutdown = ShutdownGracePeriod(gracePeriod: configuration.shutdownGracePeriod, store: store, logger: logger)
+    var services: [any Service] = [StoreCloser(store: store, shutdown: shutdown, logger: logger)]
     if let days = configuration.retentionDays {
         services.append(RetentionService(store: store, days: days, logger: logger))
     }
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword
-    return Application(
+    let application = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
         services: services,
@@ -88,18 +89,22 @@ public func buildApplication(
                                      createdAdminPassword: passwordToShow))
         },
         logger: logger)
+    return CollectorApplication(base: application, shutdown: shutdown)
 }
 
 /// Closes the database after the server has stopped (graceful shutdown: the HTTP server
-/// finishes in-flight requests first, then this service's shutdown runs).
+/// finishes in-flight requests first, then this service's shutdown runs). Requests stuck on the
+/// database past the grace period are ended by `shutdown` (see `ShutdownGracePeriod`).
 struct StoreCloser: Service {
     let store: any CollectorStore
+    let shutdown: ShutdownGracePeriod
     let logger: Logger
 
     func run() async throws {
         // Returns on graceful shutdown or cancellation; either way the database is closed.
         try? await gracefulShutdown()
         logger.info("closing database")
+        defer { shutdown.end() }
         try await store.close()
     }
 }

@@ -2,16 +2,29 @@ import Foundation
 
 /// A failure the collector reports to a client or an operator. `code` is stable across versions
 /// (clients and tests match on it); `message` is for people. `status` is the HTTP status the
-/// collector answers with when the failure ends a request.
+/// collector answers with when the failure ends a request; `retryAfter`, when set, is sent as
+/// `Retry-After` (seconds) with that answer: the request was acceptable and nothing of it was
+/// stored, so the client should send it again later.
+///
+/// Storage failures a client should retry (HTTP 503):
+/// - `storage.busy`: a statement waited longer than the lock timeout for a lock another
+///   connection or process held (a concurrent `shield-collector prune`, another collector's
+///   commit, a long transaction); `Retry-After: 1`.
+/// - `storage.cancelled`: the statement was cancelled (the collector is shutting down and its
+///   grace period is over, or the database server cancelled it), or was not run because the
+///   collector is shutting down; `Retry-After: 5`.
 public struct CollectorError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: String
     public let message: String
     public let status: Int
+    /// Seconds a client should wait before sending the request again, or nil.
+    public let retryAfter: Int?
 
-    public init(code: String, message: String, status: Int) {
+    public init(code: String, message: String, status: Int, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
         self.status = status
+        self.retryAfter = retryAfter
     }
 
     public var description: String { "\(code): \(message)" }
@@ -24,4 +37,12 @@ public struct CollectorError: Error, Sendable, Hashable, CustomStringConvertible
     static func tooLarge(_ code: String, _ message: String) -> CollectorError { .init(code: code, message: message, status: 413) }
     static func unsupportedMediaType(_ code: String, _ message: String) -> CollectorError { .init(code: code, message: message, status: 415) }
     static func storage(_ message: String) -> CollectorError { .init(code: "storage.failed", message: message, status: 500) }
+    /// `storage.busy`, 503, `Retry-After: 1`: a lock wait passed the lock timeout.
+    static func storageBusy(_ message: String) -> CollectorError {
+        .init(code: "storage.busy", message: message, status: 503, retryAfter: 1)
+    }
+    /// `storage.cancelled`, 503, `Retry-After: 5`: cancelled or refused at shutdown.
+    static func storageCancelled(_ message: String) -> CollectorError {
+        .init(code: "storage.cancelled", message: message, status: 503, retryAfter: 5)
+    }
 }

@@ -10,7 +10,15 @@ public protocol CollectorStore: Sendable {
     func migrate() async throws
     /// The schema versions applied, oldest first.
     func appliedMigrations() async throws -> [Int]
+    /// Closes the database after the work already started. After `cancelForShutdown` it waits
+    /// a bounded time for that work.
     func close() async throws
+    /// For a shutdown whose grace period is over: statements not yet started fail with
+    /// `storage.cancelled` (503) and a statement waiting on PostgreSQL (for a lock another
+    /// connection holds) is cancelled, so no request waits longer and nothing cancelled is
+    /// committed. SQLite statements end by themselves within the lock timeout, so it does nothing
+    /// there.
+    func cancelForShutdown() async
 
     func createProject(name: String) async throws -> Project
     func projects() async throws -> [Project]

@@ -50,6 +50,20 @@ public struct CollectorConfiguration: Sendable {
     public var adminPassword: String?
     /// How long a dashboard login lasts, in seconds. Default 12 hours.
     public var sessionLifetime: TimeInterval = 12 * 3600
+    /// How long a database statement waits for a lock another connection or process holds (a
+    /// concurrent `shield-collector prune`, another collector's commit), in seconds; then the
+    /// request fails with 503 `storage.busy` and `Retry-After: 1`, and nothing of it is stored.
+    /// SQLite's busy timeout (the wait blocks the calling thread), PostgreSQL's `lock_timeout`
+    /// (except while migrating at start, which waits for another collector's migration).
+    /// Between 0.001 and 86,400. Default 5.
+    public var lockTimeout: TimeInterval = 5
+    /// Graceful shutdown (SIGTERM, SIGINT): the server stops accepting connections and requests
+    /// in flight get this many seconds to finish. Past it, statements not yet started are refused
+    /// and a PostgreSQL statement still running is cancelled; their requests are answered with
+    /// 503 `storage.cancelled` (`Retry-After: 5`) and nothing of them is stored. The database is
+    /// then closed, waiting at most 5 more seconds for a cancelled statement. At least 0.
+    /// Default 10.
+    public var shutdownGracePeriod: TimeInterval = 10
 
     public init(database: Database, dataDirectory: String) {
         self.database = database
@@ -59,7 +73,8 @@ public struct CollectorConfiguration: Sendable {
     /// Checks the values the collector cannot run with; `buildApplication` calls it before it
     /// opens the database.
     /// - Throws: `CollectorConfigurationError` naming the first invalid setting: an ingest queue
-    ///   limit below 1.
+    ///   limit below 1, a lock timeout outside 0.001...86,400 s, a negative or not finite
+    ///   shutdown grace period.
     public func validate() throws {
         let positive: [(setting: String, value: Int)] = [
             ("ingestQueue.maxDepth", ingestQueue.maxDepth),
@@ -68,6 +83,12 @@ public struct CollectorConfiguration: Sendable {
         ]
         for (setting, value) in positive where value < 1 {
             throw CollectorConfigurationError(setting: setting, message: "must be at least 1 (got \(value))")
+        }
+        guard lockTimeout >= 0.001 && lockTimeout <= 86_400 else {
+            throw CollectorConfigurationError(setting: "lockTimeout", message: "must be between 0.001 and 86400 seconds (got \(lockTimeout))")
+        }
+        guard shutdownGracePeriod >= 0 && shutdownGracePeriod.isFinite else {
+            throw CollectorConfigurationError(setting: "shutdownGracePeriod", message: "must be 0 or more seconds (got \(shutdownGracePeriod))")
         }
     }
 }

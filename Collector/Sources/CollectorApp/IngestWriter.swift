@@ -167,8 +167,10 @@ public final class IngestWriter: Sendable {
                 metrics.committed(writes: batch.count)
                 for (pending, outcome) in zip(batch, outcomes) { pending.continuation.resume(returning: outcome) }
             } catch {
-                if batch.count == 1 {
-                    batch[0].continuation.resume(throwing: error)
+                // A failure with Retry-After (the database busy or shutting down) is not one
+                // write's fault: retrying each write alone would wait again, once per write.
+                if batch.count == 1 || (error as? CollectorError)?.retryAfter != nil {
+                    for pending in batch { pending.continuation.resume(throwing: error) }
                 } else {
                     for pending in batch {
                         do {

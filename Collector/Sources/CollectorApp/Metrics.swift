@@ -12,6 +12,7 @@ public final class CollectorMetrics: Sendable {
         var commits: Int64 = 0
         var committedWrites: Int64 = 0
         var sdkConfigResponses: [Int: Int64] = [:]
+        var storageUnavailable: [String: Int64] = [:]
     }
     private let state = Mutex(State())
 
@@ -27,6 +28,9 @@ public final class CollectorMetrics: Sendable {
     func endRequest() { state.withLock { $0.inFlight -= 1 } }
     /// Ingest requests in the write queue (waiting for or in a group commit).
     func setQueueDepth(_ depth: Int) { state.withLock { $0.queueDepth = Int64(depth) } }
+    /// A request answered 503 because of the database; `code` is `storage.busy` (a lock wait
+    /// passed the lock timeout) or `storage.cancelled` (cancelled or refused at shutdown).
+    func storageUnavailable(_ code: String) { state.withLock { $0.storageUnavailable[code, default: 0] += 1 } }
     /// One group commit of `writes` ingest requests.
     func committed(writes: Int) {
         state.withLock {
@@ -45,6 +49,8 @@ public final class CollectorMetrics: Sendable {
     public var rateLimitedCount: Int64 { state.withLock { $0.rateLimited } }
     /// Answers of `GET /api/<project>/sdk-config` with this HTTP status so far.
     public func sdkConfigResponseCount(status: Int) -> Int64 { state.withLock { $0.sdkConfigResponses[status] ?? 0 } }
+    /// Requests answered 503 with the storage error `code` (any route).
+    public func storageUnavailableCount(_ code: String) -> Int64 { state.withLock { $0.storageUnavailable[code] ?? 0 } }
     /// Group commits so far, and the ingest requests they stored.
     public var commitCount: Int64 { state.withLock { $0.commits } }
     public var committedRequestCount: Int64 { state.withLock { $0.committedWrites } }
@@ -85,6 +91,11 @@ public final class CollectorMetrics: Sendable {
         lines.append("# TYPE collector_sdk_config_responses_total counter")
         for (status, count) in snapshot.sdkConfigResponses.sorted(by: { $0.key < $1.key }) {
             lines.append("collector_sdk_config_responses_total{status=\"\(status)\"} \(count)")
+        }
+        lines.append("# HELP collector_storage_unavailable_total Requests answered 503 because the database was busy (storage.busy: a lock wait passed the lock timeout) or the collector was shutting down (storage.cancelled), by error code.")
+        lines.append("# TYPE collector_storage_unavailable_total counter")
+        for (code, count) in snapshot.storageUnavailable.sorted(by: { $0.key < $1.key }) {
+            lines.append("collector_storage_unavailable_total{code=\"\(escape(code))\"} \(count)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

@@ -389,10 +389,12 @@ struct CollectorRoutes: Sendable {
             failure = .storage("the request could not be completed")
         }
         if countAsRejected { metrics.rejected(failure.code) }
+        if failure.status == 503 && failure.code.hasPrefix("storage.") { metrics.storageUnavailable(failure.code) }
         logger.info("request refused", metadata: ["code": "\(failure.code)", "status": "\(failure.status)"])
         let body = JSONValue.object(["detail": .string(failure.message), "code": .string(failure.code)]).jsonData()
-        return Response(status: .init(code: failure.status), headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter = failure.retryAfter { headers[.retryAfter] = String(retryAfter) }
+        return Response(status: .init(code: failure.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
     static func id(_ context: BasicRequestContext, _ name: String) throws -> Int64 {

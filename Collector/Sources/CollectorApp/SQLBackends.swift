@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import CSQLite3
+import Synchronization
 
 /// A value bound to or read from a SQL statement.
 enum DBValue: Sendable, Hashable {
@@ -75,6 +76,31 @@ protocol SQLBackend: Sendable {
     /// except through SQL (a subquery reads rows an earlier statement wrote).
     func run(_ statements: [SQLStatement]) async throws -> [[DBRow]]
     func close() async throws
+    /// Ends the connection's work for a shutdown whose grace period is over: statements not yet
+    /// started are refused and the running one is cancelled, each failing with
+    /// `storage.cancelled` (503), so nothing they belonged to commits. Returns once no statement
+    /// runs any more, or after a bounded number of attempts.
+    func cancelForShutdown() async
+}
+
+extension SQLBackend {
+    /// Does nothing: a backend whose statements cannot wait without bound (SQLite: a lock wait
+    /// ends at the busy timeout) needs no cancellation.
+    func cancelForShutdown() async {}
+}
+
+/// How long a statement waits for a lock another connection or process holds before it fails
+/// with `storage.busy`: SQLite's busy timeout, PostgreSQL's `lock_timeout`. Default 5 seconds.
+struct LockTimeout: Sendable, Hashable {
+    let milliseconds: Int32
+
+    static let `default` = LockTimeout(seconds: 5)
+
+    /// `seconds` rounded to whole milliseconds, at least 1 ms (0 would mean "never wait" to
+    /// SQLite and "wait forever" to PostgreSQL).
+    init(seconds: Double) {
+        milliseconds = Int32(max(1, min((seconds * 1000).rounded(), Double(Int32.max))))
+    }
 }
 
 // MARK: SQLite
@@ -107,8 +133,10 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
     private init(handle: OpaquePointer) { self.handle = handle }
 
+    /// A statement that needs a lock another process holds (a concurrent `shield-collector
+    /// prune`) waits up to `lockTimeout` on the calling thread, then fails with `storage.busy`.
     /// - Throws: `database.open` with SQLite's message.
-    static func open(path: String, logger: Logger) async throws -> SQLiteBackend {
+    static func open(path: String, logger: Logger, lockTimeout: LockTimeout = .default) async throws -> SQLiteBackend {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
@@ -117,7 +145,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
             if let handle { sqlite3_close_v2(handle) }
             throw CollectorError(code: "database.open", message: "SQLite \(path): \(message)", status: 500)
         }
-        sqlite3_busy_timeout(handle, 5000)
+        sqlite3_busy_timeout(handle, lockTimeout.milliseconds)
         let backend = SQLiteBackend(handle: handle)
         do {
             if path != ":memory:" {
@@ -150,6 +178,11 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
     private func failure(_ what: String) -> CollectorError {
         let code = sqlite3_extended_errcode(handle)
+        if code & 0xff == SQLITE_BUSY {
+            // The busy timeout passed while another connection held the lock (or SQLite saw
+            // that waiting could not help); nothing of the statement's transaction is stored.
+            return .storageBusy("SQLite \(what): \(String(cString: sqlite3_errmsg(handle))) (another connection holds the database's write lock)")
+        }
         let unique = code == 2067 || code == 1555  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
         return CollectorError(code: unique ? "storage.unique_violation" : "storage.failed",
                               message: "SQLite \(what): \(String(cString: sqlite3_errmsg(handle)))", status: 500)
@@ -246,27 +279,56 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 /// its statements), so a second thread would only wait for the first. `connection` and `closed`
 /// are touched only on `thread` (and in `deinit`, when no other reference exists), so they need
 /// no lock; work submitted to the thread runs in submission order.
+///
+/// Bounded waits: the connection's `lock_timeout` (set when connecting, default 5 s) ends a
+/// statement that waits that long for a lock with `storage.busy`; `withoutLockTimeout` lifts it
+/// for start-up work that must wait for another collector (migrations). At shutdown,
+/// `cancelForShutdown` refuses statements not yet started and cancels the running one over a
+/// separate connection (libpq's `PQcancel`; libpq 15 has no `PQcancelBlocking`), and `close`
+/// after it waits at most `abandonAfter` for the thread.
 final class PostgresBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.postgres
     /// `PGconn *`, used only on `thread`.
     private let connection: OpaquePointer
+    /// `PGcancel *` for `connection`, made right after connecting: `PQcancel` with it is safe
+    /// from any thread. Freed only in `deinit`, so a cancel in flight never sees it freed.
+    private let canceller: OpaquePointer?
     /// The connection's own thread (one thread, started before connecting).
     private let thread: NIOThreadPool
+    /// The `lock_timeout` set when connecting (nil: the server's setting was kept).
+    let lockTimeout: LockTimeout?
     /// Set by `close` (on `thread`); statements after it throw `storage.failed`.
     private var closed = false
 
+    private struct WorkState {
+        /// Set by `cancelForShutdown`: statements not yet started are refused from then on.
+        var refusing = false
+        /// Statements (or pipelines) submitted and not yet finished.
+        var pending = 0
+        /// When `close` stops waiting for the thread (`abandonAfter` after the cancelling began).
+        var abandonAt: ContinuousClock.Instant?
+    }
+    private let work = Mutex(WorkState())
+
     /// Threads in a connection's pool: one, since a connection runs one statement at a time.
     static let threadsPerConnection = 1
+    /// How long `cancelForShutdown` keeps sending cancel requests while a statement still runs
+    /// (a cancel that reaches the server between two statements does nothing, so it is resent).
+    static let abandonAfter: Duration = .seconds(5)
+    static let cancelRetryInterval: Duration = .milliseconds(200)
 
-    private init(connection: OpaquePointer, thread: NIOThreadPool) {
+    private init(connection: OpaquePointer, canceller: OpaquePointer?, thread: NIOThreadPool, lockTimeout: LockTimeout?) {
         self.connection = connection
+        self.canceller = canceller
         self.thread = thread
+        self.lockTimeout = lockTimeout
     }
 
-    /// Connects on a new thread of the connection's own (see the type's threading contract).
+    /// Connects on a new thread of the connection's own (see the type's threading contract) and
+    /// sets the session's `lock_timeout` to `lockTimeout` (nil keeps the server's setting).
     /// - Throws: `database.connect` with libpq's message when the server refuses or is
-    ///   unreachable; the thread is shut down again.
-    static func connect(url: String) async throws -> PostgresBackend {
+    ///   unreachable, or refuses the setting; the thread is shut down again.
+    static func connect(url: String, lockTimeout: LockTimeout? = .default) async throws -> PostgresBackend {
         let thread = NIOThreadPool(numberOfThreads: threadsPerConnection)
         thread.start()
         do {
@@ -279,10 +341,37 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
                     PQfinish(connection)
                     throw CollectorError(code: "database.connect", message: "PostgreSQL: \(message)", status: 500)
                 }
-                return PostgresBackend(connection: connection, thread: thread)
+                if let lockTimeout {
+                    let result = PQexec(connection, Self.lockTimeoutStatement(lockTimeout))
+                    defer { PQclear(result) }
+                    guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+                        let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+                        PQfinish(connection)
+                        throw CollectorError(code: "database.connect", message: "PostgreSQL: setting lock_timeout: \(message)", status: 500)
+                    }
+                }
+                return PostgresBackend(connection: connection, canceller: PQgetCancel(connection), thread: thread, lockTimeout: lockTimeout)
             }
         } catch {
             try? await thread.shutdownGracefully()
+            throw error
+        }
+    }
+
+    static func lockTimeoutStatement(_ timeout: LockTimeout) -> String { "SET lock_timeout = '\(timeout.milliseconds)ms'" }
+
+    /// Runs `body` with this connection's lock timeout lifted (`lock_timeout = 0`: waits as long
+    /// as the lock is held), then sets it again, also when `body` throws. For start-up work that
+    /// must wait for another collector, such as its migration; shutdown cancellation still ends it.
+    func withoutLockTimeout<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        _ = try await query("SET lock_timeout = 0", [])
+        let restore = lockTimeout.map(Self.lockTimeoutStatement) ?? "RESET lock_timeout"
+        do {
+            let result = try await body()
+            _ = try await query(restore, [])
+            return result
+        } catch {
+            _ = try? await query(restore, [])
             throw error
         }
     }
@@ -313,9 +402,53 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         return try await onConnectionThread { try self.pipeline(numbered) }
     }
 
-    /// Runs `body` on the connection's thread (see `perform(on:_:)`).
+    private static let refusedAtShutdown = CollectorError.storageCancelled(
+        "PostgreSQL: the collector is shutting down and its grace period is over; the statement was not run")
+
+    /// Runs a statement's `body` on the connection's thread (see `perform(on:_:)`), counted in
+    /// `pending`. Once `cancelForShutdown` has begun, it is refused with `storage.cancelled`,
+    /// also when it was submitted before but has not started.
     private func onConnectionThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await Self.perform(on: thread, body)
+        let admitted = work.withLock { state -> Bool in
+            guard !state.refusing else { return false }
+            state.pending += 1
+            return true
+        }
+        guard admitted else { throw Self.refusedAtShutdown }
+        defer { work.withLock { $0.pending -= 1 } }
+        return try await Self.perform(on: thread) {
+            if self.work.withLock({ $0.refusing }) { throw Self.refusedAtShutdown }
+            return try body()
+        }
+    }
+
+    /// Refuses statements from now on and cancels the running one (see `SQLBackend`): sends a
+    /// cancel request every `cancelRetryInterval` while a statement admitted before is still
+    /// pending, for at most `abandonAfter`. The cancelled statement fails with
+    /// `storage.cancelled` (SQLSTATE 57014); its transaction is not committed.
+    func cancelForShutdown() async {
+        let deadline = ContinuousClock.now + Self.abandonAfter
+        work.withLock {
+            $0.refusing = true
+            if $0.abandonAt == nil { $0.abandonAt = deadline }
+        }
+        while work.withLock({ $0.pending }) > 0 && ContinuousClock.now < deadline {
+            await sendCancel()
+            try? await Task.sleep(for: Self.cancelRetryInterval)
+        }
+    }
+
+    /// One `PQcancel` (it opens a connection of its own to the server, so it blocks for a round
+    /// trip), on a Dispatch thread rather than `thread`, which the statement holds.
+    private func sendCancel() async {
+        guard canceller != nil else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                var message = [CChar](repeating: 0, count: 256)
+                _ = PQcancel(self.canceller, &message, Int32(message.count))
+                continuation.resume()
+            }
+        }
     }
 
     /// Runs `body` on `thread` and returns its result. Work runs in submission order, and once
@@ -444,8 +577,15 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return nil }
         let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-        return CollectorError(code: state == "23505" ? "storage.unique_violation" : "storage.failed",
-                              message: "PostgreSQL \(state): \(message)", status: 500)
+        switch state {
+        case "55P03", "40P01":  // lock_not_available (lock_timeout), deadlock_detected
+            return .storageBusy("PostgreSQL \(state): \(message)")
+        case "57014":  // query_canceled: the collector's shutdown, or the server's statement_timeout
+            return .storageCancelled("PostgreSQL \(state): \(message)")
+        default:
+            return CollectorError(code: state == "23505" ? "storage.unique_violation" : "storage.failed",
+                                  message: "PostgreSQL \(state): \(message)", status: 500)
+        }
     }
 
     private static func rows(_ result: OpaquePointer) -> [DBRow] {
@@ -498,20 +638,47 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     }
 
     /// Closes the connection after the statements already submitted, then stops its thread.
-    /// A second `close` does nothing.
+    /// A second `close` does nothing. Once `cancelForShutdown` has been cancelling for
+    /// `abandonAfter` (whether `close` began before or after it) and a statement still holds
+    /// the thread (the server did not act on the cancel, or cannot be reached), it throws
+    /// `storage.close_abandoned` instead of waiting on, leaving the connection and its blocked
+    /// thread to the process's exit.
     func close() async throws {
-        let closedNow = try? await onConnectionThread { () -> Bool in
-            guard !self.closed else { return false }
-            self.closed = true
-            PQfinish(self.connection)
-            return true
+        let closing = Task { () -> Bool in
+            (try? await Self.perform(on: self.thread) { () -> Bool in
+                guard !self.closed else { return false }
+                self.closed = true
+                PQfinish(self.connection)
+                return true
+            }) ?? false
         }
-        if closedNow == true { try await thread.shutdownGracefully() }
+        let (outcome, continuation) = AsyncStream<Bool?>.makeStream()
+        Task { continuation.yield(await closing.value) }
+        let watchdog = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                if let abandonAt = work.withLock({ $0.abandonAt }), ContinuousClock.now >= abandonAt {
+                    continuation.yield(nil)
+                    return
+                }
+            }
+        }
+        var iterator = outcome.makeAsyncIterator()
+        let closedNow = await iterator.next() ?? nil
+        continuation.finish()
+        watchdog.cancel()
+        guard let closedNow else {
+            throw CollectorError(code: "storage.close_abandoned",
+                                 message: "PostgreSQL: a cancelled statement still ran \(Self.abandonAfter) after the cancelling began; the connection was left open",
+                                 status: 500)
+        }
+        if closedNow { try await thread.shutdownGracefully() }
     }
 
     /// A backend dropped without `close` (a failing test, an error path) still frees its
     /// connection and thread, so neither leaks and NIO's check that pools are shut down holds.
     deinit {
+        if let canceller { PQfreeCancel(canceller) }
         if !closed {
             PQfinish(connection)
             thread.shutdownGracefully { _ in }

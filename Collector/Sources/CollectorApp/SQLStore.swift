@@ -15,14 +15,18 @@ public final class SQLStore: CollectorStore {
     private let logger: Logger
 
     /// Opens (creating when missing) the SQLite database at `path`; `":memory:"` opens a private
-    /// in-memory database. Call `migrate()` before use.
-    public static func openSQLite(path: String, logger: Logger) async throws -> SQLStore {
-        SQLStore(backend: try await SQLiteBackend.open(path: path, logger: logger), logger: logger)
+    /// in-memory database. Call `migrate()` before use. A statement waits up to `lockTimeout`
+    /// seconds (default 5) for a lock another process holds, then fails with `storage.busy`.
+    public static func openSQLite(path: String, logger: Logger, lockTimeout: Double = 5) async throws -> SQLStore {
+        SQLStore(backend: try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: LockTimeout(seconds: lockTimeout)), logger: logger)
     }
 
-    /// Connects to PostgreSQL (`postgres://user:password@host:port/database`). Call `migrate()` before use.
-    public static func openPostgres(url: String, logger: Logger) async throws -> SQLStore {
-        SQLStore(backend: try await PostgresBackend.connect(url: url), logger: logger)
+    /// Connects to PostgreSQL (`postgres://user:password@host:port/database`). Call `migrate()`
+    /// before use. A statement waits up to `lockTimeout` seconds (default 5; the session's
+    /// `lock_timeout`) for a lock another connection holds, then fails with `storage.busy`;
+    /// `migrate()` alone waits without that bound for another collector's migration.
+    public static func openPostgres(url: String, logger: Logger, lockTimeout: Double = 5) async throws -> SQLStore {
+        SQLStore(backend: try await PostgresBackend.connect(url: url, lockTimeout: LockTimeout(seconds: lockTimeout)), logger: logger)
     }
 
     init(backend: any SQLBackend, logger: Logger) {
@@ -34,6 +38,8 @@ public final class SQLStore: CollectorStore {
     public var databaseKind: String { backend.dialect == .sqlite ? "sqlite" : "postgres" }
 
     public func close() async throws { try await backend.close() }
+
+    public func cancelForShutdown() async { await backend.cancelForShutdown() }
 
     // MARK: Helpers
 
@@ -197,15 +203,18 @@ public final class SQLStore: CollectorStore {
 
     public func migrate() async throws {
         try await serialized {
-            let postgres = backend.dialect == .postgres
-            if postgres { _ = try await query("SELECT pg_advisory_lock(?)", [.int(Self.migrationLockKey)]) }
-            do {
-                try await applyMigrations(postgres: postgres)
-            } catch {
-                if postgres { _ = try? await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)]) }
-                throw error
+            guard let postgres = backend as? PostgresBackend else { return try await applyMigrations(postgres: false) }
+            // Another collector's migration takes as long as it takes: no lock timeout here.
+            try await postgres.withoutLockTimeout {
+                _ = try await query("SELECT pg_advisory_lock(?)", [.int(Self.migrationLockKey)])
+                do {
+                    try await applyMigrations(postgres: true)
+                } catch {
+                    _ = try? await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)])
+                    throw error
+                }
+                _ = try await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)])
             }
-            if postgres { _ = try await query("SELECT pg_advisory_unlock(?)", [.int(Self.migrationLockKey)]) }
         }
     }
 

@@ -3,6 +3,7 @@ import CollectorApp
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 
 /// `shield-collector`: the collector's command line (`serve`, `prune`, `bench`).
 public struct ShieldCollector: AsyncParsableCommand {
@@ -60,6 +61,10 @@ struct Serve: AsyncParsableCommand {
     var ingestQueueBytes: Int = IngestQueueLimits().maxBytes
     @Option(help: "Cache-Control: max-age of GET /api/<project>/sdk-config, in seconds: how long an app waits before it asks for the remote configuration again (0: at every start).")
     var sdkConfigMaxAge: Int = 300
+    @Option(help: "Seconds a database statement waits for a lock another process or collector holds; then the request is answered 503 with Retry-After: 1 and nothing of it is stored.")
+    var lockTimeout: Double = 5
+    @Option(help: "On SIGTERM or SIGINT, seconds the requests in flight get to finish; then database statements still waiting are cancelled, their requests answered 503, and the collector exits.")
+    var shutdownGracePeriod: Double = 10
 
     func validate() throws {
         guard ingestQueueRequests >= 1 else {
@@ -70,6 +75,12 @@ struct Serve: AsyncParsableCommand {
         }
         guard sdkConfigMaxAge >= 0 else {
             throw ValidationError("--sdk-config-max-age must be 0 or more seconds (got \(sdkConfigMaxAge))")
+        }
+        guard lockTimeout >= 0.001 && lockTimeout <= 86_400 else {
+            throw ValidationError("--lock-timeout must be between 0.001 and 86400 seconds (got \(lockTimeout))")
+        }
+        guard shutdownGracePeriod >= 0 && shutdownGracePeriod.isFinite else {
+            throw ValidationError("--shutdown-grace-period must be 0 or more seconds (got \(shutdownGracePeriod))")
         }
     }
 
@@ -86,6 +97,8 @@ struct Serve: AsyncParsableCommand {
         configuration.ingestQueue.maxDepth = ingestQueueRequests
         configuration.ingestQueue.maxBytes = ingestQueueBytes
         configuration.sdkConfigMaxAge = sdkConfigMaxAge
+        configuration.lockTimeout = lockTimeout
+        configuration.shutdownGracePeriod = shutdownGracePeriod
         configuration.initialAPIToken = environment["SHIELD_COLLECTOR_API_TOKEN"]
         configuration.adminPassword = environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
         return configuration
@@ -101,7 +114,12 @@ struct Serve: AsyncParsableCommand {
             if let password = ready.createdAdminPassword { lines.append("dashboard: \(ready.url)/login  account: admin  password (shown once): \(password)") }
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         }
-        try await app.runService()
+        // The collector ends stuck database work itself after the grace period (and waits at most
+        // 5 s more for it); this backstop also ends anything else still holding the server,
+        // such as a client that never finishes sending its body, by cancelling it.
+        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        group.maximumGracefulShutdownDuration = .seconds(shutdownGracePeriod + 10)
+        try await ServiceGroup(configuration: group).run()
     }
 }
 

@@ -104,7 +104,10 @@ struct BlockingWorkTests {
         // Waiting statements needed to fill NIO's shared pool: the commit plus this many migrations.
         let sharedPoolThreads = NIOSingletons.blockingPoolThreadCountSuggestion
         do {
-            try await Harness.run(configuration: Self.configuration(postgres.database)) { onPostgres in
+            // The commit waits for the lock while the probes run, however long they take here.
+            var waitsLong = Self.configuration(postgres.database)
+            waitsLong.lockTimeout = 3600
+            try await Harness.run(configuration: waitsLong) { onPostgres in
                 try await Harness.run(configuration: Self.configuration(.sqlite(path: sqlitePath))) { onSQLite in
                     // Second collectors' stores on the same database, connected before anything waits.
                     var migrating: [SQLStore] = []
