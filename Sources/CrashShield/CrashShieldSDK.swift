@@ -169,7 +169,8 @@ public enum CrashShieldSDK {
     /// uncaught-exception handler stays in place but writes nothing while capture is stopped.
     /// Launch protection's record of this launch stays (a clean exit is still marked at exit).
     /// Reporting ends: the session's `exited` update and what is pending are sent, waiting at most
-    /// `ReportingOptions.exitFlushTimeout`.
+    /// `ReportingOptions.exitFlushTimeout`. A background fetch of `RemoteConfiguration.activate`
+    /// that is still running is cancelled and waited for, at most 500 ms (it stores nothing).
     /// Sinks added with `addSink` and incident streams stay. No-op when not started.
     /// A later `start` starts everything again.
     public static func stop() {
@@ -181,6 +182,7 @@ public enum CrashShieldSDK {
         stateLock.unlock()
         guard let previous else { return }
         ReportingClient.stopCurrent()
+        RemoteConfiguration.endBackgroundFetches()
         if previous.capture { CrashCapture.stop() }
         stopGuards(removing: previous.sinks)
     }

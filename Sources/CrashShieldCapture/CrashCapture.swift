@@ -298,9 +298,12 @@ public enum CrashCapture {
     /// writes nothing while capture is stopped.
     ///
     /// Reporting started with it ends: the session's `exited` update and what is pending are
-    /// sent, waiting at most `ReportingOptions.exitFlushTimeout`.
+    /// sent, waiting at most `ReportingOptions.exitFlushTimeout`. A background fetch of
+    /// `RemoteConfiguration.activate` that is still running is cancelled and waited for, at most
+    /// 500 ms (it stores nothing).
     public static func stop() {
         ReportingClient.stopCurrent()
+        RemoteConfiguration.endBackgroundFetches()
         lock.lock()
         defer { lock.unlock() }
         guard startedDirectory != nil || csc_is_installed() else { return }

@@ -12,7 +12,8 @@ import _CrashShieldTestSupport
 /// - `--crash-during-launch`: crashes (SIGSEGV) while the launch is still in progress;
 /// - `--incident`: one misuse of the Swift access guard after start, delivered and handed to
 ///   reporting before going on;
-/// - `--stop`: `stop()` (prints `STOPPED`), then another misuse that must not be reported;
+/// - `--stop`: `stop()` (prints `STOPPED remote-fetch=<finished|running|none>`: the
+///   remote-configuration fetch right after it), then another misuse that must not be reported;
 /// then returns normally (a clean exit: `exit` sends the session's end).
 /// - `--scenario NAME`: runs that Objective-C misuse scenario (a `shield demo` name) under the
 ///   guards, prints `SCENARIO <name> guard=<guard> outcome=<returned|threw|other>`, and waits until
@@ -38,6 +39,9 @@ import _CrashShieldTestSupport
 /// remote-configuration fetch as the handler began; whether OpenSSL, which URLSession uses on
 /// Linux, still works there or was cleaned up by an exit handler that ran before reporting's): a
 /// send pass or a fetch that goes on into the exit, or an exit flush left without OpenSSL, shows.
+/// `--standalone-remote-config DSN`: before the start, `RemoteConfiguration.activate` with that
+/// DSN and the directory (the public path without reporting: its own background fetch and exit
+/// handler, registered after the teardown watch's, so the watch sees what it left).
 /// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
 /// at once (so the exit handlers run in the child), waits for it and prints
 /// `FORK child=<exit status, or signal N>`, then goes on.
@@ -65,6 +69,7 @@ enum ReportingProbeCommand {
         var holdRequestsMilliseconds: Int?
         var watchExitTeardownMilliseconds: Int?
         var forkChildExits = false
+        var standaloneRemoteConfigDSN: String?
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -73,6 +78,15 @@ enum ReportingProbeCommand {
         }
         if let watch = arguments.watchExitTeardownMilliseconds {
             ExitTeardownWatch.install(directory: arguments.directory + "/outbox", duration: .milliseconds(watch))
+        }
+        if let dsnText = arguments.standaloneRemoteConfigDSN {
+            // After the teardown watch: its exit handler runs after the fetch's.
+            do {
+                RemoteConfiguration.activate(RemoteConfigOptions(dsn: try DSN(dsnText), directory: arguments.directory))
+            } catch {
+                FileHandle.standardError.write(Data("reporting-probe: \(error)\n".utf8))
+                return 2
+            }
         }
         var reporting: ReportingOptions?
         if let dsn = arguments.dsn {
@@ -178,7 +192,7 @@ enum ReportingProbeCommand {
         }
         if arguments.stop {
             if arguments.captureOnly { CrashCapture.stop() } else { CrashShieldSDK.stop() }
-            print("STOPPED")
+            print("STOPPED remote-fetch=\(ExitTeardownWatch.remoteFetchState())")
             fflush(nil)
             if !arguments.captureOnly { misuseAndHandOver() }
         }
@@ -261,6 +275,11 @@ enum ExitTeardownWatch {
         atexit { ExitTeardownWatch.watch() }
     }
 
+    /// The process's remote-configuration fetch (`RemoteConfiguration.current`'s) now.
+    static func remoteFetchState() -> String {
+        RemoteConfiguration.current.map { $0.waitForBackgroundFetch(timeout: .zero) == nil ? "running" : "finished" } ?? "none"
+    }
+
     /// `OPENSSL_init_crypto(0, NULL)` fails once `OPENSSL_cleanup` ran ("stopped").
     private static func opensslState() -> String {
         #if os(Linux)
@@ -279,7 +298,7 @@ enum ExitTeardownWatch {
     private static func watch() {
         let before = envelopes()
         let callsBefore = transportCalls.value
-        let fetch = RemoteConfiguration.current.map { $0.waitForBackgroundFetch(timeout: .zero) == nil ? "running" : "finished" } ?? "none"
+        let fetch = remoteFetchState()
         let openssl = opensslState()
         let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
         usleep(useconds_t(nanoseconds / 1000))

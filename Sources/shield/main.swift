@@ -274,6 +274,8 @@ struct ReportingProbe: ParsableCommand {
     var watchExitTeardownMilliseconds: Int?
     @Flag(help: "After start, fork a child that exits at once (running the exit handlers); print FORK child=….")
     var forkChildExits = false
+    @Option(help: "Before the start, RemoteConfiguration.activate with this DSN (its own background fetch, no reporting).")
+    var standaloneRemoteConfig: String?
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -283,6 +285,6 @@ struct ReportingProbe: ParsableCommand {
             defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep, release: release, scenario: scenario,
             completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch,
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
-            forkChildExits: forkChildExits)))
+            forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig)))
     }
 }

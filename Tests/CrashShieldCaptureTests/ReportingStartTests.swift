@@ -242,6 +242,38 @@ import Testing
         #expect(pendingEnvelopes(directory) == 3)  // session start, incident, session end: for the next launch
     }
 
+    /// The public path without reporting (`RemoteConfiguration.activate`, e.g. `shield crash
+    /// --remote-config-dsn`) follows the same end: against a server that never answers, its
+    /// background fetch has finished (cancelled by its own exit handler) when the next exit
+    /// handler runs, OpenSSL is still usable there (Linux), and nothing was stored. Before, the
+    /// fetch ran on into the exit (`remote-fetch=running`) until its 30 s request timeout.
+    @Test func theStandaloneRemoteConfigurationFetchDoesNotRunIntoTheExit() throws {
+        let server = try LoopbackHTTPServer(fallback: .hang)
+        defer { server.stop() }
+        let directory = temporaryDirectory("remote-config-standalone-exit")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: nil, ["--standalone-remote-config", server.dsn, "--incident",
+                                                      "--watch-exit-teardown-ms", "100"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("remote-fetch=finished"), "\(result.output)")
+        #if os(Linux)
+        #expect(result.output.contains("openssl=alive"), "\(result.output)")
+        #endif
+        #expect(RemoteConfigStore(directory: directory).loadDocument() == nil)
+        #expect(RemoteConfigStore(directory: directory).loadState().nextFetchAt == nil)
+    }
+
+    /// `stop()` ends that fetch too: right after it returned, the fetch is no longer running.
+    @Test func stopEndsTheStandaloneRemoteConfigurationFetch() throws {
+        let server = try LoopbackHTTPServer(fallback: .hang)
+        defer { server.stop() }
+        let directory = temporaryDirectory("remote-config-standalone-stop")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: nil, ["--standalone-remote-config", server.dsn, "--stop"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        #expect(result.output.contains("STOPPED remote-fetch=finished"), "\(result.output)")
+    }
+
     /// A forked child that exits does not end the parent's reporting: its exit handler neither
     /// sends nor writes nor waits, so the server gets one `exited` session (the parent's) and one
     /// incident. The exit flush allows 100 s, more than the probe's 60 s timeout: a child whose

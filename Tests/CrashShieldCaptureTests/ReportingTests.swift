@@ -528,9 +528,16 @@ final class LockedIDs: @unchecked Sendable {
         var count: Int { lock.lock(); defer { lock.unlock() }; return posts }
         func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
             lock.lock()
+            defer { lock.unlock() }
+            if cancelled { throw TransportError.cancelled }
             posts += 1
-            lock.unlock()
             return HTTPResponse(status: 200, headers: [:])
+        }
+        private var cancelled = false
+        func cancelAll() {
+            lock.lock()
+            cancelled = true
+            lock.unlock()
         }
     }
 

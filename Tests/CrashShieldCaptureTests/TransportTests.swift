@@ -394,6 +394,76 @@ import Testing
         #expect(s.outbox.pending().isEmpty)
     }
 
+    /// Holds each request until `release`, then answers 200; its `cancelAll` does nothing (a
+    /// client that cannot cancel its request).
+    final class UncancellableHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
+        private let condition = NSCondition()
+        private var released = false
+        private var begun = 0
+        var requestsBegun: Int { condition.lock(); defer { condition.unlock() }; return begun }
+
+        func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
+            condition.lock()
+            defer { condition.unlock() }
+            begun += 1
+            condition.broadcast()
+            let until = Date().addingTimeInterval(60)  // a broken test fails instead of hanging
+            while !released, Date() < until { _ = condition.wait(until: until) }
+            return HTTPResponse(status: 200, headers: ["x-sentry-rate-limits": "60::organization"])
+        }
+
+        /// Cannot end the request: it runs until `release`.
+        func cancelAll() {}
+
+        func release() {
+            condition.lock()
+            released = true
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func waitForARequest(timeout: TimeInterval) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            let until = Date().addingTimeInterval(timeout)
+            while begun == 0, Date() < until { _ = condition.wait(until: until) }
+            return begun > 0
+        }
+    }
+
+    /// A client that cannot cancel keeps the pass past `close`'s grace (`close` says so: false),
+    /// but what its request returns afterwards changes nothing: the accepted envelope stays in
+    /// the outbox (for the next launch), its rate limit is not applied, and the pass starts no
+    /// further request for the second envelope. Before, the late 200 removed the envelope from
+    /// the outbox, during the exit when the close was reporting's end.
+    @Test func aRequestThatReturnsAfterCloseChangesNothing() throws {
+        let directory = temporaryDirectory("transport-uncancellable")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let outbox = try Outbox(directory: Outbox.directory(forReportDirectory: directory))
+        try outbox.enqueue(eventEnvelope("first"))
+        try outbox.enqueue(eventEnvelope("second"))
+        let client = UncancellableHTTPClient()
+        let transport = EnvelopeTransport(dsn: try DSN("http://0123456789abcdef0123456789abcdef@127.0.0.1:9/1"),
+                                          outbox: outbox, httpClient: client)
+        final class Box: @unchecked Sendable { var result: SendPassResult? }
+        let box = Box()
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            box.result = transport.sendPending()
+            finished.signal()
+        }
+        try #require(client.waitForARequest(timeout: 20))
+        #expect(!transport.close(grace: .milliseconds(50)))
+        client.release()
+        #expect(finished.wait(timeout: .now() + 20) == .success)
+        #expect(box.result?.stop == .closed)
+        #expect(box.result?.outcomes.map(\.kind) == [.kept(reason: TransportError.Code.cancelled.rawValue)])
+        #expect(client.requestsBegun == 1)
+        #expect(outbox.pending().count == 2)
+        #expect(transport.state.consecutiveFailures == 0)
+        #expect(!transport.state.rateLimits.isLimited("error", now: Date()))
+    }
+
     /// After `close` no pass starts: not the retry a failure scheduled, not a submit's, not
     /// `sendPending` or `flush` (both stop with `.closed`). A submit still stores the envelope.
     @Test func noPassStartsAfterClose() throws {

@@ -151,11 +151,57 @@ public enum RemoteConfiguration {
     /// this app and makes it `current` (the first call of a process only: the configuration is
     /// fixed for the run), then fetches a newer document in the background when one is due
     /// (never blocking the caller). A document fetched now applies at the next start.
+    ///
+    /// The background fetch does not run into the process's exit: when the process exits
+    /// (`exit`, or `main` returns) or `CrashShieldSDK.stop()` is called, a fetch still running is
+    /// cancelled (no request is started any more, the one in flight is cancelled) and waited for,
+    /// at most 500 ms. A cancelled fetch stores nothing; a document is only ever replaced whole
+    /// (written to a temporary file and renamed), so an exit at any point leaves the previous
+    /// document or the new one, and the next start fetches again when it is due.
     @discardableResult
     public static func activate(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
         let activation = activateWithoutFetch(options)
-        fetchInBackground(options, reportingTo: activation)
+        // Before the fetch's URLSession (see `OpenSSLExit`), then the exit handler, so that
+        // OpenSSL's cleanup is never registered after it (and so never runs before it).
+        OpenSSLExit.keepThroughExit()
+        _ = standaloneExitHandlerRegistration
+        let cancellation = fetchInBackground(options, reportingTo: activation)
+        standaloneFetches.update { $0.append((cancellation, activation)) }
         return activation
+    }
+
+    /// The longest `endBackgroundFetches` waits, for all fetches together: 500 ms.
+    package static let fetchEndGrace: Duration = .milliseconds(500)
+
+    /// The fetches `activate` started (reporting's own fetch is ended by reporting's end).
+    private static let standaloneFetches = LockedBox<[(cancellation: URLTaskCancellation, activation: RemoteConfigActivation)]>([])
+
+    /// The process that loaded this module: a forked child neither cancels nor waits for the
+    /// parent's fetches (it has none of their threads).
+    private static let ownerProcess = getpid()
+
+    private static let standaloneExitHandlerRegistration: Void = {
+        _ = ownerProcess  // set now, in the process that starts the fetches
+        atexit { RemoteConfiguration.endBackgroundFetches() }
+    }()
+
+    /// Cancels every fetch `activate` started that is still running and waits for them, at most
+    /// `fetchEndGrace` (500 ms) in all. Runs at process exit and from `CrashShieldSDK.stop()`;
+    /// cheap when nothing runs. After it returned (unless the grace ran out, which only a fetch
+    /// busy writing its document can cause), no thread of the fetch touches URLSession or the
+    /// report directory. In a forked child it does nothing.
+    package static func endBackgroundFetches() {
+        guard getpid() == ownerProcess else { return }
+        var fetches: [(cancellation: URLTaskCancellation, activation: RemoteConfigActivation)] = []
+        standaloneFetches.update { fetches = $0; $0 = [] }
+        guard !fetches.isEmpty else { return }
+        let graceEnds = ContinuousClock.now + fetchEndGrace
+        for fetch in fetches { fetch.cancellation.cancel() }
+        for fetch in fetches {
+            let left = graceEnds - ContinuousClock.now
+            guard left > .zero else { break }
+            _ = fetch.activation.waitForBackgroundFetch(timeout: left)
+        }
     }
 
     /// The synchronous half of `activate` (the start's part: no task, no network).

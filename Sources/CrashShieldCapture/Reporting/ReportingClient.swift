@@ -295,11 +295,14 @@ package final class ReportingClient: @unchecked Sendable {
     /// ended a loop of `consecutiveLaunchCrashes` launch crashes): submits
     /// `EventReporter.launchLoopEndedEnvelope` on the reporting queue. Nothing after `end`; a call
     /// before `end` is stored before `end`'s own work (the queue is serial), so an app that exits
-    /// right after its launch completed still sends it within `exitFlushTimeout`.
+    /// right after its launch completed still sends it within `exitFlushTimeout`, unless the
+    /// queue was still busy when `end` returned: then it stores nothing.
     package func launchLoopEnded(step: String, consecutiveLaunchCrashes: Int, stepFailed: Bool, launchID: String) {
         guard !isEnded, inOwnerProcess else { return }
         queue.async { [self] in
-            guard let parts else { return }
+            // Reached after `end` returned (its wait for the queue ran out): the process may be
+            // exiting, so nothing is stored, like the rest of the queue's work then.
+            guard let parts, !isAbandoned else { return }
             if let envelope = parts.reporter.launchLoopEndedEnvelope(
                 repairStep: step, consecutiveLaunchCrashes: consecutiveLaunchCrashes, stepFailed: stepFailed,
                 launchID: launchID, converter: parts.incidentConverter) {

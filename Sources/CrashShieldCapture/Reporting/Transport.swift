@@ -54,7 +54,15 @@ package struct HTTPResponse: Sendable, Hashable {
 }
 
 /// Sends one HTTP POST and waits for its response; called on the transport's own queue, one
-/// request at a time. `URLSessionEnvelopeClient` is the default; tests and hosts may supply another.
+/// request at a time. `URLSessionEnvelopeClient` is the default; the test seams supply others
+/// (the protocol is not public: an app cannot supply a client).
+///
+/// The end-of-process contract: `cancelAll` has no default, so every client states how its
+/// request in flight ends when the transport is closed. A client that cannot cancel (its
+/// `cancelAll` does nothing) keeps the transport's thread until its own request timeout, but
+/// what such a request returns after `EnvelopeTransport.close` changes nothing: the transport
+/// neither removes nor rewrites the envelope (it stays for the next launch) nor records
+/// failures or limits, and starts no further request.
 package protocol EnvelopeHTTPClient: Sendable {
     /// POSTs `body` with `headers` to `url` and returns the response (any status), or throws
     /// `TransportError` when none arrived within `timeout`.
@@ -63,14 +71,8 @@ package protocol EnvelopeHTTPClient: Sendable {
     /// Ends the request in progress, if any, and every later one, at once with
     /// `TransportError.cancelled`, from any thread. Idempotent; a cancelled client stays
     /// cancelled. After it returns, `post` makes no new request, and a `post` that is running
-    /// returns as soon as the request is torn down. The default does nothing: a running request
-    /// then ends at its own timeout.
+    /// returns as soon as the request is torn down. No default (see the protocol).
     func cancelAll()
-}
-
-extension EnvelopeHTTPClient {
-    /// Does nothing: requests end at their own timeout.
-    package func cancelAll() {}
 }
 
 /// A cancel switch for URLSession work that runs one task at a time (the envelope client's
@@ -368,7 +370,8 @@ package final class EnvelopeTransport: @unchecked Sendable {
     /// Nothing is removed from the outbox by closing: what was not sent stays for the next
     /// launch. Submitting after `close` still stores the envelope durably.
     /// - Returns: true when no pass runs any more; false when one still ran after `grace` (an
-    ///   HTTP client without `cancelAll` whose request has not timed out yet).
+    ///   HTTP client whose `cancelAll` cannot end its request, which has not timed out yet; what
+    ///   that request returns later changes nothing).
     @discardableResult
     package func close(grace: Duration) -> Bool {
         lock.lock()
@@ -563,6 +566,14 @@ package final class EnvelopeTransport: @unchecked Sendable {
         var outgoing = envelope
         if !discards.isEmpty && !currentLimits().isLimited("internal") { outgoing.items.append(Outbox.clientReportItem(discards)) }
         let exchange = post(outgoing, deadline: deadline)
+        if isClosed {
+            // Closed while the request ran (a response that raced the cancel, or a client that
+            // cannot cancel and returned after `close`'s grace, maybe during exit): the outbox,
+            // the limits and the failure count stay as they are; the envelope is sent again by
+            // the next launch with the same event id, which the server keeps once.
+            return (EntryOutcome(entry: entry.name, kind: .kept(reason: TransportError.Code.cancelled.rawValue), status: nil,
+                                 itemsDroppedForRateLimits: droppedForLimits), .closed)
+        }
         switch exchange {
         case .failure(let error) where error.code == .cancelled:
             // Closed while the request ran: kept for the next launch, not counted as a failure.
@@ -610,7 +621,9 @@ package final class EnvelopeTransport: @unchecked Sendable {
 
     private func sendStandaloneClientReport(_ envelope: Envelope, _ discards: [Outbox.DiscardKey: Int],
                                             deadline: ContinuousClock.Instant?) -> SendPassResult.Stop? {
-        switch post(envelope, deadline: deadline) {
+        let exchange = post(envelope, deadline: deadline)
+        if isClosed { return .closed }  // as in `send`: nothing recorded after `close`
+        switch exchange {
         case .failure(let error) where error.code == .cancelled: return .closed
         case .failure: return recordFailure()
         case .success(let response):
