@@ -1,7 +1,6 @@
 import CrashShieldProtocol
 import Foundation
 import Hummingbird
-import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -67,12 +66,7 @@ public func buildApplication(
         limits: configuration.limits)
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestLogMiddleware(logger: logger))
-    // Handlers run on their connection's event loop (`http1OnEventLoop`). A route gets the
-    // middleware added before it is registered: the collector's routes decide themselves which
-    // handlers leave the event loop; every dashboard page does (password hashing, page rendering,
-    // database reads).
     routes.register(on: router)
-    router.add(middleware: OffEventLoopMiddleware())
     DashboardRoutes.make(store: store, configuration: configuration, logger: logger)?.register(on: router)
 
     var services: [any Service] = [StoreCloser(store: store, logger: logger)]
@@ -84,7 +78,6 @@ public func buildApplication(
     let passwordToShow = createdAdminPassword
     return Application(
         router: router,
-        server: .http1OnEventLoop(),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
         services: services,
         onServerRunning: { channel in
@@ -95,84 +88,6 @@ public func buildApplication(
                                      createdAdminPassword: passwordToShow))
         },
         logger: logger)
-}
-
-extension HTTPServerBuilder {
-    /// HTTP/1.1 where each connection's task prefers the event loop of its channel as its
-    /// executor: reading the request, running the handler and writing the answer happen on the
-    /// thread that does the connection's I/O, instead of passing from the event loop to Swift's
-    /// global pool and back for every request part (in `bench --http`, about half the collector's
-    /// voluntary context switches per request).
-    /// Handlers that may compute for long (password hashing, page rendering) or wait (a SQLite
-    /// statement runs on the calling thread and may wait for the connection's lock while the
-    /// ingest writer commits) must leave the event loop (`offEventLoop`, `OffEventLoopMiddleware`),
-    /// since the loop serves other connections meanwhile.
-    static func http1OnEventLoop(configuration: HTTP1Channel.Configuration = .init()) -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in
-            EventLoopPreferringChannel(base: HTTP1Channel(responder: responder, configuration: configuration))
-        }
-    }
-}
-
-/// A server child channel whose `handle` runs with the channel's event loop as the task's
-/// executor preference (child tasks inherit it; unstructured `Task {}` started by a handler does not).
-struct EventLoopPreferringChannel<Base: ServerChildChannel>: ServerChildChannel {
-    typealias Value = Base.Value
-    let base: Base
-
-    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        base.setup(channel: channel, logger: logger)
-    }
-
-    func handle(value: Value, logger: Logger) async {
-        await withTaskExecutorPreference(EventLoopTaskExecutor.of(value.channel.eventLoop)) {
-            await base.handle(value: value, logger: logger)
-        }
-    }
-}
-
-/// A `TaskExecutor` that runs jobs on one NIO event loop. A job enqueued from that loop's own
-/// thread (a task resumed by the channel's I/O) is queued without waking any thread.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let eventLoop: any EventLoop
-
-    private init(eventLoop: any EventLoop) {
-        self.eventLoop = eventLoop
-    }
-
-    private static let executors = Mutex<[ObjectIdentifier: EventLoopTaskExecutor]>([:])
-
-    /// The executor of `eventLoop`: one per loop, created at its first connection (event loops
-    /// live as long as their group; the collector's group lives as long as the process).
-    static func of(_ eventLoop: any EventLoop) -> EventLoopTaskExecutor {
-        executors.withLock { executors in
-            let key = ObjectIdentifier(eventLoop)
-            if let existing = executors[key] { return existing }
-            let created = EventLoopTaskExecutor(eventLoop: eventLoop)
-            executors[key] = created
-            return created
-        }
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
-/// Runs `body` on Swift's global concurrent executor, off the connection's event loop, and
-/// returns to the caller's executor afterwards: for work that may compute for long or wait for a
-/// lock (any store call except the ingest writer's `submit`, which only enqueues).
-func offEventLoop<T, Failure: Error>(_ body: () async throws(Failure) -> T) async throws(Failure) -> T {
-    try await withTaskExecutorPreference(globalConcurrentExecutor, operation: body)
-}
-
-/// Runs the rest of the request (later middleware and the handler) off the connection's event
-/// loop (`offEventLoop`), for routes whose handlers may compute for long or wait for the database.
-struct OffEventLoopMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await offEventLoop { try await next(request, context) }
-    }
 }
 
 /// Closes the database after the server has stopped (graceful shutdown: the HTTP server

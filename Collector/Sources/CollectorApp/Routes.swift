@@ -36,9 +36,7 @@ struct CollectorRoutes: Sendable {
     static let rateLimitsHeader = HTTPField.Name("X-Sentry-Rate-Limits")!
 
     func register(on router: Router<BasicRequestContext>) {
-        // Ingest and /metrics answer from the connection's event loop (`http1OnEventLoop`); every
-        // other handler reads the store, so it leaves the loop (`offEventLoop`).
-        router.get("health") { _, _ in await offEventLoop { await self.health() } }
+        router.get("health") { _, _ in await self.health() }
         router.get("metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(string: self.metrics.render())))
@@ -47,10 +45,10 @@ struct CollectorRoutes: Sendable {
         router.post("api/:project/envelope") { request, context in await self.ingestRequest(request, context, kind: .envelope) }
         router.post("api/:project/store") { request, context in await self.ingestRequest(request, context, kind: .store) }
         router.get("api/:project/sdk-config") { request, context in
-            await offEventLoop { await self.respond { try await self.serveSDKConfig(request, context) } }
+            await self.respond { try await self.serveSDKConfig(request, context) }
         }
 
-        let manage = router.group("api/0").add(middleware: OffEventLoopMiddleware())
+        let manage = router.group("api/0")
         manage.get("projects") { request, _ in
             await self.respond { try await self.requireToken(request); return Self.json(try await self.store.projects().map(ProjectView.init)) }
         }
@@ -296,7 +294,7 @@ struct CollectorRoutes: Sendable {
 
     private func cachedProject(_ id: Int64) async throws -> Project? {
         if let project = projectCache.get(id) { return project }
-        guard let project = try await offEventLoop({ try await store.project(id: id) }) else { return nil }
+        guard let project = try await store.project(id: id) else { return nil }
         projectCache.set(project)
         return project
     }
