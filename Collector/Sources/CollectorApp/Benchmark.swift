@@ -17,8 +17,18 @@ public struct IngestBenchmarkReport: Sendable {
     /// Group commits the ingest needed (events / commits = requests per transaction).
     public let commits: Int64
     public let ingestSeconds: Double
-    /// User + system CPU time of this process during the ingest (getrusage).
+    /// User + system CPU time of this process during the ingest (getrusage), HTTP clients included.
     public let ingestCPUSeconds: Double
+    /// Over HTTP: the CPU time of the client threads (their own getrusage), so that
+    /// `ingestCPUSeconds - clientCPUSeconds` is what the collector cost. Nil below HTTP.
+    public let clientCPUSeconds: Double?
+    /// Voluntary context switches of this process's threads during the ingest (a thread waited:
+    /// for a socket, a lock, a wake-up from another thread), HTTP clients included.
+    public let contextSwitches: Int
+    /// Involuntary context switches during the ingest (threads preempted: the machine's load).
+    public let preemptions: Int
+    /// Over HTTP: the voluntary context switches of the client threads. Nil below HTTP.
+    public let clientContextSwitches: Int?
     public let rawInsertSeconds: Double
     /// Seconds the store's single writer spent committing (below HTTP only; nil over HTTP).
     public let writerBusySeconds: Double?
@@ -29,6 +39,8 @@ public struct IngestBenchmarkReport: Sendable {
     public let loadAverage: String?
 
     public var ingestPerSecond: Double { Double(events) / ingestSeconds }
+    /// CPU time per event without the HTTP clients' share: what the collector itself cost.
+    public var collectorCPUMicrosecondsPerEvent: Double { (ingestCPUSeconds - (clientCPUSeconds ?? 0)) / Double(events) * 1e6 }
     public var rawInsertPerSecond: Double { Double(events) / rawInsertSeconds }
 
     public var description: String {
@@ -36,7 +48,8 @@ public struct IngestBenchmarkReport: Sendable {
         database: \(database)
         events: \(events) crash envelopes with a session each (\(envelopeBytes / events) bytes each on average), \(concurrency) concurrent \(overHTTP ? "HTTP clients (keep-alive connections)" : "ingest tasks")
         ingest (\(overHTTP ? "HTTP POST /api/<project>/envelope/ to a collector in this process: request handling, auth, rate limit, parse, validation, grouping, group-commit storage" : "envelope parse, validation, grouping, group-commit storage; below HTTP")): \(String(format: "%.0f", ingestPerSecond)) events/s (\(String(format: "%.2f", ingestSeconds)) s, \(commits) commits, \(String(format: "%.1f", Double(events) / Double(max(commits, 1)))) requests per commit)
-        CPU time of this process during the ingest: \(String(format: "%.2f", ingestCPUSeconds)) s, \(String(format: "%.0f", ingestCPUSeconds / Double(events) * 1e6)) µs per event\(overHTTP ? " (clients included)" : "") (\(String(format: "%.0f", Double(events) / max(ingestCPUSeconds, 1e-9))) events per CPU-second; the database server's CPU not counted)
+        CPU time of this process during the ingest: \(String(format: "%.2f", ingestCPUSeconds)) s, \(String(format: "%.0f", ingestCPUSeconds / Double(events) * 1e6)) µs per event\(overHTTP ? " (clients included)" : "") (\(String(format: "%.0f", Double(events) / max(ingestCPUSeconds, 1e-9))) events per CPU-second; the database server's CPU not counted)\(clientCPUSeconds.map { clients in "\n  of which the HTTP client threads: \(String(format: "%.2f", clients)) s (\(String(format: "%.0f", clients / Double(events) * 1e6)) µs per event); the collector: \(String(format: "%.0f", collectorCPUMicrosecondsPerEvent)) µs per event" } ?? "")
+        voluntary context switches during the ingest: \(contextSwitches) (\(String(format: "%.1f", Double(contextSwitches) / Double(events))) per event)\(clientContextSwitches.map { clients in ", of which the HTTP client threads \(clients) (\(String(format: "%.1f", Double(clients) / Double(events))) per event); the collector \(String(format: "%.1f", Double(contextSwitches - clients) / Double(events))) per event" } ?? ""); preemptions: \(preemptions)
         \(writerBusySeconds.map { "writer (one per store) busy committing: \(String(format: "%.2f", $0)) s, \(String(format: "%.0f", $0 / Double(events) * 1e6)) µs per event wall clock (bounds the ingest at \(String(format: "%.0f", Double(events) / max($0, 1e-9))) events/s)\(writerCPUSecondsPerEvent.map { ", \(String(format: "%.0f", $0 * 1e6)) µs CPU per event" } ?? "")\n" } ?? "")raw insert (one row per transaction, one task, same database; half before, half after the ingest): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
         ingest / raw insert: \(String(format: "%.2f", ingestPerSecond / rawInsertPerSecond))
         peak resident memory (whole process, including the \(envelopeBytes / 1_048_576) MiB of prepared envelopes): \(peakResidentKiB.map { "\($0 / 1024) MiB" } ?? "unknown")
@@ -95,18 +108,20 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
     var rawSeconds = try await rawInsertSeconds(database, rows: rawBefore, payload: envelopes[0], logger: logger)
     let ingestSeconds: Double
     let commits: Int64
-    let ingestCPUSeconds: Double
     var writerBusySeconds: Double?
     var writerCPUSecondsPerEvent: Double?
+    let usage: ResourceUsage
+    var clients: ResourceUsage?
     if overHTTP {
-        (ingestSeconds, commits, ingestCPUSeconds) = try await benchmarkOverHTTP(database: database, envelopes: envelopes, workers: workers, logger: logger)
+        let measured = try await benchmarkOverHTTP(database: database, envelopes: envelopes, workers: workers, logger: logger)
+        (ingestSeconds, commits, usage, clients) = (measured.seconds, measured.commits, measured.process, measured.clients)
     } else {
         let store = try await openBenchmarkStore(database, logger: logger)
         try await store.migrate()
         let project = try await store.createProject(name: "bench")
         let metrics = CollectorMetrics()
         let ingest = IngestService(store: store, limits: IngestLimits(), metrics: metrics, logger: logger)
-        let cpuBefore = processCPUSeconds()
+        let usageBefore = ResourceUsage.process()
         let ingestStart = clock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<workers {
@@ -120,7 +135,7 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
             try await group.waitForAll()
         }
         ingestSeconds = seconds(clock.now - ingestStart)
-        ingestCPUSeconds = processCPUSeconds() - cpuBefore
+        usage = ResourceUsage.process() - usageBefore
         commits = metrics.commitCount
         writerBusySeconds = ingest.writer.busySeconds
         // Only SQLite runs its statements on the writer's thread, where its CPU time can be read.
@@ -133,7 +148,8 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
     let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init)
     return IngestBenchmarkReport(database: database.kind, overHTTP: overHTTP, events: events, concurrency: workers,
                                  envelopeBytes: envelopes.reduce(0) { $0 + $1.count }, commits: commits,
-                                 ingestSeconds: ingestSeconds, ingestCPUSeconds: ingestCPUSeconds, rawInsertSeconds: rawSeconds,
+                                 ingestSeconds: ingestSeconds, ingestCPUSeconds: usage.cpuSeconds, clientCPUSeconds: clients?.cpuSeconds,
+                                 contextSwitches: usage.contextSwitches, preemptions: usage.preemptions, clientContextSwitches: clients?.contextSwitches, rawInsertSeconds: rawSeconds,
                                  writerBusySeconds: writerBusySeconds, writerCPUSecondsPerEvent: writerCPUSecondsPerEvent, peakResidentKiB: peakResidentKiB(),
                                  loadAverage: load)
 }
@@ -168,10 +184,10 @@ private func openBenchmarkStore(_ database: CollectorConfiguration.Database, log
 
 /// Starts a collector on `database` (127.0.0.1, a free port, no rate limit), POSTs every envelope
 /// from `workers` threads over keep-alive connections, reads the group commits from `/metrics`
-/// and stops the collector. Returns the seconds the envelopes took, the commits, and the process's
-/// CPU seconds meanwhile.
-private func benchmarkOverHTTP(database: CollectorConfiguration.Database, envelopes: [Data], workers: Int,
-                               logger: Logger) async throws -> (Double, Int64, Double) {
+/// and stops the collector. Returns the seconds the envelopes took, the commits, the process's
+/// resource usage meanwhile and the client threads' share of it.
+private func benchmarkOverHTTP(database: CollectorConfiguration.Database, envelopes: [Data], workers: Int, logger: Logger)
+    async throws -> (seconds: Double, commits: Int64, process: ResourceUsage, clients: ResourceUsage) {
     var configuration = CollectorConfiguration(database: database, dataDirectory: NSTemporaryDirectory())
     configuration.port = 0
     configuration.rateLimitPerSecond = 1e12
@@ -194,27 +210,29 @@ private func benchmarkOverHTTP(database: CollectorConfiguration.Database, envelo
                 + "Content-Type: application/x-sentry-envelope\r\n"
             let requests = envelopes.map { Array((head + "Content-Length: \($0.count)\r\n\r\n").utf8) + [UInt8]($0) }
             let clock = ContinuousClock()
-            let cpuBefore = processCPUSeconds()
+            let usageBefore = ResourceUsage.process()
             let start = clock.now
-            try await withThrowingTaskGroup(of: Void.self) { clients in
+            let clientUsage = try await withThrowingTaskGroup(of: ResourceUsage.self) { clients in
                 for worker in 0..<workers {
                     clients.addTask {
                         try await onThread {
+                            let threadBefore = ResourceUsage.thread()
                             let connection = try BlockingHTTPConnection(port: port)
                             defer { connection.close() }
                             for index in stride(from: worker, to: requests.count, by: workers) {
-                                let (status, body) = try connection.exchange(requests[index])
+                                let (status, body) = try connection.exchangeKeepingBody(requests[index])
                                 guard status == 200 else {
-                                    throw CollectorError.storage("the collector answered \(status): \(String(decoding: body, as: UTF8.self))")
+                                    throw CollectorError.storage("the collector answered \(status): \(connection.text(body))")
                                 }
                             }
+                            return ResourceUsage.thread() - threadBefore
                         }
                     }
                 }
-                try await clients.waitForAll()
+                return try await clients.reduce(.zero, +)
             }
             let elapsed = seconds(clock.now - start)
-            let cpu = processCPUSeconds() - cpuBefore
+            let usage = ResourceUsage.process() - usageBefore
             let metricsText = try await onThread { () -> String in
                 let connection = try BlockingHTTPConnection(port: port)
                 defer { connection.close() }
@@ -224,7 +242,7 @@ private func benchmarkOverHTTP(database: CollectorConfiguration.Database, envelo
                 .flatMap { Int64($0.split(separator: " ").last ?? "") } ?? 0
             await services.triggerGracefulShutdown()
             try await group.waitForAll()
-            return (elapsed, commits, cpu)
+            return (elapsed, commits, usage, clientUsage)
         } catch {
             await services.triggerGracefulShutdown()
             throw error
@@ -241,9 +259,16 @@ private func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) a
 
 /// One keep-alive HTTP/1.1 connection to 127.0.0.1 with blocking POSIX calls: the benchmark's
 /// client (answers must carry `Content-Length`, as the collector's do).
+///
+/// It is a load generator, so it costs as little as it can: one receive buffer reused for every
+/// answer (grown only when an answer does not fit), the header end searched for only in bytes
+/// not searched before, and only the status line and `Content-Length` read from the head.
 private final class BlockingHTTPConnection {
     private let socketFD: Int32
-    private var buffer: [UInt8] = []
+    /// Received bytes; `buffer[consumed..<filled]` are not yet part of a returned answer.
+    private var buffer = [UInt8](repeating: 0, count: 16_384)
+    private var consumed = 0
+    private var filled = 0
 
     init(port: Int) throws {
         socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -267,52 +292,142 @@ private final class BlockingHTTPConnection {
 
     /// Sends one request and reads its response: (status, body).
     func exchange(_ request: [UInt8]) throws -> (Int, [UInt8]) {
-        var sent = 0
-        while sent < request.count {
-            let count = request[sent...].withUnsafeBytes { send(socketFD, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { throw CollectorError.storage("send() failed: errno \(errno)") }
-            sent += count
-        }
-        let separator: [UInt8] = [13, 10, 13, 10]
-        var headerEnd: Int?
-        while true {
-            if buffer.count >= 4 {
-                headerEnd = (0...(buffer.count - 4)).first { buffer[$0..<($0 + 4)].elementsEqual(separator) }
-                if headerEnd != nil { break }
-            }
-            try receive()
-        }
-        let head = String(decoding: buffer[0..<headerEnd!], as: UTF8.self)
-        let lines = head.split(separator: "\r\n")
-        guard let statusLine = lines.first, let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
-            throw CollectorError.storage("malformed response: \(head)")
-        }
-        guard let length = lines.dropFirst().lazy.compactMap({ line -> Int? in
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
-            return Int(parts[1].trimmingCharacters(in: .whitespaces))
-        }).first else { throw CollectorError.storage("response without Content-Length: \(head)") }
-        let bodyStart = headerEnd! + 4
-        while buffer.count < bodyStart + length { try receive() }
-        let body = Array(buffer[bodyStart..<(bodyStart + length)])
-        buffer.removeFirst(bodyStart + length)
-        return (status, body)
+        let (status, bodyRange) = try exchangeKeepingBody(request)
+        return (status, Array(buffer[bodyRange]))
     }
 
+    /// Sends one request and reads its response without copying the body: the status, and where
+    /// the body lies in the receive buffer (valid until the next exchange).
+    func exchangeKeepingBody(_ request: [UInt8]) throws -> (status: Int, body: Range<Int>) {
+        try request.withUnsafeBytes { bytes in
+            var sent = 0
+            while sent < bytes.count {
+                let count = send(socketFD, bytes.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                guard count > 0 else { throw CollectorError.storage("send() failed: errno \(errno)") }
+                sent += count
+            }
+        }
+        // Unread bytes of an earlier answer (none with this client) move to the front, so that
+        // indices stay valid while this answer arrives.
+        if consumed > 0 {
+            if consumed < filled {
+                buffer.withUnsafeMutableBytes { bytes in
+                    _ = memmove(bytes.baseAddress!, bytes.baseAddress! + consumed, filled - consumed)
+                }
+            }
+            filled -= consumed
+            consumed = 0
+        }
+        // Find CR LF CR LF, scanning each received byte once.
+        var scanned = 0
+        var headerEnd: Int?
+        while headerEnd == nil {
+            headerEnd = buffer.withUnsafeBufferPointer { bytes -> Int? in
+                var index = max(scanned, 3)
+                while index < filled {
+                    if bytes[index] == 10, bytes[index - 1] == 13, bytes[index - 2] == 10, bytes[index - 3] == 13 { return index + 1 }
+                    index += 1
+                }
+                return nil
+            }
+            if headerEnd == nil {
+                scanned = filled
+                try receive()
+            }
+        }
+        let head = 0..<headerEnd!
+        guard let status = Self.status(buffer[head]) else {
+            throw CollectorError.storage("malformed response: \(String(decoding: buffer[head], as: UTF8.self))")
+        }
+        guard let length = Self.contentLength(buffer[head]) else {
+            throw CollectorError.storage("response without Content-Length: \(String(decoding: buffer[head], as: UTF8.self))")
+        }
+        let bodyStart = headerEnd!
+        while filled < bodyStart + length { try receive() }
+        consumed = bodyStart + length
+        return (status, bodyStart..<(bodyStart + length))
+    }
+
+    /// The received bytes in `range` (a body returned by `exchangeKeepingBody`) as text.
+    func text(_ range: Range<Int>) -> String { String(decoding: buffer[range], as: UTF8.self) }
+
+    /// The three digits after "HTTP/1.x " in the status line.
+    private static func status(_ head: ArraySlice<UInt8>) -> Int? {
+        let start = head.startIndex + 9
+        guard head.count >= 12, head[start - 1] == 32 else { return nil }
+        var value = 0
+        for byte in head[start..<(start + 3)] {
+            guard (48...57).contains(byte) else { return nil }
+            value = value * 10 + Int(byte - 48)
+        }
+        return value
+    }
+
+    /// The value of the `Content-Length` header (case-insensitive name), if present.
+    private static func contentLength(_ head: ArraySlice<UInt8>) -> Int? {
+        let name = Array("content-length:".utf8)
+        var lineStart = head.startIndex
+        while lineStart < head.endIndex {
+            let lineEnd = head[lineStart...].firstIndex(of: 13) ?? head.endIndex
+            if lineEnd - lineStart > name.count,
+               zip(head[lineStart..<(lineStart + name.count)], name).allSatisfy({ ((65...90).contains($0) ? $0 | 0x20 : $0) == $1 }) {
+                var value = 0
+                var digits = 0
+                for byte in head[(lineStart + name.count)..<lineEnd] where byte != 32 && byte != 9 {
+                    guard (48...57).contains(byte) else { return nil }
+                    value = value * 10 + Int(byte - 48)
+                    digits += 1
+                }
+                return digits > 0 ? value : nil
+            }
+            lineStart = lineEnd + 2
+        }
+        return nil
+    }
+
+    /// Receives into the buffer's free tail, growing the buffer only when it is full of one
+    /// unfinished answer.
     private func receive() throws {
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        let count = chunk.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress, $0.count, 0) }
+        if filled == buffer.count { buffer.append(contentsOf: repeatElement(0, count: buffer.count)) }
+        let count = buffer.withUnsafeMutableBytes { recv(socketFD, $0.baseAddress! + filled, $0.count - filled, 0) }
         guard count > 0 else { throw CollectorError.storage("the connection closed (recv: \(count), errno \(errno))") }
-        buffer += chunk[0..<count]
+        filled += count
     }
 }
 
-/// User + system CPU seconds this process has used so far.
-private func processCPUSeconds() -> Double {
-    var usage = rusage()
-    guard getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage) == 0 else { return 0 }
-    func value(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
-    return value(usage.ru_utime) + value(usage.ru_stime)
+/// User + system CPU time and context switches, from getrusage.
+struct ResourceUsage: Sendable {
+    var cpuSeconds: Double
+    /// Voluntary: the thread blocked (socket, lock, waiting to be woken).
+    var contextSwitches: Int
+    /// Involuntary: the thread was preempted.
+    var preemptions: Int
+
+    /// What this process (all its threads) has used so far.
+    static func process() -> ResourceUsage { read(RUSAGE_SELF) }
+
+    /// What the calling thread has used so far (Linux's RUSAGE_THREAD, 1; Glibc's module does not export the name).
+    static func thread() -> ResourceUsage { read(__rusage_who(rawValue: 1)) }
+
+    private static func read(_ who: __rusage_who) -> ResourceUsage {
+        var usage = rusage()
+        guard getrusage(__rusage_who_t(who.rawValue), &usage) == 0 else { return .zero }
+        func value(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return ResourceUsage(cpuSeconds: value(usage.ru_utime) + value(usage.ru_stime),
+                             contextSwitches: usage.ru_nvcsw, preemptions: usage.ru_nivcsw)
+    }
+
+    static let zero = ResourceUsage(cpuSeconds: 0, contextSwitches: 0, preemptions: 0)
+
+    static func + (lhs: ResourceUsage, rhs: ResourceUsage) -> ResourceUsage {
+        ResourceUsage(cpuSeconds: lhs.cpuSeconds + rhs.cpuSeconds, contextSwitches: lhs.contextSwitches + rhs.contextSwitches,
+                      preemptions: lhs.preemptions + rhs.preemptions)
+    }
+
+    static func - (lhs: ResourceUsage, rhs: ResourceUsage) -> ResourceUsage {
+        ResourceUsage(cpuSeconds: lhs.cpuSeconds - rhs.cpuSeconds, contextSwitches: lhs.contextSwitches - rhs.contextSwitches,
+                      preemptions: lhs.preemptions - rhs.preemptions)
+    }
 }
 
 private func seconds(_ duration: Duration) -> Double {

@@ -1,0 +1,44 @@
+@testable import CollectorApp
+import Foundation
+import Logging
+import Testing
+
+/// `shield-collector bench --http` end to end on a few envelopes: its HTTP client reads every
+/// answer, every event is stored, and the report splits the clients' share from the process's.
+/// (Rates are not checked: timings belong to the benchmark's output, not to assertions.)
+@Suite("Ingest benchmark over HTTP")
+struct BenchmarkTests {
+    @Test func everyEnvelopeIsAcknowledgedAndStoredAndTheClientsAreMeasuredApart() async throws {
+        let fresh = try await TestDatabase.fresh()
+        do {
+            var logger = Logger(label: "benchmark-tests")
+            logger.logLevel = .warning
+            let events = 60
+            let report = try await runIngestBenchmark(database: fresh.database, events: events, concurrency: 4, overHTTP: true, logger: logger)
+            #expect(report.events == events)
+            #expect(report.overHTTP)
+            // The commit count comes from the collector's /metrics, read with the same client.
+            #expect(report.commits >= 1 && report.commits <= Int64(events))
+            let clientCPU = try #require(report.clientCPUSeconds)
+            let clientSwitches = try #require(report.clientContextSwitches)
+            #expect(clientCPU >= 0 && clientCPU <= report.ingestCPUSeconds)
+            // Each client waits in recv for each of its answers at least once.
+            #expect(clientSwitches >= 1 && clientSwitches <= report.contextSwitches)
+
+            let store = try await TestDatabase.open(fresh.database)
+            do {
+                let project = try #require(try await store.projects().first)
+                let stored = try await store.issues(projectID: project.id).reduce(Int64(0)) { $0 + $1.eventCount }
+                #expect(stored == Int64(events))
+            } catch {
+                try? await store.close()
+                throw error
+            }
+            try await store.close()
+        } catch {
+            await fresh.drop()
+            throw error
+        }
+        await fresh.drop()
+    }
+}
