@@ -4,7 +4,9 @@ import _CrashShieldScenarios
 
 /// `shield bench`: the cost of every bench case with guards uninstalled (baseline) and installed
 /// (guarded), measured in this one process. Rounds alternate between the two so that drift in
-/// machine load hits both; each figure is the best round, in nanoseconds per operation.
+/// machine load hits both; each figure is the best round, in nanoseconds per operation. The hot
+/// calls (`objectAtIndex:` ... `substringWithRange:`) are timed on their thread's CPU clock, so
+/// time spent preempted by other processes counts on neither side.
 enum BenchCommand {
     static let rounds = 7
     static let targetNanosecondsPerMeasurement: UInt64 = 40_000_000

@@ -110,6 +110,29 @@ static inline BOOL cs_guard_is_on(CSGuard *g) {
     return policy == CS_GUARD_POLICY_CANARY && cs_canary_running();
 }
 
+/**
+ * The first statement of a fast predicate (CS_DEFINE_FAST_HOOK_* in CSHookSlots.h):
+ *
+ *     CS_FAST_PREDICATE_POLICY_GATE(G);
+ *
+ * makes the predicate answer YES when the guard's policy is off (the slot runs the original
+ * unchecked, as the full body would) and NO under CS_GUARD_POLICY_CANARY (only the full body asks
+ * whether this thread runs the canary); with an applying policy it falls through to the
+ * predicate's own check. One load and one compare on the applying path.
+ *
+ * Code-layout contract: the off answer is a computed value, never a constant YES merged into the
+ * predicate's result. Under the slot's CS_LIKELY, clang gives the edge from a block that merges
+ * a constant YES into its other successor (the bounds check) a zero weight, and its hot/cold
+ * splitting then moved the whole bounds check into an outlined function: a call and a frame on
+ * every legal call (`shield bench` objectAtIndex: 1.45x unguarded, characterAtIndex: 1.45x).
+ * cs_guard_is_on() under CS_UNLIKELY(!...) in a predicate does exactly that.
+ */
+#define CS_FAST_PREDICATE_POLICY_GATE(g)                                                            \
+    do {                                                                                           \
+        int cs_gate_policy_ = CS_ATOMIC_LOAD_RELAXED(&(g)->policy);                                 \
+        if (CS_UNLIKELY(cs_gate_policy_ >= CS_POLICY_OFF)) return cs_gate_policy_ != CS_GUARD_POLICY_CANARY; \
+    } while (0)
+
 /** The policy the guard applies to this thread's calls (resolves CS_GUARD_POLICY_CANARY). */
 static inline cs_policy cs_guard_policy(CSGuard *g) {
     int policy = CS_ATOMIC_LOAD_RELAXED(&g->policy);

@@ -69,7 +69,7 @@ CS_ALWAYS_INLINE id cs_index_read(IMP original, CS_UNRETAINED id self, SEL _cmd,
 /** Fast predicate of the index reads: the guard is off, or the receiver's count is a field
  *  (CSReceiverMeasure.h) and the index lies below it. NO is not a verdict: the full body decides. */
 CS_ALWAYS_INLINE BOOL cs_index_read_fast(CS_UNRETAINED id self, NSUInteger index) {
-    if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
+    CS_FAST_PREDICATE_POLICY_GATE(G);
     NSUInteger count;
     return cs_measure_field(&g_count_cache, self, &count) && index < count;
 }

@@ -109,13 +109,13 @@ static const char *const kNilString = "nil string";
  * (CSReceiverMeasure.h) and the argument lies within it. NO is not a verdict: the full body
  * decides. */
 CS_ALWAYS_INLINE_STRING BOOL cs_character_index_fast(CS_UNRETAINED id self, NSUInteger index) {
-    if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
+    CS_FAST_PREDICATE_POLICY_GATE(G);
     NSUInteger length;
     return cs_measure_field(&g_length_cache, self, &length) && index < length;
 }
 
 CS_ALWAYS_INLINE_STRING BOOL cs_range_read_fast(CS_UNRETAINED id self, NSRange range) {
-    if (CS_UNLIKELY(!cs_guard_is_on(G))) return YES;
+    CS_FAST_PREDICATE_POLICY_GATE(G);
     NSUInteger length;
     return cs_measure_field(&g_length_cache, self, &length) && cs_range_fits(range, length);
 }
