@@ -9,6 +9,7 @@
 extern CSGuard CSGuardNSNull;
 #include "cs_runtime.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 #pragma mark - Exception helpers and interned strings (the runtime target's `.m` files have neither @try nor @"")
@@ -172,6 +173,76 @@ cs_dispatch_probe cs_test_dispatch_refresh(void) {
         cs_backend_replace_implementation([CSDispatchBase class], @selector(backendValue), previous);
         cs_backend_replace_implementation([CSDispatchBase class], g_control_selector, control_original);
         probe.restored_sub = [sub backendValue];
+    }
+    return probe;
+}
+
+static IMP g_concurrent_original; /* CS_ATOMIC_*: the replaced method's IMP before the probe */
+static int g_concurrent_stop;      /* CS_ATOMIC_* */
+static int g_concurrent_ready;     /* CS_ATOMIC_*: messaging threads past their first round */
+
+static id cs_concurrent_passthrough(CS_UNRETAINED id self, SEL _cmd, NSUInteger index) {
+    return ((id (*)(id, SEL, NSUInteger))CS_ATOMIC_LOAD(&g_concurrent_original))(self, _cmd, index);
+}
+
+static id cs_concurrent_self_passthrough(CS_UNRETAINED id self, SEL _cmd) {
+    return ((id (*)(id, SEL))CS_ATOMIC_LOAD(&g_concurrent_original))(self, _cmd);
+}
+
+static void *cs_concurrent_messenger(void *array) {
+    NSArray *values = CS_OBJECT(array);
+    unsigned long calls = 0;
+    BOOL announced = NO;
+    while (!CS_ATOMIC_LOAD(&g_concurrent_stop)) {
+        @autoreleasepool {
+            if ([values objectAtIndex:0] != nil) calls++;
+            calls += [values count] > 0 ? 1 : 0;
+            calls += [[values description] length] > 0 ? 1 : 0;
+            calls += [values self] == values ? 1 : 0;
+        }
+        if (!announced) {
+            CS_ATOMIC_FETCH_ADD(&g_concurrent_ready, 1);
+            announced = YES;
+        }
+    }
+    return (void *)(uintptr_t)calls;
+}
+
+cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacements, bool root) {
+    cs_concurrent_replacement_probe probe = {0};
+    SEL sel = @selector(objectAtIndex:);
+    @autoreleasepool {
+        NSArray *values = [NSArray arrayWithObjects:@"a", @"b", nil];
+        Class receiver_class = object_getClass(values);
+        Class owner = receiver_class;
+        while (owner != Nil && !cs_backend_class_defines(owner, sel)) owner = class_getSuperclass(owner);
+        probe.found_owner = owner != Nil;
+        if (owner == Nil) return probe;
+        if (root) { /* NSObject's -self: every class's table below the root is affected */
+            sel = @selector(self);
+            owner = objc_getClass("NSObject");
+        }
+        CS_ATOMIC_STORE(&g_concurrent_original, cs_backend_own_implementation(owner, sel));
+        CS_ATOMIC_STORE(&g_concurrent_stop, 0);
+        CS_ATOMIC_STORE(&g_concurrent_ready, 0);
+        pthread_t threads[2];
+        int started = 0;
+        for (; started < 2; started++)
+            if (pthread_create(&threads[started], NULL, cs_concurrent_messenger, CS_POINTER(values)) != 0) break;
+        /* The replacements begin once every thread is messaging the array. */
+        while (CS_ATOMIC_LOAD(&g_concurrent_ready) < started) sched_yield();
+        for (unsigned i = 0; i < replacements; i++) {
+            IMP hook = root ? (IMP)cs_concurrent_self_passthrough : (IMP)cs_concurrent_passthrough;
+            IMP to = i % 2 == 0 && i + 1 < replacements ? hook : CS_ATOMIC_LOAD(&g_concurrent_original);
+            cs_backend_replace_implementation(owner, sel, to);
+            if (class_getMethodImplementation(receiver_class, sel) != to) probe.stale++;
+        }
+        CS_ATOMIC_STORE(&g_concurrent_stop, 1);
+        for (int t = 0; t < started; t++) {
+            void *calls = NULL;
+            pthread_join(threads[t], &calls);
+            probe.calls += (unsigned long)(uintptr_t)calls;
+        }
     }
     return probe;
 }

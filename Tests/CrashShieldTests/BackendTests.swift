@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import CrashShield
 import _CrashShieldRuntime
@@ -17,6 +18,33 @@ extension RuntimeTests {
             #expect(probe.previous_is_original)
             #expect(probe.non_owner_refused)
             #expect(probe.restored_sub == 1)
+        }
+
+        /// GCC libobjc: replacing a method while other threads message its class never kills the
+        /// process. A dispatch-table rebuild frees the tables those threads are reading (SIGSEGV in
+        /// objc_msg_lookup); the backend writes the entries in place instead. In a child process (a
+        /// crash must not take the test run with it); the alarm ends a hung child, which fails the
+        /// expectation as well. Exit codes: 3 no owner found, 4 a replacement did not reach the
+        /// receiver's class, 5 the messaging threads never ran.
+        @Test func replacingAClusterMethodWhileOtherThreadsMessageItNeverCrashes() async {
+            await #expect(processExitsWith: .success) {
+                alarm(120)
+                let probe = cs_test_concurrent_replacement(2000, false)
+                guard probe.found_owner else { exit(3) }
+                guard probe.stale == 0 else { exit(4) }
+                exit(probe.calls > 0 ? 0 : 5)
+            }
+        }
+
+        /// The same for a method of the root class, whose replacement affects every class's table.
+        @Test func replacingARootMethodWhileOtherThreadsMessageItNeverCrashes() async {
+            await #expect(processExitsWith: .success) {
+                alarm(120)
+                let probe = cs_test_concurrent_replacement(2000, true)
+                guard probe.found_owner else { exit(3) }
+                guard probe.stale == 0 else { exit(4) }
+                exit(probe.calls > 0 ? 0 : 5)
+            }
         }
 
         @Test func ownerDiscoveryFindsConcreteClusterClasses() {

@@ -72,9 +72,11 @@ typedef struct {
 } cs_replacement;
 
 /**
- * cs_backend_replace_implementation() for many methods at once: every implementation is replaced
- * first, then each affected class's dispatch tables (with its subclasses') are rebuilt once. A
- * call racing with the batch reaches either the old or the new IMP of each method.
+ * cs_backend_replace_implementation() for many methods at once. A call racing with the batch
+ * reaches either the old or the new IMP of each method, and never a freed dispatch table: on GCC
+ * libobjc each replacement's table entries (owner and inheriting subclasses) are written in place
+ * under the runtime lock; only when that is not possible are the affected classes' tables rebuilt
+ * once after the batch, which is unsafe while other threads message those classes.
  */
 void cs_backend_replace_implementations(cs_replacement *items, size_t count);
 
@@ -83,8 +85,9 @@ void cs_backend_replace_implementations(cs_replacement *items, size_t count);
  * cs_backend_override_method() owe are collected instead of done; NO does them, each class once
  * (a rebuild covers the subclasses, so one rebuild of NSObject serves every hook below it).
  * Meanwhile a message may still reach a replaced implementation's predecessor. Applies to the
- * calling thread only. For the engine's start, under its lock, while every policy is off. No-op
- * on Apple.
+ * calling thread only. For the engine's start, under its lock, while every policy is off. Only
+ * the rebuild fallback owes rebuilds: where tables are patched in place (GCC libobjc with its
+ * table entry points) nothing is collected. No-op on Apple.
  */
 void cs_backend_defer_dispatch_refresh(BOOL defer);
 

@@ -1,10 +1,25 @@
 /*
  * CSBackend_GNU.m — the runtime backend for GNUstep Base on GCC libobjc (verified on Linux).
  *
- * Why a dispatch-table refresh: GCC libobjc keeps a copy-on-write dispatch table per class, and
- * method_setImplementation() patches only the owner's. A subclass that already copied that
- * bucket keeps calling the old IMP (research/gnustep-probe.md §0a), so every replacement is
- * followed by a rebuild of the owner's and its subclasses' tables.
+ * Why the dispatch tables are patched: GCC libobjc keeps a copy-on-write dispatch table per
+ * class, and method_setImplementation() patches only the owner's. A subclass that already copied
+ * that bucket keeps calling the old IMP (research/gnustep-probe.md §0a), so every replacement is
+ * followed by an update of the owner's and its subclasses' tables.
+ *
+ * Why in place and not rebuilt: a rebuild (__objc_update_dispatch_table_for_class, which
+ * class_addMethod also runs) frees the class's table and builds a new one while other threads may
+ * be inside objc_msg_lookup on the old one: they read freed memory and the process dies with
+ * SIGSEGV (reproduced: a rebuild loop of NSArray/NSObject against two threads messaging an
+ * NSArray crashed 8 runs out of 8, with or without objc_thread_add()). So the start path writes
+ * the new IMP into each affected table with the runtime's own sarray_at_put_safe, under the
+ * runtime lock, which readers were built for: an entry changes from one valid IMP to another and
+ * a shared bucket is copied before it is written, never freed. The full rebuild remains only the
+ * fallback when that entry point or the class layout check is missing.
+ *
+ * Publication order (the contract every hook relies on): a hook's original IMP (its slot) is
+ * written before the hook's IMP is stored into the Method and the dispatch tables, and both of
+ * those stores are release stores (CS_ATOMIC_STORE; a release fence before sarray_at_put_safe),
+ * so a thread that reaches the hook through any table sees its original, never NULL.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dladdr, Dl_info */
@@ -68,6 +83,97 @@ static void cs_refresh_dispatch_tables(Class owner) {
     char name[64];
     snprintf(name, sizeof name, "__cs_dispatch_refresh_%u", CS_ATOMIC_FETCH_ADD(&counter, 1u));
     class_addMethod(owner, sel_registerName(name), (IMP)cs_dummy_imp, "v@:");
+}
+
+/* GCC libobjc's struct objc_class (objc-private/module-abi-8.h) up to the class tree links. */
+typedef struct {
+    CS_UNRETAINED Class isa;
+    CS_UNRETAINED Class super_class;
+    const char *name;
+    long version;
+    unsigned long info;
+    long instance_size;
+    void *ivars;
+    void *methods;
+    void *dtable;
+    CS_UNRETAINED Class subclass_list;
+    CS_UNRETAINED Class sibling_class;
+} cs_gnu_class_layout;
+
+/* What in-place patching needs from libobjc (exported, not in its public headers). */
+typedef struct {
+    void (*put)(void *table, size_t index, void *element); /* sarray_at_put_safe */
+    int (*lock)(void *mutex);                              /* objc_mutex_lock (recursive) */
+    int (*unlock)(void *mutex);                            /* objc_mutex_unlock */
+    void **runtime_mutex;                                  /* &__objc_runtime_mutex */
+    void **uninstalled_table;                              /* &__objc_uninstalled_dtable */
+} cs_gnu_patch_api;
+
+static cs_gnu_class_layout *cs_gnu_layout(Class cls) {
+    return (cs_gnu_class_layout *)CS_POINTER(cls);
+}
+
+/* The entry points, or NULL when one is missing or NSObject does not read back through the public
+ * accessors exactly as cs_gnu_class_layout says. Looked up once. */
+static const cs_gnu_patch_api *cs_gnu_patch_api_get(void) {
+    static cs_gnu_patch_api api;
+    static int state; /* CS_ATOMIC_*: 0 not looked up, 1 usable, 2 not usable */
+    if (CS_ATOMIC_LOAD(&state) == 0) {
+        cs_gnu_patch_api found = {
+            (void (*)(void *, size_t, void *))dlsym(RTLD_DEFAULT, "sarray_at_put_safe"),
+            (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_lock"),
+            (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_unlock"),
+            (void **)dlsym(RTLD_DEFAULT, "__objc_runtime_mutex"),
+            (void **)dlsym(RTLD_DEFAULT, "__objc_uninstalled_dtable"),
+        };
+        Class root = objc_getClass("NSObject");
+        const cs_gnu_class_layout *layout = root ? cs_gnu_layout(root) : NULL;
+        BOOL layout_matches = layout != NULL && layout->super_class == class_getSuperclass(root) &&
+                              layout->name == class_getName(root) && layout->version == class_getVersion(root) &&
+                              (size_t)layout->instance_size == class_getInstanceSize(root);
+        BOOL usable = found.put && found.lock && found.unlock && found.runtime_mutex && found.uninstalled_table &&
+                      layout_matches;
+        if (usable) api = found;
+        CS_ATOMIC_STORE(&state, usable ? 1 : 2);
+    }
+    return CS_ATOMIC_LOAD(&state) == 1 ? &api : NULL;
+}
+
+/* True when `cls` has a method named `sel` of its own (sel_isEqual: no runtime lock). */
+static BOOL cs_gnu_defines(Class cls, SEL sel) {
+    unsigned int count = 0;
+    Method *methods = class_copyMethodList(cls, &count);
+    BOOL found = NO;
+    for (unsigned int i = 0; i < count && !found; i++) found = sel_isEqual(method_getName(methods[i]), sel);
+    free(methods);
+    return found;
+}
+
+/* Writes `replacement` into the table of `cls` and of every subclass that still dispatches `sel`
+ * to `previous` by inheritance from it. A subclass with its own method (or another IMP) keeps
+ * it, and so do its subclasses. A class whose table is not installed yet is skipped: the runtime
+ * builds it later from the method lists, which already hold the replacement. Runtime lock held. */
+static void cs_gnu_patch_subtree(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP previous, IMP replacement,
+                                 BOOL is_owner) {
+    cs_gnu_class_layout *layout = cs_gnu_layout(cls);
+    if (layout->dtable == *api->uninstalled_table) return;
+    if (!is_owner && (class_getMethodImplementation(cls, sel) != previous || cs_gnu_defines(cls, sel))) return;
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
+    /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
+    api->put(layout->dtable, (size_t) * (void *const *)(const void *)sel, (void *)replacement);
+    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
+        cs_gnu_patch_subtree(api, sub, sel, previous, replacement, NO);
+}
+
+/* Patches the tables for one replaced method in place; NO (nothing done) when the patch entry
+ * points are not usable, so the caller rebuilds instead. */
+static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacement) {
+    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
+    if (api == NULL) return NO;
+    api->lock(*api->runtime_mutex);
+    cs_gnu_patch_subtree(api, owner, sel, previous, replacement, YES);
+    api->unlock(*api->runtime_mutex);
+    return YES;
 }
 
 static Method cs_own_method(Class owner, SEL sel) {
@@ -155,7 +261,9 @@ void cs_backend_replace_implementations(cs_replacement *items, size_t count) {
     for (size_t i = 0; i < count; i++) {
         Method method = cs_own_method(items[i].owner, items[i].sel);
         items[i].previous = method ? cs_set_implementation_without_walk(method, items[i].replacement, can_refresh) : NULL;
-        if (method) changed[changed_count++] = items[i].owner;
+        if (method == NULL) continue;
+        if (!cs_gnu_patch_tables(items[i].owner, items[i].sel, items[i].previous, items[i].replacement))
+            changed[changed_count++] = items[i].owner;
     }
     cs_refresh_each_once(changed, changed_count);
     if (changed != stack_changed) free(changed);
@@ -165,14 +273,15 @@ IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types) {
     Method own = cs_own_method(cls, sel);
     if (own != NULL) {
         IMP previous = cs_set_implementation_without_walk(own, imp, cs_dispatch_update_function() != NULL);
-        cs_refresh_dispatch_tables(cls);
+        if (!cs_gnu_patch_tables(cls, sel, previous, imp)) cs_refresh_dispatch_tables(cls);
         return previous;
     }
     Method inherited = class_getInstanceMethod(cls, sel);
     if (inherited == NULL) return NULL;
     IMP previous = method_getImplementation(inherited);
-    /* class_addMethod rebuilds the dispatch tables of cls and its subclasses. Never used on a
-     * metaclass (research/gnustep-probe.md §0b). */
+    /* class_addMethod rebuilds the dispatch tables of cls and its subclasses, which is not safe
+     * while other threads message them (see the top of this file). Never used on a metaclass
+     * (research/gnustep-probe.md §0b). */
     if (!class_addMethod(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
     return previous;
 }

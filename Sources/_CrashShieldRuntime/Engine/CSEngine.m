@@ -439,7 +439,8 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
         size_t *spec_query = calloc(spec_total ? spec_total : 1, sizeof *spec_query);
         cs_discovery discovery = cs_discover_owners(spec_query, spec_total);
         BOOL hooked[CSGuardRegistryCount];
-        /* Every policy is off until the canaries: the rebuilds can wait and run once. */
+        /* Every policy is off until the canaries: any dispatch-table rebuilds (the backend's
+         * fallback when it cannot patch tables in place) can wait and run once. */
         cs_backend_defer_dispatch_refresh(YES);
         for (size_t i = 0, k = 0; i < CSGuardRegistryCount; k += CSGuardRegistry[i]->hook_count, i++)
             hooked[i] = cs_install_hooks(CSGuardRegistry[i], &discovery, spec_query + k);

@@ -585,6 +585,9 @@ static const char *cs_kvo_install(uint32_t *hooked) {
     g_nsobject_observe = class_getMethodImplementation(root, @selector(observeValueForKeyPath:ofObject:change:context:));
     g_add_replaces = cs_kvo_probe_add_replaces();
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
+    /* Adding the method (GNUstep's NSObject lacks it) makes GCC libobjc rebuild every table below
+     * NSObject, which is not safe while other threads message (Backend/CSBackend_GNU.m): open,
+     * docs/ARCHITECTURE.md. Replacing it, on later starts, patches the tables in place. */
     if (cs_backend_class_defines(root, remove_context)) {
         IMP previous = cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context);
         if (previous == NULL) return "-removeObserver:forKeyPath:context: could not be replaced";

@@ -89,6 +89,20 @@ typedef struct {
 /** Replaces a method on a base class whose subclass holds its own dispatch-table bucket, once with
  *  the plain runtime call and once with the backend primitive, and restores it. */
 cs_dispatch_probe cs_test_dispatch_refresh(void);
+/** What cs_test_concurrent_replacement() observed. */
+typedef struct {
+    unsigned long calls;  /**< messages the two messaging threads completed (> 0: they ran meanwhile) */
+    unsigned stale;       /**< replacements after which the receiver's class still dispatched elsewhere */
+    bool found_owner;     /**< an ancestor of the array's class defines objectAtIndex: */
+} cs_concurrent_replacement_probe;
+
+/** Replaces objectAtIndex: on the class that owns it for an immutable array (`root` false) or
+ *  NSObject's -self (`root` true: every table below the root is affected) `replacements` times,
+ *  alternately a passthrough hook and the original, ending on the original, with
+ *  cs_backend_replace_implementation, while two threads message such an array (objectAtIndex:,
+ *  count, description, self) without pause. A backend that frees dispatch tables those threads
+ *  are reading kills the process with SIGSEGV: run it in a child. */
+cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacements, bool root);
 /** Number of classes at or below `root` that define `selector` themselves. */
 size_t cs_test_owner_count(const char *root, const char *selector, bool class_side);
 /** What the runtime's exception helpers (Backend/CSObjCTry.mm) did: cs_objc_try caught a thrown
