@@ -32,8 +32,8 @@ public struct IngestBenchmarkReport: Sendable {
     public let rawInsertSeconds: Double
     /// Seconds the store's single writer spent committing (below HTTP only; nil over HTTP).
     public let writerBusySeconds: Double?
-    /// The writer's CPU seconds per event (below HTTP on SQLite only).
-    public let writerCPUSecondsPerEvent: Double?
+    /// The share of `writerBusySeconds` the writer was on a core (below HTTP on SQLite only).
+    public let writerCPUShare: Double?
     public let peakResidentKiB: Int?
     /// /proc/loadavg's 1-minute load average when the benchmark ended (the machine may be shared).
     public let loadAverage: String?
@@ -50,7 +50,7 @@ public struct IngestBenchmarkReport: Sendable {
         ingest (\(overHTTP ? "HTTP POST /api/<project>/envelope/ to a collector in this process: request handling, auth, rate limit, parse, validation, grouping, group-commit storage" : "envelope parse, validation, grouping, group-commit storage; below HTTP")): \(String(format: "%.0f", ingestPerSecond)) events/s (\(String(format: "%.2f", ingestSeconds)) s, \(commits) commits, \(String(format: "%.1f", Double(events) / Double(max(commits, 1)))) requests per commit)
         CPU time of this process during the ingest: \(String(format: "%.2f", ingestCPUSeconds)) s, \(String(format: "%.0f", ingestCPUSeconds / Double(events) * 1e6)) µs per event\(overHTTP ? " (clients included)" : "") (\(String(format: "%.0f", Double(events) / max(ingestCPUSeconds, 1e-9))) events per CPU-second; the database server's CPU not counted)\(clientCPUSeconds.map { clients in "\n  of which the HTTP client threads: \(String(format: "%.2f", clients)) s (\(String(format: "%.0f", clients / Double(events) * 1e6)) µs per event); the collector: \(String(format: "%.0f", collectorCPUMicrosecondsPerEvent)) µs per event" } ?? "")
         voluntary context switches during the ingest: \(contextSwitches) (\(String(format: "%.1f", Double(contextSwitches) / Double(events))) per event)\(clientContextSwitches.map { clients in ", of which the HTTP client threads \(clients) (\(String(format: "%.1f", Double(clients) / Double(events))) per event); the collector \(String(format: "%.1f", Double(contextSwitches - clients) / Double(events))) per event" } ?? ""); preemptions: \(preemptions)
-        \(writerBusySeconds.map { "writer (one per store) busy committing: \(String(format: "%.2f", $0)) s, \(String(format: "%.0f", $0 / Double(events) * 1e6)) µs per event wall clock (bounds the ingest at \(String(format: "%.0f", Double(events) / max($0, 1e-9))) events/s)\(writerCPUSecondsPerEvent.map { ", \(String(format: "%.0f", $0 * 1e6)) µs CPU per event" } ?? "")\n" } ?? "")raw insert (one row per transaction, one task, same database; half before, half after the ingest): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
+        \(writerBusySeconds.map { busy in "writer (one per store) busy committing: \(String(format: "%.2f", busy)) s, \(String(format: "%.0f", busy / Double(events) * 1e6)) µs per event wall clock (bounds the ingest at \(String(format: "%.0f", Double(events) / max(busy, 1e-9))) events/s)\(writerCPUShare.map { share in ", on a core \(String(format: "%.0f", share * 100)) % of that time: about \(String(format: "%.0f", share * busy / Double(events) * 1e6)) µs CPU per event" } ?? "")\n" } ?? "")raw insert (one row per transaction, one task, same database; half before, half after the ingest): \(String(format: "%.0f", rawInsertPerSecond)) rows/s (\(String(format: "%.2f", rawInsertSeconds)) s)
         ingest / raw insert: \(String(format: "%.2f", ingestPerSecond / rawInsertPerSecond))
         peak resident memory (whole process, including the \(envelopeBytes / 1_048_576) MiB of prepared envelopes): \(peakResidentKiB.map { "\($0 / 1024) MiB" } ?? "unknown")
         load average (1 min) at the end: \(loadAverage ?? "unknown")
@@ -109,7 +109,7 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
     let ingestSeconds: Double
     let commits: Int64
     var writerBusySeconds: Double?
-    var writerCPUSecondsPerEvent: Double?
+    var writerCPUShare: Double?
     let usage: ResourceUsage
     var clients: ResourceUsage?
     if overHTTP {
@@ -139,7 +139,7 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
         commits = metrics.commitCount
         writerBusySeconds = ingest.writer.busySeconds
         // Only SQLite runs its statements on the writer's thread, where its CPU time can be read.
-        if case .sqlite = database { writerCPUSecondsPerEvent = ingest.writer.cpuSecondsPerWrite }
+        if case .sqlite = database { writerCPUShare = ingest.writer.cpuShareOfBusyTime }
         try await store.close()
     }
 
@@ -150,7 +150,7 @@ public func runIngestBenchmark(database: CollectorConfiguration.Database, events
                                  envelopeBytes: envelopes.reduce(0) { $0 + $1.count }, commits: commits,
                                  ingestSeconds: ingestSeconds, ingestCPUSeconds: usage.cpuSeconds, clientCPUSeconds: clients?.cpuSeconds,
                                  contextSwitches: usage.contextSwitches, preemptions: usage.preemptions, clientContextSwitches: clients?.contextSwitches, rawInsertSeconds: rawSeconds,
-                                 writerBusySeconds: writerBusySeconds, writerCPUSecondsPerEvent: writerCPUSecondsPerEvent, peakResidentKiB: peakResidentKiB(),
+                                 writerBusySeconds: writerBusySeconds, writerCPUShare: writerCPUShare, peakResidentKiB: peakResidentKiB(),
                                  loadAverage: load)
 }
 

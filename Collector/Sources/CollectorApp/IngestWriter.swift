@@ -59,12 +59,14 @@ public final class IngestWriter: Sendable {
     private let state = Mutex(State())
     /// Nanoseconds spent in `store.commitIngest` (batches and their one-by-one retries).
     private let busyNanoseconds = Atomic<UInt64>(0)
-    /// CPU nanoseconds of the batches that ran on one thread from start to end (a batch whose
-    /// task moved to another thread, or whose reading exceeds its wall time, is not counted), and
-    /// the writes of those batches. Meaningful for SQLite, whose statements run on the writer's
-    /// thread; PostgreSQL's blocking calls run on a thread pool, so its batches are rarely counted.
-    private let busyCPUNanoseconds = Atomic<UInt64>(0)
-    private let cpuMeasuredWrites = Atomic<Int>(0)
+    /// CPU and wall-clock nanoseconds of the batches that ran on one thread from start to end (a
+    /// batch whose task moved to another thread, or whose reading exceeds its wall time, is not
+    /// counted). Meaningful for SQLite, whose statements run on the writer's thread; PostgreSQL's
+    /// blocking calls run on a thread of their own, so its batches are rarely counted. Which
+    /// batches qualify is not random (a batch that suspended is more likely to have moved), so
+    /// only their CPU-to-wall ratio is used, never their CPU per write.
+    private let measuredCPUNanoseconds = Atomic<UInt64>(0)
+    private let measuredWallNanoseconds = Atomic<UInt64>(0)
 
     public init(store: any CollectorStore, metrics: CollectorMetrics, limits: IngestQueueLimits = IngestQueueLimits()) {
         self.store = store
@@ -80,13 +82,13 @@ public final class IngestWriter: Sendable {
     /// store can take, whatever the number of clients.
     public var busySeconds: Double { Double(busyNanoseconds.load(ordering: .relaxed)) / 1e9 }
 
-    /// CPU seconds per committed write, over the batches whose commit ran on one thread
-    /// throughout (nil before any); with `busySeconds` it separates the writer's own work from
-    /// time it waited for a core.
-    public var cpuSecondsPerWrite: Double? {
-        let writes = cpuMeasuredWrites.load(ordering: .relaxed)
-        guard writes > 0 else { return nil }
-        return Double(busyCPUNanoseconds.load(ordering: .relaxed)) / 1e9 / Double(writes)
+    /// The share of its committing time the writer's thread was on a core (0...1), over the
+    /// batches whose commit ran on one thread throughout (nil before any). `busySeconds` times
+    /// this share estimates the writer's CPU time; the rest it waited for a core or for I/O.
+    public var cpuShareOfBusyTime: Double? {
+        let wall = measuredWallNanoseconds.load(ordering: .relaxed)
+        guard wall > 0 else { return nil }
+        return Double(measuredCPUNanoseconds.load(ordering: .relaxed)) / Double(wall)
     }
 
     private static func threadCPUNanoseconds() -> UInt64 {
@@ -158,8 +160,8 @@ public final class IngestWriter: Sendable {
                 // that does is not this batch's alone (the backend's blocking calls ran elsewhere).
                 let cpu = Self.threadCPUNanoseconds()
                 if pthread_equal(thread, pthread_self()) != 0, cpu >= cpuStarted, cpu - cpuStarted <= wall {
-                    busyCPUNanoseconds.add(cpu - cpuStarted, ordering: .relaxed)
-                    cpuMeasuredWrites.add(batch.count, ordering: .relaxed)
+                    measuredCPUNanoseconds.add(cpu - cpuStarted, ordering: .relaxed)
+                    measuredWallNanoseconds.add(wall, ordering: .relaxed)
                 }
             }
             do {
