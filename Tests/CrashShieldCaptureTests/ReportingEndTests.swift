@@ -7,49 +7,6 @@ import Testing
 /// `ReportingClient.end` (exit, `stop`) in-process: it stops the running send pass before it
 /// returns, starts none afterwards, and leaves what was not sent for the next client.
 @Suite struct ReportingEndTests {
-    /// Holds every request until `cancelAll` (then throws `cancelled`); counts the requests
-    /// begun and returned.
-    final class HoldingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
-        private let condition = NSCondition()
-        private var cancelled = false
-        private var begun = 0
-        private var returned = 0
-
-        var counts: (begun: Int, returned: Int) {
-            condition.lock()
-            defer { condition.unlock() }
-            return (begun, returned)
-        }
-
-        func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
-            condition.lock()
-            begun += 1
-            condition.broadcast()
-            // A minute at most, so a test of a broken `end` fails instead of hanging.
-            let until = Date().addingTimeInterval(60)
-            while !cancelled, Date() < until { _ = condition.wait(until: until) }
-            returned += 1
-            condition.unlock()
-            throw TransportError.cancelled
-        }
-
-        func cancelAll() {
-            condition.lock()
-            cancelled = true
-            condition.broadcast()
-            condition.unlock()
-        }
-
-        /// Waits until a request has begun; false after `timeout` seconds.
-        func waitForARequest(timeout: TimeInterval) -> Bool {
-            condition.lock()
-            defer { condition.unlock() }
-            let until = Date().addingTimeInterval(timeout)
-            while begun == 0, Date() < until { _ = condition.wait(until: until) }
-            return begun > 0
-        }
-    }
-
     func options(exitFlush: Duration) throws -> ReportingOptions {
         var options = try ReportingOptions(dsn: "http://0123456789abcdef0123456789abcdef@127.0.0.1:9/1")
         options.exitFlushTimeout = exitFlush
@@ -67,7 +24,7 @@ import Testing
     @Test func endStopsTheRunningPassAndTheNextClientSendsWhatWasLeft() throws {
         let directory = temporaryDirectory("reporting-end-pass")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let holding = HoldingHTTPClient()
+        let holding = HoldingHTTPClient(cancellable: true)
         let first = ReportingClient(options: try options(exitFlush: .milliseconds(200)), directory: directory,
                                     appName: "end-test", appVersion: "1.0", httpClient: holding)
         first.launchDecided(nil)
@@ -103,7 +60,7 @@ import Testing
     @Test func withNoTimeToSendTheSessionStillEndsAndBothEnvelopesWait() throws {
         let directory = temporaryDirectory("reporting-end-late-setup")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let holding = HoldingHTTPClient()
+        let holding = HoldingHTTPClient(cancellable: true)
         let client = ReportingClient(options: try options(exitFlush: .zero), directory: directory,
                                      appName: "end-test", appVersion: "1.0", httpClient: holding)
         client.launchDecided(nil)

@@ -132,3 +132,64 @@ let swiftTrapSignal = SIGTRAP
 #else
 let swiftTrapSignal = SIGILL
 #endif
+
+/// A test `EnvelopeHTTPClient` that holds every request: until `release()`, after which it answers
+/// `answer`, or, when `cancellable`, until `cancelAll()`, after which it throws `cancelled` (a
+/// client that cannot cancel ignores `cancelAll`). Counts the requests begun and returned. A held
+/// request gives up after a minute, so a broken test fails instead of hanging.
+final class HoldingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
+    private let cancellable: Bool
+    private let answer: HTTPResponse
+    private let condition = NSCondition()
+    private var cancelled = false
+    private var released = false
+    private var begun = 0
+    private var returned = 0
+
+    init(cancellable: Bool, answer: HTTPResponse = HTTPResponse(status: 200, headers: [:])) {
+        self.cancellable = cancellable
+        self.answer = answer
+    }
+
+    var counts: (begun: Int, returned: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (begun, returned)
+    }
+
+    func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
+        condition.lock()
+        defer { condition.unlock() }
+        begun += 1
+        condition.broadcast()
+        let until = Date().addingTimeInterval(60)
+        while !cancelled, !released, Date() < until { _ = condition.wait(until: until) }
+        returned += 1
+        guard released else { throw TransportError.cancelled }
+        return answer
+    }
+
+    func cancelAll() {
+        guard cancellable else { return }
+        condition.lock()
+        cancelled = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func release() {
+        condition.lock()
+        released = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until a request has begun; false after `timeout` seconds.
+    func waitForARequest(timeout: TimeInterval) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        let until = Date().addingTimeInterval(timeout)
+        while begun == 0, Date() < until { _ = condition.wait(until: until) }
+        return begun > 0
+    }
+}

@@ -394,43 +394,6 @@ import Testing
         #expect(s.outbox.pending().isEmpty)
     }
 
-    /// Holds each request until `release`, then answers 200; its `cancelAll` does nothing (a
-    /// client that cannot cancel its request).
-    final class UncancellableHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
-        private let condition = NSCondition()
-        private var released = false
-        private var begun = 0
-        var requestsBegun: Int { condition.lock(); defer { condition.unlock() }; return begun }
-
-        func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
-            condition.lock()
-            defer { condition.unlock() }
-            begun += 1
-            condition.broadcast()
-            let until = Date().addingTimeInterval(60)  // a broken test fails instead of hanging
-            while !released, Date() < until { _ = condition.wait(until: until) }
-            return HTTPResponse(status: 200, headers: ["x-sentry-rate-limits": "60::organization"])
-        }
-
-        /// Cannot end the request: it runs until `release`.
-        func cancelAll() {}
-
-        func release() {
-            condition.lock()
-            released = true
-            condition.broadcast()
-            condition.unlock()
-        }
-
-        func waitForARequest(timeout: TimeInterval) -> Bool {
-            condition.lock()
-            defer { condition.unlock() }
-            let until = Date().addingTimeInterval(timeout)
-            while begun == 0, Date() < until { _ = condition.wait(until: until) }
-            return begun > 0
-        }
-    }
-
     /// A client that cannot cancel keeps the pass past `close`'s grace (`close` says so: false),
     /// but what its request returns afterwards changes nothing: the accepted envelope stays in
     /// the outbox (for the next launch), its rate limit is not applied, and the pass starts no
@@ -442,7 +405,7 @@ import Testing
         let outbox = try Outbox(directory: Outbox.directory(forReportDirectory: directory))
         try outbox.enqueue(eventEnvelope("first"))
         try outbox.enqueue(eventEnvelope("second"))
-        let client = UncancellableHTTPClient()
+        let client = HoldingHTTPClient(cancellable: false, answer: HTTPResponse(status: 200, headers: ["x-sentry-rate-limits": "60::organization"]))
         let transport = EnvelopeTransport(dsn: try DSN("http://0123456789abcdef0123456789abcdef@127.0.0.1:9/1"),
                                           outbox: outbox, httpClient: client)
         final class Box: @unchecked Sendable { var result: SendPassResult? }
@@ -458,7 +421,7 @@ import Testing
         #expect(finished.wait(timeout: .now() + 20) == .success)
         #expect(box.result?.stop == .closed)
         #expect(box.result?.outcomes.map(\.kind) == [.kept(reason: TransportError.Code.cancelled.rawValue)])
-        #expect(client.requestsBegun == 1)
+        #expect(client.counts.begun == 1)
         #expect(outbox.pending().count == 2)
         #expect(transport.state.consecutiveFailures == 0)
         #expect(!transport.state.rateLimits.isLimited("error", now: Date()))

@@ -59,44 +59,37 @@ public final class CollectorMetrics: Sendable {
     public func render() -> String {
         let snapshot = state.withLock { $0 }
         var lines: [String] = []
-        lines.append("# HELP collector_ingested_items_total Envelope items (and store events) accepted and stored, by item type.")
-        lines.append("# TYPE collector_ingested_items_total counter")
-        for (type, count) in snapshot.ingestedItems.sorted(by: { $0.key < $1.key }) {
-            lines.append("collector_ingested_items_total{type=\"\(escape(type))\"} \(count)")
+        /// One metric family: its HELP and TYPE lines, then one sample per `(labels, value)`.
+        func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Int64)]) {
+            lines.append("# HELP \(name) \(help)")
+            lines.append("# TYPE \(name) \(type)")
+            for sample in samples { lines.append("\(name)\(sample.labels) \(sample.value)") }
         }
-        lines.append("# HELP collector_rejected_requests_total Ingest requests refused, by error code.")
-        lines.append("# TYPE collector_rejected_requests_total counter")
-        for (reason, count) in snapshot.rejected.sorted(by: { $0.key < $1.key }) {
-            lines.append("collector_rejected_requests_total{reason=\"\(escape(reason))\"} \(count)")
+        /// Samples of a family labelled `label`, in the label values' order.
+        func labelled<Key: Comparable>(_ label: String, _ counts: [Key: Int64], _ text: (Key) -> String) -> [(labels: String, value: Int64)] {
+            counts.sorted { $0.key < $1.key }.map { ("{\(label)=\"\(text($0.key))\"}", $0.value) }
         }
-        lines.append("# HELP collector_rate_limited_total Ingest requests answered with 429.")
-        lines.append("# TYPE collector_rate_limited_total counter")
-        lines.append("collector_rate_limited_total \(snapshot.rateLimited)")
-        lines.append("# HELP collector_duplicate_events_total Events whose event_id was already stored (not stored again).")
-        lines.append("# TYPE collector_duplicate_events_total counter")
-        lines.append("collector_duplicate_events_total \(snapshot.duplicates)")
-        lines.append("# HELP collector_ingest_in_flight_requests Ingest requests being received, parsed or stored right now.")
-        lines.append("# TYPE collector_ingest_in_flight_requests gauge")
-        lines.append("collector_ingest_in_flight_requests \(snapshot.inFlight)")
-        lines.append("# HELP collector_ingest_queue_depth Ingest requests in the write queue: waiting for or inside a group commit.")
-        lines.append("# TYPE collector_ingest_queue_depth gauge")
-        lines.append("collector_ingest_queue_depth \(snapshot.queueDepth)")
-        lines.append("# HELP collector_ingest_commits_total Group commits (transactions storing one or more ingest requests).")
-        lines.append("# TYPE collector_ingest_commits_total counter")
-        lines.append("collector_ingest_commits_total \(snapshot.commits)")
-        lines.append("# HELP collector_ingest_committed_requests_total Ingest requests stored by group commits.")
-        lines.append("# TYPE collector_ingest_committed_requests_total counter")
-        lines.append("collector_ingest_committed_requests_total \(snapshot.committedWrites)")
-        lines.append("# HELP collector_sdk_config_responses_total Answers of GET /api/<project>/sdk-config, by HTTP status (304: the app's copy is current).")
-        lines.append("# TYPE collector_sdk_config_responses_total counter")
-        for (status, count) in snapshot.sdkConfigResponses.sorted(by: { $0.key < $1.key }) {
-            lines.append("collector_sdk_config_responses_total{status=\"\(status)\"} \(count)")
-        }
-        lines.append("# HELP collector_storage_unavailable_total Requests answered 503 because the database was busy (storage.busy: a lock wait passed the lock timeout) or the collector was shutting down (storage.cancelled), by error code.")
-        lines.append("# TYPE collector_storage_unavailable_total counter")
-        for (code, count) in snapshot.storageUnavailable.sorted(by: { $0.key < $1.key }) {
-            lines.append("collector_storage_unavailable_total{code=\"\(escape(code))\"} \(count)")
-        }
+        family("collector_ingested_items_total", "counter", "Envelope items (and store events) accepted and stored, by item type.",
+               labelled("type", snapshot.ingestedItems, escape))
+        family("collector_rejected_requests_total", "counter", "Ingest requests refused, by error code.",
+               labelled("reason", snapshot.rejected, escape))
+        family("collector_rate_limited_total", "counter", "Ingest requests answered with 429.", [("", snapshot.rateLimited)])
+        family("collector_duplicate_events_total", "counter", "Events whose event_id was already stored (not stored again).",
+               [("", snapshot.duplicates)])
+        family("collector_ingest_in_flight_requests", "gauge", "Ingest requests being received, parsed or stored right now.",
+               [("", snapshot.inFlight)])
+        family("collector_ingest_queue_depth", "gauge", "Ingest requests in the write queue: waiting for or inside a group commit.",
+               [("", snapshot.queueDepth)])
+        family("collector_ingest_commits_total", "counter", "Group commits (transactions storing one or more ingest requests).",
+               [("", snapshot.commits)])
+        family("collector_ingest_committed_requests_total", "counter", "Ingest requests stored by group commits.",
+               [("", snapshot.committedWrites)])
+        family("collector_sdk_config_responses_total", "counter",
+               "Answers of GET /api/<project>/sdk-config, by HTTP status (304: the app's copy is current).",
+               labelled("status", snapshot.sdkConfigResponses) { String($0) })
+        family("collector_storage_unavailable_total", "counter",
+               "Requests answered 503 because the database was busy (storage.busy: a lock wait passed the lock timeout) or the collector was shutting down (storage.cancelled), by error code.",
+               labelled("code", snapshot.storageUnavailable, escape))
         return lines.joined(separator: "\n") + "\n"
     }
 
