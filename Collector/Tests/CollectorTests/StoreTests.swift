@@ -135,4 +135,23 @@ struct StoreTests {
         #expect(SentryAuth.normalizedKey("0123456789abcdef0123456789abcdeg") == nil)
         #expect(SentryAuth.normalizedKey("０123456789abcdef0123456789abcde") == nil)  // a fullwidth digit is not ASCII hex
     }
+
+    /// The byte-wise parse of ASCII headers answers exactly what the Character-wise parse does,
+    /// including empty pieces, repeated separators, quotes and the `maxSplits` of `name=value`.
+    @Test(arguments: [
+        "Sentry sentry_version=7, sentry_client=x/1, sentry_key=abc", "sentry_key=\"def\",sentry_version=7",
+        "  sentry\tsentry_key=x", "\tSENTRY sentry_version=7,\tSentry_Key = \"ghi\" ", "Sentry sentry_key=",
+        "Sentry ,,sentry_key=a,,", "sentry_key==b", "=sentry_key=c", "sentry_key=d=e", "sentry_key=\"\"", "sentry_key=\"",
+        "sentry_key=\" \"", "Sentry  sentry_key =  f ", "SENTRY_KEY=G", "sentry_keyx=h, sentry_key=i", "sentry_key", "Sentry",
+        "Sentry ", "", " , = , ", "sentry sentry sentry_key=j", "sentry_key=k,sentry_key=l", "sentry_key=\tm\t",
+        "x=1,  sentry_key = \"n, o\"", "sentry_key=p\r\n",
+    ])
+    func sentryAuthASCIIParseMatchesCharacterParse(header: String) {
+        #expect(SentryAuth.key(fromHeader: header) == SentryAuth.characterKey(fromHeader: header))
+    }
+
+    @Test func sentryAuthNonASCIIHeaderParsing() {
+        #expect(SentryAuth.key(fromHeader: "Sentry sentry_client=café/1, sentry_key=abc") == "abc")
+        #expect(SentryAuth.key(fromHeader: "Sentry sentry_key=ключ") == "ключ")
+    }
 }
