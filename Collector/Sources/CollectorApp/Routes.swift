@@ -238,6 +238,10 @@ struct CollectorRoutes: Sendable {
 
     /// `text` as a JSON string literal: quote, backslash and control characters escaped.
     static func jsonString(_ text: String) -> String {
+        // Event ids (32 hex digits) need no escaping: copied as they are, without the per-scalar loop.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x80 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
         var out = "\""
         out.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {

@@ -11,7 +11,7 @@ struct IngestAnswerTests {
         #expect(try JSONValue.parse(Data(CollectorRoutes.ingestAnswer(eventID: nil).utf8)) == .object([:]))
     }
 
-    @Test(arguments: ["0123456789abcdef0123456789abcdef", "", "quote\" back\\slash", "line\nfeed\r\ttab\u{01}\u{1F}", "é😀/"])
+    @Test(arguments: ["0123456789abcdef0123456789abcdef", "", "quote\" back\\slash", "line\nfeed\r\ttab\u{01}\u{1F}", "é😀/", " ~\u{7F}"])
     func answerCarriesTheIDExactly(_ id: String) throws {
         let text = CollectorRoutes.ingestAnswer(eventID: id)
         #expect(try JSONValue.parse(Data(text.utf8)) == ["id": .string(id)])
