@@ -209,13 +209,20 @@ static BOOL cs_gnu_defines(Class cls, SEL sel) {
 
 /* Writes `replacement` into the table of `cls` and of every subclass that still dispatches `sel`
  * to `previous` by inheritance from it. A subclass with its own method (or another IMP) keeps
- * it, and so do its subclasses. A class whose table is not installed yet is skipped: the runtime
+ * it, and so do its subclasses. A subclass that already answers `replacement` is descended into
+ * as well: a lazily copied table shares its parent's bucket until it writes one, so the parent's
+ * write shows through, while a grandchild holding its own copy of that bucket still has
+ * `previous` (stopping there left such grandchildren stale; it showed once the KVO guard's first
+ * start stopped rebuilding every table). A class whose table is not installed yet is skipped: the runtime
  * builds it later from the method lists, which already hold the replacement. Runtime lock held. */
 static void cs_gnu_patch_subtree(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP previous, IMP replacement,
                                  BOOL is_owner) {
     cs_gnu_class_layout *layout = cs_gnu_layout(cls);
     if (layout->dtable == *api->uninstalled_table) return;
-    if (!is_owner && (class_getMethodImplementation(cls, sel) != previous || cs_gnu_defines(cls, sel))) return;
+    if (!is_owner) {
+        IMP current = class_getMethodImplementation(cls, sel);
+        if ((current != previous && current != replacement) || cs_gnu_defines(cls, sel)) return;
+    }
     __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
     /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
     api->put(layout->dtable, (size_t) * (void *const *)(const void *)sel, (void *)replacement);
