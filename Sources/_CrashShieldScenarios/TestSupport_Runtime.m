@@ -11,6 +11,10 @@ extern CSGuard CSGuardNSNull;
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <unistd.h>
+#if !defined(__APPLE__)
+#include <dlfcn.h>
+#endif
 
 #pragma mark - Exception helpers and interned strings (the runtime target's `.m` files have neither @try nor @"")
 
@@ -243,6 +247,61 @@ cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacem
             pthread_join(threads[t], &calls);
             probe.calls += (unsigned long)(uintptr_t)calls;
         }
+    }
+    return probe;
+}
+
+static int cs_concurrent_added_imp(CS_UNRETAINED id self, SEL _cmd) {
+    (void)self;
+    (void)_cmd;
+    return 42;
+}
+
+cs_concurrent_replacement_probe cs_test_concurrent_add(unsigned adds) {
+    cs_concurrent_replacement_probe probe = {0};
+    @autoreleasepool {
+        NSArray *values = [NSArray arrayWithObjects:@"a", @"b", nil];
+        Class receiver_class = object_getClass(values);
+        Class root = objc_getClass("NSObject");
+        probe.found_owner = root != Nil;
+        if (root == Nil) return probe;
+        /* The selectors are registered, and the tables rebuilt to hold them, while this is the
+         * only thread: GCC libobjc sizes a table for the selectors registered when it is built,
+         * and an add cannot go in place past that size. */
+        SEL *selectors = (SEL *)calloc(adds ? adds : 1, sizeof(SEL));
+        if (selectors == NULL) return probe;
+        for (unsigned i = 0; i < adds; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "cs_test_concurrent_add_%u_%u", (unsigned)getpid(), i);
+            selectors[i] = sel_registerName(name);
+        }
+#if !defined(__APPLE__)
+        void (*rebuild)(Class) = (void (*)(Class))dlsym(RTLD_DEFAULT, "__objc_update_dispatch_table_for_class");
+        if (rebuild) rebuild(root);
+#endif
+        CS_ATOMIC_STORE(&g_concurrent_stop, 0);
+        CS_ATOMIC_STORE(&g_concurrent_ready, 0);
+        pthread_t threads[2];
+        int started = 0;
+        for (; started < 2; started++)
+            if (pthread_create(&threads[started], NULL, cs_concurrent_messenger, CS_POINTER(values)) != 0) break;
+        /* The adds begin once every thread is messaging the array. */
+        while (CS_ATOMIC_LOAD(&g_concurrent_ready) < started) sched_yield();
+        for (unsigned i = 0; i < adds; i++) {
+            SEL sel = selectors[i];
+            if (!cs_backend_add_method(root, sel, (IMP)cs_concurrent_added_imp, "i@:") ||
+                class_getMethodImplementation(receiver_class, sel) != (IMP)cs_concurrent_added_imp ||
+                ((int (*)(id, SEL))class_getMethodImplementation(receiver_class, sel))(values, sel) != 42 ||
+                ![values respondsToSelector:sel])
+                probe.stale++;
+        }
+        CS_ATOMIC_STORE(&g_concurrent_stop, 1);
+        for (int t = 0; t < started; t++) {
+            void *calls = NULL;
+            pthread_join(threads[t], &calls);
+            probe.calls += (unsigned long)(uintptr_t)calls;
+        }
+        free(selectors);
     }
     return probe;
 }

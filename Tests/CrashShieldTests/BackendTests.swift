@@ -47,6 +47,21 @@ extension RuntimeTests {
             }
         }
 
+        /// Adding a method to the root class while other threads message its subclasses never
+        /// kills the process (the KVO guard's first start adds -removeObserver:forKeyPath:context:
+        /// to NSObject this way): class_addMethod's rebuild of every table below NSObject frees
+        /// tables those threads are reading; the backend writes the new entries in place. Exit
+        /// codes: 3 no NSObject, 4 an add did not reach the subclass, 5 the threads never ran.
+        @Test func addingARootMethodWhileOtherThreadsMessageItNeverCrashes() async {
+            await #expect(processExitsWith: .success) {
+                alarm(120)
+                let probe = cs_test_concurrent_add(8000)
+                guard probe.found_owner else { exit(3) }
+                guard probe.stale == 0 else { exit(4) }
+                exit(probe.calls > 0 ? 0 : 5)
+            }
+        }
+
         @Test func ownerDiscoveryFindsConcreteClusterClasses() {
             // Several concrete classes define these themselves on every Foundation we know;
             // the exact number is the runtime's business.

@@ -101,6 +101,18 @@ SEL cs_backend_selector(const char *name);
 BOOL cs_backend_is_class_object(CS_UNRETAINED id receiver);
 
 /**
+ * Adds the method `sel` (`imp`, type encoding `types`) to `cls`, which may be a metaclass of a
+ * class compiled by GCC or made at run time. NO, nothing changed, when `cls` already defines
+ * `sel` itself or an argument is Nil, NULL or empty. A class that inherited `sel` answers with
+ * `imp` from then on, as do its subclasses that do not define `sel`. A call racing with the add
+ * reaches the inherited IMP (or the missing-method path) or `imp`, and never a freed dispatch
+ * table: on GCC libobjc the method list is published first and the table entries are then
+ * written in place under the runtime lock (class_addMethod would rebuild every table below
+ * `cls`); class_addMethod only when those entry points are missing, and on Apple.
+ */
+BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types);
+
+/**
  * Gives `cls` its own implementation of the instance method `sel`: replaces it in place when `cls`
  * defines it, else adds it (`types` NULL: the inherited method's types). Returns the IMP `cls`
  * answered with before (its own or the inherited one), or NULL (nothing changed) when `cls` does

@@ -47,13 +47,18 @@ IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement) {
     return method ? method_setImplementation(method, replacement) : NULL;
 }
 
+BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types) {
+    if (cls == Nil || sel == NULL || imp == NULL || types == NULL || types[0] == '\0') return NO;
+    return class_addMethod(cls, sel, imp, types) ? YES : NO;
+}
+
 IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types) {
     Method own = cs_own_method(cls, sel);
     if (own != NULL) return method_setImplementation(own, imp);
     Method inherited = class_getInstanceMethod(cls, sel);
     if (inherited == NULL) return NULL;
     IMP previous = method_getImplementation(inherited);
-    if (!class_addMethod(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
+    if (!cs_backend_add_method(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
     return previous;
 }
 

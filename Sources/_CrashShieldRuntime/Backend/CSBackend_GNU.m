@@ -16,6 +16,13 @@
  * a shared bucket is copied before it is written, never freed. The full rebuild remains only the
  * fallback when that entry point or the class layout check is missing.
  *
+ * Adding a method (cs_backend_add_method) avoids class_addMethod's rebuild the same way: a
+ * one-method list is published at the head of the class's method lists, then the entry is
+ * written into the tables of the class and of its subclasses that inherit the selector. That
+ * needs room in every such table (a write past a table's capacity grows it: SIGABRT on a shared
+ * table, a freed bucket array otherwise), so a selector registered after the tables were built
+ * still goes through class_addMethod (research/gnustep-probe.md §0d).
+ *
  * Publication order (the contract every hook relies on): a hook's original IMP (its slot) is
  * written before the hook's IMP is stored into the Method and the dispatch tables, and both of
  * those stores are release stores (CS_ATOMIC_STORE; a release fence before sarray_at_put_safe),
@@ -107,7 +114,57 @@ typedef struct {
     int (*unlock)(void *mutex);                            /* objc_mutex_unlock */
     void **runtime_mutex;                                  /* &__objc_runtime_mutex */
     void **uninstalled_table;                              /* &__objc_uninstalled_dtable */
+    SEL (*register_typed)(const char *, const char *);     /* sel_registerTypedName */
 } cs_gnu_patch_api;
+
+/* GCC libobjc's struct sarray (objc-private/sarray.h, two-level variant) up to its capacity: a
+ * dispatch table holds `capacity` entries; sarray_at_put_safe grows a table written past them,
+ * which libobjc asserts never happens to a table that subclasses share (abort), and which frees
+ * the old bucket array under readers. Only the in-place add needs it. */
+typedef struct {
+    void *buckets;
+    void *empty_bucket;
+    void *version; /* union sversion: an int or a pointer */
+    short ref_count;
+    void *is_copy_of;
+    size_t capacity;
+} cs_gnu_table_layout;
+
+/* The table position of a selector: GCC's sel_id on 64-bit little-endian holds the bucket in its
+ * low half and the entry within the 32-entry bucket in its high half (research/gnustep-probe.md
+ * §0d). SIZE_MAX where that encoding is not known, so nothing fits. */
+static size_t cs_gnu_table_position(SEL sel) {
+#if defined(__LP64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    size_t raw = (size_t) * (void *const *)(const void *)sel;
+    return (raw & 0xffffffffu) * 32u + (raw >> 32);
+#else
+    (void)sel;
+    return SIZE_MAX;
+#endif
+}
+
+/* The root class's table read back as cs_gnu_table_layout: not a copy, a whole number of buckets,
+ * and -self inside it. */
+static BOOL cs_gnu_table_layout_matches(const void *root_table) {
+    const cs_gnu_table_layout *table = (const cs_gnu_table_layout *)root_table;
+    size_t self_position = cs_gnu_table_position(sel_registerName("self"));
+    return table != NULL && table->is_copy_of == NULL && table->capacity % 32u == 0 && self_position != SIZE_MAX &&
+           self_position < table->capacity;
+}
+
+/* GCC libobjc's struct objc_method and struct objc_method_list (objc-private/module-abi-8.h):
+ * one list of one method, as class_addMethod builds it. */
+typedef struct {
+    SEL name; /* registered with its types, as __objc_register_selectors_from_list leaves it */
+    const char *types;
+    IMP imp;
+} cs_gnu_method;
+
+typedef struct cs_gnu_method_list {
+    struct cs_gnu_method_list *next;
+    int count;
+    cs_gnu_method methods[1];
+} cs_gnu_method_list;
 
 static cs_gnu_class_layout *cs_gnu_layout(Class cls) {
     return (cs_gnu_class_layout *)CS_POINTER(cls);
@@ -125,6 +182,7 @@ static const cs_gnu_patch_api *cs_gnu_patch_api_get(void) {
             (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_unlock"),
             (void **)dlsym(RTLD_DEFAULT, "__objc_runtime_mutex"),
             (void **)dlsym(RTLD_DEFAULT, "__objc_uninstalled_dtable"),
+            (SEL(*)(const char *, const char *))dlsym(RTLD_DEFAULT, "sel_registerTypedName"),
         };
         Class root = objc_getClass("NSObject");
         const cs_gnu_class_layout *layout = root ? cs_gnu_layout(root) : NULL;
@@ -151,13 +209,20 @@ static BOOL cs_gnu_defines(Class cls, SEL sel) {
 
 /* Writes `replacement` into the table of `cls` and of every subclass that still dispatches `sel`
  * to `previous` by inheritance from it. A subclass with its own method (or another IMP) keeps
- * it, and so do its subclasses. A class whose table is not installed yet is skipped: the runtime
+ * it, and so do its subclasses. A subclass that already answers `replacement` is descended into
+ * as well: a lazily copied table shares its parent's bucket until it writes one, so the parent's
+ * write shows through, while a grandchild holding its own copy of that bucket still has
+ * `previous` (stopping there left such grandchildren stale; it showed once the KVO guard's first
+ * start stopped rebuilding every table). A class whose table is not installed yet is skipped: the runtime
  * builds it later from the method lists, which already hold the replacement. Runtime lock held. */
 static void cs_gnu_patch_subtree(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP previous, IMP replacement,
                                  BOOL is_owner) {
     cs_gnu_class_layout *layout = cs_gnu_layout(cls);
     if (layout->dtable == *api->uninstalled_table) return;
-    if (!is_owner && (class_getMethodImplementation(cls, sel) != previous || cs_gnu_defines(cls, sel))) return;
+    if (!is_owner) {
+        IMP current = class_getMethodImplementation(cls, sel);
+        if ((current != previous && current != replacement) || cs_gnu_defines(cls, sel)) return;
+    }
     __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
     /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
     api->put(layout->dtable, (size_t) * (void *const *)(const void *)sel, (void *)replacement);
@@ -174,6 +239,99 @@ static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacem
     cs_gnu_patch_subtree(api, owner, sel, previous, replacement, YES);
     api->unlock(*api->runtime_mutex);
     return YES;
+}
+
+/* True when every installed table the add would write (see cs_gnu_add_to_subtree) has room for
+ * `sel` without growing. Runtime lock held. */
+static BOOL cs_gnu_add_fits(const cs_gnu_patch_api *api, Class cls, SEL sel, size_t position, BOOL is_owner) {
+    cs_gnu_class_layout *layout = cs_gnu_layout(cls);
+    if (layout->dtable == *api->uninstalled_table) return YES;
+    if (!is_owner && cs_gnu_defines(cls, sel)) return YES;
+    if (position >= ((const cs_gnu_table_layout *)layout->dtable)->capacity) return NO;
+    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
+        if (!cs_gnu_add_fits(api, sub, sel, position, NO)) return NO;
+    return YES;
+}
+
+/* The table half of adding `sel` to `owner`: writes `imp` into the table of `cls` and of every
+ * subclass that inherits `sel` from it; a subclass with a method of its own keeps it, and so do
+ * its subclasses. A class whose table is not installed is left to libobjc's update, which only
+ * redoes the table it prepared when that class is inside +initialize (the initializing thread
+ * holds the runtime lock for the whole +initialize, so that is only ever this thread) and
+ * otherwise does nothing; its subclasses are not installed either. Runtime lock held. */
+static void cs_gnu_add_to_subtree(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP imp, BOOL is_owner) {
+    cs_gnu_class_layout *layout = cs_gnu_layout(cls);
+    if (layout->dtable == *api->uninstalled_table) {
+        cs_dtable_update_fn update = cs_dispatch_update_function();
+        if (update) update(cls);
+        return;
+    }
+    if (!is_owner && cs_gnu_defines(cls, sel)) return;
+    __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
+    api->put(layout->dtable, (size_t) * (void *const *)(const void *)sel, (void *)imp);
+    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
+        cs_gnu_add_to_subtree(api, sub, sel, imp, NO);
+}
+
+/* class_addMethod without its table rebuild: the one-method list is filled in, then published at
+ * the head of the class's method lists with a release store (readers walking the lists see the
+ * old head or a complete new one), then the tables are written in place. */
+typedef enum { CS_GNU_ADDED, CS_GNU_ALREADY_DEFINED, CS_GNU_NO_ROOM } cs_gnu_add_result;
+
+static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP imp,
+                                             const char *types) {
+    cs_gnu_method_list *list = (cs_gnu_method_list *)calloc(1, sizeof *list);
+    char *types_copy = strdup(types);
+    if (list == NULL || types_copy == NULL) {
+        free(list);
+        free(types_copy);
+        return CS_GNU_NO_ROOM;
+    }
+    list->count = 1;
+    list->methods[0].types = types_copy;
+    list->methods[0].imp = imp;
+    api->lock(*api->runtime_mutex);
+    cs_gnu_add_result result = cs_gnu_defines(cls, sel) ? CS_GNU_ALREADY_DEFINED
+                               : cs_gnu_add_fits(api, cls, sel, cs_gnu_table_position(sel), YES) ? CS_GNU_ADDED
+                                                                                                  : CS_GNU_NO_ROOM;
+    if (result == CS_GNU_ADDED) {
+        list->methods[0].name = api->register_typed(sel_getName(sel), types_copy);
+        cs_gnu_class_layout *layout = cs_gnu_layout(cls);
+        list->next = (cs_gnu_method_list *)layout->methods;
+        __atomic_store_n(&layout->methods, (void *)list, __ATOMIC_RELEASE);
+        cs_gnu_add_to_subtree(api, cls, sel, imp, YES);
+    }
+    api->unlock(*api->runtime_mutex);
+    if (result != CS_GNU_ADDED) {
+        free(list);
+        free(types_copy);
+    }
+    return result; /* a published list is never freed: readers may hold it */
+}
+
+/* True when sel_registerTypedName was found and NSObject's table reads back as
+ * cs_gnu_table_layout. Decided once NSObject's table is installed; NO before (an add before any
+ * message is single-threaded, so class_addMethod is fine then). */
+static BOOL cs_gnu_can_add(const cs_gnu_patch_api *api) {
+    static int state; /* CS_ATOMIC_*: 0 not decided, 1 yes, 2 no */
+    if (CS_ATOMIC_LOAD(&state) == 0) {
+        Class root = objc_getClass("NSObject");
+        void *table = root ? cs_gnu_layout(root)->dtable : NULL;
+        if (table == NULL || table == *api->uninstalled_table) return NO;
+        CS_ATOMIC_STORE(&state, api->register_typed && cs_gnu_table_layout_matches(table) ? 1 : 2);
+    }
+    return CS_ATOMIC_LOAD(&state) == 1;
+}
+
+BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types) {
+    if (cls == Nil || sel == NULL || imp == NULL || types == NULL || types[0] == '\0') return NO;
+    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
+    cs_gnu_add_result result = api && cs_gnu_can_add(api) ? cs_gnu_add_in_place(api, cls, sel, imp, types) : CS_GNU_NO_ROOM;
+    if (result == CS_GNU_ADDED) return YES;
+    if (result == CS_GNU_ALREADY_DEFINED) return NO;
+    /* A selector registered after the tables were built (or no entry points): libobjc's add,
+     * whose rebuild is not safe while other threads message these classes. */
+    return class_addMethod(cls, sel, imp, types) ? YES : NO;
 }
 
 static Method cs_own_method(Class owner, SEL sel) {
@@ -279,10 +437,7 @@ IMP cs_backend_override_method(Class cls, SEL sel, IMP imp, const char *types) {
     Method inherited = class_getInstanceMethod(cls, sel);
     if (inherited == NULL) return NULL;
     IMP previous = method_getImplementation(inherited);
-    /* class_addMethod rebuilds the dispatch tables of cls and its subclasses, which is not safe
-     * while other threads message them (see the top of this file). Never used on a metaclass
-     * (research/gnustep-probe.md §0b). */
-    if (!class_addMethod(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
+    if (!cs_backend_add_method(cls, sel, imp, types ? types : method_getTypeEncoding(inherited))) return NULL;
     return previous;
 }
 

@@ -585,14 +585,14 @@ static const char *cs_kvo_install(uint32_t *hooked) {
     g_nsobject_observe = class_getMethodImplementation(root, @selector(observeValueForKeyPath:ofObject:change:context:));
     g_add_replaces = cs_kvo_probe_add_replaces();
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
-    /* Adding the method (GNUstep's NSObject lacks it) makes GCC libobjc rebuild every table below
-     * NSObject, which is not safe while other threads message (Backend/CSBackend_GNU.m): open,
-     * docs/ARCHITECTURE.md. Replacing it, on later starts, patches the tables in place. */
+    /* GNUstep's NSObject lacks the method: it is added with the backend, which writes the tables
+     * in place (class_addMethod would rebuild every table below NSObject under the app's
+     * threads); on later starts it is replaced, in place as well. */
     if (cs_backend_class_defines(root, remove_context)) {
         IMP previous = cs_backend_replace_implementation(root, remove_context, (IMP)cs_kvo_remove_context);
         if (previous == NULL) return "-removeObserver:forKeyPath:context: could not be replaced";
         if (previous != (IMP)cs_kvo_remove_context_unguarded) g_original_remove_context = previous;
-    } else if (!class_addMethod(root, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v")) {
+    } else if (!cs_backend_add_method(root, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v")) {
         return "-removeObserver:forKeyPath:context: could not be added";
     }
     (*hooked)++;
@@ -602,7 +602,7 @@ static const char *cs_kvo_install(uint32_t *hooked) {
      * clang-compiled, so adding to it is safe (research/gnustep-probe.md §0b). */
     Class meta = object_getClass((id)root);
     if (!cs_backend_class_defines(meta, remove_context))
-        class_addMethod(meta, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v");
+        cs_backend_add_method(meta, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v");
     else if (cs_backend_own_implementation(meta, remove_context) == (IMP)cs_kvo_remove_context_unguarded)
         cs_backend_replace_implementation(meta, remove_context, (IMP)cs_kvo_remove_context); /* left by uninstall */
 #endif

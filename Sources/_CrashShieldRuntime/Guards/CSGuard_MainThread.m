@@ -11,7 +11,7 @@
  * - Only instance methods returning void with no argument or one pointer- or integer-sized
  *   argument are hooked (the call must be replayable later with the same argument); others are
  *   skipped. An object argument and the receiver are retained until the replay ran.
- * - A class that only inherits the selector gets its own method (class_addMethod) whose
+ * - A class that only inherits the selector gets its own method (cs_backend_add_method) whose
  *   original is the inherited implementation; other classes are unaffected.
  * - Apple's default list (UIView setNeedsLayout, ...) belongs to the Apple build; on Linux the
  *   default list is empty.
@@ -155,7 +155,7 @@ static void cs_main_hook_locked(Class cls, SEL sel, BOOL counted) {
         IMP previous = cs_backend_replace_implementation(cls, sel, slots->replacement[i]);
         if (previous != NULL && previous != current) slots->original[i] = previous;
     } else {
-        class_addMethod(cls, sel, slots->replacement[i], method_getTypeEncoding(method));
+        cs_backend_add_method(cls, sel, slots->replacement[i], method_getTypeEncoding(method));
     }
     if (counted) CSGuardMainThread.hooked_methods++;
 }

@@ -103,6 +103,13 @@ typedef struct {
  *  count, description, self) without pause. A backend that frees dispatch tables those threads
  *  are reading kills the process with SIGSEGV: run it in a child. */
 cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacements, bool root);
+/** Adds `adds` new methods (fresh selectors) to NSObject with cs_backend_add_method while two
+ *  threads message an immutable array (objectAtIndex:, count, description, self) without pause;
+ *  after each add, the array's class must dispatch the new selector to the added method, which
+ *  must answer, and the array must respond to it (`stale` counts adds where one failed). A backend that rebuilds the
+ *  tables, as class_addMethod does on GCC libobjc, kills the process with SIGSEGV: run it in a
+ *  child. `found_owner` is true when NSObject exists. */
+cs_concurrent_replacement_probe cs_test_concurrent_add(unsigned adds);
 /** Number of classes at or below `root` that define `selector` themselves. */
 size_t cs_test_owner_count(const char *root, const char *selector, bool class_side);
 /** What the runtime's exception helpers (Backend/CSObjCTry.mm) did: cs_objc_try caught a thrown
