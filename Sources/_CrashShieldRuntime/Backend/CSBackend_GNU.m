@@ -21,7 +21,7 @@
  * written into the tables of the class and of its subclasses that inherit the selector. That
  * needs room in every such table (a write past a table's capacity grows it: SIGABRT on a shared
  * table, a freed bucket array otherwise), so a selector registered after the tables were built
- * still goes through class_addMethod (research/gnustep-probe.md §0d).
+ * still goes through class_addMethod (probes: docs/probes/gnustep-add-method).
  *
  * Publication order (the contract every hook relies on): a hook's original IMP (its slot) is
  * written before the hook's IMP is stored into the Method and the dispatch tables, and both of
@@ -131,8 +131,8 @@ typedef struct {
 } cs_gnu_table_layout;
 
 /* The table position of a selector: GCC's sel_id on 64-bit little-endian holds the bucket in its
- * low half and the entry within the 32-entry bucket in its high half (research/gnustep-probe.md
- * §0d). SIZE_MAX where that encoding is not known, so nothing fits. */
+ * low half and the entry within the 32-entry bucket in its high half (probes:
+ * docs/probes/gnustep-add-method). SIZE_MAX where that encoding is not known, so nothing fits. */
 static size_t cs_gnu_table_position(SEL sel) {
 #if defined(__LP64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     size_t raw = (size_t) * (void *const *)(const void *)sel;
