@@ -212,6 +212,31 @@ static void *cs_concurrent_messenger(void *array) {
     return (void *)(uintptr_t)calls;
 }
 
+/* Starts up to two threads messaging `values` and returns once every started thread is
+ * messaging it; returns how many started. */
+static int cs_concurrent_start_messengers(CS_UNRETAINED NSArray *values, pthread_t threads[2]) {
+    CS_ATOMIC_STORE(&g_concurrent_stop, 0);
+    CS_ATOMIC_STORE(&g_concurrent_ready, 0);
+    int started = 0;
+    for (; started < 2; started++)
+        if (pthread_create(&threads[started], NULL, cs_concurrent_messenger, CS_POINTER(values)) != 0) break;
+    while (CS_ATOMIC_LOAD(&g_concurrent_ready) < started) sched_yield();
+    return started;
+}
+
+/* Stops and joins the `started` messaging threads; returns the calls they made. */
+static unsigned long cs_concurrent_stop_messengers(pthread_t threads[2], int started) {
+    CS_ATOMIC_STORE(&g_concurrent_stop, 1);
+    unsigned long calls = 0;
+    for (int t = 0; t < started; t++) {
+        void *made = NULL;
+        pthread_join(threads[t], &made);
+        calls += (unsigned long)(uintptr_t)made;
+    }
+    return calls;
+}
+
+
 cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacements, bool root) {
     cs_concurrent_replacement_probe probe = {0};
     SEL sel = @selector(objectAtIndex:);
@@ -227,26 +252,15 @@ cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacem
             owner = objc_getClass("NSObject");
         }
         CS_ATOMIC_STORE(&g_concurrent_original, cs_backend_own_implementation(owner, sel));
-        CS_ATOMIC_STORE(&g_concurrent_stop, 0);
-        CS_ATOMIC_STORE(&g_concurrent_ready, 0);
         pthread_t threads[2];
-        int started = 0;
-        for (; started < 2; started++)
-            if (pthread_create(&threads[started], NULL, cs_concurrent_messenger, CS_POINTER(values)) != 0) break;
-        /* The replacements begin once every thread is messaging the array. */
-        while (CS_ATOMIC_LOAD(&g_concurrent_ready) < started) sched_yield();
+        int started = cs_concurrent_start_messengers(values, threads);
         for (unsigned i = 0; i < replacements; i++) {
             IMP hook = root ? (IMP)cs_concurrent_self_passthrough : (IMP)cs_concurrent_passthrough;
             IMP to = i % 2 == 0 && i + 1 < replacements ? hook : CS_ATOMIC_LOAD(&g_concurrent_original);
             cs_backend_replace_implementation(owner, sel, to);
             if (class_getMethodImplementation(receiver_class, sel) != to) probe.stale++;
         }
-        CS_ATOMIC_STORE(&g_concurrent_stop, 1);
-        for (int t = 0; t < started; t++) {
-            void *calls = NULL;
-            pthread_join(threads[t], &calls);
-            probe.calls += (unsigned long)(uintptr_t)calls;
-        }
+        probe.calls = cs_concurrent_stop_messengers(threads, started);
     }
     return probe;
 }
@@ -279,14 +293,8 @@ cs_concurrent_replacement_probe cs_test_concurrent_add(unsigned adds) {
         void (*rebuild)(Class) = (void (*)(Class))dlsym(RTLD_DEFAULT, "__objc_update_dispatch_table_for_class");
         if (rebuild) rebuild(root);
 #endif
-        CS_ATOMIC_STORE(&g_concurrent_stop, 0);
-        CS_ATOMIC_STORE(&g_concurrent_ready, 0);
         pthread_t threads[2];
-        int started = 0;
-        for (; started < 2; started++)
-            if (pthread_create(&threads[started], NULL, cs_concurrent_messenger, CS_POINTER(values)) != 0) break;
-        /* The adds begin once every thread is messaging the array. */
-        while (CS_ATOMIC_LOAD(&g_concurrent_ready) < started) sched_yield();
+        int started = cs_concurrent_start_messengers(values, threads);
         for (unsigned i = 0; i < adds; i++) {
             SEL sel = selectors[i];
             if (!cs_backend_add_method(root, sel, (IMP)cs_concurrent_added_imp, "i@:") ||
@@ -295,12 +303,7 @@ cs_concurrent_replacement_probe cs_test_concurrent_add(unsigned adds) {
                 ![values respondsToSelector:sel])
                 probe.stale++;
         }
-        CS_ATOMIC_STORE(&g_concurrent_stop, 1);
-        for (int t = 0; t < started; t++) {
-            void *calls = NULL;
-            pthread_join(threads[t], &calls);
-            probe.calls += (unsigned long)(uintptr_t)calls;
-        }
+        probe.calls = cs_concurrent_stop_messengers(threads, started);
         free(selectors);
     }
     return probe;
