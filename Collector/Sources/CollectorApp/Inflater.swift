@@ -1,6 +1,55 @@
 import CZlib
 import Foundation
 
+/// How a request body is encoded, read from its `Content-Encoding` header.
+///
+/// Accepted (case-insensitive, spaces around entries ignored): no header, an empty value,
+/// `identity`, `gzip` (also `x-gzip`), `deflate`, and `UTF-8`, which some SDKs send by mistake
+/// (sentry-java for Android 2.0; Sentry's Relay ignores it too). `identity` entries of a list
+/// are ignored, so `identity, gzip` is gzip. Everything else is refused with 415 `body.encoding`
+/// (`unsupported`), whose message and the answer's `Accept-Encoding` (`acceptEncoding`) name the
+/// codings accepted: `br`, `zstd` (Relay decodes both; this collector does not), any other
+/// token, and two codings stacked (`gzip, br`, `gzip, gzip`: only one layer is decoded).
+enum BodyEncoding: Sendable, Equatable {
+    case identity
+    case compressed(Inflater.Format)
+
+    /// The error code of a body encoded in a way the collector cannot decode (HTTP 415).
+    static let unsupportedCode = "body.encoding"
+    /// The `Accept-Encoding` value sent with a 415 (RFC 7694): the codings the collector decodes.
+    static let acceptEncoding = "gzip, deflate"
+
+    /// - Parameter header: the request's `Content-Encoding` value, or nil without one.
+    /// - Throws: `body.encoding` (415) for an encoding the collector cannot decode.
+    init(header: String?) throws(CollectorError) {
+        // Without the header (the usual case) no text work at all.
+        guard let header else {
+            self = .identity
+            return
+        }
+        var coding: Inflater.Format?
+        for entry in header.split(separator: ",", omittingEmptySubsequences: false) {
+            let token = entry.trimmingCharacters(in: .whitespaces).lowercased()
+            let format: Inflater.Format
+            switch token {
+            case "", "identity", "utf-8": continue
+            case "gzip", "x-gzip": format = .gzip
+            case "deflate": format = .deflate
+            default: throw Self.unsupported("Content-Encoding \(token) is not supported")
+            }
+            guard coding == nil else {
+                throw Self.unsupported("Content-Encoding \(header) applies more than one coding; one is decoded")
+            }
+            coding = format
+        }
+        self = coding.map { .compressed($0) } ?? .identity
+    }
+
+    private static func unsupported(_ what: String) -> CollectorError {
+        .unsupportedMediaType(unsupportedCode, "\(what) (accepted: \(acceptEncoding), identity)")
+    }
+}
+
 /// Decompresses a request body as it arrives, refusing output beyond `limit` bytes, so a small
 /// compressed body that would expand to gigabytes (a decompression bomb) is stopped after `limit`
 /// bytes of work instead of exhausting memory.

@@ -225,6 +225,7 @@ struct CollectorRoutes: Sendable {
         } catch {
             var response = errorResponse(error, countAsRejected: true)
             if (error as? CollectorError)?.code == "ingest.queue_full" { response.headers[.retryAfter] = "1" }
+            if (error as? CollectorError)?.code == BodyEncoding.unsupportedCode { response.headers[.acceptEncoding] = BodyEncoding.acceptEncoding }
             return response
         }
     }
@@ -269,21 +270,17 @@ struct CollectorRoutes: Sendable {
         return nil
     }
 
-    /// Reads the body, decompressing `gzip` or `deflate`, with the size limits checked as bytes arrive.
+    /// Reads the body, decompressing `gzip` or `deflate` (see `BodyEncoding`; others are 415
+    /// `body.encoding`), with the size limits checked as bytes arrive.
     func readBody(_ request: Request) async throws -> [UInt8] {
         let declaredLength = request.headers[.contentLength].flatMap(Int.init)
         if let declared = declaredLength, declared > limits.maxBodyBytes {
             throw CollectorError.tooLarge("body.too_large", "the body is larger than \(limits.maxBodyBytes) bytes")
         }
-        // Without the header (the usual case) no text work at all: Foundation's trimming costs a
-        // few microseconds per request.
-        let encoding = request.headers[.contentEncoding].map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? "identity"
         let inflater: Inflater?
-        switch encoding {
-        case "", "identity": inflater = nil
-        case "gzip", "x-gzip": inflater = try Inflater(format: .gzip, limit: limits.maxDecompressedBytes)
-        case "deflate": inflater = try Inflater(format: .deflate, limit: limits.maxDecompressedBytes)
-        default: throw CollectorError.unsupportedMediaType("body.encoding", "Content-Encoding \(encoding) is not supported (gzip, deflate)")
+        switch try BodyEncoding(header: request.headers[.contentEncoding]) {
+        case .identity: inflater = nil
+        case .compressed(let format): inflater = try Inflater(format: format, limit: limits.maxDecompressedBytes)
         }
         var received = 0
         var plain: [UInt8] = []

@@ -122,6 +122,45 @@ struct IngestTests {
         }
     }
 
+    /// A body in a coding the collector cannot decode (`br`, `zstd`, an unknown token, two codings
+    /// stacked) is answered 415 `body.encoding` naming the accepted codings, with `Accept-Encoding`
+    /// (RFC 7694), counted by reason in the metrics, and stores nothing; the spellings Relay lets
+    /// through (`UTF-8`, `identity` in a list, any case) are read, and the server stays up.
+    @Test func undecodableContentEncodingsAreRefusedWith415AndAcceptEncoding() async throws {
+        try await Harness.run { harness in
+            let plain = Fixtures.envelope(event: Fixtures.exceptionEvent())
+            let gzipped = Fixtures.compress(plain, gzip: true)
+            let refused: [(String, [UInt8])] = [
+                ("br", plain), ("zstd", plain), ("compress", plain), ("x-unknown", plain),
+                ("gzip, br", gzipped), ("br, gzip", gzipped), ("gzip, gzip", Fixtures.compress(gzipped, gzip: true)),
+            ]
+            for (encoding, body) in refused {
+                let response = try await harness.post(body: body, headers: ["X-Sentry-Auth": harness.authHeader, "Content-Encoding": encoding])
+                #expect(response.status == 415, "\(encoding): \(response.status) \(response.text)")
+                #expect(response.json?["code"]?.stringValue == "body.encoding", "\(encoding)")
+                let detail = response.json?["detail"]?.stringValue ?? ""
+                #expect(detail.contains("gzip") && detail.contains("deflate"), "\(encoding): \(detail)")
+                #expect(response.headers["accept-encoding"] == "gzip, deflate", "\(encoding)")
+            }
+            let metrics = try await harness.client.execute("/metrics").text
+            #expect(metrics.contains("collector_rejected_requests_total{reason=\"body.encoding\"} \(refused.count)"))
+            #expect(try await harness.issues().isEmpty)
+
+            let accepted: [(String, [UInt8])] = [
+                ("UTF-8", Fixtures.envelope(event: Fixtures.exceptionEvent())),
+                ("identity, gzip", Fixtures.compress(Fixtures.envelope(event: Fixtures.exceptionEvent()), gzip: true)),
+                (" GZIP ", Fixtures.compress(Fixtures.envelope(event: Fixtures.exceptionEvent()), gzip: true)),
+                ("Deflate", Fixtures.compress(Fixtures.envelope(event: Fixtures.exceptionEvent()), gzip: false)),
+                ("identity", Fixtures.envelope(event: Fixtures.exceptionEvent())),
+            ]
+            for (encoding, body) in accepted {
+                let response = try await harness.post(body: body, headers: ["X-Sentry-Auth": harness.authHeader, "Content-Encoding": encoding])
+                #expect(response.status == 200, "\(encoding): \(response.status) \(response.text)")
+            }
+            #expect(try await harness.issues().first?["event_count"]?.intValue == Int64(accepted.count))
+        }
+    }
+
     @Test func unknownItemTypesAreSkippedAndNewlineTerminatedItemsRead() async throws {
         try await Harness.run { harness in
             let id = Fixtures.eventID()
