@@ -67,7 +67,7 @@ public func buildApplication(
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestLogMiddleware(logger: logger))
     routes.register(on: router)
-    DashboardRoutes.make(store: store, configuration: configuration, logger: logger)?.register(on: router)
+    DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)?.register(on: router)
 
     let shutdown = ShutdownGracePeriod(gracePeriod: configuration.shutdownGracePeriod, store: store, logger: logger)
     var services: [any Service] = [StoreCloser(store: store, shutdown: shutdown, logger: logger)]

@@ -264,6 +264,43 @@ struct ShutdownAndLockWaitTests {
         }
     }
 
+    /// SQLite: a dashboard form and the management API refused because another connection holds
+    /// the write lock past the lock timeout are answered 503 `storage.busy` with `Retry-After: 1`,
+    /// as ingest is (the dashboard's HTML error page too), and counted in the metrics; nothing
+    /// changes, and the same requests succeed once the lock is released.
+    @Test func dashboardAndAPIAnswersToABusyDatabaseCarryRetryAfter() async throws {
+        let path = NSTemporaryDirectory() + "collector_busy_pages_\(UUID().uuidString).sqlite"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        try await Harness.run(configuration: Self.configuration(.sqlite(path: path), lockTimeout: 0.2)) { harness in
+            #expect(try await harness.post(body: Fixtures.envelope(event: Fixtures.exceptionEvent(type: "BusyPageError"))).status == 200)
+            let browser = Browser(baseURL: harness.client.baseURL)
+            #expect(try await browser.logIn().status == 303)
+            let csrf = try #require(Browser.csrfToken(in: try await browser.get("/issues/1")))
+
+            var other: OpaquePointer?
+            #expect(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK)
+            defer { sqlite3_close_v2(other) }
+            #expect(sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+
+            let page = try await browser.post("/issues/1/status", form: [("status", "resolved"), ("csrf_token", csrf)])
+            #expect(page.status == 503)
+            #expect(page.headers["retry-after"] == "1")
+            #expect(page.headers["content-type"]?.hasPrefix("text/html") == true)
+            #expect(page.text.contains("storage.busy"))
+            let api = try await harness.api("/api/0/issues/1", method: "PUT", json: ["status": "ignored"])
+            #expect(api.status == 503)
+            #expect(api.json?["code"]?.stringValue == "storage.busy")
+            #expect(api.headers["retry-after"] == "1")
+            let metrics = try await harness.client.execute("/metrics").text
+            #expect(metrics.contains("collector_storage_unavailable_total{code=\"storage.busy\"} 2"), "\(metrics)")
+
+            #expect(sqlite3_exec(other, "COMMIT", nil, nil, nil) == SQLITE_OK)
+            #expect(try await harness.api("/api/0/issues/1").json?["status"]?.stringValue == "unresolved")
+            #expect(try await browser.post("/issues/1/status", form: [("status", "resolved"), ("csrf_token", csrf)]).status == 303)
+            #expect(try await harness.api("/api/0/issues/1", method: "PUT", json: ["status": "ignored"]).status == 200)
+        }
+    }
+
     /// `serve --lock-timeout` and `--shutdown-grace-period` set the configuration (defaults 5 and
     /// 10 s); values the configuration would refuse are refused with the option named.
     @Test func theServeOptionsSetTheLockTimeoutAndTheGracePeriod() throws {

@@ -14,13 +14,14 @@ extension DashboardRoutes {
     }
 
     /// The dashboard for `store`, or nil when the store lacks account storage or dashboard queries.
-    static func make(store: any CollectorStore, configuration: CollectorConfiguration, logger: Logger) -> DashboardRoutes? {
+    static func make(store: any CollectorStore, configuration: CollectorConfiguration, metrics: CollectorMetrics,
+                     logger: Logger) -> DashboardRoutes? {
         guard let accountStore = store as? any AccountStore, let queries = store as? any DashboardQueries else { return nil }
         let secure = configuration.publicURL?.lowercased().hasPrefix("https://") == true
         return DashboardRoutes(
             store: store, queries: queries,
             accounts: AccountService(store: accountStore, sessionLifetime: configuration.sessionLifetime, secureCookies: secure),
             sdkConfig: SDKConfigService(store: store, maxAge: configuration.sdkConfigMaxAge),
-            publicURL: configuration.publicURL, logger: logger)
+            publicURL: configuration.publicURL, metrics: metrics, logger: logger)
     }
 }

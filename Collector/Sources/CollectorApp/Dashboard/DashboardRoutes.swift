@@ -16,6 +16,8 @@ struct DashboardRoutes: Sendable {
     let sdkConfig: SDKConfigService
     /// The collector's public URL (its origin is accepted for POSTs and used in DSNs), or nil.
     let publicURL: String?
+    /// Counts the pages answered 503 because of the database (`storage.busy`, `storage.cancelled`).
+    let metrics: CollectorMetrics
     let logger: Logger
 
     static let maxFormBytes = 256 * 1024
@@ -216,14 +218,22 @@ struct DashboardRoutes: Sendable {
         return issue
     }
 
+    /// The HTML page for a refused or failed request, with the error's status, message and code.
+    /// A failure the browser may retry (`CollectorError.retryAfter`: the database was busy, or the
+    /// collector is shutting down) carries `Retry-After`, as the API's and ingest's answers do,
+    /// and a 503 of the database is counted in `collector_storage_unavailable_total`.
     func errorPage(_ error: any Error) -> Response {
         let failure: CollectorError
         if let known = error as? CollectorError { failure = known } else {
             logger.error("dashboard request failed", metadata: ["error": "\(error)"])
             failure = .storage("the page could not be built")
         }
-        let body: HTML = "<main><h1>\(failure.status == 404 ? "Not found" : "Request refused")</h1><p class=\"error\">\(failure.message)</p><p><code>\(failure.code)</code></p><p><a href=\"/projects\">Projects</a></p></main>"
-        return Layout.document(title: "Error", body: body, status: .init(code: failure.status))
+        if failure.status == 503 && failure.code.hasPrefix("storage.") { metrics.storageUnavailable(failure.code) }
+        let heading = failure.status == 404 ? "Not found" : failure.retryAfter != nil ? "Try again shortly" : "Request refused"
+        let body: HTML = "<main><h1>\(heading)</h1><p class=\"error\">\(failure.message)</p><p><code>\(failure.code)</code></p><p><a href=\"/projects\">Projects</a></p></main>"
+        var response = Layout.document(title: "Error", body: body, status: .init(code: failure.status))
+        if let retryAfter = failure.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        return response
     }
 
     /// The base URL for DSNs: the public URL, else the request's `Host`.
