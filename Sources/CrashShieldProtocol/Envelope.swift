@@ -75,14 +75,33 @@ public struct Envelope: Sendable, Hashable {
         public let message: String
     }
 
+    /// The envelope-header fields Sentry's ingestion (Relay) declares; a header naming one of them
+    /// twice is refused (serde's "duplicate field"), where an undeclared key's last value counts.
+    public static let declaredHeaderFields: Set<String> = [
+        "event_id", "dsn", "client", "version", "origin", "remote_addr", "forwarded_for", "user_agent",
+        "client_hints", "no_cache", "retention", "downsampled_retention", "sent_at", "trace", "required_features",
+    ]
+
+    /// The item-header fields Relay declares; as `declaredHeaderFields`, for item headers.
+    public static let declaredItemHeaderFields: Set<String> = [
+        "type", "length", "item_count", "attachment_type", "content_type", "filename", "platform",
+        "routing_hint", "metrics_extracted", "spans_extracted", "fully_normalized", "sampled",
+    ]
+
     /// Reads an envelope.
     ///
-    /// Headers are JSON objects in UTF-8 on one line each, read as Sentry's ingestion (Relay)
-    /// reads them: a trailing comma in an object or array makes the header invalid, and of a
-    /// repeated key the last value counts. Also accepted: a byte order mark before a header. A
-    /// `length` written as `3.0` counts as 3. Blank lines between items are skipped.
-    /// - Throws: `Envelope.ParseError` for a missing or non-object header, an item header that is
-    ///   not a JSON object, a negative or non-integer `length`, or a `length` beyond the data.
+    /// Headers are JSON objects in UTF-8 on one line each, read as Sentry's ingestion (Relay,
+    /// serde_json) reads them: a trailing comma in an object or array, or a byte order mark before
+    /// a header, makes the header invalid (`envelope.header`); a field Relay declares
+    /// (`declaredHeaderFields`, `declaredItemHeaderFields`: `event_id`, `dsn`, `type`, `length`,
+    /// ...) given twice in one header is refused (`envelope.duplicate_field`), while of another
+    /// repeated key the last value counts. An item's `length` is an integer from 0 to 2^32 − 1
+    /// written without fraction or exponent (`3.0` is refused) or `null` (as if absent). Blank
+    /// lines between items are skipped.
+    /// - Throws: `Envelope.ParseError` for a missing or non-object header (`envelope.empty`,
+    ///   `envelope.header`), a repeated declared field (`envelope.duplicate_field`), a `length`
+    ///   that is not such an integer or does not end where the payload's newline is
+    ///   (`envelope.length`), or a `length` beyond the data (`envelope.truncated`).
     public static func parse(_ data: Data) throws(ParseError) -> Envelope {
         try parse(bytes: [UInt8](data))
     }
@@ -101,11 +120,14 @@ public struct Envelope: Sendable, Hashable {
         }
         // The headers are read by the package's own reader in its envelope-header dialect
         // (JSONDecoder, the reader before it, was most of this function's cost).
-        func object(_ slice: ArraySlice<UInt8>, _ what: String) throws(ParseError) -> [String: JSONValue] {
-            guard let value = try? StrictJSON.parse(Array(slice), dialect: .envelopeHeader),
-                  case .object(let members) = value
+        func object(_ slice: ArraySlice<UInt8>, _ what: String, declared: Set<String>) throws(ParseError) -> [String: JSONValue] {
+            guard let parsed = try? StrictJSON.parseEnvelopeHeader(Array(slice)),
+                  case .object(let members) = parsed.value
             else {
                 throw ParseError(code: "envelope.header", message: "\(what) is not a JSON object")
+            }
+            if let field = parsed.repeatedKeys.intersection(declared).sorted().first {
+                throw ParseError(code: "envelope.duplicate_field", message: "\(what) has the field \(field) more than once")
             }
             return members
         }
@@ -113,16 +135,17 @@ public struct Envelope: Sendable, Hashable {
         guard let headerLine = line() else {
             throw ParseError(code: "envelope.empty", message: "no envelope header")
         }
-        let header = try object(headerLine, "the envelope header")
+        let header = try object(headerLine, "the envelope header", declared: declaredHeaderFields)
         var items: [Item] = []
         while position < bytes.count {
             guard let itemLine = line() else { break }
             if itemLine.isEmpty { continue }  // tolerated: blank line between items
-            let itemHeader = try object(itemLine, "item header \(items.count)")
+            let itemHeader = try object(itemLine, "item header \(items.count)", declared: declaredItemHeaderFields)
             let payload: ArraySlice<UInt8>
-            if let lengthValue = itemHeader["length"] {
-                guard let length = lengthValue.intValue, length >= 0 else {
-                    throw ParseError(code: "envelope.length", message: "item \(items.count) has an invalid length")
+            if let lengthValue = itemHeader["length"], lengthValue != .null {
+                // Relay reads `length` as a u32: an integer as written, no fraction or exponent.
+                guard case .int(let length) = lengthValue, length >= 0, length <= Int64(UInt32.max) else {
+                    throw ParseError(code: "envelope.length", message: "item \(items.count) has an invalid length (an integer from 0 to 4294967295)")
                 }
                 guard length <= bytes.count - position else {
                     throw ParseError(code: "envelope.truncated", message: "item \(items.count) is shorter than its length")

@@ -4,9 +4,11 @@ import Testing
 import CrashShieldProtocol
 
 /// `Envelope.parse`: item framing and the header edge cases. The headers are read by the package's
-/// own JSON reader as Sentry's ingestion (Relay, serde_json) reads them: trailing commas refused,
-/// the last value of a repeated key kept. The differential cases check that otherwise it accepts
-/// and returns exactly what `JSONValue.parse` (JSONDecoder), the reader it replaced, does.
+/// own JSON reader as Sentry's ingestion (Relay, serde_json) reads them: trailing commas and a
+/// byte order mark refused, numbers with a fraction or exponent kept as doubles, a repeated
+/// declared field (`event_id`, `type`, `length`, ...) refused and of another repeated key the
+/// last value kept. The differential cases check that otherwise it accepts and returns what
+/// `JSONValue.parse` (JSONDecoder), the reader it replaced, does.
 @Suite struct EnvelopeParseTests {
     private func parse(_ text: String) throws(Envelope.ParseError) -> Envelope {
         try Envelope.parse(Data(text.utf8))
@@ -48,10 +50,19 @@ import CrashShieldProtocol
         #expect(errorCode([]) == "envelope.empty")
     }
 
-    @Test func wholeNumberLengthWrittenWithAFractionIsALength() throws {
-        let envelope = try parse("{}\n{\"type\":\"a\",\"length\":3.0}\nabc\n")
-        #expect(envelope.items.first.map { String(decoding: $0.payload, as: UTF8.self) } == "abc")
-        #expect(envelope.items.first?.header["length"] == .int(3))
+    /// Relay reads `length` as a u32 (serde_json): a whole number written with a fraction or an
+    /// exponent, a boolean, or a number past 2^32 − 1 is no length.
+    @Test(arguments: ["3.0", "3e0", "0.3e1", "true", "4294967296", "-0.0"])
+    func lengthNotWrittenAsAnUnsigned32BitIntegerIsRefused(_ length: String) {
+        #expect(errorCode(Array("{}\n{\"type\":\"a\",\"length\":\(length)}\nabc\n".utf8)) == "envelope.length", "\(length)")
+    }
+
+    /// `length: null` is no length (Relay's `Option<u32>`): the payload runs to the newline.
+    @Test func nullLengthIsAnItemWithoutLength() throws {
+        let envelope = try parse("{}\n{\"type\":\"a\",\"length\":null}\nabc\n")
+        #expect(envelope.items.map { String(decoding: $0.payload, as: UTF8.self) } == ["abc"])
+        // The largest u32 is a length (here beyond the data), one more is not.
+        #expect(errorCode(Array("{}\n{\"type\":\"a\",\"length\":4294967295}\nabc\n".utf8)) == "envelope.truncated")
     }
 
     @Test func unknownKeysAreKeptWithTheirValues() throws {
@@ -80,13 +91,27 @@ import CrashShieldProtocol
         #expect(errorCode(Array("{}\n{\"type\":\"a\",\"length\":1}\n".utf8) + [0xFF]) == nil)
     }
 
-    @Test func repeatedKeyKeepsTheLastValueAsSentrysIngestionDoes() throws {
-        let envelope = try parse(#"{"event_id":"first","event_id":"second","n":{"a":1,"a":2}}"# + "\n"
-                                 + #"{"type":"a","length":1,"length":5}"# + "\nabcde\n")
-        #expect(envelope.header == ["event_id": "second", "n": ["a": 2]])
-        // The repeated length is the one that frames the payload.
+    @Test func repeatedUndeclaredKeyKeepsTheLastValueAsSentrysIngestionDoes() throws {
+        let envelope = try parse(#"{"event_id":"e","x":"first","x":"second","n":{"a":1,"a":2}}"# + "\n"
+                                 + #"{"type":"a","length":5,"extra":1,"extra":2,"o":{"length":1,"length":2}}"# + "\nabcde\n")
+        #expect(envelope.header == ["event_id": "e", "x": "second", "n": ["a": 2]])
         #expect(envelope.items.first?.payload == Data("abcde".utf8))
-        #expect(envelope.items.first?.header["length"] == .int(5))
+        #expect(envelope.items.first?.header["extra"] == .int(2))
+        #expect(envelope.items.first?.header["o"] == ["length": 2])
+    }
+
+    /// A field Relay declares, given twice in one header, is refused as serde refuses it
+    /// ("duplicate field"), in the envelope header and in item headers alike.
+    @Test(arguments: [
+        #"{"event_id":"a","event_id":"b"}"# + "\n{\"type\":\"x\",\"length\":0}\n\n",
+        #"{"dsn":"a","sdk":{},"dsn":"a"}"# + "\n",
+        #"{"sent_at":"2026-01-01T00:00:00Z","sent_at":"2026-01-02T00:00:00Z"}"# + "\n",
+        "{}\n" + #"{"type":"event","length":1,"length":5}"# + "\nabcde\n",
+        "{}\n" + #"{"type":"event","type":"attachment","length":0}"# + "\n\n",
+        "{}\n" + #"{"type":"attachment","filename":"a","filename":"b","length":0}"# + "\n\n",
+    ])
+    func repeatedDeclaredFieldIsRefused(_ text: String) {
+        #expect(errorCode(Array(text.utf8)) == "envelope.duplicate_field", "\(text.debugDescription)")
     }
 
     @Test(arguments: [#"{"a":1,}"#, #"{"a":[1,]}"#, #"{"a":{"b":1,}}"#, #"{"a":[1, ] }"#, "{\"a\":1,\t}", #"{"a":[[],],"b":2}"#])
@@ -96,9 +121,17 @@ import CrashShieldProtocol
                 == "envelope.header")
     }
 
-    @Test func byteOrderMarkAndWholeNumbersWithAFractionAreStillAccepted() throws {
-        let envelope = try parse("\u{FEFF}{\"a\":[1],\"b\":1e2}\r\n")
-        #expect(envelope.header == ["a": [1], "b": 100])
+    /// serde_json does not skip a byte order mark ("expected value"), so Relay refuses it before
+    /// the envelope header and before an item header.
+    @Test func byteOrderMarkBeforeAHeaderIsRefused() {
+        #expect(errorCode(Array("\u{FEFF}{\"a\":[1]}\n".utf8)) == "envelope.header")
+        #expect(errorCode(Array("{}\n\u{FEFF}{\"type\":\"a\",\"length\":0}\n\n".utf8)) == "envelope.header")
+    }
+
+    /// As serde_json keeps them: a number written with a fraction or an exponent is a double.
+    @Test func numbersWithAFractionOrExponentStayDoubles() throws {
+        let envelope = try parse("{\"a\":[1],\"b\":1e2,\"c\":3.0,\"d\":-0}\n")
+        #expect(envelope.header == ["a": [1], "b": .double(100), "c": .double(3), "d": .int(0)])
     }
 
     /// The one known difference from JSONDecoder: a number of magnitude 2^53 or more written
@@ -112,7 +145,9 @@ import CrashShieldProtocol
 
     /// Header texts on which the old and the new reader must agree, accepted or not and the value,
     /// except where the new one follows Sentry's ingestion: a text with a trailing comma is
-    /// refused, and one with a repeated key is accepted (its values are checked above).
+    /// refused, one with a repeated key is accepted (its values are checked above), and a whole
+    /// number written with a fraction or exponent is a double where JSONDecoder gave an integer
+    /// (compared after mapping such doubles back).
     @Test func headersReadAsJSONDecoderReadsThemExceptTrailingCommasAndRepeatedKeys() throws {
         var texts = [
             #"{"a":1.0,"b":1e2,"c":-0,"d":1.5,"e":99999999999999999999,"f":-9223372036854775808}"#,
@@ -159,7 +194,7 @@ import CrashShieldProtocol
         for text in texts {
             let old = try? JSONValue.parse(Data(text.utf8))
             let oldHeader = old?.objectValue
-            let new = try? Envelope.parse(Data((text + "\n").utf8)).header
+            let new = (try? Envelope.parse(Data((text + "\n").utf8)).header)?.mapValues(Self.wholeDoublesAsIntegers)
             let shape = oldHeader == nil ? nil : Self.shape(of: text)
             if shape?.trailingComma == true {
                 trailingCommas += 1
@@ -176,6 +211,18 @@ import CrashShieldProtocol
         #expect(accepted > 300)
         #expect(trailingCommas > 50)
         #expect(repeatedKeys > 20)
+    }
+
+    /// `value` with every double that JSONDecoder would have read as an integer (a whole number
+    /// below 2^53 in magnitude) turned into that integer.
+    private static func wholeDoublesAsIntegers(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .double(let number) where abs(number) < 9_007_199_254_740_992:
+            return Int64(exactly: number).map(JSONValue.int) ?? value
+        case .array(let items): return .array(items.map(wholeDoublesAsIntegers))
+        case .object(let members): return .object(members.mapValues(wholeDoublesAsIntegers))
+        default: return value
+        }
     }
 
     /// Whether `text`, which JSONDecoder accepted, has a comma right before a closing bracket or

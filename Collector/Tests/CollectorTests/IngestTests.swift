@@ -161,6 +161,32 @@ struct IngestTests {
         }
     }
 
+    /// Envelopes Sentry's Relay refuses are refused with 400 and a code naming the problem: a byte
+    /// order mark before the header, an item `length` written as `3.0`, a declared field given
+    /// twice (`event_id`, an item's `type`); nothing is stored.
+    @Test func envelopesRelayRefusesAreAnswered400WithTheirCode() async throws {
+        try await Harness.run { harness in
+            let id = Fixtures.eventID()
+            let event = "{\"event_id\":\"\(id)\",\"message\":\"x\"}"
+            let cases: [(String, String)] = [
+                ("\u{FEFF}{\"event_id\":\"\(id)\"}\n{\"type\":\"event\"}\n\(event)\n", "envelope.header"),
+                ("{\"event_id\":\"\(id)\"}\n{\"type\":\"event\",\"length\":\(event.utf8.count).0}\n\(event)\n", "envelope.length"),
+                ("{\"event_id\":\"\(id)\",\"event_id\":\"\(Fixtures.eventID())\"}\n{\"type\":\"event\"}\n\(event)\n", "envelope.duplicate_field"),
+                ("{\"event_id\":\"\(id)\"}\n{\"type\":\"attachment\",\"type\":\"event\"}\n\(event)\n", "envelope.duplicate_field"),
+            ]
+            for (text, code) in cases {
+                let response = try await harness.post(body: Array(text.utf8))
+                #expect(response.status == 400, "\(text.debugDescription): \(response.status) \(response.text)")
+                #expect(response.json?["code"]?.stringValue == code, "\(text.debugDescription)")
+            }
+            #expect(try await harness.issues().isEmpty)
+            // The same event in a well-formed envelope is stored.
+            let good = "{\"event_id\":\"\(id)\"}\n{\"type\":\"event\",\"length\":\(event.utf8.count)}\n\(event)\n"
+            #expect(try await harness.post(body: Array(good.utf8)).status == 200)
+            #expect(try await harness.issues().count == 1)
+        }
+    }
+
     @Test func unknownItemTypesAreSkippedAndNewlineTerminatedItemsRead() async throws {
         try await Harness.run { harness in
             let id = Fixtures.eventID()

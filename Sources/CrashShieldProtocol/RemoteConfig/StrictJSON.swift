@@ -11,8 +11,10 @@ import Foundation
 /// JSONDecoder reads the same way (JSONDecoder also accepts trailing commas and repeated keys).
 ///
 /// `Dialect.envelopeHeader` reads envelope and item headers the way Sentry's ingestion (Relay,
-/// serde_json) reads them where it matters for framing and identity: trailing commas refused,
-/// a repeated key's last value kept.
+/// serde_json) reads them where it matters for framing and identity: trailing commas and a byte
+/// order mark refused, numbers written with a fraction or exponent kept as `.double`, a repeated
+/// key's last value kept (`parseEnvelopeHeader` also names the repeated top-level keys, which
+/// `Envelope.parse` refuses for the fields Relay declares).
 struct StrictJSON {
     struct Failure: Error {}
 
@@ -22,17 +24,15 @@ struct StrictJSON {
         case strict
         /// Envelope and item headers. As `strict`, except:
         /// - a repeated key is accepted and its **last** value kept, as serde_json keeps it in an
-        ///   untyped object (Relay reads item headers and the envelope header's other keys that
-        ///   way; JSONDecoder, the reader before this one, kept the first);
-        /// - kept from that former reader (JSONDecoder): a UTF-8 byte order mark before the
-        ///   value, nesting up to 512 levels, and a number written with a fraction or exponent
-        ///   whose value is a whole number of magnitude below 2^53 (`1.0`, `1e2`) is `.int`. Such
-        ///   a number of magnitude 2^53 or more is `.double` here, where JSONDecoder gives `.int`
-        ///   for some spellings (`1.23456789012345678e17`) and `.double` for others.
-        /// A trailing comma in an object or array is refused, as serde_json refuses it ("trailing
-        /// comma"), so Relay answers such an envelope with 400. One difference from Relay remains:
-        /// it refuses a repeat of a field its envelope header declares (`event_id`, `dsn`,
-        /// `sent_at`, `trace`, ...: serde's "duplicate field"), where this keeps the last value.
+        ///   untyped object (Relay reads the headers' undeclared keys that way; a repeat of a
+        ///   field Relay declares is refused by `Envelope.parse`, from the keys
+        ///   `parseEnvelopeHeader` reports);
+        /// - nesting up to 512 levels (kept from JSONDecoder, the reader before this one).
+        /// As serde_json (and so Relay, which answers 400): a trailing comma in an object or array
+        /// is refused ("trailing comma"), a UTF-8 byte order mark before the value is refused
+        /// ("expected value"; JSONDecoder skipped it), and a number written with a fraction or an
+        /// exponent is `.double` even when whole (`3.0`, `1e2`; JSONDecoder gave `.int`), so a
+        /// `length` of `3.0` is not a length.
         case envelopeHeader
     }
 
@@ -40,6 +40,8 @@ struct StrictJSON {
     private let dialect: Dialect
     private var index = 0
     private var depth = 0
+    /// `envelopeHeader`: the keys that occur more than once in the outermost object.
+    private var repeatedTopLevelKeys: Set<String> = []
 
     static func parse(_ data: Data) throws(Failure) -> JSONValue {
         try parse([UInt8](data), dialect: .strict)
@@ -47,11 +49,23 @@ struct StrictJSON {
 
     static func parse(_ bytes: [UInt8], dialect: Dialect) throws(Failure) -> JSONValue {
         var reader = StrictJSON(bytes: bytes, dialect: dialect)
-        if dialect == .envelopeHeader, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.index = 3 }
-        reader.skipWhitespace()
-        let value = try reader.value()
-        reader.skipWhitespace()
-        guard reader.index == reader.bytes.count else { throw Failure() }
+        return try reader.document()
+    }
+
+    /// An envelope or item header (`Dialect.envelopeHeader`), and the keys of its outermost
+    /// object that occur more than once (their last value is the one in `value`).
+    static func parseEnvelopeHeader(_ bytes: [UInt8]) throws(Failure) -> (value: JSONValue, repeatedKeys: Set<String>) {
+        var reader = StrictJSON(bytes: bytes, dialect: .envelopeHeader)
+        let value = try reader.document()
+        return (value, reader.repeatedTopLevelKeys)
+    }
+
+    /// The whole input as one value, with only whitespace around it.
+    private mutating func document() throws(Failure) -> JSONValue {
+        skipWhitespace()
+        let value = try value()
+        skipWhitespace()
+        guard index == bytes.count else { throw Failure() }
         return value
     }
 
@@ -135,7 +149,10 @@ struct StrictJSON {
             // see two different values (JSONDecoder keeps the first, serde_json the last). An
             // envelope header keeps the last, as Sentry's ingestion does.
             let member = try value()
-            if dialect == .strict, members[key] != nil { throw Failure() }
+            if members[key] != nil {
+                if dialect == .strict { throw Failure() }
+                if depth == 1 { repeatedTopLevelKeys.insert(key) }
+            }
             members[key] = member
             more = try continueContainer(closedBy: UInt8(ascii: "}"))
         }
@@ -257,11 +274,6 @@ struct StrictJSON {
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if integral, let value = Int64(text) { return .int(value) }
         guard let value = Double(text), value.isFinite else { throw Failure() }
-        // JSONDecoder's Int64 reading of a whole number written with a fraction or exponent;
-        // above 2^53 (where a Double no longer holds every integer) it keeps the Double.
-        if dialect == .envelopeHeader, abs(value) < 9_007_199_254_740_992, let whole = Int64(exactly: value) {
-            return .int(whole)
-        }
         return .double(value)
     }
 }
