@@ -264,8 +264,7 @@ struct CollectorRoutes: Sendable {
     /// The client key from `X-Sentry-Auth`, `Authorization: Sentry ...` or `?sentry_key=`.
     static func clientKey(_ request: Request) -> String? {
         if let header = request.headers[sentryAuthHeader], let key = SentryAuth.key(fromHeader: header) { return key }
-        if let header = request.headers[.authorization], header.lowercased().hasPrefix("sentry "),
-           let key = SentryAuth.key(fromHeader: header) { return key }
+        if let header = request.headers[.authorization], let key = SentryAuth.key(fromAuthorization: header) { return key }
         if let key = request.uri.queryParameters.get("sentry_key"), !key.isEmpty { return key }
         return nil
     }

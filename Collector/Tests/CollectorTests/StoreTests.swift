@@ -1,7 +1,10 @@
 @testable import CollectorApp
 import CrashShieldProtocol
 import Foundation
+import HTTPTypes
+import Hummingbird
 import Logging
+import NIOCore
 import Testing
 
 @Suite("Collector storage")
@@ -136,8 +139,10 @@ struct StoreTests {
         #expect(SentryAuth.normalizedKey("０123456789abcdef0123456789abcde") == nil)  // a fullwidth digit is not ASCII hex
     }
 
-    /// The byte-wise parse of ASCII headers answers exactly what the Character-wise parse does,
-    /// including empty pieces, repeated separators, quotes and the `maxSplits` of `name=value`.
+    /// `SentryAuth`'s one byte-wise parser answers what a Character-wise reading of the rules
+    /// (`characterReference`, the parser it replaced) answers, on ASCII edge cases (empty pieces,
+    /// repeated separators, quotes, the `maxSplits` of `name=value`) and on non-ASCII values whose
+    /// separators are not followed by combining marks.
     @Test(arguments: [
         "Sentry sentry_version=7, sentry_client=x/1, sentry_key=abc", "sentry_key=\"def\",sentry_version=7",
         "  sentry\tsentry_key=x", "\tSENTRY sentry_version=7,\tSentry_Key = \"ghi\" ", "Sentry sentry_key=",
@@ -145,9 +150,77 @@ struct StoreTests {
         "sentry_key=\" \"", "Sentry  sentry_key =  f ", "SENTRY_KEY=G", "sentry_keyx=h, sentry_key=i", "sentry_key", "Sentry",
         "Sentry ", "", " , = , ", "sentry sentry sentry_key=j", "sentry_key=k,sentry_key=l", "sentry_key=\tm\t",
         "x=1,  sentry_key = \"n, o\"", "sentry_key=p\r\n",
+        "Sentry sentry_client=café/1, sentry_key=abc", "Sentry sentry_key=ключ", "Sentry sentry_key=\"ключ\" ",
+        "Sentry sentry_kéy=q, sentry_key=r", "Sentry sentry_key=\u{FFFD}s", "sentry_key=日本,x=1",
     ])
-    func sentryAuthASCIIParseMatchesCharacterParse(header: String) {
-        #expect(SentryAuth.key(fromHeader: header) == SentryAuth.characterKey(fromHeader: header))
+    func sentryAuthParseMatchesTheCharacterReading(header: String) {
+        #expect(SentryAuth.key(fromHeader: header) == Self.characterReference(header))
+    }
+
+    /// The rules of `SentryAuth.key(fromHeader:)` read on Characters (the collector's former
+    /// second parser, kept here as the test's reference).
+    static func characterReference(_ value: String) -> String? {
+        func trimmed(_ text: Substring) -> Substring {
+            var result = text
+            while let first = result.first, first == " " || first == "\t" { result = result.dropFirst() }
+            while let last = result.last, last == " " || last == "\t" { result = result.dropLast() }
+            return result
+        }
+        var text = trimmed(Substring(value))
+        if text.utf8.count >= 7, text.prefix(7).lowercased() == "sentry " { text = text.dropFirst(7) }
+        for part in text.split(separator: ",") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2 else { continue }
+            let name = trimmed(pair[0])
+            var value = trimmed(pair[1])
+            if value.utf8.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = value.dropFirst().dropLast() }
+            if name.utf8.count == 10, name.lowercased() == "sentry_key", !value.isEmpty { return String(value) }
+        }
+        return nil
+    }
+
+    /// A request to the envelope endpoint with `fields` and `query`, as the router hands it over.
+    static func request(_ fields: [(String, String)], query: String = "") -> Request {
+        var head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/api/1/envelope/" + query)
+        for (name, value) in fields { head.headerFields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        return Request(head: head, body: RequestBody(buffer: ByteBuffer()))
+    }
+
+    /// The same credentials through every entry point (`X-Sentry-Auth`, `Authorization: Sentry`,
+    /// `?sentry_key=`) give the same key, with odd spacing, quoting, case and non-ASCII bytes; a
+    /// comma followed by a combining mark still separates (HTTP splits bytes, not graphemes).
+    @Test func everyEntryPointReadsTheSameKey() {
+        let cases: [(pairs: String, key: String?)] = [
+            ("sentry_version=7, sentry_client=x/1.0, sentry_key=0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
+            ("\t sentry_version=7 ,\tSENTRY_KEY =\t\"AbC\"  ", "AbC"),
+            ("sentry_key=\"a, b\"", "\"a"),
+            ("sentry_client=café/1,sentry_key=ключ", "ключ"),
+            ("sentry_key=\"日本\" , sentry_key=later", "日本"),
+            ("sentry_key=x,\u{301}sentry_key=y", "x"),
+            ("sentry_client=a,\u{301}, sentry_key=z", "z"),
+            ("sentry_key=\u{FFFD}\u{FFFD}", "\u{FFFD}\u{FFFD}"),
+            ("sentry_key=, sentry_key=\"\"", nil),
+            ("sentry_version=7", nil),
+        ]
+        for (pairs, key) in cases {
+            #expect(CollectorRoutes.clientKey(Self.request([("X-Sentry-Auth", "Sentry " + pairs)])) == key, "X-Sentry-Auth: Sentry \(pairs)")
+            #expect(CollectorRoutes.clientKey(Self.request([("X-Sentry-Auth", pairs)])) == key, "X-Sentry-Auth: \(pairs)")
+            #expect(CollectorRoutes.clientKey(Self.request([("Authorization", "Sentry " + pairs)])) == key, "Authorization: Sentry \(pairs)")
+            #expect(CollectorRoutes.clientKey(Self.request([("Authorization", " sEnTrY " + pairs)])) == key, "Authorization: sEnTrY \(pairs)")
+            // Another scheme is no Sentry credential.
+            #expect(CollectorRoutes.clientKey(Self.request([("Authorization", "Bearer " + pairs)])) == nil, "Authorization: Bearer \(pairs)")
+            #expect(CollectorRoutes.clientKey(Self.request([("Authorization", pairs)])) == nil, "Authorization: \(pairs)")
+            if let key {
+                let asciiAlphanumerics = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+                let encoded = key.addingPercentEncoding(withAllowedCharacters: asciiAlphanumerics)!
+                #expect(CollectorRoutes.clientKey(Self.request([], query: "?sentry_version=7&sentry_key=" + encoded)) == key, "?sentry_key=\(key)")
+            }
+        }
+        #expect(CollectorRoutes.clientKey(Self.request([], query: "?sentry_key=")) == nil)
+        // X-Sentry-Auth is read first, then Authorization, then the query.
+        let both = Self.request([("Authorization", "Sentry sentry_key=second"), ("X-Sentry-Auth", "Sentry sentry_key=first")], query: "?sentry_key=third")
+        #expect(CollectorRoutes.clientKey(both) == "first")
+        #expect(CollectorRoutes.clientKey(Self.request([("Authorization", "Sentry sentry_key=second")], query: "?sentry_key=third")) == "second")
     }
 
     @Test func sentryAuthNonASCIIHeaderParsing() {
