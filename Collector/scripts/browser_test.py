@@ -203,6 +203,16 @@ try:
     check("rolling back serves v3 with v1's content", "Served now: v3" in body and "rollback to v1" in body, body[:300])
     check("the served document is v1's", '"container" : "neutralize"' in driver.find_element(By.NAME, "document").get_attribute("value"))
     driver.save_screenshot(os.path.join(shots, "12-remote-config-rolled-back.png"))
+    # The history, with its "By" column, is below the fold of that screenshot: scroll to it for one of its own.
+    history = driver.find_element(By.ID, "history")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", history)
+    publishers = [element.text for element in driver.find_elements(By.CSS_SELECTOR, "[data-published-by]")]
+    check("the history names who published or rolled back each version", len(publishers) == 3 and all("admin" in name for name in publishers),
+          str(publishers))
+    check("the history's heading and table are in view for its screenshot", driver.execute_script(
+        "const table = arguments[0].nextElementSibling.getBoundingClientRect();"
+        " return arguments[0].getBoundingClientRect().top >= 0 && table.bottom <= window.innerHeight", history))
+    driver.save_screenshot(os.path.join(shots, "12b-remote-config-history.png"))
     check("the configuration page has no console errors", not console_errors())
 
     # API tokens: create one, use it from a script (urllib), revoke it.

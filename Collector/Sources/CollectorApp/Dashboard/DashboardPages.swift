@@ -300,7 +300,7 @@ extension DashboardRoutes {
         <textarea id="document" name="document" spellcheck="false">\(text)</textarea>
         <p><button type="submit">Publish new version</button></p></form>
         \(Self.configReference)</div>
-        <h2>History</h2><table><thead><tr><th class="num">Version</th><th>Published</th><th>By</th><th>Kind</th><th>Content</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
+        <h2 id="history">History</h2><table><thead><tr><th class="num">Version</th><th>Published</th><th>By</th><th>Kind</th><th>Content</th><th></th></tr></thead><tbody>\(rows)</tbody></table>
         """
         return Layout.page(title: "\(project.name) remote configuration", session: session, project: project, tab: .config, body: body)
             .withStatus(status)
