@@ -77,13 +77,13 @@ public struct Envelope: Sendable, Hashable {
 
     /// The envelope-header fields Sentry's ingestion (Relay) declares; a header naming one of them
     /// twice is refused (serde's "duplicate field"), where an undeclared key's last value counts.
-    public static let declaredHeaderFields: Set<String> = [
+    static let declaredHeaderFields: Set<String> = [
         "event_id", "dsn", "client", "version", "origin", "remote_addr", "forwarded_for", "user_agent",
         "client_hints", "no_cache", "retention", "downsampled_retention", "sent_at", "trace", "required_features",
     ]
 
     /// The item-header fields Relay declares; as `declaredHeaderFields`, for item headers.
-    public static let declaredItemHeaderFields: Set<String> = [
+    static let declaredItemHeaderFields: Set<String> = [
         "type", "length", "item_count", "attachment_type", "content_type", "filename", "platform",
         "routing_hint", "metrics_extracted", "spans_extracted", "fully_normalized", "sampled",
     ]
