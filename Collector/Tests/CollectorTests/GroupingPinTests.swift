@@ -12,11 +12,19 @@ import Testing
 @Suite("Collector grouping pins")
 struct GroupingPinTests {
     /// One line per event: what grouping and extraction decided, in a stable text form.
+    /// Both ways ingest can read an event (from a parsed tree, and straight from its bytes) must
+    /// give the same record: the summary is of the tree's, after checking the bytes' one.
     static func summary(_ payload: Data) throws -> String {
         let json = try FastJSON.parse(payload)
         let received = Date(timeIntervalSince1970: 1_800_000_000)
         let record = try EventRecord.extract(projectID: 1, payload: payload, json: json, fallbackEventID: "0123456789abcdef0123456789abcdef",
                                              received: received)
+        let direct = try EventRecord.extract(projectID: 1, payload: payload, fallbackEventID: "0123456789abcdef0123456789abcdef",
+                                             received: received, invalidJSONMessage: "not JSON")
+        #expect(try EventFacts.read(payload) == EventFacts(json))
+        #expect(direct.grouping == record.grouping && direct.eventID == record.eventID && direct.level == record.level
+            && direct.platform == record.platform && direct.release == record.release && direct.environment == record.environment
+            && direct.userKey == record.userKey && direct.incidentGuard == record.incidentGuard && direct.timestamp == record.timestamp)
         let grouping = record.grouping
         return [
             grouping.hash, grouping.algorithm, grouping.title, grouping.culprit, grouping.components.joined(separator: ","),
