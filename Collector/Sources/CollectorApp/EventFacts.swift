@@ -135,17 +135,18 @@ struct EventFacts: Equatable, Sendable {
     /// Reads an event's facts from its JSON text. Accepts and refuses exactly what
     /// `FastJSON.parse` does (same failures); nil when the text is valid JSON but not an object.
     static func read(_ data: Data) throws(FastJSON.Failure) -> EventFacts? {
-        var reader = FastJSON.Reader(bytes: [UInt8](data))
-        reader.skipSpace()
-        var facts: EventFacts?
-        if try reader.peek(depth: 0) == UInt8(ascii: "{") {
-            facts = try reader.event(depth: 0)
-        } else {
-            try reader.skipValue(depth: 0)
+        try FastJSON.withReader(data) { reader throws(FastJSON.Failure) -> EventFacts? in
+            reader.skipSpace()
+            var facts: EventFacts?
+            if try reader.peek(depth: 0) == UInt8(ascii: "{") {
+                facts = try reader.event(depth: 0)
+            } else {
+                try reader.skipValue(depth: 0)
+            }
+            reader.skipSpace()
+            guard reader.index == reader.bytes.count else { throw FastJSON.Failure(code: "json.trailing", offset: reader.index) }
+            return facts
         }
-        reader.skipSpace()
-        guard reader.index == reader.bytes.count else { throw FastJSON.Failure(code: "json.trailing", offset: reader.index) }
-        return facts
     }
 }
 

@@ -15,22 +15,34 @@ enum FastJSON {
     }
 
     static func parse(_ data: Data) throws(Failure) -> JSONValue {
-        let bytes = [UInt8](data)
-        var reader = Reader(bytes: bytes)
-        reader.skipSpace()
-        let value = try reader.value(depth: 0)
-        reader.skipSpace()
-        guard reader.index == bytes.count else { throw Failure(code: "json.trailing", offset: reader.index) }
-        return value
+        try withReader(data) { reader throws(Failure) in
+            reader.skipSpace()
+            let value = try reader.value(depth: 0)
+            reader.skipSpace()
+            guard reader.index == reader.bytes.count else { throw Failure(code: "json.trailing", offset: reader.index) }
+            return value
+        }
+    }
+
+    /// Runs `body` with a reader over `data`'s bytes in place (no copy; the reader must not
+    /// outlive `body`).
+    static func withReader<Result>(_ data: Data, _ body: (inout Reader) throws(Failure) -> Result) throws(Failure) -> Result {
+        let outcome: Swift.Result<Result, Failure> = data.withUnsafeBytes { raw in
+            var reader = Reader(bytes: raw.assumingMemoryBound(to: UInt8.self))
+            return Swift.Result { () throws(Failure) -> Result in try body(&reader) }
+        }
+        return try outcome.get()
     }
 
     /// The tokenizer and tree builder; `EventFacts.read` drives the same tokenizer to read
     /// only the parts of an event ingest needs, so both accept and refuse exactly the same input.
     struct Reader {
-        let bytes: [UInt8]
+        /// The document; valid only while the reader is (see `withReader`). Unchecked indexing in
+        /// release builds: every access is preceded by an `index < bytes.count` check.
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         mutating func skipSpace() {
             while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
@@ -152,7 +164,7 @@ enum FastJSON {
             if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
                 let end = index
                 index += 1
-                if ascii { return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) } }
+                if ascii { return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) }
                 guard let text = String(validating: bytes[start..<end], as: UTF8.self) else { throw Failure(code: "json.utf8", offset: start) }
                 return text
             }

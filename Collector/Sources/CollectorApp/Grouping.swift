@@ -63,11 +63,21 @@ public enum Grouping {
         return nil
     }
 
-    /// The frames nearest the crash first (Sentry orders frames caller → callee, crashing frame last).
-    static func topFrames(_ exception: EventFacts.Exception) -> [EventFacts.Frame] {
+    /// The first `limit` frames nearest the crash, crashing frame first (Sentry orders frames
+    /// caller → callee, crashing frame last): of the in-app frames when any frame is marked
+    /// in-app, else of all frames. (Walks the stack from its end instead of filtering and
+    /// reversing copies of it.)
+    static func topFrames(_ exception: EventFacts.Exception, limit: Int) -> [EventFacts.Frame] {
         let frames = exception.frames
-        let inApp = frames.filter { $0.inApp == true }
-        return Array((inApp.isEmpty ? frames : inApp).reversed())
+        let anyInApp = frames.contains { $0.inApp == true }
+        var top: [EventFacts.Frame] = []
+        top.reserveCapacity(min(limit, frames.count))
+        var index = frames.endIndex
+        while index > frames.startIndex, top.count < limit {
+            index -= 1
+            if !anyInApp || frames[index].inApp == true { top.append(frames[index]) }
+        }
+        return top
     }
 
     static func frameKey(_ frame: EventFacts.Frame, images: [EventFacts.Image]) -> String? {
@@ -104,7 +114,7 @@ public enum Grouping {
         for exception in event.exceptions {
             let synthetic = exception.mechanism.synthetic == true
             if !synthetic, let type = exception.type, !type.isEmpty { components.append("type:" + type) }
-            for frame in topFrames(exception).prefix(framesPerException) {
+            for frame in topFrames(exception, limit: framesPerException) {
                 if let key = frameKey(frame, images: event.images) { components.append("frame:" + key) }
             }
         }
@@ -116,7 +126,7 @@ public enum Grouping {
     static func naming(_ event: EventFacts) -> (title: String, culprit: String) {
         if let exception = event.exceptions.last {
             let synthetic = exception.mechanism.synthetic == true
-            let top = topFrames(exception).first.flatMap { frameKey($0, images: event.images) } ?? ""
+            let top = topFrames(exception, limit: 1).first.flatMap { frameKey($0, images: event.images) } ?? ""
             let type = exception.type ?? "Error"
             let value = exception.value ?? ""
             let head = synthetic && !top.isEmpty ? "\(top) (\(type))" : type
