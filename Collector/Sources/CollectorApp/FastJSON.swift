@@ -15,20 +15,34 @@ enum FastJSON {
     }
 
     static func parse(_ data: Data) throws(Failure) -> JSONValue {
-        let bytes = [UInt8](data)
-        var reader = Reader(bytes: bytes)
-        reader.skipSpace()
-        let value = try reader.value(depth: 0)
-        reader.skipSpace()
-        guard reader.index == bytes.count else { throw Failure(code: "json.trailing", offset: reader.index) }
-        return value
+        try withReader(data) { reader throws(Failure) in
+            reader.skipSpace()
+            let value = try reader.value(depth: 0)
+            reader.skipSpace()
+            guard reader.index == reader.bytes.count else { throw Failure(code: "json.trailing", offset: reader.index) }
+            return value
+        }
     }
 
-    private struct Reader {
-        let bytes: [UInt8]
+    /// Runs `body` with a reader over `data`'s bytes in place (no copy; the reader must not
+    /// outlive `body`).
+    static func withReader<Result>(_ data: Data, _ body: (inout Reader) throws(Failure) -> Result) throws(Failure) -> Result {
+        let outcome: Swift.Result<Result, Failure> = data.withUnsafeBytes { raw in
+            var reader = Reader(bytes: raw.assumingMemoryBound(to: UInt8.self))
+            return Swift.Result { () throws(Failure) -> Result in try body(&reader) }
+        }
+        return try outcome.get()
+    }
+
+    /// The tokenizer and tree builder; `EventFacts.read` drives the same tokenizer to read
+    /// only the parts of an event ingest needs, so both accept and refuse exactly the same input.
+    struct Reader {
+        /// The document; valid only while the reader is (see `withReader`). Unchecked indexing in
+        /// release builds: every access is preceded by an `index < bytes.count` check.
+        let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
         mutating func skipSpace() {
             while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
@@ -150,7 +164,7 @@ enum FastJSON {
             if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
                 let end = index
                 index += 1
-                if ascii { return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) } }
+                if ascii { return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self) }
                 guard let text = String(validating: bytes[start..<end], as: UTF8.self) else { throw Failure(code: "json.utf8", offset: start) }
                 return text
             }
@@ -230,5 +244,154 @@ enum FastJSON {
             guard let double = Double(text), double.isFinite else { throw fail("json.number") }
             return .double(double)
         }
+    }
+}
+
+// Reading without building: the same grammar and checks as `value(depth:)` and its helpers
+// (every string is still checked for UTF-8 and escapes, every number for syntax and finiteness,
+// nesting for `maxDepth`), but nothing is allocated for what is only read past.
+extension FastJSON.Reader {
+    /// An object key's UTF-8 bytes: a range of the input when the key has no escapes and is
+    /// ASCII (the common case, read without allocating), else the decoded key.
+    enum Key {
+        case input(Range<Int>)
+        case decoded([UInt8])
+    }
+
+    /// Reads a key (`index` at its opening quote) with the checks of `string()`.
+    mutating func key() throws(FastJSON.Failure) -> Key {
+        let quote = index
+        index += 1
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") { index += 1; return .input(start..<(index - 1)) }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
+            index += 1
+        }
+        // Escapes, control characters, non-ASCII or a missing quote: `string()` decides.
+        index = quote
+        return .decoded(Array(try string().utf8))
+    }
+
+    /// Whether `key` is `name` (compared as UTF-8 bytes, as `String` equality of the decoded
+    /// key would for these ASCII names).
+    func key(_ key: Key, is name: StaticString) -> Bool {
+        let count = name.utf8CodeUnitCount
+        let expected = UnsafeBufferPointer(start: name.utf8Start, count: count)
+        switch key {
+        case .input(let range):
+            guard range.count == count else { return false }
+            var offset = 0
+            while offset < count {
+                if bytes[range.lowerBound + offset] != expected[offset] { return false }
+                offset += 1
+            }
+            return true
+        case .decoded(let decoded):
+            return decoded.elementsEqual(expected)
+        }
+    }
+
+    /// Reads past one value at nesting `depth`, accepting and refusing what `value(depth:)` does.
+    mutating func skipValue(depth: Int) throws(FastJSON.Failure) {
+        guard depth < FastJSON.maxDepth else { throw fail("json.depth") }
+        guard index < bytes.count else { throw fail("json.truncated") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): try forEachMember(depth: depth) { reader, _, memberDepth throws(FastJSON.Failure) in try reader.skipValue(depth: memberDepth) }
+        case UInt8(ascii: "["): try forEachElement(depth: depth) { reader, elementDepth throws(FastJSON.Failure) in try reader.skipValue(depth: elementDepth) }
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: _ = try number()
+        }
+    }
+
+    /// Reads past a string (`index` at its opening quote) with the checks of `string()`.
+    mutating func skipString() throws(FastJSON.Failure) {
+        let quote = index
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") { index += 1; return }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
+            index += 1
+        }
+        index = quote
+        _ = try string()
+    }
+
+    /// Reads the object at `index` (which must be `{`), calling `member` with each key and the
+    /// depth of its value; `member` must read the value. Same grammar as `object(depth:)`; a
+    /// repeated key calls `member` again, so a reader that assigns per key keeps the last value,
+    /// as the tree does.
+    mutating func forEachMember(depth: Int, _ member: (inout Self, Key, Int) throws(FastJSON.Failure) -> Void) throws(FastJSON.Failure) {
+        index += 1
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("json.key") }
+            let name = try key()
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("json.colon") }
+            index += 1
+            skipSpace()
+            try member(&self, name, depth + 1)
+            skipSpace()
+            guard index < bytes.count else { throw fail("json.truncated") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
+            throw fail("json.object")
+        }
+    }
+
+    /// Reads the array at `index` (which must be `[`), calling `element` with the depth of each
+    /// element; `element` must read it. Same grammar as `array(depth:)`.
+    mutating func forEachElement(depth: Int, _ element: (inout Self, Int) throws(FastJSON.Failure) -> Void) throws(FastJSON.Failure) {
+        index += 1
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
+        while true {
+            skipSpace()
+            try element(&self, depth + 1)
+            skipSpace()
+            guard index < bytes.count else { throw fail("json.truncated") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            throw fail("json.array")
+        }
+    }
+
+    /// What is at `index` once the checks of `value(depth:)` passed: `{`, `[` or another byte.
+    mutating func peek(depth: Int) throws(FastJSON.Failure) -> UInt8 {
+        guard depth < FastJSON.maxDepth else { throw fail("json.depth") }
+        guard index < bytes.count else { throw fail("json.truncated") }
+        return bytes[index]
+    }
+
+    /// A scalar value (string, number, boolean, null) as the tree reads it; an object or array
+    /// is read past and returned as `.null` (callers only ask scalars for their string, number
+    /// or boolean, which an object or array does not have either).
+    mutating func scalar(depth: Int) throws(FastJSON.Failure) -> JSONValue {
+        let first = try peek(depth: depth)
+        if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") {
+            try skipValue(depth: depth)
+            return .null
+        }
+        return try value(depth: depth)
+    }
+
+    /// The value's text when it is a string (nil for anything else, which is read past).
+    mutating func string(depth: Int) throws(FastJSON.Failure) -> String? {
+        if try peek(depth: depth) == UInt8(ascii: "\"") { return try string() }
+        try skipValue(depth: depth)
+        return nil
+    }
+
+    /// The value when it is `true` or `false` (nil for anything else, which is read past).
+    mutating func bool(depth: Int) throws(FastJSON.Failure) -> Bool? {
+        try scalar(depth: depth).boolValue
     }
 }

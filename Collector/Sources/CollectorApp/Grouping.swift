@@ -31,10 +31,13 @@ public enum Grouping {
     public static let algorithm = "v1"
     static let framesPerException = 5
 
-    public static func group(_ event: JSONValue) -> GroupingResult {
+    public static func group(_ event: JSONValue) -> GroupingResult { group(EventFacts(event)) }
+
+    /// The same grouping from an event's facts (what ingest reads straight from the payload).
+    static func group(_ event: EventFacts) -> GroupingResult {
         let defaults = defaultComponents(event)
         var components = defaults
-        if let fingerprint = event["fingerprint"]?.arrayValue, !fingerprint.isEmpty {
+        if let fingerprint = event.fingerprint, !fingerprint.isEmpty {
             let entries = fingerprint.compactMap { value -> String? in
                 if let text = value.stringValue { return text }
                 if let number = value.intValue { return String(number) }
@@ -52,39 +55,43 @@ public enum Grouping {
         return GroupingResult(hash: hash, algorithm: algorithm, components: components, title: title, culprit: culprit)
     }
 
-    static func exceptions(_ event: JSONValue) -> [JSONValue] {
-        if let values = event["exception"]?["values"]?.arrayValue { return values }
-        if let values = event["exception"]?.arrayValue { return values }  // the older list form
-        return []
-    }
-
-    static func message(_ event: JSONValue) -> String? {
-        let candidates = [event["logentry"]?["formatted"], event["logentry"]?["message"], event["message"]?["formatted"], event["message"]?["message"], event["message"]]
+    static func message(_ event: EventFacts) -> String? {
+        let candidates = [event.logentryFormatted, event.logentryMessage, event.messageFormatted, event.messageMessage, event.messageText]
         for candidate in candidates {
-            if let text = candidate?.stringValue, !text.isEmpty { return text }
+            if let text = candidate, !text.isEmpty { return text }
         }
         return nil
     }
 
-    /// The frames nearest the crash first (Sentry orders frames caller → callee, crashing frame last).
-    static func topFrames(_ exception: JSONValue) -> [JSONValue] {
-        let frames = exception["stacktrace"]?["frames"]?.arrayValue ?? []
-        let inApp = frames.filter { $0["in_app"]?.boolValue == true }
-        return Array((inApp.isEmpty ? frames : inApp).reversed())
+    /// The first `limit` frames nearest the crash, crashing frame first (Sentry orders frames
+    /// caller → callee, crashing frame last): of the in-app frames when any frame is marked
+    /// in-app, else of all frames. (Walks the stack from its end instead of filtering and
+    /// reversing copies of it.)
+    static func topFrames(_ exception: EventFacts.Exception, limit: Int) -> [EventFacts.Frame] {
+        let frames = exception.frames
+        let anyInApp = frames.contains { $0.inApp == true }
+        var top: [EventFacts.Frame] = []
+        top.reserveCapacity(min(limit, frames.count))
+        var index = frames.endIndex
+        while index > frames.startIndex, top.count < limit {
+            index -= 1
+            if !anyInApp || frames[index].inApp == true { top.append(frames[index]) }
+        }
+        return top
     }
 
-    static func frameKey(_ frame: JSONValue, images: [JSONValue]) -> String? {
-        if let function = frame["function"]?.stringValue, !function.isEmpty, function != "<unknown>" { return function }
-        if let raw = frame["raw_function"]?.stringValue, !raw.isEmpty { return raw }
-        guard let address = hexValue(frame["instruction_addr"]) else { return nil }
-        var base = hexValue(frame["image_addr"])
-        var module = frame["package"]?.stringValue ?? frame["module"]?.stringValue
+    static func frameKey(_ frame: EventFacts.Frame, images: [EventFacts.Image]) -> String? {
+        if let function = frame.function, !function.isEmpty, function != "<unknown>" { return function }
+        if let raw = frame.rawFunction, !raw.isEmpty { return raw }
+        guard let address = hexValue(frame.instructionAddress) else { return nil }
+        var base = hexValue(frame.imageAddress)
+        var module = frame.package ?? frame.module
         if base == nil {
             for image in images {
-                guard let start = hexValue(image["image_addr"]), let size = image["image_size"]?.intValue, size > 0 else { continue }
+                guard let start = hexValue(image.imageAddress), let size = image.imageSize?.intValue, size > 0 else { continue }
                 if address >= start && address - start < UInt64(size) {
                     base = start
-                    if module == nil { module = image["code_file"]?.stringValue }
+                    if module == nil { module = image.codeFile }
                     break
                 }
             }
@@ -102,38 +109,36 @@ public enum Grouping {
         return UInt64(text, radix: 16)
     }
 
-    static func defaultComponents(_ event: JSONValue) -> [String] {
-        let images = event["debug_meta"]?["images"]?.arrayValue ?? []
+    static func defaultComponents(_ event: EventFacts) -> [String] {
         var components: [String] = []
-        for exception in exceptions(event) {
-            let synthetic = exception["mechanism"]?["synthetic"]?.boolValue == true
-            if !synthetic, let type = exception["type"]?.stringValue, !type.isEmpty { components.append("type:" + type) }
-            for frame in topFrames(exception).prefix(framesPerException) {
-                if let key = frameKey(frame, images: images) { components.append("frame:" + key) }
+        for exception in event.exceptions {
+            let synthetic = exception.mechanism.synthetic == true
+            if !synthetic, let type = exception.type, !type.isEmpty { components.append("type:" + type) }
+            for frame in topFrames(exception, limit: framesPerException) {
+                if let key = frameKey(frame, images: event.images) { components.append("frame:" + key) }
             }
         }
         if !components.isEmpty { return components }
         if let message = message(event) { return ["message:" + message] }
-        return ["event:" + (event["event_id"]?.stringValue ?? UUID().uuidString)]
+        return ["event:" + (event.eventID ?? UUID().uuidString)]
     }
 
-    static func naming(_ event: JSONValue) -> (title: String, culprit: String) {
-        let images = event["debug_meta"]?["images"]?.arrayValue ?? []
-        if let exception = exceptions(event).last {
-            let synthetic = exception["mechanism"]?["synthetic"]?.boolValue == true
-            let top = topFrames(exception).first.flatMap { frameKey($0, images: images) } ?? ""
-            let type = exception["type"]?.stringValue ?? "Error"
-            let value = exception["value"]?.stringValue ?? ""
+    static func naming(_ event: EventFacts) -> (title: String, culprit: String) {
+        if let exception = event.exceptions.last {
+            let synthetic = exception.mechanism.synthetic == true
+            let top = topFrames(exception, limit: 1).first.flatMap { frameKey($0, images: event.images) } ?? ""
+            let type = exception.type ?? "Error"
+            let value = exception.value ?? ""
             let head = synthetic && !top.isEmpty ? "\(top) (\(type))" : type
             let title = value.isEmpty ? head : "\(head): \(value)"
-            let culprit = event["culprit"]?.stringValue ?? event["transaction"]?.stringValue ?? top
+            let culprit = event.culprit ?? event.transaction ?? top
             return (clip(title), clip(culprit))
         }
         if let message = message(event) {
             return (clip(String(message.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")),
-                    clip(event["culprit"]?.stringValue ?? event["transaction"]?.stringValue ?? ""))
+                    clip(event.culprit ?? event.transaction ?? ""))
         }
-        return ("<untitled event>", clip(event["culprit"]?.stringValue ?? ""))
+        return ("<untitled event>", clip(event.culprit ?? ""))
     }
 
     static func clip(_ text: String) -> String { text.count > 200 ? String(text.prefix(199)) + "…" : text }

@@ -70,11 +70,8 @@ struct IngestService: Sendable {
             guard item.payload.count <= limits.maxEventBytes else {
                 throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
             }
-            guard let json = try? FastJSON.parse(item.payload) else {
-                throw CollectorError.badRequest("event.json", "the event item is not valid JSON")
-            }
-            eventRecord = try EventRecord.extract(projectID: project.id, payload: item.payload, json: json,
-                                                  fallbackEventID: headerEventID, received: received)
+            eventRecord = try EventRecord.extract(projectID: project.id, payload: item.payload, fallbackEventID: headerEventID,
+                                                  received: received, invalidJSONMessage: "the event item is not valid JSON")
         }
         var sessionUpdates: [SessionUpdate] = []
         for item in sessions {
@@ -160,8 +157,8 @@ struct IngestService: Sendable {
             throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
         }
         let payload = Data(body)
-        guard let json = try? FastJSON.parse(payload) else { throw CollectorError.badRequest("event.json", "the body is not valid JSON") }
-        let record = try EventRecord.extract(projectID: project.id, payload: payload, json: json, fallbackEventID: nil, received: received)
+        let record = try EventRecord.extract(projectID: project.id, payload: payload, fallbackEventID: nil, received: received,
+                                             invalidJSONMessage: "the body is not valid JSON")
         var outcome = IngestOutcome(eventID: record.eventID)
         switch try await writer.submit(IngestWrite(projectID: project.id, event: record, received: received)).event {
         case .some(.stored), nil:

@@ -70,36 +70,57 @@ public struct EventRecord: Sendable {
     /// The event exactly as received (JSON).
     public let payload: Data
 
+    /// The record of a parsed event (`json`) whose text is `payload`.
+    /// - Throws: `event.not_object` or `event.event_id` (400).
     public static func extract(projectID: Int64, payload: Data, json: JSONValue, fallbackEventID: String?, received: Date)
         throws(CollectorError) -> EventRecord
     {
         guard case .object = json else { throw .badRequest("event.not_object", "the event is not a JSON object") }
-        let rawID = json["event_id"]?.stringValue ?? fallbackEventID ?? UUID().uuidString
+        return try extract(projectID: projectID, payload: payload, facts: EventFacts(json), fallbackEventID: fallbackEventID, received: received)
+    }
+
+    /// The record of the event whose JSON text is `payload`, read without building the whole
+    /// document (the same checks and result as parsing it with `FastJSON` and extracting).
+    /// - Throws: `event.json` (400, with `invalidJSONMessage`) when `payload` is not valid JSON;
+    ///   `event.not_object` or `event.event_id` (400).
+    static func extract(projectID: Int64, payload: Data, fallbackEventID: String?, received: Date, invalidJSONMessage: String)
+        throws(CollectorError) -> EventRecord
+    {
+        let read: EventFacts?
+        do { read = try EventFacts.read(payload) } catch { throw .badRequest("event.json", invalidJSONMessage) }
+        guard let facts = read else { throw .badRequest("event.not_object", "the event is not a JSON object") }
+        return try extract(projectID: projectID, payload: payload, facts: facts, fallbackEventID: fallbackEventID, received: received)
+    }
+
+    static func extract(projectID: Int64, payload: Data, facts json: EventFacts, fallbackEventID: String?, received: Date)
+        throws(CollectorError) -> EventRecord
+    {
+        let rawID = json.eventID ?? fallbackEventID ?? UUID().uuidString
         guard let eventID = SentryAuth.normalizedKey(rawID) else {
             throw .badRequest("event.event_id", "event_id must be 32 hexadecimal digits (dashes allowed)")
         }
-        let level = json["level"]?.stringValue?.lowercased() ?? "error"
-        let user = json["user"]
-        let userKey = [user?["id"], user?["email"], user?["username"], user?["ip_address"]]
+        let level = json.level?.lowercased() ?? "error"
+        let user = json.user
+        let userKey = [user.id, user.email, user.username, user.ipAddress]
             .lazy.compactMap { $0?.stringValue ?? $0?.intValue.map(String.init) }.first { !$0.isEmpty }
-        let exceptions = Grouping.exceptions(json)
-        let handled = exceptions.contains { $0["mechanism"]?["handled"]?.boolValue == true }
+        let exceptions = json.exceptions
+        let handled = exceptions.contains { $0.mechanism.handled == true }
         // CrashShield's SDK tags its incidents `crashshield.guard` and names the guard as the
         // exception type of a `crashshield.guard` mechanism; other senders may use a `guard` tag
         // or `mechanism.data.guard`.
-        let guardName = json["tags"]?["crashshield.guard"]?.stringValue
-            ?? json["tags"]?["guard"]?.stringValue
+        let guardName = json.crashShieldGuardTag
+            ?? json.guardTag
             ?? exceptions.lazy.compactMap { exception in
-                exception["mechanism"]?["type"]?.stringValue == "crashshield.guard" ? exception["type"]?.stringValue : nil
+                exception.mechanism.type == "crashshield.guard" ? exception.type : nil
             }.first
-            ?? exceptions.lazy.compactMap { $0["mechanism"]?["data"]?["guard"]?.stringValue }.first
+            ?? exceptions.lazy.compactMap { $0.mechanism.dataGuard }.first
         return EventRecord(
             projectID: projectID, eventID: eventID, received: received,
-            timestamp: timestamp(json["timestamp"]) ?? received,
+            timestamp: timestamp(json.timestamp) ?? received,
             level: level,
-            platform: json["platform"]?.stringValue,
-            release: nonEmpty(json["release"]?.stringValue),
-            environment: nonEmpty(json["environment"]?.stringValue),
+            platform: json.platform,
+            release: nonEmpty(json.release),
+            environment: nonEmpty(json.environment),
             userKey: userKey,
             grouping: Grouping.group(json),
             incidentGuard: level == "warning" && handled ? guardName : nil,
