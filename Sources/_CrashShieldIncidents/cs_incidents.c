@@ -289,7 +289,9 @@ static void *cs_delivery_main(void *unused) {
         }
         pthread_mutex_lock(&g_queue.lock);
         g_queue.delivering = false;
-        if (g_queue.count == 0) pthread_cond_broadcast(&g_queue.drained);
+        /* Every call's end: cs_incidents_flush waits for an empty queue, cs_incidents_end_delivery
+         * only for this call (a resume and a new enqueue may have refilled the queue meanwhile). */
+        pthread_cond_broadcast(&g_queue.drained);
     }
     return NULL;
 }

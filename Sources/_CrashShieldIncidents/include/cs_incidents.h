@@ -111,13 +111,15 @@ void cs_incidents_set_callback(cs_incident_callback callback, void *context);
  */
 bool cs_incidents_end_delivery(uint32_t wait_ms);
 
-/** How long the exit waits for a running callback: CS_INCIDENTS_END_GRACE_MS (500 ms). */
+/** How long the exit and CrashShieldSDK.stop() wait for a running callback: 500 ms, the grace
+ *  reporting's end gives its own work. The callback is the app's code, which nothing can cancel,
+ *  and an exit must not hang on it; a call that outlasts the grace goes on during the exit. */
 #define CS_INCIDENTS_END_GRACE_MS 500u
 
 /**
  * cs_incidents_end_delivery(CS_INCIDENTS_END_GRACE_MS), once per process: the exit handler
  * (registered with atexit when the first callback is set; the Swift SDK's start registers it
- * again so it runs before reporting's). Later calls return true at once. After it, delivery
+ * again so it runs before reporting's). Later calls return at once (true). After it, delivery
  * never resumes in this process; a forked child starts afresh.
  */
 bool cs_incidents_end_delivery_for_exit(void);
