@@ -166,7 +166,7 @@ let package = Package(
             name: "shield",
             dependencies: [
                 "CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport",
-                "CrashShieldProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "_CrashShieldIncidents", "CrashShieldProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(

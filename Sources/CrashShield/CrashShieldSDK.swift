@@ -112,6 +112,11 @@ public enum CrashShieldSDK {
             sinks.append(sink)
         }
 
+        // Registered after reporting's exit handler, so it runs before it: at exit, incident
+        // delivery ends first (no sink call starts, a running one is waited for at most 500 ms),
+        // then reporting's end runs with no sink call racing it.
+        _ = incidentExitRegistration
+
         stateLock.lock()
         started = Started(sinks: sinks, capture: options.capture != nil, launchProtection: protection,
                           lastRun: protection?.lastRun ?? (options.capture != nil ? CrashCapture.lastRun : nil))
@@ -124,6 +129,13 @@ public enum CrashShieldSDK {
     /// capture, fail-safe, launch protection, safe mode, delivery hand-off): `shield bench-capture`
     /// reports it apart from the guards' installation. Written under `startLock`.
     nonisolated(unsafe) package static var _lastCaptureStepDuration: Duration = .zero
+
+    /// The exit handler that ends incident delivery, once per process (the C pipeline registered
+    /// the same, idempotent, handler when its delivery thread started; this later registration
+    /// runs earlier).
+    private static let incidentExitRegistration: Void = {
+        atexit { _ = cs_incidents_end_delivery_for_exit() }
+    }()
 
     /// What a successful `start` started, until `stop`.
     private struct Started {
@@ -171,7 +183,12 @@ public enum CrashShieldSDK {
     /// Reporting ends: the session's `exited` update and what is pending are sent, waiting at most
     /// `ReportingOptions.exitFlushTimeout`. A background fetch of `RemoteConfiguration.activate`
     /// that is still running is cancelled and waited for, at most 500 ms (it stores nothing).
-    /// Sinks added with `addSink` and incident streams stay. No-op when not started.
+    /// Incident delivery ends first, as at exit: incidents recorded but not yet delivered are
+    /// dropped (counted in `statistics.droppedDeliveries`), and a sink call already running is
+    /// waited for, at most 500 ms, so once `stop` returns no sink `start` added is called (unless
+    /// one call outlasted the 500 ms); incidents recorded while `stop` runs are dropped too.
+    /// Sinks added with `addSink` and incident streams stay, and receive the incidents recorded
+    /// after `stop` returned (the Swift-side guards keep recording). No-op when not started.
     /// A later `start` starts everything again.
     public static func stop() {
         startLock.lock()
@@ -181,6 +198,8 @@ public enum CrashShieldSDK {
         started = nil
         stateLock.unlock()
         guard let previous else { return }
+        _ = cs_incidents_end_delivery(CS_INCIDENTS_END_GRACE_MS)
+        defer { cs_incidents_resume_delivery() }
         ReportingClient.stopCurrent()
         RemoteConfiguration.endBackgroundFetches()
         if previous.capture { CrashCapture.stop() }
@@ -353,7 +372,9 @@ public struct IncidentStatistics: Sendable, Hashable {
     public let fingerprints: Int
     /// Incidents handed to sinks and streams.
     public let delivered: Int
-    /// Deliveries dropped because the queue was full (their counts are kept).
+    /// Deliveries dropped (their counts are kept): the queue of 256 undelivered incidents was
+    /// full, or delivery had ended (at exit and during `stop`: what was still queued; in a forked
+    /// child: what the parent had queued).
     public let droppedDeliveries: Int
 }
 

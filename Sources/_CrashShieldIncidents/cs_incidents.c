@@ -8,12 +8,20 @@
  * - `recorded` and the per-fingerprint counts are exact under any concurrency; deliveries may be
  *   dropped when the queue is full, counts never are.
  * - Nothing here touches the Objective-C or Swift runtime.
+ * - The end (exit, stop): once g_queue.ended is set no callback starts and nothing is queued; what
+ *   was queued is dropped and counted in g_dropped. The delivery thread only calls the callback
+ *   after it saw ended == false under the lock, so cs_incidents_end_delivery() needs to wait for
+ *   at most the one call that was already running (g_queue.delivering).
+ * - Forks: the queue belongs to the process whose delivery thread serves it. The atfork handlers
+ *   hold g_queue.lock across fork(), so the child never inherits it held; the child empties the
+ *   inherited queue (dropped, counted) and starts its own delivery thread on its first enqueue.
  */
 #include "cs_incidents.h"
 #include "cs_images.h"
 
 #include <execinfo.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -52,6 +60,8 @@ static struct {
     uint32_t head, count;
     bool delivering; /* the delivery thread is inside the callback */
     bool thread_started;
+    bool ended;      /* cs_incidents_end_delivery() ran and no resume followed: nothing is delivered */
+    pthread_t thread; /* valid while thread_started */
     cs_incident_callback callback;
     void *context;
 } g_queue = {
@@ -70,6 +80,8 @@ static _Thread_local int t_canary_depth;
 static _Thread_local uint64_t t_canary_hits;
 
 static pthread_once_t g_warm_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_process_hooks_once = PTHREAD_ONCE_INIT;
+static _Atomic bool g_exit_ended; /* the exit handler ran in this process */
 
 #pragma mark - Private
 
@@ -224,9 +236,28 @@ static void cs_breadcrumb_write(const cs_incident_site *site, uint64_t count, ui
     atomic_store(lock, version + 2);
 }
 
+static void *cs_delivery_main(void *unused);
+
+/* Starts the delivery thread when a callback is set and none runs in this process (the first
+ * callback, or the first enqueue in a forked child). Called with g_queue.lock held. */
+static void cs_start_delivery_thread_locked(void) {
+    if (g_queue.thread_started || g_queue.callback == NULL) return;
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&g_queue.thread, &attributes, cs_delivery_main, NULL) == 0) g_queue.thread_started = true;
+    pthread_attr_destroy(&attributes);
+}
+
 static void cs_enqueue(const cs_incident *incident) {
     pthread_mutex_lock(&g_queue.lock);
-    if (g_queue.callback == NULL || g_queue.count == CS_QUEUE_CAPACITY) {
+    if (g_queue.callback == NULL || g_queue.ended || g_queue.count == CS_QUEUE_CAPACITY) {
+        atomic_fetch_add(&g_dropped, 1);
+        pthread_mutex_unlock(&g_queue.lock);
+        return;
+    }
+    cs_start_delivery_thread_locked();
+    if (!g_queue.thread_started) {
         atomic_fetch_add(&g_dropped, 1);
         pthread_mutex_unlock(&g_queue.lock);
         return;
@@ -243,7 +274,8 @@ static void *cs_delivery_main(void *unused) {
     cs_incident incident;
     pthread_mutex_lock(&g_queue.lock);
     for (;;) {
-        while (g_queue.count == 0) pthread_cond_wait(&g_queue.has_work, &g_queue.lock);
+        /* After the end, nothing is queued; the check stays so no call starts once ended is set. */
+        while (g_queue.count == 0 || g_queue.ended) pthread_cond_wait(&g_queue.has_work, &g_queue.lock);
         incident = g_queue.items[g_queue.head];
         g_queue.head = (g_queue.head + 1) % CS_QUEUE_CAPACITY;
         g_queue.count--;
@@ -257,7 +289,9 @@ static void *cs_delivery_main(void *unused) {
         }
         pthread_mutex_lock(&g_queue.lock);
         g_queue.delivering = false;
-        if (g_queue.count == 0) pthread_cond_broadcast(&g_queue.drained);
+        /* Every call's end: cs_incidents_flush waits for an empty queue, cs_incidents_end_delivery
+         * only for this call (a resume and a new enqueue may have refilled the queue meanwhile). */
+        pthread_cond_broadcast(&g_queue.drained);
     }
     return NULL;
 }
@@ -331,19 +365,81 @@ void cs_incident_record(const cs_incident_site *site) {
     cs_enqueue(&incident);
 }
 
+/* Drops what is queued, counted as dropped deliveries. Called with g_queue.lock held. */
+static void cs_drop_queued_locked(void) {
+    if (g_queue.count > 0) atomic_fetch_add(&g_dropped, g_queue.count);
+    g_queue.head = 0;
+    g_queue.count = 0;
+}
+
+static void cs_fork_prepare(void) { pthread_mutex_lock(&g_queue.lock); }
+static void cs_fork_parent(void) { pthread_mutex_unlock(&g_queue.lock); }
+
+/* The child has none of the parent's threads: the delivery thread and the call it may have been
+ * running do not exist here. What the parent had queued is the parent's to deliver. */
+static void cs_fork_child(void) {
+    pthread_mutex_init(&g_queue.lock, NULL);
+    pthread_cond_init(&g_queue.has_work, NULL);
+    pthread_cond_init(&g_queue.drained, NULL);
+    cs_drop_queued_locked();
+    g_queue.delivering = false;
+    g_queue.thread_started = false;
+    g_queue.ended = false;
+    atomic_store(&g_exit_ended, false);
+}
+
+static void cs_exit_handler(void) {
+    cs_incidents_end_delivery_for_exit();
+}
+
+static void cs_install_process_hooks(void) {
+    pthread_atfork(cs_fork_prepare, cs_fork_parent, cs_fork_child);
+    atexit(cs_exit_handler);
+}
+
 void cs_incidents_set_callback(cs_incident_callback callback, void *context) {
     pthread_once(&g_warm_once, cs_warm_up);
+    if (callback) pthread_once(&g_process_hooks_once, cs_install_process_hooks);
     pthread_mutex_lock(&g_queue.lock);
     g_queue.callback = callback;
     g_queue.context = context;
-    if (callback && !g_queue.thread_started) {
-        pthread_t thread;
-        pthread_attr_t attributes;
-        pthread_attr_init(&attributes);
-        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&thread, &attributes, cs_delivery_main, NULL) == 0) g_queue.thread_started = true;
-        pthread_attr_destroy(&attributes);
+    cs_start_delivery_thread_locked();
+    pthread_mutex_unlock(&g_queue.lock);
+}
+
+bool cs_incidents_end_delivery(uint32_t wait_ms) {
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += wait_ms / 1000;
+    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
     }
+    pthread_mutex_lock(&g_queue.lock);
+    g_queue.ended = true;
+    cs_drop_queued_locked();
+    /* A callback that ends the process (or calls stop) runs on the delivery thread: waiting for
+     * it there would wait for ourselves. */
+    bool on_delivery_thread = g_queue.thread_started && pthread_equal(pthread_self(), g_queue.thread);
+    if (!on_delivery_thread) {
+        while (g_queue.delivering) {
+            if (pthread_cond_timedwait(&g_queue.drained, &g_queue.lock, &deadline) != 0) break;
+        }
+    }
+    bool finished = !g_queue.delivering || on_delivery_thread;
+    pthread_mutex_unlock(&g_queue.lock);
+    return finished;
+}
+
+bool cs_incidents_end_delivery_for_exit(void) {
+    if (atomic_exchange(&g_exit_ended, true)) return true;
+    return cs_incidents_end_delivery(CS_INCIDENTS_END_GRACE_MS);
+}
+
+void cs_incidents_resume_delivery(void) {
+    pthread_mutex_lock(&g_queue.lock);
+    if (!atomic_load(&g_exit_ended)) g_queue.ended = false;
     pthread_mutex_unlock(&g_queue.lock);
 }
 

@@ -10,7 +10,7 @@
 //   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
 //   shield envelope --dir D [--dsn]   print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
-// outbox-writer, reporting-probe.
+// outbox-writer, reporting-probe, incident-exit-probe.
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
@@ -24,7 +24,7 @@ struct Shield: ParsableCommand {
         subcommands: [
             Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
             Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
-            ReportingProbe.self,
+            ReportingProbe.self, IncidentExitProbe.self,
         ]
     )
 }
@@ -242,6 +242,24 @@ struct OutboxWriter: ParsableCommand {
 }
 
 Shield.main()
+
+struct IncidentExitProbe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "incident-exit-probe",
+        abstract: "(internal) A slow sink still receiving a burst of incidents when the process exits: the delivery thread's end.",
+        shouldDisplay: false)
+    @Option(help: "Distinct incidents recorded in the burst (default 200).") var incidents = 200
+    @Option(name: .customLong("sink-ms"), help: "Milliseconds the sink sleeps per incident (default 20).") var sinkMilliseconds = 20
+    @Option(name: .customLong("watch-ms"), help: "Milliseconds the exit watch waits after the SDK's exit handlers (default 300).")
+    var watchMilliseconds = 300
+    @Flag(help: "Fork while the delivery thread is busy; the child records and waits for one incident of its own.") var forkChild = false
+    @Flag(help: "CrashShieldSDK.stop() after the burst began, before the exit.") var stop = false
+    func run() throws {
+        try finish(IncidentExitProbeCommand.run(IncidentExitProbeCommand.Arguments(
+            incidents: incidents, sinkMilliseconds: sinkMilliseconds, watchMilliseconds: watchMilliseconds,
+            forkChild: forkChild, stop: stop)))
+    }
+}
 
 struct ReportingProbe: ParsableCommand {
     static let configuration = CommandConfiguration(

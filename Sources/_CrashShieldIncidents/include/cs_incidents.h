@@ -12,6 +12,8 @@
  *   one count update per fingerprint is delivered per rate-limit window.
  * - Counting never takes a lock. Delivery goes through a bounded queue to one delivery thread
  *   that calls the registered callback; a full queue drops the delivery, never the count.
+ * - The end: at exit (and CrashShieldSDK.stop()) no callback starts any more, what is queued is
+ *   dropped, and a callback already running is waited for, bounded (cs_incidents_end_delivery).
  * - The last CS_BREADCRUMB_CAPACITY incidents are mirrored into a fixed-size ring that a crash
  *   handler may copy with cs_breadcrumbs_copy() (async-signal-safe).
  */
@@ -91,8 +93,39 @@ typedef void (*cs_incident_callback)(const cs_incident *incident, void *context)
 /** Records one misuse. Thread-safe, lock-free for repeats. */
 void cs_incident_record(const cs_incident_site *site);
 
-/** Sets (or clears with NULL) the delivery callback. Starts the delivery thread on first use. */
+/** Sets (or clears with NULL) the delivery callback. Starts the delivery thread on first use,
+ *  and then registers, once per process, the exit handler (cs_incidents_end_delivery_for_exit)
+ *  and the fork handlers: a forked child drops what the parent had queued (counted in
+ *  dropped_deliveries) and starts its own delivery thread when it records its first incident. */
 void cs_incidents_set_callback(cs_incident_callback callback, void *context);
+
+/**
+ * The end of delivery (process exit, CrashShieldSDK.stop()).
+ *
+ * Ends delivery: from the call on, no callback starts and nothing is queued (a delivery recorded
+ * meanwhile is dropped); the incidents still queued are dropped. Both are counted in
+ * `dropped_deliveries` (incidents are not durable: nothing else keeps them). A callback already
+ * running is waited for, at most `wait_ms`. Called on the delivery thread itself (a callback
+ * that exits or stops), it does not wait for that call. Counting and breadcrumbs go on.
+ * Returns true when no callback is running on return (the one on the calling thread aside).
+ */
+bool cs_incidents_end_delivery(uint32_t wait_ms);
+
+/** How long the exit and CrashShieldSDK.stop() wait for a running callback: 500 ms, the grace
+ *  reporting's end gives its own work. The callback is the app's code, which nothing can cancel,
+ *  and an exit must not hang on it; a call that outlasts the grace goes on during the exit. */
+#define CS_INCIDENTS_END_GRACE_MS 500u
+
+/**
+ * cs_incidents_end_delivery(CS_INCIDENTS_END_GRACE_MS), once per process: the exit handler
+ * (registered with atexit when the first callback is set; the Swift SDK's start registers it
+ * again so it runs before reporting's). Later calls return at once (true). After it, delivery
+ * never resumes in this process; a forked child starts afresh.
+ */
+bool cs_incidents_end_delivery_for_exit(void);
+
+/** Delivery starts again after cs_incidents_end_delivery() (not after the exit's end). */
+void cs_incidents_resume_delivery(void);
 
 /** Minimum time between two delivered count updates of one fingerprint. Default 1 s. */
 void cs_incidents_set_rate_limit_ns(uint64_t window_ns);
@@ -106,7 +139,8 @@ typedef struct {
     uint64_t recorded;          /**< every misuse recorded (sum of all fingerprint counts) */
     uint64_t fingerprints;      /**< distinct fingerprints tracked */
     uint64_t delivered;         /**< incidents handed to the callback */
-    uint64_t dropped_deliveries;/**< deliveries dropped because the queue was full */
+    uint64_t dropped_deliveries;/**< deliveries dropped: the queue was full, no callback was set,
+                                     delivery had ended (exit, stop), or inherited across fork() */
     uint64_t untracked;         /**< misuses past the fingerprint table's capacity (still counted in recorded) */
 } cs_incident_stats;
 
