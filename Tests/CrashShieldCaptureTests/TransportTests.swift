@@ -451,6 +451,25 @@ import Testing
         #expect(s.transport.close(grace: .zero))  // idempotent
     }
 
+    /// With no pass running, `close` answers true whatever its grace, even zero: the answer is
+    /// whether a pass runs, not whether the transport's queue got to a block in time (a zero
+    /// grace used to time out on a busy machine, seen at load ~11).
+    @Test func closeWithoutARunningPassIsTrueEvenWithZeroGrace() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let s = try setup("close-zero-grace", dsn: server.dsn)
+        defer { try? FileManager.default.removeItem(atPath: s.directory) }
+        // Keep the transport's queue from running a block for a while, as a busy machine does,
+        // without a pass: the block only sleeps.
+        let blocker = DispatchSemaphore(value: 0)
+        s.transport.runOnQueueForTesting { blocker.wait() }
+        #expect(s.transport.close(grace: .zero))
+        #expect(s.transport.close(grace: .milliseconds(50)))
+        blocker.signal()
+        #expect(s.transport.close(grace: .seconds(5)))
+        #expect(server.requests.isEmpty)
+    }
+
     /// `close` ends `flush`'s wait for a retry delay at once; the flush returns `.closed`.
     @Test func closeEndsAFlushWaitingForARetry() throws {
         let server = try LoopbackHTTPServer()

@@ -304,6 +304,9 @@ package final class EnvelopeTransport: @unchecked Sendable {
     private var scheduledPass: DispatchWorkItem?
     /// Set once by `close`: no pass starts, a running one stops before its next request.
     private var closed = false
+    /// Passes inside `runPass` now (0 or 1: passes run on `queue`). `close` reads it, so its
+    /// answer does not depend on how soon `queue` runs a block once it is idle.
+    private var runningPasses = 0
     /// Wakes `flush`'s wait for a retry delay when the transport is closed.
     private let closing = NSCondition()
 
@@ -386,8 +389,19 @@ package final class EnvelopeTransport: @unchecked Sendable {
         closing.unlock()
         let drained = DispatchSemaphore(value: 0)
         queue.async { drained.signal() }
-        return drained.wait(timeout: .now() + .nanoseconds(Int(clamping: max(.zero, grace).nanosecondsClamped))) == .success
+        if drained.wait(timeout: .now() + .nanoseconds(Int(clamping: max(.zero, grace).nanosecondsClamped))) == .success {
+            return true
+        }
+        // The grace ended before `queue` ran the block: that is a pass still running, or only a
+        // busy machine (with a zero grace, always). A pass that starts from now on stops at once.
+        lock.lock()
+        defer { lock.unlock() }
+        return runningPasses == 0
     }
+
+    /// Test seam: runs `work` on the transport's queue (asynchronously), as a pass would run, so a
+    /// test can keep the queue busy without a pass.
+    package func runOnQueueForTesting(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
 
     /// Sends what the outbox holds, on the transport's queue, and waits for it. Stops at the first
     /// failed attempt, and at once while a retry delay from an earlier failure runs.
@@ -465,6 +479,14 @@ package final class EnvelopeTransport: @unchecked Sendable {
     // MARK: One pass (on `queue`)
 
     private func runPass(deadline: ContinuousClock.Instant?, progress: (@Sendable (EntryOutcome) -> Void)?) -> SendPassResult {
+        lock.lock()
+        runningPasses += 1
+        lock.unlock()
+        defer {
+            lock.lock()
+            runningPasses -= 1
+            lock.unlock()
+        }
         var result = sendEntries(deadline: deadline, progress: progress)
         result.remaining = outbox.pending().count
         return result
