@@ -63,7 +63,7 @@ extension RuntimeTests {
             }
         }
 
-        #if !os(macOS) && !os(iOS) && !os(tvOS) && !os(watchOS) && !os(visionOS)
+        #if !canImport(Darwin) // GCC libobjc (GNUstep) only
         /// GCC libobjc: adding methods whose selectors were registered after the dispatch tables
         /// were built, while other threads message a subclass, never kills the process. Those tables
         /// must grow; class_addMethod's rebuild frees tables those threads are reading, and

@@ -220,7 +220,8 @@ static BOOL cs_gnu_plausible_pointer(const void *pointer) {
  * cs_gnu_table_fields, must look like GCC libobjc's struct sarray (NSObject's is no copy, holds a
  * whole number of buckets and a sane reference count; the copy names NSObject's as its original
  * and shares its empty bucket, whose 32 entries are NULL), and the entries of methods NSObject
- * implements must read back exactly as class_getMethodImplementation() answers them. Pointers are
+ * implements (at least 4 of 8 well-known ones) must read back exactly as
+ * class_getMethodImplementation() answers them. Pointers are
  * followed only once the fields before them made sense. Returns NULL when all holds, else the
  * stable code of the first check that failed; "dispatch-tables-not-built" while NSObject's table
  * or every copy of it is not installed yet (decided later). Runtime lock held. */
@@ -255,13 +256,16 @@ static const char *cs_gnu_check_tables(const cs_gnu_patch_api *api) {
         if (((void *const *)empty)[e] != NULL) return "dispatch-table-layout-mismatch";
     static const char *const known[] = {"self", "class", "hash", "isEqual:", "description", "respondsToSelector:",
                                         "retain", "release"};
+    size_t compared = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
         SEL sel = sel_registerName(known[k]);
+        if (class_getInstanceMethod(root, sel) == NULL) continue; /* not NSObject's on this Foundation */
         IMP expected = class_getMethodImplementation(root, sel);
         if (expected == NULL || cs_gnu_table_entry(table, cs_gnu_table_position(sel)) != (void *)expected)
             return "dispatch-table-entries-mismatch";
+        compared++;
     }
-    return NULL;
+    return compared >= 4 ? NULL : "dispatch-table-entries-mismatch";
 }
 
 /* In-place writes: 0 not decided, 1 in use, 2 not usable (g_table_writes_fallback says why). */
