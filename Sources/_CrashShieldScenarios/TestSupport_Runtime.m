@@ -309,6 +309,125 @@ cs_concurrent_replacement_probe cs_test_concurrent_add(unsigned adds) {
     return probe;
 }
 
+#if !defined(__APPLE__)
+/* Registers a fresh selector (unique in this process) and returns it. */
+static SEL cs_fresh_selector(const char *prefix) {
+    static unsigned counter;
+    char name[96];
+    snprintf(name, sizeof name, "%s_%u_%u", prefix, (unsigned)getpid(), CS_ATOMIC_FETCH_ADD(&counter, 1u));
+    return sel_registerName(name);
+}
+
+cs_past_tables_probe cs_test_concurrent_add_past_tables(unsigned adds) {
+    cs_past_tables_probe probe = {{0}, 0, false};
+    @autoreleasepool {
+        NSArray *values = [NSArray arrayWithObjects:@"a", @"b", nil];
+        Class receiver_class = object_getClass(values);
+        Class root = objc_getClass("NSObject");
+        probe.run.found_owner = root != Nil;
+        if (root == Nil || adds == 0) return probe;
+        (void)[values count]; /* the array's and NSObject's tables installed */
+        probe.grows_tables = cs_backend_dispatch_write_status().grows_tables;
+        for (unsigned i = 0; i < 1u << 20 && cs_backend_dispatch_table_holds(root, cs_fresh_selector("csPastFiller")); i++) {
+        }
+        pthread_t threads[2];
+        int started = cs_concurrent_start_messengers(values, threads);
+        for (unsigned i = 0; i < adds; i++) {
+            /* Registered now, one per add: with class_addMethod, each rebuild sizes the tables
+             * for the selectors registered so far, and every 32nd add has to rebuild again. */
+            SEL sel = cs_fresh_selector("csPastAdd");
+            if (!cs_backend_dispatch_table_holds(root, sel)) probe.past_capacity++;
+            if (!cs_backend_add_method(root, sel, (IMP)cs_concurrent_added_imp, "i@:") ||
+                class_getMethodImplementation(receiver_class, sel) != (IMP)cs_concurrent_added_imp ||
+                ((int (*)(id, SEL))class_getMethodImplementation(receiver_class, sel))(values, sel) != 42 ||
+                ![values respondsToSelector:sel])
+                probe.run.stale++;
+        }
+        probe.run.calls = cs_concurrent_stop_messengers(threads, started);
+    }
+    return probe;
+}
+
+@interface CSPastTableBase : NSObject
+- (int)pastTableInherited;
+@end
+@implementation CSPastTableBase
+- (int)pastTableInherited {
+    return 1;
+}
+@end
+
+@interface CSPastTableSub : CSPastTableBase
+@end
+@implementation CSPastTableSub
+@end
+
+/* GCC libobjc's struct objc_method_list of one method (objc-private/module-abi-8.h). */
+typedef struct cs_one_method_list {
+    struct cs_one_method_list *next;
+    int count;
+    struct {
+        SEL name;
+        const char *types;
+        IMP imp;
+    } method;
+} cs_one_method_list;
+
+cs_past_table_probe cs_test_replace_past_table(void) {
+    cs_past_table_probe probe = {false, false, 0, 0};
+    @autoreleasepool {
+        CSPastTableBase *base = CS_AUTORELEASE([CSPastTableBase new]);
+        CSPastTableSub *sub = CS_AUTORELEASE([CSPastTableSub new]);
+        (void)[base pastTableInherited];
+        (void)[sub pastTableInherited]; /* both tables installed; Sub's is a lazy copy of Base's */
+        Class owner = [CSPastTableBase class];
+        SEL sel = cs_fresh_selector("csPastTable");
+        for (unsigned i = 0; i < 1u << 20 && cs_backend_dispatch_table_holds(owner, sel); i++)
+            sel = cs_fresh_selector("csPastTable");
+        probe.fixture_holds = !cs_backend_dispatch_table_holds(owner, sel);
+        /* The method list, published without a table update. Never freed (the class keeps it). */
+        cs_one_method_list *list = (cs_one_method_list *)calloc(1, sizeof *list);
+        SEL (*register_typed)(const char *, const char *) =
+            (SEL(*)(const char *, const char *))dlsym(RTLD_DEFAULT, "sel_registerTypedName");
+        if (list == NULL || register_typed == NULL) return probe;
+        list->count = 1;
+        list->method.name = register_typed(sel_getName(sel), "i@:");
+        list->method.types = "i@:";
+        list->method.imp = (IMP)cs_value_one;
+        void **methods = (void **)((char *)CS_POINTER(owner) + 7 * sizeof(void *)); /* struct objc_class.methods */
+        list->next = (cs_one_method_list *)*methods;
+        *methods = list;
+        IMP previous = cs_backend_replace_implementation(owner, sel, (IMP)cs_replacement_value);
+        probe.previous_is_original = previous == (IMP)cs_value_one;
+        probe.owner_answer = ((int (*)(id, SEL))class_getMethodImplementation(owner, sel))(base, sel);
+        /* The subclass's table was grown with the owner's and must still dispatch what it did. */
+        probe.sub_answer = [sub pastTableInherited];
+    }
+    return probe;
+}
+
+const char *cs_test_dispatch_write_fallback(void) {
+    @autoreleasepool {
+        /* Installs NSObject's table and NSArray's, a lazy copy of it, as any program using
+         * Foundation has before it starts the guards (the self-check needs both). */
+        (void)[[NSArray arrayWithObjects:@"a", nil] count];
+    }
+    return cs_backend_dispatch_write_status().fallback;
+}
+
+bool cs_test_add_method_reaches_subclass(void) {
+    bool reaches = false;
+    @autoreleasepool {
+        CSPastTableSub *sub = CS_AUTORELEASE([CSPastTableSub new]);
+        (void)[sub pastTableInherited]; /* tables installed */
+        SEL sel = cs_fresh_selector("csAddReaches");
+        reaches = cs_backend_add_method([CSPastTableBase class], sel, (IMP)cs_replacement_value, "i@:") &&
+                  ((int (*)(id, SEL))class_getMethodImplementation([CSPastTableSub class], sel))(sub, sel) == 2;
+    }
+    return reaches;
+}
+#endif
+
 size_t cs_test_owner_count(const char *root, const char *selector, bool class_side) {
     Class cls = objc_lookUpClass(root);
     if (cls == Nil) return 0;

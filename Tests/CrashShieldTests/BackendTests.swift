@@ -3,6 +3,7 @@ import Testing
 import CrashShield
 import _CrashShieldRuntime
 import _CrashShieldScenarios
+import _CrashShieldTestSupport
 
 extension RuntimeTests {
     @Suite struct Backend {
@@ -61,6 +62,73 @@ extension RuntimeTests {
                 exit(probe.calls > 0 ? 0 : 5)
             }
         }
+
+        #if !canImport(Darwin) // GCC libobjc (GNUstep) only
+        /// GCC libobjc: adding methods whose selectors were registered after the dispatch tables
+        /// were built, while other threads message a subclass, never kills the process. Those tables
+        /// must grow; class_addMethod's rebuild frees tables those threads are reading, and
+        /// libobjc's own growth (sarray_realloc) publishes the larger capacity before the larger
+        /// array and frees the old one. The backend grows each table in place, safely for readers.
+        /// Exit codes: 3 no NSObject, 4 an add did not reach the subclass, 5 the threads never ran,
+        /// 6 no selector lay past NSObject's table (the fixture no longer tests growth), 7 the
+        /// backend does not grow tables in place.
+        @Test func addingPastTheDispatchTablesWhileOtherThreadsMessageNeverCrashes() async {
+            await #expect(processExitsWith: .success) {
+                alarm(120)
+                let probe = cs_test_concurrent_add_past_tables(4000)
+                guard probe.run.found_owner else { exit(3) }
+                guard probe.run.stale == 0 else { exit(4) }
+                guard probe.run.calls > 0 else { exit(5) }
+                guard probe.past_capacity > 0 else { exit(6) }
+                exit(probe.grows_tables ? 0 : 7)
+            }
+        }
+
+        /// GCC libobjc: a replacement whose selector lies past a table it writes gives that table
+        /// room first, as adding does (one decision for both): sarray_at_put_safe there would grow
+        /// it through sarray_realloc, which aborts the process on a table a subclass's table was
+        /// lazily copied from. Exit codes: 3 the fixture's selector fit the table, 4 the previous
+        /// IMP was not the method's, 5 the owner does not answer with the replacement, 6 the grown
+        /// subclass table no longer dispatches an inherited method.
+        @Test func replacingAMethodPastItsOwnersTableNeverAborts() async {
+            await #expect(processExitsWith: .success) {
+                alarm(60)
+                let probe = cs_test_replace_past_table()
+                guard probe.fixture_holds else { exit(3) }
+                guard probe.previous_is_original else { exit(4) }
+                guard probe.owner_answer == 2 else { exit(5) }
+                exit(probe.sub_answer == 1 ? 0 : 6)
+            }
+        }
+
+        /// The table self-check: on this libobjc, dispatch tables are written in place.
+        @Test func dispatchTablesAreWrittenInPlaceOnThisRuntime() {
+            #expect(cs_test_dispatch_write_fallback() == nil)
+        }
+
+        /// The table self-check refuses a changed dispatch-table layout (played by the test seam)
+        /// with a stable code, and the backend still reaches subclasses by rebuilding; the real
+        /// layout passes the check again. In a child: the rebuilds are unsafe beside other tests'
+        /// threads. Exit codes: 3 the first variant was not refused, 4 the second was not,
+        /// 5 a replacement did not reach the subclass under the fallback, 6 an add failed under it,
+        /// 7 the real layout was refused.
+        @Test func aChangedDispatchTableLayoutFallsBackToRebuilding() async {
+            await #expect(processExitsWith: .success) {
+                alarm(60)
+                let mismatch = "dispatch-table-layout-mismatch"
+                _ = cs_test_dispatch_write_fallback() // decided once on the real layout first
+                cs_backend_assume_table_layout_for_testing(1)
+                guard let first = cs_test_dispatch_write_fallback(), String(cString: first) == mismatch else { exit(3) }
+                cs_backend_assume_table_layout_for_testing(2)
+                guard let second = cs_test_dispatch_write_fallback(), String(cString: second) == mismatch else { exit(4) }
+                let probe = cs_test_dispatch_refresh()
+                guard probe.backend_sub == 2, probe.restored_sub == 1 else { exit(5) }
+                guard cs_test_add_method_reaches_subclass() else { exit(6) }
+                cs_backend_assume_table_layout_for_testing(0)
+                exit(cs_test_dispatch_write_fallback() == nil ? 0 : 7)
+            }
+        }
+        #endif
 
         @Test func ownerDiscoveryFindsConcreteClusterClasses() {
             // Several concrete classes define these themselves on every Foundation we know;

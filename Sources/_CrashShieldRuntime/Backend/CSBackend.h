@@ -10,12 +10,15 @@
 #define CS_BACKEND_H
 
 #import "CSObjC.h"
+#include <stdbool.h>
 
 /**
  * Replaces, in place, the implementation of `sel` that `owner` itself defines, and returns the
  * previous IMP (which may be another SDK's hook: callers chain to it). The selector seen by
- * everyone else does not change. On GCC libobjc the dispatch tables of `owner` and all its
- * subclasses are rebuilt, so subclasses that inherit the method see the new IMP at once.
+ * everyone else does not change. On GCC libobjc the new IMP is written into the dispatch tables of
+ * `owner` and of the subclasses that inherit the method (in place, a table too small for the
+ * selector grown first; rebuilt only when in-place writes are not usable, see
+ * cs_backend_dispatch_write_status), so those subclasses see it at once.
  * Returns NULL (and changes nothing) when `owner` does not define `sel` itself.
  */
 IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement);
@@ -108,9 +111,38 @@ BOOL cs_backend_is_class_object(CS_UNRETAINED id receiver);
  * reaches the inherited IMP (or the missing-method path) or `imp`, and never a freed dispatch
  * table: on GCC libobjc the method list is published first and the table entries are then
  * written in place under the runtime lock (class_addMethod would rebuild every table below
- * `cls`); class_addMethod only when those entry points are missing, and on Apple.
+ * `cls`), a table too small for a selector registered after it was built being grown in place
+ * first; class_addMethod only when in-place writes are not usable (see
+ * cs_backend_dispatch_write_status) or a table cannot grow, and on Apple.
  */
 BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types);
+
+#if !defined(__APPLE__)
+/** How the GNUstep backend writes dispatch tables (GCC libobjc). */
+typedef struct {
+    /** NULL while replacements and adds write the tables in place; otherwise why every write
+     *  rebuilds the tables instead (unsafe while other threads message the classes), a stable
+     *  code: "runtime-entry-points-missing" (libobjc lacks sarray_at_put_safe, its runtime lock or
+     *  the uninstalled-table marker), "class-layout-mismatch" (NSObject does not read back as GCC's
+     *  struct objc_class), "selector-encoding-unknown" (not 64-bit little-endian),
+     *  "dispatch-table-layout-mismatch" or "dispatch-table-entries-mismatch" (the table
+     *  self-check: NSObject's table and a copy of it do not read as GCC's struct sarray, or
+     *  NSObject's methods do not read back from it as class_getMethodImplementation answers), or
+     *  "dispatch-tables-not-built" (NSObject's table is not installed yet: decided at a later
+     *  write). */
+    const char *fallback;
+    /** True when a write past a table's capacity grows the table in place (x86-64, objc_malloc
+     *  found, in-place writes in use); false: such a write rebuilds instead. */
+    bool grows_tables;
+} cs_dispatch_write_status;
+
+/** The current cs_dispatch_write_status; runs the decision (once) if no write has yet. */
+cs_dispatch_write_status cs_backend_dispatch_write_status(void);
+
+/** True when `cls`'s dispatch table is installed and has an entry for `sel` without growing
+ *  (false as well when in-place writes are not in use). */
+bool cs_backend_dispatch_table_holds(Class cls, SEL sel);
+#endif
 
 /**
  * Gives `cls` its own implementation of the instance method `sel`: replaces it in place when `cls`

@@ -13,15 +13,25 @@
  * NSArray crashed 8 runs out of 8, with or without objc_thread_add()). So the start path writes
  * the new IMP into each affected table with the runtime's own sarray_at_put_safe, under the
  * runtime lock, which readers were built for: an entry changes from one valid IMP to another and
- * a shared bucket is copied before it is written, never freed. The full rebuild remains only the
- * fallback when that entry point or the class layout check is missing.
+ * a shared bucket is copied before it is written, never freed.
  *
  * Adding a method (cs_backend_add_method) avoids class_addMethod's rebuild the same way: a
  * one-method list is published at the head of the class's method lists, then the entry is
- * written into the tables of the class and of its subclasses that inherit the selector. That
- * needs room in every such table (a write past a table's capacity grows it: SIGABRT on a shared
- * table, a freed bucket array otherwise), so a selector registered after the tables were built
- * still goes through class_addMethod (probes: docs/probes/gnustep-add-method).
+ * written into the tables of the class and of its subclasses that inherit the selector.
+ *
+ * Room: a table holds as many entries as there were selectors when it was built. Replacing and
+ * adding take one decision (cs_gnu_make_room) before writing: every installed table below the
+ * owner must hold the selector's position, and one that does not is grown in place by the backend
+ * (cs_gnu_grow_table), because sarray_at_put_safe past the capacity reaches sarray_realloc, which
+ * aborts on a shared table and otherwise publishes the capacity before the array and frees the
+ * old array under readers (docs/probes/gnustep-add-method/sarray_readers.dis).
+ *
+ * Layout: all of this reads GCC libobjc's struct objc_class and struct sarray, which are not
+ * public. Before the first write the backend confirms them (NSObject through the public
+ * accessors; the table self-check cs_gnu_check_tables on NSObject's table and a copy of it). When
+ * an entry point is missing or a check fails, every write falls back to libobjc's rebuild, which
+ * is unsafe while other threads message the classes, and cs_backend_dispatch_write_status() says
+ * why with a stable code.
  *
  * Publication order (the contract every hook relies on): a hook's original IMP (its slot) is
  * written before the hook's IMP is stored into the Method and the dispatch tables, and both of
@@ -114,13 +124,17 @@ typedef struct {
     int (*unlock)(void *mutex);                            /* objc_mutex_unlock */
     void **runtime_mutex;                                  /* &__objc_runtime_mutex */
     void **uninstalled_table;                              /* &__objc_uninstalled_dtable */
-    SEL (*register_typed)(const char *, const char *);     /* sel_registerTypedName */
+    SEL (*register_typed)(const char *, const char *);     /* sel_registerTypedName (adds only) */
+    void *(*allocate)(size_t);                             /* objc_malloc (growing a table only) */
 } cs_gnu_patch_api;
 
-/* GCC libobjc's struct sarray (objc-private/sarray.h, two-level variant) up to its capacity: a
- * dispatch table holds `capacity` entries; sarray_at_put_safe grows a table written past them,
- * which libobjc asserts never happens to a table that subclasses share (abort), and which frees
- * the old bucket array under readers. Only the in-place add needs it. */
+/* GCC libobjc's struct sarray (objc-private/sarray.h, the two-level variant Debian's libobjc is
+ * built with): {struct sbucket **buckets; struct sbucket *empty_bucket; union sversion version;
+ * short ref_count; struct sarray *is_copy_of; size_t capacity}. A table holds `capacity` entries
+ * (a multiple of 32) in 32-entry buckets; struct sbucket starts with its 32 entries. A lazy copy
+ * (a subclass's table) has its own bucket-pointer array but shares its parent's buckets until it
+ * writes one. The backend reads these fields through cs_gnu_table_fields, which the table
+ * self-check (cs_gnu_check_tables) confirms on live tables before any write. */
 typedef struct {
     void *buckets;
     void *empty_bucket;
@@ -129,6 +143,31 @@ typedef struct {
     void *is_copy_of;
     size_t capacity;
 } cs_gnu_table_layout;
+
+/* Where the fields the backend uses lie in a dispatch table. Only the test seam
+ * (cs_backend_assume_table_layout_for_testing) ever changes them, to play a changed runtime. */
+typedef struct {
+    size_t buckets, empty_bucket, ref_count, is_copy_of, capacity;
+} cs_gnu_table_offsets;
+
+static const cs_gnu_table_offsets cs_gnu_sarray_offsets = {
+    offsetof(cs_gnu_table_layout, buckets),    offsetof(cs_gnu_table_layout, empty_bucket),
+    offsetof(cs_gnu_table_layout, ref_count),  offsetof(cs_gnu_table_layout, is_copy_of),
+    offsetof(cs_gnu_table_layout, capacity),
+};
+static cs_gnu_table_offsets g_table_fields = cs_gnu_sarray_offsets;
+
+static void *cs_gnu_table_pointer(const void *table, size_t offset) {
+    void *value;
+    memcpy(&value, (const char *)table + offset, sizeof value);
+    return value;
+}
+
+static size_t cs_gnu_table_capacity(const void *table) {
+    size_t value;
+    memcpy(&value, (const char *)table + g_table_fields.capacity, sizeof value);
+    return value;
+}
 
 /* The table position of a selector: GCC's sel_id on 64-bit little-endian holds the bucket in its
  * low half and the entry within the 32-entry bucket in its high half (probes:
@@ -143,13 +182,14 @@ static size_t cs_gnu_table_position(SEL sel) {
 #endif
 }
 
-/* The root class's table read back as cs_gnu_table_layout: not a copy, a whole number of buckets,
- * and -self inside it. */
-static BOOL cs_gnu_table_layout_matches(const void *root_table) {
-    const cs_gnu_table_layout *table = (const cs_gnu_table_layout *)root_table;
-    size_t self_position = cs_gnu_table_position(sel_registerName("self"));
-    return table != NULL && table->is_copy_of == NULL && table->capacity % 32u == 0 && self_position != SIZE_MAX &&
-           self_position < table->capacity;
+/* The entry at `position` of `table`, read as objc_msg_lookup reads it; NULL outside the table or
+ * where a bucket pointer is NULL (which a real table never has). */
+static void *cs_gnu_table_entry(const void *table, size_t position) {
+    if (position >= cs_gnu_table_capacity(table)) return NULL;
+    void *const *buckets = (void *const *)cs_gnu_table_pointer(table, g_table_fields.buckets);
+    if (buckets == NULL) return NULL;
+    void *const *bucket = (void *const *)buckets[position / 32u];
+    return bucket != NULL ? bucket[position % 32u] : NULL;
 }
 
 /* GCC libobjc's struct objc_method and struct objc_method_list (objc-private/module-abi-8.h):
@@ -170,31 +210,147 @@ static cs_gnu_class_layout *cs_gnu_layout(Class cls) {
     return (cs_gnu_class_layout *)CS_POINTER(cls);
 }
 
-/* The entry points, or NULL when one is missing or NSObject does not read back through the public
- * accessors exactly as cs_gnu_class_layout says. Looked up once. */
-static const cs_gnu_patch_api *cs_gnu_patch_api_get(void) {
-    static cs_gnu_patch_api api;
-    static int state; /* CS_ATOMIC_*: 0 not looked up, 1 usable, 2 not usable */
-    if (CS_ATOMIC_LOAD(&state) == 0) {
-        cs_gnu_patch_api found = {
-            (void (*)(void *, size_t, void *))dlsym(RTLD_DEFAULT, "sarray_at_put_safe"),
-            (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_lock"),
-            (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_unlock"),
-            (void **)dlsym(RTLD_DEFAULT, "__objc_runtime_mutex"),
-            (void **)dlsym(RTLD_DEFAULT, "__objc_uninstalled_dtable"),
-            (SEL(*)(const char *, const char *))dlsym(RTLD_DEFAULT, "sel_registerTypedName"),
-        };
-        Class root = objc_getClass("NSObject");
-        const cs_gnu_class_layout *layout = root ? cs_gnu_layout(root) : NULL;
-        BOOL layout_matches = layout != NULL && layout->super_class == class_getSuperclass(root) &&
-                              layout->name == class_getName(root) && layout->version == class_getVersion(root) &&
-                              (size_t)layout->instance_size == class_getInstanceSize(root);
-        BOOL usable = found.put && found.lock && found.unlock && found.runtime_mutex && found.uninstalled_table &&
-                      layout_matches;
-        if (usable) api = found;
-        CS_ATOMIC_STORE(&state, usable ? 1 : 2);
+/* A value read from a table field that should hold a heap pointer: aligned and above the first
+ * 64 KiB (checked before the self-check follows it). */
+static BOOL cs_gnu_plausible_pointer(const void *pointer) {
+    return (uintptr_t)pointer >= 0x10000u && (uintptr_t)pointer % sizeof(void *) == 0;
+}
+
+/* The table self-check: NSObject's dispatch table and a table lazily copied from it, read through
+ * cs_gnu_table_fields, must look like GCC libobjc's struct sarray (NSObject's is no copy, holds a
+ * whole number of buckets and a sane reference count; the copy names NSObject's as its original
+ * and shares its empty bucket, whose 32 entries are NULL), and the entries of methods NSObject
+ * implements (at least 4 of 8 well-known ones) must read back exactly as
+ * class_getMethodImplementation() answers them. Pointers are
+ * followed only once the fields before them made sense. Returns NULL when all holds, else the
+ * stable code of the first check that failed; "dispatch-tables-not-built" while NSObject's table
+ * or every copy of it is not installed yet (decided later). Runtime lock held. */
+static const char *cs_gnu_check_tables(const cs_gnu_patch_api *api) {
+    Class root = objc_getClass("NSObject");
+    const void *table = root ? cs_gnu_layout(root)->dtable : NULL;
+    if (table == NULL || table == *api->uninstalled_table) return "dispatch-tables-not-built";
+    if (cs_gnu_table_position(sel_registerName("self")) == SIZE_MAX) return "selector-encoding-unknown";
+    size_t capacity = cs_gnu_table_capacity(table);
+    short ref_count;
+    memcpy(&ref_count, (const char *)table + g_table_fields.ref_count, sizeof ref_count);
+    void *buckets = cs_gnu_table_pointer(table, g_table_fields.buckets);
+    void *empty = cs_gnu_table_pointer(table, g_table_fields.empty_bucket);
+    if (cs_gnu_table_pointer(table, g_table_fields.is_copy_of) != NULL || capacity == 0 || capacity % 32u != 0 ||
+        capacity > ((size_t)1 << 24) || ref_count < 1 || !cs_gnu_plausible_pointer(buckets) ||
+        !cs_gnu_plausible_pointer(empty) || buckets == empty)
+        return "dispatch-table-layout-mismatch";
+    const void *copy = NULL;
+    for (Class sub = cs_gnu_layout(root)->subclass_list; sub != Nil && copy == NULL;
+         sub = cs_gnu_layout(sub)->sibling_class) {
+        const void *candidate = cs_gnu_layout(sub)->dtable;
+        if (candidate != NULL && candidate != *api->uninstalled_table &&
+            cs_gnu_table_pointer(candidate, g_table_fields.is_copy_of) == table)
+            copy = candidate;
     }
-    return CS_ATOMIC_LOAD(&state) == 1 ? &api : NULL;
+    if (copy == NULL) return "dispatch-tables-not-built";
+    if (cs_gnu_table_pointer(copy, g_table_fields.empty_bucket) != empty ||
+        cs_gnu_table_pointer(copy, g_table_fields.buckets) == buckets || cs_gnu_table_capacity(copy) < capacity ||
+        cs_gnu_table_capacity(copy) % 32u != 0)
+        return "dispatch-table-layout-mismatch";
+    for (size_t e = 0; e < 32; e++)
+        if (((void *const *)empty)[e] != NULL) return "dispatch-table-layout-mismatch";
+    static const char *const known[] = {"self", "class", "hash", "isEqual:", "description", "respondsToSelector:",
+                                        "retain", "release"};
+    size_t compared = 0;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        SEL sel = sel_registerName(known[k]);
+        if (class_getInstanceMethod(root, sel) == NULL) continue; /* not NSObject's on this Foundation */
+        IMP expected = class_getMethodImplementation(root, sel);
+        if (expected == NULL || cs_gnu_table_entry(table, cs_gnu_table_position(sel)) != (void *)expected)
+            return "dispatch-table-entries-mismatch";
+        compared++;
+    }
+    return compared >= 4 ? NULL : "dispatch-table-entries-mismatch";
+}
+
+/* In-place writes: 0 not decided, 1 in use, 2 not usable (g_table_writes_fallback says why). */
+static int g_table_writes_state;             /* CS_ATOMIC_* */
+static const char *g_table_writes_fallback;  /* CS_ATOMIC_*: a stable code, or NULL */
+static cs_gnu_patch_api g_patch_api;         /* written once, before state 1 is published */
+
+/* The entry points, once found, GCC's struct objc_class confirmed on NSObject through the public
+ * accessors, and the table self-check passed; NULL otherwise, and every write rebuilds instead
+ * (g_table_writes_fallback records why). Decided once, at the first write after NSObject's table
+ * is installed; before that NULL (no other thread has messaged anything then). */
+static const cs_gnu_patch_api *cs_gnu_patch_api_get(void) {
+    int state = CS_ATOMIC_LOAD(&g_table_writes_state);
+    if (state == 1) return &g_patch_api;
+    if (state == 2) return NULL;
+    cs_gnu_patch_api found = {
+        (void (*)(void *, size_t, void *))dlsym(RTLD_DEFAULT, "sarray_at_put_safe"),
+        (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_lock"),
+        (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_unlock"),
+        (void **)dlsym(RTLD_DEFAULT, "__objc_runtime_mutex"),
+        (void **)dlsym(RTLD_DEFAULT, "__objc_uninstalled_dtable"),
+        (SEL(*)(const char *, const char *))dlsym(RTLD_DEFAULT, "sel_registerTypedName"),
+        (void *(*)(size_t))dlsym(RTLD_DEFAULT, "objc_malloc"),
+    };
+    const char *fallback = NULL;
+    Class root = objc_getClass("NSObject");
+    const cs_gnu_class_layout *layout = root ? cs_gnu_layout(root) : NULL;
+    if (!(found.put && found.lock && found.unlock && found.runtime_mutex && found.uninstalled_table))
+        fallback = "runtime-entry-points-missing";
+    else if (!(layout != NULL && layout->super_class == class_getSuperclass(root) &&
+               layout->name == class_getName(root) && layout->version == class_getVersion(root) &&
+               (size_t)layout->instance_size == class_getInstanceSize(root)))
+        fallback = "class-layout-mismatch";
+    if (fallback == NULL) {
+        found.lock(*found.runtime_mutex);
+        fallback = cs_gnu_check_tables(&found);
+        found.unlock(*found.runtime_mutex);
+        if (fallback != NULL && strcmp(fallback, "dispatch-tables-not-built") == 0) {
+            CS_ATOMIC_STORE(&g_table_writes_fallback, fallback); /* not decided: asked again next time */
+            return NULL;
+        }
+    }
+    if (fallback == NULL) g_patch_api = found;
+    CS_ATOMIC_STORE(&g_table_writes_fallback, fallback);
+    CS_ATOMIC_STORE(&g_table_writes_state, fallback == NULL ? 1 : 2);
+    return fallback == NULL ? &g_patch_api : NULL;
+}
+
+/* Entries a grown table gets beyond the position that made it grow: 32 buckets (1024 entries),
+ * so the selectors registered after it fit without growing again. */
+#define CS_GNU_GROWTH_SLACK_BUCKETS 32u
+
+/* Grows `table` in place to hold `position`, safely for readers that are inside objc_msg_lookup
+ * on it (sarray_at_put_safe's sarray_realloc is not: it stores the larger capacity before the new
+ * bucket-pointer array, so a reader may index past the old array, frees the old array at once,
+ * and aborts on a table other tables were lazily copied from). Here a new, larger bucket-pointer
+ * array (the old pointers, then the empty bucket) is published with a release store, and only then
+ * the larger capacity. libobjc's readers (objc_msg_lookup, objc_msg_lookup_super,
+ * class_getMethodImplementation) load the capacity, compare, then load the array, and x86-64
+ * keeps loads in order, so a reader that sees the new capacity sees the new array; a reader that
+ * sees the old capacity answers "not in the table" for the new positions, as before. The old array
+ * is never freed (a reader may still hold it): one pointer per 32 entries, once per growth. The new
+ * one is objc_malloc'd, so libobjc's sarray_free releases it like its own. Only on x86-64 (other
+ * architectures may reorder the readers' loads); NO there, or without objc_malloc.
+ * Runtime lock held. */
+static BOOL cs_gnu_grow_table(const cs_gnu_patch_api *api, void *table, size_t position) {
+#if defined(__x86_64__)
+    if (api->allocate == NULL) return NO;
+    size_t old_count = cs_gnu_table_capacity(table) / 32u;
+    size_t new_count = position / 32u + 1u + CS_GNU_GROWTH_SLACK_BUCKETS;
+    void *const *old_buckets = (void *const *)cs_gnu_table_pointer(table, g_table_fields.buckets);
+    void *empty = cs_gnu_table_pointer(table, g_table_fields.empty_bucket);
+    void **grown = (void **)api->allocate(new_count * sizeof(void *));
+    if (grown == NULL) return NO;
+    memcpy(grown, old_buckets, old_count * sizeof(void *));
+    for (size_t b = old_count; b < new_count; b++) grown[b] = empty;
+    __atomic_store_n((void **)(void *)((char *)table + g_table_fields.buckets), (void *)grown, __ATOMIC_RELEASE);
+    __atomic_store_n((size_t *)(void *)((char *)table + g_table_fields.capacity), new_count * 32u, __ATOMIC_RELEASE);
+    return YES;
+#else
+    (void)api;
+    (void)table;
+    (void)position;
+    return NO;
+#endif
 }
 
 /* True when `cls` has a method named `sel` of its own (sel_isEqual: no runtime lock). */
@@ -207,70 +363,84 @@ static BOOL cs_gnu_defines(Class cls, SEL sel) {
     return found;
 }
 
-/* Writes `replacement` into the table of `cls` and of every subclass that still dispatches `sel`
- * to `previous` by inheritance from it. A subclass with its own method (or another IMP) keeps
- * it, and so do its subclasses. A subclass that already answers `replacement` is descended into
- * as well: a lazily copied table shares its parent's bucket until it writes one, so the parent's
+/* One in-place table write: `imp` for `sel` into the table of an owner and of the subclasses
+ * that get it from the owner. Replacing and adding share it; they differ only in which
+ * subclasses the write continues into (cs_gnu_write_reaches). */
+typedef struct {
+    SEL sel;
+    size_t position; /* cs_gnu_table_position(sel) */
+    IMP previous;    /* a replacement: the IMP it replaces */
+    IMP imp;
+    BOOL is_add;
+} cs_gnu_table_write;
+
+/* Whether the write continues into subclass `sub` (and below it). Never into a subclass with a
+ * method of its own (it keeps it, and so do its subclasses). An add continues into every other
+ * one. A replacement continues only while `sub` still dispatches `sel` to `previous`, or already
+ * to `imp`: a lazily copied table shares its parent's bucket until it writes one, so the parent's
  * write shows through, while a grandchild holding its own copy of that bucket still has
  * `previous` (stopping there left such grandchildren stale; it showed once the KVO guard's first
- * start stopped rebuilding every table). A class whose table is not installed yet is skipped: the runtime
- * builds it later from the method lists, which already hold the replacement. Runtime lock held. */
-static void cs_gnu_patch_subtree(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP previous, IMP replacement,
-                                 BOOL is_owner) {
-    cs_gnu_class_layout *layout = cs_gnu_layout(cls);
-    if (layout->dtable == *api->uninstalled_table) return;
-    if (!is_owner) {
-        IMP current = class_getMethodImplementation(cls, sel);
-        if ((current != previous && current != replacement) || cs_gnu_defines(cls, sel)) return;
+ * start stopped rebuilding every table). */
+static BOOL cs_gnu_write_reaches(const cs_gnu_table_write *write, Class sub) {
+    if (!write->is_add) {
+        IMP current = class_getMethodImplementation(sub, write->sel);
+        if (current != write->previous && current != write->imp) return NO;
     }
-    __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
-    /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
-    api->put(layout->dtable, (size_t) * (void *const *)(const void *)sel, (void *)replacement);
-    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
-        cs_gnu_patch_subtree(api, sub, sel, previous, replacement, NO);
+    return !cs_gnu_defines(sub, write->sel);
 }
 
-/* Patches the tables for one replaced method in place; NO (nothing done) when the patch entry
- * points are not usable, so the caller rebuilds instead. */
-static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacement) {
-    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
-    if (api == NULL) return NO;
-    api->lock(*api->runtime_mutex);
-    cs_gnu_patch_subtree(api, owner, sel, previous, replacement, YES);
-    api->unlock(*api->runtime_mutex);
+/* The room decision, shared by replacing and adding: every installed table at or below `cls`
+ * must hold `position`, and one short of it is grown in place (cs_gnu_grow_table). Every installed
+ * table of the subtree, a superset of those the write reaches (deciding which those are asks the
+ * tables themselves; growing one more costs only memory). A write past a table's capacity would
+ * otherwise reach sarray_realloc (see cs_gnu_grow_table). NO when a table is short and cannot
+ * grow: nothing is written then (tables grown so far only gained empty entries) and the caller
+ * falls back to a rebuild. Classes whose table is not installed, and their subclasses, are
+ * skipped: their tables are built later, large enough. Runtime lock held. */
+static BOOL cs_gnu_make_room(const cs_gnu_patch_api *api, Class cls, size_t position) {
+    void *table = cs_gnu_layout(cls)->dtable;
+    if (table == *api->uninstalled_table) return YES;
+    if (position == SIZE_MAX) return NO;
+    if (position >= cs_gnu_table_capacity(table) && !cs_gnu_grow_table(api, table, position)) return NO;
+    for (Class sub = cs_gnu_layout(cls)->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
+        if (!cs_gnu_make_room(api, sub, position)) return NO;
     return YES;
 }
 
-/* True when every installed table the add would write (see cs_gnu_add_to_subtree) has room for
- * `sel` without growing. Runtime lock held. */
-static BOOL cs_gnu_add_fits(const cs_gnu_patch_api *api, Class cls, SEL sel, size_t position, BOOL is_owner) {
-    cs_gnu_class_layout *layout = cs_gnu_layout(cls);
-    if (layout->dtable == *api->uninstalled_table) return YES;
-    if (!is_owner && cs_gnu_defines(cls, sel)) return YES;
-    if (position >= ((const cs_gnu_table_layout *)layout->dtable)->capacity) return NO;
-    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
-        if (!cs_gnu_add_fits(api, sub, sel, position, NO)) return NO;
-    return YES;
-}
-
-/* The table half of adding `sel` to `owner`: writes `imp` into the table of `cls` and of every
- * subclass that inherits `sel` from it; a subclass with a method of its own keeps it, and so do
- * its subclasses. A class whose table is not installed is left to libobjc's update, which only
- * redoes the table it prepared when that class is inside +initialize (the initializing thread
- * holds the runtime lock for the whole +initialize, so that is only ever this thread) and
- * otherwise does nothing; its subclasses are not installed either. Runtime lock held. */
-static void cs_gnu_add_to_subtree(const cs_gnu_patch_api *api, Class cls, SEL sel, IMP imp, BOOL is_owner) {
+/* Writes the entry into the table of `cls` and of the subclasses it reaches
+ * (cs_gnu_write_reaches), after cs_gnu_make_room. A class whose table is not installed is left to
+ * libobjc's update, which only redoes the table it prepared when that class is inside
+ * +initialize (the initializing thread holds the runtime lock for the whole +initialize, so that
+ * is only ever this thread) and otherwise does nothing: the runtime builds the table later from
+ * the method lists, which already hold `imp`; its subclasses are not installed either.
+ * Runtime lock held. */
+static void cs_gnu_write_subtree(const cs_gnu_patch_api *api, Class cls, const cs_gnu_table_write *write,
+                                 BOOL is_owner) {
     cs_gnu_class_layout *layout = cs_gnu_layout(cls);
     if (layout->dtable == *api->uninstalled_table) {
         cs_dtable_update_fn update = cs_dispatch_update_function();
         if (update) update(cls);
         return;
     }
-    if (!is_owner && cs_gnu_defines(cls, sel)) return;
+    if (!is_owner && !cs_gnu_write_reaches(write, cls)) return;
     __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
-    api->put(layout->dtable, (size_t) * (void *const *)(const void *)sel, (void *)imp);
+    /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
+    api->put(layout->dtable, (size_t) * (void *const *)(const void *)write->sel, (void *)write->imp);
     for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
-        cs_gnu_add_to_subtree(api, sub, sel, imp, NO);
+        cs_gnu_write_subtree(api, sub, write, NO);
+}
+
+/* Patches the tables for one replaced method in place; NO (no entry written) when in-place writes
+ * are not usable or a table could not be given room, so the caller rebuilds instead. */
+static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacement) {
+    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
+    if (api == NULL) return NO;
+    cs_gnu_table_write write = {sel, cs_gnu_table_position(sel), previous, replacement, NO};
+    api->lock(*api->runtime_mutex);
+    BOOL room = cs_gnu_make_room(api, owner, write.position);
+    if (room) cs_gnu_write_subtree(api, owner, &write, YES);
+    api->unlock(*api->runtime_mutex);
+    return room;
 }
 
 /* class_addMethod without its table rebuild: the one-method list is filled in, then published at
@@ -290,16 +460,17 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
     list->count = 1;
     list->methods[0].types = types_copy;
     list->methods[0].imp = imp;
+    cs_gnu_table_write write = {sel, cs_gnu_table_position(sel), NULL, imp, YES};
     api->lock(*api->runtime_mutex);
-    cs_gnu_add_result result = cs_gnu_defines(cls, sel) ? CS_GNU_ALREADY_DEFINED
-                               : cs_gnu_add_fits(api, cls, sel, cs_gnu_table_position(sel), YES) ? CS_GNU_ADDED
-                                                                                                  : CS_GNU_NO_ROOM;
+    cs_gnu_add_result result = cs_gnu_defines(cls, sel)                    ? CS_GNU_ALREADY_DEFINED
+                               : cs_gnu_make_room(api, cls, write.position) ? CS_GNU_ADDED
+                                                                            : CS_GNU_NO_ROOM;
     if (result == CS_GNU_ADDED) {
         list->methods[0].name = api->register_typed(sel_getName(sel), types_copy);
         cs_gnu_class_layout *layout = cs_gnu_layout(cls);
         list->next = (cs_gnu_method_list *)layout->methods;
         __atomic_store_n(&layout->methods, (void *)list, __ATOMIC_RELEASE);
-        cs_gnu_add_to_subtree(api, cls, sel, imp, YES);
+        cs_gnu_write_subtree(api, cls, &write, YES);
     }
     api->unlock(*api->runtime_mutex);
     if (result != CS_GNU_ADDED) {
@@ -309,30 +480,52 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
     return result; /* a published list is never freed: readers may hold it */
 }
 
-/* True when sel_registerTypedName was found and NSObject's table reads back as
- * cs_gnu_table_layout. Decided once NSObject's table is installed; NO before (an add before any
- * message is single-threaded, so class_addMethod is fine then). */
-static BOOL cs_gnu_can_add(const cs_gnu_patch_api *api) {
-    static int state; /* CS_ATOMIC_*: 0 not decided, 1 yes, 2 no */
-    if (CS_ATOMIC_LOAD(&state) == 0) {
-        Class root = objc_getClass("NSObject");
-        void *table = root ? cs_gnu_layout(root)->dtable : NULL;
-        if (table == NULL || table == *api->uninstalled_table) return NO;
-        CS_ATOMIC_STORE(&state, api->register_typed && cs_gnu_table_layout_matches(table) ? 1 : 2);
-    }
-    return CS_ATOMIC_LOAD(&state) == 1;
-}
-
 BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types) {
     if (cls == Nil || sel == NULL || imp == NULL || types == NULL || types[0] == '\0') return NO;
     const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
-    cs_gnu_add_result result = api && cs_gnu_can_add(api) ? cs_gnu_add_in_place(api, cls, sel, imp, types) : CS_GNU_NO_ROOM;
+    cs_gnu_add_result result =
+        api && api->register_typed ? cs_gnu_add_in_place(api, cls, sel, imp, types) : CS_GNU_NO_ROOM;
     if (result == CS_GNU_ADDED) return YES;
     if (result == CS_GNU_ALREADY_DEFINED) return NO;
-    /* A selector registered after the tables were built (or no entry points): libobjc's add,
-     * whose rebuild is not safe while other threads message these classes. */
+    /* In-place writes not usable (cs_backend_dispatch_write_status says why), or a table that
+     * could not grow: libobjc's add, whose rebuild is not safe while other threads message these
+     * classes. */
     return class_addMethod(cls, sel, imp, types) ? YES : NO;
 }
+
+cs_dispatch_write_status cs_backend_dispatch_write_status(void) {
+    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
+    cs_dispatch_write_status status = {CS_ATOMIC_LOAD(&g_table_writes_fallback), false};
+#if defined(__x86_64__)
+    status.grows_tables = api != NULL && api->allocate != NULL;
+#endif
+    return status;
+}
+
+bool cs_backend_dispatch_table_holds(Class cls, SEL sel) {
+    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
+    if (api == NULL || cls == Nil || sel == NULL) return false;
+    api->lock(*api->runtime_mutex);
+    void *table = cs_gnu_layout(cls)->dtable;
+    bool holds = table != *api->uninstalled_table && cs_gnu_table_position(sel) < cs_gnu_table_capacity(table);
+    api->unlock(*api->runtime_mutex);
+    return holds;
+}
+
+#if defined(CSC_TEST_SEAMS)
+void cs_backend_assume_table_layout_for_testing(int variant) {
+    cs_gnu_table_offsets fields = cs_gnu_sarray_offsets;
+    if (variant == 1) { /* a field inserted before capacity: capacity read where is_copy_of is */
+        fields.capacity = cs_gnu_sarray_offsets.is_copy_of;
+    } else if (variant == 2) { /* buckets and empty_bucket swapped */
+        fields.buckets = cs_gnu_sarray_offsets.empty_bucket;
+        fields.empty_bucket = cs_gnu_sarray_offsets.buckets;
+    }
+    g_table_fields = fields;
+    CS_ATOMIC_STORE(&g_table_writes_fallback, (const char *)NULL);
+    CS_ATOMIC_STORE(&g_table_writes_state, 0);
+}
+#endif
 
 static Method cs_own_method(Class owner, SEL sel) {
     unsigned int count = 0;

@@ -110,6 +110,41 @@ cs_concurrent_replacement_probe cs_test_concurrent_replacement(unsigned replacem
  *  tables, as class_addMethod does on GCC libobjc, kills the process with SIGSEGV: run it in a
  *  child. `found_owner` is true when NSObject exists. */
 cs_concurrent_replacement_probe cs_test_concurrent_add(unsigned adds);
+/** What cs_test_concurrent_add_past_tables() observed. */
+typedef struct {
+    cs_concurrent_replacement_probe run; /**< calls, stale adds, NSObject found */
+    unsigned past_capacity;              /**< adds whose selector NSObject's table did not hold before */
+    bool grows_tables;                   /**< the backend grows tables in place (else it rebuilds) */
+} cs_past_tables_probe;
+
+/** cs_test_concurrent_add() for selectors registered after the dispatch tables were built:
+ *  fresh selectors are registered until NSObject's table no longer holds them, then `adds` more,
+ *  and each is added to NSObject while two threads message an immutable array. Every table below
+ *  NSObject must grow for them; libobjc's own growth (sarray_realloc) and class_addMethod's
+ *  rebuild both free memory those threads are reading: run it in a child. GNUstep only. */
+cs_past_tables_probe cs_test_concurrent_add_past_tables(unsigned adds);
+
+/** What cs_test_replace_past_table() observed. */
+typedef struct {
+    bool fixture_holds;  /**< the owner's table did not hold the method's selector before */
+    bool previous_is_original; /**< the replacement returned the method's IMP */
+    int owner_answer;    /**< the owner's answer after the replacement (2: the replacement) */
+    int sub_answer;      /**< a subclass's answer to a method it inherits from the same owner */
+} cs_past_table_probe;
+
+/** Replaces a method whose selector lies past its owner's dispatch table: a method list holding it
+ *  is published on an installed class (with an installed subclass, so the table is shared) without
+ *  a table update, as another runtime-patching library could leave it. sarray_at_put_safe would
+ *  grow that table through sarray_realloc, which aborts on a shared table: run it in a child.
+ *  GNUstep only. */
+cs_past_table_probe cs_test_replace_past_table(void);
+
+/** The backend's cs_dispatch_write_status().fallback: NULL when dispatch tables are written in
+ *  place, else the stable code of why they are rebuilt. GNUstep only. */
+const char *cs_test_dispatch_write_fallback(void);
+/** Adds a fresh method to a compiled class with cs_backend_add_method and checks that a
+ *  subclass of it (tables installed) answers it. GNUstep only. */
+bool cs_test_add_method_reaches_subclass(void);
 /** Number of classes at or below `root` that define `selector` themselves. */
 size_t cs_test_owner_count(const char *root, const char *selector, bool class_side);
 /** What the runtime's exception helpers (Backend/CSObjCTry.mm) did: cs_objc_try caught a thrown

@@ -49,6 +49,12 @@ void cs_guard_inject_canary_failure_for_testing(const char *guard_name);
  *  mode), just before the canary itself. Runs under the engine lock: the probe must not start,
  *  stop or configure the guards. */
 void cs_guard_set_canary_probe_for_testing(const char *guard_name, void (*probe)(void));
+/** GNUstep backend: reads GCC libobjc's dispatch tables as if their struct had changed (1: a field
+ *  inserted before the capacity; 2: the bucket array and the empty bucket swapped; 0: the real
+ *  layout again) and has the next table write run the backend's table self-check again, which
+ *  must then refuse in-place writes (cs_backend_dispatch_write_status().fallback). Not defined on
+ *  Apple. For a child process: the rebuilds it leads to are unsafe beside other threads. */
+void cs_backend_assume_table_layout_for_testing(int variant);
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
