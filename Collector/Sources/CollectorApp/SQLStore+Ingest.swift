@@ -168,7 +168,8 @@ extension SQLStore {
                     }
                     if let release = event.release {
                         if let last = issue.lastRelease {
-                            if ReleaseOrder.isNewer(release, than: last) { issue.lastRelease = release }
+                            // A release is never newer than itself; the equality test skips parsing both.
+                            if release != last && ReleaseOrder.isNewer(release, than: last) { issue.lastRelease = release }
                         } else {
                             issue.lastRelease = release
                         }
@@ -339,12 +340,23 @@ extension SQLStore {
     private static func chunkCount(_ rows: Int, _ rowsPerStatement: Int) -> Int { (rows + rowsPerStatement - 1) / rowsPerStatement }
 
     /// `prefix row, row, ... suffix` statements, `rowsPerStatement` rows each; none for no rows.
+    /// Statements of the same row count share one text, built once.
     private static func multiRow(rowsPerStatement: Int, prefix: String, row: String, suffix: String = "", rows: [[DBValue]]) -> [SQLStatement] {
-        stride(from: 0, to: rows.count, by: rowsPerStatement).map { start in
+        var texts: [Int: String] = [:]
+        var statements: [SQLStatement] = []
+        statements.reserveCapacity(chunkCount(rows.count, rowsPerStatement))
+        for start in stride(from: 0, to: rows.count, by: rowsPerStatement) {
             let chunk = rows[start..<min(start + rowsPerStatement, rows.count)]
-            return SQLStatement(prefix + Array(repeating: row, count: chunk.count).joined(separator: ", ") + suffix,
-                                chunk.flatMap { $0 })
+            let sql: String
+            if let text = texts[chunk.count] {
+                sql = text
+            } else {
+                sql = prefix + Array(repeating: row, count: chunk.count).joined(separator: ", ") + suffix
+                texts[chunk.count] = sql
+            }
+            statements.append(SQLStatement(sql, chunk.count == 1 ? chunk[chunk.startIndex] : chunk.flatMap { $0 }))
         }
+        return statements
     }
 
     /// The batch's session updates as multi-row upserts. A multi-row upsert may not touch a row
