@@ -132,14 +132,6 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     /// WAL size in pages (4 KiB) that triggers an automatic checkpoint (SQLite's default is 1,000):
     /// the WAL file stays below about 16 MiB plus the frames of one transaction.
     static let walAutocheckpointPages = 4_000
-    /// The connection's page cache in KiB (SQLite's default is 2,000 KiB): at most 32 MiB of
-    /// database pages, plus SQLite's few percent of bookkeeping, stay in memory (filled as pages
-    /// are used). Each event inserts at random places into the event-id and session-id indexes
-    /// (about 11 pages each per 1,000 events) and at each issue's end of `events_issue`; once those
-    /// pages outgrow the cache, such an insert first reads its page back (60,000 events: 7.2 page
-    /// reads per event with the default cache, 5.5 with 16 MiB, the rest being checkpoints).
-    /// 32 MiB holds these index pages for about a quarter of a million events.
-    static let pageCacheKiB = 32 * 1024
     /// SQLite's SQLITE_TRANSIENT: bound bytes are copied before the call returns.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
@@ -168,7 +160,6 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
                 // database file once; every `walAutocheckpointPages` WAL pages (SQLite's default is
                 // 1,000) an index page that each commit rewrites is copied back a quarter as often.
                 _ = try await backend.query("PRAGMA wal_autocheckpoint=\(Self.walAutocheckpointPages)", [])
-                _ = try await backend.query("PRAGMA cache_size=-\(Self.pageCacheKiB)", [])
             }
             _ = try await backend.query("PRAGMA foreign_keys=ON", [])
         } catch {
