@@ -120,6 +120,10 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         var lastUse: UInt64
     }
     private var statements: [String: CachedStatement] = [:]
+    /// The text and statement `execute` used last (a batch runs the same text row after row);
+    /// a hit skips hashing the text, and leaves its `lastUse` at the run's first use. Cleared
+    /// when that statement is evicted or finalized.
+    private var lastUsed: (sql: String, statement: OpaquePointer)?
     /// Statements executed so far: the cache's clock for least-recently-used eviction.
     private var useCount: UInt64 = 0
     private var closed = false
@@ -192,7 +196,9 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         guard !closed else { throw CollectorError.storage("SQLite: the connection is closed") }
         let statement: OpaquePointer
         useCount += 1
-        if let cached = statements.index(forKey: sql) {
+        if let lastUsed, lastUsed.sql == sql {
+            statement = lastUsed.statement
+        } else if let cached = statements.index(forKey: sql) {
             statement = statements.values[cached].statement
             statements.values[cached].lastUse = useCount
         } else {
@@ -203,11 +209,13 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
                 // Batches make statements whose text varies with their row and list counts; the
                 // least recently used one makes room. No cached statement is in use here (`lock`
                 // is held and each is reset after use).
+                if lastUsed?.statement == oldest.value.statement { lastUsed = nil }
                 sqlite3_finalize(oldest.value.statement)
                 statements.removeValue(forKey: oldest.key)
             }
             statements[sql] = CachedStatement(statement: prepared, lastUse: useCount)
         }
+        lastUsed = (sql, statement)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
@@ -258,6 +266,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
             closed = true
             for cached in statements.values { sqlite3_finalize(cached.statement) }
             statements = [:]
+            lastUsed = nil
             sqlite3_close_v2(handle)
         }
     }

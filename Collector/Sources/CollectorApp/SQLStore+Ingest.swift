@@ -168,7 +168,8 @@ extension SQLStore {
                     }
                     if let release = event.release {
                         if let last = issue.lastRelease {
-                            if ReleaseOrder.isNewer(release, than: last) { issue.lastRelease = release }
+                            // A release is never newer than itself; the equality test skips parsing both.
+                            if release != last && ReleaseOrder.isNewer(release, than: last) { issue.lastRelease = release }
                         } else {
                             issue.lastRelease = release
                         }
@@ -204,13 +205,16 @@ extension SQLStore {
                 storedInBatch.append((index, event, key, newIssue, regressed))
             }
 
-            // Multi-row statements: on PostgreSQL each statement costs a parse, plan and execute on
-            // the server, so a batch writes each table with as few statements as it can.
+            // Multi-row statements on PostgreSQL: each statement costs a parse, plan and execute on
+            // the server, so a batch writes each table with as few statements as it can. On SQLite
+            // one row per statement (`rowsPerStatement`).
+            let rowsPerStatement = Self.rowsPerStatement(postgres: postgres)
             var statements: [SQLStatement] = []
             let newIssueKeys = issueOrder.filter { issues[$0]!.first != nil }
             let touchedIssues = issueOrder.filter { issues[$0]!.first == nil }
-            let newIssueStatements = statements.count..<(statements.count + Self.chunkCount(newIssueKeys.count))
+            let newIssueStatements = statements.count..<(statements.count + Self.chunkCount(newIssueKeys.count, rowsPerStatement))
             statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
                 prefix: """
                     INSERT INTO issues (project_id, fingerprint_hash, grouping_algorithm, title, culprit, level, first_seen,
                         last_seen, first_release, last_release, event_count, user_count) VALUES
@@ -234,6 +238,7 @@ extension SQLStore {
                 // One statement for all (each statement costs PostgreSQL a parse and plan). VALUES
                 // columns are column1, column2, ...; the casts give PostgreSQL their types.
                 statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
                     prefix: """
                         UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
                             last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
@@ -262,6 +267,7 @@ extension SQLStore {
                 }
             }
             statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
                 prefix: """
                     INSERT INTO events (project_id, event_id, issue_id, received, timestamp, level, platform, release,
                         environment, user_key, incident_guard, payload) VALUES
@@ -275,11 +281,13 @@ extension SQLStore {
                             Self.text(event.incidentGuard), .blob(event.payload)]
                 })
             statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
                 prefix: "INSERT INTO issue_users (issue_id, user_key) VALUES ",
                 row: "(\(Self.issueIDSubquery), ?)",
                 rows: newUsers.map { [.int($0.issue.project), .text($0.issue.hash), .text($0.user)] })
             // One row per (issue, release): a multi-row upsert may not touch a row twice.
             statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
                 prefix: "INSERT INTO issue_releases (issue_id, release, event_count, first_seen, last_seen) VALUES ",
                 row: "(\(Self.issueIDSubquery), ?, ?, ?, ?)",
                 suffix: """
@@ -292,7 +300,7 @@ extension SQLStore {
                     return [.int(key.issue.project), .text(key.issue.hash), .text(key.release), .int(release.events),
                             Self.time(release.firstSeen), Self.time(release.lastSeen)]
                 })
-            statements += Self.sessionStatements(writes)
+            statements += Self.sessionStatements(writes, rowsPerStatement: rowsPerStatement)
             for write in writes {
                 statements += Self.otherItemStatements(write)
             }
@@ -319,24 +327,42 @@ extension SQLStore {
         }
     }
 
-    /// Rows per multi-row statement (SQLite allows 32,766 parameters per statement, PostgreSQL 65,535).
-    private static let rowsPerStatement = 100
+    /// Rows per multi-row statement: 100 on PostgreSQL (65,535 parameters per statement at most);
+    /// 1 on SQLite. SQLite runs statements in process, so a statement costs it no round trip, and a
+    /// statement that writes several rows inside a transaction must be able to undo itself alone
+    /// (a constraint failure on its fifth row aborts the statement, not the transaction): SQLite
+    /// then keeps a statement journal with a copy of every existing page the statement changes,
+    /// in a temporary file beyond 64 KiB, about 5 extra page writes per event. A one-row
+    /// statement needs none. Either way a failing statement fails the whole batch, which
+    /// `IngestWriter` then retries write by write.
+    private static func rowsPerStatement(postgres: Bool) -> Int { postgres ? 100 : 1 }
 
-    private static func chunkCount(_ rows: Int) -> Int { (rows + rowsPerStatement - 1) / rowsPerStatement }
+    private static func chunkCount(_ rows: Int, _ rowsPerStatement: Int) -> Int { (rows + rowsPerStatement - 1) / rowsPerStatement }
 
     /// `prefix row, row, ... suffix` statements, `rowsPerStatement` rows each; none for no rows.
-    private static func multiRow(prefix: String, row: String, suffix: String = "", rows: [[DBValue]]) -> [SQLStatement] {
-        stride(from: 0, to: rows.count, by: rowsPerStatement).map { start in
+    /// Statements of the same row count share one text, built once.
+    private static func multiRow(rowsPerStatement: Int, prefix: String, row: String, suffix: String = "", rows: [[DBValue]]) -> [SQLStatement] {
+        var texts: [Int: String] = [:]
+        var statements: [SQLStatement] = []
+        statements.reserveCapacity(chunkCount(rows.count, rowsPerStatement))
+        for start in stride(from: 0, to: rows.count, by: rowsPerStatement) {
             let chunk = rows[start..<min(start + rowsPerStatement, rows.count)]
-            return SQLStatement(prefix + Array(repeating: row, count: chunk.count).joined(separator: ", ") + suffix,
-                                chunk.flatMap { $0 })
+            let sql: String
+            if let text = texts[chunk.count] {
+                sql = text
+            } else {
+                sql = prefix + Array(repeating: row, count: chunk.count).joined(separator: ", ") + suffix
+                texts[chunk.count] = sql
+            }
+            statements.append(SQLStatement(sql, chunk.count == 1 ? chunk[chunk.startIndex] : chunk.flatMap { $0 }))
         }
+        return statements
     }
 
     /// The batch's session updates as multi-row upserts. A multi-row upsert may not touch a row
     /// twice, so the k-th update of each session goes in the k-th round: updates of one session
     /// keep their order, and updates of different sessions do not interact.
-    private static func sessionStatements(_ writes: [IngestWrite]) -> [SQLStatement] {
+    private static func sessionStatements(_ writes: [IngestWrite], rowsPerStatement: Int) -> [SQLStatement] {
         struct SessionKey: Hashable {
             let project: Int64
             let sid: String
@@ -359,6 +385,7 @@ extension SQLStore {
         // stored one (lower seq) is ignored.
         return rounds.flatMap { rows in
             multiRow(
+                rowsPerStatement: rowsPerStatement,
                 prefix: """
                     INSERT INTO sessions (project_id, sid, distinct_id, seq, started, last_update, status, errors, release,
                         environment, received) VALUES
