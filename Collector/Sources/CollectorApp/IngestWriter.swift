@@ -68,11 +68,18 @@ public final class IngestWriter: Sendable {
     private let measuredCPUNanoseconds = Atomic<UInt64>(0)
     private let measuredWallNanoseconds = Atomic<UInt64>(0)
 
+    /// Where the drain task runs: a thread of its own, so that a SQLite commit (synchronous on its
+    /// caller's thread) never holds one of the global pool's threads that the request handlers use.
+    private let executor: WriterThreadExecutor
+
     public init(store: any CollectorStore, metrics: CollectorMetrics, limits: IngestQueueLimits = IngestQueueLimits()) {
         self.store = store
         self.metrics = metrics
         self.limits = limits
+        self.executor = WriterThreadExecutor(name: "ingest-writer")
     }
+
+    deinit { executor.stop() }
 
     /// Requests queued or being committed.
     public var depth: Int { state.withLock { $0.queue.count + $0.committing } }
@@ -123,7 +130,7 @@ public final class IngestWriter: Sendable {
             case .queued:
                 break
             case .queuedAndStartDrain:
-                Task { await self.drain() }
+                Task(executorPreference: executor) { await self.drain() }
             }
         }
     }

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+@testable import CollectorApp
+
+/// The ingest writer's executor: its jobs run on its own thread, one at a time and in order, and
+/// after `stop()` nothing enqueued is lost.
+@Suite struct WriterThreadExecutorTests {
+    @Test func tasksPreferringItRunOnItsThreadInOrder() async throws {
+        let executor = WriterThreadExecutor(name: "writer-test")
+        defer { executor.stop() }
+        let names = try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for index in 0..<20 {
+                group.addTask(executorPreference: executor) { (index, currentThreadName()) }
+            }
+            return try await group.reduce(into: [(Int, String?)]()) { $0.append($1) }
+        }
+        #expect(names.count == 20)
+        #expect(names.allSatisfy { $0.1 == "writer-test" }, "\(names.map(\.1))")
+
+        // A serial executor: the jobs of tasks started in order run in that order, never overlapping.
+        final class Log: @unchecked Sendable {
+            let lock = NSLock()
+            var entries: [Int] = []
+            var running = 0
+            var overlapped = false
+        }
+        let log = Log()
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<50 {
+                group.addTask(executorPreference: executor) {
+                    log.lock.withLock {
+                        log.running += 1
+                        if log.running > 1 { log.overlapped = true }
+                        log.entries.append(index)
+                    }
+                    usleep(200)
+                    log.lock.withLock { log.running -= 1 }
+                }
+            }
+        }
+        #expect(!log.overlapped)
+        #expect(log.entries.count == 50)
+    }
+
+    @Test func afterStopJobsStillRunOnTheGlobalExecutor() async throws {
+        let executor = WriterThreadExecutor(name: "writer-stopped")
+        executor.stop()
+        // Give the thread time to end, so the job below is enqueued after it is gone.
+        try await Task.sleep(for: .milliseconds(50))
+        let name = await Task(executorPreference: executor) { currentThreadName() }.value
+        #expect(name != "writer-stopped")
+    }
+}
+
+/// The calling thread's name (a synchronous function: `Thread.current` is not available in async code).
+private func currentThreadName() -> String? { Thread.current.name }
