@@ -137,7 +137,12 @@ public struct EventRecord: Sendable {
     /// `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]` (a missing zone is UTC, as Sentry reads it;
     /// `t`, `z` and a space for `T` are accepted). Nil for anything else or an impossible date.
     static func parseRFC3339(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        // Read over the string's UTF-8 in place (no array of its bytes).
+        var text = text
+        return text.withUTF8 { parseRFC3339(bytes: $0) }
+    }
+
+    private static func parseRFC3339(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var index = 0
         func number(_ digits: Int) -> Int? {
             guard index + digits <= bytes.count else { return nil }
@@ -150,13 +155,16 @@ public struct EventRecord: Sendable {
             }
             return value
         }
-        func expect(_ characters: Set<UInt8>) -> Bool {
-            guard index < bytes.count, characters.contains(bytes[index]) else { return false }
+        /// Reads one byte that is one of `characters` (ASCII).
+        func expect(oneOf characters: StaticString) -> Bool {
+            guard index < bytes.count else { return false }
+            let accepted = UnsafeBufferPointer(start: characters.utf8Start, count: characters.utf8CodeUnitCount)
+            guard accepted.contains(bytes[index]) else { return false }
             index += 1
             return true
         }
-        guard let year = number(4), expect([45]), let month = number(2), expect([45]), let day = number(2),
-              expect([84, 116, 32]), let hour = number(2), expect([58]), let minute = number(2), expect([58]), let second = number(2),
+        guard let year = number(4), expect(oneOf: "-"), let month = number(2), expect(oneOf: "-"), let day = number(2),
+              expect(oneOf: "Tt "), let hour = number(2), expect(oneOf: ":"), let minute = number(2), expect(oneOf: ":"), let second = number(2),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var fraction = 0.0
@@ -179,7 +187,7 @@ public struct EventRecord: Sendable {
                 let sign = bytes[index] == 45 ? -1 : 1
                 index += 1
                 guard let hours = number(2) else { return nil }
-                _ = expect([58])
+                _ = expect(oneOf: ":")
                 guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
                 offsetSeconds = sign * (hours * 3600 + minutes * 60)
             }
