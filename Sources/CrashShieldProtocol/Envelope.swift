@@ -103,31 +103,47 @@ public struct Envelope: Sendable, Hashable {
     ///   that is not such an integer or does not end where the payload's newline is
     ///   (`envelope.length`), or a `length` beyond the data (`envelope.truncated`).
     public static func parse(_ data: Data) throws(ParseError) -> Envelope {
-        try parse(bytes: [UInt8](data))
+        // Read in place: no copy of the whole body.
+        let result: Result<Envelope, ParseError> = data.withUnsafeBytes { raw in
+            Result { () throws(ParseError) -> Envelope in try parse(buffer: raw.assumingMemoryBound(to: UInt8.self)) }
+        }
+        return try result.get()
     }
 
     /// Reads an envelope from bytes already in an array (no copy of the whole body); the same
     /// rules and errors as `parse(_:)`.
     public static func parse(bytes: [UInt8]) throws(ParseError) -> Envelope {
+        try bytes.withUnsafeBufferPointer { buffer throws(ParseError) -> Envelope in try parse(buffer: buffer) }
+    }
+
+    /// The reader of both `parse` functions, over bytes it only reads during the call: each
+    /// header line is read where it lies, and each payload is copied once, into its item's `Data`.
+    private static func parse(buffer bytes: UnsafeBufferPointer<UInt8>) throws(ParseError) -> Envelope {
         var position = 0
 
-        func line() -> ArraySlice<UInt8>? {
+        /// The next line's range (without its newline), or nil at the end.
+        func line() -> Range<Int>? {
             guard position < bytes.count else { return nil }
-            let end = bytes[position...].firstIndex(of: 0x0A) ?? bytes.count
-            let slice = bytes[position..<end]
+            var end = position
+            while end < bytes.count && bytes[end] != 0x0A { end += 1 }
+            let range = position..<end
             position = min(bytes.count, end + 1)
-            return slice
+            return range
+        }
+        /// Names the header in error messages: the envelope's (nil) or item `itemIndex`'s.
+        func describe(_ itemIndex: Int?) -> String {
+            itemIndex.map { "item header \($0)" } ?? "the envelope header"
         }
         // The headers are read by the package's own reader in its envelope-header dialect
         // (JSONDecoder, the reader before it, was most of this function's cost).
-        func object(_ slice: ArraySlice<UInt8>, _ what: String, declared: Set<String>) throws(ParseError) -> [String: JSONValue] {
-            guard let parsed = try? StrictJSON.parseEnvelopeHeader(Array(slice)),
+        func object(_ range: Range<Int>, item itemIndex: Int?, declared: Set<String>) throws(ParseError) -> [String: JSONValue] {
+            guard let parsed = try? StrictJSON.parseEnvelopeHeader(UnsafeBufferPointer(rebasing: bytes[range])),
                   case .object(let members) = parsed.value
             else {
-                throw ParseError(code: "envelope.header", message: "\(what) is not a JSON object")
+                throw ParseError(code: "envelope.header", message: "\(describe(itemIndex)) is not a JSON object")
             }
-            if let field = parsed.repeatedKeys.intersection(declared).sorted().first {
-                throw ParseError(code: "envelope.duplicate_field", message: "\(what) has the field \(field) more than once")
+            if !parsed.repeatedKeys.isEmpty, let field = parsed.repeatedKeys.intersection(declared).sorted().first {
+                throw ParseError(code: "envelope.duplicate_field", message: "\(describe(itemIndex)) has the field \(field) more than once")
             }
             return members
         }
@@ -135,13 +151,13 @@ public struct Envelope: Sendable, Hashable {
         guard let headerLine = line() else {
             throw ParseError(code: "envelope.empty", message: "no envelope header")
         }
-        let header = try object(headerLine, "the envelope header", declared: declaredHeaderFields)
+        let header = try object(headerLine, item: nil, declared: declaredHeaderFields)
         var items: [Item] = []
         while position < bytes.count {
             guard let itemLine = line() else { break }
             if itemLine.isEmpty { continue }  // tolerated: blank line between items
-            let itemHeader = try object(itemLine, "item header \(items.count)", declared: declaredItemHeaderFields)
-            let payload: ArraySlice<UInt8>
+            let itemHeader = try object(itemLine, item: items.count, declared: declaredItemHeaderFields)
+            let payload: Range<Int>
             if let lengthValue = itemHeader["length"], lengthValue != .null {
                 // Relay reads `length` as a u32: an integer as written, no fraction or exponent.
                 guard case .int(let length) = lengthValue, length >= 0, length <= Int64(UInt32.max) else {
@@ -150,7 +166,7 @@ public struct Envelope: Sendable, Hashable {
                 guard length <= bytes.count - position else {
                     throw ParseError(code: "envelope.truncated", message: "item \(items.count) is shorter than its length")
                 }
-                payload = bytes[position..<(position + Int(length))]
+                payload = position..<(position + Int(length))
                 position += Int(length)
                 if position < bytes.count {
                     guard bytes[position] == 0x0A else {
@@ -159,9 +175,9 @@ public struct Envelope: Sendable, Hashable {
                     position += 1
                 }
             } else {
-                payload = line() ?? []
+                payload = line() ?? position..<position
             }
-            items.append(Item(header: itemHeader, payload: Data(payload)))
+            items.append(Item(header: itemHeader, payload: Data(buffer: UnsafeBufferPointer(rebasing: bytes[payload]))))
         }
         return Envelope(header: header, items: items)
     }

@@ -45,9 +45,6 @@ struct IngestService: Sendable {
         self.init(writer: IngestWriter(store: store, metrics: metrics, limits: queueLimits), limits: limits, metrics: metrics, logger: logger)
     }
 
-    /// Item types stored; every other type is read past and skipped (counted in the outcome).
-    static let handledTypes: Set<String> = ["event", "session", "sessions", "attachment", "client_report"]
-
     /// Processes an envelope for `project`. The envelope header's `dsn`, when present, must name
     /// the project (`envelope.dsn_mismatch`, 403).
     func ingestEnvelope(_ envelope: Envelope, project: Project, received: Date = Date()) async throws -> IngestOutcome {
@@ -58,9 +55,26 @@ struct IngestService: Sendable {
         }
         let headerEventID = envelope.header["event_id"]?.stringValue
         var outcome = IngestOutcome(eventID: headerEventID.flatMap(SentryAuth.normalizedKey))
-        let events = envelope.items.filter { $0.type == "event" }
+        // One pass sorts the items by type (each item's `type` is read once). The types below
+        // are stored; every other type is read past and skipped (named in the outcome).
+        var events: [Envelope.Item] = []
+        var sessions: [Envelope.Item] = []
+        var aggregateItems: [Envelope.Item] = []
+        var clientReports: [Envelope.Item] = []
+        var attachments: [Envelope.Item] = []
+        var skippedTypes: [String] = []
+        for item in envelope.items {
+            let type = item.type
+            switch type {
+            case "event": events.append(item)
+            case "session": sessions.append(item)
+            case "sessions": aggregateItems.append(item)
+            case "client_report": clientReports.append(item)
+            case "attachment": attachments.append(item)
+            default: skippedTypes.append(type)
+            }
+        }
         guard events.count <= 1 else { throw CollectorError.badRequest("envelope.events", "an envelope carries at most one event") }
-        let sessions = envelope.items.filter { $0.type == "session" }
         guard sessions.count <= limits.maxSessionsPerEnvelope else {
             throw CollectorError.badRequest("envelope.sessions", "more than \(limits.maxSessionsPerEnvelope) sessions in one envelope")
         }
@@ -75,20 +89,17 @@ struct IngestService: Sendable {
         }
         var sessionUpdates: [SessionUpdate] = []
         for item in sessions {
-            guard let json = try? FastJSON.parse(item.payload) else {
-                throw CollectorError.badRequest("session.json", "a session item is not valid JSON")
-            }
-            sessionUpdates.append(try SessionUpdate.parse(json, received: received))
+            sessionUpdates.append(try SessionUpdate.read(item.payload, received: received))
         }
         var aggregates: [SessionAggregate] = []
-        for item in envelope.items where item.type == "sessions" {
+        for item in aggregateItems {
             guard let json = try? FastJSON.parse(item.payload) else {
                 throw CollectorError.badRequest("sessions.json", "a sessions item is not valid JSON")
             }
             aggregates += try SessionAggregate.parse(json)
         }
         var discarded: [DiscardedCount] = []
-        for item in envelope.items where item.type == "client_report" {
+        for item in clientReports {
             guard let json = try? FastJSON.parse(item.payload) else {
                 throw CollectorError.badRequest("client_report.json", "a client_report item is not valid JSON")
             }
@@ -105,7 +116,7 @@ struct IngestService: Sendable {
         write.sessions = sessionUpdates
         write.sessionAggregates = aggregates
         if let eventID = eventRecord?.eventID { outcome.eventID = eventID }
-        for item in envelope.items where item.type == "attachment" {
+        for item in attachments {
             write.attachments.append(AttachmentRecord(
                 eventID: outcome.eventID, filename: item.header["filename"]?.stringValue ?? "attachment",
                 contentType: item.header["content_type"]?.stringValue,
@@ -145,9 +156,7 @@ struct IngestService: Sendable {
             metrics.ingested("client_report")
             outcome.storedItems.append("client_report")
         }
-        for item in envelope.items where !Self.handledTypes.contains(item.type) {
-            outcome.skippedItems.append(item.type)
-        }
+        outcome.skippedItems += skippedTypes
         return outcome
     }
 

@@ -137,7 +137,12 @@ public struct EventRecord: Sendable {
     /// `YYYY-MM-DDTHH:MM:SS[.fraction][Z|±HH:MM]` (a missing zone is UTC, as Sentry reads it;
     /// `t`, `z` and a space for `T` are accepted). Nil for anything else or an impossible date.
     static func parseRFC3339(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
+        // Read over the string's UTF-8 in place (no array of its bytes).
+        var text = text
+        return text.withUTF8 { parseRFC3339(bytes: $0) }
+    }
+
+    private static func parseRFC3339(bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var index = 0
         func number(_ digits: Int) -> Int? {
             guard index + digits <= bytes.count else { return nil }
@@ -150,13 +155,16 @@ public struct EventRecord: Sendable {
             }
             return value
         }
-        func expect(_ characters: Set<UInt8>) -> Bool {
-            guard index < bytes.count, characters.contains(bytes[index]) else { return false }
+        /// Reads one byte that is one of `characters` (ASCII).
+        func expect(oneOf characters: StaticString) -> Bool {
+            guard index < bytes.count else { return false }
+            let accepted = UnsafeBufferPointer(start: characters.utf8Start, count: characters.utf8CodeUnitCount)
+            guard accepted.contains(bytes[index]) else { return false }
             index += 1
             return true
         }
-        guard let year = number(4), expect([45]), let month = number(2), expect([45]), let day = number(2),
-              expect([84, 116, 32]), let hour = number(2), expect([58]), let minute = number(2), expect([58]), let second = number(2),
+        guard let year = number(4), expect(oneOf: "-"), let month = number(2), expect(oneOf: "-"), let day = number(2),
+              expect(oneOf: "Tt "), let hour = number(2), expect(oneOf: ":"), let minute = number(2), expect(oneOf: ":"), let second = number(2),
               (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var fraction = 0.0
@@ -179,7 +187,7 @@ public struct EventRecord: Sendable {
                 let sign = bytes[index] == 45 ? -1 : 1
                 index += 1
                 guard let hours = number(2) else { return nil }
-                _ = expect([58])
+                _ = expect(oneOf: ":")
                 guard let minutes = number(2), hours < 24, minutes < 60 else { return nil }
                 offsetSeconds = sign * (hours * 3600 + minutes * 60)
             }
@@ -222,21 +230,125 @@ public struct SessionUpdate: Sendable, Hashable {
     static let statuses: Set<String> = ["ok", "exited", "crashed", "abnormal", "errored"]
     static let terminal: Set<String> = ["exited", "crashed", "abnormal"]
 
-    /// Reads a `session` item payload.
+    /// The members of a session payload that `parse` reads, each as the parsed tree holds it:
+    /// a `String?` is the member's `stringValue`, a `JSONValue?` the member itself when it is a
+    /// scalar, `.null` when it is an object or array, nil when missing. Of a repeated key the last
+    /// value counts, as in the tree.
+    struct Fields: Equatable, Sendable {
+        var sid: String?
+        var did: JSONValue?
+        var seq: JSONValue?
+        var started: JSONValue?
+        var timestamp: JSONValue?
+        var status: String?
+        var errors: JSONValue?
+        /// `attrs.release`.
+        var release: String?
+        /// `attrs.environment`.
+        var environment: String?
+
+        init() {}
+
+        /// The fields of a parsed payload (all nil when it is not an object).
+        init(_ json: JSONValue) {
+            func scalar(_ value: JSONValue?) -> JSONValue? {
+                switch value {
+                case .array?, .object?: return .null
+                default: return value
+                }
+            }
+            sid = json["sid"]?.stringValue
+            did = scalar(json["did"])
+            seq = scalar(json["seq"])
+            started = scalar(json["started"])
+            timestamp = scalar(json["timestamp"])
+            status = json["status"]?.stringValue
+            errors = scalar(json["errors"])
+            release = json["attrs"]?["release"]?.stringValue
+            environment = json["attrs"]?["environment"]?.stringValue
+        }
+
+        /// Reads the fields straight from a payload's JSON text, accepting and refusing exactly
+        /// what `FastJSON.parse` does (same failures) and giving what `init(_:)` gives for the
+        /// parsed tree, without building the tree.
+        static func read(_ payload: Data) throws(FastJSON.Failure) -> Fields {
+            try FastJSON.withReader(payload) { reader throws(FastJSON.Failure) -> Fields in
+                reader.skipSpace()
+                var fields = Fields()
+                if try reader.peek(depth: 0) == UInt8(ascii: "{") {
+                    fields = try reader.sessionFields(depth: 0)
+                } else {
+                    try reader.skipValue(depth: 0)
+                }
+                reader.skipSpace()
+                guard reader.index == reader.bytes.count else { throw FastJSON.Failure(code: "json.trailing", offset: reader.index) }
+                return fields
+            }
+        }
+    }
+
+    /// Reads a parsed `session` item payload.
     /// - Throws: `session.invalid` (400) when `sid`, `started` or `attrs.release` is missing.
     static func parse(_ json: JSONValue, received: Date) throws(CollectorError) -> SessionUpdate {
-        guard let sid = json["sid"]?.stringValue, !sid.isEmpty,
-              let startedText = json["started"], let started = EventRecord.timestamp(startedText),
-              let release = json["attrs"]?["release"]?.stringValue, !release.isEmpty
+        try parse(Fields(json), received: received)
+    }
+
+    /// Reads a `session` item payload from its JSON text (the same result as parsing it with
+    /// `FastJSON` and calling `parse(_:received:)`).
+    /// - Throws: `session.json` (400) when `payload` is not valid JSON; as `parse(_:received:)`.
+    static func read(_ payload: Data, received: Date) throws(CollectorError) -> SessionUpdate {
+        let fields: Fields
+        do { fields = try Fields.read(payload) } catch { throw .badRequest("session.json", "a session item is not valid JSON") }
+        return try parse(fields, received: received)
+    }
+
+    static func parse(_ json: Fields, received: Date) throws(CollectorError) -> SessionUpdate {
+        guard let sid = json.sid, !sid.isEmpty,
+              let startedText = json.started, let started = EventRecord.timestamp(startedText),
+              let release = json.release, !release.isEmpty
         else { throw .badRequest("session.invalid", "a session needs sid, started and attrs.release") }
-        let status = json["status"]?.stringValue ?? "ok"
+        let status = json.status ?? "ok"
         guard statuses.contains(status) else { throw .badRequest("session.status", "unknown session status") }
         return SessionUpdate(
-            sessionID: sid, distinctID: json["did"]?.stringValue ?? json["did"]?.intValue.map(String.init),
-            sequence: json["seq"]?.intValue ?? 0, started: started,
-            timestamp: EventRecord.timestamp(json["timestamp"]) ?? received,
-            status: status, errors: json["errors"]?.intValue ?? 0,
-            release: release, environment: json["attrs"]?["environment"]?.stringValue)
+            sessionID: sid, distinctID: json.did?.stringValue ?? json.did?.intValue.map(String.init),
+            sequence: json.seq?.intValue ?? 0, started: started,
+            timestamp: EventRecord.timestamp(json.timestamp) ?? received,
+            status: status, errors: json.errors?.intValue ?? 0,
+            release: release, environment: json.environment)
+    }
+}
+
+extension FastJSON.Reader {
+    /// A session payload's object at `index` (checked as `value(depth:)` does), read into
+    /// `SessionUpdate.Fields` as `Fields.init(_:)` would read its tree.
+    mutating func sessionFields(depth: Int) throws(FastJSON.Failure) -> SessionUpdate.Fields {
+        var fields = SessionUpdate.Fields()
+        try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+            switch true {
+            case reader.key(key, is: "sid"): fields.sid = try reader.string(depth: depth)
+            case reader.key(key, is: "did"): fields.did = try reader.scalar(depth: depth)
+            case reader.key(key, is: "seq"): fields.seq = try reader.scalar(depth: depth)
+            case reader.key(key, is: "started"): fields.started = try reader.scalar(depth: depth)
+            case reader.key(key, is: "timestamp"): fields.timestamp = try reader.scalar(depth: depth)
+            case reader.key(key, is: "status"): fields.status = try reader.string(depth: depth)
+            case reader.key(key, is: "errors"): fields.errors = try reader.scalar(depth: depth)
+            case reader.key(key, is: "attrs"):
+                // The last `attrs` counts as a whole, as in the tree.
+                (fields.release, fields.environment) = (nil, nil)
+                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
+                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                    if reader.key(key, is: "release") {
+                        fields.release = try reader.string(depth: depth)
+                    } else if reader.key(key, is: "environment") {
+                        fields.environment = try reader.string(depth: depth)
+                    } else {
+                        try reader.skipValue(depth: depth)
+                    }
+                }
+            default: try reader.skipValue(depth: depth)
+            }
+        }
+        return fields
     }
 }
 

@@ -36,7 +36,8 @@ struct StrictJSON {
         case envelopeHeader
     }
 
-    private let bytes: [UInt8]
+    /// The text being read; valid only during the static `parse` call that made the reader.
+    private let bytes: UnsafeBufferPointer<UInt8>
     private let dialect: Dialect
     private var index = 0
     private var depth = 0
@@ -44,17 +45,23 @@ struct StrictJSON {
     private var repeatedTopLevelKeys: Set<String> = []
 
     static func parse(_ data: Data) throws(Failure) -> JSONValue {
-        try parse([UInt8](data), dialect: .strict)
+        // Read in place: no copy of the document.
+        let result: Result<JSONValue, Failure> = data.withUnsafeBytes { raw in
+            Result { () throws(Failure) -> JSONValue in try parse(raw.assumingMemoryBound(to: UInt8.self), dialect: .strict) }
+        }
+        return try result.get()
     }
 
-    static func parse(_ bytes: [UInt8], dialect: Dialect) throws(Failure) -> JSONValue {
+    /// `bytes` as one document of `dialect`; `bytes` is only read during the call.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, dialect: Dialect) throws(Failure) -> JSONValue {
         var reader = StrictJSON(bytes: bytes, dialect: dialect)
         return try reader.document()
     }
 
     /// An envelope or item header (`Dialect.envelopeHeader`), and the keys of its outermost
-    /// object that occur more than once (their last value is the one in `value`).
-    static func parseEnvelopeHeader(_ bytes: [UInt8]) throws(Failure) -> (value: JSONValue, repeatedKeys: Set<String>) {
+    /// object that occur more than once (their last value is the one in `value`). `bytes` is only
+    /// read during the call.
+    static func parseEnvelopeHeader(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> (value: JSONValue, repeatedKeys: Set<String>) {
         var reader = StrictJSON(bytes: bytes, dialect: .envelopeHeader)
         let value = try reader.document()
         return (value, reader.repeatedTopLevelKeys)
@@ -69,7 +76,7 @@ struct StrictJSON {
         return value
     }
 
-    private init(bytes: [UInt8], dialect: Dialect) {
+    private init(bytes: UnsafeBufferPointer<UInt8>, dialect: Dialect) {
         self.bytes = bytes
         self.dialect = dialect
     }
@@ -149,11 +156,10 @@ struct StrictJSON {
             // see two different values (JSONDecoder keeps the first, serde_json the last). An
             // envelope header keeps the last, as Sentry's ingestion does.
             let member = try value()
-            if members[key] != nil {
+            if members.updateValue(member, forKey: key) != nil {
                 if dialect == .strict { throw Failure() }
                 if depth == 1 { repeatedTopLevelKeys.insert(key) }
             }
-            members[key] = member
             more = try continueContainer(closedBy: UInt8(ascii: "}"))
         }
         return .object(members)
@@ -188,13 +194,29 @@ struct StrictJSON {
 
     private mutating func string() throws(Failure) -> String {
         index += 1 // the opening quote
+        // Most strings have no escape: up to the closing quote they are one run of the input,
+        // decoded at once (ASCII needs no UTF-8 check). Anything else goes to the loop below.
+        let contentStart = index
+        var ascii = true
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            if byte >= 0x80 { ascii = false }
+            index += 1
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "\""), ascii {
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[contentStart..<index]), as: UTF8.self)
+            index += 1
+            return text
+        }
+        index = contentStart
         var scalars = String.UnicodeScalarView()
         var runStart = index
         func flushRun(_ end: Int) throws(Failure) {
             guard runStart < end else { return }
             // String(decoding:) repairs invalid UTF-8 with U+FFFD, which changes the bytes: equal
             // bytes mean the run was valid. (String(validating:) needs macOS 15 / iOS 18.)
-            let run = bytes[runStart..<end]
+            let run = UnsafeBufferPointer(rebasing: bytes[runStart..<end])
             let text = String(decoding: run, as: UTF8.self)
             guard text.utf8.elementsEqual(run) else { throw Failure() }
             scalars.append(contentsOf: text.unicodeScalars)
