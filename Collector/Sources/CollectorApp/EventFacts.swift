@@ -172,8 +172,7 @@ extension FastJSON.Reader {
             case reader.key(key, is: "user"): facts.user = try reader.user(depth: depth)
             case reader.key(key, is: "tags"):
                 (facts.crashShieldGuardTag, facts.guardTag) = (nil, nil)
-                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     if reader.key(key, is: "crashshield.guard") {
                         facts.crashShieldGuardTag = try reader.string(depth: depth)
                     } else if reader.key(key, is: "guard") {
@@ -189,15 +188,13 @@ extension FastJSON.Reader {
                 facts.fingerprint = entries
             case reader.key(key, is: "debug_meta"):
                 facts.images = []
-                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     guard reader.key(key, is: "images") else { try reader.skipValue(depth: depth); return }
                     facts.images = try reader.images(depth: depth)
                 }
             case reader.key(key, is: "logentry"):
                 (facts.logentryFormatted, facts.logentryMessage) = (nil, nil)
-                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     if reader.key(key, is: "formatted") {
                         facts.logentryFormatted = try reader.string(depth: depth)
                     } else if reader.key(key, is: "message") {
@@ -228,8 +225,7 @@ extension FastJSON.Reader {
 
     mutating func user(depth: Int) throws(FastJSON.Failure) -> EventFacts.User {
         var user = EventFacts.User()
-        guard try peek(depth: depth) == UInt8(ascii: "{") else { try skipValue(depth: depth); return user }
-        try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
             switch true {
             case reader.key(key, is: "id"): user.id = try reader.scalar(depth: depth)
             case reader.key(key, is: "email"): user.email = try reader.scalar(depth: depth)
@@ -273,16 +269,14 @@ extension FastJSON.Reader {
 
     mutating func exception(depth: Int) throws(FastJSON.Failure) -> EventFacts.Exception {
         var exception = EventFacts.Exception()
-        guard try peek(depth: depth) == UInt8(ascii: "{") else { try skipValue(depth: depth); return exception }
-        try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
             switch true {
             case reader.key(key, is: "type"): exception.type = try reader.string(depth: depth)
             case reader.key(key, is: "value"): exception.value = try reader.string(depth: depth)
             case reader.key(key, is: "mechanism"): exception.mechanism = try reader.mechanism(depth: depth)
             case reader.key(key, is: "stacktrace"):
                 exception.frames = []
-                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     guard reader.key(key, is: "frames") else { try reader.skipValue(depth: depth); return }
                     exception.frames = try reader.frames(depth: depth)
                 }
@@ -294,16 +288,14 @@ extension FastJSON.Reader {
 
     mutating func mechanism(depth: Int) throws(FastJSON.Failure) -> EventFacts.Mechanism {
         var mechanism = EventFacts.Mechanism()
-        guard try peek(depth: depth) == UInt8(ascii: "{") else { try skipValue(depth: depth); return mechanism }
-        try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
             switch true {
             case reader.key(key, is: "type"): mechanism.type = try reader.string(depth: depth)
             case reader.key(key, is: "handled"): mechanism.handled = try reader.bool(depth: depth)
             case reader.key(key, is: "synthetic"): mechanism.synthetic = try reader.bool(depth: depth)
             case reader.key(key, is: "data"):
                 mechanism.dataGuard = nil
-                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     guard reader.key(key, is: "guard") else { try reader.skipValue(depth: depth); return }
                     mechanism.dataGuard = try reader.string(depth: depth)
                 }
@@ -315,45 +307,29 @@ extension FastJSON.Reader {
 
     /// `stacktrace.frames`: empty unless an array.
     mutating func frames(depth: Int) throws(FastJSON.Failure) -> [EventFacts.Frame] {
-        guard try peek(depth: depth) == UInt8(ascii: "[") else { try skipValue(depth: depth); return [] }
-        var frames: [EventFacts.Frame] = []
-        try forEachElement(depth: depth) { reader, depth throws(FastJSON.Failure) in
-            var frame = EventFacts.Frame()
-            guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); frames.append(frame); return }
-            try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
-                switch true {
-                case reader.key(key, is: "function"): frame.function = try reader.string(depth: depth)
-                case reader.key(key, is: "in_app"): frame.inApp = try reader.bool(depth: depth)
-                case reader.key(key, is: "instruction_addr"): frame.instructionAddress = try reader.scalar(depth: depth)
-                case reader.key(key, is: "package"): frame.package = try reader.string(depth: depth)
-                case reader.key(key, is: "raw_function"): frame.rawFunction = try reader.string(depth: depth)
-                case reader.key(key, is: "image_addr"): frame.imageAddress = try reader.scalar(depth: depth)
-                case reader.key(key, is: "module"): frame.module = try reader.string(depth: depth)
-                default: try reader.skipValue(depth: depth)
-                }
+        try objects(depth: depth, empty: EventFacts.Frame()) { frame, reader, key, depth throws(FastJSON.Failure) in
+            switch true {
+            case reader.key(key, is: "function"): frame.function = try reader.string(depth: depth)
+            case reader.key(key, is: "in_app"): frame.inApp = try reader.bool(depth: depth)
+            case reader.key(key, is: "instruction_addr"): frame.instructionAddress = try reader.scalar(depth: depth)
+            case reader.key(key, is: "package"): frame.package = try reader.string(depth: depth)
+            case reader.key(key, is: "raw_function"): frame.rawFunction = try reader.string(depth: depth)
+            case reader.key(key, is: "image_addr"): frame.imageAddress = try reader.scalar(depth: depth)
+            case reader.key(key, is: "module"): frame.module = try reader.string(depth: depth)
+            default: try reader.skipValue(depth: depth)
             }
-            frames.append(frame)
         }
-        return frames
     }
 
     /// `debug_meta.images`: empty unless an array.
     mutating func images(depth: Int) throws(FastJSON.Failure) -> [EventFacts.Image] {
-        guard try peek(depth: depth) == UInt8(ascii: "[") else { try skipValue(depth: depth); return [] }
-        var images: [EventFacts.Image] = []
-        try forEachElement(depth: depth) { reader, depth throws(FastJSON.Failure) in
-            var image = EventFacts.Image()
-            guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); images.append(image); return }
-            try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
-                switch true {
-                case reader.key(key, is: "image_addr"): image.imageAddress = try reader.scalar(depth: depth)
-                case reader.key(key, is: "image_size"): image.imageSize = try reader.scalar(depth: depth)
-                case reader.key(key, is: "code_file"): image.codeFile = try reader.string(depth: depth)
-                default: try reader.skipValue(depth: depth)
-                }
+        try objects(depth: depth, empty: EventFacts.Image()) { image, reader, key, depth throws(FastJSON.Failure) in
+            switch true {
+            case reader.key(key, is: "image_addr"): image.imageAddress = try reader.scalar(depth: depth)
+            case reader.key(key, is: "image_size"): image.imageSize = try reader.scalar(depth: depth)
+            case reader.key(key, is: "code_file"): image.codeFile = try reader.string(depth: depth)
+            default: try reader.skipValue(depth: depth)
             }
-            images.append(image)
         }
-        return images
     }
 }

@@ -347,6 +347,30 @@ extension FastJSON.Reader {
         }
     }
 
+    /// `forEachMember` when the value at `index` is an object; any other value is skipped and no
+    /// member is read (as looking a key up in a tree finds nothing in a non-object).
+    mutating func forEachMemberOfObject(depth: Int, _ member: (inout Self, Key, Int) throws(FastJSON.Failure) -> Void) throws(FastJSON.Failure) {
+        guard try peek(depth: depth) == UInt8(ascii: "{") else { try skipValue(depth: depth); return }
+        try forEachMember(depth: depth, member)
+    }
+
+    /// The array at `index` read into one `Element` per element: each starts as `empty` and
+    /// `member` fills it from the element's members (an element that is not an object stays
+    /// `empty`). Any value other than an array gives none.
+    mutating func objects<Element>(depth: Int, empty: Element,
+                                   _ member: (inout Element, inout Self, Key, Int) throws(FastJSON.Failure) -> Void) throws(FastJSON.Failure) -> [Element] {
+        guard try peek(depth: depth) == UInt8(ascii: "[") else { try skipValue(depth: depth); return [] }
+        var elements: [Element] = []
+        try forEachElement(depth: depth) { reader, depth throws(FastJSON.Failure) in
+            var element = empty
+            try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try member(&element, &reader, key, depth)
+            }
+            elements.append(element)
+        }
+        return elements
+    }
+
     /// Reads the array at `index` (which must be `[`), calling `element` with the depth of each
     /// element; `element` must read it. Same grammar as `array(depth:)`.
     mutating func forEachElement(depth: Int, _ element: (inout Self, Int) throws(FastJSON.Failure) -> Void) throws(FastJSON.Failure) {

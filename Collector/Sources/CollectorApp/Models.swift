@@ -335,8 +335,7 @@ extension FastJSON.Reader {
             case reader.key(key, is: "attrs"):
                 // The last `attrs` counts as a whole, as in the tree.
                 (fields.release, fields.environment) = (nil, nil)
-                guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { try reader.skipValue(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     if reader.key(key, is: "release") {
                         fields.release = try reader.string(depth: depth)
                     } else if reader.key(key, is: "environment") {
