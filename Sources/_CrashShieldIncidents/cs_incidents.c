@@ -407,15 +407,21 @@ void cs_incidents_set_callback(cs_incident_callback callback, void *context) {
     pthread_mutex_unlock(&g_queue.lock);
 }
 
-bool cs_incidents_end_delivery(uint32_t wait_ms) {
+/* CLOCK_REALTIME `ms` milliseconds from now: the deadline pthread_cond_timedwait takes. */
+static struct timespec cs_realtime_deadline_after_ms(uint32_t ms) {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += wait_ms / 1000;
-    deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    deadline.tv_sec += ms / 1000;
+    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
     if (deadline.tv_nsec >= 1000000000L) {
         deadline.tv_sec++;
         deadline.tv_nsec -= 1000000000L;
     }
+    return deadline;
+}
+
+bool cs_incidents_end_delivery(uint32_t wait_ms) {
+    struct timespec deadline = cs_realtime_deadline_after_ms(wait_ms);
     pthread_mutex_lock(&g_queue.lock);
     g_queue.ended = true;
     cs_drop_queued_locked();
@@ -448,14 +454,7 @@ void cs_incidents_set_rate_limit_ns(uint64_t window_ns) {
 }
 
 bool cs_incidents_flush(uint32_t timeout_ms) {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    struct timespec deadline = cs_realtime_deadline_after_ms(timeout_ms);
     pthread_mutex_lock(&g_queue.lock);
     bool drained = true;
     while (g_queue.thread_started && (g_queue.count > 0 || g_queue.delivering)) {

@@ -13,24 +13,7 @@ import _CrashShieldIncidents
     /// Runs `shield incident-exit-probe` with `arguments` (killed after 60 s) and returns its exit
     /// status and standard output.
     func probe(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let executable = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            .deletingLastPathComponent().appendingPathComponent("shield")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["incident-exit-probe"] + arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus, text)
+        try runSiblingExecutable("shield", ["incident-exit-probe"] + arguments)
     }
 
     /// The value of `key=` on the line that starts with `prefix`.

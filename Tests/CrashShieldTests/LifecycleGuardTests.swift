@@ -370,20 +370,8 @@ extension RuntimeTests {
         /// from another thread runs once on the main thread when the main run loop runs
         /// (`Sources/plain-objc-app/main.m` checks each step and exits with its number).
         @Test func plainObjectiveCProgramGetsAWorkingMainThreadGuard() throws {
-            let executable = URL(fileURLWithPath: (try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")))
-                .deletingLastPathComponent().appendingPathComponent("plain-objc-app")
-            let process = Process()
-            process.executableURL = executable
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let deadline = Date().addingTimeInterval(60)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(process.terminationReason == .exit && process.terminationStatus == 0, "\(output)")
+            let (status, output) = try runSiblingExecutable("plain-objc-app")
+            #expect(status == 0, "\(output)")
             #expect(output.contains("step 2 main-thread guard active"), "\(output)")
             #expect(output.hasSuffix("OK\n"), "\(output)")
         }

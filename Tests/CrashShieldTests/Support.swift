@@ -95,3 +95,38 @@ func guardedChildRun(expecting reasons: [String], _ misuse: () -> Bool) -> Int32
     guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { return 4 }
     return sink.incidents.map(\.reason) == reasons ? 0 : 4
 }
+
+/// Runs the executable `name` built next to the test binary (`shield`, `plain-objc-app`) with
+/// `arguments` and `SWIFT_BACKTRACE=enable=no`, terminating it after `timeout` seconds. Returns its
+/// exit status (the negated signal number when a signal ended it) and its standard output
+/// (standard error is discarded). The output is read while the child runs, so a child that prints
+/// more than a pipe holds cannot stall until the timeout.
+func runSiblingExecutable(_ name: String, _ arguments: [String] = [], timeout: TimeInterval = 60) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        .deletingLastPathComponent().appendingPathComponent(name)
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    environment["SWIFT_BACKTRACE"] = "enable=no"
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    final class Collected: @unchecked Sendable { var data = Data() }
+    let collected = Collected()
+    let reading = DispatchGroup()
+    try process.run()
+    reading.enter()
+    DispatchQueue.global().async {
+        collected.data = pipe.fileHandleForReading.readDataToEndOfFile()
+        reading.leave()
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(20_000) }
+    if process.isRunning { process.terminate() }
+    process.waitUntilExit()
+    reading.wait()
+    let status = process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+    return (status, String(decoding: collected.data, as: UTF8.self))
+}
+
