@@ -238,7 +238,7 @@ extension SQLStore {
                 // One statement for all (each statement costs PostgreSQL a parse and plan). VALUES
                 // columns are column1, column2, ...; the casts give PostgreSQL their types.
                 statements += Self.multiRow(
-                rowsPerStatement: rowsPerStatement,
+                    rowsPerStatement: rowsPerStatement,
                     prefix: """
                         UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
                             last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,

@@ -304,10 +304,12 @@ package final class EnvelopeTransport: @unchecked Sendable {
     private var scheduledPass: DispatchWorkItem?
     /// Set once by `close`: no pass starts, a running one stops before its next request.
     private var closed = false
-    /// Passes inside `runPass` now (0 or 1: passes run on `queue`). `close` reads it, so its
-    /// answer does not depend on how soon `queue` runs a block once it is idle.
+    /// Passes inside `runPass` now (0 or 1: passes run on `queue`); guarded by `closing`, which
+    /// `runPass` signals when one ends. `close` waits on it, so its answer is whether a pass runs,
+    /// not how soon `queue` gets to a block.
     private var runningPasses = 0
-    /// Wakes `flush`'s wait for a retry delay when the transport is closed.
+    /// Wakes `flush`'s wait for a retry delay when the transport is closed, and `close`'s wait
+    /// when a pass ends.
     private let closing = NSCondition()
 
     /// - Parameter httpClient: how requests are made; nil uses `URLSessionEnvelopeClient`.
@@ -384,18 +386,12 @@ package final class EnvelopeTransport: @unchecked Sendable {
         lock.unlock()
         pending?.cancel()
         client.cancelAll()
+        // Wake `flush`'s wait for a retry delay, then wait for a pass still inside `runPass`.
+        let deadline = Date().addingTimeInterval(Double(max(.zero, grace).nanosecondsClamped) / 1e9)
         closing.lock()
+        defer { closing.unlock() }
         closing.broadcast()
-        closing.unlock()
-        let drained = DispatchSemaphore(value: 0)
-        queue.async { drained.signal() }
-        if drained.wait(timeout: .now() + .nanoseconds(Int(clamping: max(.zero, grace).nanosecondsClamped))) == .success {
-            return true
-        }
-        // The grace ended before `queue` ran the block: that is a pass still running, or only a
-        // busy machine (with a zero grace, always). A pass that starts from now on stops at once.
-        lock.lock()
-        defer { lock.unlock() }
+        while runningPasses > 0, closing.wait(until: deadline) {}
         return runningPasses == 0
     }
 
@@ -479,13 +475,14 @@ package final class EnvelopeTransport: @unchecked Sendable {
     // MARK: One pass (on `queue`)
 
     private func runPass(deadline: ContinuousClock.Instant?, progress: (@Sendable (EntryOutcome) -> Void)?) -> SendPassResult {
-        lock.lock()
+        closing.lock()
         runningPasses += 1
-        lock.unlock()
+        closing.unlock()
         defer {
-            lock.lock()
+            closing.lock()
             runningPasses -= 1
-            lock.unlock()
+            closing.broadcast()
+            closing.unlock()
         }
         var result = sendEntries(deadline: deadline, progress: progress)
         result.remaining = outbox.pending().count
