@@ -1,5 +1,8 @@
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A serial `TaskExecutor` that runs its jobs on one thread of its own, for the ingest writer.
 ///
@@ -19,6 +22,8 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
         var stopped = false
     }
     private let state = Mutex(State())
+    /// The executor's thread, set by that thread before it runs any job.
+    private let thread = Mutex<pthread_t?>(nil)
     private let wake = NSCondition()
     private let name: String
 
@@ -27,6 +32,7 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
         Thread { [self] in
             // Named from inside: Foundation on Linux does not apply a name set before `start`.
             Thread.current.name = name
+            thread.withLock { $0 = pthread_self() }
             run()
         }.start()
     }
@@ -45,6 +51,12 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
         } else {
             globalConcurrentExecutor.enqueue(unowned)
         }
+    }
+
+    /// True on the executor's own thread.
+    var isCurrentThread: Bool {
+        guard let own = thread.withLock({ $0 }) else { return false }
+        return pthread_equal(own, pthread_self()) != 0
     }
 
     /// Ends the thread after the jobs already enqueued; idempotent.
