@@ -749,6 +749,26 @@ unsigned cs_test_kvo_one_shot(bool initial, bool by_context) {
     return hits;
 }
 
+/* The one-shot observer's registration replaces one of the same pair (context 2, then context 1
+ * with the initial option; GNUstep replaces): it removes itself in the initial notification of the
+ * replacing add. Returns the notifications it received. */
+unsigned cs_test_kvo_one_shot_replacing(void) {
+    unsigned hits;
+    @autoreleasepool {
+        CSTestKVOModel *model = CS_AUTORELEASE([[CSTestKVOModel alloc] init]);
+        CSTestKVOOneShotObserver *observer = CS_AUTORELEASE([[CSTestKVOOneShotObserver alloc] init]);
+        observer->model = model;
+        [model addObserver:observer forKeyPath:@"level" options:NSKeyValueObservingOptionNew context:(void *)(uintptr_t)2];
+        [model addObserver:observer
+                forKeyPath:@"level"
+                   options:NSKeyValueObservingOptionNew | NSKeyValueObservingOptionInitial
+                   context:(void *)(uintptr_t)1];
+        [model setLevel:1];
+        hits = (unsigned)observer->hits;
+    }
+    return hits;
+}
+
 /* Releases the observer first, then the model (the registrations must be gone by then). */
 void cs_test_kvo_pair_free(cs_test_kvo_pair *pair) {
     CS_SCENARIO_DISOWN(pair->observer);

@@ -192,6 +192,23 @@ extension RuntimeTests {
             }
         }
 
+        /// The same one-shot removal in the initial notification of an add that replaces the
+        /// observer's registration of the key path (GNUstep replaces; Apple keeps both, so the
+        /// earlier registration notifies once more): the guard's replacing branch calls the
+        /// original add with its tracked entry, and the removal inside it reached the same drain.
+        @Test func oneShotObserverRemovingItselfInAReplacingAdd() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShieldSDK.start(.guardsOnly)
+                #if canImport(Darwin)
+                guard cs_test_kvo_one_shot_replacing() == 2 else { exit(3) }
+                #else
+                guard cs_test_kvo_one_shot_replacing() == 1 else { exit(3) }
+                #endif
+                guard CrashShieldSDK.recordedCount(for: .kvo) == 0 else { exit(5) }
+                exit(0)
+            }
+        }
+
         /// The same removal from a change notification, inside the original -setLevel:'s
         /// notification (plainly, then by context).
         @Test func oneShotObserverRemovingItselfInAChangeNotification() async {
@@ -210,6 +227,9 @@ extension RuntimeTests {
             await #expect(processExitsWith: .success) {
                 guard cs_test_kvo_one_shot(true, false) == 1 else { exit(3) }
                 guard cs_test_kvo_one_shot(false, false) == 1 else { exit(4) }
+                #if !canImport(Darwin)
+                guard cs_test_kvo_one_shot_replacing() == 1 else { exit(5) }
+                #endif
                 exit(0)
             }
         }
