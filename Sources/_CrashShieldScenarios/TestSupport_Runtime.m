@@ -710,6 +710,65 @@ unsigned cs_test_kvo_pair_change(cs_test_kvo_pair *pair) {
     return (unsigned)(100 * (after[1] - before[1]) + 10 * (after[2] - before[2]) + (after[3] - before[3]));
 }
 
+/* A one-shot observer: removes itself from `model` in its first notification (by context 1 when
+ * `by_context`). */
+@interface CSTestKVOOneShotObserver : NSObject {
+  @public
+    int hits;
+    BOOL by_context;
+    CS_UNRETAINED CSTestKVOModel *model;
+}
+@end
+@implementation CSTestKVOOneShotObserver
+- (void)observeValueForKeyPath:(NSString *)keyPath
+                      ofObject:(id)object
+                        change:(NSDictionary *)change
+                       context:(void *)context {
+    (void)object;
+    (void)change;
+    if (hits++ > 0) return;
+    if (by_context) [model removeObserver:self forKeyPath:keyPath context:context];
+    else [model removeObserver:self forKeyPath:keyPath];
+}
+@end
+
+unsigned cs_test_kvo_one_shot(bool initial, bool by_context) {
+    unsigned hits;
+    @autoreleasepool {
+        CSTestKVOModel *model = CS_AUTORELEASE([[CSTestKVOModel alloc] init]);
+        CSTestKVOOneShotObserver *observer = CS_AUTORELEASE([[CSTestKVOOneShotObserver alloc] init]);
+        observer->model = model;
+        observer->by_context = by_context;
+        NSKeyValueObservingOptions options = NSKeyValueObservingOptionNew;
+        if (initial) options |= NSKeyValueObservingOptionInitial;
+        [model addObserver:observer forKeyPath:@"level" options:options context:(void *)(uintptr_t)1];
+        [model setLevel:1];
+        [model setLevel:2];
+        hits = (unsigned)observer->hits;
+    }
+    return hits;
+}
+
+/* The one-shot observer's registration replaces one of the same pair (context 2, then context 1
+ * with the initial option; GNUstep replaces): it removes itself in the initial notification of the
+ * replacing add. Returns the notifications it received. */
+unsigned cs_test_kvo_one_shot_replacing(void) {
+    unsigned hits;
+    @autoreleasepool {
+        CSTestKVOModel *model = CS_AUTORELEASE([[CSTestKVOModel alloc] init]);
+        CSTestKVOOneShotObserver *observer = CS_AUTORELEASE([[CSTestKVOOneShotObserver alloc] init]);
+        observer->model = model;
+        [model addObserver:observer forKeyPath:@"level" options:NSKeyValueObservingOptionNew context:(void *)(uintptr_t)2];
+        [model addObserver:observer
+                forKeyPath:@"level"
+                   options:NSKeyValueObservingOptionNew | NSKeyValueObservingOptionInitial
+                   context:(void *)(uintptr_t)1];
+        [model setLevel:1];
+        hits = (unsigned)observer->hits;
+    }
+    return hits;
+}
+
 /* Releases the observer first, then the model (the registrations must be gone by then). */
 void cs_test_kvo_pair_free(cs_test_kvo_pair *pair) {
     CS_SCENARIO_DISOWN(pair->observer);

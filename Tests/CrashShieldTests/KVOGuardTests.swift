@@ -178,6 +178,62 @@ extension RuntimeTests {
             }
         }
 
+        /// A one-shot observer removes itself in its initial-option notification (plainly, then by
+        /// context): legal, and unguarded it gets exactly one notification. Guarded, the removal
+        /// once drained a pool of its own inside the original -addObserver: still running, freeing
+        /// what that original read next (SIGSEGV). In a child process: that crash.
+        @Test func oneShotObserverRemovingItselfInItsInitialNotification() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShieldSDK.start(.guardsOnly)
+                guard cs_test_kvo_one_shot(true, false) == 1 else { exit(3) }
+                guard cs_test_kvo_one_shot(true, true) == 1 else { exit(4) }
+                guard CrashShieldSDK.recordedCount(for: .kvo) == 0 else { exit(5) }
+                exit(0)
+            }
+        }
+
+        /// The same one-shot removal in the initial notification of an add that replaces the
+        /// observer's registration of the key path (GNUstep replaces; Apple keeps both, so the
+        /// earlier registration notifies once more): the guard's replacing branch calls the
+        /// original add with its tracked entry, and the removal inside it reached the same drain.
+        @Test func oneShotObserverRemovingItselfInAReplacingAdd() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShieldSDK.start(.guardsOnly)
+                #if canImport(Darwin)
+                guard cs_test_kvo_one_shot_replacing() == 2 else { exit(3) }
+                #else
+                guard cs_test_kvo_one_shot_replacing() == 1 else { exit(3) }
+                #endif
+                guard CrashShieldSDK.recordedCount(for: .kvo) == 0 else { exit(5) }
+                exit(0)
+            }
+        }
+
+        /// The same removal from a change notification, inside the original -setLevel:'s
+        /// notification (plainly, then by context).
+        @Test func oneShotObserverRemovingItselfInAChangeNotification() async {
+            await #expect(processExitsWith: .success) {
+                try CrashShieldSDK.start(.guardsOnly)
+                guard cs_test_kvo_one_shot(false, false) == 1 else { exit(3) }
+                guard cs_test_kvo_one_shot(false, true) == 1 else { exit(4) }
+                guard CrashShieldSDK.recordedCount(for: .kvo) == 0 else { exit(5) }
+                exit(0)
+            }
+        }
+
+        /// The oracle: the same one-shot observers without CrashShield (GNUstep has no removal by
+        /// context of its own, so only the plain removal).
+        @Test func oneShotObserverUnguarded() async {
+            await #expect(processExitsWith: .success) {
+                guard cs_test_kvo_one_shot(true, false) == 1 else { exit(3) }
+                guard cs_test_kvo_one_shot(false, false) == 1 else { exit(4) }
+                #if !canImport(Darwin)
+                guard cs_test_kvo_one_shot_replacing() == 1 else { exit(5) }
+                #endif
+                exit(0)
+            }
+        }
+
         /// A registration made before CrashShield started is removed by the app after it started.
         /// In a child process: this process installed the guards long ago.
         @Test func registrationMadeBeforeStartIsRemovedAfterStart() async {

@@ -132,10 +132,19 @@ static inline BOOL cs_kvo_claim(CSKVOEntry *entry) {
     return __atomic_exchange_n(&entry->registered, 0, __ATOMIC_ACQ_REL) == 1;
 }
 
-/* Also called from dealloc paths: GNUstep's removal autoreleases internally, and an object
- * autoreleased into a pool that is being drained (or into none) must not happen there (research
- * §4, hazard 2), so it gets a pool of its own, drained at once. */
-static void cs_kvo_unregister(CSKVOEntry *entry) {
+/* Unregisters `entry` from GNUstep. GNUstep's removal autoreleases internally, sometimes the last
+ * reference to an object an original still on the stack uses (an observer removing itself in its
+ * initial-option notification runs inside -addObserver:, which reads its registration after the
+ * notification returns). So a removal the app asked for (`own_pool` NO) autoreleases into the
+ * app's pool, as without the guard. A removal the guard makes from a dealloc path (`own_pool` YES)
+ * gets a pool of its own, drained at once: an object autoreleased into a pool that is being
+ * drained (or into none) must not happen there (research §4, hazard 2). */
+static void cs_kvo_unregister(CSKVOEntry *entry, BOOL own_pool) {
+    if (!own_pool) {
+        ((cs_remove_fn)g_original_remove)(entry->observed, @selector(removeObserver:forKeyPath:), entry,
+                                          entry->key_path);
+        return;
+    }
     @autoreleasepool {
         ((cs_remove_fn)g_original_remove)(entry->observed, @selector(removeObserver:forKeyPath:), entry,
                                           entry->key_path);
@@ -202,7 +211,7 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
                               "observed object deallocated while observed: registrations removed");
                 reported = YES;
             }
-            cs_kvo_unregister(e);
+            cs_kvo_unregister(e, YES);
             CS_UNRETAINED id watcher = e->observer; /* a side-table key only */
             e->observer = nil;
             if (watcher) cs_sidetable_set(CS_POINTER(watcher), CS_POINTER(e), NULL); /* releases the token */
@@ -264,7 +273,7 @@ static BOOL cs_kvo_forget_entry(CSKVOEntry *entry) {
         e->observer = nil;
         cs_guard_misuse(G, dying, cs_backend_selector("dealloc"), NULL,
                         "observer deallocated while registered for key-value observing: removed", 0, 0, 0);
-        cs_kvo_unregister(e);
+        cs_kvo_unregister(e, YES);
         cs_kvo_forget_entry(e);
     }
     /* The retirement ring gets a reference of its own; the token's goes with the token. */
@@ -374,11 +383,8 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
     cs_sidetable_set(CS_POINTER(observer), CS_POINTER(entry), CS_POINTER(token));
     CS_RELEASE(token);
     /* Replacing platform: this registration replaces one of the pair made past the guard. */
-    if (g_add_replaces && CS_ATOMIC_LOAD(&proxy->may_hold_untracked)) {
-        @autoreleasepool {
-            ((cs_remove_fn)g_original_remove)(self, @selector(removeObserver:forKeyPath:), observer, keyPath);
-        }
-    }
+    if (g_add_replaces && CS_ATOMIC_LOAD(&proxy->may_hold_untracked)) /* into the app's pool: see cs_kvo_unregister */
+        ((cs_remove_fn)g_original_remove)(self, @selector(removeObserver:forKeyPath:), observer, keyPath);
     ((cs_add_fn)original)(self, _cmd, entry, keyPath, options, NULL);
     CS_RELEASE(entry); /* alloc's; the list and the token hold their own */
 }
@@ -405,7 +411,7 @@ static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id o
     pthread_mutex_unlock(&proxy->lock);
     if (found == nil) return NO;
     if (cs_kvo_claim(found)) {
-        cs_kvo_unregister(found);
+        cs_kvo_unregister(found, NO);
         found->observer = nil;
         cs_sidetable_set(CS_POINTER(observer), CS_POINTER(found), NULL); /* releases the token */
     }

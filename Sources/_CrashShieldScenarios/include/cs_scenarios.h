@@ -197,6 +197,13 @@ void cs_test_kvo_pair_remove(cs_test_kvo_pair *pair);
 void cs_test_kvo_pair_remove_context(cs_test_kvo_pair *pair, unsigned context);
 unsigned cs_test_kvo_pair_change(cs_test_kvo_pair *pair);
 void cs_test_kvo_pair_free(cs_test_kvo_pair *pair);
+/** A one-shot observer: it removes itself (by context when `by_context`) in its first
+ *  notification, the initial one when `initial`; then the value changes twice. Returns the
+ *  notifications it received (1 when the removal worked). */
+unsigned cs_test_kvo_one_shot(bool initial, bool by_context);
+/** The one-shot observer removing itself in the initial notification of an add that replaces its
+ *  registration of the same key path (GNUstep replaces); returns the notifications it received. */
+unsigned cs_test_kvo_one_shot_replacing(void);
 
 /* ---- containers (Scenarios_Containers.m): helpers for the container guard's tests ---------- */
 
