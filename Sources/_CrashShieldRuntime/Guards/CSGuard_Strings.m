@@ -352,6 +352,12 @@ static inline void cs_mstring_appendString(IMP original, CS_UNRETAINED id self, 
 }
 CS_DEFINE_HOOK_1(cs_mstring_appendString, void, CS_UNRETAINED id)
 
+/* -insertString:atIndex: and -deleteCharactersInRange: wrap -replaceCharactersInRange:withString:
+ * (cs_wrapper_bound_applies); the hooks of that primitive are defined below. */
+static CSHookSlots cs_mstring_replaceCharactersInRange_slots;
+#define CS_REPLACE_IS_SYSTEMS(hook)                                                                \
+    cs_wrapper_bound_applies(self, @selector(length), @selector(replaceCharactersInRange:withString:), &hook##_slots)
+
 static inline void cs_mstring_insertString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                            CS_UNRETAINED id string, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
@@ -359,7 +365,8 @@ static inline void cs_mstring_insertString(IMP original, CS_UNRETAINED id self, 
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
         } else {
             NSUInteger length = cs_length(self);
-            if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
+            if (CS_UNLIKELY(index > length) && CS_REPLACE_IS_SYSTEMS(cs_mstring_replaceCharactersInRange) &&
+                cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
                 return;
         }
     }
@@ -371,7 +378,9 @@ static inline void cs_mstring_deleteCharactersInRange(IMP original, CS_UNRETAINE
                                                       NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
-        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_REPLACE_IS_SYSTEMS(cs_mstring_replaceCharactersInRange) &&
+            CS_RANGE_MISUSE(range))
+            return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
     CS_NO_TAIL_CALL();
@@ -640,7 +649,9 @@ static const char *cs_strings_canary(void) {
         CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:CS_STR("b")],
                         "-[NSMutableString substringWithRange:] legal call changed");
     }
-    if (CS_REACHES(mutable, insertString:atIndex:, cs_mstring_insertString)) {
+    /* -insertString:atIndex: is judged through its primitive too (cs_wrapper_bound_applies). */
+    if (CS_REACHES(mutable, insertString:atIndex:, cs_mstring_insertString) &&
+        CS_REACHES(mutable, replaceCharactersInRange:withString:, cs_mstring_replaceCharactersInRange)) {
         steps++;
         CS_CANARY_MISUSE(cs_canary_insert_beyond(), "-[NSMutableString insertString:atIndex:] beyond length not intercepted");
         CS_CANARY_LEGAL(cs_canary_append_legal(), "-[NSMutableString appendString:] legal call changed");
