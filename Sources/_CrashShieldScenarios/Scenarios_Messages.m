@@ -1017,3 +1017,33 @@ int cs_msg_runtime_json_subclass_forwards(void) {
         }
     }
 }
+
+#pragma mark - An app class that gains its own forwarding after its first unrecognized message
+
+/** Has no forwarding until cs_msg_late_forwarder_add_forwarding() adds it with class_addMethod,
+ *  as aspect and hot-patch libraries do. */
+@interface CSMsgLateForwarder : NSObject
+@end
+
+@implementation CSMsgLateForwarder
+@end
+
+int cs_msg_late_forwarder_missing_int(void) {
+    @autoreleasepool {
+        @try {
+            id object = cs_opaque([[CSMsgLateForwarder alloc] init]);
+            int answer = [(CSMsgAppModel *)object cs_missingInt];
+            CS_RELEASE(object);
+            return answer;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}
+
+void cs_msg_late_forwarder_add_forwarding(void) {
+    Class cls = [CSMsgLateForwarder class];
+    class_addMethod(cls, @selector(methodSignatureForSelector:), (IMP)cs_msg_own_signature, "@@::");
+    class_addMethod(cls, @selector(forwardInvocation:), (IMP)cs_msg_own_forward, "v@:@");
+}

@@ -266,3 +266,71 @@ unsigned cs_scope_system_implementation_bits(void) {
     }
     return bits;
 }
+
+/* The "safe array" category of third-party libraries (cs_scope_exchange_safe_array). */
+static unsigned g_safe_array_calls;
+
+@interface NSArray (CSScopeSafeArray)
+- (id)csScopeSafe_objectAtIndex:(NSUInteger)index;
+@end
+
+@implementation NSArray (CSScopeSafeArray)
+- (id)csScopeSafe_objectAtIndex:(NSUInteger)index {
+    g_safe_array_calls++;
+    if (index >= [self count]) return nil;
+    return [self csScopeSafe_objectAtIndex:index]; /* exchanged: the implementation it replaced */
+}
+@end
+
+/* The exchange such categories make in +load: `safe` replaces `original` on `cls` alone (added
+ * there first when `cls` only inherits it); a second call exchanges back. */
+static void cs_scope_exchange(Class cls, SEL original, SEL safe) {
+    Method originalMethod = class_getInstanceMethod(cls, original);
+    Method safeMethod = class_getInstanceMethod(cls, safe);
+    if (class_addMethod(cls, original, method_getImplementation(safeMethod), method_getTypeEncoding(safeMethod)))
+        class_replaceMethod(cls, safe, method_getImplementation(originalMethod), method_getTypeEncoding(originalMethod));
+    else
+        method_exchangeImplementations(originalMethod, safeMethod);
+}
+
+void cs_scope_exchange_safe_array(void) {
+    cs_scope_exchange(object_getClass([NSArray arrayWithObjects:@"a", @"b", nil]), @selector(objectAtIndex:),
+                      @selector(csScopeSafe_objectAtIndex:));
+}
+
+unsigned cs_scope_safe_array_calls(void) {
+    return g_safe_array_calls;
+}
+
+bool cs_scope_safe_array_read_beyond(void) {
+    NSArray *array = [NSArray arrayWithObjects:@"a", @"b", nil];
+    return [array objectAtIndex:cs_opaque_index(5)] == nil;
+}
+
+/* The same pattern for strings (cs_scope_exchange_safe_string). */
+static unsigned g_safe_string_calls;
+
+@interface NSString (CSScopeSafeString)
+- (unichar)csScopeSafe_characterAtIndex:(NSUInteger)index;
+@end
+
+@implementation NSString (CSScopeSafeString)
+- (unichar)csScopeSafe_characterAtIndex:(NSUInteger)index {
+    g_safe_string_calls++;
+    if (index >= [self length]) return 0;
+    return [self csScopeSafe_characterAtIndex:index]; /* exchanged: the implementation it replaced */
+}
+@end
+
+void cs_scope_exchange_safe_string(void) {
+    cs_scope_exchange(object_getClass([NSString stringWithUTF8String:"abc"]), @selector(characterAtIndex:),
+                      @selector(csScopeSafe_characterAtIndex:));
+}
+
+unsigned cs_scope_safe_string_calls(void) {
+    return g_safe_string_calls;
+}
+
+bool cs_scope_safe_string_read_beyond(void) {
+    return [[NSString stringWithUTF8String:"abc"] characterAtIndex:cs_opaque_index(9)] == 0;
+}

@@ -108,6 +108,51 @@ extension RuntimeTests {
             }
         }
 
+        /// Issue 24 item 3: a third-party "safe array" category that exchanges the immutable array's
+        /// -objectAtIndex: before start leaves that owner alone (its own implementation answers,
+        /// nothing is recorded) and the rest of the guard active. Before the fix the canary failed
+        /// on that owner and the whole container guard stayed off (exit 6).
+        @Test func aSafeArraySwizzleBeforeStartLeavesOnlyThatOwnerAlone() async {
+            await #expect(processExitsWith: .success) {
+                cs_scope_exchange_safe_array()
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(5) }
+                guard CrashShieldSDK.status.first(where: { $0.id == .container })?.state == .active else { exit(6) }
+                let sink = InMemoryIncidentSink(capacity: 100)
+                CrashShieldSDK.addSink(sink)
+                let calls = cs_scope_safe_array_calls()
+                guard cs_scope_safe_array_read_beyond(), cs_scope_safe_array_calls() == calls + 1 else { exit(7) }
+                let misuses = [
+                    ("mdict.setObjectForKey.nilKey", "nil key"), ("marray.addObject.nil", "nil object"),
+                    ("data.getBytesRange.beyond", "range location 1 length 9 beyond length"),
+                ]
+                for (name, _) in misuses {
+                    guard cs_scenario_at(scenarioIndex(name)).pointee.run() else { exit(8) }
+                }
+                guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { exit(9) }
+                exit(sink.incidents.map(\.reason) == misuses.map(\.1) ? 0 : 10)
+            }
+        }
+
+        /// Issue 24 item 3: the same category installed after start runs in front of the hook (its
+        /// own answer, nothing recorded); exchanged back, the hook answers again and records.
+        @Test func aSafeArraySwizzleAfterStartAndBackKeepsTheGuard() async {
+            await #expect(processExitsWith: .success) {
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(5) }
+                let sink = InMemoryIncidentSink(capacity: 100)
+                CrashShieldSDK.addSink(sink)
+                cs_scope_exchange_safe_array()
+                let calls = cs_scope_safe_array_calls()
+                guard cs_scope_safe_array_read_beyond(), cs_scope_safe_array_calls() == calls + 1 else { exit(6) }
+                guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)), sink.incidents.isEmpty else { exit(7) }
+                cs_scope_exchange_safe_array()
+                let callsBack = cs_scope_safe_array_calls()
+                guard cs_scope_safe_array_read_beyond(), cs_scope_safe_array_calls() == callsBack else { exit(8) }
+                guard cs_scenario_at(scenarioIndex("marray.addObject.nil")).pointee.run() else { exit(9) }
+                guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { exit(10) }
+                exit(sink.incidents.map(\.reason) == ["index 5 beyond count 2", "nil object"] ? 0 : 11)
+            }
+        }
+
         @Test func literalIncidentsNameTheClassMethod() throws {
             let incidents = try collectIncidents {
                 try withGuards {

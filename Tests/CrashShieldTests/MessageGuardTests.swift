@@ -247,6 +247,21 @@ extension RuntimeTests {
             }
         }
 
+        /// Issue 24 item 5: an app class that gains -methodSignatureForSelector: and
+        /// -forwardInvocation: with class_addMethod after its first unrecognized message forwards
+        /// from then on. Before the fix the cached scope kept neutralising it (0 and a second
+        /// incident instead of 42; exit 6).
+        @Test func forwardingAddedAfterTheFirstMessageRuns() async {
+            await #expect(processExitsWith: .success) {
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(3) }
+                guard cs_msg_late_forwarder_missing_int() == 0 else { exit(4) }
+                cs_msg_late_forwarder_add_forwarding()
+                guard cs_msg_late_forwarder_missing_int() == 42 else { exit(6) }
+                guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { exit(7) }
+                exit(CrashShieldSDK.recordedCount(for: .selector) == 1 ? 0 : 8)
+            }
+        }
+
         /// A class below a JSON value class with its own forwarding (found at run time, here one
         /// made at run time) keeps it: the guard never answers for it.
         @Test func jsonSubclassesWithTheirOwnForwardingKeepIt() throws {

@@ -39,6 +39,32 @@ extension RuntimeTests {
             #expect(guarded == unguarded)
         }
 
+        /// Issue 24 item 4: the system's wrappers (NSArray's -objectAtIndexedSubscript: and
+        /// -objectsAtIndexes: forward to -objectAtIndex:, NSMutableString's -deleteCharactersInRange:
+        /// and -insertString:atIndex: to -replaceCharactersInRange:withString:, none checking bounds)
+        /// keep an app subclass's own contract: same results as unguarded, no incident. Before the
+        /// fix the hooks judged them by -count / -length: nil and an incident for each.
+        @Test func wrappersKeepAnAppSubclassContract() throws {
+            CrashShieldSDK._resetForTesting()
+            let unguarded = text { cs_wrapper_app_subclass_calls() }
+            #expect(unguarded == """
+                ring[4] = b
+                ring objectsAtIndexes {4} = (b)
+                shortRing[2] = c
+                shortRing objectsAtIndexes {2} = (c)
+                clamping deleteCharactersInRange {1, 10} = a
+                clamping insertString x atIndex 10 = abcx
+
+                """)
+            let guarded = try withGuards {
+                let result = text { cs_wrapper_app_subclass_calls() }
+                #expect(CrashShieldSDK.flushIncidents())
+                #expect(CrashShieldSDK.statistics.recorded == 0)
+                return result
+            }
+            #expect(guarded == unguarded)
+        }
+
         /// Opted in by prefix, the same classes are guarded: the calls the guards treat as misuse
         /// are neutralised, with incidents.
         @Test func optedInAppSubclassesAreGuarded() throws {

@@ -30,6 +30,31 @@ extension RuntimeTests {
             return (outcome, recorded, incidents)
         }
 
+        /// Issue 24 item 3, the string guard's member: a "safe string" category that exchanges the
+        /// -characterAtIndex: of the class of strings made at run time before start leaves that owner alone (its own
+        /// implementation answers, nothing recorded) and the rest of the string guard active.
+        /// Before the fix the canary failed on that owner and the whole string guard stayed off.
+        @Test func aSafeStringSwizzleBeforeStartLeavesOnlyThatOwnerAlone() async {
+            await #expect(processExitsWith: .success) {
+                cs_scope_exchange_safe_string()
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(5) }
+                guard CrashShieldSDK.status.first(where: { $0.id == .string })?.state == .active else { exit(6) }
+                let sink = InMemoryIncidentSink(capacity: 100)
+                CrashShieldSDK.addSink(sink)
+                let calls = cs_scope_safe_string_calls()
+                guard cs_scope_safe_string_read_beyond(), cs_scope_safe_string_calls() == calls + 1 else { exit(7) }
+                let misuses = ["mstring.characterAtIndex.beyond", "mstring.insertString.beyond", "mstring.substringWithRange.beyond"]
+                for name in misuses {
+                    guard cs_scenario_at(scenarioIndex(name)).pointee.run() else { exit(8) }
+                }
+                guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { exit(9) }
+                exit(sink.incidents.map(\.methodName) == [
+                    "-[GSMutableString characterAtIndex:]", "-[GSMutableString insertString:atIndex:]",
+                    "-[GSMutableString substringWithRange:]",
+                ] ? 0 : 10)
+            }
+        }
+
         @Test func guardIsActiveOnEveryOwningClass() throws {
             try withGuards {
                 let status = try #require(CrashShieldSDK.status.first { $0.id == .string })

@@ -178,6 +178,12 @@ uint64_t cs_canary_hits(void);
  *  through cs_objc_try) reports `threw_reason` as the canary's failure. A static string. */
 void cs_canary_step(const char *threw_reason);
 
+/** YES when `cls` (a metaclass for a class method) answers `sel` with one of the slots the guard
+ *  installed from `slots`. A canary misuses only what its guard hooked: an owner the guard left
+ *  alone (an app's swizzle in place before start, out of scope) is no reason to switch off the
+ *  rest of the guard, so a step whose scratch receiver does not reach the hook is skipped. */
+BOOL cs_canary_reaches_hook(Class cls, SEL sel, const CSHookSlots *slots);
+
 /** Evaluates `misuse` (an expression that must be intercepted and yield `expected_ok` true). */
 #define CS_CANARY_MISUSE(expr_ok, failure)                                                         \
     do {                                                                                           \

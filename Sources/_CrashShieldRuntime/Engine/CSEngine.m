@@ -398,6 +398,13 @@ BOOL cs_guard_record(CSGuard *g, CS_UNRETAINED id receiver, SEL cmd, const void 
     return policy == CS_POLICY_NEUTRALIZE;
 }
 
+BOOL cs_canary_reaches_hook(Class cls, SEL sel, const CSHookSlots *slots) {
+    Method method = cls != Nil ? class_getInstanceMethod(cls, sel) : NULL;
+    IMP imp = method ? method_getImplementation(method) : NULL;
+    unsigned slot;
+    return imp != NULL && cs_is_replacement(slots, imp, &slot) && slot < slots->used;
+}
+
 uint64_t cs_canary_hits(void) {
     return cs_incidents_canary_hits();
 }

@@ -55,11 +55,14 @@ CS_ALWAYS_INLINE BOOL cs_count_of(CS_UNRETAINED id self, NSUInteger *count) {
 
 #pragma mark - Shared bodies
 
-/** Index reads (-objectAtIndex: and subscripts): nil beyond count. */
-CS_ALWAYS_INLINE id cs_index_read(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index) {
+/** Index reads (-objectAtIndex: and subscripts): nil beyond count. `wrapped`: for a wrapper's
+ *  hook, the hook of the -objectAtIndex: it forwards to (cs_wrapper_bound_applies), else NULL. */
+CS_ALWAYS_INLINE id cs_index_read(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index,
+                                  const CSHookSlots *wrapped) {
     NSUInteger count;
     if (CS_LIKELY(cs_guard_is_on(G)) && cs_count_of(self, &count)) {
         if (CS_UNLIKELY(index >= count) &&
+            (wrapped == NULL || cs_wrapper_bound_applies(self, @selector(count), @selector(objectAtIndex:), wrapped)) &&
             cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, index, count))
             return nil;
     }
@@ -268,7 +271,13 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _
 /* One hook per (root, selector) needs its own slot table, so the shared bodies are stamped out
  * under each hook's name. */
 #define CS_INDEX_READ_HOOK(name)                                                                   \
-    static inline id name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) { return cs_index_read(o, s, c, w, i); } \
+    static inline id name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) { return cs_index_read(o, s, c, w, i, NULL); } \
+    CS_DEFINE_FAST_HOOK_1(name, id, NSUInteger, cs_index_read_fast)
+/* A subscript read, which the system implements as a wrapper of `primitive`'s -objectAtIndex:. */
+#define CS_INDEX_WRAPPER_HOOK(name, primitive)                                                     \
+    static inline id name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, NSUInteger i) {          \
+        return cs_index_read(o, s, c, w, i, &primitive##_slots);                                   \
+    }                                                                                              \
     CS_DEFINE_FAST_HOOK_1(name, id, NSUInteger, cs_index_read_fast)
 #define CS_NIL_ADD_HOOK(name)                                                                      \
     static inline void name(IMP o, CS_UNRETAINED id s, SEL c, const void *w, CS_UNRETAINED id x) { cs_nil_object_add(o, s, c, w, x); } \
@@ -303,7 +312,7 @@ CS_ALWAYS_INLINE void cs_keyed_remove(IMP original, CS_UNRETAINED id self, SEL _
 #pragma mark - NSArray
 
 CS_INDEX_READ_HOOK(cs_array_objectAtIndex)
-CS_INDEX_READ_HOOK(cs_array_objectAtIndexedSubscript)
+CS_INDEX_WRAPPER_HOOK(cs_array_objectAtIndexedSubscript, cs_array_objectAtIndex)
 CS_OBJECTS_COUNT_HOOK(cs_array_initWithObjects_count)
 CS_OBJECTS_COUNT_HOOK(cs_array_arrayWithObjects_count)
 
@@ -329,6 +338,7 @@ static inline id cs_array_objectsAtIndexes(IMP original, CS_UNRETAINED id self, 
             NSUInteger last = [indexes lastIndex]; /* NSNotFound when empty: nothing to check */
             NSUInteger count;
             if (CS_UNLIKELY(last != NSNotFound) && cs_count_of(self, &count) && CS_UNLIKELY(last >= count) &&
+                cs_wrapper_bound_applies(self, @selector(count), @selector(objectAtIndex:), &cs_array_objectAtIndex_slots) &&
                 cs_guard_misuse(G, self, _cmd, caller, "index {} beyond count {}", 2, last, count)) {
                 NSMutableIndexSet *valid = [indexes mutableCopy];
                 [valid removeIndexesInRange:NSMakeRange(count, NSNotFound - count)];
@@ -512,7 +522,7 @@ CS_OBJECTS_COUNT_HOOK(cs_set_initWithObjects_count)
 CS_NIL_ADD_HOOK(cs_mset_addObject)
 CS_NIL_ADD_HOOK(cs_mset_removeObject)
 CS_INDEX_READ_HOOK(cs_oset_objectAtIndex)
-CS_INDEX_READ_HOOK(cs_oset_objectAtIndexedSubscript)
+CS_INDEX_WRAPPER_HOOK(cs_oset_objectAtIndexedSubscript, cs_oset_objectAtIndex)
 CS_OBJECTS_COUNT_HOOK(cs_oset_initWithObjects_count)
 CS_NIL_ADD_HOOK(cs_moset_addObject)
 CS_NIL_ADD_HOOK(cs_moset_removeObject)
@@ -854,27 +864,55 @@ static inline id cs_canary_opaque(id value) {
     return value;
 }
 
+/** YES when `receiver` answers `selector_name` through the hook `body` (cs_canary_reaches_hook). */
+#define CS_REACHES(receiver, selector_name, body)                                                  \
+    cs_canary_reaches_hook(object_getClass(receiver), @selector(selector_name), &body##_slots)
+
+/* Each step misuses a scratch receiver that reaches the hook it tests; an owner the guard left
+ * alone (an app's swizzle in place before start) skips its step instead of switching the whole
+ * guard off. At least one step must run. */
 static const char *cs_containers_canary(void) {
+    unsigned steps = 0;
     NSArray *array = [NSArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
-    CS_CANARY_MISUSE([array objectAtIndex:5] == nil, "-[NSArray objectAtIndex:] beyond count not intercepted");
-    CS_CANARY_LEGAL([[array objectAtIndex:1] isEqual:CS_STR("b")], "-[NSArray objectAtIndex:] legal call changed");
+    NSArray *indexed = CS_REACHES(array, objectAtIndex:, cs_array_objectAtIndex) ? array : nil;
+    if (indexed == nil) {
+        NSMutableArray *other = [NSMutableArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
+        if (CS_REACHES(other, objectAtIndex:, cs_array_objectAtIndex)) indexed = other;
+    }
+    if (indexed != nil) {
+        steps++;
+        CS_CANARY_MISUSE([indexed objectAtIndex:5] == nil, "-[NSArray objectAtIndex:] beyond count not intercepted");
+        CS_CANARY_LEGAL([[indexed objectAtIndex:1] isEqual:CS_STR("b")], "-[NSArray objectAtIndex:] legal call changed");
+    }
 
     NSMutableArray *mutable = [NSMutableArray arrayWithCapacity:2];
-    CS_CANARY_MISUSE(([mutable addObject:cs_canary_opaque(nil)], [mutable count] == 0),
-                     "-[NSMutableArray addObject:] nil not intercepted");
-    CS_CANARY_LEGAL(([mutable addObject:CS_STR("x")], [mutable count] == 1), "-[NSMutableArray addObject:] legal call changed");
+    if (CS_REACHES(mutable, addObject:, cs_marray_addObject)) {
+        steps++;
+        CS_CANARY_MISUSE(([mutable addObject:cs_canary_opaque(nil)], [mutable count] == 0),
+                         "-[NSMutableArray addObject:] nil not intercepted");
+        CS_CANARY_LEGAL(([mutable addObject:CS_STR("x")], [mutable count] == 1),
+                        "-[NSMutableArray addObject:] legal call changed");
+    }
 
     NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithCapacity:2];
-    CS_CANARY_MISUSE(([dictionary setObject:CS_STR("v") forKey:cs_canary_opaque(nil)], [dictionary count] == 0),
-                     "-[NSMutableDictionary setObject:forKey:] nil key not intercepted");
-    CS_CANARY_LEGAL(([dictionary setObject:CS_STR("v") forKey:CS_STR("k")], [[dictionary objectForKey:CS_STR("k")] isEqual:CS_STR("v")]),
-                    "-[NSMutableDictionary setObject:forKey:] legal call changed");
+    if (CS_REACHES(dictionary, setObject:forKey:, cs_mdictionary_setObject_forKey)) {
+        steps++;
+        CS_CANARY_MISUSE(([dictionary setObject:CS_STR("v") forKey:cs_canary_opaque(nil)], [dictionary count] == 0),
+                         "-[NSMutableDictionary setObject:forKey:] nil key not intercepted");
+        CS_CANARY_LEGAL(([dictionary setObject:CS_STR("v") forKey:CS_STR("k")],
+                         [[dictionary objectForKey:CS_STR("k")] isEqual:CS_STR("v")]),
+                        "-[NSMutableDictionary setObject:forKey:] legal call changed");
+    }
 
-    id missing = cs_canary_opaque(nil);
-    CS_CANARY_MISUSE(([@[ CS_STR("a"), missing, CS_STR("c") ] isEqual:[NSArray arrayWithObjects:CS_STR("a"), CS_STR("c"), nil]]),
-                     "array literal with nil not intercepted");
-    CS_CANARY_LEGAL(([@[ CS_STR("a"), CS_STR("c") ] count] == 2), "array literal legal call changed");
-    return NULL;
+    if (CS_REACHES([NSArray class], arrayWithObjects:count:, cs_array_arrayWithObjects_count)) {
+        steps++;
+        id missing = cs_canary_opaque(nil);
+        CS_CANARY_MISUSE(([@[ CS_STR("a"), missing, CS_STR("c") ]
+                             isEqual:[NSArray arrayWithObjects:CS_STR("a"), CS_STR("c"), nil]]),
+                         "array literal with nil not intercepted");
+        CS_CANARY_LEGAL(([@[ CS_STR("a"), CS_STR("c") ] count] == 2), "array literal legal call changed");
+    }
+    return steps > 0 ? NULL : "no scratch container reaches the guard's hooks";
 }
 
 CS_GUARD_DEFINE_HOOKED(CSGuardContainers, container, kContainerHooks, cs_containers_install, cs_containers_uninstall,

@@ -12,8 +12,8 @@
  * its call expects an object in a register, so performSelector: with an unknown selector is
  * answered.
  *
- * Scope, decided per receiver class and cached (the answer cannot change while the class keeps
- * its methods):
+ * Scope, decided per receiver class and cached; whether the class has forwarding of its own is
+ * asked again on every unrecognized message to a class in scope (methods may be added later):
  * - left alone: receivers whose root class is not NSObject (NSProxy subclasses and other roots),
  *   and classes with their own forwarding: an implementation of forwardInvocation:,
  *   methodSignatureForSelector:, forwardingTargetForSelector: (instance or class side, as the
@@ -76,27 +76,34 @@ static IMP cs_method_imp(Class cls, SEL sel) {
     return method ? method_getImplementation(method) : NULL;
 }
 
-/* `dispatch_class` is the class (or metaclass) the message was looked up in. */
-static int cs_compute_scope(Class plain, Class dispatch_class, BOOL is_class) {
-    Class root = plain;
-    while (class_getSuperclass(root) != Nil) root = class_getSuperclass(root);
-    Class nsobject = objc_lookUpClass("NSObject");
-    if (root != nsobject) return CS_SCOPE_OWN_FORWARDING; /* NSProxy and other roots */
-
+/* YES when the class has forwarding of its own (see the file comment): an implementation other
+ * than NSObject's of a forwarding method or a resolver. `dispatch_class` is the class (or
+ * metaclass) the message was looked up in; `nsobject` is NSObject. */
+static BOOL cs_has_own_forwarding(Class plain, Class dispatch_class, BOOL is_class, Class nsobject) {
     static const char *const kForwarding[] = {"forwardInvocation:", "methodSignatureForSelector:",
                                               "forwardingTargetForSelector:"};
     Class reference = is_class ? object_getClass((id)nsobject) : nsobject;
     for (size_t i = 0; i < sizeof kForwarding / sizeof kForwarding[0]; i++) {
         SEL sel = cs_backend_selector(kForwarding[i]);
-        if (cs_method_imp(dispatch_class, sel) != cs_method_imp(reference, sel)) return CS_SCOPE_OWN_FORWARDING;
+        if (cs_method_imp(dispatch_class, sel) != cs_method_imp(reference, sel)) return YES;
     }
     static const char *const kResolvers[] = {"resolveInstanceMethod:", "resolveClassMethod:"};
     Class meta = object_getClass((id)plain);
     Class nsobject_meta = object_getClass((id)nsobject);
     for (size_t i = 0; i < sizeof kResolvers / sizeof kResolvers[0]; i++) {
         SEL sel = cs_backend_selector(kResolvers[i]);
-        if (cs_method_imp(meta, sel) != cs_method_imp(nsobject_meta, sel)) return CS_SCOPE_OWN_FORWARDING;
+        if (cs_method_imp(meta, sel) != cs_method_imp(nsobject_meta, sel)) return YES;
     }
+    return NO;
+}
+
+/* `dispatch_class` is the class (or metaclass) the message was looked up in. */
+static int cs_compute_scope(Class plain, Class dispatch_class, BOOL is_class) {
+    Class root = plain;
+    while (class_getSuperclass(root) != Nil) root = class_getSuperclass(root);
+    Class nsobject = objc_lookUpClass("NSObject");
+    if (root != nsobject) return CS_SCOPE_OWN_FORWARDING; /* NSProxy and other roots */
+    if (cs_has_own_forwarding(plain, dispatch_class, is_class, nsobject)) return CS_SCOPE_OWN_FORWARDING;
     if (!cs_backend_class_is_system(plain)) return CS_SCOPE_APP;
     return !is_class && cs_is_json_value_class(plain) ? CS_SCOPE_JSON : CS_SCOPE_SYSTEM;
 }
@@ -109,8 +116,16 @@ static int cs_scope_for(Class plain, Class dispatch_class, BOOL is_class) {
         uintptr_t key = CS_ATOMIC_LOAD(&entry->key);
         if (key == (uintptr_t)dispatch_class) {
             int scope = CS_ATOMIC_LOAD(&entry->scope);
-            if (scope != CS_SCOPE_NONE) return scope;
-            break; /* being computed by another thread: compute it too */
+            if (scope == CS_SCOPE_NONE) break; /* being computed by another thread: compute it too */
+            /* Forwarding can be added later (class_addMethod: aspect and hot-patch libraries), never
+             * taken away: a class in scope is asked again each time, on this path only (messages
+             * no class answers). */
+            if (scope != CS_SCOPE_OWN_FORWARDING &&
+                cs_has_own_forwarding(plain, dispatch_class, is_class, objc_lookUpClass("NSObject"))) {
+                scope = CS_SCOPE_OWN_FORWARDING;
+                CS_ATOMIC_STORE(&entry->scope, scope);
+            }
+            return scope;
         }
         if (key == 0) {
             free_slot = entry;

@@ -352,6 +352,12 @@ static inline void cs_mstring_appendString(IMP original, CS_UNRETAINED id self, 
 }
 CS_DEFINE_HOOK_1(cs_mstring_appendString, void, CS_UNRETAINED id)
 
+/* -insertString:atIndex: and -deleteCharactersInRange: wrap -replaceCharactersInRange:withString:
+ * (cs_wrapper_bound_applies); the hooks of that primitive are defined below. */
+static CSHookSlots cs_mstring_replaceCharactersInRange_slots;
+#define CS_REPLACE_IS_SYSTEMS(hook)                                                                \
+    cs_wrapper_bound_applies(self, @selector(length), @selector(replaceCharactersInRange:withString:), &hook##_slots)
+
 static inline void cs_mstring_insertString(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                            CS_UNRETAINED id string, NSUInteger index) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
@@ -359,7 +365,8 @@ static inline void cs_mstring_insertString(IMP original, CS_UNRETAINED id self, 
             if (cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) return;
         } else {
             NSUInteger length = cs_length(self);
-            if (CS_UNLIKELY(index > length) && cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
+            if (CS_UNLIKELY(index > length) && CS_REPLACE_IS_SYSTEMS(cs_mstring_replaceCharactersInRange) &&
+                cs_guard_misuse(G, self, _cmd, caller, kIndexBeyond, 2, index, length))
                 return;
         }
     }
@@ -371,7 +378,9 @@ static inline void cs_mstring_deleteCharactersInRange(IMP original, CS_UNRETAINE
                                                       NSRange range) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         NSUInteger length = cs_length(self);
-        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_RANGE_MISUSE(range)) return;
+        if (CS_UNLIKELY(!cs_range_fits(range, length)) && CS_REPLACE_IS_SYSTEMS(cs_mstring_replaceCharactersInRange) &&
+            CS_RANGE_MISUSE(range))
+            return;
     }
     ((void (*)(id, SEL, NSRange))original)(self, _cmd, range);
     CS_NO_TAIL_CALL();
@@ -608,22 +617,46 @@ static BOOL cs_canary_append_legal(void) {
     return [text isEqualToString:CS_STR("abc")];
 }
 
+/** YES when `receiver` answers `selector_name` through the hook `body` (cs_canary_reaches_hook). */
+#define CS_REACHES(receiver, selector_name, body)                                                  \
+    cs_canary_reaches_hook(object_getClass(receiver), @selector(selector_name), &body##_slots)
+
+/* Each step misuses a scratch receiver that reaches the hook it tests; an owner the guard left
+ * alone (an app's swizzle in place before start) skips its step instead of switching the whole
+ * guard off. At least one step must run. */
 static const char *cs_strings_canary(void) {
+    unsigned steps = 0;
     /* A compile-time constant string and one made at run time: different classes own the IMP. */
     NSString *literal = CS_STR("abc");
     NSString *made = [NSString stringWithUTF8String:"abc"];
     NSMutableString *mutable = [NSMutableString stringWithString:CS_STR("abc")];
-    CS_CANARY_MISUSE([literal characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted (constant string)");
-    CS_CANARY_LEGAL([literal characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed (constant string)");
-    CS_CANARY_MISUSE([made characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted");
-    CS_CANARY_LEGAL([made characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed");
-    CS_CANARY_MISUSE([[mutable substringWithRange:NSMakeRange(1, 9)] isEqualToString:CS_STR("bc")],
-                     "-[NSMutableString substringWithRange:] beyond length not intercepted");
-    CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:CS_STR("b")],
-                    "-[NSMutableString substringWithRange:] legal call changed");
-    CS_CANARY_MISUSE(cs_canary_insert_beyond(), "-[NSMutableString insertString:atIndex:] beyond length not intercepted");
-    CS_CANARY_LEGAL(cs_canary_append_legal(), "-[NSMutableString appendString:] legal call changed");
-    return NULL;
+    if (CS_REACHES(literal, characterAtIndex:, cs_string_characterAtIndex)) {
+        steps++;
+        CS_CANARY_MISUSE([literal characterAtIndex:9] == 0,
+                         "-[NSString characterAtIndex:] beyond length not intercepted (constant string)");
+        CS_CANARY_LEGAL([literal characterAtIndex:2] == 'c',
+                        "-[NSString characterAtIndex:] legal call changed (constant string)");
+    }
+    if (CS_REACHES(made, characterAtIndex:, cs_string_characterAtIndex)) {
+        steps++;
+        CS_CANARY_MISUSE([made characterAtIndex:9] == 0, "-[NSString characterAtIndex:] beyond length not intercepted");
+        CS_CANARY_LEGAL([made characterAtIndex:2] == 'c', "-[NSString characterAtIndex:] legal call changed");
+    }
+    if (CS_REACHES(mutable, substringWithRange:, cs_string_substringWithRange)) {
+        steps++;
+        CS_CANARY_MISUSE([[mutable substringWithRange:NSMakeRange(1, 9)] isEqualToString:CS_STR("bc")],
+                         "-[NSMutableString substringWithRange:] beyond length not intercepted");
+        CS_CANARY_LEGAL([[mutable substringWithRange:NSMakeRange(1, 1)] isEqualToString:CS_STR("b")],
+                        "-[NSMutableString substringWithRange:] legal call changed");
+    }
+    /* -insertString:atIndex: is judged through its primitive too (cs_wrapper_bound_applies). */
+    if (CS_REACHES(mutable, insertString:atIndex:, cs_mstring_insertString) &&
+        CS_REACHES(mutable, replaceCharactersInRange:withString:, cs_mstring_replaceCharactersInRange)) {
+        steps++;
+        CS_CANARY_MISUSE(cs_canary_insert_beyond(), "-[NSMutableString insertString:atIndex:] beyond length not intercepted");
+        CS_CANARY_LEGAL(cs_canary_append_legal(), "-[NSMutableString appendString:] legal call changed");
+    }
+    return steps > 0 ? NULL : "no scratch string reaches the guard's hooks";
 }
 
 CS_GUARD_DEFINE(CSGuardStrings, string, kStringHooks, cs_strings_canary);

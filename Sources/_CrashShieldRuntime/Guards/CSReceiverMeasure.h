@@ -32,6 +32,7 @@
 #define CS_RECEIVER_MEASURE_H
 
 #import "../Engine/CSEngine.h"
+#import "../Backend/CSBackend.h"
 #include "cs_incidents.h"
 #include <string.h>
 
@@ -193,6 +194,38 @@ static inline __attribute__((always_inline)) BOOL cs_measure_field(const cs_meas
     memcpy(&word, (const char *)CS_POINTER(self) + entry->field_offset, sizeof word);
     *out = (NSUInteger)(word & mask);
     return YES;
+}
+
+/** YES when `cls` answers `sel` with a system implementation, directly or through a slot of
+ *  `hook` (a guard's hook of that selector, NULL for none) that stands for one. */
+static inline BOOL cs_answers_with_system(Class cls, SEL sel, const CSHookSlots *hook) {
+    Method method = class_getInstanceMethod(cls, sel);
+    IMP imp = method ? method_getImplementation(method) : NULL;
+    if (imp == NULL) return NO;
+    if (hook != NULL) {
+        unsigned used = hook->used;
+        for (unsigned s = 0; s < used; s++)
+            if (hook->replacement[s] == imp) return cs_backend_implementation_is_system(hook->original[s]);
+    }
+    return cs_backend_implementation_is_system(imp);
+}
+
+/**
+ * Wrappers: system implementations that check no bounds themselves and forward to a primitive of
+ * the receiver (GNUstep: NSArray's own -objectAtIndexedSubscript: and -objectsAtIndexes: and
+ * NSOrderedSet's -objectAtIndexedSubscript: call -objectAtIndex:; NSMutableString's
+ * -deleteCharactersInRange: and -insertString:atIndex: call -replaceCharactersInRange:withString:).
+ * Such an original throws beyond the receiver's measure only when the receiver's primitive does,
+ * which holds when the receiver's `measure` (-count / -length) and `primitive` are both the
+ * system's (`primitive_hook`: the guard's hook of the primitive, whose slots stand for system
+ * implementations). YES when the hook may judge `self` by its measure; an app subclass with its
+ * own measure or primitive (a ring whose -objectAtIndex: wraps) keeps its contract.
+ * For the misuse path only (two method lookups): legal calls never pay for it.
+ */
+__attribute__((noinline, unused)) static BOOL cs_wrapper_bound_applies(CS_UNRETAINED id self, SEL measure, SEL primitive,
+                                                                       const CSHookSlots *primitive_hook) {
+    Class cls = object_getClass(self);
+    return cs_answers_with_system(cls, measure, NULL) && cs_answers_with_system(cls, primitive, primitive_hook);
 }
 
 #endif

@@ -283,6 +283,14 @@ const char *cs_msg_json_class_name(int which);
 /** Sends -cs_missingInt to an instance of an NSString subclass made at run time whose own
  *  methodSignatureForSelector:/forwardInvocation: answer 42: returns the answer, -1 if it threw. */
 int cs_msg_runtime_json_subclass_forwards(void);
+
+/** -cs_missingInt sent to an instance of the app class CSMsgLateForwarder: its answer, or -1 when
+ *  it threw. 42 once cs_msg_late_forwarder_add_forwarding() gave the class its own forwarding. */
+int cs_msg_late_forwarder_missing_int(void);
+
+/** Adds -methodSignatureForSelector: and -forwardInvocation: (answering 42 for any message) to
+ *  CSMsgLateForwarder with class_addMethod. Permanent for the process. */
+void cs_msg_late_forwarder_add_forwarding(void);
 /** Sends -length to an NSDate (a system class outside the JSON classes): as above. */
 int cs_msg_system_date_unrecognized(void);
 /* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */

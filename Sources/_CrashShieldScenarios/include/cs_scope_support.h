@@ -53,6 +53,29 @@ size_t cs_scope_batch_discovery_pairs(void);
  *  CSScopeExtraString0 from this image. Expected: 1|2|4. */
 unsigned cs_scope_system_implementation_bits(void);
 
+/** The "safe array" pattern of third-party libraries: exchanges the -objectAtIndex: of the class
+ *  `[NSArray arrayWithObjects:...]` answers with an app implementation (this image) that returns
+ *  nil beyond -count and otherwise calls the one it replaced (class_addMethod, else
+ *  method_exchangeImplementations, as such categories do in +load). A second call exchanges back. */
+void cs_scope_exchange_safe_array(void);
+
+/** How many times the safe array implementation above has run. */
+unsigned cs_scope_safe_array_calls(void);
+
+/** -objectAtIndex:5 of a two-element immutable array (the exchanged class): true when nil. */
+bool cs_scope_safe_array_read_beyond(void);
+
+/** The same pattern for strings: exchanges the -characterAtIndex: of the class
+ *  `[NSString stringWithUTF8String:"abc"]` answers with an app implementation that returns 0
+ *  beyond -length. A second call exchanges back. */
+void cs_scope_exchange_safe_string(void);
+
+/** How many times the safe string implementation above has run. */
+unsigned cs_scope_safe_string_calls(void);
+
+/** -characterAtIndex:9 of `[NSString stringWithUTF8String:"abc"]`: true when 0. */
+bool cs_scope_safe_string_read_beyond(void);
+
 #ifdef __cplusplus
 }
 #endif
