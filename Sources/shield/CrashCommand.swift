@@ -9,7 +9,8 @@ import _CrashShieldTestSupport
 /// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
 /// uncaught exception with exit(1)); the report lands in D. Test setups before capture:
 /// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
-/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `fork-child-segv` takes
+/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `jumped-signal` takes
+/// `--jump-from <segv|abort>` and `--then <segv|abort|thread-abort>`; `fork-child-segv` takes
 /// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
 /// Guards: `--guards` starts them with capture in one `CrashShieldSDK.start`, `--guards-after-capture`
 /// with a second start (capture off) after capture started alone;
@@ -26,6 +27,7 @@ enum CrashCommand {
         "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
         "utf8-exception",
         "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
+        "jumped-signal",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -60,6 +62,7 @@ enum CrashCommand {
         if arguments.contains("--resethand-previous") { csc_test_install_resethand_handler() }
         if arguments.contains("--slow-previous-handlers") { csc_test_install_slow_previous_handlers() }
         if kind == "resolved-fault" { csc_test_install_resolving_handler() }
+        if kind == "jumped-signal" { csc_test_install_jumping_handler(option("--jump-from", in: arguments) == "abort" ? SIGABRT : SIGSEGV) }
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
         var options = CaptureOptions(directory: directory)
@@ -177,6 +180,19 @@ enum CrashCommand {
             print("RESOLVED faults=\(resolved) installed=\(csc_is_installed()) written=\(csc_report_written()) reports=\(reports.count)")
             fflush(nil)
             csc_crash_segv()
+        case "jumped-signal":
+            // A signal the app's handler jumps back out of (a probe of an unmapped address, a
+            // harness catching abort()) is not a crash; what comes after it is.
+            let jumped = option("--jump-from", in: arguments) == "abort" ? csc_test_abort_caught() : !csc_test_probe_read(8)
+            let directory = option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+            let reports = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("report-") }
+            print("JUMPED \(jumped) installed=\(csc_is_installed()) written=\(csc_report_written()) reports=\(reports.count)")
+            fflush(nil)
+            switch option("--then", in: arguments) {
+            case "abort": csc_crash_abort()
+            case "thread-abort": csc_crash_thread_abort()
+            default: csc_crash_segv()
+            }
         case "sigpipe":
             let error = csc_crash_sigpipe()
             print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")

@@ -101,6 +101,8 @@ struct Crash: ParsableCommand {
     @Flag(help: .hidden) var ignoreSigtrap = false
     @Flag(help: .hidden) var fromThread = false
     @Flag(help: .hidden) var parentCrashes = false
+    @Option(help: .hidden) var jumpFrom: String?
+    @Option(help: .hidden) var then: String?
     @Option(help: .hidden) var fsizeLimit: String?
     @Flag(help: .hidden) var exhaustFds = false
     @Flag(help: .hidden) var removeDir = false
