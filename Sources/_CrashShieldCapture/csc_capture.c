@@ -45,6 +45,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -82,7 +83,8 @@ static pthread_once_t g_alt_stack_once = PTHREAD_ONCE_INIT;
  * g_spare_fd (/dev/null) is closed to free a slot when the descriptor table is full (EMFILE), so
  * the report can still be opened; g_marker_fd is "<directory>/crash-without-report", where the
  * handler records a crash whose report could not be written (the next start's lastRun reads it;
- * it is opened at install because the directory may be unwritable by then). */
+ * it is opened at install because the directory may be unwritable by then, and its bytes are
+ * reserved then because the disk may be full). */
 static int g_spare_fd = -1;
 static int g_marker_fd = -1;
 
@@ -436,11 +438,39 @@ static void csc_quiet_write_signals_end(void) {
 static char g_notice[CSC_PATH_MAX + 256];
 
 /** No report could be written (the directory was deleted or made unwritable, the disk is full,
- *  the file-size limit is 0): one line on stderr, and the marker for the next start's lastRun
- *  ("launch_id=…\nphase=…\nsignal=…\nerrno=…\n", rewritten in place). */
+ *  the file-size limit is 0): first the marker for the next start's lastRun
+ *  ("launch_id=…\nphase=…\nsignal=…\nerrno=…\n", rewritten in place over the bytes reserved at
+ *  install, so a full disk cannot refuse it), then one line on stderr, written without
+ *  blocking: a stderr that nobody reads (a full pipe) loses the line, never the crash's signal. */
 static void csc_report_unwritable(int sig, int error) {
     char number[24];
-    size_t at = csc_append(g_notice, 0, sizeof g_notice, "CrashShield: no crash report could be written in ");
+    size_t at;
+    if (g_marker_fd >= 0) {
+        at = csc_append(g_notice, 0, sizeof g_notice, "launch_id=");
+        at = csc_append(g_notice, at, sizeof g_notice, g_launch_id);
+        at = csc_append(g_notice, at, sizeof g_notice, "\nphase=");
+        at = csc_append(g_notice, at, sizeof g_notice, csc_phase_name(atomic_load(&g_phase)));
+        at = csc_append(g_notice, at, sizeof g_notice, "\nsignal=");
+        csc_format_u64(number, (uint64_t)sig);
+        at = csc_append(g_notice, at, sizeof g_notice, number);
+        at = csc_append(g_notice, at, sizeof g_notice, "\nerrno=");
+        csc_format_u64(number, (uint64_t)error);
+        at = csc_append(g_notice, at, sizeof g_notice, number);
+        at = csc_append(g_notice, at, sizeof g_notice, "\n");
+        /* A file-size limit below the record (0: no byte may be written, which is also why the
+         * report is lost) refuses it with EFBIG, reserved bytes or not: the soft limit is lifted
+         * to the hard one for this write and put back. */
+        struct rlimit limit, lifted;
+        bool lift = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < limit.rlim_max;
+        if (lift) {
+            lifted = limit;
+            lifted.rlim_cur = limit.rlim_max;
+            lift = setrlimit(RLIMIT_FSIZE, &lifted) == 0;
+        }
+        if (pwrite(g_marker_fd, g_notice, at, 0) == (ssize_t)at) (void)!ftruncate(g_marker_fd, (off_t)at);
+        if (lift) (void)setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    at = csc_append(g_notice, 0, sizeof g_notice, "CrashShield: no crash report could be written in ");
     at = csc_append(g_notice, at, sizeof g_notice, g_directory);
     at = csc_append(g_notice, at, sizeof g_notice, " (errno ");
     csc_format_u64(number, (uint64_t)error);
@@ -448,20 +478,13 @@ static void csc_report_unwritable(int sig, int error) {
     at = csc_append(g_notice, at, sizeof g_notice, "); passing ");
     at = csc_append(g_notice, at, sizeof g_notice, csc_signal_name(sig));
     at = csc_append(g_notice, at, sizeof g_notice, " on\n");
+    /* O_NONBLOCK on the open file description for the one write (stderr may be shared with other
+     * processes: the flags are put back at once). */
+    int flags = fcntl(STDERR_FILENO, F_GETFL);
+    if (flags < 0) return;
+    if (!(flags & O_NONBLOCK) && fcntl(STDERR_FILENO, F_SETFL, flags | O_NONBLOCK) != 0) return;
     (void)!write(STDERR_FILENO, g_notice, at);
-    if (g_marker_fd < 0) return;
-    at = csc_append(g_notice, 0, sizeof g_notice, "launch_id=");
-    at = csc_append(g_notice, at, sizeof g_notice, g_launch_id);
-    at = csc_append(g_notice, at, sizeof g_notice, "\nphase=");
-    at = csc_append(g_notice, at, sizeof g_notice, csc_phase_name(atomic_load(&g_phase)));
-    at = csc_append(g_notice, at, sizeof g_notice, "\nsignal=");
-    csc_format_u64(number, (uint64_t)sig);
-    at = csc_append(g_notice, at, sizeof g_notice, number);
-    at = csc_append(g_notice, at, sizeof g_notice, "\nerrno=");
-    csc_format_u64(number, (uint64_t)error);
-    at = csc_append(g_notice, at, sizeof g_notice, number);
-    at = csc_append(g_notice, at, sizeof g_notice, "\n");
-    if (pwrite(g_marker_fd, g_notice, at, 0) == (ssize_t)at) (void)!ftruncate(g_marker_fd, (off_t)at);
+    if (!(flags & O_NONBLOCK)) (void)fcntl(STDERR_FILENO, F_SETFL, flags);
 }
 
 static void csc_remember_path(void) {
@@ -1126,6 +1149,16 @@ static void csc_after_fork_in_child(void) {
     g_launch_id[0] = 0;
 }
 
+/** Extends the marker to CSC_UNREPORTED_MARKER_BYTES with newlines (a record it holds stays). */
+static void csc_reserve_marker(void) {
+    struct stat status;
+    if (g_marker_fd < 0 || fstat(g_marker_fd, &status) != 0 || status.st_size >= CSC_UNREPORTED_MARKER_BYTES) return;
+    char newlines[CSC_UNREPORTED_MARKER_BYTES];
+    memset(newlines, '\n', sizeof newlines);
+    size_t missing = (size_t)(CSC_UNREPORTED_MARKER_BYTES - status.st_size);
+    (void)!pwrite(g_marker_fd, newlines, missing, status.st_size);
+}
+
 csc_install_result csc_install(const csc_config *config) {
     if (g_installed) return CSC_INSTALL_ALREADY;
     if (config == NULL || config->directory == NULL) return CSC_INSTALL_NO_DIRECTORY;
@@ -1138,6 +1171,7 @@ csc_install_result csc_install(const csc_config *config) {
     if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (g_marker_fd >= 0) close(g_marker_fd);
     g_marker_fd = openat(dir, CSC_UNREPORTED_MARKER, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    csc_reserve_marker();
     if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
     /* Darwin's minimum (MINSIGSTKSZ 32 KiB) is above the smallest size accepted here. */
     if (g_alt_stack_size < (uint32_t)MINSIGSTKSZ) g_alt_stack_size = (uint32_t)MINSIGSTKSZ;

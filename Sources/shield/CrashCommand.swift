@@ -231,19 +231,7 @@ enum HostileSetup {
     #endif
 
     static func apply(_ arguments: [String], directory: String) {
-        if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) {
-            var value = rlimit()
-            getrlimit(fileSizeLimit, &value)
-            value.rlim_cur = limit
-            setrlimit(fileSizeLimit, &value)
-            // The default action, unblocked, as in a process started from a shell (a parent may
-            // hand down an ignored or blocked SIGXFSZ, which would hide what the limit does).
-            signal(SIGXFSZ, SIG_DFL)
-            var unblock = sigset_t()
-            sigemptyset(&unblock)
-            sigaddset(&unblock, SIGXFSZ)
-            pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-        }
+        if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) { limitFileSize(limit) }
         if arguments.contains("--exhaust-fds") {
             var value = rlimit()
             getrlimit(descriptorLimit, &value)
@@ -257,6 +245,48 @@ enum HostileSetup {
         }
         if arguments.contains("--remove-dir") { try? FileManager.default.removeItem(atPath: directory) }
         if arguments.contains("--unwritable-dir") { makeUnwritable(directory) }
+    }
+
+    /// Sets the soft RLIMIT_FSIZE to `limit`, with SIGXFSZ's default action unblocked, as in a
+    /// process started from a shell (a parent may hand down an ignored or blocked SIGXFSZ, which
+    /// would hide what the limit does).
+    static func limitFileSize(_ limit: rlim_t) {
+        var value = rlimit()
+        getrlimit(fileSizeLimit, &value)
+        value.rlim_cur = limit
+        setrlimit(fileSizeLimit, &value)
+        signal(SIGXFSZ, SIG_DFL)
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGXFSZ)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    }
+
+    /// Writes `<directory>/filler` until the file system is full (ENOSPC).
+    static func fillDisk(_ directory: String) {
+        let descriptor = open("\(directory)/filler", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let chunk = [UInt8](repeating: 0x2e, count: 4096)
+        while descriptor >= 0 && chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+        while descriptor >= 0 && chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, 1) }) > 0 {}
+        print(errno == ENOSPC ? "DISK-FULL" : "FILL-FAILED errno=\(errno)")
+        fflush(nil)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Makes stderr (blocking) the write end of a pipe that is full and that nobody reads: a
+    /// blocking write to it never returns.
+    static func fillStandardErrorPipe() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        let flags = fcntl(ends[1], F_GETFL)
+        _ = fcntl(ends[1], F_SETFL, flags | O_NONBLOCK)
+        let chunk = [UInt8](repeating: 0x2e, count: 4096)
+        while chunk.withUnsafeBytes({ write(ends[1], $0.baseAddress, $0.count) }) > 0 {}
+        while chunk.withUnsafeBytes({ write(ends[1], $0.baseAddress, 1) }) > 0 {}
+        _ = fcntl(ends[1], F_SETFL, flags)
+        dup2(ends[1], STDERR_FILENO)
+        print("STDERR-FULL")
+        fflush(nil)
     }
 
     static func makeUnwritable(_ directory: String) {

@@ -190,11 +190,15 @@ struct LaunchProbe: ParsableCommand {
     @Flag(help: "A repair step that crashes.") var crashingStep = false
     @Flag(help: "A repair step that runs on the main actor.") var mainActorStep = false
     @Flag(help: "Make the directory unwritable after start.") var unwritableDir = false
+    @Flag(help: "Fill the directory's file system after start (<dir>/filler).") var fillDisk = false
+    @Flag(help: "Make stderr a full pipe nobody reads after start.") var stderrFullPipe = false
+    @Option(help: "Set RLIMIT_FSIZE to this many bytes after start.") var fsizeLimit: String?
     func run() throws {
         try finish(LaunchProbeCommand.run(
-            ["--dir", dir] + option("--threshold", threshold)
+            ["--dir", dir] + option("--threshold", threshold) + option("--fsize-limit", fsizeLimit)
                 + flags(["--crash": crash, "--hang": hang, "--no-capture": noCapture, "--crashing-step": crashingStep,
-                         "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir])))
+                         "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir,
+                         "--fill-disk": fillDisk, "--stderr-full-pipe": stderrFullPipe])))
     }
 }
 
