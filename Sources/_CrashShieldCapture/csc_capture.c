@@ -122,8 +122,8 @@ static int g_first_signal;
 static uint64_t g_handler_start_ns;
 /* The image table this report reads, pinned when the handler claimed the crash. */
 static const csc_image_table *g_report_images;
-/* How long a thread that lost the race waits while the owner passes its signal on (the Swift
- * backtracer may take many seconds). */
+/* How long a thread that lost the race waits while the owner ends the process with its signal
+ * (state CHAINING; the previous handler already ran before the owner claimed the crash). */
 #define CSC_CHAIN_WAIT_LIMIT_MS 60000u
 
 static uint64_t csc_clock_ns(clockid_t clock) {
