@@ -24,9 +24,15 @@ struct UnreportedCrash: Equatable {
         return UnreportedCrash(launchID: String(launchID), phase: CrashReport.LaunchPhase(rawValue: String(phase)), signal: signal)
     }
 
-    /// Empties the marker once its crash was taken into account (the file stays: the running
-    /// process holds it open for its own crash).
+    /// Empties the marker once its crash was taken into account: its bytes become the reserved
+    /// newlines again (`CSC_UNREPORTED_MARKER_BYTES`), in the same file, which the running process
+    /// may hold open for its own crash and must be able to rewrite on a full disk.
     static func clear(directory: String) {
-        _ = truncate(path(in: directory), 0)
+        let descriptor = open(path(in: directory), O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let newlines = [UInt8](repeating: 0x0a, count: Int(CSC_UNREPORTED_MARKER_BYTES))
+        _ = newlines.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        _ = ftruncate(descriptor, off_t(CSC_UNREPORTED_MARKER_BYTES))
     }
 }

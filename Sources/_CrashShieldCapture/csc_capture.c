@@ -5,13 +5,16 @@
  * concern. Everything reachable from csc_handler() follows the rules at the top of csc_capture.h.
  *
  * Concurrency and re-entry (one report per crash, never a hang):
+ * - A handler installed before us runs first, before the crash is claimed or anything is
+ *   written (csc_run_previous_first): one that never returns (siglongjmp out of a probe) leaves
+ *   nothing behind, one that returns decides whether the signal is a crash.
  * - The first crashing thread claims the crash (csc_claim.h). A second thread that crashes
  *   meanwhile waits for the owner: while the report is written (bounded: the watchdog ends a
- *   stuck owner) and while the owner passes its signal on (state CHAINING). It never re-raises its
- *   own signal, so the process ends with the signal the report names. If the owner finds its
- *   signal handled by a previous handler (state back to IDLE), the waiting thread claims the
- *   handler for its own crash. Waiting threads are counted and the report says how many there
- *   were when its tail was written ("other_crashing_threads").
+ *   stuck owner) and while the owner ends the process (state CHAINING). It never re-raises its
+ *   own signal, so the process ends with the signal the report names. If the owner releases the
+ *   claim (an opt-in recovery), the waiting thread claims the handler for its own crash. Waiting
+ *   threads are counted and the report says how many there were when its tail was written
+ *   ("other_crashing_threads").
  * - The owner changes the disposition of its own signal only: the other captured signals stay
  *   ours until the process is gone, so a thread that faults later still waits instead of dying
  *   by its own signal's default action.
@@ -23,8 +26,8 @@
  *   alarm() and itimers are left alone).
  * - Process identity follows fork: the pid, the report file name and the main-thread test are
  *   taken in the handler; a pthread_atfork child handler resets the crash state.
- * - A signal a previous handler handles is not a crash (see csc_pass_on_as_owner()): the report
- *   is removed and the handler re-armed.
+ * - A signal a previous handler handles is not a crash (see csc_run_previous_first()): no report
+ *   is written and the handler is re-armed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -42,6 +45,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -79,7 +83,8 @@ static pthread_once_t g_alt_stack_once = PTHREAD_ONCE_INIT;
  * g_spare_fd (/dev/null) is closed to free a slot when the descriptor table is full (EMFILE), so
  * the report can still be opened; g_marker_fd is "<directory>/crash-without-report", where the
  * handler records a crash whose report could not be written (the next start's lastRun reads it;
- * it is opened at install because the directory may be unwritable by then). */
+ * it is opened at install because the directory may be unwritable by then, and its bytes are
+ * reserved then because the disk may be full). */
 static int g_spare_fd = -1;
 static int g_marker_fd = -1;
 
@@ -117,8 +122,8 @@ static int g_first_signal;
 static uint64_t g_handler_start_ns;
 /* The image table this report reads, pinned when the handler claimed the crash. */
 static const csc_image_table *g_report_images;
-/* How long a thread that lost the race waits while the owner passes its signal on (the Swift
- * backtracer may take many seconds). */
+/* How long a thread that lost the race waits while the owner ends the process with its signal
+ * (state CHAINING; the previous handler already ran before the owner claimed the crash). */
 #define CSC_CHAIN_WAIT_LIMIT_MS 60000u
 
 static uint64_t csc_clock_ns(clockid_t clock) {
@@ -433,11 +438,39 @@ static void csc_quiet_write_signals_end(void) {
 static char g_notice[CSC_PATH_MAX + 256];
 
 /** No report could be written (the directory was deleted or made unwritable, the disk is full,
- *  the file-size limit is 0): one line on stderr, and the marker for the next start's lastRun
- *  ("launch_id=…\nphase=…\nsignal=…\nerrno=…\n", rewritten in place). */
+ *  the file-size limit is 0): first the marker for the next start's lastRun
+ *  ("launch_id=…\nphase=…\nsignal=…\nerrno=…\n", rewritten in place over the bytes reserved at
+ *  install, so a full disk cannot refuse it), then one line on stderr, written without
+ *  blocking: a stderr that nobody reads (a full pipe) loses the line, never the crash's signal. */
 static void csc_report_unwritable(int sig, int error) {
     char number[24];
-    size_t at = csc_append(g_notice, 0, sizeof g_notice, "CrashShield: no crash report could be written in ");
+    size_t at;
+    if (g_marker_fd >= 0) {
+        at = csc_append(g_notice, 0, sizeof g_notice, "launch_id=");
+        at = csc_append(g_notice, at, sizeof g_notice, g_launch_id);
+        at = csc_append(g_notice, at, sizeof g_notice, "\nphase=");
+        at = csc_append(g_notice, at, sizeof g_notice, csc_phase_name(atomic_load(&g_phase)));
+        at = csc_append(g_notice, at, sizeof g_notice, "\nsignal=");
+        csc_format_u64(number, (uint64_t)sig);
+        at = csc_append(g_notice, at, sizeof g_notice, number);
+        at = csc_append(g_notice, at, sizeof g_notice, "\nerrno=");
+        csc_format_u64(number, (uint64_t)error);
+        at = csc_append(g_notice, at, sizeof g_notice, number);
+        at = csc_append(g_notice, at, sizeof g_notice, "\n");
+        /* A file-size limit below the record (0: no byte may be written, which is also why the
+         * report is lost) refuses it with EFBIG, reserved bytes or not: the soft limit is lifted
+         * to the hard one for this write and put back. */
+        struct rlimit limit, lifted;
+        bool lift = getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < limit.rlim_max;
+        if (lift) {
+            lifted = limit;
+            lifted.rlim_cur = limit.rlim_max;
+            lift = setrlimit(RLIMIT_FSIZE, &lifted) == 0;
+        }
+        if (pwrite(g_marker_fd, g_notice, at, 0) == (ssize_t)at) (void)!ftruncate(g_marker_fd, (off_t)at);
+        if (lift) (void)setrlimit(RLIMIT_FSIZE, &limit);
+    }
+    at = csc_append(g_notice, 0, sizeof g_notice, "CrashShield: no crash report could be written in ");
     at = csc_append(g_notice, at, sizeof g_notice, g_directory);
     at = csc_append(g_notice, at, sizeof g_notice, " (errno ");
     csc_format_u64(number, (uint64_t)error);
@@ -445,20 +478,13 @@ static void csc_report_unwritable(int sig, int error) {
     at = csc_append(g_notice, at, sizeof g_notice, "); passing ");
     at = csc_append(g_notice, at, sizeof g_notice, csc_signal_name(sig));
     at = csc_append(g_notice, at, sizeof g_notice, " on\n");
+    /* O_NONBLOCK on the open file description for the one write (stderr may be shared with other
+     * processes: the flags are put back at once). */
+    int flags = fcntl(STDERR_FILENO, F_GETFL);
+    if (flags < 0) return;
+    if (!(flags & O_NONBLOCK) && fcntl(STDERR_FILENO, F_SETFL, flags | O_NONBLOCK) != 0) return;
     (void)!write(STDERR_FILENO, g_notice, at);
-    if (g_marker_fd < 0) return;
-    at = csc_append(g_notice, 0, sizeof g_notice, "launch_id=");
-    at = csc_append(g_notice, at, sizeof g_notice, g_launch_id);
-    at = csc_append(g_notice, at, sizeof g_notice, "\nphase=");
-    at = csc_append(g_notice, at, sizeof g_notice, csc_phase_name(atomic_load(&g_phase)));
-    at = csc_append(g_notice, at, sizeof g_notice, "\nsignal=");
-    csc_format_u64(number, (uint64_t)sig);
-    at = csc_append(g_notice, at, sizeof g_notice, number);
-    at = csc_append(g_notice, at, sizeof g_notice, "\nerrno=");
-    csc_format_u64(number, (uint64_t)error);
-    at = csc_append(g_notice, at, sizeof g_notice, number);
-    at = csc_append(g_notice, at, sizeof g_notice, "\n");
-    if (pwrite(g_marker_fd, g_notice, at, 0) == (ssize_t)at) (void)!ftruncate(g_marker_fd, (off_t)at);
+    if (!(flags & O_NONBLOCK)) (void)fcntl(STDERR_FILENO, F_SETFL, flags);
 }
 
 static void csc_remember_path(void) {
@@ -834,30 +860,34 @@ static bool csc_signal_refires(int sig, const siginfo_t *info) {
 
 static bool csc_is_abort(int sig, const siginfo_t *info) { return csc_signal_is_abort(sig, info); }
 
-/** Calls a previous handler the way the kernel would have delivered the signal to it:
- *  SA_RESETHAND resets the disposition to SIG_DFL before the call (the one-shot reset a plain
- *  function call would skip, so the handler does not run a second time when the fault
- *  re-executes), otherwise its own disposition is installed while it runs (it may look at it or
- *  replace it); its sa_mask, and the signal itself unless SA_NODEFER, are blocked during the call
- *  (a signal it raises then is delivered when the mask is restored, as the kernel would); SA_SIGINFO
- *  selects the calling convention. SA_ONSTACK needs nothing: the handler already runs on the
- *  alternate stack when there is one. */
-static void csc_call_previous(int sig, const struct sigaction *previous, siginfo_t *info, void *context) {
-    struct sigaction during = *previous;
+static bool csc_is_ours(const struct sigaction *action) {
+    return (action->sa_flags & SA_SIGINFO) && action->sa_sigaction == csc_handler;
+}
+
+/** Calls a previous handler the way the kernel would have delivered the signal to it, with our
+ *  handler left installed: a handler that never returns (it jumps out with siglongjmp) leaves
+ *  capture armed. SA_RESETHAND makes SIG_DFL the handler we pass `sig` on to from now on (the
+ *  kernel's one-shot reset, so the handler does not run a second time when the fault
+ *  re-executes); its sa_mask, and the signal itself unless SA_NODEFER, are blocked during the
+ *  call, and stay blocked on return: the caller restores `*saved` (a signal the handler raised
+ *  meanwhile is delivered then, as the kernel would deliver it when the handler returns).
+ *  SA_SIGINFO selects the calling convention. SA_ONSTACK needs nothing: the handler already runs
+ *  on the alternate stack when there is one. A handler that looks at its own disposition during
+ *  the call sees ours; one that replaces it (signal(sig, SIG_DFL)) replaces ours, and the caller
+ *  takes what it installed as the next previous handler (csc_rearm). */
+static void csc_call_previous(int sig, const struct sigaction *previous, siginfo_t *info, void *context, sigset_t *saved) {
     if (previous->sa_flags & SA_RESETHAND) {
-        memset(&during, 0, sizeof during);
-        during.sa_handler = SIG_DFL;
-        sigemptyset(&during.sa_mask);
+        memset(&g_previous[sig], 0, sizeof g_previous[sig]);
+        g_previous[sig].sa_handler = SIG_DFL;
+        sigemptyset(&g_previous[sig].sa_mask);
     }
-    sigaction(sig, &during, NULL);
-    sigset_t block = previous->sa_mask, saved;
+    sigset_t block = previous->sa_mask;
     if (!(previous->sa_flags & SA_NODEFER)) sigaddset(&block, sig);
-    pthread_sigmask(SIG_BLOCK, &block, &saved);
+    pthread_sigmask(SIG_BLOCK, &block, saved);
     if (previous->sa_flags & SA_SIGINFO)
         previous->sa_sigaction(sig, info, context);
     else
         previous->sa_handler(sig);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
 /** Puts our handler back on `sig`. Whatever is installed now (what the previous handler left, or
@@ -870,54 +900,61 @@ static void csc_rearm(int sig) {
     g_have_previous[sig] = true;
 }
 
+/** What `sig` meets when the previous handler has returned: what it installed, or, when our
+ *  handler is still installed, the handler we pass `sig` on to (SIG_DFL after SA_RESETHAND). */
+static bool csc_previous_left_a_handler(int sig) {
+    struct sigaction now;
+    if (sigaction(sig, NULL, &now) != 0) return false;
+    if (csc_is_ours(&now)) return g_have_previous[sig] && csc_is_custom(&g_previous[sig]);
+    return csc_is_custom(&now);
+}
+
+static bool csc_signal_is_pending(int sig) {
+    sigset_t pending;
+    return sigpending(&pending) == 0 && sigismember(&pending, sig) == 1;
+}
+
+/** Runs the handler installed before us (custom, see csc_is_custom) first, before anything of
+ *  ours is written or held: no claim, no report, no watchdog, our handler still installed. So a
+ *  handler that never returns — it jumps out with siglongjmp (a "can I read this address?" probe,
+ *  a harness catching abort()) or parks the thread — has handled the signal and leaves nothing
+ *  behind; the next crash on any thread is reported. Returns true when the signal still ends the
+ *  process, which then needs our report: abort() (it re-raises with the default action), a
+ *  hardware fault whose handler left no handler of its own (the re-executed fault meets the
+ *  default action), or a signal the handler raised again into the default action (pending in
+ *  its mask: `sig` then stays blocked until csc_die_with). Returns false when the handler
+ *  handled the signal and the process goes on: a signal that does not re-fire (a breakpoint,
+ *  SIGSYS, SIGPIPE, a signal that was sent), or a fault it resolved or expects to see again when
+ *  the instruction re-executes (it left a handler installed); our handler is re-armed on top of
+ *  what it installed, as often as it would have run without us.
+ *  A handler that ends the process itself (_exit) leaves no report. */
+static bool csc_run_previous_first(int sig, siginfo_t *info, void *context) {
+    struct sigaction previous = g_previous[sig];
+    sigset_t saved;
+    csc_call_previous(sig, &previous, info, context, &saved);
+    bool handler_left = csc_previous_left_a_handler(sig);
+    bool raised_again = !handler_left && csc_signal_is_pending(sig);
+    bool crash = csc_is_abort(sig, info) || raised_again || (!handler_left && csc_signal_refires(sig, info));
+    csc_rearm(sig);
+    if (raised_again) sigaddset(&saved, sig);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    return crash;
+}
+
 /** For a signal on a thread that already reported (an uncaught exception that now aborts, or a
- *  signal raised inside a previous handler we are calling): no second report; the previous
- *  handler or the default action. Returns when the previous handler returned and the signal is
- *  not abort()'s (the process goes on, or the fault re-executes). */
-static void csc_pass_on(int sig, siginfo_t *info, void *context) {
+ *  signal raised inside a previous handler the owner calls) or that gets no report (CLAIM_PASS_ON):
+ *  no second report; the previous handler, unless it already ran for this signal, or the default
+ *  action. Returns when the previous handler returned and the signal is not abort()'s (the
+ *  process goes on, or the fault re-executes). */
+static void csc_pass_on(int sig, siginfo_t *info, void *context, bool previous_ran) {
     const struct sigaction *saved = g_have_previous[sig] ? &g_previous[sig] : NULL;
-    if (!csc_is_custom(saved)) csc_die_with(sig);
+    if (previous_ran || !csc_is_custom(saved)) csc_die_with(sig);
     struct sigaction previous = *saved;
-    csc_call_previous(sig, &previous, info, context);
+    sigset_t mask;
+    csc_call_previous(sig, &previous, info, context, &mask);
+    pthread_sigmask(SIG_SETMASK, &mask, NULL);
     if (csc_is_abort(sig, info)) csc_die_with(sig);
     if (!csc_signal_refires(sig, info)) csc_rearm(sig);
-}
-
-/** The signal was handled and the process goes on: its report is not a crash report. */
-static void csc_forget_report(void) {
-    if (atomic_load(&g_written)) unlinkat(g_dir_fd, g_report_name, 0);
-    atomic_store(&g_written, false);
-    g_report_path[0] = 0;
-}
-
-/** The report owner, after writing: hands the signal to the handler installed before us or to
- *  the default action. Returns only when the process goes on:
- *  - the previous handler returned from a signal that does not re-fire (a breakpoint, SIGSYS,
- *    SIGPIPE, a signal that was sent): it was handled, as it would have been without us;
- *  - it returned from a hardware fault and left a handler installed (itself, typically): it
- *    resolved the fault (a guard page or write barrier it unprotected, a JIT stub it patched), or
- *    expects to be called again when the instruction re-executes.
- *  Then the report is removed (the process did not die), our handler is re-armed on top of what
- *  is installed now, and the crash state is back to IDLE, so the next crash is reported. If the
- *  fault re-executes unresolved it is handled as a new crash (report, previous handler again),
- *  exactly as often as the previous handler would have run without us.
- *  A hardware fault whose previous handler returned with the default action installed (it reset
- *  it, or SA_RESETHAND did) keeps its report: returning re-executes the fault, which ends the
- *  process with its signal. abort() always keeps it (it re-raises with the default action). */
-static void csc_pass_on_as_owner(int sig, siginfo_t *info, void *context) {
-    const struct sigaction *saved = g_have_previous[sig] ? &g_previous[sig] : NULL;
-    if (!csc_is_custom(saved)) csc_die_with(sig);
-    struct sigaction previous = *saved;
-    csc_call_previous(sig, &previous, info, context);
-    if (csc_is_abort(sig, info)) csc_die_with(sig);
-    if (csc_signal_refires(sig, info)) {
-        struct sigaction now;
-        if (sigaction(sig, NULL, &now) == 0 && !csc_is_custom(&now)) return; /* dies on re-execution */
-    }
-    csc_forget_report();
-    csc_rearm(sig);
-    csc_images_unpin();
-    csc_claim_release();
 }
 
 static void csc_park_forever(void) {
@@ -942,6 +979,17 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         return;
     }
     csc_thread_id self = csc_thread_self();
+    /* A handler installed before us runs first (csc_run_previous_first); not for a signal on a
+     * thread that owns the crash (a fault inside our handler, an abort after an uncaught
+     * exception was reported, a signal raised by a previous handler the owner calls). */
+    bool previous_ran = false;
+    if (!csc_claim_is_owner(self) && g_have_previous[sig] && csc_is_custom(&g_previous[sig])) {
+        if (!csc_run_previous_first(sig, info, context)) {
+            errno = saved_errno;
+            return;
+        }
+        previous_ran = true;
+    }
     const uint32_t writing_wait_limit_ms = g_watchdog_seconds * 1000u + 1000u;
     switch (csc_claim(self, writing_wait_limit_ms, CSC_CHAIN_WAIT_LIMIT_MS)) {
     case CSC_CLAIM_OWNER:
@@ -952,7 +1000,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         if (state == CSC_STATE_DONE || state == CSC_STATE_CHAINING) {
             /* This thread already reported (an uncaught exception that now aborts), or a
              * previous handler we called raised a signal. */
-            csc_pass_on(sig, info, context);
+            csc_pass_on(sig, info, context, previous_ran);
             errno = saved_errno;
             return;
         }
@@ -966,7 +1014,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
     case CSC_CLAIM_PASS_ON:
         /* An uncaught exception was reported and the process is exiting, or the owner's previous
          * handler neither ended the process nor returned within a minute: no report for this one. */
-        csc_pass_on(sig, info, context);
+        csc_pass_on(sig, info, context, previous_ran);
         errno = saved_errno;
         return;
     case CSC_CLAIM_OWNER_STUCK:
@@ -984,8 +1032,6 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
     /* Never the main thread (in a forked child: the thread that forked). */
     bool recover = g_recover && !csc_thread_is_main() && sig != SIGABRT;
     csc_write_signal_report(sig, info, context, self, recover);
-    /* The watchdog covers our own work only: the previous handler (the Swift runtime's
-     * backtracer may take seconds) must not be cut short by it. */
     csc_watchdog_disarm();
 
     if (recover) {
@@ -996,9 +1042,11 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         errno = saved_errno;
         csc_park_forever();
     }
+    /* The previous handler already ran (csc_run_previous_first) or there is none: the default
+     * action ends the process with the signal the report names. Threads that crash meanwhile
+     * keep waiting. */
     csc_claim_set_state(CSC_STATE_CHAINING);
-    csc_pass_on_as_owner(sig, info, context);
-    errno = saved_errno;
+    csc_die_with(sig);
 }
 
 /* ---- uncaught exceptions ------------------------------------------------------------------ */
@@ -1101,6 +1149,16 @@ static void csc_after_fork_in_child(void) {
     g_launch_id[0] = 0;
 }
 
+/** Extends the marker to CSC_UNREPORTED_MARKER_BYTES with newlines (a record it holds stays). */
+static void csc_reserve_marker(void) {
+    struct stat status;
+    if (g_marker_fd < 0 || fstat(g_marker_fd, &status) != 0 || status.st_size >= CSC_UNREPORTED_MARKER_BYTES) return;
+    char newlines[CSC_UNREPORTED_MARKER_BYTES];
+    memset(newlines, '\n', sizeof newlines);
+    size_t missing = (size_t)(CSC_UNREPORTED_MARKER_BYTES - status.st_size);
+    (void)!pwrite(g_marker_fd, newlines, missing, status.st_size);
+}
+
 csc_install_result csc_install(const csc_config *config) {
     if (g_installed) return CSC_INSTALL_ALREADY;
     if (config == NULL || config->directory == NULL) return CSC_INSTALL_NO_DIRECTORY;
@@ -1113,6 +1171,7 @@ csc_install_result csc_install(const csc_config *config) {
     if (g_spare_fd < 0) g_spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (g_marker_fd >= 0) close(g_marker_fd);
     g_marker_fd = openat(dir, CSC_UNREPORTED_MARKER, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    csc_reserve_marker();
     if (config->alt_stack_size >= 16384) g_alt_stack_size = config->alt_stack_size;
     /* Darwin's minimum (MINSIGSTKSZ 32 KiB) is above the smallest size accepted here. */
     if (g_alt_stack_size < (uint32_t)MINSIGSTKSZ) g_alt_stack_size = (uint32_t)MINSIGSTKSZ;

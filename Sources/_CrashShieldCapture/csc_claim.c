@@ -44,6 +44,8 @@ bool csc_claim_try(csc_thread_id self) {
     return atomic_compare_exchange_strong(&g_owner, &expected, self);
 }
 
+bool csc_claim_is_owner(csc_thread_id self) { return atomic_load(&g_owner) == self; }
+
 int csc_claim_state(void) { return atomic_load(&g_state); }
 void csc_claim_set_state(int state) { atomic_store(&g_state, state); }
 

@@ -6,7 +6,7 @@
  * The owner is the thread whose id the first crashing thread stored with a CAS (0 = nobody). The
  * state says what the owner is doing: IDLE (no crash), WRITING (the report), DONE (an uncaught
  * exception was reported and the process is ending by exit or abort), CHAINING (a signal report
- * is written and the owner passes the signal on: it ends the process or releases the claim).
+ * is written and the owner ends the process with its signal).
  * The depth counts the owner's entries into the handler (a fault inside the handler re-enters it).
  * Threads that lose the race wait and are counted (csc_claim_other_crashers()).
  */
@@ -41,6 +41,8 @@ csc_claim_outcome csc_claim(csc_thread_id self, uint32_t writing_wait_limit_ms, 
 /** Claims the crash for `self` if nobody owns it; never waits (the uncaught-exception path). */
 bool csc_claim_try(csc_thread_id self);
 
+/** True when `self` owns the crash (it writes or wrote the report, or passes its signal on). */
+bool csc_claim_is_owner(csc_thread_id self);
 int csc_claim_state(void);
 void csc_claim_set_state(int state);
 /** The owner starts writing: state WRITING, depth 1. */

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -177,6 +178,19 @@ static void *csc_thread_overflow_main(void *unused) {
 void csc_crash_thread_segv(void) {
     pthread_t thread;
     pthread_create(&thread, NULL, csc_thread_segv_main, NULL);
+    csc_block_forever();
+}
+
+static void *csc_thread_abort_main(void *unused) {
+    (void)unused;
+    csc_thread_prepare();
+    csc_crash_abort();
+    return NULL;
+}
+
+void csc_crash_thread_abort(void) {
+    pthread_t thread;
+    pthread_create(&thread, NULL, csc_thread_abort_main, NULL);
     csc_block_forever();
 }
 
@@ -424,4 +438,42 @@ void csc_test_install_previous_trap_handler(void) {
     action.sa_handler = csc_previous_trap_handler;
     sigemptyset(&action.sa_mask);
     sigaction(SIGTRAP, &action, NULL);
+}
+
+/* ---- a previous handler that jumps out of the signal (probes, harnesses catching abort) ---- */
+
+static sigjmp_buf g_jump_back;
+static volatile sig_atomic_t g_jump_armed;
+
+static void csc_jumping_handler(int sig, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    if (g_jump_armed) {
+        g_jump_armed = 0;
+        siglongjmp(g_jump_back, 1);
+    }
+    signal(sig, SIG_DFL); /* not expected: a fault re-executes into the default action, abort() re-raises */
+}
+
+void csc_test_install_jumping_handler(int sig) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = csc_jumping_handler;
+    action.sa_flags = SA_SIGINFO;
+    sigemptyset(&action.sa_mask);
+    sigaction(sig, &action, NULL);
+}
+
+bool csc_test_probe_read(uintptr_t address) {
+    if (sigsetjmp(g_jump_back, 1)) return false;
+    g_jump_armed = 1;
+    (void)*(volatile const char *)address;
+    g_jump_armed = 0;
+    return true;
+}
+
+bool csc_test_abort_caught(void) {
+    if (sigsetjmp(g_jump_back, 1)) return true;
+    g_jump_armed = 1;
+    abort();
 }

@@ -125,7 +125,7 @@ extension BenchCaptureCommand {
     }
 }
 
-/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--main-actor-step] [--unwritable-dir]`:
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--main-actor-step] [--unwritable-dir] [--fill-disk] [--stderr-full-pipe] [--fsize-limit N]`:
 /// the child of the launch-protection end-to-end test. Starts capture with launch protection and
 /// three repair steps (safe-mode, step-two, step-three; with --crashing-step: "crashes", whose
 /// body dies of SIGSEGV, then "after-crash"), prints one JSON line describing what launch
@@ -182,6 +182,9 @@ enum LaunchProbeCommand {
         print(String(decoding: data, as: UTF8.self))
         fflush(nil)
         if arguments.contains("--unwritable-dir") { HostileSetup.makeUnwritable(directory) }
+        if arguments.contains("--fill-disk") { HostileSetup.fillDisk(directory) }
+        if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) { HostileSetup.limitFileSize(limit) }
+        if arguments.contains("--stderr-full-pipe") { HostileSetup.fillStandardErrorPipe() }
         if arguments.contains("--crash") { csc_crash_segv() }
         if arguments.contains("--hang") { while true { sleep(1) } }
         protection.launchCompleted()

@@ -9,7 +9,8 @@ import _CrashShieldTestSupport
 /// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
 /// uncaught exception with exit(1)); the report lands in D. Test setups before capture:
 /// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
-/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `fork-child-segv` takes
+/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `jumped-signal` takes
+/// `--jump-from <segv|abort>` and `--then <segv|abort|thread-abort>`; `fork-child-segv` takes
 /// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
 /// Guards: `--guards` starts them with capture in one `CrashShieldSDK.start`, `--guards-after-capture`
 /// with a second start (capture off) after capture started alone;
@@ -26,6 +27,7 @@ enum CrashCommand {
         "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
         "utf8-exception",
         "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
+        "jumped-signal",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -60,6 +62,7 @@ enum CrashCommand {
         if arguments.contains("--resethand-previous") { csc_test_install_resethand_handler() }
         if arguments.contains("--slow-previous-handlers") { csc_test_install_slow_previous_handlers() }
         if kind == "resolved-fault" { csc_test_install_resolving_handler() }
+        if kind == "jumped-signal" { csc_test_install_jumping_handler(option("--jump-from", in: arguments) == "abort" ? SIGABRT : SIGSEGV) }
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
         var options = CaptureOptions(directory: directory)
@@ -177,6 +180,19 @@ enum CrashCommand {
             print("RESOLVED faults=\(resolved) installed=\(csc_is_installed()) written=\(csc_report_written()) reports=\(reports.count)")
             fflush(nil)
             csc_crash_segv()
+        case "jumped-signal":
+            // A signal the app's handler jumps back out of (a probe of an unmapped address, a
+            // harness catching abort()) is not a crash; what comes after it is.
+            let jumped = option("--jump-from", in: arguments) == "abort" ? csc_test_abort_caught() : !csc_test_probe_read(8)
+            let directory = option("--dir", in: arguments) ?? CaptureOptions.defaultDirectory
+            let reports = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("report-") }
+            print("JUMPED \(jumped) installed=\(csc_is_installed()) written=\(csc_report_written()) reports=\(reports.count)")
+            fflush(nil)
+            switch option("--then", in: arguments) {
+            case "abort": csc_crash_abort()
+            case "thread-abort": csc_crash_thread_abort()
+            default: csc_crash_segv()
+            }
         case "sigpipe":
             let error = csc_crash_sigpipe()
             print("SURVIVED errno=\(error) still-ignored=\(csc_test_sigpipe_is_ignored())")
@@ -215,19 +231,7 @@ enum HostileSetup {
     #endif
 
     static func apply(_ arguments: [String], directory: String) {
-        if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) {
-            var value = rlimit()
-            getrlimit(fileSizeLimit, &value)
-            value.rlim_cur = limit
-            setrlimit(fileSizeLimit, &value)
-            // The default action, unblocked, as in a process started from a shell (a parent may
-            // hand down an ignored or blocked SIGXFSZ, which would hide what the limit does).
-            signal(SIGXFSZ, SIG_DFL)
-            var unblock = sigset_t()
-            sigemptyset(&unblock)
-            sigaddset(&unblock, SIGXFSZ)
-            pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-        }
+        if let limit = CrashCommand.option("--fsize-limit", in: arguments).flatMap({ rlim_t($0) }) { limitFileSize(limit) }
         if arguments.contains("--exhaust-fds") {
             var value = rlimit()
             getrlimit(descriptorLimit, &value)
@@ -241,6 +245,48 @@ enum HostileSetup {
         }
         if arguments.contains("--remove-dir") { try? FileManager.default.removeItem(atPath: directory) }
         if arguments.contains("--unwritable-dir") { makeUnwritable(directory) }
+    }
+
+    /// Sets the soft RLIMIT_FSIZE to `limit`, with SIGXFSZ's default action unblocked, as in a
+    /// process started from a shell (a parent may hand down an ignored or blocked SIGXFSZ, which
+    /// would hide what the limit does).
+    static func limitFileSize(_ limit: rlim_t) {
+        var value = rlimit()
+        getrlimit(fileSizeLimit, &value)
+        value.rlim_cur = limit
+        setrlimit(fileSizeLimit, &value)
+        signal(SIGXFSZ, SIG_DFL)
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGXFSZ)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+    }
+
+    /// Writes `<directory>/filler` until the file system is full (ENOSPC).
+    static func fillDisk(_ directory: String) {
+        let descriptor = open("\(directory)/filler", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let chunk = [UInt8](repeating: 0x2e, count: 4096)
+        while descriptor >= 0 && chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, $0.count) }) > 0 {}
+        while descriptor >= 0 && chunk.withUnsafeBytes({ write(descriptor, $0.baseAddress, 1) }) > 0 {}
+        print(errno == ENOSPC ? "DISK-FULL" : "FILL-FAILED errno=\(errno)")
+        fflush(nil)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Makes stderr (blocking) the write end of a pipe that is full and that nobody reads: a
+    /// blocking write to it never returns.
+    static func fillStandardErrorPipe() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        let flags = fcntl(ends[1], F_GETFL)
+        _ = fcntl(ends[1], F_SETFL, flags | O_NONBLOCK)
+        let chunk = [UInt8](repeating: 0x2e, count: 4096)
+        while chunk.withUnsafeBytes({ write(ends[1], $0.baseAddress, $0.count) }) > 0 {}
+        while chunk.withUnsafeBytes({ write(ends[1], $0.baseAddress, 1) }) > 0 {}
+        _ = fcntl(ends[1], F_SETFL, flags)
+        dup2(ends[1], STDERR_FILENO)
+        print("STDERR-FULL")
+        fflush(nil)
     }
 
     static func makeUnwritable(_ directory: String) {

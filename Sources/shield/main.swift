@@ -101,6 +101,8 @@ struct Crash: ParsableCommand {
     @Flag(help: .hidden) var ignoreSigtrap = false
     @Flag(help: .hidden) var fromThread = false
     @Flag(help: .hidden) var parentCrashes = false
+    @Option(help: .hidden) var jumpFrom: String?
+    @Option(help: .hidden) var then: String?
     @Option(help: .hidden) var fsizeLimit: String?
     @Flag(help: .hidden) var exhaustFds = false
     @Flag(help: .hidden) var removeDir = false
@@ -188,11 +190,15 @@ struct LaunchProbe: ParsableCommand {
     @Flag(help: "A repair step that crashes.") var crashingStep = false
     @Flag(help: "A repair step that runs on the main actor.") var mainActorStep = false
     @Flag(help: "Make the directory unwritable after start.") var unwritableDir = false
+    @Flag(help: "Fill the directory's file system after start (<dir>/filler).") var fillDisk = false
+    @Flag(help: "Make stderr a full pipe nobody reads after start.") var stderrFullPipe = false
+    @Option(help: "Set RLIMIT_FSIZE to this many bytes after start.") var fsizeLimit: String?
     func run() throws {
         try finish(LaunchProbeCommand.run(
-            ["--dir", dir] + option("--threshold", threshold)
+            ["--dir", dir] + option("--threshold", threshold) + option("--fsize-limit", fsizeLimit)
                 + flags(["--crash": crash, "--hang": hang, "--no-capture": noCapture, "--crashing-step": crashingStep,
-                         "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir])))
+                         "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir,
+                         "--fill-disk": fillDisk, "--stderr-full-pipe": stderrFullPipe])))
     }
 }
 

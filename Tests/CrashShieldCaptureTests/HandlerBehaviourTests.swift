@@ -42,7 +42,8 @@ import _CrashShieldTestSupport
         #expect(reports[0].crash?.signal == SIGSEGV)
     }
 
-    /// A SIGSEGV handler installed before capture still runs after the report is written.
+    /// A SIGSEGV handler installed before capture still runs; it resets the default action, so
+    /// the fault is a crash and its report is written.
     @Test func chainsToThePreviouslyInstalledHandler() throws {
         let directory = temporaryDirectory("chain")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -52,8 +53,8 @@ import _CrashShieldTestSupport
         #expect(loadReports(directory, symbolicate: false).count == 1)
     }
 
-    /// The Swift runtime's backtracer (installed at process start when enabled) runs after our
-    /// report: both outputs exist and the process still dies with SIGSEGV.
+    /// The Swift runtime's backtracer (installed at process start when enabled) runs first and
+    /// resets the default action: both outputs exist and the process still dies with SIGSEGV.
     @Test func chainsToTheSwiftRuntimeBacktracer() throws {
         let directory = temporaryDirectory("swift-backtracer")
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CrashShieldCapture
+import _CrashShieldCapture
 
 /// Issue 11: crashes that corrupt the stack or jump to non-code, non-ASCII and long paths, a
 /// signal sent by another process, and hostile limits (file size, descriptor table, an
@@ -276,5 +277,112 @@ import Testing
         #expect(fields["report_lost"] as? Bool == true)
         #expect(fields["consecutive"] as? Int == 1)
 
+    }
+}
+
+/// Issue 24, item 7: "report lost" must hold when nothing else can be written. The handler writes
+/// the marker first, over bytes reserved at install, and its stderr line without blocking.
+@Suite struct ReportLostTests {
+    /// A tmpfs of `size` mounted at a fresh directory, or nil where mounting needs privileges this
+    /// process lacks (root with CAP_SYS_ADMIN here and in CI).
+    static func mountTmpfs(size: String) -> String? {
+        let point = temporaryDirectory("tmpfs")
+        let mount = Process()
+        mount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        mount.arguments = ["mount", "-t", "tmpfs", "-o", "size=\(size)", "tmpfs", point]
+        mount.standardError = FileHandle.nullDevice
+        guard (try? mount.run()) != nil else { return nil }
+        mount.waitUntilExit()
+        guard mount.terminationStatus == 0 else {
+            try? FileManager.default.removeItem(atPath: point)
+            return nil
+        }
+        return point
+    }
+
+    static func unmount(_ point: String) {
+        let umount = Process()
+        umount.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        umount.arguments = ["umount", point]
+        try? umount.run()
+        umount.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: point)
+    }
+
+    static let canMountTmpfs: Bool = {
+        #if os(Linux)
+        guard let point = mountTmpfs(size: "64k") else { return false }
+        unmount(point)
+        return true
+        #else
+        return false
+        #endif
+    }()
+
+    /// The lastRun the next start of `launch-probe` reports.
+    static func nextStart(_ directory: String) throws -> [String: Any] {
+        let next = try runChild(Built.shield, ["launch-probe", "--dir", directory])
+        #expect(next.termination == .exited(0))
+        let line = try #require(next.output.split(separator: "\n").first { $0.hasPrefix("{") })
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    /// The directory is unwritable and stderr is a full pipe nobody reads: the stderr line is
+    /// dropped instead of blocking until the watchdog ends the process with SIGALRM, the process
+    /// dies with the crash's signal, and the marker makes the next lastRun say the report was lost.
+    @Test func fullStandardErrorPipeNeitherBlocksNorLosesTheMarker() throws {
+        let directory = temporaryDirectory("stderr-full")
+        defer {
+            chmod(directory, 0o755)
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let started = Date()
+        let crashed = try runChild(Built.shield, ["launch-probe", "--dir", directory, "--unwritable-dir", "--stderr-full-pipe", "--crash"],
+                                   timeout: 20)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(crashed.output.contains("STDERR-FULL"), "output: \(crashed.output)")
+        #expect(!crashed.output.contains("DROP-FAILED"))
+        #expect(crashed.termination == .signaled(SIGSEGV), "after \(seconds) s")
+        #expect(seconds < 4, "the handler must not wait for the watchdog: \(seconds) s")
+        chmod(directory, 0o755)
+        let fields = try Self.nextStart(directory)
+        #expect(fields["last_run"] as? String == "crashed")
+        #expect(fields["report_lost"] as? Bool == true)
+    }
+
+    /// The file system of the report directory is full at the crash (a tmpfs of 256 KiB, filled
+    /// after start): no report, and the marker, reserved at install, still records the crash.
+    @Test(.enabled(if: canMountTmpfs, "mounting a tmpfs needs root (CAP_SYS_ADMIN)"))
+    func fullDiskStillRecordsTheLostReport() throws {
+        let point = try #require(Self.mountTmpfs(size: "256k"))
+        defer { Self.unmount(point) }
+        let directory = point + "/reports"
+        let crashed = try runChild(Built.shield, ["launch-probe", "--dir", directory, "--fill-disk", "--crash"])
+        #expect(crashed.output.contains("DISK-FULL"), "output: \(crashed.output)")
+        #expect(crashed.termination == .signaled(SIGSEGV))
+        #expect(CrashReportStore(directory: directory).reportFiles().isEmpty)
+        try FileManager.default.removeItem(atPath: directory + "/filler")
+        let fields = try Self.nextStart(directory)
+        #expect(fields["last_run"] as? String == "crashed")
+        #expect(fields["during_launch"] as? Bool == true)
+        #expect(fields["report_lost"] as? Bool == true)
+        // The next start wrote the reservation back: a crash of this run is recorded too.
+        let marker = try #require(FileManager.default.contents(atPath: UnreportedCrash.path(in: directory)))
+        #expect(marker.count == Int(CSC_UNREPORTED_MARKER_BYTES) && marker.allSatisfy { $0 == 0x0a })
+    }
+}
+
+extension ReportLostTests {
+    /// The same class for a file-size limit: with RLIMIT_FSIZE 0 no report byte can be written,
+    /// and the marker's record (at offset 0, at or past the limit) was refused with EFBIG too.
+    @Test func fileSizeLimitZeroStillRecordsTheLostReport() throws {
+        let directory = temporaryDirectory("fsize-zero")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crashed = try runChild(Built.shield, ["launch-probe", "--dir", directory, "--fsize-limit", "0", "--crash"])
+        #expect(crashed.termination == .signaled(SIGSEGV))
+        #expect(CrashReportStore(directory: directory).reportFiles().isEmpty)
+        let fields = try Self.nextStart(directory)
+        #expect(fields["last_run"] as? String == "crashed")
+        #expect(fields["report_lost"] as? Bool == true)
     }
 }

@@ -174,3 +174,43 @@ import Testing
         #expect(CrashReportStore(directory: directory).reportFiles().isEmpty)
     }
 }
+
+/// Issue 24, item 6: a handler installed before capture that jumps back out of a signal with
+/// siglongjmp (a "can I read this address?" probe, a harness catching abort()) has handled it, and
+/// never returns to ours. Nothing may be left behind: no report on disk, no claim held, our handler
+/// armed, so the real crash after it — on the same thread or another — is reported and ends the
+/// process with its signal.
+@Suite struct JumpingPreviousHandlerTests {
+    struct Case: CustomStringConvertible, Sendable {
+        var jumpFrom: String
+        var then: String
+        var signal: Int32
+        var description: String { "\(jumpFrom) then \(then)" }
+    }
+
+    static let cases = [
+        Case(jumpFrom: "segv", then: "segv", signal: SIGSEGV),
+        Case(jumpFrom: "segv", then: "abort", signal: SIGABRT),
+        Case(jumpFrom: "segv", then: "thread-abort", signal: SIGABRT),
+        // The same class for a signal that does not re-fire: abort() caught by the app.
+        Case(jumpFrom: "abort", then: "abort", signal: SIGABRT),
+        Case(jumpFrom: "abort", then: "segv", signal: SIGSEGV),
+    ]
+
+    @Test(arguments: cases)
+    func signalTheAppJumpsOutOfIsNotACrashAndTheNextCrashIsReported(_ test: Case) throws {
+        let directory = temporaryDirectory("jumped-\(test.jumpFrom)-\(test.then)")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let started = Date()
+        let result = try runChild(Built.shield, ["crash", "jumped-signal", "--jump-from", test.jumpFrom, "--then", test.then, "--dir", directory],
+                                  timeout: 20)
+        let seconds = Date().timeIntervalSince(started)
+        #expect(result.output.contains("JUMPED true installed=true written=false reports=0"), "output: \(result.output)")
+        #expect(result.termination == .signaled(test.signal), "after \(seconds) s")
+        #expect(seconds < 10, "the crash after the jump must not wait for the claim: \(seconds) s")
+        let reports = loadReports(directory, symbolicate: false)
+        try #require(reports.count == 1, "\(reports.count) reports")
+        #expect(reports[0].crash?.signal == test.signal)
+        #expect(reports[0].isComplete)
+    }
+}

@@ -73,6 +73,10 @@ extern "C" {
 /** File in the report directory, opened at install, where the handler records a crash whose
  *  report could not be written: "launch_id=<id>\nphase=<phase>\nsignal=<n>\nerrno=<n>\n". */
 #define CSC_UNREPORTED_MARKER "crash-without-report"
+/** Bytes of the marker reserved at install (newlines while no crash is recorded; a reader skips
+ *  empty lines), so the handler rewrites it in place and a full disk cannot refuse the record.
+ *  Whoever empties the marker writes the reservation back. */
+#define CSC_UNREPORTED_MARKER_BYTES 512
 
 /** Launch phase recorded in a report. Launch protection moves it forward. */
 typedef enum {

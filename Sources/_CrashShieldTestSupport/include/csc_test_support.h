@@ -66,6 +66,8 @@ void csc_crash_trap(void);
 void csc_crash_stack_overflow(void);
 /** Starts a thread (with an alternate stack) that calls csc_crash_segv; blocks forever. */
 void csc_crash_thread_segv(void);
+/** abort() on a new thread; the calling thread blocks. */
+void csc_crash_thread_abort(void);
 /** Starts two threads that call csc_crash_segv at the same moment; blocks forever. The report
  *  waits for the second thread (csc_test_wait_for_second_crash), so it counts it. */
 void csc_crash_two_threads(void);
@@ -112,6 +114,16 @@ void csc_test_install_resolving_handler(void);
 int csc_test_touch_guarded_page(void);
 /** Installs (before capture) a SIGTRAP handler that prints "TRAP-HANDLER-RAN" and returns. */
 void csc_test_install_previous_trap_handler(void);
+/** Installs (before capture) a handler for `sig` that jumps back out of the signal with
+ *  siglongjmp while csc_test_probe_read or csc_test_abort_caught expects it (a "can I read this
+ *  address?" probe, a test harness catching abort()); any other delivery resets the default
+ *  action and returns. */
+void csc_test_install_jumping_handler(int sig);
+/** Reads one byte at `address` under the jumping SIGSEGV handler: false when the read faulted
+ *  and the handler jumped back out. */
+bool csc_test_probe_read(uintptr_t address);
+/** Calls abort() under the jumping SIGABRT handler; true when the handler jumped back out. */
+bool csc_test_abort_caught(void);
 bool csc_test_sigpipe_is_ignored(void);
 /** Names the calling thread (at most 15 bytes are kept). */
 void csc_test_set_thread_name(const char *name);
