@@ -376,7 +376,7 @@ public final class LaunchProtection: @unchecked Sendable {
         var state = read ?? State()
 
         // How did the previous run end?
-        let reports = pending ?? CrashReportStore(directory: directory).scanIfAny()
+        let reports = pending ?? CrashReportStore(directory: directory).scanIfAny().reports
         var lastRun: LastRun
         let updated = state.appVersion != nil && appVersion != nil && state.appVersion != appVersion
         if let previousID = state.launchId {

@@ -275,4 +275,129 @@ import _CrashShieldCapture
             protection.launchCompleted()
         }
     }
+
+    /// A report file named `name` with modification time `modified` (seconds since 1970).
+    static func writeReport(_ bytes: [UInt8], named name: String, in directory: String, modified: Int) {
+        let path = "\(directory)/\(name)"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        var times = [timeval(tv_sec: modified, tv_usec: 0), timeval(tv_sec: modified, tv_usec: 0)]
+        #expect(utimes(path, &times) == 0)
+    }
+
+    static func reportNames(in directory: String) -> Set<String> {
+        Set(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("report-") })
+    }
+
+    static func droppedCount(in directory: String) -> String? {
+        FileManager.default.contents(atPath: "\(directory)/dropped-reports")
+            .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+    }
+
+    static func begin(_ directory: String) -> LaunchProtection {
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: true)
+        protection.launchCompleted()
+        LaunchProtection.forgetLaunchForTesting(directory: directory)
+        return protection
+    }
+
+    /// Reports an app never delivers pile up; each start keeps the newest 30 (by modification
+    /// time, not by name), deletes the older ones unread and adds their number to
+    /// "dropped-reports". The previous run's crash is still found.
+    @Test func startKeepsTheNewest30ReportsAndCountsTheDropped() throws {
+        let directory = temporaryDirectory("pending-cap")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous-launch"
+        state.phase = "launching"
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let now = time(nil)
+        // Names sort against time: the newest has the smallest pid.
+        func name(_ index: Int) -> String { "report-\(1000 - index)-1-0.json" }
+        for index in 0..<45 {
+            let bytes = try Self.report(launchID: index == 44 ? "previous-launch" : "launch-\(index)", phase: "launching")
+            Self.writeReport(bytes, named: name(index), in: directory, modified: now - 3600 + index)
+        }
+        let protection = Self.begin(directory)
+        #expect(protection.lastRun.outcome == .crashed)
+        #expect(protection.lastRun.crashedDuringLaunch)
+        #expect(Self.reportNames(in: directory) == Set((15..<45).map(name)))
+        #expect(Self.droppedCount(in: directory) == "15")
+
+        // The next start: 5 more, the oldest 5 go; the count adds up.
+        for index in 45..<50 {
+            Self.writeReport(try Self.report(launchID: "launch-\(index)", phase: "running"), named: name(index), in: directory,
+                             modified: now - 3600 + index)
+        }
+        _ = Self.begin(directory)
+        #expect(Self.reportNames(in: directory) == Set((20..<50).map(name)))
+        #expect(Self.droppedCount(in: directory) == "20")
+    }
+
+    /// Reports older than 30 days are deleted at start, except the newest (the previous run may
+    /// have crashed 60 days ago: its report still decides `lastRun`).
+    @Test func startAgesOutReportsOlderThan30DaysButTheNewest() throws {
+        let directory = temporaryDirectory("pending-age")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous-launch"
+        state.phase = "launching"
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let now = time(nil)
+        let day = 24 * 3600
+        for index in 0..<3 {
+            Self.writeReport(try Self.report(launchID: "old-\(index)", phase: "running"), named: "report-9\(index)-1-0.json",
+                             in: directory, modified: now - 90 * day + index)
+        }
+        Self.writeReport(try Self.report(launchID: "previous-launch", phase: "running"), named: "report-1-1-0.json",
+                         in: directory, modified: now - 60 * day)
+        var protection = Self.begin(directory)
+        #expect(protection.lastRun.outcome == .crashed, "the newest report is kept however old")
+        #expect(Self.reportNames(in: directory) == ["report-1-1-0.json"])
+        #expect(Self.droppedCount(in: directory) == "3")
+
+        // A fresh report next to one of 31 days: the old one goes.
+        Self.writeReport(try Self.report(launchID: protection.launchID, phase: "running"), named: "report-2-1-0.json",
+                         in: directory, modified: now)
+        protection = Self.begin(directory)
+        #expect(protection.lastRun.outcome == .crashed)
+        #expect(Self.reportNames(in: directory) == ["report-2-1-0.json"])
+        #expect(Self.droppedCount(in: directory) == "4")
+    }
+
+    /// `shield reports` symbolicates all reports with one tool run per image (was: one per report
+    /// per image, ~0.2 s each). A stand-in llvm-symbolizer logs its runs.
+    @Test func listingRunsTheSymbolizerOncePerImage() throws {
+        let directory = temporaryDirectory("listing")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let tools = "\(directory)/tools"
+        try FileManager.default.createDirectory(atPath: tools, withIntermediateDirectories: true)
+        let log = "\(directory)/runs.log"
+        let script = """
+            #!/bin/sh
+            echo run >> "\(log)"
+            for argument in "$@"; do
+              case "$argument" in 0x*) printf 'stand_in_%s\\n??:0:0\\n\\n' "$argument" ;; esac
+            done
+            """
+        #expect(FileManager.default.createFile(atPath: "\(tools)/llvm-symbolizer", contents: Data(script.utf8),
+                                               attributes: [.posixPermissions: 0o755]))
+        let image = Built.shield
+        for index in 0..<5 {
+            let text = #"{"id":"listing-\#(index)","crashed_thread":{"first_frame_is_pc":true,"frames":["#
+                + #"{"address":"0x\#(String(0x1000 + index, radix: 16))","image":"\#(image)","offset":"0x\#(String(0x1000 + index, radix: 16))"}"#
+                + #"]},"complete":true}"#
+            Self.writeReport(Array(text.utf8), named: "report-\(index)-1-0.json", in: directory, modified: time(nil) - 10 + index)
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let result = try Child(Built.shield, ["reports", "--dir", directory], environment: ["PATH": "\(tools):\(path)"]).wait()
+        #expect(result.termination == .exited(0))
+        for index in 0..<5 {
+            #expect(result.output.contains("stand_in_0x\(String(0x1000 + index, radix: 16))"), "\(result.output)")
+        }
+        let runs = (FileManager.default.contents(atPath: log).map { String(decoding: $0, as: UTF8.self) } ?? "")
+            .split(separator: "\n").count
+        #expect(runs == 1, "tool runs for 5 reports in one image")
+    }
 }
