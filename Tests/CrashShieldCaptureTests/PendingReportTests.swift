@@ -293,10 +293,10 @@ import _CrashShieldCapture
             .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
     }
 
-    static func begin(_ directory: String) -> LaunchProtection {
+    static func begin(_ directory: String, captureEnabled: Bool = true) -> LaunchProtection {
         var options = LaunchProtectionOptions()
         options.launchWindow = .seconds(60)
-        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: true)
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: captureEnabled)
         protection.launchCompleted()
         LaunchProtection.forgetLaunchForTesting(directory: directory)
         return protection
@@ -399,5 +399,43 @@ import _CrashShieldCapture
         let runs = (FileManager.default.contents(atPath: log).map { String(decoding: $0, as: UTF8.self) } ?? "")
             .split(separator: "\n").count
         #expect(runs == 1, "tool runs for 5 reports in one image")
+    }
+
+    /// Launch protection reads pending reports only when they can tell how the last run ended:
+    /// not with the timer method (capture off), not after a clean exit (main read every report at
+    /// each such start). A read shows in a file's access time, set here before its modification
+    /// time so that relatime updates it; where reads leave access times alone, that check is skipped.
+    @Test func launchProtectionReadsNoReportWhenNoneCanTell() throws {
+        for (phase, captureEnabled, outcome) in [("launching", false, LastRun.Outcome.crashed), ("exited", true, .cleanExit)] {
+            let directory = temporaryDirectory("reads-none")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var state = LaunchProtection.State()
+            state.launchId = "previous-launch"
+            state.phase = phase
+            LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+            let accessed = time(nil) - 7200
+            func stale(_ name: String, _ bytes: [UInt8]) -> String {
+                let path = "\(directory)/\(name)"
+                #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+                var times = [timeval(tv_sec: accessed, tv_usec: 0), timeval(tv_sec: accessed + 3600, tv_usec: 0)]
+                #expect(utimes(path, &times) == 0)
+                return path
+            }
+            func accessTime(_ path: String) -> Int {
+                var info = stat()
+                return stat(path, &info) == 0 ? info.st_atim.tv_sec : -1
+            }
+            let control = stale("control", [UInt8]("{}".utf8))
+            _ = FileManager.default.contents(atPath: control)
+            let recordsReads = accessTime(control) != accessed
+            let reports = try (0..<3).map { stale("report-\($0)-1-0.json", try Self.report(launchID: "previous-launch", phase: "launching")) }
+
+            let protection = Self.begin(directory, captureEnabled: captureEnabled)
+            #expect(protection.lastRun.outcome == outcome, "\(phase)")
+            if recordsReads {
+                for path in reports { #expect(accessTime(path) == accessed, "\(phase) capture \(captureEnabled): \(path) was read") }
+            }
+            #expect(Self.reportNames(in: directory).count == 3)
+        }
     }
 }
