@@ -438,4 +438,43 @@ import _CrashShieldCapture
             #expect(Self.reportNames(in: directory).count == 3)
         }
     }
+
+    /// Oracle for the one-pass symbolication: several reports symbolicated together come out as
+    /// each one alone (frames in libc, loaded here, with offsets shared and not; one report
+    /// whose recorded build id differs from the file's, so the tools skip only that report).
+    @Test func symbolicatingReportsTogetherEqualsOneByOne() throws {
+        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/self/maps")).readDataToEndOfFile(), as: UTF8.self)
+        // libc's path and load bias (its first mapping maps file offset 0 at virtual address 0).
+        let (libc, bias) = try #require(maps.split(separator: "\n").compactMap { line -> (String, UInt64)? in
+            guard let slash = line.firstIndex(of: "/") else { return nil }
+            let path = String(line[slash...])
+            guard (path as NSString).lastPathComponent.hasPrefix("libc.so"),
+                  let start = UInt64(line.prefix { $0 != "-" }, radix: 16) else { return nil }
+            return (path, start)
+        }.first)
+        let functions = try ["strlen", "qsort", "getpid", "abort", "memchr"].map { (name: String) in
+            UInt64(UInt(bitPattern: try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)))) - bias + 16  // inside the function, also as a return address
+        }
+        func report(_ id: String, _ offsets: [UInt64], buildID: String? = nil) -> CrashReport {
+            var report = CrashReport(id: id)
+            report.crash = CrashReport.Crash(signal: SIGSEGV)
+            var thread = CrashReport.CrashedThread()
+            thread.firstFrameIsPc = true
+            thread.frames = offsets.map { CrashReport.Frame(address: "0x\(String($0, radix: 16))", image: libc, offset: "0x\(String($0, radix: 16))") }
+            report.crashedThread = thread
+            if let buildID { report.images = [CrashReport.Image(path: libc, buildId: buildID)] }
+            return report
+        }
+        let reports = [report("a", [functions[0], functions[1], functions[2]]), report("b", [functions[1], functions[3]]),
+                       report("c", [functions[0], functions[4]], buildID: "00112233445566778899aabbccddeeff00112233"),
+                       report("d", [])]
+        var together = reports
+        Symbolicator.symbolicate(&together)
+        for (index, single) in reports.enumerated() {
+            var alone = single
+            Symbolicator.symbolicate(&alone)
+            #expect(together[index] == alone, "report \(single.id)")
+        }
+        #expect(together.contains { $0.crashedThread?.frames?.contains { $0.function != nil } == true }, "some frame is named")
+    }
 }
