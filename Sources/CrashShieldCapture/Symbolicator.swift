@@ -9,7 +9,8 @@ internal import _CrashShieldCapture
 ///    the build id recorded in the report: every symbol in the symbol table, plus file and line.
 ///    Linux and macOS only (`ExternalSymbolizer.canRunTools`): iOS and the other Apple platforms
 ///    have no `Process`, so there the frames keep what step 1 found;
-/// 3. Swift demangling of the names found (the runtime's `swift_demangle`).
+/// 3. Swift demangling of the names found (the runtime's `swift_demangle`), then C++ demangling
+///    of the Itanium-mangled ones (`__cxa_demangle` of the C++ runtime, when the process has one).
 /// Frames whose image changed on disk (other build id) keep their raw address.
 package enum Symbolicator {
     /// Symbolicates `report` in place and re-classifies it. Blocking: runs external tools.
@@ -111,7 +112,7 @@ package enum Symbolicator {
             reports[reportIndex].classification = reports[reportIndex].classify()
             // Demangle after classifying: classification looks at mangled Swift names.
             for index in frames.indices {
-                if let name = frames[index].function { frames[index].function = SwiftDemangler.demangle(name) }
+                if let name = frames[index].function { frames[index].function = CxxDemangler.demangle(SwiftDemangler.demangle(name)) }
             }
             reports[reportIndex].crashedThread?.frames = frames
         }
@@ -148,6 +149,37 @@ enum SwiftDemangler {
             guard let result = function(pointer, strlen(pointer), nil, nil, 0) else { return name }
             defer { free(result) }
             return String(cString: result)
+        }
+    }
+}
+
+/// `__cxa_demangle` of the C++ runtime (libstdc++ or libc++abi), found at run time: Swift's
+/// runtime links one on Linux and Apple platforms; without it names stay as they are.
+enum CxxDemangler {
+    private typealias Demangle = @convention(c) (
+        UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Int32>?
+    ) -> UnsafeMutablePointer<CChar>?
+
+    private static let function: Demangle? = {
+        #if canImport(Darwin)
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
+        #else
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc and musl
+        #endif
+        guard let symbol = dlsym(defaultHandle, "__cxa_demangle") else { return nil }
+        return unsafeBitCast(symbol, to: Demangle.self)
+    }()
+
+    /// The demangled form of an Itanium C++ name ("_Z...", "__Z..." as Mach-O symbols spell it);
+    /// any other name, or one the runtime cannot demangle, unchanged.
+    static func demangle(_ name: String) -> String {
+        let mangled = name.hasPrefix("__Z") ? String(name.dropFirst()) : name
+        guard mangled.hasPrefix("_Z"), let function else { return name }
+        return mangled.withCString { pointer in
+            var status: Int32 = -1
+            guard let result = function(pointer, nil, nil, &status) else { return name }
+            defer { free(result) }
+            return status == 0 ? String(cString: result) : name
         }
     }
 }

@@ -477,4 +477,20 @@ import _CrashShieldCapture
         }
         #expect(together.contains { $0.crashedThread?.frames?.contains { $0.function != nil } == true }, "some frame is named")
     }
+
+    /// C++ names in frames are demangled like Swift names (`__cxa_demangle`); other names and
+    /// what the runtime cannot demangle stay as they are.
+    @Test func symbolicationDemanglesCxxNames() {
+        var report = CrashReport(id: "cxx")
+        var thread = CrashReport.CrashedThread()
+        thread.frames = ["_ZNSt6vectorIiSaIiEE9push_backERKi", "__ZN5shape4areaEv", "_Z3foov", "main", "_Zbroken", "$sSi"].map {
+            CrashReport.Frame(address: "0x1", function: $0)
+        }
+        report.crashedThread = thread
+        Symbolicator.symbolicate(&report, externalTools: false)
+        #expect(report.crashedThread?.frames?.map(\.function) == [
+            "std::vector<int, std::allocator<int> >::push_back(int const&)", "shape::area()", "foo()", "main", "_Zbroken",
+            "Swift.Int",
+        ])
+    }
 }
