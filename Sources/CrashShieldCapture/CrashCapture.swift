@@ -136,6 +136,7 @@ public enum CrashCapture {
     nonisolated(unsafe) private static var earlierReports: [PendingReport] = []
     nonisolated(unsafe) private static var protection: LaunchProtection?
     nonisolated(unsafe) private static var recordedLastRun: LastRun?
+    nonisolated(unsafe) private static var droppedAtStart = 0
 
     /// Installs capture, then (unless `launchProtection` is nil) runs launch protection — including
     /// the repair flow when the app is in a crash loop, before this returns — and hands the reports
@@ -204,6 +205,7 @@ public enum CrashCapture {
         let store = CrashReportStore(directory: options.directory)
         let launchID = makeLaunchID()
         let reports: [PendingReport]
+        let dropped: Int
         do {
             // Install under the lock; run launch protection (which may run repair steps that call
             // back into this type) and delivery outside it.
@@ -211,7 +213,7 @@ public enum CrashCapture {
             defer { lock.unlock() }
             guard startedDirectory == nil, !csc_is_installed() else { throw CrashCaptureError.alreadyStarted }
             try createDirectoryIfMissing(options.directory)
-            reports = store.scanIfAny()
+            (reports, dropped) = store.scanIfAny()
             let result: csc_install_result = options.directory.withCString { directory in
                 launchID.withCString { launch in
                     withOptionalCString(options.appName) { appName in
@@ -241,6 +243,7 @@ public enum CrashCapture {
             }
             startedDirectory = options.directory
             earlierReports = reports
+            droppedAtStart = dropped
         }
         var reportingClient: ReportingClient?
         if let reporting {
@@ -310,6 +313,7 @@ public enum CrashCapture {
         csc_uninstall()
         startedDirectory = nil
         earlierReports = []
+        droppedAtStart = 0
         protection = nil
         recordedLastRun = nil
     }
@@ -360,6 +364,16 @@ public enum CrashCapture {
         let source: PendingReport
         /// The full decode (the first JSONDecoder use in a process costs ~2 ms).
         package var report: CrashReport? { source.report }
+    }
+
+    /// How many reports of earlier runs `start` deleted unread to keep the directory bounded: the
+    /// oldest beyond the newest 30, and those older than 30 days except the newest (an app whose
+    /// reports are never delivered would otherwise make every start read all of them). 0 before
+    /// `start` and after `stop`. The directory's running total is in its "dropped-reports" file.
+    public static var reportsDroppedAtStart: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return droppedAtStart
     }
 
     /// `GuardFramesOfReport` of every report found at start, oldest first.

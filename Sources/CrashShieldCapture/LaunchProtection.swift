@@ -375,8 +375,8 @@ public final class LaunchProtection: @unchecked Sendable {
         let (read, reset) = readState(path)
         var state = read ?? State()
 
-        // How did the previous run end?
-        let reports = pending ?? CrashReportStore(directory: directory).scanIfAny()
+        // How did the previous run end? The reports are read only when they can tell: with capture
+        // on, after a run that did not exit cleanly (the timer method never reads them).
         var lastRun: LastRun
         let updated = state.appVersion != nil && appVersion != nil && state.appVersion != appVersion
         if let previousID = state.launchId {
@@ -384,6 +384,7 @@ public final class LaunchProtection: @unchecked Sendable {
                 lastRun = LastRun(outcome: .cleanExit, crashedDuringLaunch: false, report: nil, appUpdated: updated,
                                   previousAppVersion: state.appVersion, detection: captureEnabled ? .report : .timer)
             } else if captureEnabled {
+                let reports = pending ?? CrashReportStore(directory: directory).scanIfAny().reports
                 let report = reports.last { $0.launchId == previousID && !$0.recovered }
                 if let report {
                     let duringLaunch = report.launchPhase == .launching

@@ -83,15 +83,15 @@ package struct CrashReportStore: Sendable {
     }
 
     /// Loads every report file; `symbolicate` runs the symbolicator on each (slow: external tools).
+    /// Each file is read once; symbolication runs once for all of them (one tool run per image).
     package func load(symbolicate: Bool) -> [Loaded] {
-        reportFiles().map { path in
+        var loaded: [Loaded] = reportFiles().map { path in
             guard let bytes = readWholeFile(path) else {
                 return Loaded(path: path, result: .failure(.unreadable))
             }
             do {
                 var report = try CrashReport.decode(bytes)
                 report.file = path
-                if symbolicate { Symbolicator.symbolicate(&report) }
                 return Loaded(path: path, result: .success(report))
             } catch let error as CrashReportError {
                 return Loaded(path: path, result: .failure(error))
@@ -99,17 +99,34 @@ package struct CrashReportStore: Sendable {
                 return Loaded(path: path, result: .failure(.unreadable))
             }
         }
+        guard symbolicate else { return loaded }
+        let decoded = loaded.indices.compactMap { index in (try? loaded[index].result.get()).map { (index, $0) } }
+        var reports = decoded.map(\.1)
+        Symbolicator.symbolicate(&reports)
+        for ((index, _), report) in zip(decoded, reports) { loaded[index] = Loaded(path: loaded[index].path, result: .success(report)) }
+        return loaded
     }
 
     /// The reports found at start, oldest first, each read into memory and scanned in C for its
     /// launch fields; the full decode waits until someone reads `report` (SPEC §9: the first
     /// JSONDecoder use costs ~2 ms). A directory without report files, the usual case at start,
     /// costs one readdir in C and no Swift/Foundation work.
-    func scanIfAny() -> [PendingReport] {
-        guard csc_directory_has_reports(directory) else { return [] }
+    ///
+    /// First the directory is bounded: the oldest reports beyond the newest `maxPendingReports`,
+    /// and every report older than `maxPendingAgeSeconds` except the newest, are deleted unread (the
+    /// work of a start stays bounded however many reports an app leaves undelivered); how many
+    /// were deleted is added to the directory's `droppedReportsFileName` count and returned.
+    /// `now`: seconds since 1970 (tests pass their own).
+    func scanIfAny(now: Int = time(nil)) -> (reports: [PendingReport], dropped: Int) {
+        guard csc_directory_has_reports(directory) else { return ([], 0) }
         var count = 0
-        guard let entries = csc_pending_reports_list(directory, true, CrashReportStore.sizeLimit, &count) else { return [] }
+        guard let entries = csc_pending_reports_list(directory, false, 0, &count) else { return ([], 0) }
         defer { csc_pending_reports_free(entries, count) }
+        let oldest = now - CrashReportStore.maxPendingAgeSeconds
+        let dropped = csc_pending_reports_prune(entries, &count, CrashReportStore.maxPendingReports,
+                                                oldest > 0 ? Int64(oldest) * 1_000_000_000 : 0)
+        if dropped > 0 { addDropped(dropped) }
+        csc_pending_reports_read(entries, count, CrashReportStore.sizeLimit)
         var reports: [PendingReport] = []
         for index in 0..<count {
             guard let bytes = entries[index].bytes else { continue } // unreadable: never a report
@@ -119,7 +136,28 @@ package struct CrashReportStore: Sendable {
                 reports.append(report)
             }
         }
-        return reports
+        return (reports, dropped)
+    }
+
+    /// At most this many reports stay pending: at start, the oldest beyond it are deleted.
+    package static let maxPendingReports = 30
+    /// A report older than this (by its file's modification time) is deleted at start, unless it
+    /// is the newest one (the previous run's crash is always read): 30 days.
+    package static let maxPendingAgeSeconds = 30 * 24 * 3600
+    /// The file in the report directory that counts the reports deleted unread at start (decimal).
+    package static let droppedReportsFileName = "dropped-reports"
+
+    /// How many reports starts have deleted unread from this directory (cap and age), in total.
+    package var droppedReports: Int {
+        var length = 0
+        guard let buffer = csc_read_file("\(directory)/\(CrashReportStore.droppedReportsFileName)", 64, &length) else { return 0 }
+        defer { free(buffer) }
+        return Int(String(cString: buffer).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+    }
+
+    private func addDropped(_ count: Int) {
+        let text = "\(droppedReports + count)\n"
+        _ = text.withCString { csc_write_file_atomically("\(directory)/\(CrashReportStore.droppedReportsFileName)", $0, strlen($0)) }
     }
 
     /// Reports are far below this; a larger file is not one of ours (unreadable).

@@ -9,7 +9,8 @@ internal import _CrashShieldCapture
 ///    the build id recorded in the report: every symbol in the symbol table, plus file and line.
 ///    Linux and macOS only (`ExternalSymbolizer.canRunTools`): iOS and the other Apple platforms
 ///    have no `Process`, so there the frames keep what step 1 found;
-/// 3. Swift demangling of the names found (the runtime's `swift_demangle`).
+/// 3. Swift demangling of the names found (the runtime's `swift_demangle`), then C++ demangling
+///    of the Itanium-mangled ones (`__cxa_demangle` of the C++ runtime, when the process has one).
 /// Frames whose image changed on disk (other build id) keep their raw address.
 package enum Symbolicator {
     /// Symbolicates `report` in place and re-classifies it. Blocking: runs external tools.
@@ -17,65 +18,111 @@ package enum Symbolicator {
         symbolicate(&report, externalTools: ExternalSymbolizer.canRunTools)
     }
 
+    /// Symbolicates every report in place, as `symbolicate(_:)` does one, with one external tool
+    /// run per image for all of them (the offsets of every report in one call) and one debug-id
+    /// read per image: a listing costs as many tool runs as there are images, not reports times
+    /// images.
+    package static func symbolicate(_ reports: inout [CrashReport]) {
+        symbolicate(&reports, externalTools: ExternalSymbolizer.canRunTools)
+    }
+
     /// `externalTools: false` is what a platform without `Process` does (the tests run it here).
     static func symbolicate(_ report: inout CrashReport, externalTools: Bool) {
-        guard var frames = report.crashedThread?.frames, !frames.isEmpty else { return }
-        let firstIsPC = report.crashedThread?.firstFrameIsPc ?? true
-        let buildIDs = Dictionary(
-            (report.images ?? []).compactMap { image in image.path.map { ($0, image.buildId ?? "") } },
-            uniquingKeysWith: { first, _ in first })
+        var reports = [report]
+        symbolicate(&reports, externalTools: externalTools)
+        report = reports[0]
+    }
 
-        // Lookup addresses: a return address points after the call; step back into it.
-        func lookupOffset(_ index: Int) -> UInt64? {
-            guard let offset = frames[index].offsetValue else { return nil }
-            return (index == 0 && firstIsPC) || offset == 0 ? offset : offset - 1
-        }
-
-        var byImage: [String: [Int]] = [:]
-        for index in frames.indices {
-            guard let image = frames[index].image, lookupOffset(index) != nil else { continue }
-            byImage[image, default: []].append(index)
-        }
-        for (image, indices) in byImage {
-            let recorded = buildIDs[image] ?? ""
-            // 1. dladdr in this process.
-            var bias: UInt = 0
-            var hex = [CChar](repeating: 0, count: 80)
-            if csc_loaded_image(image, &bias, &hex, hex.count) {
-                let loadedID = cText(hex)
-                if recorded.isEmpty || loadedID == recorded {
+    static func symbolicate(_ reports: inout [CrashReport], externalTools: Bool) {
+        // Per report: frame indices by image, after step 1; per image: the offsets for the tools.
+        var plans: [[String: [Int]]] = []
+        var toolOffsets: [String: Set<UInt64>] = [:]
+        var fileMatches: [String: Bool] = [:]  // "<image>\u{0}<recorded build id>"
+        var loadedImages: [String: (bias: UInt, buildID: String)?] = [:]
+        for reportIndex in reports.indices {
+            guard var frames = reports[reportIndex].crashedThread?.frames, !frames.isEmpty else {
+                plans.append([:])
+                continue
+            }
+            let firstIsPC = reports[reportIndex].crashedThread?.firstFrameIsPc ?? true
+            let buildIDs = Dictionary(
+                (reports[reportIndex].images ?? []).compactMap { image in image.path.map { ($0, image.buildId ?? "") } },
+                uniquingKeysWith: { first, _ in first })
+            var byImage: [String: [Int]] = [:]
+            for index in frames.indices {
+                guard let image = frames[index].image, lookupOffset(frames, index, firstIsPC) != nil else { continue }
+                byImage[image, default: []].append(index)
+            }
+            var forTools: [String: [Int]] = [:]
+            for (image, indices) in byImage {
+                let recorded = buildIDs[image] ?? ""
+                // 1. dladdr in this process.
+                if loadedImages[image] == nil {
+                    var bias: UInt = 0
+                    var hex = [CChar](repeating: 0, count: 80)
+                    loadedImages[image] = csc_loaded_image(image, &bias, &hex, hex.count) ? (bias, cText(hex)) : .some(nil)
+                }
+                if let loaded = loadedImages[image] ?? nil, recorded.isEmpty || loaded.buildID == recorded {
                     for index in indices {
-                        guard let offset = lookupOffset(index) else { continue }
+                        guard let offset = lookupOffset(frames, index, firstIsPC) else { continue }
                         var name = [CChar](repeating: 0, count: 512)
-                        if csc_symbol_name(UInt(offset) &+ bias, &name, name.count) {
+                        if csc_symbol_name(UInt(offset) &+ loaded.bias, &name, name.count) {
                             frames[index].function = cText(name)
                             frames[index].symbolSource = .dladdr
                         }
                     }
                 }
+                // 2. Tools on the file, if it is still the file that crashed.
+                guard externalTools else { continue }
+                let key = "\(image)\u{0}\(recorded)"
+                if fileMatches[key] == nil {
+                    var matches = FileManager.default.isReadableFile(atPath: image)
+                    if matches, !recorded.isEmpty, let onDisk = ImageDebugID.read(path: image),
+                       !onDisk.contains(ImageDebugID.normalized(recorded)) { matches = false }
+                    fileMatches[key] = matches
+                }
+                guard fileMatches[key] == true else { continue }
+                forTools[image] = indices
+                toolOffsets[image, default: []].formUnion(indices.compactMap { lookupOffset(frames, $0, firstIsPC) })
             }
-            // 2. Tools on the file, if it is still the file that crashed.
-            guard externalTools, FileManager.default.isReadableFile(atPath: image) else { continue }
-            if !recorded.isEmpty, let onDisk = ImageDebugID.read(path: image),
-               !onDisk.contains(ImageDebugID.normalized(recorded)) { continue }
-            let offsets = indices.compactMap { lookupOffset($0) }
-            if let results = ExternalSymbolizer.symbolize(path: image, offsets: offsets), results.count == indices.count {
-                for (index, result) in zip(indices, results) {
-                    guard let result else { continue }
+            reports[reportIndex].crashedThread?.frames = frames
+            plans.append(forTools)
+        }
+        var symbols: [String: [UInt64: ExternalSymbolizer.Symbol?]] = [:]
+        for (image, offsets) in toolOffsets {
+            let sorted = offsets.sorted()
+            if let results = ExternalSymbolizer.symbolize(path: image, offsets: sorted), results.count == sorted.count {
+                symbols[image] = Dictionary(uniqueKeysWithValues: zip(sorted, results))
+            }
+        }
+        for reportIndex in reports.indices {
+            guard var frames = reports[reportIndex].crashedThread?.frames, !frames.isEmpty else { continue }
+            let firstIsPC = reports[reportIndex].crashedThread?.firstFrameIsPc ?? true
+            for (image, indices) in plans[reportIndex] {
+                guard let found = symbols[image] else { continue }
+                for index in indices {
+                    guard let offset = lookupOffset(frames, index, firstIsPC), let result = found[offset] ?? nil else { continue }
                     frames[index].function = result.function
                     frames[index].file = result.file
                     frames[index].line = result.line
                     frames[index].symbolSource = result.source
                 }
             }
+            reports[reportIndex].crashedThread?.frames = frames
+            reports[reportIndex].classification = reports[reportIndex].classify()
+            // Demangle after classifying: classification looks at mangled Swift names.
+            for index in frames.indices {
+                if let name = frames[index].function { frames[index].function = CxxDemangler.demangle(SwiftDemangler.demangle(name)) }
+            }
+            reports[reportIndex].crashedThread?.frames = frames
         }
-        report.crashedThread?.frames = frames
-        report.classification = report.classify()
-        // Demangle after classifying: classification looks at mangled Swift names.
-        for index in frames.indices {
-            if let name = frames[index].function { frames[index].function = SwiftDemangler.demangle(name) }
-        }
-        report.crashedThread?.frames = frames
+    }
+
+    /// The address to look up for frame `index`: a return address points after the call; step
+    /// back into it.
+    private static func lookupOffset(_ frames: [CrashReport.Frame], _ index: Int, _ firstIsPC: Bool) -> UInt64? {
+        guard let offset = frames[index].offsetValue else { return nil }
+        return (index == 0 && firstIsPC) || offset == 0 ? offset : offset - 1
     }
 }
 
@@ -102,6 +149,37 @@ enum SwiftDemangler {
             guard let result = function(pointer, strlen(pointer), nil, nil, 0) else { return name }
             defer { free(result) }
             return String(cString: result)
+        }
+    }
+}
+
+/// `__cxa_demangle` of the C++ runtime (libstdc++ or libc++abi), found at run time: Swift's
+/// runtime links one on Linux and Apple platforms; without it names stay as they are.
+enum CxxDemangler {
+    private typealias Demangle = @convention(c) (
+        UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Int32>?
+    ) -> UnsafeMutablePointer<CChar>?
+
+    private static let function: Demangle? = {
+        #if canImport(Darwin)
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
+        #else
+        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc and musl
+        #endif
+        guard let symbol = dlsym(defaultHandle, "__cxa_demangle") else { return nil }
+        return unsafeBitCast(symbol, to: Demangle.self)
+    }()
+
+    /// The demangled form of an Itanium C++ name ("_Z...", "__Z..." as Mach-O symbols spell it);
+    /// any other name, or one the runtime cannot demangle, unchanged.
+    static func demangle(_ name: String) -> String {
+        let mangled = name.hasPrefix("__Z") ? String(name.dropFirst()) : name
+        guard mangled.hasPrefix("_Z"), let function else { return name }
+        return mangled.withCString { pointer in
+            var status: Int32 = -1
+            guard let result = function(pointer, nil, nil, &status) else { return name }
+            defer { free(result) }
+            return status == 0 ? String(cString: result) : name
         }
     }
 }
@@ -284,8 +362,20 @@ enum ExternalSymbolizer {
         return Symbol(function: function, file: file, line: line, source: source)
     }
 
+    private static let runsLock = NSLock()
+    nonisolated(unsafe) private static var runs = 0
+    /// How many tool processes this process has started.
+    static var toolRuns: Int {
+        runsLock.lock()
+        defer { runsLock.unlock() }
+        return runs
+    }
+
     private static func run(_ tool: String, _ arguments: [String]) -> String? {
         #if os(Linux) || os(macOS)
+        runsLock.lock()
+        runs += 1
+        runsLock.unlock()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments

@@ -430,13 +430,35 @@ csc_pending_report *csc_pending_reports_list(const char *directory, bool read, s
     }
     closedir(handle);
     if (used > 1) qsort(reports, used, sizeof *reports, csc_compare_pending);
-    for (size_t i = 0; read && i < used; i++) {
+    if (read) csc_pending_reports_read(reports, used, limit);
+    *count = used;
+    return reports;
+}
+
+size_t csc_pending_reports_prune(csc_pending_report *reports, size_t *count, size_t keep, int64_t oldest_ns) {
+    size_t used = *count;
+    if (reports == NULL || used == 0) return 0;
+    /* Oldest first: drop from the front, never the newest entry. */
+    size_t drop = used > keep ? used - keep : 0;
+    while (oldest_ns > 0 && drop + 1 < used && reports[drop].modified_ns < oldest_ns) drop++;
+    size_t dropped = 0;
+    for (size_t i = 0; i < drop; i++) {
+        if (unlink(reports[i].path) == 0 || errno == ENOENT) dropped++;
+        free(reports[i].path);
+        free(reports[i].bytes);
+    }
+    memmove(reports, reports + drop, (used - drop) * sizeof *reports);
+    *count = used - drop;
+    return dropped;
+}
+
+void csc_pending_reports_read(csc_pending_report *reports, size_t count, size_t limit) {
+    for (size_t i = 0; reports != NULL && i < count; i++) {
         csc_pending_report *report = &reports[i];
+        if (report->bytes != NULL) continue;
         report->bytes = csc_read_file(report->path, limit, &report->length);
         if (report->bytes != NULL) csc_report_scan_launch_fields(report->bytes, report->length, &report->fields);
     }
-    *count = used;
-    return reports;
 }
 
 void csc_pending_reports_free(csc_pending_report *reports, size_t count) {

@@ -275,4 +275,222 @@ import _CrashShieldCapture
             protection.launchCompleted()
         }
     }
+
+    /// A report file named `name` with modification time `modified` (seconds since 1970).
+    static func writeReport(_ bytes: [UInt8], named name: String, in directory: String, modified: Int) {
+        let path = "\(directory)/\(name)"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        var times = [timeval(tv_sec: modified, tv_usec: 0), timeval(tv_sec: modified, tv_usec: 0)]
+        #expect(utimes(path, &times) == 0)
+    }
+
+    static func reportNames(in directory: String) -> Set<String> {
+        Set(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix("report-") })
+    }
+
+    static func droppedCount(in directory: String) -> String? {
+        FileManager.default.contents(atPath: "\(directory)/dropped-reports")
+            .map { String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) }
+    }
+
+    static func begin(_ directory: String, captureEnabled: Bool = true) -> LaunchProtection {
+        var options = LaunchProtectionOptions()
+        options.launchWindow = .seconds(60)
+        let protection = LaunchProtection.begin(directory: directory, options: options, captureEnabled: captureEnabled)
+        protection.launchCompleted()
+        LaunchProtection.forgetLaunchForTesting(directory: directory)
+        return protection
+    }
+
+    /// Reports an app never delivers pile up; each start keeps the newest 30 (by modification
+    /// time, not by name), deletes the older ones unread and adds their number to
+    /// "dropped-reports". The previous run's crash is still found.
+    @Test func startKeepsTheNewest30ReportsAndCountsTheDropped() throws {
+        let directory = temporaryDirectory("pending-cap")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous-launch"
+        state.phase = "launching"
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let now = time(nil)
+        // Names sort against time: the newest has the smallest pid.
+        func name(_ index: Int) -> String { "report-\(1000 - index)-1-0.json" }
+        for index in 0..<45 {
+            let bytes = try Self.report(launchID: index == 44 ? "previous-launch" : "launch-\(index)", phase: "launching")
+            Self.writeReport(bytes, named: name(index), in: directory, modified: now - 3600 + index)
+        }
+        let protection = Self.begin(directory)
+        #expect(protection.lastRun.outcome == .crashed)
+        #expect(protection.lastRun.crashedDuringLaunch)
+        #expect(Self.reportNames(in: directory) == Set((15..<45).map(name)))
+        #expect(Self.droppedCount(in: directory) == "15")
+
+        // The next start: 5 more, the oldest 5 go; the count adds up.
+        for index in 45..<50 {
+            Self.writeReport(try Self.report(launchID: "launch-\(index)", phase: "running"), named: name(index), in: directory,
+                             modified: now - 3600 + index)
+        }
+        _ = Self.begin(directory)
+        #expect(Self.reportNames(in: directory) == Set((20..<50).map(name)))
+        #expect(Self.droppedCount(in: directory) == "20")
+    }
+
+    /// Reports older than 30 days are deleted at start, except the newest (the previous run may
+    /// have crashed 60 days ago: its report still decides `lastRun`).
+    @Test func startAgesOutReportsOlderThan30DaysButTheNewest() throws {
+        let directory = temporaryDirectory("pending-age")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var state = LaunchProtection.State()
+        state.launchId = "previous-launch"
+        state.phase = "launching"
+        LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+        let now = time(nil)
+        let day = 24 * 3600
+        for index in 0..<3 {
+            Self.writeReport(try Self.report(launchID: "old-\(index)", phase: "running"), named: "report-9\(index)-1-0.json",
+                             in: directory, modified: now - 90 * day + index)
+        }
+        Self.writeReport(try Self.report(launchID: "previous-launch", phase: "running"), named: "report-1-1-0.json",
+                         in: directory, modified: now - 60 * day)
+        var protection = Self.begin(directory)
+        #expect(protection.lastRun.outcome == .crashed, "the newest report is kept however old")
+        #expect(Self.reportNames(in: directory) == ["report-1-1-0.json"])
+        #expect(Self.droppedCount(in: directory) == "3")
+
+        // A fresh report next to one of 31 days: the old one goes.
+        Self.writeReport(try Self.report(launchID: protection.launchID, phase: "running"), named: "report-2-1-0.json",
+                         in: directory, modified: now)
+        protection = Self.begin(directory)
+        #expect(protection.lastRun.outcome == .crashed)
+        #expect(Self.reportNames(in: directory) == ["report-2-1-0.json"])
+        #expect(Self.droppedCount(in: directory) == "4")
+    }
+
+    /// `shield reports` symbolicates all reports with one tool run per image (was: one per report
+    /// per image, ~0.2 s each). A stand-in llvm-symbolizer logs its runs.
+    @Test func listingRunsTheSymbolizerOncePerImage() throws {
+        let directory = temporaryDirectory("listing")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let tools = "\(directory)/tools"
+        try FileManager.default.createDirectory(atPath: tools, withIntermediateDirectories: true)
+        let log = "\(directory)/runs.log"
+        let script = """
+            #!/bin/sh
+            echo run >> "\(log)"
+            for argument in "$@"; do
+              case "$argument" in 0x*) printf 'stand_in_%s\\n??:0:0\\n\\n' "$argument" ;; esac
+            done
+            """
+        #expect(FileManager.default.createFile(atPath: "\(tools)/llvm-symbolizer", contents: Data(script.utf8),
+                                               attributes: [.posixPermissions: 0o755]))
+        let image = Built.shield
+        for index in 0..<5 {
+            let text = #"{"id":"listing-\#(index)","crashed_thread":{"first_frame_is_pc":true,"frames":["#
+                + #"{"address":"0x\#(String(0x1000 + index, radix: 16))","image":"\#(image)","offset":"0x\#(String(0x1000 + index, radix: 16))"}"#
+                + #"]},"complete":true}"#
+            Self.writeReport(Array(text.utf8), named: "report-\(index)-1-0.json", in: directory, modified: time(nil) - 10 + index)
+        }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let result = try Child(Built.shield, ["reports", "--dir", directory], environment: ["PATH": "\(tools):\(path)"]).wait()
+        #expect(result.termination == .exited(0))
+        for index in 0..<5 {
+            #expect(result.output.contains("stand_in_0x\(String(0x1000 + index, radix: 16))"), "\(result.output)")
+        }
+        let runs = (FileManager.default.contents(atPath: log).map { String(decoding: $0, as: UTF8.self) } ?? "")
+            .split(separator: "\n").count
+        #expect(runs == 1, "tool runs for 5 reports in one image")
+    }
+
+    /// Launch protection reads pending reports only when they can tell how the last run ended:
+    /// not with the timer method (capture off), not after a clean exit (main read every report at
+    /// each such start). A read shows in a file's access time, set here before its modification
+    /// time so that relatime updates it; where reads leave access times alone, that check is skipped.
+    @Test func launchProtectionReadsNoReportWhenNoneCanTell() throws {
+        for (phase, captureEnabled, outcome) in [("launching", false, LastRun.Outcome.crashed), ("exited", true, .cleanExit)] {
+            let directory = temporaryDirectory("reads-none")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            var state = LaunchProtection.State()
+            state.launchId = "previous-launch"
+            state.phase = phase
+            LaunchProtection.writeState(state, to: "\(directory)/launch-state")
+            let accessed = time(nil) - 7200
+            func stale(_ name: String, _ bytes: [UInt8]) -> String {
+                let path = "\(directory)/\(name)"
+                #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+                var times = [timeval(tv_sec: accessed, tv_usec: 0), timeval(tv_sec: accessed + 3600, tv_usec: 0)]
+                #expect(utimes(path, &times) == 0)
+                return path
+            }
+            func accessTime(_ path: String) -> Int {
+                var info = stat()
+                return stat(path, &info) == 0 ? info.st_atim.tv_sec : -1
+            }
+            let control = stale("control", [UInt8]("{}".utf8))
+            _ = FileManager.default.contents(atPath: control)
+            let recordsReads = accessTime(control) != accessed
+            let reports = try (0..<3).map { stale("report-\($0)-1-0.json", try Self.report(launchID: "previous-launch", phase: "launching")) }
+
+            let protection = Self.begin(directory, captureEnabled: captureEnabled)
+            #expect(protection.lastRun.outcome == outcome, "\(phase)")
+            if recordsReads {
+                for path in reports { #expect(accessTime(path) == accessed, "\(phase) capture \(captureEnabled): \(path) was read") }
+            }
+            #expect(Self.reportNames(in: directory).count == 3)
+        }
+    }
+
+    /// Oracle for the one-pass symbolication: several reports symbolicated together come out as
+    /// each one alone (frames in libc, loaded here, with offsets shared and not; one report
+    /// whose recorded build id differs from the file's, so the tools skip only that report).
+    @Test func symbolicatingReportsTogetherEqualsOneByOne() throws {
+        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/self/maps")).readDataToEndOfFile(), as: UTF8.self)
+        // libc's path and load bias (its first mapping maps file offset 0 at virtual address 0).
+        let (libc, bias) = try #require(maps.split(separator: "\n").compactMap { line -> (String, UInt64)? in
+            guard let slash = line.firstIndex(of: "/") else { return nil }
+            let path = String(line[slash...])
+            guard (path as NSString).lastPathComponent.hasPrefix("libc.so"),
+                  let start = UInt64(line.prefix { $0 != "-" }, radix: 16) else { return nil }
+            return (path, start)
+        }.first)
+        let functions = try ["strlen", "qsort", "getpid", "abort", "memchr"].map { (name: String) in
+            UInt64(UInt(bitPattern: try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), name)))) - bias + 16  // inside the function, also as a return address
+        }
+        func report(_ id: String, _ offsets: [UInt64], buildID: String? = nil) -> CrashReport {
+            var report = CrashReport(id: id)
+            report.crash = CrashReport.Crash(signal: SIGSEGV)
+            var thread = CrashReport.CrashedThread()
+            thread.firstFrameIsPc = true
+            thread.frames = offsets.map { CrashReport.Frame(address: "0x\(String($0, radix: 16))", image: libc, offset: "0x\(String($0, radix: 16))") }
+            report.crashedThread = thread
+            if let buildID { report.images = [CrashReport.Image(path: libc, buildId: buildID)] }
+            return report
+        }
+        let reports = [report("a", [functions[0], functions[1], functions[2]]), report("b", [functions[1], functions[3]]),
+                       report("c", [functions[0], functions[4]], buildID: "00112233445566778899aabbccddeeff00112233"),
+                       report("d", [])]
+        var together = reports
+        Symbolicator.symbolicate(&together)
+        for (index, single) in reports.enumerated() {
+            var alone = single
+            Symbolicator.symbolicate(&alone)
+            #expect(together[index] == alone, "report \(single.id)")
+        }
+        #expect(together.contains { $0.crashedThread?.frames?.contains { $0.function != nil } == true }, "some frame is named")
+    }
+
+    /// C++ names in frames are demangled like Swift names (`__cxa_demangle`); other names and
+    /// what the runtime cannot demangle stay as they are.
+    @Test func symbolicationDemanglesCxxNames() {
+        var report = CrashReport(id: "cxx")
+        var thread = CrashReport.CrashedThread()
+        thread.frames = ["_ZNSt6vectorIiSaIiEE9push_backERKi", "__ZN5shape4areaEv", "_Z3foov", "main", "_Zbroken", "$sSi"].map {
+            CrashReport.Frame(address: "0x1", function: $0)
+        }
+        report.crashedThread = thread
+        Symbolicator.symbolicate(&report, externalTools: false)
+        #expect(report.crashedThread?.frames?.map(\.function) == [
+            "std::vector<int, std::allocator<int> >::push_back(int const&)", "shape::area()", "foo()", "main", "_Zbroken",
+            "Swift.Int",
+        ])
+    }
 }

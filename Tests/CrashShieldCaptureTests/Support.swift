@@ -43,10 +43,12 @@ final class Child: @unchecked Sendable {
     private var collected = Data()
     private let reader = DispatchGroup()
 
-    init(_ path: String, _ arguments: [String], swiftBacktrace: String = "enable=no", captureStandardError: Bool = false) throws {
+    /// `environment`: variables set (or replaced) in the child on top of this process's.
+    init(_ path: String, _ arguments: [String], swiftBacktrace: String = "enable=no", captureStandardError: Bool = false,
+         environment extra: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { _, new in new }
         environment["SWIFT_BACKTRACE"] = swiftBacktrace
         process.environment = environment
         process.standardOutput = pipe

@@ -232,9 +232,7 @@ package final class ReportingClient: @unchecked Sendable {
             reports = CrashReportStore(directory: directory).load(symbolicate: false).compactMap { try? $0.result.get() }
         }
         reports = reports.filter { !reported.contains($0.id) }
-        if symbolicate {
-            for index in reports.indices { Symbolicator.symbolicate(&reports[index]) }
-        }
+        if symbolicate { Symbolicator.symbolicate(&reports) }
         let context = CrashEventContext(consecutiveLaunchCrashes: decision?.consecutiveLaunchCrashes,
                                         repairStep: decision?.previousRunRepairStep,
                                         launchID: decision?.previousLaunchID ?? "")

@@ -148,6 +148,14 @@ typedef struct {
  *  never blocking) and scanned. Free with csc_pending_reports_free (a caller that keeps a
  *  `bytes` buffer sets the entry's pointer to NULL first). */
 csc_pending_report *csc_pending_reports_list(const char *directory, bool read, size_t limit, size_t *count);
+/** Ages out and caps a csc_pending_reports_list result (oldest first): the oldest entries beyond
+ *  the newest `keep`, then (when `oldest_ns` > 0) every older entry modified before `oldest_ns`
+ *  except the newest one, are unlinked from the directory and removed from the array (*count is
+ *  updated; the kept entries stay in order). Returns how many files were removed (an entry
+ *  already gone counts; one that cannot be unlinked leaves the array all the same). */
+size_t csc_pending_reports_prune(csc_pending_report *reports, size_t *count, size_t keep, int64_t oldest_ns);
+/** Reads and scans each entry not read yet (the `read` of csc_pending_reports_list). */
+void csc_pending_reports_read(csc_pending_report *reports, size_t count, size_t limit);
 void csc_pending_reports_free(csc_pending_report *reports, size_t count);
 
 /** Calls `callback(context)` once, on a new detached thread, `nanoseconds` from now (monotonic
