@@ -1047,3 +1047,50 @@ void cs_msg_late_forwarder_add_forwarding(void) {
     class_addMethod(cls, @selector(methodSignatureForSelector:), (IMP)cs_msg_own_signature, "@@::");
     class_addMethod(cls, @selector(forwardInvocation:), (IMP)cs_msg_own_forward, "v@:@");
 }
+
+/** Answers -cs_missingInt with 42: the target CSMsgLateRedirector's added
+ *  -forwardingTargetForSelector: hands messages to. */
+@interface CSMsgAnswerTarget : NSObject
+- (int)cs_missingInt;
+@end
+
+@implementation CSMsgAnswerTarget
+- (int)cs_missingInt {
+    return 42;
+}
+@end
+
+/** Gains -forwardingTargetForSelector: only in cs_msg_late_forwarder_add_target(). */
+@interface CSMsgLateRedirector : NSObject
+@end
+
+@implementation CSMsgLateRedirector
+@end
+
+static id cs_msg_answer_target(CS_UNRETAINED id self, SEL _cmd, SEL sel) {
+    (void)self;
+    (void)_cmd;
+    (void)sel;
+    static id target;
+    if (target == nil) target = [[CSMsgAnswerTarget alloc] init]; /* kept for the process */
+    return target;
+}
+
+int cs_msg_late_redirector_missing_int(void) {
+    @autoreleasepool {
+        @try {
+            id object = cs_opaque([[CSMsgLateRedirector alloc] init]);
+            int answer = [(CSMsgAppModel *)object cs_missingInt];
+            CS_RELEASE(object);
+            return answer;
+        } @catch (NSException *exception) {
+            (void)exception;
+            return -1;
+        }
+    }
+}
+
+void cs_msg_late_forwarder_add_target(void) {
+    class_addMethod([CSMsgLateRedirector class], @selector(forwardingTargetForSelector:), (IMP)cs_msg_answer_target,
+                    "@@::");
+}

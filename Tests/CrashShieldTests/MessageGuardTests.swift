@@ -262,6 +262,30 @@ extension RuntimeTests {
             }
         }
 
+        /// The same class of bug on another forwarding path: a class that gains
+        /// -forwardingTargetForSelector: after a first unrecognized message. Unfixed, exit 6 (0
+        /// instead of 42: still neutralised). (Class-side forwarding added to a metaclass later is
+        /// not a member here: unguarded, GNUstep does not forward such a class message either.)
+        @Test func aForwardingTargetAddedLaterRuns() async {
+            await #expect(processExitsWith: .success) {
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(3) }
+                guard cs_msg_late_redirector_missing_int() == 0 else { exit(4) }
+                cs_msg_late_forwarder_add_target()
+                guard cs_msg_late_redirector_missing_int() == 42 else { exit(6) }
+                guard CrashShieldSDK.flushIncidents(timeout: .seconds(5)) else { exit(7) }
+                exit(CrashShieldSDK.recordedCount(for: .selector) == 1 ? 0 : 8)
+            }
+        }
+
+        /// The unguarded oracle of aForwardingTargetAddedLaterRuns: throws once, then answers 42.
+        @Test func aForwardingTargetAddedLaterUnguarded() async {
+            await #expect(processExitsWith: .success) {
+                guard cs_msg_late_redirector_missing_int() == -1 else { exit(4) }
+                cs_msg_late_forwarder_add_target()
+                exit(cs_msg_late_redirector_missing_int() == 42 ? 0 : 6)
+            }
+        }
+
         /// A class below a JSON value class with its own forwarding (found at run time, here one
         /// made at run time) keeps it: the guard never answers for it.
         @Test func jsonSubclassesWithTheirOwnForwardingKeepIt() throws {
@@ -430,3 +454,4 @@ extension RuntimeTests {
         }
     }
 }
+

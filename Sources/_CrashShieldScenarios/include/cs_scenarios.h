@@ -291,6 +291,12 @@ int cs_msg_late_forwarder_missing_int(void);
 /** Adds -methodSignatureForSelector: and -forwardInvocation: (answering 42 for any message) to
  *  CSMsgLateForwarder with class_addMethod. Permanent for the process. */
 void cs_msg_late_forwarder_add_forwarding(void);
+/** -cs_missingInt sent to an instance of the app class CSMsgLateRedirector: its answer, or -1 when
+ *  it threw. 42 once cs_msg_late_forwarder_add_target() gave the class a forwarding target. */
+int cs_msg_late_redirector_missing_int(void);
+/** Adds -forwardingTargetForSelector: (an object answering -cs_missingInt with 42) to
+ *  CSMsgLateRedirector with class_addMethod. Permanent for the process. */
+void cs_msg_late_forwarder_add_target(void);
 /** Sends -length to an NSDate (a system class outside the JSON classes): as above. */
 int cs_msg_system_date_unrecognized(void);
 /* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
