@@ -64,15 +64,64 @@ public struct SentryEvent: Codable, Sendable, Hashable {
         public init(_ values: [Element]) { self.values = values }
     }
 
-    /// `contexts`: the operating system, the device and the app.
+    /// `contexts`: the operating system, the device and the app, and the app's own named
+    /// contexts (`named`: "order", "checkout", ...), each a JSON object under its name.
+    ///
+    /// A named context called `os`, `device` or `app` is sent in the same object as the typed
+    /// one: its entries join the typed fields, and a typed field that is set wins over an entry
+    /// of the same key. Decoding splits such an object back: the typed fields into the typed
+    /// context, every other entry into `named`. A context that is not a JSON object is skipped.
     public struct Contexts: Codable, Sendable, Hashable {
         public var os: OSContext?
         public var device: DeviceContext?
         public var app: AppContext?
-        public init(os: OSContext? = nil, device: DeviceContext? = nil, app: AppContext? = nil) {
+        /// Contexts by name, beside (or, for `os`, `device`, `app`, merged into) the typed ones.
+        public var named: [String: [String: JSONValue]]?
+        public init(os: OSContext? = nil, device: DeviceContext? = nil, app: AppContext? = nil,
+                    named: [String: [String: JSONValue]]? = nil) {
             self.os = os
             self.device = device
             self.app = app
+            self.named = named
+        }
+
+        public init(from decoder: any Decoder) throws {
+            let objects = try decoder.singleValueContainer().decode([String: JSONValue].self)
+            var named: [String: [String: JSONValue]] = [:]
+            for (name, value) in objects {
+                guard var fields = value.objectValue else { continue }
+                switch name {
+                case "os": os = OSContext(fields: &fields)
+                case "device": device = DeviceContext(fields: &fields)
+                case "app": app = AppContext(fields: &fields)
+                default: break
+                }
+                if !fields.isEmpty || !["os", "device", "app"].contains(name) { named[name] = fields }
+            }
+            self.named = named.isEmpty ? nil : named
+        }
+
+        static func strings(_ values: [String: String?]) -> [String: JSONValue] {
+            values.compactMapValues { $0.map(JSONValue.string) }
+        }
+
+        static func take(_ key: String, _ fields: inout [String: JSONValue]) -> String? {
+            guard let value = fields[key]?.stringValue else { return nil }
+            fields[key] = nil
+            return value
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var objects = named ?? [:]
+            func merge(_ name: String, _ typed: [String: JSONValue]?) {
+                guard let typed else { return }
+                objects[name] = (objects[name] ?? [:]).merging(typed) { _, typedValue in typedValue }
+            }
+            merge("os", os?.fields)
+            merge("device", device?.fields)
+            merge("app", app?.fields)
+            var container = encoder.singleValueContainer()
+            try container.encode(objects)
         }
     }
 
@@ -89,6 +138,16 @@ public struct SentryEvent: Codable, Sendable, Hashable {
             self.kernelVersion = kernelVersion
         }
         enum CodingKeys: String, CodingKey { case name, version, build, kernelVersion = "kernel_version" }
+
+        /// The fields set, by their JSON names.
+        var fields: [String: JSONValue] {
+            Contexts.strings(["name": name, "version": version, "build": build, "kernel_version": kernelVersion])
+        }
+        /// Takes the typed fields out of `fields` (a string value only; anything else stays).
+        init(fields: inout [String: JSONValue]) {
+            self.init(name: Contexts.take("name", &fields), version: Contexts.take("version", &fields),
+                      build: Contexts.take("build", &fields), kernelVersion: Contexts.take("kernel_version", &fields))
+        }
     }
 
     public struct DeviceContext: Codable, Sendable, Hashable {
@@ -98,6 +157,13 @@ public struct SentryEvent: Codable, Sendable, Hashable {
         public init(arch: String? = nil, model: String? = nil) {
             self.arch = arch
             self.model = model
+        }
+
+        /// The fields set, by their JSON names.
+        var fields: [String: JSONValue] { Contexts.strings(["arch": arch, "model": model]) }
+        /// Takes the typed fields out of `fields` (a string value only; anything else stays).
+        init(fields: inout [String: JSONValue]) {
+            self.init(arch: Contexts.take("arch", &fields), model: Contexts.take("model", &fields))
         }
     }
 
@@ -114,6 +180,17 @@ public struct SentryEvent: Codable, Sendable, Hashable {
         }
         enum CodingKeys: String, CodingKey {
             case appIdentifier = "app_identifier", appName = "app_name", appVersion = "app_version", appBuild = "app_build"
+        }
+
+        /// The fields set, by their JSON names.
+        var fields: [String: JSONValue] {
+            Contexts.strings(["app_identifier": appIdentifier, "app_name": appName, "app_version": appVersion,
+                              "app_build": appBuild])
+        }
+        /// Takes the typed fields out of `fields` (a string value only; anything else stays).
+        init(fields: inout [String: JSONValue]) {
+            self.init(appIdentifier: Contexts.take("app_identifier", &fields), appName: Contexts.take("app_name", &fields),
+                      appVersion: Contexts.take("app_version", &fields), appBuild: Contexts.take("app_build", &fields))
         }
     }
 

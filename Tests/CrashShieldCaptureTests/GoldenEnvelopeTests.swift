@@ -154,4 +154,33 @@ import Testing
             try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-\(kind).envelope"))
         }
     }
+
+    /// Issue 23 item 1: a crash's event carries the app's scope from its report: user, tags
+    /// beside CrashShield's own, contexts, breadcrumbs before the crash's incidents. Before: the
+    /// report held the scope, the event had user.id = the installation id and none of the rest.
+    @Test func liveCrashCarriesTheAppsScope() throws {
+        let directory = temporaryDirectory("live-scope")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try runChild(Built.shield, [
+            "crash", "segv", "--dir", directory, "--user", "42", "--tag", "checkout_flow=v2", "--tag", "crashshield.kind=app's",
+            "--context", "order.id=A-1", "--context", "app.screen=checkout", "--breadcrumb", "opened cart", "--breadcrumb", "tapped pay",
+        ])
+        #expect(result.termination == .signaled(SIGSEGV))
+        let report = try #require(loadReports(directory).first, "shield crash segv left no report")
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: ReportingFixture.installationID)
+        let envelope = try #require(reporter.crashEnvelopes(reports: [report], sessions: nil).first)
+        let event = try #require(try Envelope.parse(envelope.serialized()).event())
+        #expect(event.user == SentryEvent.User(id: "42", username: "user-42", email: "42@example.com"))
+        #expect(event.tags?["checkout_flow"] == "v2")
+        #expect(event.tags?["crashshield.kind"] == "signal", "CrashShield's own tag wins over the app's of the same name")
+        #expect(event.contexts?.named?["order"] == ["id": "A-1"])
+        #expect(event.contexts?.named?["app"] == ["screen": "checkout"] && event.contexts?.app?.appName != nil)
+        let crumbs = try #require(event.breadcrumbs?.values)
+        #expect(crumbs.prefix(2).map(\.message) == ["opened cart", "tapped pay"])
+        #expect(crumbs.prefix(2).allSatisfy { $0.category == "shield" && $0.level == .warning })
+        if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-scope.envelope"))
+        }
+    }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import CrashShield
+import CrashShieldCapture
+import CrashShieldProtocol
 
 /// Issue 13 item 7: the process-wide scope through `CrashShieldSDK`, and incidents carrying it.
 /// Under the serialized `RuntimeTests`: the scope is one per process and incidents read it.
@@ -28,6 +30,53 @@ extension RuntimeTests {
             // The most recent breadcrumbs only, oldest first.
             #expect(incident.scope.breadcrumbs.map(\.message) == (5..<15).map { "step \($0)" })
             #expect(incident.scope.breadcrumbs.allSatisfy { $0.category == "flow" && $0.level == .debug })
+        }
+
+        /// Issue 23 item 1: the incident's event carries the app's scope: the app's user (not the
+        /// installation id), its tags beside CrashShield's, its contexts and its breadcrumbs.
+        /// Before: user.id was the installation id, no app tag, context or breadcrumb.
+        @Test func incidentEventCarriesTheAppsScope() throws {
+            CrashShieldSDK.clearScope()
+            defer { CrashShieldSDK.clearScope() }
+            CrashShieldSDK.setUser(CrashScope.User(id: "user-42", email: "ada@example.com"))
+            CrashShieldSDK.setTag("checkout_flow", "v2")
+            CrashShieldSDK.setContext("order", ["id": "A-1", "items": "3"])
+            CrashShieldSDK.setContext("app", ["screen": "cart"])
+            CrashShieldSDK.addBreadcrumb(message: "opened cart", category: "ui")
+            CrashShieldSDK.addBreadcrumb(message: "tapped pay", category: "ui.click", level: .warning)
+            var options = CrashShieldOptions()
+            options.countUpdateInterval = .seconds(3600)
+            let incidents = try collectIncidents {
+                try withGuards(options) {
+                    #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
+                    CrashShieldSDK.flushIncidents()
+                }
+            }
+            let record = try #require(incidents.first).reportingRecord
+            let reporting = try ReportingOptions(dsn: "https://0123456789abcdef0123456789abcdef@127.0.0.1:9/1", release: "tests@1")
+            let reporter = EventReporter(options: reporting, installationID: "7f1c2e3d-4b5a-4697-8877-665544332211")
+            let envelope = try #require(reporter.incidentEnvelope(record, converter: reporter.incidentConverter(appVersion: "1.0")))
+            let event = try #require(try Envelope.parse(envelope.serialized()).event())
+            #expect(event.user == SentryEvent.User(id: "user-42", email: "ada@example.com"))
+            #expect(event.tags?["checkout_flow"] == "v2")
+            #expect(event.tags?["crashshield.guard"] == "container", "CrashShield's own tags stay: \(event.tags ?? [:])")
+            #expect(event.contexts?.named?["order"] == ["id": "A-1", "items": "3"])
+            // The app's "app" context joins the SDK's: both its entry and the SDK's fields.
+            #expect(event.contexts?.named?["app"] == ["screen": "cart"] && event.contexts?.app?.appVersion == "1.0")
+            #expect(event.breadcrumbs?.values.map(\.message) == ["opened cart", "tapped pay"])
+            #expect(event.breadcrumbs?.values.map(\.category) == ["ui", "ui.click"])
+            #expect(event.breadcrumbs?.values.last?.level == .warning)
+            // Without a user, the installation id stands in, as before.
+            CrashShieldSDK.setUser(nil)
+            var anonymous = record
+            anonymous.scope?.user = nil
+            anonymous.fingerprint ^= 1
+            let second = try #require(reporter.incidentEnvelope(anonymous, converter: reporter.incidentConverter()))
+            #expect(try Envelope.parse(second.serialized()).event()?.user == SentryEvent.User(id: "7f1c2e3d-4b5a-4697-8877-665544332211"))
+            if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-incident-scope.envelope"))
+            }
         }
 
         @Test func incidentWithoutScopeCarriesAnEmptyOne() throws {

@@ -7,7 +7,7 @@ import Foundation
 /// job. Thread-safe.
 package final class EventReporter: @unchecked Sendable {
     package let options: ReportingOptions
-    /// `did` of sessions; also in every event's `user.id` when the app set no user.
+    /// `did` of sessions; also every event's `user.id` when the app's user has no id.
     package let installationID: String
     /// What was dropped, for the next client report.
     package let discards: DiscardTally
@@ -68,7 +68,7 @@ package final class EventReporter: @unchecked Sendable {
             let session = report == sessionReport ? sessions?.closePrevious(crash: report)
                 : report == unrecordedReport ? sessions?.crashedUpdate(unrecordedLaunchOf: report) : nil
             var event = converter.event(from: report, context: context)
-            event.user = SentryEvent.User(id: installationID)
+            event.apply(scope: report.scope, installationID: installationID)
             if let edited = apply(event) {
                 if let envelope = try? Envelope.event(edited, session: session, sdk: ReportingOptions.sdk, dsn: options.dsn) {
                     envelopes.append(envelope)
@@ -94,7 +94,7 @@ package final class EventReporter: @unchecked Sendable {
             return nil
         }
         var event = converter.event(from: record, occurrences: occurrences, processInstance: processInstance)
-        event.user = SentryEvent.User(id: installationID)
+        event.apply(scope: record.scope, installationID: installationID)
         guard let edited = apply(event) else { return nil }
         session?.recordError()
         return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
@@ -105,10 +105,13 @@ package final class EventReporter: @unchecked Sendable {
     /// message naming the step, tags `launch.repair_step` (the step), `launch.consecutive_crashes`
     /// (the loop's length) and `launch.phase` = `running`; grouped per step
     /// (`["crashshield.launch-loop-ended", step]`). Release, environment and contexts are the
-    /// incidents' (`converter`). Its id is derived from `launchID`, so one launch gives one event.
+    /// incidents' (`converter`); the scope is `scope` (default: the app's scope now, with the
+    /// `CrashScope.incidentBreadcrumbs` most recent breadcrumbs). Its id is derived from
+    /// `launchID`, so one launch gives one event.
     /// Nil when `beforeSend` drops it (counted: `before_send`).
     package func launchLoopEndedEnvelope(repairStep: String, consecutiveLaunchCrashes: Int, stepFailed: Bool, launchID: String,
-                                         converter: IncidentEventConverter, now: Date = Date()) -> Envelope? {
+                                         converter: IncidentEventConverter, now: Date = Date(),
+                                         scope: CrashScope.Snapshot? = CrashScope.snapshot(lastBreadcrumbs: CrashScope.incidentBreadcrumbs)) -> Envelope? {
         let step = String(repairStep.prefix(200))
         var event = SentryEvent(eventID: SentryID.derived(from: "crashshield.launch-loop-ended:" + launchID),
                                 timestamp: SentryTimestamp.rfc3339(now), platform: converter.platform)
@@ -119,7 +122,6 @@ package final class EventReporter: @unchecked Sendable {
         event.environment = converter.environment
         event.sdk = ReportingOptions.sdk
         event.contexts = converter.contexts
-        event.user = SentryEvent.User(id: installationID)
         let crashes = consecutiveLaunchCrashes == 1 ? "1 launch crash" : "\(consecutiveLaunchCrashes) launch crashes in a row"
         event.logentry = SentryEvent.LogEntry(
             formatted: "Launch completed after repair step \(step)\(stepFailed ? " (the step failed or timed out)" : "") ended a loop of \(crashes)")
@@ -127,6 +129,7 @@ package final class EventReporter: @unchecked Sendable {
         event.tags = ["launch.phase": "running", "launch.repair_step": step,
                       "launch.consecutive_crashes": String(consecutiveLaunchCrashes)]
         event.extra = ["crashshield.launch_id": .string(launchID), "crashshield.repair_step_failed": .bool(stepFailed)]
+        event.apply(scope: scope, installationID: installationID)
         guard let edited = apply(event) else { return nil }
         return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
     }

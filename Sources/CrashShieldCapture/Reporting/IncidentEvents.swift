@@ -37,10 +37,13 @@ package struct IncidentRecord: Sendable, Hashable {
     package var count: Int
     /// True for the first occurrence, false for a count update.
     package var isFirstOccurrence: Bool
+    /// The app's scope when the incident was recorded (`CrashScope.Snapshot`); nil: none.
+    package var scope: CrashScope.Snapshot?
 
     package init(guardName: String, policy: String, className: String, selector: String, isClassMethod: Bool, reason: String,
                 frames: [Frame], threadID: UInt64, isMainThread: Bool, wallTime: Date, fingerprint: UInt64, count: Int,
-                isFirstOccurrence: Bool) {
+                isFirstOccurrence: Bool, scope: CrashScope.Snapshot? = nil) {
+        self.scope = scope
         self.guardName = guardName
         self.policy = policy
         self.className = className
