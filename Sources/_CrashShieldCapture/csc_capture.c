@@ -371,7 +371,9 @@ static void csc_write_incidents(csc_out *out) {
         csc_out_key(out, "class_method", false);
         csc_out_raw(out, crumb->is_class_method ? "true" : "false");
         csc_out_key(out, "reason", false);
-        csc_out_string(out, crumb->reason, 160);
+        char reason[224];
+        csc_format_reason(reason, sizeof reason, crumb->reason, crumb->args, crumb->arg_count < 2 ? crumb->arg_count : 2);
+        csc_out_string(out, reason, sizeof reason);
         csc_out_key(out, "count", false);
         csc_out_u64(out, crumb->count);
         csc_out_key(out, "monotonic_ns", false);

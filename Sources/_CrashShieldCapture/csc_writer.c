@@ -125,6 +125,36 @@ size_t csc_format_u64(char *text, uint64_t value) {
     return n;
 }
 
+size_t csc_format_reason(char *text, size_t capacity, const char *pattern, const uint64_t *args, size_t arg_count) {
+    if (capacity == 0) return 0;
+    size_t at = 0, next = 0;
+    for (const char *p = pattern ? pattern : ""; *p && at + 1 < capacity; p++) {
+        if (p[0] != '{' || p[1] != '}') {
+            text[at++] = *p;
+            continue;
+        }
+        p++;
+        char number[28];
+        size_t n;
+        if (next >= arg_count) {
+            number[0] = '?';
+            n = 1;
+        } else if (args[next] == (uint64_t)INT64_MAX) {
+            static const char kNotFound[] = "NSNotFound";
+            for (n = 0; kNotFound[n]; n++) number[n] = kNotFound[n];
+        } else if (args[next] > (uint64_t)INT64_MAX) {
+            number[0] = '-';
+            n = 1 + csc_format_u64(number + 1, (uint64_t)0 - args[next]);
+        } else {
+            n = csc_format_u64(number, args[next]);
+        }
+        next++;
+        for (size_t i = 0; i < n && at + 1 < capacity; i++) text[at++] = number[i];
+    }
+    text[at] = 0;
+    return at;
+}
+
 void csc_out_u64(csc_out *out, uint64_t value) {
     char text[24];
     size_t n = csc_format_u64(text, value);

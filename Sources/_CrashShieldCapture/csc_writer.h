@@ -32,5 +32,10 @@ void csc_out_hex(csc_out *out, uint64_t value);
 void csc_out_key(csc_out *out, const char *key, bool first);
 /** Formats `value` in decimal into `text` (NUL-terminated); returns the length. */
 size_t csc_format_u64(char *text, uint64_t value);
+/** Writes `pattern` into `text` (NUL-terminated, cut to `capacity` - 1 bytes) with each "{}"
+ *  replaced by the next of `args` in decimal, or "?" when none is left: an incident's reason as
+ *  the incident shows it (INT64_MAX reads "NSNotFound", a value above it is printed as the
+ *  negative number it was). Returns the length. */
+size_t csc_format_reason(char *text, size_t capacity, const char *pattern, const uint64_t *args, size_t arg_count);
 
 #endif

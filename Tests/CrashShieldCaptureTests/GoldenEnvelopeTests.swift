@@ -149,6 +149,12 @@ import Testing
                     "\(kind): no frame names \(expectedFunction): \(frames.compactMap(\.function))")
         }
         #expect(frames.contains { $0.inApp == true })
+        if kind == "inside-guard" {
+            // Issue 23 item 5: the incident before the crash reads as the incident did, its
+            // numbers in place (before: "index {} beyond count {}").
+            let crumbs = event.breadcrumbs?.values.compactMap(\.message) ?? []
+            #expect(crumbs.contains { $0.hasSuffix("objectAtIndex:]: index 7 beyond count 2") }, "\(crumbs)")
+        }
         if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             try envelope.serialized().write(to: URL(fileURLWithPath: out + "/live-\(kind).envelope"))

@@ -167,7 +167,9 @@ uint64_t cs_incidents_canary_hits(void);
 typedef struct {
     uint64_t sequence;         /**< 1-based order of the incident; 0 = empty slot */
     const char *guard_name;    /**< static string */
-    const char *reason;        /**< static string */
+    const char *reason;        /**< static template: each "{}" stands for args[i] in order */
+    uint64_t args[2];
+    uint8_t arg_count;
     char class_name[CS_BREADCRUMB_NAME_MAX];
     char selector_name[CS_BREADCRUMB_NAME_MAX];
     bool is_class_method;
