@@ -82,6 +82,10 @@ public struct CrashReport: Codable, Sendable, Hashable {
     public struct ExceptionInfo: Codable, Sendable, Hashable {
         public var name: String?
         public var reason: String?
+        /// The guard whose report-only policy let this exception through (its hook recorded the
+        /// misuse on this thread, then called the original, which threw): the app's crash, not a
+        /// fault of the guard, so the guard is left out of `CrashedThread.guardFrames`.
+        public var reportOnlyGuard: String?
     }
 
     public struct CrashedThread: Codable, Sendable, Hashable {
@@ -123,6 +127,9 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var reason: String?
         public var count: Int?
         public var monotonicNs: UInt64?
+        /// The policy the guard applied: "neutralize", "reportOnly" or "off". Absent in reports
+        /// of older versions.
+        public var policy: String?
     }
 
     public struct GuardState: Codable, Sendable, Hashable {

@@ -301,9 +301,11 @@ static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
 }
 
 /** "guard_frames": the names of the registered guards whose code contains one of `frames` (the
- *  same addresses "frames" lists), in registration order, each once. Nothing without a table:
- *  the key's absence tells the reader to map the frames itself. */
-static void csc_write_guard_frames(csc_out *out, const uintptr_t *frames, int count) {
+ *  same addresses "frames" lists), in registration order, each once, except `excluded` (a guard
+ *  whose report-only policy let the crash through: its frame called the original, which is not
+ *  the guard's fault). Nothing without a table: the key's absence tells the reader to map the
+ *  frames itself. */
+static void csc_write_guard_frames(csc_out *out, const uintptr_t *frames, int count, const char *excluded) {
     int ranges = atomic_load_explicit(&g_guard_range_count, memory_order_acquire);
     if (ranges < 0) return;
     uint32_t found = 0;
@@ -317,6 +319,7 @@ static void csc_write_guard_frames(csc_out *out, const uintptr_t *frames, int co
     bool first = true;
     for (int r = 0; r < ranges; r++) {
         if (!(found & (UINT32_C(1) << r))) continue;
+        if (excluded && g_guard_ranges[r].name && strcmp(g_guard_ranges[r].name, excluded) == 0) continue;
         if (!first) csc_out_raw(out, ",");
         first = false;
         csc_out_string(out, g_guard_ranges[r].name, CSC_GUARD_NAME_MAX);
@@ -378,6 +381,9 @@ static void csc_write_incidents(csc_out *out) {
         csc_out_u64(out, crumb->count);
         csc_out_key(out, "monotonic_ns", false);
         csc_out_u64(out, crumb->monotonic_ns);
+        csc_out_key(out, "policy", false);
+        csc_out_raw(out, crumb->policy == CS_POLICY_REPORT_ONLY ? "\"reportOnly\""
+                         : crumb->policy == CS_POLICY_OFF ? "\"off\"" : "\"neutralize\"");
         csc_out_raw(out, "}");
     }
     csc_out_raw(out, "]");
@@ -751,7 +757,7 @@ static void csc_write_signal_report(int sig, siginfo_t *info, void *uc, csc_thre
     csc_out_key(out, "first_frame_is_pc", false);
     csc_out_raw(out, "true");
     /* Before "frames": a report cut inside the frames still names the guards. */
-    csc_write_guard_frames(out, g_frames, atomic_load(&g_frame_count));
+    csc_write_guard_frames(out, g_frames, atomic_load(&g_frame_count), NULL);
     csc_out_key(out, "frames", false);
     csc_write_frames(out, g_frames, atomic_load(&g_frame_count));
     csc_out_raw(out, "}");
@@ -793,7 +799,7 @@ static void csc_write_minimal_report(int first_signal, int second_signal) {
     if (frames > 0) {
         csc_out_key(out, "crashed_thread", false);
         csc_out_raw(out, "{\"unwinder\":\"partial\",\"first_frame_is_pc\":true");
-        csc_write_guard_frames(out, g_frames, frames);
+        csc_write_guard_frames(out, g_frames, frames, NULL);
         csc_out_key(out, "frames", false);
         csc_write_frames(out, g_frames, frames);
         csc_out_raw(out, "}");
@@ -1053,6 +1059,19 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
 
 /* ---- uncaught exceptions ------------------------------------------------------------------ */
 
+/** The guard whose report-only policy let this thread's exception through, or NULL: the guard of
+ *  the most recent incident this thread recorded, when it applied report-only (its hook recorded
+ *  the misuse, then called the original, which threw what is now uncaught). */
+static const char *csc_report_only_guard(void) {
+    uint64_t self = cs_current_thread_id();
+    size_t count = cs_breadcrumbs_copy(g_crumbs, CS_BREADCRUMB_CAPACITY);
+    const cs_breadcrumb *latest = NULL;
+    for (size_t i = 0; i < count; i++) {
+        if (g_crumbs[i].thread_id == self && (latest == NULL || g_crumbs[i].sequence > latest->sequence)) latest = &g_crumbs[i];
+    }
+    return latest && latest->policy == CS_POLICY_REPORT_ONLY ? latest->guard_name : NULL;
+}
+
 void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
     if (!g_installed) return;
     csc_thread_id self = csc_thread_self();
@@ -1077,11 +1096,16 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
         csc_write_thread(out, self);
         csc_out_key(out, "recovered", false);
         csc_out_raw(out, "false}");
+        const char *report_only_guard = csc_report_only_guard();
         csc_out_key(out, "exception", false);
         csc_out_raw(out, "{\"name\":");
         csc_out_string(out, name ? name : "", CSC_TEXT_MAX);
         csc_out_key(out, "reason", false);
         csc_out_string(out, reason ? reason : "", 1024);
+        if (report_only_guard) {
+            csc_out_key(out, "report_only_guard", false);
+            csc_out_string(out, report_only_guard, CSC_GUARD_NAME_MAX);
+        }
         csc_out_raw(out, "}");
         csc_out_flush(out);
         int n = (int)(count < CSC_MAX_FRAMES ? count : CSC_MAX_FRAMES);
@@ -1089,7 +1113,7 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
         atomic_store(&g_frame_count, n);
         csc_out_key(out, "crashed_thread", false);
         csc_out_raw(out, "{\"unwinder\":\"exception\",\"first_frame_is_pc\":false");
-        csc_write_guard_frames(out, g_frames, n);
+        csc_write_guard_frames(out, g_frames, n, report_only_guard);
         csc_out_key(out, "frames", false);
         csc_write_frames(out, g_frames, n);
         csc_out_raw(out, "}");

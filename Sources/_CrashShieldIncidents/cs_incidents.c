@@ -231,6 +231,8 @@ static void cs_breadcrumb_write(const cs_incident_site *site, uint64_t count, ui
     slot->args[0] = site->args[0];
     slot->args[1] = site->args[1];
     slot->arg_count = site->arg_count;
+    slot->policy = site->policy;
+    slot->thread_id = cs_current_thread_id();
     cs_copy_name(slot->class_name, sizeof slot->class_name, site->class_name);
     cs_copy_name(slot->selector_name, sizeof slot->selector_name, site->selector_name);
     slot->is_class_method = site->is_class_method;

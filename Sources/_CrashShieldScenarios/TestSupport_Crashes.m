@@ -14,6 +14,17 @@ __attribute__((noinline)) void cs_capture_raise_uncaught_exception(void) {
     __asm__ volatile("" ::: "memory"); /* not a tail call: keep this frame in the stack */
 }
 
+/* An app's out-of-bounds read, left uncaught: `-objectAtIndex:5` on a two-element array made at
+ * run time. Unguarded (or with the container guard report-only) the original throws
+ * NSRangeException and the process ends with it; neutralised it returns nil and this returns. */
+__attribute__((noinline)) void cs_capture_array_beyond_for_testing(void) {
+    @autoreleasepool { /* never popped when the exception leaves the block */
+        NSArray *array = [NSArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
+        (void)[array objectAtIndex:5];
+    }
+    __asm__ volatile("" ::: "memory"); /* not a tail call: keep this frame in the stack */
+}
+
 /* Fail-safe test: records one neutralised misuse, then calls the (hooked, once guards run) objectAtIndex: implementation of a real
  * array's concrete class with a receiver that is not an object, so the process faults while the
  * guard's hook code is on the stack. The class is found at run time, never by name. */

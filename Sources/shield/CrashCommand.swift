@@ -27,7 +27,7 @@ enum CrashCommand {
         "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
         "utf8-exception",
         "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
-        "jumped-signal",
+        "jumped-signal", "array-beyond",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -123,6 +123,7 @@ enum CrashCommand {
         case "abort": csc_crash_abort()
         case "trap": csc_crash_trap()
         case "objc-exception": cs_capture_raise_uncaught_exception()
+        case "array-beyond": cs_capture_array_beyond_for_testing()
         case "swift-index": print(CrashKinds.swiftIndex(CommandLine.arguments.count + 2))
         case "swift-unwrap": print(CrashKinds.swiftUnwrap(CommandLine.arguments.count > 100 ? 1 : nil))
         case "stack-overflow": csc_crash_stack_overflow()

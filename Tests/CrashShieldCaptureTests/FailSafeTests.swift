@@ -31,6 +31,50 @@ import _CrashShieldCapture
         #expect(after.output.contains("LAST-RUN clean_exit CRASHED-LAST-RUN false"), "\(after.output)")
     }
 
+    /// Issue 23 item 4: with the container guard report-only, `-objectAtIndex:5` on a two-element
+    /// array throws as report-only promises and the process ends with it. That is the app's crash:
+    /// the report names the guard as the report-only one instead of among the guard frames, the
+    /// event is not tagged as a crash in the guard, and the next start keeps the guard (before:
+    /// guard_frames ["container"], crash_in_guard "container", and the fail-safe switched it off).
+    @Test func aReportOnlyRethrowIsTheAppsCrashAndKeepsTheGuard() throws {
+        let directory = temporaryDirectory("failsafe-report-only")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crash = try runChild(Built.shield, ["crash", "array-beyond", "--dir", directory, "--guards",
+                                                "--set-policy", "container=reportOnly"])
+        #expect(crash.termination != .timedOut && crash.termination != .exited(0), "\(crash.output)")
+        let report = try #require(loadReports(directory).first)
+        #expect(report.kind == .objcException && report.exception?.name == "NSRangeException")
+        #expect(report.exception?.reportOnlyGuard == "container")
+        #expect(report.crashedThread?.guardFrames == [], "the hook that called the original is not the guard's fault")
+        #expect((report.incidents ?? []).contains {
+            $0.guard == "container" && $0.policy == "reportOnly" && $0.reason == "index 5 beyond count 2"
+        }, "\(report.incidents ?? [])")
+        let event = CrashEventConverter(release: "app@1", dist: nil, environment: "test").event(from: report)
+        #expect(event.tags?["crashshield.report_only_guard"] == "container")
+        #expect(event.tags?["crashshield.crash_in_guard"] == nil)
+
+        let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
+        #expect(next.termination == .exited(0))
+        #expect(next.output.contains("POLICY container neutralize"), "\(next.output)")
+        #expect(next.output.contains("FAILSAFE-INCIDENTS 0"), "\(next.output)")
+    }
+
+    /// The unguarded oracle and the neutralised form of the same call: unguarded it is an
+    /// uncaught NSRangeException with no report-only guard; neutralised it returns (no report).
+    @Test func theSameCallUnguardedAndNeutralised() throws {
+        let plain = temporaryDirectory("failsafe-array-plain")
+        defer { try? FileManager.default.removeItem(atPath: plain) }
+        let unguarded = try runChild(Built.shield, ["crash", "array-beyond", "--dir", plain])
+        #expect(unguarded.termination != .timedOut && unguarded.termination != .exited(0))
+        let report = try #require(loadReports(plain).first)
+        #expect(report.exception?.name == "NSRangeException" && report.exception?.reportOnlyGuard == nil)
+        let neutralised = temporaryDirectory("failsafe-array-neutralised")
+        defer { try? FileManager.default.removeItem(atPath: neutralised) }
+        let guarded = try runChild(Built.shield, ["crash", "array-beyond", "--dir", neutralised, "--guards"])
+        #expect(guarded.termination == .exited(1), "neutralised: the kind returns and shield exits 1")
+        #expect(loadReports(neutralised).isEmpty)
+    }
+
     /// Issue 10 item 16: the start after a crash inside a guard switches the guard off from the
     /// report's guard_frames, read by the C scan: no report is decoded (the first JSONDecoder
     /// use alone costs ~2 ms).

@@ -182,4 +182,36 @@ import Testing
         let text = try String(contentsOfFile: try #require(report.file), encoding: .utf8)
         #expect(text.contains("\"remote_config_version\":null"))
     }
+
+    /// Issue 23 item 4 with the remote document: a signed document that sets the container guard
+    /// report-only; the app's out-of-bounds read throws and ends the run. The report names the
+    /// report-only guard (not a crash in the guard), and the next run, under the same document,
+    /// still has the guard active and report-only (before: the fail-safe switched it off).
+    @Test func aReportOnlyCrashUnderTheRemoteDocumentKeepsItsPolicy() throws {
+        let directory = temporaryDirectory("rc-report-only-crash")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let document = remoteDocument(9, guardName: "container", policy: .reportOnly)
+        let server = try LoopbackHTTPServer(fallback: try ok(document, etag: "\"v9\"", maxAge: 3600, signedWith: key))
+        defer { server.stop() }
+        try storeDocument(document, in: directory, signedWith: key)
+        let arguments = ["crash", "array-beyond", "--dir", directory, "--guards",
+                         "--remote-config-dsn", "http://publickey@127.0.0.1:\(server.port)/42",
+                         "--remote-config-key", key.publicKey.rawRepresentation.base64EncodedString()]
+        func containerPolicy(_ report: CrashReport) -> CrashReport.GuardState.Policy? {
+            report.guards?.first { $0.name == "container" && $0.state == .active }?.policy
+        }
+        // The second run starts with the first run's report pending (what the fail-safe reads).
+        var seen: Set<String> = []
+        for run in 1...2 {
+            let result = try runChild(Built.shield, arguments)
+            #expect(result.termination != .timedOut && result.termination != .exited(0), "run \(run): \(result.output)")
+            let reports = loadReports(directory, symbolicate: false).filter { !seen.contains($0.file ?? "") }
+            #expect(reports.count == 1, "run \(run)")
+            let report = try #require(reports.first)
+            seen.insert(report.file ?? "")
+            #expect(report.remoteConfigVersion == 9)
+            #expect(containerPolicy(report) == .reportOnly, "run \(run): \(report.guards ?? [])")
+            #expect(report.exception?.reportOnlyGuard == "container" && report.crashedThread?.guardFrames == [])
+        }
+    }
 }

@@ -153,6 +153,7 @@ package struct CrashEventConverter: Sendable {
                 if let guardName = incident.guard { data["guard"] = .string(guardName) }
                 if let count = incident.count { data["count"] = .int(Int64(clamping: count)) }
                 if let monotonic = incident.monotonicNs { data["monotonic_ns"] = .int(Int64(clamping: monotonic)) }
+                if let policy = incident.policy { data["policy"] = .string(policy) }
                 let method = incident.class.map { "\(incident.classMethod == true ? "+" : "-")[\($0) \(incident.selector ?? "?")]" }
                 let message = [method, incident.reason].compactMap { $0 }.joined(separator: ": ")
                 return SentryEvent.Breadcrumb(
@@ -178,6 +179,9 @@ package struct CrashEventConverter: Sendable {
             guard let name = state.name, !name.isEmpty else { continue }
             let value = [state.state?.rawValue, state.policy?.rawValue].compactMap { $0 }.joined(separator: "/")
             tags[String("crashshield.guard.\(name)".prefix(200))] = String(value.prefix(200))
+        }
+        if let guardName = nonEmpty(report.exception?.reportOnlyGuard) {
+            tags["crashshield.report_only_guard"] = String(guardName.prefix(200))
         }
         if let guardFrames = report.crashedThread?.guardFrames, !guardFrames.isEmpty {
             tags["crashshield.crash_in_guard"] = String(guardFrames.joined(separator: ",").prefix(200))

@@ -170,6 +170,8 @@ typedef struct {
     const char *reason;        /**< static template: each "{}" stands for args[i] in order */
     uint64_t args[2];
     uint8_t arg_count;
+    cs_policy policy;          /**< the policy the guard applied */
+    uint64_t thread_id;        /**< cs_current_thread_id() of the thread that recorded it */
     char class_name[CS_BREADCRUMB_NAME_MAX];
     char selector_name[CS_BREADCRUMB_NAME_MAX];
     bool is_class_method;

@@ -392,6 +392,9 @@ unsigned cs_test_perform_legal_only(void);
 
 /** Raises an NSException named "CrashShieldTestException" that nobody catches (shield crash objc-exception). */
 void cs_capture_raise_uncaught_exception(void);
+/** `-objectAtIndex:5` on a two-element array, uncaught: NSRangeException unguarded or with the
+ *  container guard report-only; returns when the guard neutralises it. */
+void cs_capture_array_beyond_for_testing(void);
 /** Faults inside the container guard's hook code (fail-safe test; start guards first). */
 void cs_capture_crash_inside_guard_for_testing(void);
 
