@@ -1072,10 +1072,10 @@ static const char *csc_report_only_guard(void) {
     return latest && latest->policy == CS_POLICY_REPORT_ONLY ? latest->guard_name : NULL;
 }
 
-void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
-    if (!g_installed) return;
+bool csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
+    if (!g_installed) return false;
     csc_thread_id self = csc_thread_self();
-    if (!csc_claim_try(self)) return; /* already crashing */
+    if (!csc_claim_try(self)) return false; /* already crashing */
     g_handler_start_ns = csc_clock_ns(CLOCK_MONOTONIC);
     csc_claim_begin_writing();
     g_first_signal = SIGABRT;
@@ -1124,6 +1124,7 @@ void csc_report_exception(const char *name, const char *reason, const uintptr_t 
     csc_quiet_write_signals_end();
     csc_images_unpin(); /* the report is written; a following abort writes nothing */
     csc_claim_set_state(CSC_STATE_DONE); /* owner stays: a following abort writes nothing */
+    return true;
 }
 
 /* ---- install ------------------------------------------------------------------------------ */
@@ -1313,8 +1314,9 @@ csc_launch_phase csc_launch_phase_get(void) { return CSC_PHASE_UNKNOWN; }
 void csc_set_guard_states_json(const char *json) { (void)json; }
 bool csc_set_scope_json(const char *json) { return json == NULL || json[0] == 0; }
 bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count) { (void)ranges; (void)count; return false; }
-void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
+bool csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count) {
     (void)name; (void)reason; (void)addresses; (void)count;
+    return false;
 }
 bool csc_report_written(void) { return false; }
 const char *csc_report_path(void) { return ""; }

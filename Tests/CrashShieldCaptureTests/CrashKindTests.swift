@@ -25,7 +25,7 @@ import Testing
         Kind(name: "fpe", termination: .signaled(SIGFPE), signal: SIGFPE, classification: .arithmetic, function: "csc_crash_fpe"),
         Kind(name: "abort", termination: .signaled(SIGABRT), signal: SIGABRT, classification: .abort, function: "csc_crash_abort"),
         Kind(name: "trap", termination: .signaled(SIGTRAP), signal: SIGTRAP, classification: .trap, function: "csc_crash_trap"),
-        Kind(name: "objc-exception", termination: .exited(1), signal: 0, classification: .objcException,
+        Kind(name: "objc-exception", termination: .signaled(SIGABRT), signal: 0, classification: .objcException,
              function: "cs_capture_raise_uncaught_exception"),
         Kind(name: "swift-index", termination: .signaled(swiftTrapSignal), signal: swiftTrapSignal, classification: .swiftTrap,
              function: "CrashKinds.swiftIndex"),
@@ -67,6 +67,12 @@ import Testing
         if kind.name == "objc-exception" {
             #expect(report.exception?.name == "CrashShieldTestException")
             #expect(report.kind == .objcException)
+            // Issue 23 item 5: after the report the process ends with SIGABRT (termination above;
+            // GNUstep alone exits with status 1), and the runtime's line still reaches stderr.
+            let withStandardError = try Child(Built.shield, ["crash", kind.name, "--dir", directory], captureStandardError: true).wait(timeout: 30)
+            #expect(withStandardError.termination == .signaled(SIGABRT))
+            #expect(withStandardError.output.contains("Uncaught exception CrashShieldTestException, reason: raised on purpose"),
+                    "\(withStandardError.output)")
         } else {
             #expect(report.registers?["rip"] != nil || report.registers?["pc"] != nil)
             // The handler read the bytes at the faulting PC (fault-free read).

@@ -190,6 +190,7 @@ final class LockedIDs: @unchecked Sendable {
         let exception = try #require(converter.event(from: report).exception?.values.first)
         #expect(exception.type == "CrashShieldTestException" && exception.value == "raised on purpose by shield crash objc-exception")
         #expect(exception.mechanism?.type == "nsexception" && exception.mechanism?.handled == false && exception.mechanism?.synthetic == nil)
+        #expect(exception.mechanism?.meta?.signal == SentryEvent.Mechanism.Signal(number: SIGABRT, code: 0, name: "SIGABRT"))
         // The frames are return addresses: no registers, every address is adjusted by the server.
         #expect(exception.stacktrace?.registers == nil && exception.stacktrace?.instructionAddrAdjustment == "all")
     }

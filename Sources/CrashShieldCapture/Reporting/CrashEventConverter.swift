@@ -94,7 +94,10 @@ package struct CrashEventConverter: Sendable {
             exception = SentryEvent.ExceptionValue(
                 type: nonEmpty(report.exception?.name) ?? "NSException",
                 value: nonEmpty(report.exception?.reason),
-                mechanism: SentryEvent.Mechanism(type: "nsexception", handled: false))
+                mechanism: SentryEvent.Mechanism(
+                    type: "nsexception", handled: false,
+                    // After the report the process ends with SIGABRT, on GNUstep as on Apple.
+                    meta: SentryEvent.Mechanism.Meta(signal: SentryEvent.Mechanism.Signal(number: SIGABRT, code: 0, name: "SIGABRT"))))
         } else {
             let crash = report.crash
             let signalName = nonEmpty(crash?.signalName) ?? crash?.signal.map { "signal \($0)" } ?? "unknown signal"

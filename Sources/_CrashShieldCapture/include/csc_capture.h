@@ -175,8 +175,10 @@ bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count)
 
 /** Uncaught Objective-C exception (called by the exception handler, not a signal handler):
  *  writes a report with kind "objc_exception" and the exception's return addresses as the
- *  crashed thread's stack. Later fatal signals of this process write no second report. */
-void csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count);
+ *  crashed thread's stack. Later fatal signals of this process write no second report. Returns
+ *  true when this call reported (capture installed, no other crash being reported): the caller
+ *  then ends the process with SIGABRT. */
+bool csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count);
 
 /** True once this process wrote a report (e.g. to skip a clean-exit marker in atexit). */
 bool csc_report_written(void);

@@ -276,4 +276,9 @@ BOOL cs_backend_is_main_thread(void);
 BOOL cs_backend_main_async(void (*fn)(void *), void *context);
 /** Sends `sel` with one object argument through normal dispatch (forwarding included). */
 void cs_backend_send1(id target, SEL sel, id argument);
+/** Called by uncaught-exception capture once the report is written and the previous handler
+ *  returned: ends the process with SIGABRT as Apple's runtime does after the handler (GNUstep:
+ *  writes the runtime's usual "Uncaught exception" line to stderr, then abort(), instead of
+ *  GNUstep's exit(1); Apple: returns, and the runtime aborts). */
+void cs_backend_end_uncaught_exception(const char *name, const char *reason);
 #endif

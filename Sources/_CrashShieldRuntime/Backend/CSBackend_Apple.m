@@ -353,4 +353,8 @@ BOOL cs_backend_implementation_is_system(IMP implementation) {
     }
     return answer;
 }
+void cs_backend_end_uncaught_exception(const char *name, const char *reason) {
+    (void)name;
+    (void)reason;
+}
 #endif

@@ -1150,3 +1150,9 @@ BOOL cs_backend_class_is_system(Class cls) {
     }
     return YES;
 }
+
+void cs_backend_end_uncaught_exception(const char *name, const char *reason) {
+    fprintf(stderr, "Uncaught exception %s, reason: %s\n", name ? name : "(unnamed)", reason ? reason : "(none)");
+    fflush(stderr);
+    abort();
+}

@@ -4,6 +4,7 @@
  * the work is kept small: copy the return addresses, hand everything to the C writer, chain.
  */
 #import "../Backend/CSObjC.h"
+#import "../Backend/CSBackend.h"
 #include "cs_capture_exceptions.h"
 #include "csc_capture.h"
 
@@ -15,6 +16,7 @@ static pthread_once_t g_install_once = PTHREAD_ONCE_INIT;
 static int g_entered;
 
 static void cs_uncaught_exception(NSException *exception) {
+    bool reported = false;
     /* An exception raised while reporting comes back here: report once, then only chain. */
     if (__atomic_fetch_add(&g_entered, 1, __ATOMIC_ACQ_REL) == 0) {
         @autoreleasepool {
@@ -29,10 +31,17 @@ static void cs_uncaught_exception(NSException *exception) {
                 else if ([value respondsToSelector:@selector(unsignedLongLongValue)])
                     addresses[count++] = (uintptr_t)[value unsignedLongLongValue];
             }
-            csc_report_exception([[exception name] UTF8String], [[exception reason] UTF8String], addresses, count);
+            reported = csc_report_exception([[exception name] UTF8String], [[exception reason] UTF8String], addresses, count);
         }
     }
     if (g_previous_handler) g_previous_handler(exception);
+    /* The process ends with SIGABRT on every platform once reported (the signal handler writes
+     * no second report). Not reported (capture not installed): the runtime's own ending. */
+    if (reported) {
+        @autoreleasepool {
+            cs_backend_end_uncaught_exception([[exception name] UTF8String], [[exception reason] UTF8String]);
+        }
+    }
 }
 
 static void cs_install_exception_handler(void) {
