@@ -67,6 +67,9 @@ public struct CrashReport: Codable, Sendable, Hashable {
         /// The trap instruction at `pc`, when the crash was one (absent otherwise).
         public var trapInstruction: TrapInstruction?
         public var senderPid: Int32?
+        /// The language runtime's message of the fatal error, when it left one for crash
+        /// reporters (Swift: "Fatal error: Index out of range", with file and line).
+        public var runtimeMessage: String?
         public var threadId: UInt64?
         public var threadName: String?
         public var mainThread: Bool?

@@ -118,6 +118,8 @@ static char g_report_path[CSC_PATH_MAX + 160];
 static uintptr_t g_frames[CSC_MAX_FRAMES];
 static _Atomic int g_frame_count;
 static cs_breadcrumb g_crumbs[CS_BREADCRUMB_CAPACITY];
+/* The Swift runtime's message of the fatal error being reported (csc_runtime_message_copy). */
+static char g_runtime_message[1024];
 static int g_first_signal;
 static uint64_t g_handler_start_ns;
 /* The image table this report reads, pinned when the handler claimed the crash. */
@@ -602,6 +604,23 @@ static void csc_write_tail(csc_out *out) {
     csc_out_flush(out);
 }
 
+bool csc_safe_copy_string(uintptr_t address, char *text, size_t capacity) {
+    if (capacity == 0) return false;
+    size_t at = 0;
+    while (at + 1 < capacity) {
+        size_t chunk = 4096 - ((address + at) & 4095); /* up to the next 4 KiB boundary */
+        if (chunk > 64) chunk = 64;
+        if (chunk > capacity - 1 - at) chunk = capacity - 1 - at;
+        if (!csc_safe_read(address + at, text + at, chunk)) break;
+        for (size_t i = 0; i < chunk; i++) {
+            if (text[at + i] == 0) return true;
+        }
+        at += chunk;
+    }
+    text[at] = 0;
+    return at > 0;
+}
+
 static void csc_trap_instruction(uintptr_t pc, int sig, const char **name, char *bytes_hex) {
     static const char hex[] = "0123456789abcdef";
     uint8_t bytes[4] = {0};
@@ -724,6 +743,10 @@ static void csc_write_signal_report(int sig, siginfo_t *info, void *uc, csc_thre
     if (info && csc_signal_was_sent(info)) {
         csc_out_key(out, "sender_pid", false);
         csc_out_u64(out, (uint64_t)info->si_pid);
+    }
+    if (csc_runtime_message_copy(g_runtime_message, sizeof g_runtime_message)) {
+        csc_out_key(out, "runtime_message", false);
+        csc_out_string(out, g_runtime_message, sizeof g_runtime_message);
     }
     csc_write_thread(out, tid);
     csc_out_key(out, "recovered", false);
@@ -1219,6 +1242,7 @@ csc_install_result csc_install(const csc_config *config) {
     if (!g_atfork_registered) g_atfork_registered = pthread_atfork(NULL, NULL, csc_after_fork_in_child) == 0;
 
     csc_safe_read_prepare();
+    csc_runtime_message_prepare();
     csc_refresh_images();
     csc_unwind_prepare();
     csc_watchdog_prepare();

@@ -77,6 +77,10 @@ bool csc_address_is_code(const csc_image_table *table, uintptr_t address);
 const char *csc_fault_code_name(int sig, int code);
 bool csc_safe_read(uintptr_t address, void *out, size_t length);
 void csc_safe_read_prepare(void);
+/** Copies the NUL-terminated text at `address` into `text` (cut to `capacity` - 1 bytes, always
+ *  terminated) with fault-free reads that never cross a 4 KiB boundary past the text. False when
+ *  nothing could be read. Async-signal-safe. */
+bool csc_safe_copy_string(uintptr_t address, char *text, size_t capacity);
 
 /* ---- async-signal-safe JSON writer: csc_writer.h ---------------------------------------- */
 

@@ -10,6 +10,7 @@
  *   unwinding                        csc_unwind_linux.c       csc_unwind_darwin.c
  *   watchdog                         csc_watchdog_linux.c     csc_watchdog_darwin.c
  *   fault-free memory reads          csc_memory_linux.c       csc_memory_darwin.c
+ *   the Swift runtime's message      csc_runtime_message_linux.c  csc_runtime_message_darwin.c
  *
  * Everything else — claiming the crash (csc_claim.c), the JSON writer (csc_writer.c), the
  * report's content and format, passing the signal on, the watchdog's policy — is shared.
@@ -34,6 +35,14 @@ uintptr_t csc_context_sp(const void *context);
 uintptr_t csc_context_lr(const void *context);
 /** The report's "registers" object: every general register by its usual name. */
 void csc_write_registers(csc_out *out, const void *context);
+
+/* ---- the language runtime's message of a fatal error (csc_runtime_message_*.c) -------------- */
+/** Finds where the Swift runtime leaves the text of a fatal error for crash reporters (normal
+ *  context, at install; again later is cheap and finds a runtime loaded since). */
+void csc_runtime_message_prepare(void);
+/** Copies that text into `text` (NUL-terminated, cut to `capacity` - 1 bytes); false when the
+ *  runtime left none or it cannot be read. Async-signal-safe. */
+bool csc_runtime_message_copy(char *text, size_t capacity);
 
 /* ---- signals and the process (csc_process_*.c) --------------------------------------------- */
 /** The symbolic name of si_code for `sig` ("SEGV_MAPERR", "SI_USER", ...). */

@@ -55,7 +55,7 @@ import Testing
 
     @Test func everyConcernHasALinuxAndADarwinFileDefiningTheWholeInterface() throws {
         let concerns = try Self.declaredFunctions()
-        #expect(Set(concerns.keys) == ["context", "process", "threads", "unwind", "watchdog", "memory"],
+        #expect(Set(concerns.keys) == ["context", "process", "threads", "unwind", "watchdog", "memory", "runtime_message"],
                 "concerns: \(concerns.keys.sorted())")
         for (concern, functions) in concerns {
             #expect(!functions.isEmpty, "\(concern) declares nothing")

@@ -78,6 +78,18 @@ import Testing
             // The handler read the bytes at the faulting PC (fault-free read).
             #expect(report.crash?.instructionBytes?.count == 8)
         }
+        // Issue 23 item 5: the Swift runtime's own message of the failure (left for crash
+        // reporters just before the trap) is in the report, and becomes the event's value.
+        let runtimeMessages = ["swift-index": "Fatal error: Index out of range",
+                               "swift-unwrap": "Fatal error: Unexpectedly found nil while unwrapping an Optional value"]
+        if let expected = runtimeMessages[kind.name] {
+            #expect(report.crash?.runtimeMessage?.contains(expected) == true, "\(String(describing: report.crash?.runtimeMessage))")
+            let event = CrashEventConverter(release: "app@1", dist: nil, environment: "test").event(from: report)
+            #expect(event.exception?.values.first?.value?.contains(expected) == true)
+            #expect(event.exception?.values.first?.type == "Swift runtime trap")
+        } else {
+            #expect(report.crash?.runtimeMessage == nil, "no Swift failure: no runtime message")
+        }
         #if arch(x86_64)
         let traps: [String: CrashReport.Crash.TrapInstruction] = ["ill": .ud2, "trap": .int3, "swift-index": .ud2, "swift-unwrap": .ud2]
         if let expected = traps[kind.name] { #expect(report.crash?.trapInstruction == expected) }

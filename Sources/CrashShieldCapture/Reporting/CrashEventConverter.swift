@@ -109,9 +109,11 @@ package struct CrashEventConverter: Sendable {
             if let handlerCrash = report.handlerCrash {
                 data["handler_crash_signal"] = .string(handlerCrash.signalName ?? "\(handlerCrash.signal ?? 0)")
             }
+            let runtimeMessage = nonEmpty(crash?.runtimeMessage?.trimmingCharacters(in: .whitespacesAndNewlines))
+            if let runtimeMessage { data["runtime_message"] = .string(runtimeMessage) }
             exception = SentryEvent.ExceptionValue(
                 type: classification == .swiftTrap ? "Swift runtime trap" : signalName,
-                value: Self.describe(classification, crash: crash, signalName: signalName, ownPID: report.process?.pid),
+                value: runtimeMessage ?? Self.describe(classification, crash: crash, signalName: signalName, ownPID: report.process?.pid),
                 mechanism: SentryEvent.Mechanism(
                     type: "signalhandler", handled: false, synthetic: true, data: data,
                     meta: crash?.signal.map {
