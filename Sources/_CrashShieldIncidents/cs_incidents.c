@@ -303,6 +303,18 @@ static void *cs_delivery_main(void *unused) {
 
 #pragma mark - API
 
+__attribute__((noinline)) void cs_incident_record_above_caller(cs_incident_site *site, uint8_t skip) {
+    void *raw[24];
+    int n = backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
+    void *mine = __builtin_return_address(0); /* in the function that called this one */
+    for (int i = 0; i < n; i++) {
+        if (raw[i] != mine) continue;
+        if (i + 1 + skip < n) site->caller = raw[i + 1 + skip];
+        break;
+    }
+    cs_incident_record(site);
+}
+
 void cs_incident_record(const cs_incident_site *site) {
     if (t_canary_depth > 0) {
         t_canary_hits++;

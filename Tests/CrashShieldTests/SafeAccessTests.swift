@@ -1,5 +1,6 @@
 import Testing
 @testable import CrashShield
+@testable import CrashShieldCapture
 
 extension RuntimeTests {
     @Suite struct SafeAccess {
@@ -20,6 +21,33 @@ extension RuntimeTests {
             #expect(incidents.allSatisfy { $0.selector == "subscript(shielded:)" && $0.count == 1 })
             // Two call sites on two lines: two fingerprints.
             #expect(Set(incidents.map(\.fingerprint)).count == 2)
+        }
+
+        /// Issue 23 item 3: a Swift accessor's incident starts its stack at the code that called
+        /// the accessor, in this debug build too (before: the 32 frames began inside the SDK's
+        /// nested closures and cs_incident_record). Members: a generic Collection accessor, the
+        /// setter, a string accessor.
+        @Test func aSwiftAccessorsIncidentStartsAtItsCaller() throws {
+            var items = [1, 2, 3]
+            let incidents = try collectIncidents {
+                try withGuards {
+                    #expect(shieldedArrayReadAtAKnownCallSite(items) == nil)
+                    #expect(shieldedCollectionReadAtAKnownCallSite(items[...]) == nil)
+                    shieldedArrayWriteAtAKnownCallSite(&items)
+                    #expect(shieldedStringReadAtAKnownCallSite("abc") == nil)
+                    CrashShieldSDK.flushIncidents()
+                }
+            }
+            #expect(incidents.count == 4)
+            let callers = ["shieldedArrayReadAtAKnownCallSite", "shieldedCollectionReadAtAKnownCallSite",
+                           "shieldedArrayWriteAtAKnownCallSite", "shieldedStringReadAtAKnownCallSite"]
+            for (incident, caller) in zip(incidents, callers) {
+                let frame = try #require(incident.frames.first)
+                let offset = try #require(frame.imageOffset)
+                let symbol = ExternalSymbolizer.symbolize(path: frame.imagePath, offsets: [UInt64(offset) - 1])?.first ?? nil
+                #expect(symbol?.function.contains(caller) == true, "\(caller): first frame in \(symbol?.function ?? "?")")
+                #expect(symbol?.file?.hasSuffix("SafeAccessTests.swift") == true, "\(caller): \(symbol?.file ?? "?")")
+            }
         }
 
         @Test func sameCallSiteIsDeduplicated() throws {
@@ -95,3 +123,8 @@ extension RuntimeTests {
         }
     }
 }
+
+@inline(never) func shieldedArrayReadAtAKnownCallSite(_ items: [Int]) -> Int? { items[shielded: 7] }
+@inline(never) func shieldedCollectionReadAtAKnownCallSite(_ items: ArraySlice<Int>) -> Int? { items[shielded: 9] }
+@inline(never) func shieldedArrayWriteAtAKnownCallSite(_ items: inout [Int]) { items[shielded: 8] = 1 }
+@inline(never) func shieldedStringReadAtAKnownCallSite(_ text: String) -> Character? { text[shieldedOffset: 5] }

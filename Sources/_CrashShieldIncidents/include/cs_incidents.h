@@ -92,6 +92,12 @@ typedef void (*cs_incident_callback)(const cs_incident *incident, void *context)
 
 /** Records one misuse. Thread-safe, lock-free for repeats. */
 void cs_incident_record(const cs_incident_site *site);
+/** cs_incident_record for an API boundary that has no return address of its own to give (Swift):
+ *  sets `site->caller` to the return address `skip` + 1 callers above the function that calls
+ *  this one, so the incident's stack starts in the code that called the API (skip 1: the caller
+ *  of the API function that called the function calling this). Unchanged when the stack is too
+ *  short. */
+void cs_incident_record_above_caller(cs_incident_site *site, uint8_t skip);
 
 /** Sets (or clears with NULL) the delivery callback. Starts the delivery thread on first use,
  *  and then registers, once per process, the exit handler (cs_incidents_end_delivery_for_exit)
