@@ -175,8 +175,15 @@ public enum CrashShieldSDK {
     public static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
 
     /// Undoes `start`: every guard's hooks are removed, so each guarded method behaves as without
-    /// CrashShield again (kept zombies are freed; the Swift-side guards return to their
-    /// before-start policy, `.neutralize`); the sinks `start` added are removed; crash capture's
+    /// CrashShield again (the Swift-side guards return to their before-start policy,
+    /// `.neutralize`). Objects the app still holds keep working as without the guards:
+    /// key-value observing registrations made while guarded are handed back to the platform in
+    /// their plain form (the observer itself, same key path, options and context), so the app's
+    /// later removals work; notification observers stay registered as they were and lose only the
+    /// automatic removal at dealloc; timers keep firing as scheduled, retaining their target
+    /// again; kept zombies stay zombies, so a dangling pointer to one stays harmless (their
+    /// memory, at most `zombieMaxBytes`, is freed by `flushZombies()` or, after a later `start`,
+    /// by the budget). The sinks `start` added are removed; crash capture's
     /// signal handlers are uninstalled and the handlers installed before `start` are restored. The
     /// uncaught-exception handler stays in place but writes nothing while capture is stopped.
     /// Launch protection's record of this launch stays (a clean exit is still marked at exit).
@@ -251,11 +258,10 @@ public enum CrashShieldSDK {
         publishGuardStates()
     }
 
-    /// Removes every guard's hooks (original implementations back), frees kept zombies, clears the
-    /// class filters, puts the Swift-side guards back to `.neutralize` and removes `sinks`.
+    /// Removes every guard's hooks (original implementations back; see `stop`), clears the class
+    /// filters, puts the Swift-side guards back to `.neutralize` and removes `sinks`.
     private static func stopGuards(removing sinks: [any IncidentSink]) {
         cs_guards_uninstall()
-        cs_zombie_flush()
         cs_guards_set_class_filters(nil, 0, nil, 0)
         for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
         for sink in sinks { IncidentHub.shared.remove(sink) }
@@ -388,6 +394,7 @@ extension CrashShieldSDK {
         ReportingClient.stopCurrent()
         if previous?.capture == true { CrashCapture.stop() }
         cs_guards_uninstall()
+        cs_zombie_flush() // tests hold no pointer to a kept zombie across a reset
         cs_incidents_flush(2000)
         cs_incidents_reset()
         cs_guards_set_class_filters(nil, 0, nil, 0)

@@ -628,6 +628,61 @@ bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_d
     return alive;
 }
 
+#pragma mark - Across a stop (cs_guards_uninstall between registration and removal)
+
+int cs_lifecycle_notification_across_stop(void) {
+    int delivered, after;
+    @autoreleasepool {
+        NSNotificationCenter *center = [NSNotificationCenter defaultCenter];
+        CS_UNRETAINED CSLObserver *observer = CS_SCENARIO_OWNED([[CSLObserver alloc] init]);
+        [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLAcrossStop" object:nil];
+        cs_guards_uninstall();
+        g_pings = 0;
+        [center postNotificationName:@"CSLAcrossStop" object:nil];
+        delivered = (int)g_pings;
+        [center removeObserver:observer];
+        [center postNotificationName:@"CSLAcrossStop" object:nil];
+        after = (int)g_pings - delivered;
+        CS_SCENARIO_DISOWN(observer);
+        [center postNotificationName:@"CSLAcrossStop" object:nil];
+    }
+    return delivered == 1 ? after : -1;
+}
+
+static void cs_run_loop_for(double seconds) {
+    NSDate *limit = [NSDate dateWithTimeIntervalSinceNow:seconds];
+    while ([limit timeIntervalSinceNow] > 0) {
+        @autoreleasepool {
+            [[NSRunLoop currentRunLoop] runMode:NSDefaultRunLoopMode beforeDate:[NSDate dateWithTimeIntervalSinceNow:0.01]];
+        }
+    }
+}
+
+int cs_lifecycle_timer_across_stop(void) {
+    int fired, after;
+    CS_UNRETAINED CSLTicker *target = CS_SCENARIO_OWNED([[CSLTicker alloc] init]);
+    NSTimer *timer = CS_RETAIN([NSTimer scheduledTimerWithTimeInterval:0.01 target:target selector:@selector(cs_tick:)
+                                                              userInfo:nil repeats:YES]);
+    cs_guards_uninstall();
+    cs_run_loop_for(0.15);
+    fired = target->ticks;
+    [timer invalidate];
+    cs_run_loop_for(0.1);
+    after = target->ticks - fired;
+    CS_RELEASE(timer);
+    CS_SCENARIO_DISOWN(target);
+    return fired > 0 ? after : -1;
+}
+
+bool cs_lifecycle_zombie_across_stop(void) {
+    CS_UNRETAINED CSLZombieVictim *victim = CS_OBJECT(cs_dead_victim());
+    cs_guards_uninstall();
+    bool kept = cs_zombie_count() == 1;
+    bool answered = kept && [CS_STALE_VICTIM(victim) name] == nil && [CS_STALE_VICTIM(victim) count] == 0;
+    cs_lifecycle_unconfigure_zombies();
+    return answered;
+}
+
 #pragma mark - Main-thread-only calls (SPEC §2.10)
 
 static void *cs_background_touch(void *object) {

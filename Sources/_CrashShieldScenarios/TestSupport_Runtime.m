@@ -769,6 +769,30 @@ unsigned cs_test_kvo_one_shot_replacing(void) {
     return hits;
 }
 
+int cs_test_kvo_across_stop(bool by_context) {
+    int before, after_removal;
+    @autoreleasepool {
+        CSTestKVOModel *model = CS_AUTORELEASE([[CSTestKVOModel alloc] init]);
+        CS_UNRETAINED CSTestKVOObserver *observer = CS_SCENARIO_OWNED([[CSTestKVOObserver alloc] init]);
+        [model addObserver:observer forKeyPath:@"level" options:NSKeyValueObservingOptionNew context:(void *)(uintptr_t)1];
+        [model setLevel:1];
+        cs_guards_uninstall();
+        [model setLevel:2];
+        before = observer->hits[1];
+        if (by_context)
+            [model removeObserver:observer forKeyPath:@"level" context:(void *)(uintptr_t)1];
+        else
+            [model removeObserver:observer forKeyPath:@"level"];
+        [model setLevel:3];
+        after_removal = observer->hits[1] - before;
+        CS_SCENARIO_DISOWN(observer); /* a registration left would message freed memory below */
+        NSMutableArray *fillers = [NSMutableArray array];
+        for (int i = 0; i < 64; i++) [fillers addObject:CS_AUTORELEASE([[NSObject alloc] init])];
+        [model setLevel:4];
+    }
+    return before == 2 ? after_removal : -1;
+}
+
 /* Releases the observer first, then the model (the registrations must be gone by then). */
 void cs_test_kvo_pair_free(cs_test_kvo_pair *pair) {
     CS_SCENARIO_DISOWN(pair->observer);

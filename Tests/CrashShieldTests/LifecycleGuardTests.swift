@@ -324,6 +324,50 @@ extension RuntimeTests {
             }
         }
 
+        /// Issue 24 item 2: `stop()` (cs_guards_uninstall) leaves what the lifecycle guards
+        /// touched working as without them. KVO: a registration made while guarded is removed by
+        /// the app's removal after the stop, with or without its context (before: the removal was
+        /// ignored and the process died with exit status 1 after the observer was freed).
+        @Test(arguments: [false, true])
+        func aKVORegistrationMadeWhileGuardedIsRemovableAfterStop(_ byContext: Bool) async {
+            await #expect(processExitsWith: .success) { [byContext] in
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(3) }
+                let after = cs_test_kvo_across_stop(byContext)
+                exit(after == 0 ? 0 : (after < 0 ? 5 : 4))
+            }
+        }
+
+        /// Zombies kept when the guards stop stay zombies: a stale pointer the app still holds
+        /// answers nil/0 after the stop (before: stop freed them, count 0: exit 4).
+        @Test func aZombieKeptAtStopStaysHarmless() async {
+            await #expect(processExitsWith: .success) {
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(3) }
+                exit(cs_lifecycle_zombie_across_stop() ? 0 : 4)
+            }
+        }
+
+        /// Legal oracles across a stop: a notification observer registered while guarded still
+        /// gets posts and its removal ends them; a timer scheduled while guarded fires and stops
+        /// on -invalidate.
+        @Test func notificationObserversAndTimersWorkAcrossStop() async {
+            await #expect(processExitsWith: .success) {
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(3) }
+                guard cs_lifecycle_notification_across_stop() == 0 else { exit(4) }
+                guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(5) }
+                exit(cs_lifecycle_timer_across_stop() == 0 ? 0 : 6)
+            }
+        }
+
+        /// The same scenarios without any guard (the oracle of the three above; GNUstep 1.28 has
+        /// no -removeObserver:forKeyPath:context: of its own, the guard adds it for good).
+        @Test func theAcrossStopScenariosUnguarded() async {
+            await #expect(processExitsWith: .success) {
+                guard cs_test_kvo_across_stop(false) == 0 else { exit(4) }
+                guard cs_lifecycle_notification_across_stop() == 0 else { exit(5) }
+                exit(cs_lifecycle_timer_across_stop() == 0 ? 0 : 6)
+            }
+        }
+
         /// The dealloc hook and its callbacks never autorelease (research §4, hazard 2): every
         /// lifecycle path runs with no pool in place and GNUstep must not complain on stderr.
         @Test func deallocPathsCreateNoAutoreleasedObjects() async {

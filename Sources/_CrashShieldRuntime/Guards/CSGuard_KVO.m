@@ -49,6 +49,10 @@
  * methods itself, the guard replaces them: a registration on a class object is reported and
  * ignored, and so is a removal (no registration can exist). Elsewhere (Apple) class objects reach
  * the instance methods and their behaviour is unchanged.
+ * Uninstall (CrashShieldSDK.stop) gives every tracked registration back to the platform in its
+ * plain form (the app's observer registered directly, same key path, options and context), so
+ * the app's removals after the stop work, and an observer freed without removing itself is then
+ * messaged as it would be without the guard.
  * Limitation: an observer and its observed object deallocating at the same moment on two threads
  * race as they would without the guard.
  */
@@ -105,8 +109,12 @@ static BOOL cs_kvo_misuse(CS_UNRETAINED id observed, SEL cmd, const void *caller
     CS_UNRETAINED CSKVOEntry **entries;
     size_t count, capacity;
     int may_hold_untracked; /* CS_ATOMIC_*: a registration the guard did not make may exist */
+    /* g_proxies, under g_create_lock: a registry, not owners (the side table owns each proxy) */
+    CS_UNRETAINED CSKVOProxy *prev, *next;
 }
 @end
+
+static CS_UNRETAINED CSKVOProxy *g_proxies; /* every live proxy, under g_create_lock */
 
 /* Retired entries: GNUstep 1.28's KVO may still be delivering a change to an entry another thread
  * just unregistered (its observer list is read without holding a reference; unguarded, the same
@@ -196,6 +204,11 @@ static BOOL cs_kvo_proxy_take(CSKVOProxy *proxy, CSKVOEntry *entry) {
 /* Released by the side table while the observed object is being deallocated: unregister what is
  * left before its memory goes. */
 - (void)dealloc CS_GUARD_METHOD(kvo) {
+    pthread_mutex_lock(&g_create_lock);
+    if (prev) prev->next = next;
+    else if (g_proxies == self) g_proxies = next;
+    if (next) next->prev = prev;
+    pthread_mutex_unlock(&g_create_lock);
     pthread_mutex_lock(&lock);
     CS_UNRETAINED CSKVOEntry **left = entries;
     size_t n = count;
@@ -247,6 +260,9 @@ static CSKVOProxy *cs_kvo_proxy(CS_UNRETAINED id observed, BOOL create) {
         created->observed = observed;
         created->may_hold_untracked = cs_kvo_has_observation_info(observed);
         cs_sidetable_set(CS_POINTER(observed), &kProxyKey, CS_POINTER(created)); /* the side table's reference */
+        created->next = g_proxies;
+        if (g_proxies) g_proxies->prev = created;
+        g_proxies = created;
         proxy = created;
         CS_RELEASE(created);
     }
@@ -633,7 +649,47 @@ static const char *cs_kvo_install(uint32_t *hooked) {
     return NULL;
 }
 
+/* Gives every registration the guard tracks back to the platform in its plain form: the entry's
+ * registration is replaced by the app's observer itself, with the same key path, options (but no
+ * initial notification) and context, so the app's later removal, and everything else, works as
+ * without the guard once the hooks are gone. Each proxy is retained while it is worked on. */
+static void cs_kvo_hand_back_registrations(void) {
+    for (;;) {
+        CSKVOProxy *proxy = nil; /* retained (a strong local under ARC) while worked on */
+        pthread_mutex_lock(&g_create_lock);
+        CS_UNRETAINED CSKVOProxy *candidate = g_proxies;
+        while (candidate && candidate->count == 0) candidate = candidate->next;
+        if (candidate) proxy = CS_RETAIN(candidate);
+        pthread_mutex_unlock(&g_create_lock);
+        if (proxy == nil) return;
+        pthread_mutex_lock(&proxy->lock);
+        CS_UNRETAINED CSKVOEntry **left = proxy->entries;
+        size_t n = proxy->count;
+        proxy->entries = NULL;
+        proxy->count = proxy->capacity = 0;
+        pthread_mutex_unlock(&proxy->lock);
+        for (size_t i = 0; i < n; i++) {
+            CS_UNRETAINED CSKVOEntry *e = left[i]; /* the list's reference, retired below */
+            if (cs_kvo_claim(e)) {
+                CS_UNRETAINED id watcher = e->observer;
+                cs_kvo_unregister(e, YES);
+                if (watcher) {
+                    ((cs_add_fn)g_original_add)(e->observed, @selector(addObserver:forKeyPath:options:context:), watcher,
+                                                e->key_path, e->options & ~(NSKeyValueObservingOptions)NSKeyValueObservingOptionInitial,
+                                                CS_ATOMIC_LOAD(&e->context));
+                    e->observer = nil;
+                    cs_sidetable_set(CS_POINTER(watcher), CS_POINTER(e), NULL); /* releases the token */
+                }
+            }
+            cs_kvo_retire(CS_POINTER(e));
+        }
+        free(left);
+        CS_RELEASE(proxy);
+    }
+}
+
 static void cs_kvo_uninstall(void) {
+    cs_kvo_hand_back_registrations();
     Class root = objc_lookUpClass("NSObject");
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
     /* Ask cs_backend_class_defines first: looking up a missing method's IMP makes GNUstep build a

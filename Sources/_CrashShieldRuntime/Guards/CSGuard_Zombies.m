@@ -403,9 +403,11 @@ static const char *cs_zombies_install(uint32_t *hooked) {
     return NULL;
 }
 
+/* Kept zombies stay: a dangling pointer the app still holds to one stays harmless after a stop
+ * (its messages answer zero; nothing is recorded while the guard is off). They are freed by
+ * cs_zombie_flush() or, after a later start, by the budget. */
 static void cs_zombies_uninstall(void) {
     cs_dealloc_set_keeper(NULL);
-    cs_zombie_flush();
     if (g_hook_acquired) cs_dealloc_hook_release();
     g_hook_acquired = NO;
 }

@@ -107,9 +107,12 @@ void cs_guards_set_class_filters(const char *const *allow, size_t allow_count, c
 
 /** Stops every guard: each policy becomes CS_POLICY_OFF, then every original implementation is
  *  restored, so new calls behave as without the guards (a call already inside a hook finishes
- *  through the original). Side-table entries made before (KVO proxies, notification tokens, timer
- *  proxies) keep working until their objects are deallocated. A later cs_guards_start() installs
- *  again. Used by CrashShieldSDK.stop() and by the tests. */
+ *  through the original). What the guards left in objects the app holds keeps working as without
+ *  them: KVO registrations made while guarded are handed back in their plain form (the observer
+ *  registered directly, same key path, options and context); notification observers keep their
+ *  registrations and lose their marks; timers keep their schedule and retain their targets; kept
+ *  zombies stay zombies (cs_zombie_flush() frees them). A later cs_guards_start() installs again.
+ *  Used by CrashShieldSDK.stop() and by the tests. */
 void cs_guards_uninstall(void);
 
 /** Name of the guard whose code contains `address` (an address in this process), or NULL: any

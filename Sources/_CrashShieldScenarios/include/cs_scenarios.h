@@ -204,6 +204,11 @@ unsigned cs_test_kvo_one_shot(bool initial, bool by_context);
 /** The one-shot observer removing itself in the initial notification of an add that replaces its
  *  registration of the same key path (GNUstep replaces); returns the notifications it received. */
 unsigned cs_test_kvo_one_shot_replacing(void);
+/** Issue 24 item 2: an observer registered while guarded, then cs_guards_uninstall(); the value
+ *  changes (one notification), the app removes the observer (by context when `by_context`), the
+ *  value changes, the observer is freed, the value changes. Returns the notifications after the
+ *  removal (0 as without guards), or -1 when the change after the stop was not delivered. */
+int cs_test_kvo_across_stop(bool by_context);
 
 /* ---- containers (Scenarios_Containers.m): helpers for the container guard's tests ---------- */
 
@@ -358,6 +363,16 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
  *  timer holds it strongly); then fires the timer once (an incident when the target is gone) and
  *  invalidates it. Uses the current weak-target list. */
 bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_date);
+/** Issue 24 item 2, across cs_guards_uninstall(): a notification observer registered while guarded
+ *  gets a post after the stop and none after its removal; returns the pings after the removal,
+ *  -1 when the post after the stop was not delivered. */
+int cs_lifecycle_notification_across_stop(void);
+/** A repeating timer scheduled while guarded fires after the stop and stops after -invalidate;
+ *  returns the ticks after -invalidate, -1 when it did not fire after the stop. */
+int cs_lifecycle_timer_across_stop(void);
+/** A CSLZombieVictim kept as a zombie, then the stop: true when it is still kept and its stale
+ *  pointer answers nil and 0 (harmless) after the stop. Frees the zombies afterwards. */
+bool cs_lifecycle_zombie_across_stop(void);
 
 /** Sends -removeObserver:forKeyPath:context: (never registered) to the class object CSLModel.
  *  Guards started only: GNUstep 1.28 has no such method of its own. */
