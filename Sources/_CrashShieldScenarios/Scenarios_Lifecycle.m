@@ -628,6 +628,89 @@ bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_d
     return alive;
 }
 
+#pragma mark - Callbacks that end their own registration (an original still on the stack)
+
+/** Removes itself from the center in its callback and gives up the last reference to itself
+ *  there: it deallocates while the center's post is still running. */
+@interface CSLSelfEndingObserver : NSObject {
+  @public
+    int pings;
+    BOOL *dealloced;
+}
+- (void)cs_ping:(NSNotification *)note;
+@end
+@implementation CSLSelfEndingObserver
+- (void)cs_ping:(NSNotification *)note {
+    (void)note;
+    pings++;
+    [[NSNotificationCenter defaultCenter] removeObserver:self];
+    CS_UNRETAINED CSLSelfEndingObserver *me = self;
+    CS_SCENARIO_DISOWN(me); /* the scenario's +1: the last reference */
+}
+- (void)dealloc {
+    if (dealloced) *dealloced = YES;
+    CS_SUPER_DEALLOC();
+}
+@end
+
+int cs_lifecycle_observer_ends_itself_in_post(void) {
+    BOOL dealloced = NO;
+    @autoreleasepool {
+        CS_UNRETAINED CSLSelfEndingObserver *observer = CS_SCENARIO_OWNED([[CSLSelfEndingObserver alloc] init]);
+        observer->dealloced = &dealloced;
+        NSNotificationCenter *center = [NSNotificationCenter defaultCenter];
+        [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLSelfEnding" object:nil];
+        [center addObserver:observer selector:@selector(cs_ping:) name:@"CSLSelfEndingOther" object:nil];
+        [center postNotificationName:@"CSLSelfEnding" object:nil];
+        [center postNotificationName:@"CSLSelfEnding" object:nil];
+        [center postNotificationName:@"CSLSelfEndingOther" object:nil];
+    }
+    return dealloced ? 1 : 0;
+}
+
+/** Owns its repeating timer; on the second tick it invalidates it and gives up the last reference
+ *  to itself, so it deallocates inside the timer's own fire. */
+@interface CSLSelfEndingTickerOwner : NSObject {
+  @public
+    NSTimer *timer; /* retained in MRC; strong under ARC */
+    int ticks;
+    BOOL *dealloced;
+}
+- (void)cs_tick:(NSTimer *)fired;
+@end
+@implementation CSLSelfEndingTickerOwner
+- (void)cs_tick:(NSTimer *)fired {
+    (void)fired;
+    if (++ticks < 2) return;
+    [timer invalidate];
+    CS_RELEASE(timer);
+    timer = nil;
+    CS_UNRETAINED CSLSelfEndingTickerOwner *me = self;
+    CS_SCENARIO_DISOWN(me);
+}
+- (void)dealloc {
+    if (dealloced) *dealloced = YES;
+    CS_SUPER_DEALLOC();
+}
+@end
+
+int cs_lifecycle_timer_owner_ends_itself_in_fire(void) {
+    BOOL dealloced = NO;
+    @autoreleasepool {
+        CS_UNRETAINED CSLSelfEndingTickerOwner *owner = CS_SCENARIO_OWNED([[CSLSelfEndingTickerOwner alloc] init]);
+        owner->dealloced = &dealloced;
+        owner->timer = CS_RETAIN([NSTimer scheduledTimerWithTimeInterval:0.01 target:owner selector:@selector(cs_tick:)
+                                                               userInfo:nil repeats:YES]);
+    }
+    NSDate *limit = [NSDate dateWithTimeIntervalSinceNow:1.0];
+    while (!dealloced && [limit timeIntervalSinceNow] > 0) {
+        @autoreleasepool {
+            [[NSRunLoop currentRunLoop] runMode:NSDefaultRunLoopMode beforeDate:[NSDate dateWithTimeIntervalSinceNow:0.01]];
+        }
+    }
+    return dealloced ? 1 : 0;
+}
+
 #pragma mark - Across a stop (cs_guards_uninstall between registration and removal)
 
 int cs_lifecycle_notification_across_stop(void) {

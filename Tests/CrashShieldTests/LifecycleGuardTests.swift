@@ -324,6 +324,20 @@ extension RuntimeTests {
             }
         }
 
+        /// Issue 24 item 1's class: a callback that ends its own registration and deallocates
+        /// while the original that called it (the center's post, the timer's fire) is still on
+        /// the stack, legal without guards, works guarded (each in a child process; the KVO
+        /// members are the one-shot observer tests).
+        @Test(arguments: [false, true])
+        func callbacksEndingTheirOwnRegistrationInsideTheOriginal(_ guarded: Bool) async {
+            await #expect(processExitsWith: .success) { [guarded] in
+                if guarded { guard (try? CrashShieldSDK.start(.guardsOnly)) != nil else { exit(3) } }
+                guard cs_lifecycle_observer_ends_itself_in_post() == 1 else { exit(4) }
+                guard cs_lifecycle_timer_owner_ends_itself_in_fire() == 1 else { exit(5) }
+                exit(guarded && CrashShieldSDK.statistics.recorded != 0 ? 6 : 0)
+            }
+        }
+
         /// Issue 24 item 2: `stop()` (cs_guards_uninstall) leaves what the lifecycle guards
         /// touched working as without them. KVO: a registration made while guarded is removed by
         /// the app's removal after the stop, with or without its context (before: the removal was

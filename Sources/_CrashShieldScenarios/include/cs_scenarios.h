@@ -367,6 +367,13 @@ bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_d
  *  gets a post after the stop and none after its removal; returns the pings after the removal,
  *  -1 when the post after the stop was not delivered. */
 int cs_lifecycle_notification_across_stop(void);
+/** Issue 24 item 1's class: an observer that removes itself from the center in its callback and
+ *  deallocates there, inside the post (registered for two names). Returns 1 when it deallocated
+ *  and nothing crashed. */
+int cs_lifecycle_observer_ends_itself_in_post(void);
+/** The owner of a repeating timer invalidates it in its second tick and deallocates there, inside
+ *  the timer's fire. Returns 1 when it deallocated within 1 s. */
+int cs_lifecycle_timer_owner_ends_itself_in_fire(void);
 /** A repeating timer scheduled while guarded fires after the stop and stops after -invalidate;
  *  returns the ticks after -invalidate, -1 when it did not fire after the stop. */
 int cs_lifecycle_timer_across_stop(void);
