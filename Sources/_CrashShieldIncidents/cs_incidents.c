@@ -315,6 +315,22 @@ __attribute__((noinline)) void cs_incident_record_above_caller(cs_incident_site 
     cs_incident_record(site);
 }
 
+__attribute__((noinline)) size_t cs_caller_frames(uintptr_t *out, size_t capacity, uint8_t skip) {
+    void *raw[CS_INCIDENT_MAX_FRAMES + 16];
+    int n = backtrace(raw, (int)(sizeof raw / sizeof raw[0]));
+    void *mine = __builtin_return_address(0);
+    int start = n;
+    for (int i = 0; i < n; i++) {
+        if (raw[i] == mine) {
+            start = i + 1 + skip;
+            break;
+        }
+    }
+    size_t count = 0;
+    for (int i = start; i < n && count < capacity; i++) out[count++] = (uintptr_t)raw[i];
+    return count;
+}
+
 void cs_incident_record(const cs_incident_site *site) {
     if (t_canary_depth > 0) {
         t_canary_hits++;

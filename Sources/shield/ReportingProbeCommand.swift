@@ -42,6 +42,10 @@ import _CrashShieldTestSupport
 /// `--standalone-remote-config DSN`: before the start, `RemoteConfiguration.activate` with that
 /// DSN and the directory (the public path without reporting: its own background fetch and exit
 /// handler, registered after the teardown watch's, so the watch sees what it left).
+/// `--capture-handled`: after the start, sets the user "user-42" and the tag checkout_flow=v2,
+/// sends `capture(error: ProbeError.declined(code: 7))` and `capture(message: "probe message",
+/// level: .warning)` from `HandledEvents.send`, then `flush(timeout: 10 s)`; prints `CAPTURED
+/// <error event id> <message event id> FLUSH <true|false>`.
 /// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
 /// at once (so the exit handlers run in the child), waits for it and prints
 /// `FORK child=<exit status, or signal N>`, then goes on.
@@ -70,6 +74,7 @@ enum ReportingProbeCommand {
         var watchExitTeardownMilliseconds: Int?
         var forkChildExits = false
         var standaloneRemoteConfigDSN: String?
+        var captureHandled = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -168,6 +173,7 @@ enum ReportingProbeCommand {
             if arguments.crashAfterLaunch { csc_crash_segv() }
         }
         if arguments.incident { misuseAndHandOver() }
+        if arguments.captureHandled { HandledEvents.send() }
         if arguments.forkChildExits {
             let child = fork()
             if child == 0 { exit(0) }
@@ -304,6 +310,24 @@ enum ExitTeardownWatch {
         usleep(useconds_t(nanoseconds / 1000))
         let after = envelopes()
         print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count) remote-fetch=\(fetch) openssl=\(openssl)")
+        fflush(nil)
+    }
+}
+
+/// The app code of `--capture-handled`: the handled events' stacks start here.
+enum HandledEvents {
+    enum ProbeError: Error {
+        case declined(code: Int)
+    }
+
+    @inline(never)
+    static func send() {
+        CrashShieldSDK.setUser(CrashScope.User(id: "user-42"))
+        CrashShieldSDK.setTag("checkout_flow", "v2")
+        let errorID = CrashShieldSDK.capture(error: ProbeError.declined(code: 7))
+        let messageID = CrashShieldSDK.capture(message: "probe message", level: .warning)
+        let flushed = CrashShieldSDK.flush(timeout: .seconds(10))
+        print("CAPTURED \(errorID ?? "nil") \(messageID ?? "nil") FLUSH \(flushed)")
         fflush(nil)
     }
 }

@@ -300,6 +300,8 @@ struct ReportingProbe: ParsableCommand {
     var forkChildExits = false
     @Option(help: "Before the start, RemoteConfiguration.activate with this DSN (its own background fetch, no reporting).")
     var standaloneRemoteConfig: String?
+    @Flag(help: "After start, set a user and a tag, capture(error:) and capture(message:), then flush; print CAPTURED … FLUSH ….")
+    var captureHandled = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -309,6 +311,6 @@ struct ReportingProbe: ParsableCommand {
             defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep, release: release, scenario: scenario,
             completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch,
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
-            forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig)))
+            forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled)))
     }
 }

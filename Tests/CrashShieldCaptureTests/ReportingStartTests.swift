@@ -49,6 +49,42 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/outbox")) ?? []).filter { $0.hasSuffix(".envelope") }.count
     }
 
+    /// Issue 23 item 6: `capture(error:)` and `capture(message:level:)` send handled events
+    /// through the outbox, with the app's scope and the caller's stack, and `flush` has sent them
+    /// when it returns true. (The API did not exist before.)
+    @Test func handledErrorsAndMessagesAreSentWithScopeAndCallSite() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("reporting-handled")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let result = try probe(directory, dsn: server.dsn, ["--capture-handled"])
+        #expect(result.termination == .exited(0), "\(result.output)")
+        let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("CAPTURED ") }, "\(result.output)")
+        let fields = line.split(separator: " ").map(String.init)
+        try #require(fields.count == 5)
+        #expect(fields[3] == "FLUSH" && fields[4] == "true", "\(line)")
+        let got = try received(server)
+        let error = try #require(got.events.first { $0.json["event_id"]?.stringValue == fields[1] }?.json, "\(got.events.map(\.json))")
+        let exception = try #require(error["exception"]?["values"]?.arrayValue?.first)
+        #expect(error["level"] == "error")
+        #expect(exception["type"]?.stringValue?.hasSuffix("ProbeError") == true, "\(exception)")
+        #expect(exception["value"] == "declined(code: 7)")
+        #expect(exception["mechanism"]?["type"] == "generic" && exception["mechanism"]?["handled"] == true)
+        #expect(error["user"]?["id"] == "user-42" && error["tags"]?["checkout_flow"] == "v2")
+        // The stack starts at the app code that called capture(error:) (caller → callee: last).
+        let frame = try #require(exception["stacktrace"]?["frames"]?.arrayValue?.last)
+        let path = try #require(frame["package"]?.stringValue)
+        let address = try #require(frame["instruction_addr"]?.stringValue.flatMap { UInt64($0.dropFirst(2), radix: 16) })
+        let base = try #require(frame["image_addr"]?.stringValue.flatMap { UInt64($0.dropFirst(2), radix: 16) })
+        let symbol = ExternalSymbolizer.symbolize(path: path, offsets: [address - base - 1])?.first ?? nil
+        #expect(symbol?.function.contains("HandledEvents") == true && symbol?.function.contains("send") == true,
+                "first frame: \(symbol?.function ?? "?")")
+        let message = try #require(got.events.first { $0.json["event_id"]?.stringValue == fields[2] }?.json)
+        #expect(message["logentry"]?["formatted"] == "probe message" && message["level"] == "warning")
+        #expect(message["user"]?["id"] == "user-42")
+        #expect(pendingEnvelopes(directory) == 0)
+    }
+
     /// A crash report pending at start becomes one crash event naming the crashed function; the
     /// report file is gone and the outbox empty afterwards.
     @Test(arguments: [false, true]) func pendingCrashIsSentByTheStart(captureOnly: Bool) throws {

@@ -185,6 +185,45 @@ final class LockedIDs: @unchecked Sendable {
         #expect(converter.event(from: stripped).debugMeta?.images.count == images.count - 1)
     }
 
+    /// Issue 23 item 6: handled events (an error, a message) carry the given scope, the caller's
+    /// frames and go through `beforeSend`, which may edit or drop them (counted `before_send`).
+    /// With CRASHSHIELD_INTEROP_DIR set they are exported for scripts/check-sentry-interop.sh.
+    @Test func handledEventsCarryScopeAndGoThroughBeforeSend() throws {
+        let frames = [IncidentRecord.Frame(address: 0x401234, imagePath: "/opt/app/bin/App", imageOffset: 0x1234)]
+        let scope = CrashScope.Snapshot(user: CrashScope.User(id: "user-42"), tags: ["checkout_flow": "v2"])
+        let converter = IncidentEventConverter(release: "app@1", dist: nil, environment: "test", executable: "/opt/app/bin/App")
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: ReportingFixture.installationID)
+        let errorEnvelope = try #require(reporter.handledEnvelope(
+            .error(type: "App.CheckoutError", description: "declined(code: 7)"), level: .error, frames: frames, threadID: 9,
+            isMainThread: true, eventID: SentryID.random(), converter: converter, scope: scope))
+        let error = try #require(try Envelope.parse(errorEnvelope.serialized()).event())
+        let exception = try #require(error.exception?.values.first)
+        #expect(exception.type == "App.CheckoutError" && exception.value == "declined(code: 7)")
+        #expect(exception.mechanism == SentryEvent.Mechanism(type: "generic", handled: true))
+        #expect(exception.stacktrace?.frames.last?.inApp == true && exception.stacktrace?.frames.last?.instructionAddr == "0x401234")
+        #expect(error.user?.id == "user-42" && error.tags?["checkout_flow"] == "v2" && error.level == .error)
+        let messageEnvelope = try #require(reporter.handledEnvelope(
+            .message("cart emptied"), level: .warning, frames: frames, threadID: 9, isMainThread: true,
+            eventID: SentryID.random(), converter: converter, scope: scope))
+        let message = try #require(try Envelope.parse(messageEnvelope.serialized()).event())
+        #expect(message.logentry?.formatted == "cart emptied" && message.exception == nil && message.level == .warning)
+        #expect(message.threads?.values.first?.stacktrace?.frames.count == 1)
+        if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            try errorEnvelope.serialized().write(to: URL(fileURLWithPath: out + "/live-handled-error.envelope"))
+            try messageEnvelope.serialized().write(to: URL(fileURLWithPath: out + "/live-handled-message.envelope"))
+        }
+        // beforeSend edits or drops handled events like every other event.
+        let dropping = EventReporter(options: ReportingFixture.options { $0.beforeSend = { $0.level == .warning ? nil : $0 } },
+                                     installationID: ReportingFixture.installationID)
+        #expect(dropping.handledEnvelope(.message("dropped"), level: .warning, frames: frames, threadID: 9, isMainThread: true,
+                                         eventID: SentryID.random(), converter: converter, scope: nil) == nil)
+        #expect(dropping.handledEnvelope(.message("kept"), level: .info, frames: frames, threadID: 9, isMainThread: true,
+                                         eventID: SentryID.random(), converter: converter, scope: nil) != nil)
+        let report = try #require(dropping.clientReportEnvelope())
+        #expect(String(decoding: report.serialized(), as: UTF8.self).contains("before_send"))
+    }
+
     @Test func anObjectiveCExceptionKeepsItsNameAndReason() throws {
         let report = try CrashReport.decode([UInt8](FileManager.default.contents(atPath: schemaDirectory + "/examples/objc-exception.json")!))
         let exception = try #require(converter.event(from: report).exception?.values.first)

@@ -132,3 +132,13 @@ CrashShieldSDK.setContext("order", ["id": "A-1187", "items": "3"])          // n
 CrashShieldSDK.addBreadcrumb(message: "tapped pay", category: "ui", level: .info, data: ["screen": "checkout"])
 // README example end
 }
+
+func readmeExample_handledEvents() {
+// README example begin
+enum CheckoutError: Error { case declined(code: Int) }
+CrashShieldSDK.capture(error: CheckoutError.declined(code: 7))       // returns the event id, or nil
+CrashShieldSDK.capture(message: "cart emptied by the server", level: .warning)
+let sent = CrashShieldSDK.flush(timeout: .seconds(2))
+// README example end
+_ = sent
+}

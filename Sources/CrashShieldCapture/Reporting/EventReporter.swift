@@ -100,6 +100,21 @@ package final class EventReporter: @unchecked Sendable {
         return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
     }
 
+    /// The envelope for an event the app reported itself (`Handled`), with the app's scope as it
+    /// is now; nil when `beforeSend` drops it (counted: `before_send`). Counts as an error in
+    /// `session`.
+    package func handledEnvelope(_ handled: IncidentEventConverter.Handled, level: SentryEvent.Level,
+                                 frames: [IncidentRecord.Frame], threadID: UInt64, isMainThread: Bool, eventID: String,
+                                 converter: IncidentEventConverter, session: SessionTracker? = nil,
+                                 scope: CrashScope.Snapshot? = CrashScope.snapshot(lastBreadcrumbs: CrashScope.maxBreadcrumbs)) -> Envelope? {
+        var event = converter.event(handled: handled, level: level, frames: frames, threadID: threadID,
+                                    isMainThread: isMainThread, eventID: eventID)
+        event.apply(scope: scope, installationID: installationID)
+        guard let edited = apply(event) else { return nil }
+        session?.recordError()
+        return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
+    }
+
     /// The event that a launch-crash loop ended: the launch that ran `repairStep` at its start
     /// (after `consecutiveLaunchCrashes` launch crashes in a row) completed. `level: info`, a
     /// message naming the step, tags `launch.repair_step` (the step), `launch.consecutive_crashes`

@@ -114,7 +114,68 @@ package struct IncidentEventConverter: Sendable {
         event.environment = environment
         event.sdk = ReportingOptions.sdk
         event.contexts = contexts
-        let frames = record.frames.map { frame -> SentryEvent.Frame in
+        var exception = SentryEvent.ExceptionValue(
+            type: record.guardName, value: record.reason,
+            mechanism: SentryEvent.Mechanism(
+                type: "crashshield.guard", handled: true, description: record.methodName,
+                data: ["policy": .string(record.policy), "method": .string(record.methodName)]),
+            stacktrace: stacktrace(record.frames), threadID: record.threadID)
+        exception.module = record.className.isEmpty ? nil : record.className
+        event.exception = SentryEvent.Values([exception])
+        event.threads = SentryEvent.Values([SentryEvent.Thread(id: record.threadID, current: true, main: record.isMainThread)])
+        event.debugMeta = debugMeta(record.frames)
+        event.fingerprint = ["crashshield.incident", record.guardName, record.fingerprintHex]
+        event.tags = ["crashshield.guard": record.guardName, "crashshield.policy": record.policy,
+                      "crashshield.incident_count": String(occurrences)]
+        event.extra = ["crashshield.occurrences": .int(Int64(clamping: occurrences)),
+                       "crashshield.class": .string(record.className), "crashshield.selector": .string(record.selector),
+                       "crashshield.class_method": .bool(record.isClassMethod),
+                       "crashshield.fingerprint": .string(record.fingerprintHex)]
+        return event
+    }
+}
+
+extension IncidentEventConverter {
+    /// What the app reports itself (`CrashShieldSDK.capture(error:)`, `capture(message:)`).
+    package enum Handled: Sendable {
+        /// An error: its type name and description.
+        case error(type: String, description: String)
+        case message(String)
+    }
+
+    /// The event for something the app reported itself: `level` as given; an error is one
+    /// exception (`type`, `value`, mechanism `generic`, handled) with the caller's frames, a
+    /// message is a `logentry` with the frames as the thread's stack. Grouped by the server
+    /// (type and frames, or the message).
+    package func event(handled: Handled, level: SentryEvent.Level, frames: [IncidentRecord.Frame], threadID: UInt64,
+                       isMainThread: Bool, eventID: String, timestamp: Date = Date()) -> SentryEvent {
+        var event = SentryEvent(eventID: eventID, timestamp: SentryTimestamp.rfc3339(timestamp), platform: platform)
+        event.level = level
+        event.logger = "crashshield"
+        event.release = release
+        event.dist = dist
+        event.environment = environment
+        event.sdk = ReportingOptions.sdk
+        event.contexts = contexts
+        switch handled {
+        case .error(let type, let description):
+            event.exception = SentryEvent.Values([SentryEvent.ExceptionValue(
+                type: type, value: description, mechanism: SentryEvent.Mechanism(type: "generic", handled: true),
+                stacktrace: stacktrace(frames), threadID: threadID)])
+            event.threads = SentryEvent.Values([SentryEvent.Thread(id: threadID, current: true, main: isMainThread)])
+        case .message(let text):
+            event.logentry = SentryEvent.LogEntry(formatted: text)
+            var thread = SentryEvent.Thread(id: threadID, current: true, main: isMainThread)
+            thread.stacktrace = stacktrace(frames)
+            event.threads = SentryEvent.Values([thread])
+        }
+        event.debugMeta = debugMeta(frames)
+        return event
+    }
+
+    /// `frames` (return addresses, call site first) as a stack trace, caller → callee.
+    func stacktrace(_ frames: [IncidentRecord.Frame]) -> SentryEvent.Stacktrace? {
+        let converted = frames.map { frame -> SentryEvent.Frame in
             var result = SentryEvent.Frame(instructionAddr: CrashEventConverter.hex(frame.address))
             if !frame.imagePath.isEmpty {
                 result.package = frame.imagePath
@@ -125,36 +186,22 @@ package struct IncidentEventConverter: Sendable {
             }
             return result
         }
-        var exception = SentryEvent.ExceptionValue(
-            type: record.guardName, value: record.reason,
-            mechanism: SentryEvent.Mechanism(
-                type: "crashshield.guard", handled: true, description: record.methodName,
-                data: ["policy": .string(record.policy), "method": .string(record.methodName)]),
-            stacktrace: frames.isEmpty ? nil : SentryEvent.Stacktrace(frames: frames.reversed(), instructionAddrAdjustment: "all"),
-            threadID: record.threadID)
-        exception.module = record.className.isEmpty ? nil : record.className
-        event.exception = SentryEvent.Values([exception])
-        event.threads = SentryEvent.Values([SentryEvent.Thread(id: record.threadID, current: true, main: record.isMainThread)])
-        if let imageIdentity {
-            var seen = Set<String>()
-            var images: [SentryEvent.DebugImage] = []
-            for frame in record.frames where !frame.imagePath.isEmpty && !seen.contains(frame.imagePath) {
-                seen.insert(frame.imagePath)
-                guard let offset = frame.imageOffset, offset <= frame.address, let identity = imageIdentity(frame.imagePath),
-                      let image = identity.debugImage(path: frame.imagePath, base: frame.address - offset, arch: contexts?.device?.arch)
-                else { continue }
-                images.append(image)
-            }
-            if !images.isEmpty { event.debugMeta = SentryEvent.DebugMeta(images: images) }
+        return converted.isEmpty ? nil : SentryEvent.Stacktrace(frames: converted.reversed(), instructionAddrAdjustment: "all")
+    }
+
+    /// `debug_meta` for the images of `frames` (`imageIdentity`), nil for none.
+    func debugMeta(_ frames: [IncidentRecord.Frame]) -> SentryEvent.DebugMeta? {
+        guard let imageIdentity else { return nil }
+        var seen = Set<String>()
+        var images: [SentryEvent.DebugImage] = []
+        for frame in frames where !frame.imagePath.isEmpty && !seen.contains(frame.imagePath) {
+            seen.insert(frame.imagePath)
+            guard let offset = frame.imageOffset, offset <= frame.address, let identity = imageIdentity(frame.imagePath),
+                  let image = identity.debugImage(path: frame.imagePath, base: frame.address - offset, arch: contexts?.device?.arch)
+            else { continue }
+            images.append(image)
         }
-        event.fingerprint = ["crashshield.incident", record.guardName, record.fingerprintHex]
-        event.tags = ["crashshield.guard": record.guardName, "crashshield.policy": record.policy,
-                      "crashshield.incident_count": String(occurrences)]
-        event.extra = ["crashshield.occurrences": .int(Int64(clamping: occurrences)),
-                       "crashshield.class": .string(record.className), "crashshield.selector": .string(record.selector),
-                       "crashshield.class_method": .bool(record.isClassMethod),
-                       "crashshield.fingerprint": .string(record.fingerprintHex)]
-        return event
+        return images.isEmpty ? nil : SentryEvent.DebugMeta(images: images)
     }
 }
 

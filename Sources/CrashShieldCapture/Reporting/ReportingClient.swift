@@ -289,6 +289,39 @@ package final class ReportingClient: @unchecked Sendable {
         }
     }
 
+    /// Converts an event the app reported itself (scope taken now, `beforeSend`) and submits it
+    /// on the reporting queue; returns its event id, or nil after `end` (nothing is sent then).
+    package func submitHandled(_ handled: IncidentEventConverter.Handled, level: SentryEvent.Level,
+                               frames: [IncidentRecord.Frame], threadID: UInt64, isMainThread: Bool) -> String? {
+        guard inOwnerProcess, !isEnded else { return nil }
+        let eventID = SentryID.random()
+        let scope = CrashScope.snapshot(lastBreadcrumbs: CrashScope.maxBreadcrumbs)
+        queue.async { [self] in
+            guard let parts, !isEnded else { return }
+            if let envelope = parts.reporter.handledEnvelope(
+                handled, level: level, frames: frames, threadID: threadID, isMainThread: isMainThread, eventID: eventID,
+                converter: parts.incidentConverter, session: parts.sessions, scope: scope) {
+                try? parts.transport.submit(envelope)
+            }
+        }
+        return eventID
+    }
+
+    /// Waits until what was submitted so far is converted and stored, then sends what is pending,
+    /// for at most `timeout` in all; true when nothing was left unsent in time.
+    package func flush(timeout: Duration) -> Bool {
+        guard inOwnerProcess, !isEnded else { return false }
+        let deadline = ContinuousClock.now + timeout
+        guard waitUntilIdle(timeout: timeout) else { return false }
+        lock.lock()
+        let transport = self.transport
+        lock.unlock()
+        let left = deadline - ContinuousClock.now
+        guard let transport, left > .zero else { return false }
+        let result = transport.flush(timeout: left)
+        return result.stop == nil && result.remaining == 0
+    }
+
     /// Launch protection's launch completed after the repair step `step` ran at its start (it
     /// ended a loop of `consecutiveLaunchCrashes` launch crashes): submits
     /// `EventReporter.launchLoopEndedEnvelope` on the reporting queue. Nothing after `end`; a call

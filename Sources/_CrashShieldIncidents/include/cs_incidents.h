@@ -98,6 +98,10 @@ void cs_incident_record(const cs_incident_site *site);
  *  of the API function that called the function calling this). Unchanged when the stack is too
  *  short. */
 void cs_incident_record_above_caller(cs_incident_site *site, uint8_t skip);
+/** The calling thread's return addresses, starting at the return address into the caller of the
+ *  function that calls this one, `skip` more callers up: up to `capacity` into `out`. Returns how
+ *  many. Normal context (backtrace(3)). */
+size_t cs_caller_frames(uintptr_t *out, size_t capacity, uint8_t skip);
 
 /** Sets (or clears with NULL) the delivery callback. Starts the delivery thread on first use,
  *  and then registers, once per process, the exit handler (cs_incidents_end_delivery_for_exit)
