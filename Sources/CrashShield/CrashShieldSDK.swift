@@ -56,23 +56,30 @@ public enum CrashShieldSDK {
         startLock.lock()
         defer { startLock.unlock() }
 
+        // The app declares its version once: capture takes it from the release when left unset.
+        // In place (optional chaining): the app's choice of capture itself stays as it made it.
+        var declared = options
+        if declared.capture?.appVersion == nil {
+            declared.capture?.appVersion = options.capture?.withAppVersion(from: options.reporting).appVersion
+        }
+
         // 1. Validate every part; nothing has changed yet.
         try throwIfRejected(cs_guards_start_check())
-        if let capture = options.capture { try CrashCapture.validate(capture) }
+        if let capture = declared.capture { try CrashCapture.validate(capture) }
 
         // With reporting, the stored remote configuration becomes this run's (a newer one is
         // fetched in the background for the next start) before anything reads it: its rule fills
         // in what the app left unset, and capture writes its version into every report.
-        let reportingDirectory = options.capture?.directory
-            ?? options.launchProtection?.directoryWithoutCapture ?? CaptureOptions.defaultDirectory
-        if let reporting = options.reporting {
+        let reportingDirectory = declared.capture?.directory
+            ?? declared.launchProtection?.directoryWithoutCapture ?? CaptureOptions.defaultDirectory
+        if let reporting = declared.reporting {
             ReportingClient.activateRemoteConfiguration(reporting, directory: reportingDirectory,
-                                                        appVersion: options.capture?.appVersion)
+                                                        appVersion: declared.capture?.appVersion ?? reporting.releaseVersion)
         }
         // The app's own capture options: reporting keeps their name and version (the release)
         // when the remote configuration switched capture off.
-        let appCapture = options.capture
-        let options = optionsWithRemoteOverrides(options)
+        let appCapture = declared.capture
+        let options = optionsWithRemoteOverrides(declared)
 
         // 2. Act, in order. Each later step may rely on the earlier ones.
         try startGuards(options)

@@ -12,7 +12,10 @@ public struct CaptureOptions: Sendable {
     public var directory: String
     /// Written into reports. Default: the executable's name.
     public var appName: String?
-    /// Written into reports; launch protection uses it to tell an app update. Default: nil.
+    /// The app's version ("2.4.1"): written into reports; launch protection uses it to tell an
+    /// app update; remote configuration rules match it. Default: nil, which a start fills in from
+    /// `ReportingOptions.releaseVersion` when reporting is on, else (Apple) from the main bundle's
+    /// `CFBundleShortVersionString` (`withAppVersion(from:)`).
     public var appVersion: String?
     /// Capture SIGPIPE too, unless the app ignores it (SIG_IGN is always honoured). Default: true.
     public var captureSIGPIPE = true
@@ -165,6 +168,7 @@ public enum CrashCapture {
     public static func start(_ options: CaptureOptions = CaptureOptions(),
                              launchProtection: LaunchProtectionOptions? = LaunchProtectionOptions(),
                              reporting: ReportingOptions? = nil) throws -> LaunchProtection? {
+        let options = options.withAppVersion(from: reporting)
         if let reporting {
             try validate(options)
             ReportingClient.activateRemoteConfiguration(reporting, directory: options.directory, appVersion: options.appVersion)
@@ -437,4 +441,25 @@ func isDirectory(_ path: String) -> Bool {
 func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let string else { return body(nil) }
     return string.withCString { body($0) }
+}
+
+extension CaptureOptions {
+    /// These options with `appVersion` filled in when the app left it nil: the version part of
+    /// `reporting.release` (`ReportingOptions.releaseVersion`), else, on Apple platforms, the main
+    /// bundle's `CFBundleShortVersionString`. A version the app set is never replaced.
+    public func withAppVersion(from reporting: ReportingOptions?) -> CaptureOptions {
+        guard appVersion == nil else { return self }
+        var filled = self
+        filled.appVersion = reporting?.releaseVersion ?? Self.bundleVersion
+        return filled
+    }
+
+    /// The main bundle's `CFBundleShortVersionString` (Apple platforms; nil elsewhere).
+    static var bundleVersion: String? {
+        #if canImport(Darwin)
+        return Bundle.main.object(forInfoDictionaryKey: "CFBundleShortVersionString") as? String
+        #else
+        return nil
+        #endif
+    }
 }

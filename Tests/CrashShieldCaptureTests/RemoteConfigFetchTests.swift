@@ -41,7 +41,7 @@ import Testing
         #expect(await fetcher.fetch(now: start) == .stored(version: 7))
         let first = try #require(server.requests.first)
         #expect(first.method == "GET" && first.version == "HTTP/1.1", "\(first)")
-        #expect(first.path == "/api/42/sdk-config?release=2.4.1&os=Linux&os_version=6.1.0&arch=x86_64", "\(first.path)")
+        #expect(first.path == "/api/42/sdk-config?app_version=2.4.1&os=Linux&os_version=6.1.0&arch=x86_64", "\(first.path)")
         #expect(first.headers["if-none-match"] == nil)
         #expect(store.loadDocument()?.version == 7)
         #expect(store.loadDocument()?.etag == "\"v7\"")

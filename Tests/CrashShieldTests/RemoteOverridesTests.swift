@@ -96,6 +96,45 @@ import Testing
         #expect(applied.applyingRemoteOverrides(rule).reporting?.incidentSampleRate == 0.25)
     }
 
+    /// Issue 23 item 8: the app declares its version once, in the release. A start with
+    /// reporting `shop@2.4.1+311` and capture's `appVersion` unset matches the rule for app
+    /// versions 2.4.x (before: capture's version stayed nil, no rule matched, the timer guard
+    /// kept `neutralize`: exit 4); the report version is the release's.
+    @Test func theReleaseDeclaresTheVersionRulesMatch() async throws {
+        await #expect(processExitsWith: .success) {
+            let directory = NSTemporaryDirectory() + "remote-overrides-release-\(getpid())"
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let document = RemoteConfigDocument(version: 4, issuedAt: "2026-11-23T06:00:00Z", rules: [
+                RemoteConfigRule(when: RemoteConfigCondition(appVersion: try! VersionConstraint(">=2.4.0, <2.5.0")),
+                                 guards: ["timer": .off]),
+            ])
+            guard (try? RemoteConfigStore(directory: directory).store(
+                SignedRemoteConfig(payload: document.jsonData(), signature: nil), document: document, etag: nil)) != nil else { exit(2) }
+            var options = CrashShieldOptions()
+            options.capture = CaptureOptions(directory: directory)
+            options.launchProtection = nil
+            options.reporting = try? ReportingOptions(dsn: "http://key@127.0.0.1:9/42", release: "shop@2.4.1+311")
+            guard (try? CrashShieldSDK.start(options)) != nil else { exit(3) }
+            let timer = CrashShieldSDK.status.first { $0.id == .timer }
+            exit(timer?.policy == .off ? 0 : 4)
+        }
+    }
+
+    @Test func theReleaseVersionIsTheTextBetweenAtAndPlus() throws {
+        func version(_ release: String) throws -> String? { try ReportingOptions(dsn: "http://key@127.0.0.1:9/42", release: release).releaseVersion }
+        #expect(try version("com.example.app@2.4.1+311") == "2.4.1")
+        #expect(try version("shop@1.0") == "1.0")
+        #expect(try version("shop@1.0@2.0-beta") == "2.0-beta")
+        #expect(try version("no-version") == nil)
+        #expect(try version("shop@+311") == nil)
+        let reporting = try ReportingOptions(dsn: "http://key@127.0.0.1:9/42", release: "shop@2.4.1+311")
+        #expect(CaptureOptions(directory: "/tmp/x").withAppVersion(from: reporting).appVersion == "2.4.1")
+        var own = CaptureOptions(directory: "/tmp/x")
+        own.appVersion = "9.9"
+        #expect(own.withAppVersion(from: reporting).appVersion == "9.9", "a version the app set is kept")
+        #expect(CaptureOptions(directory: "/tmp/x").withAppVersion(from: nil).appVersion == nil)
+    }
+
     /// End to end from the stored document: its first rule applies only to the app and OS
     /// versions its `when` matches; an app that matches no rule keeps its default rate.
     @Test func theRateFollowsTheRuleMatchingTheAppAndOSVersion() throws {

@@ -14,8 +14,12 @@ public struct RemoteConfigOptions: Sendable {
     /// or wrongly signed ones are refused (also a stored one, at start). Default: nil (signatures
     /// are not checked).
     public var publicKey: RemoteConfigPublicKey?
-    /// The app's version: matched against rules' `app_version` and sent as `release`. Default: nil.
+    /// The app's version ("2.4.1"): matched against rules' `app_version` and sent as
+    /// `app_version`. Default: nil.
     public var appVersion: String?
+    /// The app's release ("com.example.app@2.4.1+311"), sent as `release` for the server's
+    /// records; rules never match it. Default: nil (not sent).
+    public var release: String?
     /// The operating system's name matched against rules' `os` and sent as `os`.
     /// Default: `RemoteConfigOptions.currentOS` ("iOS", "macOS", "Linux", ...).
     public var os: String = RemoteConfigOptions.currentOS
@@ -257,12 +261,12 @@ package struct RemoteConfigFetcher: Sendable {
 
     package init(options: RemoteConfigOptions) { self.options = options }
 
-    /// The request: GET `sdkConfigURL?release=&os=&os_version=&arch=` with `If-None-Match` when a
-    /// document with an ETag is stored.
+    /// The request: GET `sdkConfigURL?app_version=[&release=]&os=&os_version=&arch=` with
+    /// `If-None-Match` when a document with an ETag is stored.
     package func request() -> URLRequest {
         var components = URLComponents(url: options.dsn.sdkConfigURL, resolvingAgainstBaseURL: false)!
-        components.queryItems = [
-            URLQueryItem(name: "release", value: options.appVersion ?? ""),
+        components.queryItems = [URLQueryItem(name: "app_version", value: options.appVersion ?? "")]
+            + (options.release.map { [URLQueryItem(name: "release", value: $0)] } ?? []) + [
             URLQueryItem(name: "os", value: options.os),
             URLQueryItem(name: "os_version", value: options.osVersion),
             URLQueryItem(name: "arch", value: options.arch),

@@ -141,6 +141,7 @@ package final class ReportingClient: @unchecked Sendable {
         var remote = RemoteConfigOptions(dsn: options.dsn, directory: directory)
         remote.publicKey = options.remoteConfigPublicKey
         remote.appVersion = appVersion
+        remote.release = options.release
         let activation = RemoteConfiguration.activateWithoutFetch(remote)
         pendingFetch.set((remote, activation))
     }

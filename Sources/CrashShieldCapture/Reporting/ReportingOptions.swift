@@ -137,6 +137,16 @@ public struct ReportingOptions: Sendable {
         incidentSampleRate = remoteRate
     }
 
+    /// The app's version as `release` carries it: the text after the last "@" up to the first
+    /// "+" ("2.4.1" for "com.example.app@2.4.1+311"); nil without a release, without "@", or when
+    /// that text is empty. A start with reporting takes `CaptureOptions.appVersion` from it when
+    /// the app left that unset, so the app declares its version once.
+    public var releaseVersion: String? {
+        guard let release, let at = release.lastIndex(of: "@") else { return nil }
+        let version = release[release.index(after: at)...].prefix { $0 != "+" }
+        return version.isEmpty ? nil : String(version)
+    }
+
     /// `release`, or the default for a process named `processName` at `appVersion`.
     package func effectiveRelease(processName: String?, appVersion: String?) -> String {
         release ?? Self.defaultRelease(processName: processName, appVersion: appVersion)
