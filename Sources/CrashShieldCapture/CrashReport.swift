@@ -133,6 +133,8 @@ public struct CrashReport: Codable, Sendable, Hashable {
         /// The policy the guard applied: "neutralize", "reportOnly" or "off". Absent in reports
         /// of older versions.
         public var policy: String?
+        /// The incident's fingerprint ("0x…"), as its event's. Absent in reports of older versions.
+        public var fingerprint: String?
     }
 
     public struct GuardState: Codable, Sendable, Hashable {

@@ -383,6 +383,8 @@ static void csc_write_incidents(csc_out *out) {
         csc_out_u64(out, crumb->count);
         csc_out_key(out, "monotonic_ns", false);
         csc_out_u64(out, crumb->monotonic_ns);
+        csc_out_key(out, "fingerprint", false);
+        csc_out_hex(out, crumb->fingerprint);
         csc_out_key(out, "policy", false);
         csc_out_raw(out, crumb->policy == CS_POLICY_REPORT_ONLY ? "\"reportOnly\""
                          : crumb->policy == CS_POLICY_OFF ? "\"off\"" : "\"neutralize\"");

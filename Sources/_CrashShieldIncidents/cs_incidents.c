@@ -213,7 +213,7 @@ static void cs_count_for_guard(const char *guard_name) {
     }
 }
 
-static void cs_breadcrumb_write(const cs_incident_site *site, uint64_t count, uint64_t monotonic_ns) {
+static void cs_breadcrumb_write(const cs_incident_site *site, uint64_t count, uint64_t monotonic_ns, uint64_t fingerprint) {
     uint64_t sequence = atomic_fetch_add(&g_breadcrumbs.next_sequence, 1) + 1;
     uint32_t index = (uint32_t)((sequence - 1) % CS_BREADCRUMB_CAPACITY);
     _Atomic uint64_t *lock = &g_breadcrumbs.seq_lock[index];
@@ -233,6 +233,7 @@ static void cs_breadcrumb_write(const cs_incident_site *site, uint64_t count, ui
     slot->arg_count = site->arg_count;
     slot->policy = site->policy;
     slot->thread_id = cs_current_thread_id();
+    slot->fingerprint = fingerprint;
     cs_copy_name(slot->class_name, sizeof slot->class_name, site->class_name);
     cs_copy_name(slot->selector_name, sizeof slot->selector_name, site->selector_name);
     slot->is_class_method = site->is_class_method;
@@ -354,11 +355,11 @@ void cs_incident_record(const cs_incident_site *site) {
     cs_fingerprint_slot *slot = cs_fingerprint_slot_for(fingerprint);
     if (slot == NULL) {
         atomic_fetch_add(&g_untracked, 1);
-        cs_breadcrumb_write(site, 0, monotonic);
+        cs_breadcrumb_write(site, 0, monotonic, fingerprint);
         return;
     }
     uint64_t count = atomic_fetch_add_explicit(&slot->count, 1, memory_order_relaxed) + 1;
-    cs_breadcrumb_write(site, count, monotonic);
+    cs_breadcrumb_write(site, count, monotonic, fingerprint);
     cs_incident_kind kind;
     if (count == 1) {
         kind = CS_INCIDENT_FIRST;

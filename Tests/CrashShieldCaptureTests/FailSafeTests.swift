@@ -52,6 +52,24 @@ import _CrashShieldCapture
         let event = CrashEventConverter(release: "app@1", dist: nil, environment: "test").event(from: report)
         #expect(event.tags?["crashshield.report_only_guard"] == "container")
         #expect(event.tags?["crashshield.crash_in_guard"] == nil)
+        // The report-only incident, which the process had no time to send, goes first, beside
+        // the crash, with the incident's own fingerprint (before: the crash alone).
+        let reporter = EventReporter(options: ReportingFixture.options(), installationID: ReportingFixture.installationID)
+        let envelopes = reporter.crashEnvelopes(reports: [report], sessions: nil)
+        #expect(envelopes.count == 2)
+        let events = try envelopes.compactMap { try Envelope.parse($0.serialized()).event() }
+        let incidentEvent = try #require(events.first)
+        let recorded = try #require((report.incidents ?? []).last { $0.guard == "container" && $0.policy == "reportOnly" })
+        let value = try #require(recorded.fingerprint.flatMap { UInt64($0.dropFirst(2), radix: 16) })
+        let hex = String(repeating: "0", count: 16 - String(value, radix: 16).count) + String(value, radix: 16)
+        #expect(incidentEvent.level == .warning && incidentEvent.exception?.values.first?.type == "container")
+        #expect(incidentEvent.exception?.values.first?.value == "index 5 beyond count 2")
+        #expect(incidentEvent.fingerprint == ["crashshield.incident", "container", hex])
+        #expect(incidentEvent.tags?["crashshield.policy"] == "reportOnly" && events.last?.level == .fatal)
+        if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            try envelopes[0].serialized().write(to: URL(fileURLWithPath: out + "/live-report-only-incident.envelope"))
+        }
 
         let next = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
         #expect(next.termination == .exited(0))

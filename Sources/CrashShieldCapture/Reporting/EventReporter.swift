@@ -69,6 +69,7 @@ package final class EventReporter: @unchecked Sendable {
                 : report == unrecordedReport ? sessions?.crashedUpdate(unrecordedLaunchOf: report) : nil
             var event = converter.event(from: report, context: context)
             event.apply(scope: report.scope, installationID: installationID)
+            if let incident = reportOnlyIncidentEnvelope(report, crashEvent: event) { envelopes.append(incident) }
             if let edited = apply(event) {
                 if let envelope = try? Envelope.event(edited, session: session, sdk: ReportingOptions.sdk, dsn: options.dsn) {
                     envelopes.append(envelope)
@@ -82,6 +83,42 @@ package final class EventReporter: @unchecked Sendable {
             envelopes.append(envelope)
         }
         return envelopes
+    }
+
+    /// For a crash that a report-only guard let through (`exception.report_only_guard`): the
+    /// incident that guard recorded (the crashed thread's latest report-only one in the report),
+    /// as the incident event the process had no time to send, sent beside the crash it explains.
+    /// Its frames are the crash's, its fingerprint the incident's (so it joins the issue of the
+    /// same misuse reported live), its release, contexts, debug images and scope the crash
+    /// event's; the id is derived from the report, so a re-sent report gives the same event. Nil
+    /// when there is none, or `beforeSend` drops it (counted: `before_send`).
+    func reportOnlyIncidentEnvelope(_ report: CrashReport, crashEvent: SentryEvent) -> Envelope? {
+        guard let guardName = report.exception?.reportOnlyGuard,
+              let incident = (report.incidents ?? []).filter({ $0.guard == guardName && $0.policy == "reportOnly" })
+                  .max(by: { ($0.sequence ?? 0) < ($1.sequence ?? 0) })
+        else { return nil }
+        let frames = (report.crashedThread?.frames ?? []).compactMap { frame -> IncidentRecord.Frame? in
+            guard let address = frame.addressValue else { return nil }
+            return IncidentRecord.Frame(address: address, imagePath: frame.image ?? "", imageOffset: frame.offsetValue)
+        }
+        let record = IncidentRecord(
+            guardName: guardName, policy: "reportOnly", className: incident.class ?? "", selector: incident.selector ?? "",
+            isClassMethod: incident.classMethod == true, reason: incident.reason ?? "", frames: frames,
+            threadID: report.crash?.threadId ?? 0, isMainThread: report.crash?.mainThread == true,
+            wallTime: Date(timeIntervalSince1970: Double(report.timestampNs ?? 0) / 1e9),
+            fingerprint: incident.fingerprint.flatMap { UInt64($0.hasPrefix("0x") ? String($0.dropFirst(2)) : $0, radix: 16) } ?? 0,
+            count: max(incident.count ?? 1, 1), isFirstOccurrence: true, scope: report.scope)
+        let converter = IncidentEventConverter(
+            release: crashEvent.release ?? "", dist: crashEvent.dist, environment: crashEvent.environment ?? options.environment,
+            inApp: InAppClassifier(include: options.inAppInclude, exclude: options.inAppExclude),
+            executable: report.process?.executable, contexts: crashEvent.contexts, platform: crashEvent.platform)
+        var event = converter.event(from: record, occurrences: record.count, processInstance: report.id)
+        event.eventID = SentryID.derived(from: "crashshield.report-only-incident:" + report.id)
+        event.debugMeta = crashEvent.debugMeta
+        event.extra?["crashshield.report_id"] = .string(report.id)
+        event.apply(scope: report.scope, installationID: installationID)
+        guard let edited = apply(event) else { return nil }
+        return try? Envelope.event(edited, sdk: ReportingOptions.sdk, dsn: options.dsn)
     }
 
     /// The envelope for an incident, or nil when it adds no event (a repeat below the next power

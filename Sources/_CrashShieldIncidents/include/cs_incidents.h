@@ -182,6 +182,7 @@ typedef struct {
     uint8_t arg_count;
     cs_policy policy;          /**< the policy the guard applied */
     uint64_t thread_id;        /**< cs_current_thread_id() of the thread that recorded it */
+    uint64_t fingerprint;      /**< the incident's fingerprint (as its event's) */
     char class_name[CS_BREADCRUMB_NAME_MAX];
     char selector_name[CS_BREADCRUMB_NAME_MAX];
     bool is_class_method;
