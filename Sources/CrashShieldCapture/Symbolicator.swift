@@ -126,21 +126,23 @@ package enum Symbolicator {
     }
 }
 
+/// `name` looked up in every image loaded (dlsym with RTLD_DEFAULT); nil when none defines it.
+private func runtimeSymbol(_ name: String) -> UnsafeMutableRawPointer? {
+    #if canImport(Darwin)
+    let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
+    #else
+    let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc and musl
+    #endif
+    return dlsym(defaultHandle, name)
+}
+
 /// `swift_demangle` from the Swift runtime, found at run time.
 enum SwiftDemangler {
     private typealias Demangle = @convention(c) (
         UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UInt32
     ) -> UnsafeMutablePointer<CChar>?
 
-    private static let function: Demangle? = {
-        #if canImport(Darwin)
-        let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
-        #else
-        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc and musl
-        #endif
-        guard let symbol = dlsym(defaultHandle, "swift_demangle") else { return nil }
-        return unsafeBitCast(symbol, to: Demangle.self)
-    }()
+    private static let function: Demangle? = runtimeSymbol("swift_demangle").map { unsafeBitCast($0, to: Demangle.self) }
 
     static func demangle(_ name: String) -> String {
         guard name.hasPrefix("$s") || name.hasPrefix("_$s") || name.hasPrefix("$S") || name.hasPrefix("_T"),
@@ -160,15 +162,7 @@ enum CxxDemangler {
         UnsafePointer<CChar>?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<Int32>?
     ) -> UnsafeMutablePointer<CChar>?
 
-    private static let function: Demangle? = {
-        #if canImport(Darwin)
-        let defaultHandle = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT on Darwin
-        #else
-        let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT on glibc and musl
-        #endif
-        guard let symbol = dlsym(defaultHandle, "__cxa_demangle") else { return nil }
-        return unsafeBitCast(symbol, to: Demangle.self)
-    }()
+    private static let function: Demangle? = runtimeSymbol("__cxa_demangle").map { unsafeBitCast($0, to: Demangle.self) }
 
     /// The demangled form of an Itanium C++ name ("_Z...", "__Z..." as Mach-O symbols spell it);
     /// any other name, or one the runtime cannot demangle, unchanged.

@@ -1028,10 +1028,11 @@ int cs_msg_runtime_json_subclass_forwards(void) {
 @implementation CSMsgLateForwarder
 @end
 
-int cs_msg_late_forwarder_missing_int(void) {
+/* -cs_missingInt sent to a new instance of `cls`: its answer, or -1 when it threw. */
+static int cs_msg_missing_int_of_new(Class cls) {
     @autoreleasepool {
         @try {
-            id object = cs_opaque([[CSMsgLateForwarder alloc] init]);
+            id object = cs_opaque([[cls alloc] init]);
             int answer = [(CSMsgAppModel *)object cs_missingInt];
             CS_RELEASE(object);
             return answer;
@@ -1040,6 +1041,10 @@ int cs_msg_late_forwarder_missing_int(void) {
             return -1;
         }
     }
+}
+
+int cs_msg_late_forwarder_missing_int(void) {
+    return cs_msg_missing_int_of_new([CSMsgLateForwarder class]);
 }
 
 void cs_msg_late_forwarder_add_forwarding(void) {
@@ -1077,17 +1082,7 @@ static id cs_msg_answer_target(CS_UNRETAINED id self, SEL _cmd, SEL sel) {
 }
 
 int cs_msg_late_redirector_missing_int(void) {
-    @autoreleasepool {
-        @try {
-            id object = cs_opaque([[CSMsgLateRedirector alloc] init]);
-            int answer = [(CSMsgAppModel *)object cs_missingInt];
-            CS_RELEASE(object);
-            return answer;
-        } @catch (NSException *exception) {
-            (void)exception;
-            return -1;
-        }
-    }
+    return cs_msg_missing_int_of_new([CSMsgLateRedirector class]);
 }
 
 void cs_msg_late_forwarder_add_target(void) {

@@ -165,15 +165,8 @@ package final class EventReporter: @unchecked Sendable {
                                          converter: IncidentEventConverter, now: Date = Date(),
                                          scope: CrashScope.Snapshot? = CrashScope.snapshot(lastBreadcrumbs: CrashScope.incidentBreadcrumbs)) -> Envelope? {
         let step = String(repairStep.prefix(200))
-        var event = SentryEvent(eventID: SentryID.derived(from: "crashshield.launch-loop-ended:" + launchID),
-                                timestamp: SentryTimestamp.rfc3339(now), platform: converter.platform)
-        event.level = .info
-        event.logger = "crashshield"
-        event.release = converter.release
-        event.dist = converter.dist
-        event.environment = converter.environment
-        event.sdk = ReportingOptions.sdk
-        event.contexts = converter.contexts
+        var event = converter.baseEvent(eventID: SentryID.derived(from: "crashshield.launch-loop-ended:" + launchID),
+                                        timestamp: now, level: .info)
         let crashes = consecutiveLaunchCrashes == 1 ? "1 launch crash" : "\(consecutiveLaunchCrashes) launch crashes in a row"
         event.logentry = SentryEvent.LogEntry(
             formatted: "Launch completed after repair step \(step)\(stepFailed ? " (the step failed or timed out)" : "") ended a loop of \(crashes)")

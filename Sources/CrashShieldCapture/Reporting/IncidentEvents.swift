@@ -104,16 +104,9 @@ package struct IncidentEventConverter: Sendable {
     /// derived from the fingerprint, the process and the count, so converting the same
     /// occurrence twice gives the same id.
     package func event(from record: IncidentRecord, occurrences: Int, processInstance: String) -> SentryEvent {
-        var event = SentryEvent(
+        var event = baseEvent(
             eventID: SentryID.derived(from: "crashshield.incident:\(processInstance):\(record.fingerprintHex):\(occurrences)"),
-            timestamp: SentryTimestamp.rfc3339(record.wallTime), platform: platform)
-        event.level = .warning
-        event.logger = "crashshield"
-        event.release = release
-        event.dist = dist
-        event.environment = environment
-        event.sdk = ReportingOptions.sdk
-        event.contexts = contexts
+            timestamp: record.wallTime, level: .warning)
         var exception = SentryEvent.ExceptionValue(
             type: record.guardName, value: record.reason,
             mechanism: SentryEvent.Mechanism(
@@ -149,14 +142,7 @@ extension IncidentEventConverter {
     /// (type and frames, or the message).
     package func event(handled: Handled, level: SentryEvent.Level, frames: [IncidentRecord.Frame], threadID: UInt64,
                        isMainThread: Bool, eventID: String, timestamp: Date = Date()) -> SentryEvent {
-        var event = SentryEvent(eventID: eventID, timestamp: SentryTimestamp.rfc3339(timestamp), platform: platform)
-        event.level = level
-        event.logger = "crashshield"
-        event.release = release
-        event.dist = dist
-        event.environment = environment
-        event.sdk = ReportingOptions.sdk
-        event.contexts = contexts
+        var event = baseEvent(eventID: eventID, timestamp: timestamp, level: level)
         switch handled {
         case .error(let type, let description):
             event.exception = SentryEvent.Values([SentryEvent.ExceptionValue(
@@ -170,6 +156,20 @@ extension IncidentEventConverter {
             event.threads = SentryEvent.Values([thread])
         }
         event.debugMeta = debugMeta(frames)
+        return event
+    }
+
+    /// An event of this process with no content yet: id, time, level, logger, release, dist,
+    /// environment, SDK and contexts.
+    func baseEvent(eventID: String, timestamp: Date, level: SentryEvent.Level) -> SentryEvent {
+        var event = SentryEvent(eventID: eventID, timestamp: SentryTimestamp.rfc3339(timestamp), platform: platform)
+        event.level = level
+        event.logger = "crashshield"
+        event.release = release
+        event.dist = dist
+        event.environment = environment
+        event.sdk = ReportingOptions.sdk
+        event.contexts = contexts
         return event
     }
 
