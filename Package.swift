@@ -7,6 +7,7 @@
 //   CrashShieldProtocol    Sentry wire formats (DSN, envelopes, events) and the remote-config document,
 //                          shared with the collector (Collector/ depends on it by path)
 //   _CrashShieldRuntime    Objective-C guards: runtime backend, guard engine, guard registry (not API)
+//   _CrashShieldCxxTerminate  C++ terminate handler: names an uncaught C++ exception in the report (not API)
 //   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
 //   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
 //   _CrashShieldTestSupport  C test seams (deliberate crashes, handler hooks) for `shield` and the tests
@@ -108,6 +109,12 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
+            // C++: the terminate handler that names an uncaught C++ exception (type, what())
+            // for the report capture writes when the process then aborts.
+            name: "_CrashShieldCxxTerminate",
+            dependencies: ["_CrashShieldCapture"]
+        ),
+        .target(
             // In no product: csc_test_support.h declares the test seams; the deliberate crashes
             // are defined here, the seams that need the handler's or the guards' state are defined
             // in those targets under CSC_TEST_SEAMS.
@@ -131,7 +138,7 @@ let package = Package(
         .target(
             name: "CrashShieldCapture",
             dependencies: [
-                "_CrashShieldCapture", "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldZlib",
+                "_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 internal import _CrashShieldCapture
+internal import _CrashShieldCxxTerminate
 internal import _CrashShieldIncidents
 
 /// Configuration of fatal crash capture: `CrashShieldOptions.capture` (CrashShield) or the first
@@ -240,7 +241,9 @@ public enum CrashCapture {
                 }
             }
             switch result {
-            case CSC_INSTALL_OK: break
+            case CSC_INSTALL_OK:
+                // An uncaught C++ exception's type and what() into the report of its abort.
+                _ = csc_cxx_install_terminate_handler()
             case CSC_INSTALL_NO_DIRECTORY: throw CrashCaptureError.directoryUnavailable(options.directory)
             case CSC_INSTALL_UNSUPPORTED: throw CrashCaptureError.unsupportedPlatform
             default: throw CrashCaptureError.installFailed

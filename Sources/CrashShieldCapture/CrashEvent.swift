@@ -23,7 +23,9 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
     public let classification: CrashReport.Classification
     /// The fatal signal. For an uncaught Objective-C exception: number 0 and name "".
     public let signal: Signal
-    /// The uncaught Objective-C exception that ended the process; nil for a signal.
+    /// The uncaught exception that ended the process: an Objective-C exception (kind
+    /// `.objcException`), or a C++ exception whose abort the report records (kind `.signal`,
+    /// SIGABRT); nil for any other signal.
     public let exception: Exception?
     /// The crashed thread's frames, innermost first, symbolicated when delivery symbolicates
     /// (the default); empty when the report was cut short before them.
@@ -48,12 +50,16 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
         public let name: String
     }
 
-    /// An uncaught Objective-C exception.
+    /// An uncaught exception.
     public struct Exception: Sendable, Hashable {
-        /// The exception's name ("NSRangeException"); "" when the report was cut short before it.
+        /// The exception's name ("NSRangeException"), or a C++ exception's demangled type
+        /// ("std::out_of_range"); "" when the report was cut short before it.
         public let name: String
-        /// The exception's reason; "" when it had none or the report was cut short before it.
+        /// The exception's reason (C++: `what()`); "" when it had none or the report was cut
+        /// short before it.
         public let reason: String
+        /// "objc" or "c++".
+        public let runtime: String
     }
 
     /// The crashed process.
@@ -90,12 +96,12 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
         } else {
             timestamp = Date(timeIntervalSince1970: 0)
         }
-        kind = raw.kind ?? (raw.exception != nil ? .objcException : .signal)
+        kind = raw.kind ?? (raw.exception != nil && raw.exception?.runtime == nil ? .objcException : .signal)
         classification = raw.classification ?? raw.classify()
         let number = raw.crash?.signal.map { Int($0) } ?? 0
         signal = Signal(number: number, name: raw.crash?.signalName ?? (number == 0 ? "" : "signal \(number)"))
-        exception = raw.exception.map { Exception(name: $0.name ?? "", reason: $0.reason ?? "") }
-            ?? (kind == .objcException ? Exception(name: "", reason: "") : nil)
+        exception = raw.exception.map { Exception(name: $0.name ?? "", reason: $0.reason ?? "", runtime: $0.runtime ?? "objc") }
+            ?? (kind == .objcException ? Exception(name: "", reason: "", runtime: "objc") : nil)
         crashedThreadFrames = raw.crashedThread?.frames ?? []
         let executable = raw.process?.executable ?? ""
         let executableName = (executable as NSString).lastPathComponent

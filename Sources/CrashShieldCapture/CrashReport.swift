@@ -82,8 +82,16 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var signalName: String?
     }
 
+    /// The uncaught exception that ended the process: an Objective-C exception (kind
+    /// `objc_exception`), or a C++ exception noted by the terminate handler before the process
+    /// aborted (kind `signal`, SIGABRT, `runtime` "c++").
     public struct ExceptionInfo: Codable, Sendable, Hashable {
+        /// "c++" for a C++ exception; absent for an Objective-C exception.
+        public var runtime: String?
+        /// Objective-C: the exception's name ("NSRangeException"). C++: the exception's type,
+        /// demangled ("std::out_of_range"); "" when std::terminate ran with no active exception.
         public var name: String?
+        /// Objective-C: the reason. C++: `what()` for a `std::exception`, "" for any other type.
         public var reason: String?
         /// The guard whose report-only policy let this exception through (its hook recorded the
         /// misuse on this thread, then called the original, which threw): the app's crash, not a
@@ -185,6 +193,8 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public static let swiftTrap = Classification(rawValue: "swift_trap")
         /// An uncaught Objective-C exception.
         public static let objcException = Classification(rawValue: "objc_exception")
+        /// An uncaught C++ exception, or `std::terminate` (`exception` says which).
+        public static let cppException = Classification(rawValue: "cpp_exception")
         /// SIGABRT: `abort()`, a failed C assertion, or the runtime aborting.
         public static let abort = Classification(rawValue: "abort")
         /// A trap instruction outside Swift code (`__builtin_trap`, a breakpoint), or an illegal
@@ -235,6 +245,7 @@ extension CrashReport {
     public func classify() -> Classification {
         if kind == .objcException { return .objcException }
         guard let crash else { return .unknown }
+        if exception?.runtime == "c++", crash.signal == SIGABRT { return .cppException }
         let frame0 = crashedThread?.frames?.first
         switch crash.signal ?? 0 {
         case SIGILL, SIGTRAP:

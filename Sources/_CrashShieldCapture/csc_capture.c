@@ -120,6 +120,13 @@ static _Atomic int g_frame_count;
 static cs_breadcrumb g_crumbs[CS_BREADCRUMB_CAPACITY];
 /* The Swift runtime's message of the fatal error being reported (csc_runtime_message_copy). */
 static char g_runtime_message[1024];
+/* The uncaught C++ exception noted by the terminate handler (csc_note_cxx_exception): the thread
+ * that noted it (0: none) claims the note with a CAS, writes the text, then publishes it with the
+ * release store of g_cxx_ready; the handler reads the text only after an acquire load of it. */
+static _Atomic csc_thread_id g_cxx_thread;
+static _Atomic bool g_cxx_ready;
+static char g_cxx_name[CSC_TEXT_MAX];
+static char g_cxx_reason[1024];
 static int g_first_signal;
 static uint64_t g_handler_start_ns;
 /* The image table this report reads, pinned when the handler claimed the crash. */
@@ -754,6 +761,14 @@ static void csc_write_signal_report(int sig, siginfo_t *info, void *uc, csc_thre
     csc_out_key(out, "recovered", false);
     csc_out_raw(out, recovered ? "true" : "false");
     csc_out_raw(out, "}");
+    if (atomic_load_explicit(&g_cxx_ready, memory_order_acquire) && atomic_load(&g_cxx_thread) == tid) {
+        csc_out_key(out, "exception", false);
+        csc_out_raw(out, "{\"runtime\":\"c++\",\"name\":");
+        csc_out_string(out, g_cxx_name, sizeof g_cxx_name);
+        csc_out_key(out, "reason", false);
+        csc_out_string(out, g_cxx_reason, sizeof g_cxx_reason);
+        csc_out_raw(out, "}");
+    }
     csc_out_flush(out);
 
 #if defined(CSC_TEST_SEAMS)
@@ -1152,6 +1167,21 @@ bool csc_report_exception(const char *name, const char *reason, const uintptr_t 
     return true;
 }
 
+static void csc_copy_text(char *to, size_t capacity, const char *from) {
+    size_t n = 0;
+    if (from) while (n + 1 < capacity && from[n]) { to[n] = from[n]; n++; }
+    to[n] = 0;
+}
+
+bool csc_note_cxx_exception(const char *type_name, const char *what) {
+    csc_thread_id none = 0, self = csc_thread_self();
+    if (!atomic_compare_exchange_strong(&g_cxx_thread, &none, self)) return false;
+    csc_copy_text(g_cxx_name, sizeof g_cxx_name, type_name);
+    csc_copy_text(g_cxx_reason, sizeof g_cxx_reason, what);
+    atomic_store_explicit(&g_cxx_ready, true, memory_order_release);
+    return true;
+}
+
 /* ---- install ------------------------------------------------------------------------------ */
 
 static void csc_free_alt_stack(void *memory) {
@@ -1345,6 +1375,7 @@ bool csc_report_exception(const char *name, const char *reason, const uintptr_t 
     return false;
 }
 bool csc_report_written(void) { return false; }
+bool csc_note_cxx_exception(const char *type_name, const char *what) { (void)type_name; (void)what; return false; }
 const char *csc_report_path(void) { return ""; }
 #if defined(CSC_TEST_SEAMS)
 void csc_test_fault_in_handler(bool enabled) { (void)enabled; }

@@ -9,7 +9,7 @@ import _CrashShieldTestSupport
 /// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
 /// uncaught exception with exit(1)); the report lands in D. Test setups before capture:
 /// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
-/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`; `jumped-signal` takes
+/// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`, `--app-terminate-handler`; `jumped-signal` takes
 /// `--jump-from <segv|abort>` and `--then <segv|abort|thread-abort>`; `fork-child-segv` takes
 /// `--from-thread` and `--parent-crashes`; `--occupy-report-name` takes the next report's name.
 /// Guards: `--guards` starts them with capture in one `CrashShieldSDK.start`, `--guards-after-capture`
@@ -28,6 +28,7 @@ enum CrashCommand {
         "utf8-exception",
         "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
         "jumped-signal", "array-beyond",
+        "cxx-exception", "cxx-custom-type", "cxx-noexcept", "thread-cxx-exception", "cxx-terminate", "cxx-caught-abort",
     ]
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -65,6 +66,7 @@ enum CrashCommand {
         if kind == "jumped-signal" { csc_test_install_jumping_handler(option("--jump-from", in: arguments) == "abort" ? SIGABRT : SIGSEGV) }
         if arguments.contains("--ignore-sigtrap") { signal(SIGTRAP, SIG_IGN) }
         if arguments.contains("--previous-trap-handler") { csc_test_install_previous_trap_handler() }
+        if arguments.contains("--app-terminate-handler") { csc_test_install_app_terminate_handler() }
         var options = CaptureOptions(directory: directory)
         options.recoverBackgroundThreads = kind == "recover-thread" || arguments.contains("--recover")
         options.appName = option("--app-name", in: arguments)
@@ -122,6 +124,12 @@ enum CrashCommand {
         case "fpe": csc_crash_fpe()
         case "abort": csc_crash_abort()
         case "trap": csc_crash_trap()
+        case "cxx-exception": csc_crash_cxx_exception()
+        case "cxx-custom-type": csc_crash_cxx_custom_type()
+        case "cxx-noexcept": csc_crash_cxx_noexcept()
+        case "thread-cxx-exception": csc_crash_thread_cxx_exception()
+        case "cxx-terminate": csc_crash_cxx_terminate()
+        case "cxx-caught-abort": csc_crash_cxx_caught_then_abort()
         case "objc-exception": cs_capture_raise_uncaught_exception()
         case "array-beyond": cs_capture_array_beyond_for_testing()
         case "swift-index": print(CrashKinds.swiftIndex(CommandLine.arguments.count + 2))

@@ -42,7 +42,9 @@ enum ReportsCommand {
         if let code = crash?.codeName { headline += " \(code)" }
         if let address = crash?.faultAddress { headline += " at \(address)" }
         print(headline)
-        if let exception = report.exception { print("  exception \(exception.name ?? "?"): \(exception.reason ?? "")") }
+        if let exception = report.exception {
+            print("  \(exception.runtime == "c++" ? "c++ exception" : "exception") \(exception.name ?? "?"): \(exception.reason ?? "")")
+        }
         print("  thread \(crash?.threadId ?? 0)\(crash?.mainThread == true ? " (main)" : "") phase \(report.launchPhase?.rawValue ?? "?")"
               + "\(event.isComplete ? "" : " [truncated]")\(report.minimal == true ? " [minimal: the handler crashed]" : "")"
               + "\(crash?.recovered == true ? " [thread parked, process continued]" : "")")

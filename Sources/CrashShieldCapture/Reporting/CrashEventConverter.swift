@@ -28,8 +28,9 @@ package struct CrashEventContext: Sendable, Hashable {
 /// Turns an on-disk crash report into a Sentry event, at the next start (never in the handler).
 ///
 /// The mapping (docs/REPORTING.md has it in full): `level: fatal`; one exception whose mechanism
-/// is `signalhandler` (signal meta, `synthetic: true`) for a signal or `nsexception` (name and
-/// reason) for an uncaught Objective-C exception; the crashed thread's frames caller → callee;
+/// is `signalhandler` (signal meta, `synthetic: true`) for a signal, `nsexception` (name and
+/// reason) for an uncaught Objective-C exception or `cpp_exception` (type and what(), signal
+/// meta SIGABRT) for an uncaught C++ exception; the crashed thread's frames caller → callee;
 /// registers; the crashed thread in `threads`; every image with a build id in `debug_meta`;
 /// contexts; release, dist, environment; the report's recent incidents as breadcrumbs; tags for
 /// the launch phase, launch-crash count, guard states and the classification.
@@ -111,11 +112,15 @@ package struct CrashEventConverter: Sendable {
             }
             let runtimeMessage = nonEmpty(crash?.runtimeMessage?.trimmingCharacters(in: .whitespacesAndNewlines))
             if let runtimeMessage { data["runtime_message"] = .string(runtimeMessage) }
+            // An uncaught C++ exception: its type and what() (the terminate handler noted them
+            // before the abort the report records), as Sentry's native SDK reports one.
+            let cxx = classification == .cppException ? report.exception : nil
             exception = SentryEvent.ExceptionValue(
-                type: classification == .swiftTrap ? "Swift runtime trap" : signalName,
-                value: runtimeMessage ?? Self.describe(classification, crash: crash, signalName: signalName, ownPID: report.process?.pid),
+                type: cxx.map { nonEmpty($0.name) ?? "std::terminate" } ?? (classification == .swiftTrap ? "Swift runtime trap" : signalName),
+                value: cxx.map { nonEmpty($0.reason) ?? "uncaught exception" }
+                    ?? runtimeMessage ?? Self.describe(classification, crash: crash, signalName: signalName, ownPID: report.process?.pid),
                 mechanism: SentryEvent.Mechanism(
-                    type: "signalhandler", handled: false, synthetic: true, data: data,
+                    type: cxx == nil ? "signalhandler" : "cpp_exception", handled: false, synthetic: cxx == nil ? true : nil, data: data,
                     meta: crash?.signal.map {
                         SentryEvent.Mechanism.Meta(signal: SentryEvent.Mechanism.Signal(
                             number: $0, code: crash?.code, name: crash?.signalName, codeName: crash?.codeName))

@@ -180,6 +180,16 @@ bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count)
  *  then ends the process with SIGABRT. */
 bool csc_report_exception(const char *name, const char *reason, const uintptr_t *addresses, size_t count);
 
+/** Uncaught C++ exception (called by the C++ terminate handler of `_CrashShieldCxxTerminate`,
+ *  not a signal handler, before it lets the process abort): notes the exception's type name
+ *  (demangled, "" when std::terminate ran without an active exception) and its what() text (""
+ *  when it is no std::exception). When this thread then dies of a fatal signal, its report has
+ *  a top-level "exception": {"runtime":"c++","name":...,"reason":...}. The first thread to note
+ *  keeps the note; a later note (another thread terminating at the same time) returns false and
+ *  changes nothing. Copies the text into static buffers (name CSC_TEXT_MAX, reason 1024 bytes,
+ *  longer text cut at a character boundary by the writer's escaping). Not async-signal-safe. */
+bool csc_note_cxx_exception(const char *type_name, const char *what);
+
 /** True once this process wrote a report (e.g. to skip a clean-exit marker in atexit). */
 bool csc_report_written(void);
 

@@ -58,6 +58,19 @@ void cs_backend_assume_table_layout_for_testing(int variant);
 
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
+/* Uncaught C++ exceptions (csc_crash_kinds_cxx.cpp): std::out_of_range("cart index 7 beyond 3
+ * items") thrown in crashshield_test::checkout_total; an app type that is no std::exception
+ * (crashshield_test::PaymentDeclined); std::runtime_error("receipt printer offline") out of a
+ * noexcept function; the first one on a std::thread; std::terminate() with no exception. */
+void csc_crash_cxx_exception(void);
+void csc_crash_cxx_custom_type(void);
+void csc_crash_cxx_noexcept(void);
+void csc_crash_thread_cxx_exception(void);
+void csc_crash_cxx_terminate(void);
+/** Throws and catches a C++ exception, then abort(): a plain abort. */
+void csc_crash_cxx_caught_then_abort(void);
+/** Installs a terminate handler of the app's that prints "app terminate handler ran" and aborts. */
+void csc_test_install_app_terminate_handler(void);
 void csc_crash_bus(void);
 void csc_crash_ill(void);
 void csc_crash_fpe(void);
