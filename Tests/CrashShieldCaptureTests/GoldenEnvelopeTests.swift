@@ -130,7 +130,7 @@ import Testing
 /// crashed function and reads back. With `CRASHSHIELD_INTEROP_DIR` set, the envelopes are also
 /// written there for `scripts/check-sentry-interop.sh`.
 @Suite struct LiveCrashEnvelopeTests {
-    @Test(arguments: ["segv", "abort", "objc-exception", "swift-index", "inside-guard"])
+    @Test(arguments: ["segv", "abort", "objc-exception", "swift-index", "inside-guard", "cxx-exception"])
     func liveCrashConverts(_ kind: String) throws {
         let directory = temporaryDirectory("live-\(kind)")
         var arguments = ["crash", kind, "--dir", directory]
@@ -143,7 +143,8 @@ import Testing
         let event = try #require(try Envelope.parse(envelope.serialized()).event())
         let frames = try #require(event.exception?.values.first?.stacktrace?.frames)
         let expectedFunction = ["segv": "csc_crash_segv", "abort": "csc_crash_abort", "swift-index": "swiftIndex",
-                                "objc-exception": "cs_capture_raise_uncaught_exception", "inside-guard": ""][kind]!
+                                "objc-exception": "cs_capture_raise_uncaught_exception", "inside-guard": "",
+                                "cxx-exception": "crashshield_test::checkout_total(int)"][kind]!
         if !expectedFunction.isEmpty {
             #expect(frames.contains { $0.function?.contains(expectedFunction) == true },
                     "\(kind): no frame names \(expectedFunction): \(frames.compactMap(\.function))")
@@ -154,6 +155,10 @@ import Testing
             // numbers in place (before: "index {} beyond count {}").
             let crumbs = event.breadcrumbs?.values.compactMap(\.message) ?? []
             #expect(crumbs.contains { $0.hasSuffix("objectAtIndex:]: index 7 beyond count 2") }, "\(crumbs)")
+        }
+        if kind == "cxx-exception" {
+            #expect(event.exception?.values.first?.type == "std::out_of_range")
+            #expect(event.exception?.values.first?.mechanism?.type == "cpp_exception")
         }
         if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
