@@ -23,9 +23,14 @@ __attribute__((noinline)) void charge_card(int cents) {
     throw PaymentDeclined{cents};
 }
 
-// A noexcept function that lets an exception out: the runtime terminates at its boundary.
-__attribute__((noinline)) void save_receipt(int copies) noexcept {
+__attribute__((noinline)) void print_receipt(int copies) {
     if (copies > 0) throw std::runtime_error("receipt printer offline");
+}
+
+// A noexcept function whose callee throws: the runtime unwinds to its boundary and terminates
+// there, so the callee's frame is gone and this one is the innermost frame of the throw.
+__attribute__((noinline)) void save_receipt(int copies) noexcept {
+    print_receipt(copies);
 }
 
 }  // namespace crashshield_test

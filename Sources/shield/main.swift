@@ -97,6 +97,7 @@ struct Crash: ParsableCommand {
     @Flag(help: .hidden) var resethandPrevious = false
     @Flag(help: .hidden) var slowPreviousHandlers = false
     @Flag(help: .hidden) var previousTrapHandler = false
+    @Flag(help: .hidden) var appTerminateHandler = false
     @Flag(help: .hidden) var ignoreSigpipe = false
     @Flag(help: .hidden) var ignoreSigtrap = false
     @Flag(help: .hidden) var fromThread = false

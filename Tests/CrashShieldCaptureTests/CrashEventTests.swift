@@ -62,8 +62,13 @@ import Testing
         let event = CrashEvent(try CrashReport.decode(Array(text.utf8)))
         #expect(event.kind == .objcException)
         #expect(event.signal == CrashEvent.Signal(number: 0, name: ""))
-        #expect(event.exception == CrashEvent.Exception(name: "NSRangeException", reason: "index 3"))
+        #expect(event.exception == CrashEvent.Exception(name: "NSRangeException", reason: "index 3", runtime: "objc"))
         #expect(event.app.name == "tool")
+        // A C++ exception's report cut short before its kind: still a signal (SIGABRT), and a C++ exception.
+        let cxx = CrashEvent(try CrashReport.decode(Array(#"{"id":"c","crash":{"signal":6},"exception":{"runtime":"c++","name":"std::bad_alloc","reason":"std::bad_alloc"}"#.utf8)))
+        #expect(cxx.kind == .signal)
+        #expect(cxx.classification == .cppException)
+        #expect(cxx.exception == CrashEvent.Exception(name: "std::bad_alloc", reason: "std::bad_alloc", runtime: "c++"))
         let numberOnly = CrashEvent(try CrashReport.decode(Array(#"{"id":"s","crash":{"signal":6}}"#.utf8)))
         #expect(numberOnly.signal == CrashEvent.Signal(number: 6, name: "signal 6"))
     }

@@ -173,7 +173,7 @@ import _CrashShieldCapture
     /// (the ranges are link-time constants; a second table is refused, never half-replaced).
     @Test func guardCodeRangesAreTakenOnceAndOnlyWhenPlain() {
         func register(_ names: [String]) -> Bool {
-            var cNames = names.map { strdup($0) }
+            let cNames = names.map { strdup($0) }
             defer { cNames.forEach { free($0) } }
             let ranges = cNames.enumerated().map { index, name in
                 csc_guard_code_range(name: UnsafePointer(name), start: UInt(0x1000 * (index + 1)), end: UInt(0x1000 * (index + 1) + 0x100))
