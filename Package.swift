@@ -59,19 +59,14 @@ let scenarioObjCSettings: [CSetting] = []
 /// only in debug builds; a release build of an app carries none (`_CrashShieldTestSupport` declares them).
 let testSeams: CSetting = .define("CSC_TEST_SEAMS", .when(configuration: .debug))
 
-/// The Objective-C runtime target ships in the `CrashShield` product, so it may use only settings
-/// SwiftPM accepts from a package depended on by URL: no unsafeFlags. On Linux, GNUstep's include
-/// paths and libraries come from the `CGNUstepBase` system library (a pkg-config file that
-/// `scripts/bootstrap.sh` installs; Debian ships none), GNUstep's headers get a blocks-runtime shim
-/// instead of -fno-blocks, the sources use no `@""` literal (`CS_STR`) and the one `@try` lives in
-/// an Objective-C++ file, where exceptions are on by default (docs/ARCHITECTURE.md, "Building").
-let runtimeObjCSettings: [CSetting] = [
-    .define("GNUSTEP", .when(platforms: [.linux])),
-    .define("GNU_RUNTIME", to: "1", .when(platforms: [.linux])),
-    .define("GNUSTEP_BASE_LIBRARY", to: "1", .when(platforms: [.linux])),
-    .headerSearchPath("Backend/GNUstepShim", .when(platforms: [.linux])),
-    testSeams,
-]
+/// The Objective-C runtime target ships in the `CrashShield` and `CrashShieldObjC` products, so it
+/// may use only settings SwiftPM accepts from a package depended on by URL: no unsafeFlags. On
+/// Linux, GNUstep's include paths, defines, blocks-runtime shim (instead of -fno-blocks) and
+/// libraries come from the `CGNUstepBase` system library (a pkg-config file that
+/// `scripts/bootstrap.sh` installs; Debian ships none): the same flags reach an app's own
+/// Objective-C targets. The sources use no `@""` literal (`CS_STR`) and the one `@try` lives in an
+/// Objective-C++ file, where exceptions are on by default (docs/ARCHITECTURE.md, "Building").
+let runtimeObjCSettings: [CSetting] = [testSeams]
 let objcLinker: [LinkerSetting] = [
     .linkedLibrary("gnustep-base", .when(platforms: [.linux])),
     .linkedLibrary("objc", .when(platforms: [.linux])),
@@ -87,6 +82,8 @@ let package = Package(
     products: [
         .library(name: "CrashShield", targets: ["CrashShield"]),
         .library(name: "CrashShieldCapture", targets: ["CrashShieldCapture"]),
+        // For an app's Objective-C targets: `cs_runtime.h` (README, "Objective-C apps").
+        .library(name: "CrashShieldObjC", targets: ["_CrashShieldRuntime"]),
         .library(name: "CrashShieldProtocol", targets: ["CrashShieldProtocol"]),
         .executable(name: "shield", targets: ["shield"]),
     ],

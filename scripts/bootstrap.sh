@@ -29,7 +29,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# crashshield-gnustep-base.pc: GNUstep's headers, GCC's libobjc headers and both libraries.
+# crashshield-gnustep-base.pc: GNUstep's headers, GCC's libobjc headers, the blocks shim, the
+# defines GNUstep's headers expect, and both libraries.
 # Package.swift's CGNUstepBase system library reads it; SwiftPM accepts -I/-l from a pkg-config
 # file of a dependency, unlike unsafeFlags. libobjc's headers live in GCC's private include
 # directory (its path names the architecture and GCC version: found, not assumed), which also holds
@@ -43,12 +44,22 @@ if [ "$(readlink "$shim_include/objc" 2>/dev/null)" != "$objc_dir" ]; then
   $SUDO mkdir -p "$shim_include"
   $SUDO ln -sfn "$objc_dir" "$shim_include/objc"
 fi
+# GNUstep's headers include <objc/blocks_runtime.h> under -fblocks (SwiftPM compiles every C-family
+# target with it on Linux), which GCC's libobjc does not ship: the package's shim goes into a
+# directory of its own on the same include path, for the SDK's targets and an app's alike.
+blocks_include=/usr/local/include/crashshield-gnustep-blocks
+blocks_shim="$(dirname "$0")/../Sources/_CrashShieldRuntime/Backend/GNUstepShim/objc/blocks_runtime.h"
+if ! cmp -s "$blocks_shim" "$blocks_include/objc/blocks_runtime.h"; then
+  echo "bootstrap: installing $blocks_include/objc/blocks_runtime.h" >&2
+  $SUDO mkdir -p "$blocks_include/objc"
+  $SUDO cp "$blocks_shim" "$blocks_include/objc/blocks_runtime.h"
+fi
 pc_dir=/usr/local/lib/pkgconfig
 pc_file="$pc_dir/crashshield-gnustep-base.pc"
 pc_text="Name: crashshield-gnustep-base
 Description: GNUstep Base on GCC's libobjc, for CrashShield (written by scripts/bootstrap.sh)
 Version: 1
-Cflags: -I/usr/include/GNUstep -I$shim_include
+Cflags: -I/usr/include/GNUstep -I$shim_include -I$blocks_include -DGNUSTEP -DGNU_RUNTIME=1 -DGNUSTEP_BASE_LIBRARY=1
 Libs: -lgnustep-base -lobjc"
 if [ ! -f "$pc_file" ] || [ "$(cat "$pc_file")" != "$pc_text" ]; then
   echo "bootstrap: writing $pc_file" >&2

@@ -5,7 +5,8 @@
 #
 # It copies the working tree (tracked and untracked, not ignored: what would be committed) into a
 # temporary git repository tagged 1.0.0, builds a small app that depends on it through a file://
-# URL and the tag, and runs it four times. The app makes the one start call with guards, crash
+# URL and the tag, and runs it four times. The app has an Objective-C target of its own, declared
+# with the README's block as written (the `CrashShieldObjC` product and the flags an app adds). The app makes the one start call with guards, crash
 # capture and launch protection: every guard that is installed on this runtime must be active
 # (each passed its canary, which exercises the hooks, the interned strings and the Objective-C++
 # catch path), capture installed, a misuse through the Swift API recorded, and `lastRun` must say
@@ -23,18 +24,71 @@ git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} "$work/Cr
 ( cd "$work/CrashShield" && git init -q && git add -A &&
   git -c user.email=ci@crashshield.invalid -c user.name=ci commit -qm snapshot && git tag 1.0.0 )
 
-mkdir -p "$work/App/Sources/App"
+mkdir -p "$work/App/Sources/App" "$work/App/Sources/AppObjC/include"
+# The app's Objective-C target is the README's block, as written (README.md, "Objective-C apps").
+objc_target="$(awk '/<!-- objc-app-target:/ {found = 1; next} found && /^```swift/ {inside = 1; next}
+                    inside && /^```/ {exit} inside {print}' README.md)"
+if [ -z "$objc_target" ]; then
+  echo "check-url-dependency: FAIL: README.md has no objc-app-target block" >&2; exit 1
+fi
 cat > "$work/App/Package.swift" <<PKG
 // swift-tools-version:6.1
 import PackageDescription
 let package = Package(
     name: "App",
     dependencies: [.package(url: "file://$work/CrashShield", from: "1.0.0")],
-    targets: [.executableTarget(name: "App", dependencies: [.product(name: "CrashShield", package: "CrashShield")])]
+    targets: [
+        .executableTarget(name: "App", dependencies: [.product(name: "CrashShield", package: "CrashShield"), "AppObjC"]),
+$objc_target
+    ]
 )
 PKG
+cat > "$work/App/Sources/AppObjC/include/AppObjC.h" <<'OBJC'
+/* Misuses and legal calls from the app's own Objective-C code; each returns the number of checks that failed. */
+int app_objc_misuses(void);
+int app_objc_legal_calls(void);
+OBJC
+cat > "$work/App/Sources/AppObjC/AppObjC.m" <<'OBJC'
+#import <Foundation/Foundation.h>
+#include <cs_runtime.h>
+#include <stdio.h>
+#include "AppObjC.h"
+
+/* Two container misuses the guards neutralise: nil instead of an exception, no insertion. */
+int app_objc_misuses(void) {
+    int failed = 0;
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    NSArray *items = [NSArray arrayWithObjects:@"a", @"b", nil];
+    if ([items objectAtIndex:5] != nil) { printf("FAIL objectAtIndex: beyond the count returned an object\n"); failed++; }
+    NSMutableDictionary *map = [NSMutableDictionary dictionary];
+    id nothing = nil;
+    [map setObject:nothing forKey:@"key"];
+    if ([map count] != 0) { printf("FAIL setObject:nil inserted something\n"); failed++; }
+    [pool release];
+    return failed;
+}
+
+/* Legal calls behave as without guards: literals are NSStrings, @try catches what is raised. */
+int app_objc_legal_calls(void) {
+    int failed = 0;
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    if (![@"abc" isKindOfClass:[NSString class]] || [@"abc" length] != 3) { printf("FAIL @\"abc\" is no NSString\n"); failed++; }
+    BOOL caught = NO;
+    @try {
+        [NSException raise:@"AppException" format:@"raised on purpose"];
+    } @catch (NSException *exception) {
+        caught = [[exception name] isEqualToString:@"AppException"];
+    }
+    if (!caught) { printf("FAIL @catch did not catch the app's exception\n"); failed++; }
+    if ([[NSArray arrayWithObjects:@"x", nil] objectAtIndex:0] == nil) { printf("FAIL a legal objectAtIndex: returned nil\n"); failed++; }
+    if (cs_guard_count() == 0) { printf("FAIL cs_runtime.h: no guards\n"); failed++; }
+    [pool release];
+    return failed;
+}
+OBJC
 cat > "$work/App/Sources/App/main.swift" <<'SWIFT'
 // usage: App <report-dir> <expected last run: first_launch|clean_exit|crashed> [crash]
+import AppObjC
 import CrashShield
 import Foundation
 
@@ -70,6 +124,14 @@ if CrashShieldSDK.crashedLastRun != (arguments[2] == "crashed") { fail("crashedL
 if [1, 2, 3][shielded: 7] != nil { fail("[shielded:] returned a value") }
 CrashShieldSDK.flushIncidents()
 if CrashShieldSDK.recordedCount(for: .swiftAccess) != 1 { fail("the misuse through [shielded:] was not recorded") }
+// The app's own Objective-C target (README's block): its legal calls unchanged, its misuses recorded.
+let containerBefore = CrashShieldSDK.recordedCount(for: .container)
+if app_objc_legal_calls() != 0 { fail("legal calls in the app's Objective-C target") }
+if app_objc_misuses() != 0 { fail("misuses in the app's Objective-C target") }
+CrashShieldSDK.flushIncidents()
+if CrashShieldSDK.recordedCount(for: .container) - containerBefore != 2 {
+    fail("the Objective-C target's two misuses were not recorded (\(CrashShieldSDK.recordedCount(for: .container) - containerBefore))")
+}
 protection.launchCompleted()
 if arguments.count > 3 && arguments[3] == "crash" {
     fflush(nil)

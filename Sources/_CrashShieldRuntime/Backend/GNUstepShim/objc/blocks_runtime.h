@@ -1,5 +1,6 @@
 /*
- * GNUstepShim/objc/blocks_runtime.h — found only on Linux (Package.swift headerSearchPath).
+ * GNUstepShim/objc/blocks_runtime.h — Linux only: scripts/bootstrap.sh copies it into a directory
+ * that the pkg-config file crashshield-gnustep-base.pc puts on the include path.
  *
  * SwiftPM compiles C-family targets with -fblocks, and GNUstep's headers then include
  * <objc/blocks_runtime.h>, which GCC's libobjc does not ship. The usual fix, -fno-blocks, is an
