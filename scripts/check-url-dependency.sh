@@ -26,7 +26,7 @@ git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} "$work/Cr
 
 mkdir -p "$work/App/Sources/App" "$work/App/Sources/AppObjC/include"
 # The app's Objective-C target is the README's block, as written (README.md, "Objective-C apps").
-objc_target="$(awk '/<!-- objc-app-target:/ {found = 1; next} found && /^```swift/ {inside = 1; next}
+objc_target="$(awk '/<!-- objc-app-target:/ {found = 1; next} found && /^```swift manifest$/ {inside = 1; next}
                     inside && /^```/ {exit} inside {print}' README.md)"
 if [ -z "$objc_target" ]; then
   echo "check-url-dependency: FAIL: README.md has no objc-app-target block" >&2; exit 1

@@ -25,7 +25,7 @@ MODULES = [
     ("CrashShieldProtocol", "The wire-format module (Sentry DSN, envelopes, JSON values), shared by the "
                             "SDK's reporting and the collector; not needed to use the SDK."),
 ]
-C_MODULES = ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
+C_MODULES = ["_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
 TRIPLE = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}.get(os.uname().machine)
 
 

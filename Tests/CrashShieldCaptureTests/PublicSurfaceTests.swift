@@ -63,13 +63,13 @@ import Testing
         try source.write(toFile: directory + "/app.swift", atomically: true, encoding: .utf8)
 
         var arguments = ["swiftc", "-typecheck", directory + "/app.swift", "-I", build + "/Modules"]
-        for module in ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime"] {
+        for module in ["_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime"] {
             arguments += ["-Xcc", "-fmodule-map-file=\(build)/\(module).build/module.modulemap"]
         }
         arguments += ["-Xcc", "-fmodule-map-file=\(build)/Logging.build/include/module.modulemap"]
         // A system-library target: its module map stays in the sources.
         arguments += ["-Xcc", "-fmodule-map-file=\(Self.packageRoot)/Sources/_CrashShieldZlib/module.modulemap"]
-        for module in ["_CrashShieldIncidents", "_CrashShieldCapture"] {
+        for module in ["_CrashShieldIncidents", "_CrashShieldCapture", "_CrashShieldCxxTerminate"] {
             arguments += ["-Xcc", "-I", "-Xcc", "\(Self.packageRoot)/Sources/\(module)/include"]
         }
         let process = Process()

@@ -7,7 +7,7 @@ import Testing
 /// `scripts/public-api.py --write` after adding or removing a public declaration.
 @Suite struct PublicAPIDocTests {
     static let modules = ["CrashShield", "CrashShieldCapture", "CrashShieldProtocol"]
-    static let cModules = ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
+    static let cModules = ["_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
 
     /// The build directory of this test binary (it holds Modules/ and the C modules' module maps).
     static var buildDirectory: String {

@@ -3,7 +3,8 @@ import Testing
 
 /// The README's ```swift blocks and ReadmeExamples.swift (which compiles them) must not drift
 /// apart: every block appears there, in order, unchanged, between the begin/end markers; a
-/// block's `import` lines appear among that file's top-level imports.
+/// block's `import` lines appear among that file's top-level imports. A ```swift manifest block
+/// is a fragment of an app's Package.swift, built by scripts/check-url-dependency.sh instead.
 @Suite struct ReadmeExamplesSyncTests {
     static let root: URL = {
         var url = URL(fileURLWithPath: #filePath)
