@@ -187,7 +187,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
             // that waiting could not help); nothing of the statement's transaction is stored.
             return .storageBusy("SQLite \(what): \(String(cString: sqlite3_errmsg(handle))) (another connection holds the database's write lock)")
         }
-        if code & 0xff == SQLITE_FULL {
+        if code & 0xff == SQLITE_FULL || (code & 0xff == SQLITE_IOERR && sqlite3_system_errno(handle) == ENOSPC) {
             // The disk (or `max_page_count`) is full: the statement's transaction is not stored;
             // writes succeed again once space is freed.
             return .storageFull("SQLite \(what): \(String(cString: sqlite3_errmsg(handle)))")

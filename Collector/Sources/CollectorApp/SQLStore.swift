@@ -56,18 +56,21 @@ public final class SQLStore: CollectorStore {
         try await monitor.observe(write: write) { try await lock.withLock(body) }
     }
 
+    /// Runs `body` in a transaction under the store's lock (a write: see `StorageMonitor`).
     func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await monitor.observe(write: true) { try await lock.withLock {
-            _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
-            do {
-                let result = try await body()
-                _ = try await query("COMMIT")
-                return result
-            } catch {
-                _ = try? await query("ROLLBACK")
-                throw error
+        try await monitor.observe(write: true) {
+            try await lock.withLock {
+                _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
+                do {
+                    let result = try await body()
+                    _ = try await query("COMMIT")
+                    return result
+                } catch {
+                    _ = try? await query("ROLLBACK")
+                    throw error
+                }
             }
-        } }
+        }
     }
 
     /// Bytes the health check writes while the disk was last seen full: about one event batch's
