@@ -695,12 +695,11 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         let connection = try liveConnection()
         let inTransaction = PQtransactionStatus(connection) != PQTRANS_IDLE
         let beginsTransaction = firstSQL.hasPrefix("BEGIN") && statements.last?.sql != "COMMIT"
-        /// A failure that leaves the connection unusable: drop it (it may still be in pipeline mode).
+        /// A failure of the pipeline protocol itself: the connection is broken, or in a state that
+        /// is not known (possibly still in pipeline mode), so it is dropped and made again; its
+        /// transaction, if any, is lost.
         func broken(_ what: String) -> CollectorError {
             let message = what + ": " + Self.message(connection)
-            if PQstatus(connection) != CONNECTION_BAD && PQpipelineStatus(connection) == PQ_PIPELINE_OFF {
-                return .storage("PostgreSQL: \(message)")
-            }
             dropConnection(connection, inTransaction: inTransaction || beginsTransaction, reason: message)
             return .storageUnavailable("PostgreSQL: \(message)")
         }
