@@ -564,7 +564,9 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     }
 
     /// Drops `connection` after it was found broken (on `thread`); the next statement connects
-    /// again at once. `inTransaction`: a transaction was open on it (or the failed call began one).
+    /// again at once. `inTransaction`: a transaction was open on it before the failed call (a
+    /// call that fails while beginning one needs nothing more: its caller sees the failure before
+    /// any statement of the transaction).
     private func dropConnection(_ connection: OpaquePointer, inTransaction: Bool, reason: String) {
         PQfinish(connection)
         self.connection = nil
@@ -591,12 +593,11 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     }
 
     /// The error for a failed call on `connection`, dropping the connection when it is broken.
-    private func failed(_ connection: OpaquePointer, sqlState: String, message: String, startedInTransaction: Bool,
-                        beganTransaction: Bool) -> CollectorError {
+    private func failed(_ connection: OpaquePointer, sqlState: String, message: String, startedInTransaction: Bool) -> CollectorError {
         let bad = PQstatus(connection) == CONNECTION_BAD
         switch Self.failureKind(sqlState: sqlState, connectionBad: bad) {
         case .connectionLost:
-            dropConnection(connection, inTransaction: startedInTransaction || beganTransaction, reason: message)
+            dropConnection(connection, inTransaction: startedInTransaction, reason: message)
             return .storageUnavailable("PostgreSQL\(sqlState.isEmpty ? "" : " " + sqlState): \(message)")
         case .diskFull:
             return .storageFull("PostgreSQL \(sqlState): \(message)")
@@ -666,13 +667,11 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
             PQexecParams(connection, sql, Int32(binds.count), nil, values, lengths, formats, 0)
         }
         guard let result else {
-            throw failed(connection, sqlState: "", message: Self.message(connection), startedInTransaction: inTransaction,
-                         beganTransaction: sql.hasPrefix("BEGIN"))
+            throw failed(connection, sqlState: "", message: Self.message(connection), startedInTransaction: inTransaction)
         }
         defer { PQclear(result) }
         if let (state, message) = Self.failureFields(result) {
-            throw failed(connection, sqlState: state, message: message, startedInTransaction: inTransaction,
-                         beganTransaction: sql.hasPrefix("BEGIN"))
+            throw failed(connection, sqlState: state, message: message, startedInTransaction: inTransaction)
         }
         return Self.rows(result)
     }
@@ -694,13 +693,12 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         }
         let connection = try liveConnection()
         let inTransaction = PQtransactionStatus(connection) != PQTRANS_IDLE
-        let beginsTransaction = firstSQL.hasPrefix("BEGIN") && statements.last?.sql != "COMMIT"
         /// A failure of the pipeline protocol itself: the connection is broken, or in a state that
         /// is not known (possibly still in pipeline mode), so it is dropped and made again; its
         /// transaction, if any, is lost.
         func broken(_ what: String) -> CollectorError {
             let message = what + ": " + Self.message(connection)
-            dropConnection(connection, inTransaction: inTransaction || beginsTransaction, reason: message)
+            dropConnection(connection, inTransaction: inTransaction, reason: message)
             return .storageUnavailable("PostgreSQL: \(message)")
         }
         guard PQenterPipelineMode(connection) == 1 else { throw broken("cannot enter pipeline mode") }
@@ -750,8 +748,7 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
             throw broken(reason)
         }
         if let firstFailure {
-            throw failed(connection, sqlState: firstFailure.state, message: firstFailure.message,
-                         startedInTransaction: inTransaction, beganTransaction: beginsTransaction)
+            throw failed(connection, sqlState: firstFailure.state, message: firstFailure.message, startedInTransaction: inTransaction)
         }
         return results
     }

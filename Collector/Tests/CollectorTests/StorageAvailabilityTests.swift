@@ -120,7 +120,8 @@ struct StorageAvailabilityTests {
     /// A transaction whose PostgreSQL connection was lost fails with `storage.unavailable`, and
     /// none of its later statements runs on the new connection (outside the transaction): they
     /// are refused until its `ROLLBACK`. A pipeline on a lost connection leaves no connection in
-    /// pipeline mode behind ("not allowed in pipeline mode" before).
+    /// pipeline mode behind ("not allowed in pipeline mode" before); a failed `BEGIN` leaves
+    /// nothing to refuse.
     @Test(.enabled(if: TestDatabase.isPostgres, "needs COLLECTOR_TEST_POSTGRES_URL"))
     func aLostTransactionIsNeverContinuedOnTheNewConnection() async throws {
         try await ShutdownAndLockWaitTests.withPostgres { _, url in
@@ -145,6 +146,12 @@ struct StorageAvailabilityTests {
             #expect(pipelined?.code == "storage.unavailable", "\(String(describing: pipelined))")
             _ = try await backend.query("ROLLBACK", [])
             _ = try await backend.run([SQLStatement("BEGIN"), SQLStatement("INSERT INTO lost VALUES (5)"), SQLStatement("COMMIT")])
+            #expect(try await backend.query("SELECT count(*) AS n FROM lost", []).first?.int("n") == 1)
+
+            // A BEGIN that fails with the connection began nothing: the next statement runs.
+            try await Self.terminateConnections(to: url)
+            let begin = await Self.failure { _ = try await backend.query("BEGIN", []) }
+            #expect(begin?.code == "storage.unavailable")
             #expect(try await backend.query("SELECT count(*) AS n FROM lost", []).first?.int("n") == 1)
             try await backend.close()
         }
