@@ -3,6 +3,8 @@
 #   scripts/postgres.sh start    initdb + start in a new temporary directory on a free 127.0.0.1 port;
 #                                prints "<directory> <url>" (url: postgres://collector@127.0.0.1:<port>/postgres)
 #   scripts/postgres.sh stop DIR stops that server and deletes DIR
+#   scripts/postgres.sh pause DIR  stops that server (pg_ctl -m fast stop), keeping DIR
+#   scripts/postgres.sh resume DIR starts it again on the same port
 # Runs the server as the unprivileged user `postgres` when started as root (PostgreSQL refuses root).
 export DEBIAN_FRONTEND=noninteractive
 set -euo pipefail
@@ -22,7 +24,8 @@ start)
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
     as_server_user "'$bin/initdb' -D '$dir/data' -A trust -U collector --no-sync >'$dir/initdb.log' 2>&1"
     # fsync off: a test database need not survive a power cut, and the tests run faster.
-    as_server_user "'$bin/pg_ctl' -D '$dir/data' -l '$dir/server.log' -w -o \"-p $port -k '$dir' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200\" start >/dev/null"
+    echo "-p $port -k '$dir' -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" >"$dir/options"
+    as_server_user "'$bin/pg_ctl' -D '$dir/data' -l '$dir/server.log' -w -o \"$(cat "$dir/options")\" start >/dev/null"
     echo "$dir postgres://collector@127.0.0.1:$port/postgres"
     ;;
 stop)
@@ -30,8 +33,16 @@ stop)
     as_server_user "'$bin/pg_ctl' -D '$dir/data' -m fast -w stop >/dev/null" || true
     rm -rf "$dir"
     ;;
+pause)
+    dir="${2:?usage: postgres.sh pause DIR}"
+    as_server_user "'$bin/pg_ctl' -D '$dir/data' -m fast -w stop >/dev/null"
+    ;;
+resume)
+    dir="${2:?usage: postgres.sh resume DIR}"
+    as_server_user "'$bin/pg_ctl' -D '$dir/data' -l '$dir/server.log' -w -o \"$(cat "$dir/options")\" start >/dev/null"
+    ;;
 *)
-    echo "usage: postgres.sh start | stop DIR" >&2
+    echo "usage: postgres.sh start | stop DIR | pause DIR | resume DIR" >&2
     exit 2
     ;;
 esac

@@ -6,10 +6,13 @@
 # CrashShield's own SDK end to end (scripts/sdk_e2e.py: the root package's `shield` crashes, prevents
 # a crash, loops at launch, `shield send`s to a collector, and fetches and applies its remote configuration); kills a collector with
 # SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
-# ingest the same stream concurrently; finally drives the dashboard in headless Chromium
+# ingest the same stream concurrently; storage availability: a full 30 MB volume under SQLite (a
+# tmpfs, so as root only; scripts/disk_full_ingest.py) and PostgreSQL restarted under load
+# (scripts/pg_restart_ingest.py); finally drives the dashboard in headless Chromium
 # (scripts/browser-test.sh, Selenium) on SQLite and on PostgreSQL, keeping each run's screenshots
 # and logs in Collector/.build/screenshots/sqlite and .../postgres.
 # Prints "N passed, M failed" and exits non-zero on any failure.
+# `scripts/test.sh --availability` builds and runs only the two storage availability tests.
 export DEBIAN_FRONTEND=noninteractive
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,18 +21,23 @@ passed=0
 failed=0
 pass() { echo "PASS: $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
+only_availability=0
+[ "${1:-}" = "--availability" ] && only_availability=1
 pg_dir=""
 servers=()
 data=""
+mounted=""
 cleanup() {
     for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
     [ -n "$pg_dir" ] && scripts/postgres.sh stop "$pg_dir"
+    [ -n "$mounted" ] && umount "$mounted"
     [ -n "$data" ] && rm -rf "$data"
 }
 finish() {
     cleanup
     pg_dir=""
     data=""
+    mounted=""
     servers=()
     echo "$passed passed, $failed failed"
     [ "$failed" -eq 0 ]
@@ -58,23 +66,27 @@ run_swift_tests() {  # $1: label
     rm -f "$log"
 }
 
-echo "== swift test (SQLite) =="
-run_swift_tests SQLite
+if [ "$only_availability" = 0 ]; then
+    echo "== swift test (SQLite) =="
+    run_swift_tests SQLite
+fi
 
 echo "== PostgreSQL =="
 if pg="$(scripts/postgres.sh start)"; then
     pg_dir="${pg%% *}"
     pg_url="${pg#* }"
     pass "PostgreSQL started: $pg_url"
-    echo "== swift test (PostgreSQL) =="
-    COLLECTOR_TEST_POSTGRES_URL="$pg_url" run_swift_tests PostgreSQL
+    if [ "$only_availability" = 0 ]; then
+        echo "== swift test (PostgreSQL) =="
+        COLLECTOR_TEST_POSTGRES_URL="$pg_url" run_swift_tests PostgreSQL
+    fi
 else
     fail "PostgreSQL start"
 fi
 
 echo "== sentry-sdk (Python) =="
 venv=.build/venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sentry_sdk' 2>/dev/null; then
+if [ "$only_availability" = 0 ] && { [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sentry_sdk' 2>/dev/null; }; then
     python3 -m venv "$venv" && "$venv/bin/pip" install --quiet 'sentry-sdk>=2,<3' || { fail "install sentry-sdk"; finish; }
 fi
 data="$(mktemp -d)"
@@ -106,6 +118,59 @@ stop_collector() {  # $1: pid, $2: label
     for pid in "${servers[@]}"; do [ "$pid" != "$1" ] && kept+=("$pid"); done
     servers=("${kept[@]+"${kept[@]}"}")
 }
+
+# A full disk: SQLite on a 30 MB tmpfs (mounting one needs root) that a 10 MB ballast file shares;
+# scripts/disk_full_ingest.py fills it through ingest (503 storage.full, /health, /metrics, error
+# logs), deletes the ballast, and checks ingest resumes and every acknowledged event is stored.
+disk_full_test() {
+    echo "== full disk (SQLite on a 30 MB volume) =="
+    local volume="$data/full-volume"
+    mkdir -p "$volume"
+    if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=30m collector-full "$volume"; then
+        fail "full disk: cannot mount a 30 MB tmpfs (needs root)"
+        return
+    fi
+    mounted="$volume"
+    head -c 10M /dev/zero >"$volume/ballast"
+    if start_collector disk-full --data-dir "$volume/data" --rate-limit 100000 --rate-limit-burst 100000; then
+        if python3 scripts/disk_full_ingest.py "$started_dsn" "$started_url" "$token" "$volume/ballast" "$data/disk-full.err"; then
+            pass "full disk: 503 storage.full with Retry-After, /health full, logged at error; ingest resumes, nothing acknowledged lost"
+        else
+            fail "full disk: 503 storage.full with Retry-After, /health full, logged at error; ingest resumes, nothing acknowledged lost"
+            grep -v 'level=info' "$data/disk-full.err" | tail -5
+        fi
+        stop_collector "$started_pid" disk-full
+    else
+        fail "full disk: collector start"; tail -5 "$data/disk-full.err"
+    fi
+    umount "$volume" && mounted=""
+}
+
+# PostgreSQL restarted under load (pg_ctl -m fast stop; sleep 4; start): scripts/pg_restart_ingest.py.
+pg_restart_test() {
+    echo "== PostgreSQL restarted under load =="
+    if ! psql "$pg_url" -qc "CREATE DATABASE collector_restart"; then fail "postgres: create the restart database"; return; fi
+    if start_collector pg-restart --data-dir "$data/pg-restart" --database "${pg_url%/*}/collector_restart" \
+        --rate-limit 100000 --rate-limit-burst 100000; then
+        if python3 scripts/pg_restart_ingest.py "$started_dsn" "$started_url" "$token" "$pg_dir"; then
+            pass "PostgreSQL restarted under load: 503 with Retry-After while away, reconnected, every acknowledged event stored"
+        else
+            fail "PostgreSQL restarted under load: 503 with Retry-After while away, reconnected, every acknowledged event stored"
+            grep -v 'level=info' "$data/pg-restart.err" | tail -5
+        fi
+        stop_collector "$started_pid" pg-restart
+    else
+        fail "PostgreSQL restart: collector start"; tail -5 "$data/pg-restart.err"
+    fi
+    # Whatever happened above, the server is up again for the tests after this one.
+    psql "$pg_url" -qc 'SELECT 1' >/dev/null 2>&1 || scripts/postgres.sh resume "$pg_dir"
+}
+
+if [ "$only_availability" = 1 ]; then
+    disk_full_test
+    [ -n "$pg_dir" ] && pg_restart_test
+    finish
+fi
 
 sentry_sdk_against() {  # $1: label, then serve options
     local label="$1"; shift
@@ -170,6 +235,7 @@ if start_collector kill9 --data-dir "$data/kill9" --rate-limit 100000 --rate-lim
 else
     fail "kill -9 during ingest: collector start"
 fi
+disk_full_test
 if [ -n "$pg_dir" ]; then
     if psql "$pg_url" -qc "CREATE DATABASE collector_sdk"; then
         sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"
@@ -203,6 +269,8 @@ if [ -n "$pg_dir" ]; then
     else
         fail "first collector on the shared PostgreSQL"; tail -5 "$data/shared-a.err"
     fi
+
+    pg_restart_test
 fi
 
 browser_test() {  # $1: label, $2: artifacts directory, then options for `serve`

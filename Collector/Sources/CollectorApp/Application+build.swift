@@ -57,6 +57,7 @@ public func buildApplication(
     }
 
     let metrics = CollectorMetrics()
+    if let sqlStore = store as? SQLStore { metrics.observeStorage(sqlStore.monitor) }
     let routes = CollectorRoutes(
         store: store, metrics: metrics, logger: logger,
         ingest: IngestService(store: store, limits: configuration.limits, queueLimits: configuration.ingestQueue,

@@ -13,6 +13,13 @@ import Foundation
 /// - `storage.cancelled`: the statement was cancelled (the collector is shutting down and its
 ///   grace period is over, or the database server cancelled it), or was not run because the
 ///   collector is shutting down; `Retry-After: 5`.
+/// - `storage.unavailable`: the database cannot be reached (PostgreSQL: the connection was lost,
+///   the server is shutting down, starting up or refusing connections); the collector reconnects
+///   with bounded exponential backoff. `Retry-After`: until its next attempt, 1 to 5 s.
+/// - `storage.full`: the database's disk is full (SQLite `SQLITE_FULL`, PostgreSQL 53100
+///   `disk_full`); writes resume by themselves once space is freed. `Retry-After: 30`. 503, not
+///   507 (WebDAV's Insufficient Storage): SDKs and proxies know to retry a 503 with `Retry-After`.
+/// Both are logged at `error` and put `/health` in state `unavailable` or `full` (503).
 public struct CollectorError: Error, Sendable, Hashable, CustomStringConvertible {
     public let code: String
     public let message: String
@@ -44,5 +51,13 @@ public struct CollectorError: Error, Sendable, Hashable, CustomStringConvertible
     /// `storage.cancelled`, 503, `Retry-After: 5`: cancelled or refused at shutdown.
     static func storageCancelled(_ message: String) -> CollectorError {
         .init(code: "storage.cancelled", message: message, status: 503, retryAfter: 5)
+    }
+    /// `storage.unavailable`, 503: the database cannot be reached; retry after `retryAfter` seconds.
+    static func storageUnavailable(_ message: String, retryAfter: Int = 1) -> CollectorError {
+        .init(code: "storage.unavailable", message: message, status: 503, retryAfter: max(1, retryAfter))
+    }
+    /// `storage.full`, 503, `Retry-After: 30`: the database's disk is full.
+    static func storageFull(_ message: String) -> CollectorError {
+        .init(code: "storage.full", message: message, status: 503, retryAfter: 30)
     }
 }

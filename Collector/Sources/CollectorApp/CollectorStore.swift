@@ -19,6 +19,9 @@ public protocol CollectorStore: Sendable {
     /// committed. SQLite statements end by themselves within the lock timeout, so it does nothing
     /// there.
     func cancelForShutdown() async
+    /// The storage state, checked now (`/health`): `ok`, `unavailable` (the database cannot be
+    /// reached) or `full` (its disk is full).
+    func checkStorage() async -> StorageState
 
     func createProject(name: String) async throws -> Project
     func projects() async throws -> [Project]

@@ -176,8 +176,8 @@ public final class IngestWriter: Sendable {
                 metrics.committed(writes: batch.count)
                 for (pending, outcome) in zip(batch, outcomes) { pending.continuation.resume(returning: outcome) }
             } catch {
-                // A failure with Retry-After (the database busy or shutting down) is not one
-                // write's fault: retrying each write alone would wait again, once per write.
+                // A failure with Retry-After (the database busy, shutting down, unreachable or
+                // full) is not one write's fault: retrying each write alone would fail again.
                 if batch.count == 1 || (error as? CollectorError)?.retryAfter != nil {
                     for pending in batch { pending.continuation.resume(throwing: error) }
                 } else {

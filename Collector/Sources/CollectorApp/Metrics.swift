@@ -15,8 +15,13 @@ public final class CollectorMetrics: Sendable {
         var storageUnavailable: [String: Int64] = [:]
     }
     private let state = Mutex(State())
+    /// The store's availability monitor, when its store has one (`observeStorage`).
+    private let storage = Mutex<StorageMonitor?>(nil)
 
     public init() {}
+
+    /// Renders `monitor`'s failure counts and state with the other metrics.
+    func observeStorage(_ monitor: StorageMonitor) { storage.withLock { $0 = monitor } }
 
     /// An item of `type` (event, session, attachment, ...) accepted and stored.
     func ingested(_ type: String) { state.withLock { $0.ingestedItems[type, default: 0] += 1 } }
@@ -29,7 +34,8 @@ public final class CollectorMetrics: Sendable {
     /// Ingest requests in the write queue (waiting for or in a group commit).
     func setQueueDepth(_ depth: Int) { state.withLock { $0.queueDepth = Int64(depth) } }
     /// A request answered 503 because of the database; `code` is `storage.busy` (a lock wait
-    /// passed the lock timeout) or `storage.cancelled` (cancelled or refused at shutdown).
+    /// passed the lock timeout), `storage.cancelled` (cancelled or refused at shutdown),
+    /// `storage.unavailable` (the database cannot be reached) or `storage.full` (disk full).
     func storageUnavailable(_ code: String) { state.withLock { $0.storageUnavailable[code, default: 0] += 1 } }
     /// One group commit of `writes` ingest requests.
     func committed(writes: Int) {
@@ -88,8 +94,16 @@ public final class CollectorMetrics: Sendable {
                "Answers of GET /api/<project>/sdk-config, by HTTP status (304: the app's copy is current).",
                labelled("status", snapshot.sdkConfigResponses) { String($0) })
         family("collector_storage_unavailable_total", "counter",
-               "Requests answered 503 because the database was busy (storage.busy: a lock wait passed the lock timeout) or the collector was shutting down (storage.cancelled), by error code.",
+               "Requests answered 503 because of the database, by error code: storage.busy (a lock wait passed the lock timeout), storage.cancelled (shutdown), storage.unavailable (cannot reach the database), storage.full (disk full).",
                labelled("code", snapshot.storageUnavailable, escape))
+        if let monitor = storage.withLock({ $0 }) {
+            family("collector_storage_failures_total", "counter",
+                   "Failed database operations, by kind: unavailable (cannot reach the database), full (disk full), busy (lock timeout), cancelled (shutdown), failed (other).",
+                   labelled("kind", monitor.failureCounts, escape))
+            let current = monitor.current
+            family("collector_storage_state", "gauge", "The storage state /health reports: 1 for the current state, 0 for the others.",
+                   StorageState.allCases.map { ("{state=\"\($0.rawValue)\"}", $0 == current ? 1 : 0) })
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -347,13 +347,18 @@ struct CollectorRoutes: Sendable {
 
     // MARK: Helpers
 
+    /// `{"status": ..., "storage": "ok" | "unavailable" | "full"}`: 200 when the storage is ok,
+    /// else 503 with `Retry-After` (5 s unavailable, 30 s full).
     func health() async -> Response {
-        do {
-            _ = try await store.apiTokenCount()
-            return Self.json(["status": "ok"])
-        } catch {
-            logger.error("health check failed", metadata: ["error": "\(error)"])
-            return Self.json(["status": "database unavailable"], status: .serviceUnavailable)
+        let state = await store.checkStorage()
+        switch state {
+        case .ok:
+            return Self.json(["status": "ok", "storage": state.rawValue])
+        case .unavailable, .full:
+            var response = Self.json(["status": state == .full ? "storage full" : "database unavailable", "storage": state.rawValue],
+                                     status: .serviceUnavailable)
+            response.headers[.retryAfter] = state == .full ? "30" : "5"
+            return response
         }
     }
 
@@ -393,7 +398,12 @@ struct CollectorRoutes: Sendable {
         }
         if countAsRejected { metrics.rejected(failure.code) }
         if failure.status == 503 && failure.code.hasPrefix("storage.") { metrics.storageUnavailable(failure.code) }
-        logger.info("request refused", metadata: ["code": "\(failure.code)", "status": "\(failure.status)"])
+        if failure.status >= 500 && failure.code.hasPrefix("storage.") && failure.code != "storage.busy" && failure.code != "storage.cancelled" {
+            // The database is away, full or failing: an operator's matter.
+            logger.error("request refused", metadata: ["code": "\(failure.code)", "status": "\(failure.status)", "detail": "\(failure.message)"])
+        } else {
+            logger.info("request refused", metadata: ["code": "\(failure.code)", "status": "\(failure.status)"])
+        }
         let body = JSONValue.object(["detail": .string(failure.message), "code": .string(failure.code)]).jsonData()
         var headers: HTTPFields = [.contentType: "application/json"]
         if let retryAfter = failure.retryAfter { headers[.retryAfter] = String(retryAfter) }

@@ -187,6 +187,11 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
             // that waiting could not help); nothing of the statement's transaction is stored.
             return .storageBusy("SQLite \(what): \(String(cString: sqlite3_errmsg(handle))) (another connection holds the database's write lock)")
         }
+        if code & 0xff == SQLITE_FULL || (code & 0xff == SQLITE_IOERR && sqlite3_system_errno(handle) == ENOSPC) {
+            // The disk (or `max_page_count`) is full: the statement's transaction is not stored;
+            // writes succeed again once space is freed.
+            return .storageFull("SQLite \(what): \(String(cString: sqlite3_errmsg(handle)))")
+        }
         let unique = code == 2067 || code == 1555  // SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
         return CollectorError(code: unique ? "storage.unique_violation" : "storage.failed",
                               message: "SQLite \(what): \(String(cString: sqlite3_errmsg(handle)))", status: 500)
@@ -295,13 +300,34 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 /// `cancelForShutdown` refuses statements not yet started and cancels the running one over a
 /// separate connection (libpq's `PQcancel`; libpq 15 has no `PQcancelBlocking`), and `close`
 /// after it waits at most `abandonAfter` for the thread.
+///
+/// Lost connections: a statement that finds the connection broken (the server restarted or shut
+/// down, SQLSTATE class 08, 57P01–57P03, or libpq reports `CONNECTION_BAD`) fails with
+/// `storage.unavailable` (503) and the connection is dropped (leaving pipeline mode with it). The
+/// next statement connects again; while that fails, attempts are spaced by a bounded exponential
+/// backoff (`reconnectBackoff`) and statements in between fail at once with `storage.unavailable`
+/// and a `Retry-After` of the time left. A transaction whose connection was lost is over: until
+/// its `ROLLBACK` (answered without the server) or a new `BEGIN`, its statements are refused, so
+/// none of them runs outside it on the new connection; its `COMMIT` is refused too (nothing of it
+/// committed). A new connection gets the session's `lock_timeout` again; no other session state
+/// is kept (statements are not prepared, advisory locks are transaction-scoped).
 final class PostgresBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.postgres
-    /// `PGconn *`, used only on `thread`.
-    private let connection: OpaquePointer
+    /// `PGconn *`, used only on `thread`; nil after the connection was lost, until it is made again.
+    private var connection: OpaquePointer?
+    /// The `url` connected to, for reconnecting.
+    private let url: String
     /// `PGcancel *` for `connection`, made right after connecting: `PQcancel` with it is safe
-    /// from any thread. Freed only in `deinit`, so a cancel in flight never sees it freed.
-    private let canceller: OpaquePointer?
+    /// from any thread. Read and replaced (after a reconnect) only under `cancelLock`, which
+    /// `sendCancel` holds while it uses it, so a cancel in flight never sees it freed.
+    private var canceller: OpaquePointer?
+    private let cancelLock = NSLock()
+    /// Reconnecting (touched only on `thread`): failed attempts since the connection was lost,
+    /// the earliest time of the next one, and whether a transaction was open when it was lost.
+    private var reconnectFailures = 0
+    private var nextReconnect = ContinuousClock.now
+    private var transactionLost = false
+    private let logger: Logger?
     /// The connection's own thread (one thread, started before connecting).
     private let thread: NIOThreadPool
     /// The `lock_timeout` set when connecting (nil: the server's setting was kept).
@@ -326,40 +352,62 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     static let abandonAfter: Duration = .seconds(5)
     static let cancelRetryInterval: Duration = .milliseconds(200)
 
-    private init(connection: OpaquePointer, canceller: OpaquePointer?, thread: NIOThreadPool, lockTimeout: LockTimeout?) {
+    /// The wait before reconnect attempt `n + 1` after `n` failed ones (n ≥ 1): 0.25 s doubling
+    /// up to 5 s. The first attempt, right after the loss, does not wait.
+    static func reconnectBackoff(failures: Int) -> Duration {
+        let milliseconds = 250 * (1 << min(max(failures - 1, 0), 5))
+        return .milliseconds(min(milliseconds, 5_000))
+    }
+
+    private init(connection: OpaquePointer, url: String, thread: NIOThreadPool, lockTimeout: LockTimeout?, logger: Logger?) {
         self.connection = connection
-        self.canceller = canceller
+        self.url = url
+        self.canceller = PQgetCancel(connection)
         self.thread = thread
         self.lockTimeout = lockTimeout
+        self.logger = logger
+    }
+
+    /// A new connection to `url` with the session's `lock_timeout` set (on the calling thread).
+    /// - Throws: `database.connect` (500) with libpq's message.
+    private static func open(url: String, lockTimeout: LockTimeout?) throws -> OpaquePointer {
+        // connect_timeout before dbname: a value in `url` still wins (expand_dbname).
+        let keywords = ["connect_timeout", "dbname"]
+        let values = ["10", url]
+        let connection: OpaquePointer? = keywords.withCStrings { keywordPointers in
+            values.withCStrings { valuePointers in PQconnectdbParams(keywordPointers, valuePointers, 1) }
+        }
+        guard let connection else {
+            throw CollectorError(code: "database.connect", message: "libpq could not allocate a connection", status: 500)
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+            PQfinish(connection)
+            throw CollectorError(code: "database.connect", message: "PostgreSQL: \(message)", status: 500)
+        }
+        if let lockTimeout {
+            let result = PQexec(connection, Self.lockTimeoutStatement(lockTimeout))
+            defer { PQclear(result) }
+            guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+                let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+                PQfinish(connection)
+                throw CollectorError(code: "database.connect", message: "PostgreSQL: setting lock_timeout: \(message)", status: 500)
+            }
+        }
+        return connection
     }
 
     /// Connects on a new thread of the connection's own (see the type's threading contract) and
     /// sets the session's `lock_timeout` to `lockTimeout` (nil keeps the server's setting).
     /// - Throws: `database.connect` with libpq's message when the server refuses or is
     ///   unreachable, or refuses the setting; the thread is shut down again.
-    static func connect(url: String, lockTimeout: LockTimeout? = .default) async throws -> PostgresBackend {
+    static func connect(url: String, lockTimeout: LockTimeout? = .default, logger: Logger? = nil) async throws -> PostgresBackend {
         let thread = NIOThreadPool(numberOfThreads: threadsPerConnection)
         thread.start()
         do {
             return try await perform(on: thread) {
-                guard let connection = PQconnectdb(url) else {
-                    throw CollectorError(code: "database.connect", message: "libpq could not allocate a connection", status: 500)
-                }
-                guard PQstatus(connection) == CONNECTION_OK else {
-                    let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
-                    PQfinish(connection)
-                    throw CollectorError(code: "database.connect", message: "PostgreSQL: \(message)", status: 500)
-                }
-                if let lockTimeout {
-                    let result = PQexec(connection, Self.lockTimeoutStatement(lockTimeout))
-                    defer { PQclear(result) }
-                    guard PQresultStatus(result) == PGRES_COMMAND_OK else {
-                        let message = String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
-                        PQfinish(connection)
-                        throw CollectorError(code: "database.connect", message: "PostgreSQL: setting lock_timeout: \(message)", status: 500)
-                    }
-                }
-                return PostgresBackend(connection: connection, canceller: PQgetCancel(connection), thread: thread, lockTimeout: lockTimeout)
+                PostgresBackend(connection: try Self.open(url: url, lockTimeout: lockTimeout), url: url, thread: thread,
+                                lockTimeout: lockTimeout, logger: logger)
             }
         } catch {
             try? await thread.shutdownGracefully()
@@ -450,13 +498,111 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     /// One `PQcancel` (it opens a connection of its own to the server, so it blocks for a round
     /// trip), on a Dispatch thread rather than `thread`, which the statement holds.
     private func sendCancel() async {
-        guard canceller != nil else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
-                var message = [CChar](repeating: 0, count: 256)
-                _ = PQcancel(self.canceller, &message, Int32(message.count))
+                self.cancelLock.withLock {
+                    guard let canceller = self.canceller else { return }
+                    var message = [CChar](repeating: 0, count: 256)
+                    _ = PQcancel(canceller, &message, Int32(message.count))
+                }
                 continuation.resume()
             }
+        }
+    }
+
+    // MARK: Lost connections
+
+    /// What a failure says about the connection: temporary unavailability (the connection is to be
+    /// dropped and made again), a full disk, or neither.
+    enum FailureKind: Equatable { case connectionLost, diskFull, other }
+
+    /// Classifies a failure by its SQLSTATE (empty when libpq made the error itself) and whether
+    /// libpq considers the connection broken.
+    static func failureKind(sqlState: String, connectionBad: Bool) -> FailureKind {
+        if connectionBad { return .connectionLost }
+        switch sqlState {
+        case "53100": return .diskFull  // disk_full
+        case "57P01", "57P02", "57P03": return .connectionLost  // admin_shutdown, crash_shutdown, cannot_connect_now
+        case "53300": return .connectionLost  // too_many_connections: try again later
+        default: return sqlState.hasPrefix("08") ? .connectionLost : .other  // connection_exception
+        }
+    }
+
+    /// The connection to run the next statement on (on `thread`): the current one, or a new one
+    /// when it was lost and the backoff allows an attempt now.
+    /// - Throws: `storage.unavailable` when there is none.
+    private func liveConnection() throws -> OpaquePointer {
+        if let connection { return connection }
+        let now = ContinuousClock.now
+        if now < nextReconnect {
+            throw CollectorError.storageUnavailable("PostgreSQL: no connection to the server; reconnecting",
+                                                    retryAfter: Self.wholeSeconds(nextReconnect - now))
+        }
+        do {
+            let connection = try Self.open(url: url, lockTimeout: lockTimeout)
+            self.connection = connection
+            cancelLock.withLock {
+                if let canceller { PQfreeCancel(canceller) }
+                canceller = PQgetCancel(connection)
+            }
+            logger?.notice("database connection made again", metadata: ["database": "postgres", "failed_attempts": "\(reconnectFailures)"])
+            reconnectFailures = 0
+            return connection
+        } catch {
+            reconnectFailures += 1
+            let wait = Self.reconnectBackoff(failures: reconnectFailures)
+            nextReconnect = now + wait
+            let reason = (error as? CollectorError)?.message ?? "\(error)"
+            throw CollectorError.storageUnavailable("PostgreSQL: reconnecting failed (\(reason)); next attempt in \(wait)",
+                                                    retryAfter: Self.wholeSeconds(wait))
+        }
+    }
+
+    private static func wholeSeconds(_ duration: Duration) -> Int {
+        let components = duration.components
+        return Int(components.seconds) + (components.attoseconds > 0 ? 1 : 0)
+    }
+
+    /// Drops `connection` after it was found broken (on `thread`); the next statement connects
+    /// again at once. `inTransaction`: a transaction was open on it before the failed call (a
+    /// call that fails while beginning one needs nothing more: its caller sees the failure before
+    /// any statement of the transaction).
+    private func dropConnection(_ connection: OpaquePointer, inTransaction: Bool, reason: String) {
+        PQfinish(connection)
+        self.connection = nil
+        transactionLost = transactionLost || inTransaction
+        reconnectFailures = 0
+        nextReconnect = ContinuousClock.now
+        logger?.error("database connection lost", metadata: ["database": "postgres", "error": "\(reason)"])
+    }
+
+    /// Refuses or answers statements of a transaction whose connection was lost (see the type's
+    /// documentation); returns true when `firstSQL` was answered without the server (`ROLLBACK`).
+    private func settleLostTransaction(firstSQL: String) throws -> Bool {
+        guard transactionLost else { return false }
+        if firstSQL == "ROLLBACK" {
+            transactionLost = false
+            return true
+        }
+        if firstSQL.hasPrefix("BEGIN") {
+            transactionLost = false
+            return false
+        }
+        if firstSQL == "COMMIT" { transactionLost = false }
+        throw CollectorError.storageUnavailable("PostgreSQL: the connection was lost during the transaction; nothing of it was committed")
+    }
+
+    /// The error for a failed call on `connection`, dropping the connection when it is broken.
+    private func failed(_ connection: OpaquePointer, sqlState: String, message: String, startedInTransaction: Bool) -> CollectorError {
+        let bad = PQstatus(connection) == CONNECTION_BAD
+        switch Self.failureKind(sqlState: sqlState, connectionBad: bad) {
+        case .connectionLost:
+            dropConnection(connection, inTransaction: startedInTransaction, reason: message)
+            return .storageUnavailable("PostgreSQL\(sqlState.isEmpty ? "" : " " + sqlState): \(message)")
+        case .diskFull:
+            return .storageFull("PostgreSQL \(sqlState): \(message)")
+        case .other:
+            return Self.errorForState(sqlState, message: message)
         }
     }
 
@@ -514,15 +660,24 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
 
     private func execute(_ sql: String, _ binds: [DBValue]) throws -> [DBRow] {
         guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
+        if try settleLostTransaction(firstSQL: sql) { return [] }
+        let connection = try liveConnection()
+        let inTransaction = PQtransactionStatus(connection) != PQTRANS_IDLE
         let result: OpaquePointer? = Self.withParameters(binds) { values, lengths, formats in
             PQexecParams(connection, sql, Int32(binds.count), nil, values, lengths, formats, 0)
         }
         guard let result else {
-            throw CollectorError.storage("PostgreSQL: \(String(cString: PQerrorMessage(connection)))")
+            throw failed(connection, sqlState: "", message: Self.message(connection), startedInTransaction: inTransaction)
         }
         defer { PQclear(result) }
-        if let failure = Self.failure(result) { throw failure }
+        if let (state, message) = Self.failureFields(result) {
+            throw failed(connection, sqlState: state, message: message, startedInTransaction: inTransaction)
+        }
         return Self.rows(result)
+    }
+
+    private static func message(_ connection: OpaquePointer) -> String {
+        String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Sends every statement, then one sync, then reads the results: one round trip for all.
@@ -531,24 +686,37 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     /// so the connection is back out of pipeline mode either way.
     private func pipeline(_ statements: [SQLStatement]) throws -> [[DBRow]] {
         guard !closed else { throw CollectorError.storage("PostgreSQL: the connection is closed") }
-        guard PQenterPipelineMode(connection) == 1 else {
-            throw CollectorError.storage("PostgreSQL: cannot enter pipeline mode: \(String(cString: PQerrorMessage(connection)))")
+        let firstSQL = statements.first?.sql ?? ""
+        if try settleLostTransaction(firstSQL: firstSQL) {
+            // A lone ROLLBACK of a lost transaction; anything after it runs as usual.
+            return [[]] + (statements.count > 1 ? try pipeline(Array(statements.dropFirst())) : [])
         }
-        var firstFailure: CollectorError?
+        let connection = try liveConnection()
+        let inTransaction = PQtransactionStatus(connection) != PQTRANS_IDLE
+        /// A failure of the pipeline protocol itself: the connection is broken, or in a state that
+        /// is not known (possibly still in pipeline mode), so it is dropped and made again; its
+        /// transaction, if any, is lost.
+        func broken(_ what: String) -> CollectorError {
+            let message = what + ": " + Self.message(connection)
+            dropConnection(connection, inTransaction: inTransaction, reason: message)
+            return .storageUnavailable("PostgreSQL: \(message)")
+        }
+        guard PQenterPipelineMode(connection) == 1 else { throw broken("cannot enter pipeline mode") }
+        var firstFailure: (state: String, message: String)?
         var sent = 0
         for statement in statements {
             let accepted = Self.withParameters(statement.binds) { values, lengths, formats in
                 PQsendQueryParams(connection, statement.sql, Int32(statement.binds.count), nil, values, lengths, formats, 0)
             }
             guard accepted == 1 else {
-                firstFailure = CollectorError.storage("PostgreSQL: sending a statement failed: \(String(cString: PQerrorMessage(connection)))")
+                firstFailure = ("", "sending a statement failed: " + Self.message(connection))
                 break
             }
             sent += 1
         }
         guard PQpipelineSync(connection) == 1 else {
             // The connection is broken; nothing more can be read from it.
-            throw firstFailure ?? CollectorError.storage("PostgreSQL: pipeline sync failed: \(String(cString: PQerrorMessage(connection)))")
+            throw broken(firstFailure?.message ?? "pipeline sync failed")
         }
         var results: [[DBRow]] = []
         results.reserveCapacity(sent)
@@ -558,8 +726,8 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
             while let result = PQgetResult(connection) {
                 defer { PQclear(result) }
                 if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
-                    if firstFailure == nil { firstFailure = CollectorError.storage("PostgreSQL: a pipelined statement was skipped") }
-                } else if let failure = Self.failure(result) {
+                    if firstFailure == nil { firstFailure = ("", "a pipelined statement was skipped") }
+                } else if let failure = Self.failureFields(result) {
                     if firstFailure == nil { firstFailure = failure }
                 } else {
                     rows += Self.rows(result)
@@ -573,19 +741,30 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
             PQclear(result)
             if status == PGRES_PIPELINE_SYNC { break }
         }
-        if PQexitPipelineMode(connection) != 1 && firstFailure == nil {
-            firstFailure = CollectorError.storage("PostgreSQL: cannot leave pipeline mode: \(String(cString: PQerrorMessage(connection)))")
+        if PQexitPipelineMode(connection) != 1 {
+            // Results are left unread (the connection broke while reading them): drop it, or every
+            // later statement would fail with "not allowed in pipeline mode".
+            let reason = firstFailure.map { "\($0.state) \($0.message)" } ?? "cannot leave pipeline mode"
+            throw broken(reason)
         }
-        if let firstFailure { throw firstFailure }
+        if let firstFailure {
+            throw failed(connection, sqlState: firstFailure.state, message: firstFailure.message, startedInTransaction: inTransaction)
+        }
         return results
     }
 
-    /// The failure a result reports (unique violations as `storage.unique_violation`), or nil.
-    private static func failure(_ result: OpaquePointer) -> CollectorError? {
+    /// The SQLSTATE (empty when libpq made the error) and message of a failed result, or nil.
+    private static func failureFields(_ result: OpaquePointer) -> (state: String, message: String)? {
         let status = PQresultStatus(result)
         guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return nil }
         let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        return (state, message)
+    }
+
+    /// The error for a failure with SQLSTATE `state` on a connection that still works (unique
+    /// violations as `storage.unique_violation`).
+    static func errorForState(_ state: String, message: String) -> CollectorError {
         switch state {
         case "55P03", "40P01":  // lock_not_available (lock_timeout), deadlock_detected
             return .storageBusy("PostgreSQL \(state): \(message)")
@@ -657,7 +836,8 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
             (try? await Self.perform(on: self.thread) { () -> Bool in
                 guard !self.closed else { return false }
                 self.closed = true
-                PQfinish(self.connection)
+                if let connection = self.connection { PQfinish(connection) }
+                self.connection = nil
                 return true
             }) ?? false
         }
@@ -689,8 +869,20 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     deinit {
         if let canceller { PQfreeCancel(canceller) }
         if !closed {
-            PQfinish(connection)
+            if let connection { PQfinish(connection) }
             thread.shutdownGracefully { _ in }
+        }
+    }
+}
+
+extension Array where Element == String {
+    /// Calls `body` with a NULL-terminated array of C strings copied from the elements (libpq's
+    /// `keywords`/`values` arrays).
+    func withCStrings<R>(_ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies: [UnsafeMutablePointer<CChar>?] = map { strdup($0) } + [nil]
+        defer { for copy in copies { free(copy) } }
+        return copies.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
         }
     }
 }

@@ -15,7 +15,7 @@ import Foundation
 extension SQLStore {
     public func commitIngest(_ writes: [IngestWrite]) async throws -> [IngestWriteOutcome] {
         guard !writes.isEmpty else { return [] }
-        return try await serialized { try await commitLocked(writes) }
+        return try await serialized(write: true) { try await commitLocked(writes) }
     }
 
     /// The key of an issue: its project and grouping hash.

@@ -13,6 +13,8 @@ public final class SQLStore: CollectorStore {
     let backend: any SQLBackend
     private let lock = AsyncLock()
     private let logger: Logger
+    /// The database's availability as this store's operations found it (`/health`, `/metrics`).
+    public let monitor: StorageMonitor
 
     /// Opens (creating when missing) the SQLite database at `path`; `":memory:"` opens a private
     /// in-memory database. Call `migrate()` before use. A statement waits up to `lockTimeout`
@@ -26,12 +28,13 @@ public final class SQLStore: CollectorStore {
     /// `lock_timeout`) for a lock another connection holds, then fails with `storage.busy`;
     /// `migrate()` alone waits without that bound for another collector's migration.
     public static func openPostgres(url: String, logger: Logger, lockTimeout: Double = 5) async throws -> SQLStore {
-        SQLStore(backend: try await PostgresBackend.connect(url: url, lockTimeout: LockTimeout(seconds: lockTimeout)), logger: logger)
+        SQLStore(backend: try await PostgresBackend.connect(url: url, lockTimeout: LockTimeout(seconds: lockTimeout), logger: logger), logger: logger)
     }
 
     init(backend: any SQLBackend, logger: Logger) {
         self.backend = backend
         self.logger = logger
+        self.monitor = StorageMonitor(logger: logger, database: backend.dialect == .sqlite ? "sqlite" : "postgres")
     }
 
     /// Which database this store writes to ("sqlite" or "postgres").
@@ -47,22 +50,56 @@ public final class SQLStore: CollectorStore {
         try await backend.query(sql, binds)
     }
 
-    func serialized<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await lock.withLock(body)
+    /// Runs `body` under the store's lock; `write`: its success means a write committed (see
+    /// `StorageMonitor`).
+    func serialized<T: Sendable>(write: Bool = false, _ body: () async throws -> T) async throws -> T {
+        try await monitor.observe(write: write) { try await lock.withLock(body) }
     }
 
+    /// Runs `body` in a transaction under the store's lock (a write: see `StorageMonitor`).
     func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await lock.withLock {
-            _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
-            do {
-                let result = try await body()
-                _ = try await query("COMMIT")
-                return result
-            } catch {
-                _ = try? await query("ROLLBACK")
-                throw error
+        try await monitor.observe(write: true) {
+            try await lock.withLock {
+                _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
+                do {
+                    let result = try await body()
+                    _ = try await query("COMMIT")
+                    return result
+                } catch {
+                    _ = try? await query("ROLLBACK")
+                    throw error
+                }
             }
         }
+    }
+
+    /// Bytes the health check writes while the disk was last seen full: about one event batch's
+    /// worth, random so that PostgreSQL cannot compress it away.
+    static let storageProbeBytes = 64 * 1024
+
+    /// The storage state, checked now: a read when the last state was `ok` or `unavailable` (on
+    /// PostgreSQL it reconnects when the connection was lost and the backoff allows); when it was
+    /// `full`, a committed write of `storageProbeBytes` into `storage_probe`, deleted again, so
+    /// `/health` sees space come back without waiting for ingest. A failure that is neither
+    /// `unavailable` nor `full` is reported as `unavailable`.
+    public func checkStorage() async -> StorageState {
+        do {
+            if monitor.current == .full {
+                let data = Data((0..<Self.storageProbeBytes).map { _ in UInt8.random(in: 0...255) })
+                try await transaction {
+                    _ = try await query("DELETE FROM storage_probe")
+                    _ = try await query("INSERT INTO storage_probe (id, data) VALUES (1, ?)", [.blob(data)])
+                }
+                try await transaction { _ = try await query("DELETE FROM storage_probe") }
+            } else {
+                _ = try await serialized { try await query("SELECT version FROM schema_migrations LIMIT 1") }
+            }
+        } catch {
+            logger.error("health check failed", metadata: ["error": "\(error)"])
+            let state = monitor.current
+            return state == .ok ? .unavailable : state
+        }
+        return monitor.current
     }
 
     static func text(_ value: String?) -> DBValue { value.map { .text($0) } ?? .null }
@@ -188,6 +225,11 @@ public final class SQLStore: CollectorStore {
             // history outlives removed accounts and tokens; NULL for earlier versions.
             "ALTER TABLE sdk_configs ADD COLUMN published_by_account TEXT",
             "ALTER TABLE sdk_configs ADD COLUMN published_by_token TEXT",
+        ]),
+        (6, [
+            // A row the health check writes and deletes again while the disk was last seen full
+            // (`checkStorage`), to see space come back without waiting for ingest. Empty otherwise.
+            "CREATE TABLE storage_probe (id {int} PRIMARY KEY, data {blob} NOT NULL)",
         ]),
     ]
 

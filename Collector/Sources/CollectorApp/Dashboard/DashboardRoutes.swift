@@ -229,6 +229,9 @@ struct DashboardRoutes: Sendable {
             failure = .storage("the page could not be built")
         }
         if failure.status == 503 && failure.code.hasPrefix("storage.") { metrics.storageUnavailable(failure.code) }
+        if failure.code == "storage.unavailable" || failure.code == "storage.full" {
+            logger.error("dashboard request refused", metadata: ["code": "\(failure.code)", "detail": "\(failure.message)"])
+        }
         let heading = failure.status == 404 ? "Not found" : failure.retryAfter != nil ? "Try again shortly" : "Request refused"
         let body: HTML = "<main><h1>\(heading)</h1><p class=\"error\">\(failure.message)</p><p><code>\(failure.code)</code></p><p><a href=\"/projects\">Projects</a></p></main>"
         var response = Layout.document(title: "Error", body: body, status: .init(code: failure.status))
