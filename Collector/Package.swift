@@ -12,7 +12,9 @@ import PackageDescription
 
 let package = Package(
     name: "Collector",
-    platforms: [.macOS(.v14)],
+    // A server: Linux in production; on a Mac, macOS 15 for Synchronization's Mutex and Atomic
+    // (scripts/swift_availability_scan.py checks every use against this line).
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "shield-collector", targets: ["shield-collector"]),
         .library(name: "CollectorApp", targets: ["CollectorApp"]),

@@ -78,4 +78,21 @@ else
     echo "FAIL: Linux-only constructs where an Apple build compiles (above; docs/PORTABILITY.md)"
     status=1
 fi
+
+# 5. Swift APIs newer than each package's `platforms:` (scripts/swift_availability_scan.py, which
+#    reads the availability from the toolchain's .swiftinterface files): its self-test (a use of
+#    Mutex must be reported, one under #available or #if os(Linux) must not), then both packages.
+AVAILABILITY=(python3 "$ROOT/scripts/swift_availability_scan.py")
+if "${AVAILABILITY[@]}" --self-test; then
+    echo "ok:   availability scanner self-test (Mutex reported; #available, @available, #if os(Linux) respected)"
+else
+    echo "FAIL: availability scanner self-test"; status=1
+fi
+for package in . Collector; do
+    if "${AVAILABILITY[@]}" "$package"; then
+        echo "ok:   $package: no Swift API newer than its platforms"
+    else
+        echo "FAIL: $package: Swift APIs newer than its declared platforms (above)"; status=1
+    fi
+done
 exit $status

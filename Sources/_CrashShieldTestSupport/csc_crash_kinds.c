@@ -477,3 +477,21 @@ bool csc_test_abort_caught(void) {
     g_jump_armed = 1;
     abort();
 }
+
+/* ---- probe counters (csc_test_support.h) ---------------------------------------------------- */
+static _Atomic long g_probe_counters[CSC_TEST_PROBE_COUNTERS];
+
+long csc_test_probe_counter_add(int index, long delta) {
+    if (index < 0 || index >= CSC_TEST_PROBE_COUNTERS) return 0;
+    return atomic_fetch_add(&g_probe_counters[index], delta) + delta;
+}
+
+long csc_test_probe_counter_load(int index) {
+    if (index < 0 || index >= CSC_TEST_PROBE_COUNTERS) return 0;
+    return atomic_load(&g_probe_counters[index]);
+}
+
+void csc_test_probe_counter_store(int index, long value) {
+    if (index < 0 || index >= CSC_TEST_PROBE_COUNTERS) return;
+    atomic_store(&g_probe_counters[index], value);
+}

@@ -1,7 +1,7 @@
 import CrashShield
 import Foundation
-import Synchronization
 import _CrashShieldIncidents
+import _CrashShieldTestSupport
 
 /// `shield incident-exit-probe [--incidents N] [--sink-ms N] [--watch-ms N] [--fork-child] [--stop]`:
 /// the test child of the incident delivery thread's end (CrashShieldTests' `IncidentExitTests`).
@@ -34,16 +34,24 @@ enum IncidentExitProbeCommand {
         var stop = false
     }
 
-    /// Sink calls running now (0 or 1: the delivery thread calls one at a time).
-    static let running = Atomic<Int>(0)
-    /// Sink calls begun so far.
-    static let calls = Atomic<Int>(0)
-    /// Sink calls begun after the watch began (the exit's teardown).
-    static let lateCalls = Atomic<Int>(0)
-    static let teardownBegan = Atomic<Bool>(false)
-    /// In a forked child: calls for the parent's burst and for the child's own incident.
-    static let inheritedCalls = Atomic<Int>(0)
-    static let ownCalls = Atomic<Int>(0)
+    /// The probe's counters (C11 atomics of `_CrashShieldTestSupport`, usable from the delivery
+    /// thread, an exit handler and a forked child alike).
+    enum Counter: Int32 {
+        /// Sink calls running now (0 or 1: the delivery thread calls one at a time).
+        case running
+        /// Sink calls begun so far.
+        case calls
+        /// Sink calls begun after the watch began (the exit's teardown).
+        case lateCalls
+        /// 1 once the exit's teardown began.
+        case teardownBegan
+        /// In a forked child: calls for the parent's burst and for the child's own incident.
+        case inheritedCalls
+        case ownCalls
+
+        var value: Int { csc_test_probe_counter_load(rawValue) }
+        func add(_ delta: Int) { _ = csc_test_probe_counter_add(rawValue, delta) }
+    }
     nonisolated(unsafe) static var sinkMicroseconds: useconds_t = 20_000
     nonisolated(unsafe) static var watchMicroseconds: useconds_t = 300_000
     nonisolated(unsafe) static var parentPID: pid_t = 0
@@ -64,17 +72,17 @@ enum IncidentExitProbeCommand {
         }
         for index in 0..<max(1, arguments.incidents) { record(selector: "burst\(index)") }
         let deadline = Date().addingTimeInterval(10)
-        while calls.load(ordering: .acquiring) == 0 && Date() < deadline { usleep(1000) }
+        while Counter.calls.value == 0 && Date() < deadline { usleep(1000) }
         print("BURST recorded=\(CrashShieldSDK.statistics.recorded) delivered=\(CrashShieldSDK.statistics.delivered)")
         fflush(nil)
 
         if arguments.forkChild { forkChild() }
         if arguments.stop {
             CrashShieldSDK.stop()
-            let begunAtStop = calls.load(ordering: .acquiring)
-            let runningAtStop = running.load(ordering: .acquiring) > 0
+            let begunAtStop = Counter.calls.value
+            let runningAtStop = Counter.running.value > 0
             usleep(100_000)
-            print("STOPPED running=\(runningAtStop) late-calls=\(calls.load(ordering: .acquiring) - begunAtStop)")
+            print("STOPPED running=\(runningAtStop) late-calls=\(Counter.calls.value - begunAtStop)")
             fflush(nil)
         }
         exit(0)
@@ -97,16 +105,16 @@ enum IncidentExitProbeCommand {
     }
 
     private static func receive(_ incident: Incident) {
-        if teardownBegan.load(ordering: .acquiring) { lateCalls.add(1, ordering: .acquiringAndReleasing) }
+        if Counter.teardownBegan.value > 0 { Counter.lateCalls.add(1) }
         if getpid() != parentPID {
-            if incident.methodName.contains("burst") { inheritedCalls.add(1, ordering: .acquiringAndReleasing) }
-            else { ownCalls.add(1, ordering: .acquiringAndReleasing) }
+            if incident.methodName.contains("burst") { Counter.inheritedCalls.add(1) }
+            else { Counter.ownCalls.add(1) }
             return
         }
-        running.add(1, ordering: .acquiringAndReleasing)
-        calls.add(1, ordering: .acquiringAndReleasing)
+        Counter.running.add(1)
+        Counter.calls.add(1)
         usleep(sinkMicroseconds)
-        running.subtract(1, ordering: .acquiringAndReleasing)
+        Counter.running.add(-1)
     }
 
     private static func forkChild() {
@@ -114,7 +122,7 @@ enum IncidentExitProbeCommand {
         if child == 0 {
             record(selector: "child")
             CrashShieldSDK.flushIncidents(timeout: .seconds(2))
-            print("FORK-CHILD inherited-delivered=\(inheritedCalls.load(ordering: .acquiring)) own-delivered=\(ownCalls.load(ordering: .acquiring) > 0)")
+            print("FORK-CHILD inherited-delivered=\(Counter.inheritedCalls.value) own-delivered=\(Counter.ownCalls.value > 0)")
             fflush(nil)
             exit(0)
         }
@@ -137,11 +145,11 @@ enum IncidentExitProbeCommand {
     /// The exit handler registered first, so it runs after the SDK's.
     private static func watch() {
         guard getpid() == parentPID else { return }
-        teardownBegan.store(true, ordering: .releasing)
-        let runningAtBegin = running.load(ordering: .acquiring) > 0
+        Counter.teardownBegan.add(1)
+        let runningAtBegin = Counter.running.value > 0
         usleep(watchMicroseconds)
         let statistics = CrashShieldSDK.statistics
-        print("TEARDOWN running-at-begin=\(runningAtBegin) late-calls=\(lateCalls.load(ordering: .acquiring)) delivered=\(statistics.delivered) dropped=\(statistics.droppedDeliveries)")
+        print("TEARDOWN running-at-begin=\(runningAtBegin) late-calls=\(Counter.lateCalls.value) delivered=\(statistics.delivered) dropped=\(statistics.droppedDeliveries)")
         fflush(nil)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
-import Synchronization
 import Testing
 import CrashShield
 import _CrashShieldIncidents
+import _CrashShieldTestSupport
 
 /// The end of incident delivery: at exit no sink call starts and a running one is waited for
 /// (bounded), `stop()` does the same and then lets delivery go on, and a forked child delivers only
@@ -77,40 +77,45 @@ import _CrashShieldIncidents
     @Test func endDeliveryWaitsBoundedDropsAndResumes() async {
         await #expect(processExitsWith: .success) {
             cs_incidents_set_callback({ _, _ in
-                IncidentExitTests.calls.add(1, ordering: .sequentiallyConsistent)
-                while IncidentExitTests.holdCallback.load(ordering: .sequentiallyConsistent) { usleep(1000) }
-                if IncidentExitTests.endFromCallback.load(ordering: .sequentiallyConsistent) {
-                    IncidentExitTests.endedOnDeliveryThread.store(cs_incidents_end_delivery(60_000) ? 1 : 2, ordering: .sequentiallyConsistent)
+                Cell.calls.add(1)
+                while Cell.holdCallback.value != 0 { usleep(1000) }
+                if Cell.endFromCallback.value != 0 {
+                    Cell.endedOnDeliveryThread.store(cs_incidents_end_delivery(60_000) ? 1 : 2)
                 }
             }, nil)
-            IncidentExitTests.holdCallback.store(true, ordering: .sequentiallyConsistent)
+            Cell.holdCallback.store(1)
             IncidentExitTests.recordIncident("first")
-            while IncidentExitTests.calls.load(ordering: .sequentiallyConsistent) == 0 { usleep(1000) }
+            while Cell.calls.value == 0 { usleep(1000) }
             IncidentExitTests.recordIncident("queued")
             // The callback is held: a short end gives up and says so; the queued one is dropped.
             guard !cs_incidents_end_delivery(20) else { exit(3) }
             guard cs_incidents_stats().dropped_deliveries == 1 else { exit(4) }
-            IncidentExitTests.holdCallback.store(false, ordering: .sequentiallyConsistent)
+            Cell.holdCallback.store(0)
             guard cs_incidents_end_delivery(60_000) else { exit(5) }
             IncidentExitTests.recordIncident("while-ended")
             guard cs_incidents_stats().dropped_deliveries == 2 else { exit(6) }
-            guard cs_incidents_flush(60_000), IncidentExitTests.calls.load(ordering: .sequentiallyConsistent) == 1 else { exit(7) }
+            guard cs_incidents_flush(60_000), Cell.calls.value == 1 else { exit(7) }
             // Resumed, a callback that ends delivery on the delivery thread does not wait for itself.
             cs_incidents_resume_delivery()
-            IncidentExitTests.endFromCallback.store(true, ordering: .sequentiallyConsistent)
+            Cell.endFromCallback.store(1)
             IncidentExitTests.recordIncident("after-resume")
-            while IncidentExitTests.endedOnDeliveryThread.load(ordering: .sequentiallyConsistent) == 0 { usleep(1000) }
-            guard IncidentExitTests.endedOnDeliveryThread.load(ordering: .sequentiallyConsistent) == 1 else { exit(8) }
-            guard IncidentExitTests.calls.load(ordering: .sequentiallyConsistent) == 2 else { exit(9) }
+            while Cell.endedOnDeliveryThread.value == 0 { usleep(1000) }
+            guard Cell.endedOnDeliveryThread.value == 1 else { exit(8) }
+            guard Cell.calls.value == 2 else { exit(9) }
             exit(0)
         }
     }
 
-    static let calls = Atomic<Int>(0)
-    static let holdCallback = Atomic<Bool>(false)
-    static let endFromCallback = Atomic<Bool>(false)
-    /// 0: not yet; 1: cs_incidents_end_delivery returned true on the delivery thread; 2: false.
-    static let endedOnDeliveryThread = Atomic<Int>(0)
+    /// Shared between the test and the delivery thread: C11 atomics of `_CrashShieldTestSupport`
+    /// (Swift's `Atomic` needs macOS 15 / iOS 18, newer than the package's platforms).
+    enum Cell: Int32 {
+        case calls, holdCallback, endFromCallback
+        /// 0: not yet; 1: cs_incidents_end_delivery returned true on the delivery thread; 2: false.
+        case endedOnDeliveryThread
+        var value: Int { csc_test_probe_counter_load(rawValue) }
+        func add(_ delta: Int) { _ = csc_test_probe_counter_add(rawValue, delta) }
+        func store(_ value: Int) { csc_test_probe_counter_store(rawValue, value) }
+    }
 
     /// One incident of its own fingerprint (the selector differs).
     static func recordIncident(_ selector: String) {

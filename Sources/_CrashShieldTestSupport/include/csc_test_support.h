@@ -56,6 +56,15 @@ void cs_guard_set_canary_probe_for_testing(const char *guard_name, void (*probe)
  *  Apple. For a child process: the rebuilds it leads to are unsafe beside other threads. */
 void cs_backend_assume_table_layout_for_testing(int variant);
 
+/* ---- counters for the probes of `shield` (C11 atomics: safe from any thread, a signal handler
+ * or a forked child, on every deployment target; Swift's `Atomic` needs macOS 15 / iOS 18) ---- */
+#define CSC_TEST_PROBE_COUNTERS 8
+/** Adds `delta` to counter `index` (0..CSC_TEST_PROBE_COUNTERS-1) and returns the new value
+ *  (sequentially consistent); an index out of range changes nothing and returns 0. */
+long csc_test_probe_counter_add(int index, long delta);
+long csc_test_probe_counter_load(int index);
+void csc_test_probe_counter_store(int index, long value);
+
 /* ---- crash kinds for `shield crash` (each crashes the calling thread) --------------------- */
 void csc_crash_segv(void);
 /* Uncaught C++ exceptions (csc_crash_kinds_cxx.cpp): std::out_of_range("cart index 7 beyond 3
