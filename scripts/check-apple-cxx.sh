@@ -2,8 +2,9 @@
 # scripts/check-apple-cxx.sh — compiles the SDK's C++ (the terminate handler of
 # _CrashShieldCxxTerminate) for macOS, arm64 and x86_64, with the Zig toolchain from PyPI
 # (`ziglang`), which ships Apple's libSystem headers and LLVM's libc++/libc++abi headers: the
-# file must compile with -Wall -Wextra -Werror, and the object must define the C entry point
-# the Swift side calls. A canary (a Linux-only header) must fail for the same target, so the
+# file must compile with -Wall -Wextra -Werror, the object must define the C entry point the
+# Swift side calls, and the terminate handler must sit in its own section (__TEXT,__cs_cxx_sdk),
+# whose bounds capture uses to mark the handler's frame as the SDK's. A canary (a Linux-only header) must fail for the same target, so the
 # check is shown to use Apple's headers, not the host's.
 #
 # Limits: Zig's libc++ headers are LLVM's, not the copy in Apple's SDK; iOS needs Apple's SDK,
@@ -39,6 +40,11 @@ for target in aarch64-macos.13.0 x86_64-macos.13.0; do
         fi
         if ! llvm-nm "$object" | grep -q " T _csc_cxx_install_terminate_handler$"; then
             echo "FAIL: $target: _csc_cxx_install_terminate_handler not defined"; FAILURES=$((FAILURES + 1)); continue
+        fi
+        if [ "$(basename "$source")" = csc_cxx_terminate.cpp ] &&
+            ! llvm-nm -m "$object" | grep -q "(__TEXT,__cs_cxx_sdk) .*terminate_handler"; then
+            echo "FAIL: $target: the terminate handler is not in __TEXT,__cs_cxx_sdk (capture's SDK code range)"
+            FAILURES=$((FAILURES + 1)); continue
         fi
         echo "ok:   $target: $(basename "$source") compiles against Apple's libSystem and libc++ headers"
     done

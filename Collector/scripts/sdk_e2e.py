@@ -17,6 +17,10 @@ CASE is one of:
                launch page (logged in with ADMIN_PASSWORD) lists it;
   send         `shield crash segv` writes a report without reporting; `shield send` delivers it and
                the collector stores the event `shield envelope` said it would send;
+  culprit      a report-only container crash and uncaught C++ exceptions, sent with `shield send`:
+               each issue's culprit is the app's function, CrashShield's frames are not in-app, the
+               same call site with and without the guard's frames is one issue, another call site
+               of the same exception another;
   remote-config  the remote switches through the SDK's own fetcher (`shield reporting-probe` with the
                project's DSN and Ed25519 public key; the collector must serve with
                `--sdk-config-max-age 0`, so every start fetches): a signed document published on
@@ -253,6 +257,68 @@ def send_case():
     check(any(frame.get("function") == "csc_crash_segv" for frame in frames(event)), "the sent event names csc_crash_segv")
 
 
+def culprit_case():
+    """The app's frame is the culprit, not CrashShield's: a report-only container crash (the
+    guard's hook frames sit between the exception and the app's call) and an uncaught C++
+    exception (the terminate handler's frame sits above std::terminate) are sent with `shield
+    send`; each issue's culprit is the app function that made the call, CrashShield's frames are
+    on the stack with in_app false, and the same call site crashing without the guards is the same
+    issue as with them, while another call site of the same C++ exception is an issue of its own."""
+    def crash_and_send(label, arguments, expected_signal):
+        directory = os.path.join(work, "culprit-" + label)
+        status, _ = child(["crash"] + arguments + ["--dir", directory, "--app-name", "e2e-culprit"])
+        check(status == -expected_signal, f"`shield crash {' '.join(arguments)}` dies of signal {expected_signal}", f"status {status}")
+        status, preview = child(["envelope", "--dir", directory, "--dsn", dsn])
+        lines = preview.splitlines()
+        headers = [json.loads(lines[index + 1]) for index, line in enumerate(lines[:-1]) if line.startswith("# crash report ")]
+        if not check(status == 0 and len(headers) == 1, f"{label}: one crash envelope", f"status {status}"):
+            return None
+        event_id = headers[0]["event_id"].replace("-", "")
+        status, output = child(["send", "--dsn", dsn, "--dir", directory])
+        check(status == 0 and "dropped 0, pending 0" in output, f"{label}: `shield send` delivers it", f"status {status}, {output!r}")
+
+        def stored():
+            try:
+                return api(f"/api/0/projects/{project}/events/{event_id}")
+            except urllib.error.HTTPError:
+                return None
+        event = poll(f"{label} event", stored)
+        if not check(event is not None, f"{label}: the collector stored the event", event_id):
+            return None
+        for issue in api(f"/api/0/projects/{project}/issues"):
+            for summary in api(f"/api/0/issues/{issue['id']}/events?limit=1000"):
+                if summary.get("event_id", "").replace("-", "") == event_id:
+                    return issue, event
+        check(False, f"{label}: the event belongs to an issue", event_id)
+        return None
+
+    report_only = crash_and_send("report-only", ["array-beyond", "--guards", "--set-policy", "container=reportOnly"], signal.SIGABRT)
+    unguarded = crash_and_send("unguarded", ["array-beyond"], signal.SIGABRT)
+    cxx = crash_and_send("cxx", ["cxx-exception"], signal.SIGABRT)
+    cxx_thread = crash_and_send("cxx-thread", ["thread-cxx-exception"], signal.SIGABRT)
+    if report_only:
+        issue, event = report_only
+        check("cs_capture_array_beyond_for_testing" in issue["culprit"],
+              "report-only crash: the issue's culprit is the app's call site", issue["culprit"])
+        sdk = [frame for frame in frames(event) if (frame.get("function") or "").startswith("cs_array_objectAtIndex")]
+        check(sdk and all(frame.get("in_app") is False for frame in sdk),
+              "report-only crash: the guard's hook frames are on the stack, not in-app", [f.get("in_app") for f in sdk])
+    if report_only and unguarded:
+        check(report_only[0]["id"] == unguarded[0]["id"],
+              "the same call site with and without the guard's frames is one issue",
+              (report_only[0]["culprit"], unguarded[0]["culprit"]))
+    if cxx:
+        issue, event = cxx
+        check("checkout_total" in issue["culprit"], "C++ exception: the issue's culprit is the throwing app function", issue["culprit"])
+        check("std::out_of_range" in issue["title"], "C++ exception: the issue's title names the exception type", issue["title"])
+        handler = [frame for frame in frames(event) if "terminate_handler" in (frame.get("function") or "")]
+        check(handler and all(frame.get("in_app") is False for frame in handler),
+              "C++ exception: the terminate handler's frame is on the stack, not in-app", [f.get("in_app") for f in handler])
+    if cxx and cxx_thread:
+        check(cxx[0]["id"] != cxx_thread[0]["id"], "another call site of the same exception is an issue of its own",
+              (cxx[0]["culprit"], cxx_thread[0]["culprit"]))
+
+
 def sdk_config_answers():
     """The collector's count of sdk-config answers by HTTP status, from /metrics."""
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
@@ -356,7 +422,7 @@ def remote_config_case():
 
 
 cases = {"crash": crash_case, "incident": incident_case, "launch-loop": launch_loop_case, "send": send_case,
-         "remote-config": remote_config_case}
+         "remote-config": remote_config_case, "culprit": culprit_case}
 if case not in cases:
     sys.exit(f"unknown case {case}: one of {', '.join(cases)}")
 try:

@@ -118,6 +118,10 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var image: String?
         /// Address minus the image's load bias: the file's virtual address.
         public var offset: String?
+        /// True when the address is in CrashShield's own code (a guard's code section, the C++
+        /// terminate handler's), as the crash handler found it: events mark such a frame not
+        /// in-app, so the crash's culprit is the app's frame below it. Absent otherwise.
+        public var sdk: Bool?
         /// Added by symbolication.
         public var function: String?
         public var file: String?

@@ -112,6 +112,13 @@ static struct {
 } g_guard_ranges[CSC_GUARD_RANGES_MAX];
 static _Atomic int g_guard_range_count = -1;
 static atomic_flag g_guard_ranges_claimed = ATOMIC_FLAG_INIT;
+/* The SDK's other code (csc_add_sdk_code_range): entries below g_sdk_range_count (published with
+ * release) never change; additions are serialised by g_sdk_ranges_lock (never taken by the handler). */
+static struct {
+    uintptr_t start, end;
+} g_sdk_ranges[CSC_SDK_RANGES_MAX];
+static _Atomic int g_sdk_range_count;
+static pthread_mutex_t g_sdk_ranges_lock = PTHREAD_MUTEX_INITIALIZER;
 static csc_out g_out;
 static char g_report_name[160];
 static char g_report_path[CSC_PATH_MAX + 160];
@@ -290,6 +297,19 @@ static csc_unwind_result csc_collect_frames(const void *context, const siginfo_t
 
 /* ---- report ------------------------------------------------------------------------------- */
 
+/* True when `address` is in the guards' code or the SDK's other code. */
+static bool csc_address_in_sdk(uintptr_t address) {
+    int guards = atomic_load_explicit(&g_guard_range_count, memory_order_acquire);
+    for (int r = 0; r < guards; r++) {
+        if (address >= g_guard_ranges[r].start && address < g_guard_ranges[r].end) return true;
+    }
+    int others = atomic_load_explicit(&g_sdk_range_count, memory_order_acquire);
+    for (int r = 0; r < others; r++) {
+        if (address >= g_sdk_ranges[r].start && address < g_sdk_ranges[r].end) return true;
+    }
+    return false;
+}
+
 static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
     const csc_image_table *table = g_report_images;
     csc_out_raw(out, "[");
@@ -304,6 +324,7 @@ static void csc_write_frames(csc_out *out, const uintptr_t *frames, int count) {
             csc_out_key(out, "offset", false);
             csc_out_hex(out, frames[i] - table->images[image].bias);
         }
+        if (csc_address_in_sdk(frames[i])) csc_out_raw(out, ",\"sdk\":true");
         csc_out_raw(out, "}");
     }
     csc_out_raw(out, "]");
@@ -1173,6 +1194,26 @@ static void csc_copy_text(char *to, size_t capacity, const char *from) {
     to[n] = 0;
 }
 
+bool csc_add_sdk_code_range(uintptr_t start, uintptr_t end) {
+    if (start >= end) return false;
+    bool added = true;
+    pthread_mutex_lock(&g_sdk_ranges_lock);
+    int count = atomic_load(&g_sdk_range_count);
+    bool known = false;
+    for (int r = 0; r < count; r++) known = known || (g_sdk_ranges[r].start == start && g_sdk_ranges[r].end == end);
+    if (!known) {
+        if (count >= CSC_SDK_RANGES_MAX) {
+            added = false;
+        } else {
+            g_sdk_ranges[count].start = start;
+            g_sdk_ranges[count].end = end;
+            atomic_store_explicit(&g_sdk_range_count, count + 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&g_sdk_ranges_lock);
+    return added;
+}
+
 bool csc_note_cxx_exception(const char *type_name, const char *what) {
     csc_thread_id none = 0, self = csc_thread_self();
     if (!atomic_compare_exchange_strong(&g_cxx_thread, &none, self)) return false;
@@ -1376,6 +1417,7 @@ bool csc_report_exception(const char *name, const char *reason, const uintptr_t 
 }
 bool csc_report_written(void) { return false; }
 bool csc_note_cxx_exception(const char *type_name, const char *what) { (void)type_name; (void)what; return false; }
+bool csc_add_sdk_code_range(uintptr_t start, uintptr_t end) { (void)start; (void)end; return false; }
 const char *csc_report_path(void) { return ""; }
 #if defined(CSC_TEST_SEAMS)
 void csc_test_fault_in_handler(bool enabled) { (void)enabled; }

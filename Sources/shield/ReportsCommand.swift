@@ -52,6 +52,7 @@ enum ReportsCommand {
             let image = frame.image.map { ($0 as NSString).lastPathComponent } ?? "?"
             var line = "  #\(index) \(frame.address ?? "?") \(image)+\(frame.offset ?? "?") \(frame.function ?? "?")"
             if let file = frame.file { line += " \(file)\(frame.line.map { ":\($0)" } ?? "")" }
+            if frame.sdk == true { line += " [CrashShield]" }
             print(line)
         }
         if let scope = report.scope { scopeLines(scope).forEach { print("  \($0)") } }

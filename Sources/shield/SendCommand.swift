@@ -95,10 +95,17 @@ enum SendCommand {
                 let reports = CrashCapture.pendingReports(in: directory).compactMap { try? $0.result.get() }
                 let installationID = (try? InstallationID.load(directory: directory)) ?? UUID().uuidString.lowercased()
                 let reporter = EventReporter(options: options, installationID: installationID)
-                for (index, envelope) in reporter.crashEnvelopes(reports: reports, sessions: nil).enumerated() {
-                    print("# crash report \(index + 1) of \(reports.count) (not yet in the outbox)")
-                    fflush(nil)
-                    FileHandle.standardOutput.write(envelope.serialized())
+                let ordered = reports.sorted { ($0.timestampNs ?? 0, $0.id) < ($1.timestampNs ?? 0, $1.id) }
+                for (index, report) in ordered.enumerated() {
+                    // A report-only crash sends the guard's incident first, then the crash.
+                    let envelopes = reporter.crashEnvelopes(reports: [report], sessions: nil)
+                    for (position, envelope) in envelopes.enumerated() {
+                        print(position == envelopes.count - 1
+                              ? "# crash report \(index + 1) of \(ordered.count) (not yet in the outbox)"
+                              : "# incident of the report-only guard before crash report \(index + 1) (not yet in the outbox)")
+                        fflush(nil)
+                        FileHandle.standardOutput.write(envelope.serialized())
+                    }
                 }
             } catch {
                 FileHandle.standardError.write(Data("shield envelope: \(error)\n".utf8))

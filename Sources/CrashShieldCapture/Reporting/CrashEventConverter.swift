@@ -212,7 +212,8 @@ package struct CrashEventConverter: Sendable {
         guard let address = frame.addressValue else { return nil }
         var result = SentryEvent.Frame(instructionAddr: Self.hex(address), function: nonEmpty(frame.function), package: nonEmpty(frame.image))
         if let image = frame.image {
-            result.inApp = inApp.isInApp(imagePath: image, executable: executable)
+            // CrashShield's own code (linked into the app's executable) is never the app's.
+            result.inApp = frame.sdk != true && inApp.isInApp(imagePath: image, executable: executable)
             if let start = imagesByPath[image]?.start.flatMap({ UInt64(hex: $0) }) { result.imageAddr = Self.hex(start) }
         }
         result.filename = nonEmpty(frame.file)

@@ -173,6 +173,16 @@ typedef struct {
  *  handler sees no table or the whole table). */
 bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count);
 
+/** Code of the SDK outside the guards (the C++ terminate handler; the guards' own code comes
+ *  through csc_set_guard_code_ranges): every frame whose address is in such a range or in a
+ *  guard's range is written with "sdk": true, so that events mark it not in-app and a crash's
+ *  culprit is the app's frame below it. [start, end) of this process. Adding a range already
+ *  known changes nothing (true); more than CSC_SDK_RANGES_MAX ranges, or start >= end, return
+ *  false. Not async-signal-safe; safe against a concurrent crash (the handler sees each range
+ *  whole or not at all). */
+#define CSC_SDK_RANGES_MAX 8
+bool csc_add_sdk_code_range(uintptr_t start, uintptr_t end);
+
 /** Uncaught Objective-C exception (called by the exception handler, not a signal handler):
  *  writes a report with kind "objc_exception" and the exception's return addresses as the
  *  crashed thread's stack. Later fatal signals of this process write no second report. Returns
