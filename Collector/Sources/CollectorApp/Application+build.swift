@@ -64,8 +64,13 @@ public func buildApplication(
         sdkConfig: SDKConfigService(store: store, maxAge: configuration.sdkConfigMaxAge),
         rateLimiter: RateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
         limits: configuration.limits)
-    let router = Router(context: BasicRequestContext.self)
+    // HEAD is answered as GET without the body (the GET's headers, Content-Length included).
+    let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(logger: logger))
+    if StrictTransportSecurityMiddleware<BasicRequestContext>.applies(publicURL: configuration.publicURL) {
+        router.add(middleware: StrictTransportSecurityMiddleware())
+    }
+    router.add(middleware: NotFoundPageMiddleware())
     routes.register(on: router)
     DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)?.register(on: router)
 
@@ -83,9 +88,10 @@ public func buildApplication(
         services: services,
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
-            let url = configuration.publicURL ?? "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
+            let listeningURL = "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
+            let url = configuration.publicURL ?? listeningURL
             logger.info("collector listening", metadata: ["url": "\(url)"])
-            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow,
+            await onRunning(CollectorReady(url: url, listeningURL: listeningURL, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow,
                                      createdAdminPassword: passwordToShow))
         },
         logger: logger)

@@ -114,8 +114,10 @@ public struct CollectorConfigurationError: Error, Sendable, Hashable, CustomStri
 
 /// What the collector reports once it listens.
 public struct CollectorReady: Sendable {
-    /// `http://host:port` with the port actually bound.
+    /// The public URL when one is configured, else `http://host:port` with the port actually bound.
     public let url: String
+    /// `http://host:port` with the port actually bound (where this process listens, whatever the public URL).
+    public let listeningURL: String
     /// The first project's DSN, for the bound port.
     public let firstProjectDSN: String?
     /// An API token created on this start (shown once; only its hash is stored), or nil.

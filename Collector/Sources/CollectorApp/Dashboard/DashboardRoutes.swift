@@ -229,6 +229,11 @@ struct DashboardRoutes: Sendable {
             failure = .storage("the page could not be built")
         }
         if failure.status == 503 && failure.code.hasPrefix("storage.") { metrics.storageUnavailable(failure.code) }
+        return Self.errorDocument(failure)
+    }
+
+    /// The error page itself (also the page of unknown routes, `NotFoundPageMiddleware`).
+    static func errorDocument(_ failure: CollectorError) -> Response {
         let heading = failure.status == 404 ? "Not found" : failure.retryAfter != nil ? "Try again shortly" : "Request refused"
         let body: HTML = "<main><h1>\(heading)</h1><p class=\"error\">\(failure.message)</p><p><code>\(failure.code)</code></p><p><a href=\"/projects\">Projects</a></p></main>"
         var response = Layout.document(title: "Error", body: body, status: .init(code: failure.status))
