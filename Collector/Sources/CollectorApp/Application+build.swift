@@ -1,6 +1,7 @@
 import CrashShieldProtocol
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -82,8 +83,22 @@ public func buildApplication(
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword
+    let connectionLimits = ResolvedConnectionLimits(configuration.connections, fileLimit: ResolvedConnectionLimits.currentFileLimit())
+    let registry = ConnectionRegistry(limits: connectionLimits, metrics: metrics)
+    logger.info("connection limits", metadata: [
+        "max_connections": "\(connectionLimits.maxConnections)", "max_per_address": "\(connectionLimits.maxConnectionsPerAddress)",
+        "reserved_for_new_addresses": "\(connectionLimits.reservedForNewAddresses)", "header_timeout_s": "\(configuration.connections.headerTimeout)",
+        "idle_timeout_s": "\(configuration.connections.idleTimeout)", "open_file_limit": "\(connectionLimits.fileLimit.map(String.init) ?? "unlimited")",
+    ])
+    if let fileLimit = connectionLimits.fileLimit, connectionLimits.maxConnections > fileLimit - configuration.connections.reservedFileDescriptors {
+        logger.warning("max connections above the open-file limit minus the reserve: accepting will fail with EMFILE before the cap is reached", metadata: [
+            "max_connections": "\(connectionLimits.maxConnections)", "open_file_limit": "\(fileLimit)",
+            "reserved_file_descriptors": "\(configuration.connections.reservedFileDescriptors)",
+        ])
+    }
     let application = Application(
         router: router,
+        server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, registry: registry) },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
         services: services,
         onServerRunning: { channel in
