@@ -5,10 +5,11 @@
 # 127.0.0.1 and checks through the API that they were stored and grouped; on both databases,
 # CrashShield's own SDK end to end (scripts/sdk_e2e.py: the root package's `shield` crashes, prevents
 # a crash, loops at launch, `shield send`s to a collector, and fetches and applies its remote configuration); kills a collector with
-# SIGKILL during ingest and checks no acknowledged event is lost; two collectors on one PostgreSQL
-# ingest the same stream concurrently; storage availability: a full 30 MB volume under SQLite (a
-# tmpfs, so as root only; scripts/disk_full_ingest.py) and PostgreSQL restarted under load
-# (scripts/pg_restart_ingest.py); finally drives the dashboard in headless Chromium
+# SIGKILL during ingest and checks no acknowledged event is lost; slow and idle clients (slowloris)
+# against a collector under `ulimit -n 1024` (scripts/slow_clients.py); two collectors on one
+# PostgreSQL ingest the same stream concurrently; storage availability: a full 30 MB volume under
+# SQLite (a tmpfs, so as root only; scripts/disk_full_ingest.py) and PostgreSQL restarted under
+# load (scripts/pg_restart_ingest.py); finally drives the dashboard in headless Chromium
 # (scripts/browser-test.sh, Selenium) on SQLite and on PostgreSQL, keeping each run's screenshots
 # and logs in Collector/.build/screenshots/sqlite and .../postgres.
 # Prints "N passed, M failed" and exits non-zero on any failure.
@@ -236,6 +237,18 @@ else
     fail "kill -9 during ingest: collector start"
 fi
 disk_full_test
+echo "== slow and idle clients under ulimit -n 1024 (scripts/slow_clients.py) =="
+if python3 scripts/slow_clients.py caps "$bin" "$data/slow-caps"; then
+    pass "slow and idle clients: 1,100 slowloris + 500 idle connections under ulimit -n 1024; /health and ingest answer, caps refuse at once, header and idle timeouts close the rest"
+else
+    fail "slow and idle clients: 1,100 slowloris + 500 idle connections under ulimit -n 1024 (logs: $data/slow-caps)"
+fi
+if python3 scripts/slow_clients.py emfile "$bin" "$data/slow-emfile"; then
+    pass "slow clients with the cap above the file limit: accepting survives EMFILE, /health answers again"
+else
+    fail "slow clients with the cap above the file limit: accepting survives EMFILE (logs: $data/slow-emfile)"
+fi
+
 if [ -n "$pg_dir" ]; then
     if psql "$pg_url" -qc "CREATE DATABASE collector_sdk"; then
         sentry_sdk_against postgres --data-dir "$data/pg" --database "${pg_url%/*}/collector_sdk"

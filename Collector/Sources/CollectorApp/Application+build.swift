@@ -1,6 +1,7 @@
 import CrashShieldProtocol
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -65,8 +66,13 @@ public func buildApplication(
         sdkConfig: SDKConfigService(store: store, maxAge: configuration.sdkConfigMaxAge),
         rateLimiter: RateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
         limits: configuration.limits)
-    let router = Router(context: BasicRequestContext.self)
+    // HEAD is answered as GET without the body (the GET's headers, Content-Length included).
+    let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(logger: logger))
+    if StrictTransportSecurityMiddleware<BasicRequestContext>.applies(publicURL: configuration.publicURL) {
+        router.add(middleware: StrictTransportSecurityMiddleware())
+    }
+    router.add(middleware: NotFoundPageMiddleware())
     routes.register(on: router)
     DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)?.register(on: router)
 
@@ -78,15 +84,30 @@ public func buildApplication(
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword
+    let connectionLimits = ResolvedConnectionLimits(configuration.connections, fileLimit: ResolvedConnectionLimits.currentFileLimit())
+    let registry = ConnectionRegistry(limits: connectionLimits, metrics: metrics)
+    logger.info("connection limits", metadata: [
+        "max_connections": "\(connectionLimits.maxConnections)", "max_per_address": "\(connectionLimits.maxConnectionsPerAddress)",
+        "reserved_for_new_addresses": "\(connectionLimits.reservedForNewAddresses)", "header_timeout_s": "\(configuration.connections.headerTimeout)",
+        "idle_timeout_s": "\(configuration.connections.idleTimeout)", "open_file_limit": "\(connectionLimits.fileLimit.map(String.init) ?? "unlimited")",
+    ])
+    if let fileLimit = connectionLimits.fileLimit, connectionLimits.maxConnections > fileLimit - configuration.connections.reservedFileDescriptors {
+        logger.warning("max connections above the open-file limit minus the reserve: accepting will fail with EMFILE before the cap is reached", metadata: [
+            "max_connections": "\(connectionLimits.maxConnections)", "open_file_limit": "\(fileLimit)",
+            "reserved_file_descriptors": "\(configuration.connections.reservedFileDescriptors)",
+        ])
+    }
     let application = Application(
         router: router,
+        server: HTTPServerBuilder { responder in GuardedHTTP1Channel(responder: responder, registry: registry) },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "shield-collector"),
         services: services,
         onServerRunning: { channel in
             let port = channel.localAddress?.port ?? configuration.port
-            let url = configuration.publicURL ?? "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
+            let listeningURL = "http://\(configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host):\(port)"
+            let url = configuration.publicURL ?? listeningURL
             logger.info("collector listening", metadata: ["url": "\(url)"])
-            await onRunning(CollectorReady(url: url, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow,
+            await onRunning(CollectorReady(url: url, listeningURL: listeningURL, firstProjectDSN: project?.dsn(baseURL: url), createdAPIToken: tokenToShow,
                                      createdAdminPassword: passwordToShow))
         },
         logger: logger)

@@ -64,6 +64,8 @@ public struct CollectorConfiguration: Sendable {
     /// then closed, waiting at most 5 more seconds for a cancelled statement. At least 0.
     /// Default 10.
     public var shutdownGracePeriod: TimeInterval = 10
+    /// Timeouts and caps against slow and idle clients (slowloris): see `ConnectionLimits`.
+    public var connections = ConnectionLimits()
 
     public init(database: Database, dataDirectory: String) {
         self.database = database
@@ -90,6 +92,74 @@ public struct CollectorConfiguration: Sendable {
         guard shutdownGracePeriod >= 0 && shutdownGracePeriod.isFinite else {
             throw CollectorConfigurationError(setting: "shutdownGracePeriod", message: "must be 0 or more seconds (got \(shutdownGracePeriod))")
         }
+        try connections.validate()
+    }
+}
+
+/// What the collector does against clients that hold connections without using them: a request
+/// head must be complete within `headerTimeout`, a keep-alive connection may wait `idleTimeout`
+/// for its next request, and connections are capped in total and per client address, with the
+/// last few places kept for addresses that have none open (so `/health` and ingest from other
+/// clients get in while one client holds the rest). A connection over a cap is closed at once,
+/// before anything is read from it. `/metrics` counts them in
+/// `collector_connections_closed_total{reason}` (`over_total`, `over_per_address`,
+/// `header_timeout`, `idle_timeout`, `body_timeout`) and shows `collector_connections_open`.
+///
+/// With the defaults and `ulimit -n 1024`: 896 connections in total (1,024 − 128), 256 per
+/// address, of which 864 for addresses that already have one open.
+public struct ConnectionLimits: Sendable, Hashable {
+    /// Seconds a client has to send a complete request head: counted from the connection's start
+    /// for its first request, from the first byte after the previous response for the next ones.
+    /// Then the connection is closed. More than 0, at most 86,400. Default 10.
+    public var headerTimeout: TimeInterval = 10
+    /// Seconds a keep-alive connection may wait for its next request after a response, and a
+    /// request body may go without a byte; then the connection is closed. More than 0, at most
+    /// 86,400. Default 60.
+    public var idleTimeout: TimeInterval = 60
+    /// Connections open at once, all clients together. Nil: the process's open-file limit (soft
+    /// `RLIMIT_NOFILE`, as `ulimit -n` sets it) minus `reservedFileDescriptors`, at least 1 (and
+    /// 65,536 when the limit is unlimited). A value above that is used as given (logged as a
+    /// warning): accepting then fails with EMFILE when the descriptors run out, and the collector
+    /// retries a second later. At least 1. Default nil.
+    public var maxConnections: Int?
+    /// File descriptors the automatic `maxConnections` leaves to everything else: the database
+    /// and its journal, PostgreSQL connections, logs, the event loops. At least 0. Default 128.
+    public var reservedFileDescriptors: Int = 128
+    /// Connections open at once from one client address (an IPv4 address, an IPv6 /64). Behind a
+    /// reverse proxy every connection comes from the proxy: raise it to `maxConnections`. At
+    /// least 1. Default 256.
+    public var maxConnectionsPerAddress: Int = 256
+    /// The last places of `maxConnections`, kept for client addresses with no connection open
+    /// (a health check, a new client). At least 0; at most `maxConnections` − 1 is used.
+    /// Default 32.
+    public var reservedForNewAddresses: Int = 32
+
+    public init() {}
+
+    /// The total cap for a process whose open-file limit is `fileLimit` (nil: unlimited).
+    public func resolvedMaxConnections(fileLimit: Int?) -> Int {
+        if let maxConnections { return maxConnections }
+        guard let fileLimit else { return 65_536 }
+        return max(1, fileLimit - reservedFileDescriptors)
+    }
+
+    /// - Throws: `CollectorConfigurationError` for the first value out of range (settings named
+    ///   `connections.headerTimeout`, ...).
+    public func validate() throws {
+        for (setting, value) in [("connections.headerTimeout", headerTimeout), ("connections.idleTimeout", idleTimeout)]
+        where !(value > 0 && value <= 86_400) {
+            throw CollectorConfigurationError(setting: setting, message: "must be more than 0 and at most 86400 seconds (got \(value))")
+        }
+        if let maxConnections, maxConnections < 1 {
+            throw CollectorConfigurationError(setting: "connections.maxConnections", message: "must be at least 1 (got \(maxConnections))")
+        }
+        guard maxConnectionsPerAddress >= 1 else {
+            throw CollectorConfigurationError(setting: "connections.maxConnectionsPerAddress", message: "must be at least 1 (got \(maxConnectionsPerAddress))")
+        }
+        for (setting, value) in [("connections.reservedForNewAddresses", reservedForNewAddresses),
+                                 ("connections.reservedFileDescriptors", reservedFileDescriptors)] where value < 0 {
+            throw CollectorConfigurationError(setting: setting, message: "must be 0 or more (got \(value))")
+        }
     }
 }
 
@@ -114,8 +184,10 @@ public struct CollectorConfigurationError: Error, Sendable, Hashable, CustomStri
 
 /// What the collector reports once it listens.
 public struct CollectorReady: Sendable {
-    /// `http://host:port` with the port actually bound.
+    /// The public URL when one is configured, else `http://host:port` with the port actually bound.
     public let url: String
+    /// `http://host:port` with the port actually bound (where this process listens, whatever the public URL).
+    public let listeningURL: String
     /// The first project's DSN, for the bound port.
     public let firstProjectDSN: String?
     /// An API token created on this start (shown once; only its hash is stored), or nil.

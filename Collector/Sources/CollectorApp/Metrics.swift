@@ -13,6 +13,8 @@ public final class CollectorMetrics: Sendable {
         var committedWrites: Int64 = 0
         var sdkConfigResponses: [Int: Int64] = [:]
         var storageUnavailable: [String: Int64] = [:]
+        var openConnections: Int64 = 0
+        var closedConnections: [String: Int64] = [:]
     }
     private let state = Mutex(State())
     /// The store's availability monitor, when its store has one (`observeStorage`).
@@ -49,6 +51,12 @@ public final class CollectorMetrics: Sendable {
     /// 304: the client's ETag is current, 4xx: refused or none published).
     func sdkConfigAnswered(status: Int) { state.withLock { $0.sdkConfigResponses[status, default: 0] += 1 } }
 
+    /// HTTP connections open now (admitted by the connection caps).
+    func setOpenConnections(_ count: Int) { state.withLock { $0.openConnections = Int64(count) } }
+    /// A connection refused by a cap (`over_total`, `over_per_address`) or closed by a timeout
+    /// (`header_timeout`, `idle_timeout`, `body_timeout`: a request body without a byte for the idle timeout).
+    func connectionClosed(_ reason: String) { state.withLock { $0.closedConnections[reason, default: 0] += 1 } }
+
     /// Current value of a counter, for tests and the health page.
     public func ingestedCount(_ type: String) -> Int64 { state.withLock { $0.ingestedItems[type] ?? 0 } }
     public func rejectedCount(_ reason: String) -> Int64 { state.withLock { $0.rejected[reason] ?? 0 } }
@@ -60,6 +68,9 @@ public final class CollectorMetrics: Sendable {
     /// Group commits so far, and the ingest requests they stored.
     public var commitCount: Int64 { state.withLock { $0.commits } }
     public var committedRequestCount: Int64 { state.withLock { $0.committedWrites } }
+    /// Connections refused or closed for `reason` so far; connections open now.
+    public func closedConnectionCount(_ reason: String) -> Int64 { state.withLock { $0.closedConnections[reason] ?? 0 } }
+    public var openConnectionCount: Int64 { state.withLock { $0.openConnections } }
 
     /// Prometheus text format (version 0.0.4).
     public func render() -> String {
@@ -104,6 +115,10 @@ public final class CollectorMetrics: Sendable {
             family("collector_storage_state", "gauge", "The storage state /health reports: 1 for the current state, 0 for the others.",
                    StorageState.allCases.map { ("{state=\"\($0.rawValue)\"}", $0 == current ? 1 : 0) })
         }
+        family("collector_connections_open", "gauge", "HTTP connections open now.", [("", snapshot.openConnections)])
+        family("collector_connections_closed_total", "counter",
+               "HTTP connections refused at once by a cap (over_total, over_per_address) or closed by a timeout (header_timeout, idle_timeout, body_timeout), by reason.",
+               labelled("reason", snapshot.closedConnections, escape))
         return lines.joined(separator: "\n") + "\n"
     }
 

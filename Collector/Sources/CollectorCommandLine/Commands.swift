@@ -65,6 +65,16 @@ struct Serve: AsyncParsableCommand {
     var lockTimeout: Double = 5
     @Option(help: "On SIGTERM or SIGINT, seconds the requests in flight get to finish; then database statements still waiting are cancelled, their requests answered 503, and the collector exits.")
     var shutdownGracePeriod: Double = 10
+    @Option(help: "Seconds a client has to send a complete request head (from the connection's start, or from the first byte after a response); then the connection is closed.")
+    var headerTimeout: Double = ConnectionLimits().headerTimeout
+    @Option(help: "Seconds a keep-alive connection may wait for its next request (or a request body go without a byte); then it is closed.")
+    var idleTimeout: Double = ConnectionLimits().idleTimeout
+    @Option(help: "Connections open at once, all clients (default: the open-file limit, ulimit -n, minus 128). One over a cap is closed at once.")
+    var maxConnections: Int?
+    @Option(help: "Connections open at once from one client address (IPv4 address, IPv6 /64); raise it behind a reverse proxy.")
+    var maxConnectionsPerAddress: Int = ConnectionLimits().maxConnectionsPerAddress
+    @Option(help: "The last places of --max-connections, kept for client addresses with no connection open (health checks, new clients).")
+    var reservedConnections: Int = ConnectionLimits().reservedForNewAddresses
 
     func validate() throws {
         guard ingestQueueRequests >= 1 else {
@@ -81,6 +91,18 @@ struct Serve: AsyncParsableCommand {
         }
         guard shutdownGracePeriod >= 0 && shutdownGracePeriod.isFinite else {
             throw ValidationError("--shutdown-grace-period must be 0 or more seconds (got \(shutdownGracePeriod))")
+        }
+        for (option, value) in [("--header-timeout", headerTimeout), ("--idle-timeout", idleTimeout)] where !(value > 0 && value <= 86_400) {
+            throw ValidationError("\(option) must be more than 0 and at most 86400 seconds (got \(value))")
+        }
+        if let maxConnections, maxConnections < 1 {
+            throw ValidationError("--max-connections must be at least 1 (got \(maxConnections))")
+        }
+        guard maxConnectionsPerAddress >= 1 else {
+            throw ValidationError("--max-connections-per-address must be at least 1 (got \(maxConnectionsPerAddress))")
+        }
+        guard reservedConnections >= 0 else {
+            throw ValidationError("--reserved-connections must be 0 or more (got \(reservedConnections))")
         }
     }
 
@@ -99,6 +121,11 @@ struct Serve: AsyncParsableCommand {
         configuration.sdkConfigMaxAge = sdkConfigMaxAge
         configuration.lockTimeout = lockTimeout
         configuration.shutdownGracePeriod = shutdownGracePeriod
+        configuration.connections.headerTimeout = headerTimeout
+        configuration.connections.idleTimeout = idleTimeout
+        configuration.connections.maxConnections = maxConnections
+        configuration.connections.maxConnectionsPerAddress = maxConnectionsPerAddress
+        configuration.connections.reservedForNewAddresses = reservedConnections
         configuration.initialAPIToken = environment["SHIELD_COLLECTOR_API_TOKEN"]
         configuration.adminPassword = environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
         return configuration

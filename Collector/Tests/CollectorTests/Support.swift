@@ -177,7 +177,7 @@ struct Harness: Sendable {
             do {
                 var iterator = readyStream.makeAsyncIterator()
                 guard let ready = await iterator.next() else { throw StartFailure() }
-                let client = TestClient(baseURL: ready.url)
+                let client = TestClient(baseURL: ready.listeningURL)
                 let projects = try await client.execute("/api/0/projects", headers: ["Authorization": "Bearer \(token)"])
                 #expect(projects.status == 200)
                 let project = try #require(try decoder().decode([ProjectInfo].self, from: projects.body).first)

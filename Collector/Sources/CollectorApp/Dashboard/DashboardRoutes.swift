@@ -232,6 +232,11 @@ struct DashboardRoutes: Sendable {
         if failure.code == "storage.unavailable" || failure.code == "storage.full" {
             logger.error("dashboard request refused", metadata: ["code": "\(failure.code)", "detail": "\(failure.message)"])
         }
+        return Self.errorDocument(failure)
+    }
+
+    /// The error page itself (also the page of unknown routes, `NotFoundPageMiddleware`).
+    static func errorDocument(_ failure: CollectorError) -> Response {
         let heading = failure.status == 404 ? "Not found" : failure.retryAfter != nil ? "Try again shortly" : "Request refused"
         let body: HTML = "<main><h1>\(heading)</h1><p class=\"error\">\(failure.message)</p><p><code>\(failure.code)</code></p><p><a href=\"/projects\">Projects</a></p></main>"
         var response = Layout.document(title: "Error", body: body, status: .init(code: failure.status))
