@@ -73,3 +73,32 @@ import Testing
         #expect(numberOnly.signal == CrashEvent.Signal(number: 6, name: "signal 6"))
     }
 }
+
+/// Issue 23 item 2: CrashShield's frames (marked "sdk" by the crash handler from its code
+/// sections, not from names) are not in-app, so two crashes at one app call site reached through
+/// different SDK code have the same in-app frames (what Sentry and the collector group by), and
+/// two app call sites stay apart.
+@Suite struct SDKFramesInEventsTests {
+    static func report(_ frames: [(address: String, sdk: Bool)]) throws -> CrashReport {
+        let list = frames.map { #"{"address":"\#($0.address)","image":"/opt/app/App","offset":"\#($0.address)"\#($0.sdk ? #","sdk":true"# : "")}"# }
+        let text = #"{"id":"r","kind":"objc_exception","exception":{"name":"NSRangeException","reason":"r"},"crash":{"signal":0},"#
+            + #""process":{"executable":"/opt/app/App"},"crashed_thread":{"first_frame_is_pc":false,"frames":["#
+            + list.joined(separator: ",") + "]}}"
+        return try CrashReport.decode(Array(text.utf8))
+    }
+
+    static func inAppAddresses(_ report: CrashReport) -> [String] {
+        let event = CrashEventConverter(release: "app@1", dist: nil, environment: "test").event(from: report)
+        return (event.exception?.values.first?.stacktrace?.frames ?? []).filter { $0.inApp == true }.compactMap(\.instructionAddr)
+    }
+
+    @Test func sdkFramesAreNotInAppAndDoNotSplitAnIssue() throws {
+        let throughOneHook = try Self.report([("0x1000", true), ("0x2000", false), ("0x3000", false)])
+        let throughTwoHooks = try Self.report([("0x1100", true), ("0x1200", true), ("0x2000", false), ("0x3000", false)])
+        let otherCallSite = try Self.report([("0x1000", true), ("0x2400", false), ("0x3000", false)])
+        #expect(Self.inAppAddresses(throughOneHook) == ["0x3000", "0x2000"])
+        #expect(Self.inAppAddresses(throughOneHook) == Self.inAppAddresses(throughTwoHooks))
+        #expect(Self.inAppAddresses(throughOneHook) != Self.inAppAddresses(otherCallSite))
+        #expect(throughTwoHooks.crashedThread?.frames?.prefix(2).allSatisfy { $0.sdk == true } == true)
+    }
+}

@@ -15,6 +15,10 @@ import Testing
         /// A function of the throw site that the crashed thread's frames must name.
         let function: String
         var mainThread = true
+        /// The innermost in-app frame of the event, when it is not `function`: at a noexcept
+        /// boundary clang's `__clang_call_terminate` helper, compiled into the app, calls
+        /// std::terminate (the app's code, not CrashShield's; `function` is the frame below it).
+        var culprit: String?
         var testDescription: String { name }
     }
 
@@ -26,7 +30,7 @@ import Testing
              function: "crashshield_test::charge_card(int)"),
         // Out of a noexcept function: the runtime terminates at its boundary.
         Kind(name: "cxx-noexcept", type: "std::runtime_error", reason: "receipt printer offline",
-             function: "crashshield_test::save_receipt(int)"),
+             function: "crashshield_test::save_receipt(int)", culprit: "__clang_call_terminate"),
         Kind(name: "thread-cxx-exception", type: "std::out_of_range", reason: "cart index 11 beyond 3 items",
              function: "crashshield_test::checkout_total(int)", mainThread: false),
         Kind(name: "cxx-terminate", type: "", reason: "std::terminate called without an active exception",
@@ -55,6 +59,10 @@ import Testing
         #expect(report.classification == .cppException)
         let functions = (report.crashedThread?.frames ?? []).compactMap(\.function)
         #expect(functions.contains { $0.contains(kind.function) }, "frames: \(functions.prefix(12))")
+        // The terminate handler's frame is CrashShield's (its own code section), and the only one.
+        let sdkFrames = (report.crashedThread?.frames ?? []).filter { $0.sdk == true }
+        #expect(sdkFrames.count == 1 && sdkFrames.first?.function?.contains("terminate_handler") == true,
+                "\(sdkFrames.map(\.function))")
 
         let crashEvent = CrashEvent(report)
         #expect(crashEvent.exception == CrashEvent.Exception(name: kind.type, reason: kind.reason, runtime: "c++"))
@@ -67,8 +75,12 @@ import Testing
         #expect(value.mechanism?.type == "cpp_exception")
         #expect(value.mechanism?.handled == false)
         #expect(value.mechanism?.meta?.signal?.number == SIGABRT)
-        // The throw site, demangled, is among the event's frames too.
+        // The throw site, demangled, is among the event's frames too, and it is the culprit: the
+        // innermost in-app frame (the terminate handler's frame above it is not in-app).
         #expect(value.stacktrace?.frames.contains { $0.function?.contains(kind.function) == true } == true)
+        let inApp = (value.stacktrace?.frames ?? []).filter { $0.inApp == true }.compactMap(\.function)
+        #expect(inApp.last?.contains(kind.culprit ?? kind.function) == true, "in-app frames \(inApp.suffix(3))")
+        if kind.culprit != nil { #expect(inApp.dropLast().last?.contains(kind.function) == true, "\(inApp.suffix(3))") }
 
         let listing = try runChild(Built.shield, ["reports", "--dir", directory])
         #expect(listing.output.contains("cpp_exception SIGABRT"), "\(listing.output)")

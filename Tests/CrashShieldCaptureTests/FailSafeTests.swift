@@ -52,6 +52,16 @@ import _CrashShieldCapture
         let event = CrashEventConverter(release: "app@1", dist: nil, environment: "test").event(from: report)
         #expect(event.tags?["crashshield.report_only_guard"] == "container")
         #expect(event.tags?["crashshield.crash_in_guard"] == nil)
+        // Issue 23 item 2: the hook's frames are CrashShield's (marked by the handler from the
+        // guard's code section) and not in-app, so the culprit is the app's call site.
+        let frames = report.crashedThread?.frames ?? []
+        let hookFrames = frames.filter { $0.function?.hasPrefix("cs_array_objectAtIndex") == true }
+        #expect(!hookFrames.isEmpty && hookFrames.allSatisfy { $0.sdk == true }, "\(frames.map { ($0.function, $0.sdk) })")
+        #expect(frames.filter { $0.sdk == true }.count == hookFrames.count, "only the hook's frames are the SDK's")
+        let eventFrames = event.exception?.values.first?.stacktrace?.frames ?? []
+        #expect(eventFrames.filter { $0.function?.hasPrefix("cs_array_objectAtIndex") == true }.allSatisfy { $0.inApp == false })
+        #expect(eventFrames.last { $0.inApp == true }?.function == "cs_capture_array_beyond_for_testing",
+                "the culprit: \(eventFrames.map { ($0.function, $0.inApp) })")
         // The report-only incident, which the process had no time to send, goes first, beside
         // the crash, with the incident's own fingerprint (before: the crash alone).
         let reporter = EventReporter(options: ReportingFixture.options(), installationID: ReportingFixture.installationID)

@@ -34,6 +34,8 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
             Thread.current.name = name
             thread.withLock { $0 = pthread_self() }
             run()
+            // A pthread_t is reused by later threads: an ended thread is nobody's.
+            thread.withLock { $0 = nil }
         }.start()
     }
 
@@ -53,7 +55,7 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
         }
     }
 
-    /// True on the executor's own thread.
+    /// True on the executor's own thread while it runs (false everywhere once it has ended).
     var isCurrentThread: Bool {
         guard let own = thread.withLock({ $0 }) else { return false }
         return pthread_equal(own, pthread_self()) != 0
