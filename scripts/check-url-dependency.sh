@@ -15,8 +15,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SWIFT_BACKTRACE=enable=no
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# Kept under .build (replaced on every run): Collector/scripts/test.sh runs the built app against
+# a collector end to end (scripts/sdk_e2e.py, case `app`).
+work="$PWD/.build/url-dependency"
+rm -rf "$work"
+mkdir -p "$work"
 
 mkdir -p "$work/CrashShield"
 git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} "$work/CrashShield/" 2>/dev/null || \
@@ -24,7 +27,7 @@ git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents {} "$work/Cr
 ( cd "$work/CrashShield" && git init -q && git add -A &&
   git -c user.email=ci@crashshield.invalid -c user.name=ci commit -qm snapshot && git tag 1.0.0 )
 
-mkdir -p "$work/App/Sources/App" "$work/App/Sources/AppObjC/include"
+mkdir -p "$work/App/Sources/App" "$work/App/Sources/AppObjC/include" "$work/App/Sources/AppC/include"
 # The app's Objective-C target is the README's block, as written (README.md, "Objective-C apps").
 objc_target="$(awk '/<!-- objc-app-target:/ {found = 1; next} found && /^```swift manifest$/ {inside = 1; next}
                     inside && /^```/ {exit} inside {print}' README.md)"
@@ -38,15 +41,31 @@ let package = Package(
     name: "App",
     dependencies: [.package(url: "file://$work/CrashShield", from: "1.0.0")],
     targets: [
-        .executableTarget(name: "App", dependencies: [.product(name: "CrashShield", package: "CrashShield"), "AppObjC"]),
+        .executableTarget(name: "App", dependencies: [.product(name: "CrashShield", package: "CrashShield"), "AppObjC", "AppC"]),
+        .target(name: "AppC"),
 $objc_target
     ]
 )
 PKG
+cat > "$work/App/Sources/AppC/include/AppC.h" <<'C'
+/* The app's own C code: a crash (a write through a null pointer). */
+void app_c_crash(int value);
+C
+cat > "$work/App/Sources/AppC/AppC.c" <<'C'
+#include "AppC.h"
+__attribute__((noinline)) void app_c_crash(int value) {
+    volatile int *target = (volatile int *)(value > 1000 ? (void *)&value : (void *)0);
+    *target = value;
+}
+C
 cat > "$work/App/Sources/AppObjC/include/AppObjC.h" <<'OBJC'
 /* Misuses and legal calls from the app's own Objective-C code; each returns the number of checks that failed. */
 int app_objc_misuses(void);
 int app_objc_legal_calls(void);
+/* An uncaught exception the app raises itself (no guard covers it). */
+void app_objc_crash(void);
+/* -[NSArray objectAtIndex:] beyond the count: a crash when the container guard is report-only or off. */
+void app_objc_index_beyond(void);
 OBJC
 cat > "$work/App/Sources/AppObjC/AppObjC.m" <<'OBJC'
 #import <Foundation/Foundation.h>
@@ -68,6 +87,15 @@ int app_objc_misuses(void) {
     return failed;
 }
 
+__attribute__((noinline)) void app_objc_crash(void) {
+    [NSException raise:@"AppCheckoutException" format:@"the cart was emptied while paying"];
+}
+
+__attribute__((noinline)) void app_objc_index_beyond(void) {
+    NSArray *items = [NSArray arrayWithObjects:@"a", @"b", nil];
+    printf("item %p\n", (void *)[items objectAtIndex:5]);
+}
+
 /* Legal calls behave as without guards: literals are NSStrings, @try catches what is raised. */
 int app_objc_legal_calls(void) {
     int failed = 0;
@@ -86,11 +114,71 @@ int app_objc_legal_calls(void) {
     return failed;
 }
 OBJC
-cat > "$work/App/Sources/App/main.swift" <<'SWIFT'
-// usage: App <report-dir> <expected last run: first_launch|clean_exit|crashed> [crash]
+cat > "$work/App/Sources/App/E2E.swift" <<'SWIFT'
+// `App e2e <mode> <report-dir> <dsn>`: reporting to a collector (Collector/scripts/sdk_e2e.py, case
+// `app`). Every mode starts guards, capture and reporting (release e2e-app@1.0.0) and sets the
+// scope: user user-42, tag checkout_flow=v2, breadcrumb "opened cart". Then:
+//   crash-c, crash-swift, crash-objc   the app's own C, Swift and Objective-C code crashes;
+//   report-only                        the container guard is report-only and the app's
+//                                      objectAtIndex: beyond the count crashes;
+//   misuse-swift, misuse-objc          a misuse through [shielded:] / through Objective-C, neutralised;
+//   deliver                            only the start (which sends what earlier runs left) and a flush.
+// Every mode that returns prints "container policy: <policy>" and the flush's result.
+import AppC
 import AppObjC
 import CrashShield
 import Foundation
+
+enum E2E {
+    static func run(_ arguments: [String]) -> Never {
+        guard arguments.count == 3 else { print("usage: App e2e <mode> <report-dir> <dsn>"); exit(2) }
+        let (mode, directory, dsn) = (arguments[0], arguments[1], arguments[2])
+        var options = CrashShieldOptions()
+        options.capture = CaptureOptions(directory: directory)
+        options.capture?.appName = "e2e-app"
+        options.launchProtection = nil
+        do { options.reporting = try ReportingOptions(dsn: dsn, release: "e2e-app@1.0.0") } catch { print("bad DSN: \(error)"); exit(2) }
+        if mode == "report-only" || mode == "deliver" { options.policies = [.container: .reportOnly] }
+        do { try CrashShieldSDK.start(options) } catch { print("start failed: \(error)"); exit(3) }
+        CrashShieldSDK.setUser(CrashScope.User(id: "user-42", email: "user-42@example.com"))
+        CrashShieldSDK.setTag("checkout_flow", "v2")
+        CrashShieldSDK.addBreadcrumb(message: "opened cart", category: "ui", level: .info)
+        switch mode {
+        case "crash-c": app_c_crash(Int32(CommandLine.arguments.count))
+        case "crash-swift": print(checkoutTotal(prices: [3, 5, 8], line: CommandLine.arguments.count + 4))
+        case "crash-objc": app_objc_crash()
+        case "report-only": app_objc_index_beyond()
+        case "misuse-swift": print("misuse: \(String(describing: applyCoupon(codes: ["A", "B"], index: CommandLine.arguments.count + 4)))")
+        case "misuse-objc": print("misuse failures: \(app_objc_misuses())")
+        case "deliver": break
+        default: print("unknown mode \(mode)"); exit(2)
+        }
+        CrashShieldSDK.flushIncidents()
+        let flushed = CrashShieldSDK.flush(timeout: .seconds(15))
+        let policy = CrashShieldSDK.status.first { $0.id == .container }.map { "\($0.policy)" } ?? "none"
+        print("container policy: \(policy)")
+        print("flushed: \(flushed)")
+        fflush(nil)
+        exit(flushed ? 0 : 4)
+    }
+
+    @inline(never) static func checkoutTotal(prices: [Int], line: Int) -> Int {
+        prices[line] * 2   // beyond the count: a Swift runtime trap in the app's own function
+    }
+
+    @inline(never) static func applyCoupon(codes: [String], index: Int) -> String? {
+        codes[shielded: index]
+    }
+}
+SWIFT
+cat > "$work/App/Sources/App/main.swift" <<'SWIFT'
+// usage: App <report-dir> <expected last run: first_launch|clean_exit|crashed> [crash]
+//        App e2e <mode> <report-dir> <dsn>   (E2E.swift)
+import AppObjC
+import CrashShield
+import Foundation
+
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "e2e" { E2E.run(Array(CommandLine.arguments.dropFirst(2))) }
 
 let arguments = CommandLine.arguments
 var options = CrashShieldOptions()                  // guards, crash capture, launch protection
@@ -163,4 +251,4 @@ fi
 if ! "$app" "$reports" crashed; then
   echo "check-url-dependency: FAIL: the run after the crash did not see it" >&2; exit 1
 fi
-echo "check-url-dependency: ok" >&2
+echo "check-url-dependency: ok (the app stays in $work/App for Collector/scripts/sdk_e2e.py)" >&2

@@ -17,6 +17,11 @@ CASE is one of:
                launch page (logged in with ADMIN_PASSWORD) lists it;
   send         `shield crash segv` writes a report without reporting; `shield send` delivers it and
                the collector stores the event `shield envelope` said it would send;
+  app          an app built against the package by URL (scripts/check-url-dependency.sh) crashes in
+               its C, Swift and Objective-C code, crashes under a report-only guard and misuses
+               through Swift and Objective-C, reporting to DSN: every issue's culprit is the app's
+               function, every event has the app's user, tag and breadcrumb, and the report-only
+               guard stays report-only at the next start (E2E_APP: the app's path);
   culprit      a report-only container crash and uncaught C++ exceptions, sent with `shield send`:
                each issue's culprit is the app's function, CrashShield's frames are not in-app, the
                same call site with and without the guard's frames is one issue, another call site
@@ -319,6 +324,62 @@ def culprit_case():
               (cxx[0]["culprit"], cxx_thread[0]["culprit"]))
 
 
+def app_case():
+    """An app built against the package by URL (scripts/check-url-dependency.sh leaves it in
+    ../.build/url-dependency/App; its E2E.swift) reports to the collector: its own C, Swift and
+    Objective-C code crash, a report-only container crash, misuses through [shielded:] and through
+    Objective-C. Every issue's culprit is the app function that made the call, every event carries
+    the app's user, tag and breadcrumb, and the report-only crash leaves the guard report-only at
+    the next start (the fail-safe does not take it for the guard's fault)."""
+    app = os.environ.get("E2E_APP") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".build",
+                                                    "url-dependency", "App", ".build", "debug", "App")
+    if not check(os.access(app, os.X_OK), "the app built by scripts/check-url-dependency.sh exists", app):
+        return
+    release = "e2e-app@1.0.0"
+
+    def run(mode, directory):
+        env = dict(os.environ, SWIFT_BACKTRACE="enable=no")
+        try:
+            result = subprocess.run([app, "e2e", mode, directory, dsn], capture_output=True, encoding="utf-8",
+                                    errors="replace", timeout=CHILD_TIMEOUT, env=env)
+        except subprocess.TimeoutExpired:
+            return "timeout", ""
+        return result.returncode, result.stdout
+
+    crashes = {"crash-c": (signal.SIGSEGV, "app_c_crash"), "crash-swift": (signal.SIGILL, "checkoutTotal"),
+               "crash-objc": (signal.SIGABRT, "app_objc_crash"), "report-only": (signal.SIGABRT, "app_objc_index_beyond")}
+    for mode, (expected, _) in crashes.items():
+        directory = os.path.join(work, "app-" + mode)
+        status, output = run(mode, directory)
+        check(status == -expected, f"app {mode}: dies of signal {expected}", f"status {status}, {output[-300:]!r}")
+        status, output = run("deliver", directory)
+        check(status == 0 and "flushed: true" in output, f"app {mode}: the next start delivers the report", f"status {status}, {output!r}")
+        if mode == "report-only":
+            check("container policy: reportOnly" in output,
+                  "after the report-only crash the container guard is still report-only (the app's, not the guard's crash)", output)
+    for mode in ("misuse-swift", "misuse-objc"):
+        status, output = run(mode, os.path.join(work, "app-" + mode))
+        check(status == 0 and "flushed: true" in output, f"app {mode}: neutralised, incident delivered", f"status {status}, {output!r}")
+
+    expected_culprits = [("fatal", "app_c_crash"), ("fatal", "checkoutTotal"), ("fatal", "app_objc_crash"),
+                         ("fatal", "app_objc_index_beyond"), ("warning", "applyCoupon"), ("warning", "app_objc_misuses")]
+    stored = poll("app events", lambda: (lambda found: found if len(found) >= 7 else None)(events_of_release(release))) \
+        or events_of_release(release)
+    for level, function in expected_culprits:
+        matching = [(issue, event) for issue, event in stored if event.get("level") == level and function in (issue.get("culprit") or "")]
+        check(matching, f"a {level} issue whose culprit is the app's {function}",
+              sorted({(event.get("level"), issue.get("culprit")) for issue, event in stored}))
+    check(not [issue for issue, _ in stored if re.search(r"\bcs_|csc_|terminate_handler|\+0x", issue.get("culprit") or "")],
+          "no issue's culprit is CrashShield's code or an unnamed address", sorted({issue.get("culprit") for issue, _ in stored}))
+    for issue, event in stored:
+        tags = event.get("tags") or {}
+        tag_pairs = dict(tags) if isinstance(tags, list) else tags
+        crumbs = [crumb.get("message") for crumb in ((event.get("breadcrumbs") or {}).get("values") or [])]
+        check((event.get("user") or {}).get("id") == "user-42" and tag_pairs.get("checkout_flow") == "v2" and "opened cart" in crumbs,
+              f"the {event.get('level')} event of {issue.get('culprit')} carries the app's user, tag and breadcrumb",
+              ((event.get("user") or {}).get("id"), tag_pairs.get("checkout_flow"), crumbs[-3:]))
+
+
 def sdk_config_answers():
     """The collector's count of sdk-config answers by HTTP status, from /metrics."""
     with urllib.request.urlopen(base + "/metrics", timeout=10) as response:
@@ -422,7 +483,7 @@ def remote_config_case():
 
 
 cases = {"crash": crash_case, "incident": incident_case, "launch-loop": launch_loop_case, "send": send_case,
-         "remote-config": remote_config_case, "culprit": culprit_case}
+         "remote-config": remote_config_case, "culprit": culprit_case, "app": app_case}
 if case not in cases:
     sys.exit(f"unknown case {case}: one of {', '.join(cases)}")
 try:

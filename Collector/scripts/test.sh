@@ -193,6 +193,11 @@ sentry_sdk_against sqlite --data-dir "$data/sqlite"
 # `shield send` to the collector.
 shield_bin="$(cd .. && swift build --show-bin-path)/shield"
 if [ ! -x "$shield_bin" ]; then (cd .. && swift build --product shield) || fail "build the root package's shield"; fi
+# The app that depends on the package by URL (case `app`): scripts/test's check-url-dependency.sh
+# leaves it built; built here when missing.
+if [ ! -x ../.build/url-dependency/App/.build/debug/App ]; then
+    (cd .. && scripts/check-url-dependency.sh) || fail "build the app that depends on CrashShield by URL"
+fi
 sdk_e2e_against() {  # $1: label, then serve options
     local label="$1" admin_password; shift
     echo "== CrashShield's own SDK end to end ($label; scripts/sdk_e2e.py) =="
@@ -200,7 +205,7 @@ sdk_e2e_against() {  # $1: label, then serve options
     admin_password="e2e-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
     # --sdk-config-max-age 0: every start of the SDK fetches the remote configuration (remote-config case).
     if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector "sdk-e2e-$label" "$@" --sdk-config-max-age 0; then
-        for case in crash incident launch-loop send remote-config culprit; do
+        for case in crash incident launch-loop send remote-config culprit app; do
             mkdir -p "$data/sdk-e2e-$label-work"
             if python3 scripts/sdk_e2e.py "$case" "$shield_bin" "$started_dsn" "$started_url" "$token" "$data/sdk-e2e-$label-work" "$admin_password"; then
                 pass "CrashShield SDK end to end ($label): $case"

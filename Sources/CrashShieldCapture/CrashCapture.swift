@@ -31,7 +31,9 @@ public struct CaptureOptions: Sendable {
     public var handlerWatchdog: Duration = .seconds(5)
     /// Receive the reports of earlier runs at start. Default: empty (reports stay on disk).
     public var reportSinks: [any CrashReportSink] = []
-    /// Symbolicate reports before handing them to sinks (runs llvm-symbolizer/addr2line). Default: true.
+    /// Symbolicate reports before handing them to sinks and sending them, and the in-app frames of
+    /// incident and handled events before sending them (dladdr, then llvm-symbolizer/addr2line on
+    /// the image file, on the reporting queue; each frame once per process). Default: true.
     public var symbolicate = true
     /// Deliver earlier reports before `start` returns instead of on a background thread. Default: false.
     public var deliverSynchronously = false

@@ -74,6 +74,11 @@ import _CrashShieldCapture
         let hex = String(repeating: "0", count: 16 - String(value, radix: 16).count) + String(value, radix: 16)
         #expect(incidentEvent.level == .warning && incidentEvent.exception?.values.first?.type == "container")
         #expect(incidentEvent.exception?.values.first?.value == "index 5 beyond count 2")
+        // Its stack starts at the app's call site (the hook's frames are left out), named as the
+        // crash's frames are, so its issue's culprit is the app's function too.
+        let incidentFrames = incidentEvent.exception?.values.first?.stacktrace?.frames ?? []
+        #expect(incidentFrames.last?.function == "cs_capture_array_beyond_for_testing", "\(incidentFrames.map(\.function))")
+        #expect(!incidentFrames.contains { $0.function?.hasPrefix("cs_array_objectAtIndex") == true })
         #expect(incidentEvent.fingerprint == ["crashshield.incident", "container", hex])
         #expect(incidentEvent.tags?["crashshield.policy"] == "reportOnly" && events.last?.level == .fatal)
         if let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] {

@@ -97,9 +97,15 @@ package final class EventReporter: @unchecked Sendable {
               let incident = (report.incidents ?? []).filter({ $0.guard == guardName && $0.policy == "reportOnly" })
                   .max(by: { ($0.sequence ?? 0) < ($1.sequence ?? 0) })
         else { return nil }
-        let frames = (report.crashedThread?.frames ?? []).compactMap { frame -> IncidentRecord.Frame? in
+        // The incident's stack starts at the app's call site, as a live incident's does: below the
+        // guard's own frames (the exception's machinery and the hook are above it).
+        let crashFrames = report.crashedThread?.frames ?? []
+        let callSite = (crashFrames.lastIndex { $0.sdk == true }).map { $0 + 1 } ?? crashFrames.startIndex
+        let frames = crashFrames[callSite...].compactMap { frame -> IncidentRecord.Frame? in
             guard let address = frame.addressValue else { return nil }
-            return IncidentRecord.Frame(address: address, imagePath: frame.image ?? "", imageOffset: frame.offsetValue)
+            var converted = IncidentRecord.Frame(address: address, imagePath: frame.image ?? "", imageOffset: frame.offsetValue)
+            (converted.function, converted.file, converted.line) = (frame.function, frame.file, frame.line)
+            return converted
         }
         let record = IncidentRecord(
             guardName: guardName, policy: "reportOnly", className: incident.class ?? "", selector: incident.selector ?? "",

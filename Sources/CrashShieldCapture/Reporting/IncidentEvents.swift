@@ -11,6 +11,10 @@ package struct IncidentRecord: Sendable, Hashable {
         package var imagePath: String
         /// `address` minus the image's load address; nil when the image is unknown.
         package var imageOffset: UInt64?
+        /// Set by reporting's symbolication (`IncidentSymbols`) before the event is built.
+        package var function: String?
+        package var file: String?
+        package var line: Int?
         package init(address: UInt64, imagePath: String, imageOffset: UInt64?) {
             self.address = address
             self.imagePath = imagePath
@@ -176,7 +180,9 @@ extension IncidentEventConverter {
     /// `frames` (return addresses, call site first) as a stack trace, caller → callee.
     func stacktrace(_ frames: [IncidentRecord.Frame]) -> SentryEvent.Stacktrace? {
         let converted = frames.map { frame -> SentryEvent.Frame in
-            var result = SentryEvent.Frame(instructionAddr: CrashEventConverter.hex(frame.address))
+            var result = SentryEvent.Frame(instructionAddr: CrashEventConverter.hex(frame.address), function: frame.function)
+            result.filename = frame.file
+            result.lineno = frame.line
             if !frame.imagePath.isEmpty {
                 result.package = frame.imagePath
                 result.inApp = inApp.isInApp(imagePath: frame.imagePath, executable: executable)
@@ -288,5 +294,48 @@ package final class DiscardTally: @unchecked Sendable {
         let entries = taken.sorted { ($0.key.reason, $0.key.category) < ($1.key.reason, $1.key.category) }
             .map { ClientReport.DiscardedEvents(reason: $0.key.reason, category: $0.key.category, quantity: $0.value) }
         return ClientReport(timestamp: SentryTimestamp.rfc3339(now), discardedEvents: entries)
+    }
+}
+
+/// Function, file and line for the in-app frames of incident and handled events, found as crash
+/// reports' are (`Symbolicator`: dladdr, then llvm-symbolizer or addr2line on the image file), so
+/// that an incident's issue names the app function that made the call. Runs on the reporting
+/// queue only (it blocks on the external tool); a frame's answer is kept for the process's life,
+/// so a repeated call site costs nothing the second time.
+package final class IncidentSymbols: @unchecked Sendable {
+    private struct Answer { var function: String?, file: String?, line: Int? }
+    private var answers: [String: Answer] = [:]
+    private let isInApp: (String) -> Bool
+
+    package init(inApp: InAppClassifier, executable: String?) {
+        isInApp = { inApp.isInApp(imagePath: $0, executable: executable) }
+    }
+
+    package func symbolicate(_ frames: inout [IncidentRecord.Frame]) {
+        func key(_ frame: IncidentRecord.Frame) -> String? {
+            guard let offset = frame.imageOffset, !frame.imagePath.isEmpty, isInApp(frame.imagePath) else { return nil }
+            return frame.imagePath + "\u{0}" + String(offset, radix: 16)
+        }
+        let missing = frames.filter { frame in key(frame).map { answers[$0] == nil } ?? false }
+        if !missing.isEmpty {
+            // The frames as a report's crashed thread (return addresses), the form Symbolicator reads.
+            let entries: [[String: String]] = missing.map { frame in
+                ["address": CrashEventConverter.hex(frame.address), "image": frame.imagePath,
+                 "offset": CrashEventConverter.hex(frame.imageOffset ?? 0)]
+            }
+            let document: [String: Any] = ["id": "incident", "crashed_thread": ["first_frame_is_pc": false, "frames": entries]]
+            guard let data = try? JSONSerialization.data(withJSONObject: document),
+                  var report = try? CrashReport.decode(Array(data)) else { return }
+            Symbolicator.symbolicate(&report)
+            for (frame, named) in zip(missing, report.crashedThread?.frames ?? []) {
+                if let key = key(frame) { answers[key] = Answer(function: named.function, file: named.file, line: named.line) }
+            }
+        }
+        for index in frames.indices {
+            guard let key = key(frames[index]), let answer = answers[key] else { continue }
+            frames[index].function = answer.function
+            frames[index].file = answer.file
+            frames[index].line = answer.line
+        }
     }
 }

@@ -83,6 +83,8 @@ package final class ReportingClient: @unchecked Sendable {
         let outbox: Outbox
         let transport: EnvelopeTransport
         let incidentConverter: IncidentEventConverter
+        /// Names for incident and handled events' in-app frames (nil when `symbolicate` is off).
+        let incidentSymbols: IncidentSymbols?
     }
 
     private static let currentBox = LockedBox<ReportingClient?>(nil)
@@ -221,8 +223,10 @@ package final class ReportingClient: @unchecked Sendable {
         let sessions = try? SessionTracker(directory: directory, release: options.effectiveRelease(processName: appName, appVersion: appVersion),
                                            environment: options.environment, installationID: installationID,
                                            launchID: decision?.launchID)
+        let incidentConverter = reporter.incidentConverter(appVersion: appVersion)
         parts = Parts(reporter: reporter, sessions: sessions, outbox: outbox, transport: transport,
-                      incidentConverter: reporter.incidentConverter(appVersion: appVersion))
+                      incidentConverter: incidentConverter,
+                      incidentSymbols: symbolicate ? IncidentSymbols(inApp: incidentConverter.inApp, executable: incidentConverter.executable) : nil)
 
         // Crash reports of earlier runs, with the previous launch's session.
         let reported = readReportedList()
@@ -284,6 +288,8 @@ package final class ReportingClient: @unchecked Sendable {
         guard inOwnerProcess else { return }
         queue.async { [self] in
             guard let parts, !isEnded else { return }
+            var record = record
+            parts.incidentSymbols?.symbolicate(&record.frames)
             if let envelope = parts.reporter.incidentEnvelope(record, converter: parts.incidentConverter, session: parts.sessions) {
                 try? parts.transport.submit(envelope)
             }
@@ -299,6 +305,8 @@ package final class ReportingClient: @unchecked Sendable {
         let scope = CrashScope.snapshot(lastBreadcrumbs: CrashScope.maxBreadcrumbs)
         queue.async { [self] in
             guard let parts, !isEnded else { return }
+            var frames = frames
+            parts.incidentSymbols?.symbolicate(&frames)
             if let envelope = parts.reporter.handledEnvelope(
                 handled, level: level, frames: frames, threadID: threadID, isMainThread: isMainThread, eventID: eventID,
                 converter: parts.incidentConverter, session: parts.sessions, scope: scope) {
