@@ -65,7 +65,7 @@ public func buildApplication(
         sdkConfig: SDKConfigService(store: store, maxAge: configuration.sdkConfigMaxAge),
         rateLimiter: RateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
         limits: configuration.limits)
-    let router = Router(context: BasicRequestContext.self)
+    let router = Router(context: CollectorRequestContext.self)
     router.add(middleware: RequestLogMiddleware(logger: logger))
     routes.register(on: router)
     DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)?.register(on: router)
@@ -156,5 +156,17 @@ enum APIAuth {
 
     static func hash(_ token: String) -> String {
         CryptoSupport.sha256Hex(Data(token.utf8))
+    }
+}
+
+/// The collector's request context: Hummingbird's basic context plus the connection's peer
+/// address (the login throttle's client address; proxy headers are not trusted).
+public struct CollectorRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
     }
 }
