@@ -94,6 +94,20 @@ struct LoginThrottleTests {
         }
     }
 
+    /// Attempts made in parallel cannot all be checked before the first failure is recorded.
+    @Test func parallelGuessesGetNoMoreThanTheFreeFailures() async throws {
+        try await Self.withService { service, _, _ in
+            let codes = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<20 { group.addTask { try await Self.attempt(service, "admin", "guess", from: Self.attacker).code } }
+                var codes: [String: Int] = [:]
+                for try await code in group { codes[code ?? "ok", default: 0] += 1 }
+                return codes
+            }
+            #expect(codes == ["login.invalid": 5, "login.rate_limited": 15])
+            #expect(try await Self.attempt(service, "admin", Self.password, from: Self.realUser).code == nil)
+        }
+    }
+
     @Test func theThrottleKeepsABoundedNumberOfKeys() {
         let limiter = LoginRateLimiter(maxTrackedKeys: 100)
         let start = Date(timeIntervalSince1970: 1_800_000_000)

@@ -58,16 +58,16 @@ extension AccountService {
     public func changePassword(session: LoginSession, current: String, new: String, repeated: String, client: String = "local") async throws {
         let name = session.account.name
         let time = now()
-        if let wait = limiter.retryAfter(client: client, name: name, now: time) {
+        if let wait = limiter.acquire(client: client, name: name, now: time) {
             throw CollectorError(code: "account.rate_limited", message: "too many wrong passwords; try again in \(wait) seconds", status: 429,
                                  retryAfter: wait)
         }
         // The stored hash as of now, not as of the session lookup.
         let stored = try await store.account(id: session.account.id)?.passwordHash ?? session.account.passwordHash
         guard await PasswordHasher.verifyOnKDFThreads(current, against: stored) else {
-            limiter.recordFailure(client: client, name: name, now: time)
             throw CollectorError.forbidden("account.password_wrong", "the current password is wrong")
         }
+        limiter.recordSuccess(client: client, name: name, attempt: time)
         try Self.validateNewPassword(new, repeated: repeated)
         try await store.updatePassword(accountID: session.account.id, passwordHash: await PasswordHasher.hashOnKDFThreads(new), keepingSession: session.tokenHash)
     }

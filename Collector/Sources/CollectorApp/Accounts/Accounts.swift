@@ -72,16 +72,16 @@ public final class AccountService: Sendable {
     ///   `login.invalid` otherwise.
     public func login(name: String, password: String, client: String = "local") async throws -> (token: String, session: LoginSession) {
         let time = now()
-        if let wait = limiter.retryAfter(client: client, name: name, now: time) {
+        // Counted as a failure from here until the password matched.
+        if let wait = limiter.acquire(client: client, name: name, now: time) {
             throw LoginFailure(code: "login.rate_limited", retryAfter: wait)
         }
         let account = try await store.account(name: name)
         let matches = await PasswordHasher.verifyOnKDFThreads(password, against: account?.passwordHash ?? decoyHash)
         guard let account, matches else {
-            limiter.recordFailure(client: client, name: name, now: time)
             throw LoginFailure(code: "login.invalid", retryAfter: nil)
         }
-        limiter.recordSuccess(client: client, name: name)
+        limiter.recordSuccess(client: client, name: name, attempt: time)
         let token = Self.newSecret()
         let csrf = Self.newSecret()
         let expires = time.addingTimeInterval(sessionLifetime)
@@ -174,53 +174,75 @@ public final class LoginRateLimiter: Sendable {
 
     /// Seconds until `client` may try `name` again, or nil when it may now.
     func retryAfter(client: String, name: String, now: Date) -> Int? {
+        state.withLock { Self.wait(&$0, key: PairKey(client: client, name: name.lowercased()), now: now, limits: self) }
+    }
+
+    /// Takes an attempt for `client` and `name`: the seconds to wait when it must wait, else nil,
+    /// and the attempt is counted as a failure at once (in one step with the check, so attempts
+    /// made in parallel cannot all pass before the first failure is recorded). A login that
+    /// then succeeds calls `recordSuccess` with the same `now`, which takes the count back.
+    func acquire(client: String, name: String, now: Date) -> Int? {
         let key = PairKey(client: client, name: name.lowercased())
         return state.withLock { state in
-            var wait: Date?
-            if let pair = state.pairs[key] {
-                if now.timeIntervalSince(pair.last) >= pairMemory {
-                    state.pairs[key] = nil
-                } else if pair.blockedUntil > now {
-                    wait = pair.blockedUntil
-                }
-            }
-            if var failures = state.addresses[client] {
-                let cutoff = now.addingTimeInterval(-window)
-                failures.removeAll { $0 <= cutoff }
-                state.addresses[client] = failures.isEmpty ? nil : failures
-                if failures.count >= perAddress, let oldest = failures.first {
-                    let until = oldest.addingTimeInterval(window)
-                    wait = max(wait ?? until, until)
-                }
-            }
-            return wait.map { Self.seconds(until: $0, from: now) }
+            if let wait = Self.wait(&state, key: key, now: now, limits: self) { return wait }
+            Self.fail(&state, key: key, now: now, limits: self)
+            return nil
         }
     }
 
     func recordFailure(client: String, name: String, now: Date) {
-        let key = PairKey(client: client, name: name.lowercased())
+        state.withLock { Self.fail(&$0, key: PairKey(client: client, name: name.lowercased()), now: now, limits: self) }
+    }
+
+    /// A successful login: `client`'s failures for `name` are forgotten, and the attempt `acquire`
+    /// counted at `attempt` is taken back from the address (its earlier failures stay).
+    func recordSuccess(client: String, name: String, attempt: Date? = nil) {
         state.withLock { state in
-            var pair = state.pairs[key] ?? Pair(failures: 0, last: now, blockedUntil: now)
-            if now.timeIntervalSince(pair.last) >= pairMemory { pair = Pair(failures: 0, last: now, blockedUntil: now) }
-            pair.failures += 1
-            pair.last = now
-            if pair.failures >= freeFailures {
-                let exponent = min(pair.failures - freeFailures, 40)
-                pair.blockedUntil = now.addingTimeInterval(min(baseDelay * pow(2, Double(exponent)), maxDelay))
+            state.pairs[PairKey(client: client, name: name.lowercased())] = nil
+            if let attempt, var failures = state.addresses[client], let index = failures.lastIndex(of: attempt) {
+                failures.remove(at: index)
+                state.addresses[client] = failures.isEmpty ? nil : failures
             }
-            state.pairs[key] = pair
-            var failures = state.addresses[client] ?? []
-            failures.append(now)
-            if failures.count > perAddress { failures.removeFirst(failures.count - perAddress) }
-            state.addresses[client] = failures
-            Self.bound(&state.pairs, to: maxTrackedKeys) { $0.last }
-            Self.bound(&state.addresses, to: maxTrackedKeys) { $0.last ?? .distantPast }
         }
     }
 
-    /// A successful login: `client`'s failures for `name` are forgotten (its address's count stays).
-    func recordSuccess(client: String, name: String) {
-        _ = state.withLock { $0.pairs.removeValue(forKey: PairKey(client: client, name: name.lowercased())) }
+    private static func wait(_ state: inout State, key: PairKey, now: Date, limits: LoginRateLimiter) -> Int? {
+        var until: Date?
+        if let pair = state.pairs[key] {
+            if now.timeIntervalSince(pair.last) >= limits.pairMemory {
+                state.pairs[key] = nil
+            } else if pair.blockedUntil > now {
+                until = pair.blockedUntil
+            }
+        }
+        if var failures = state.addresses[key.client] {
+            let cutoff = now.addingTimeInterval(-limits.window)
+            failures.removeAll { $0 <= cutoff }
+            state.addresses[key.client] = failures.isEmpty ? nil : failures
+            if failures.count >= limits.perAddress, let oldest = failures.first {
+                let free = oldest.addingTimeInterval(limits.window)
+                until = max(until ?? free, free)
+            }
+        }
+        return until.map { seconds(until: $0, from: now) }
+    }
+
+    private static func fail(_ state: inout State, key: PairKey, now: Date, limits: LoginRateLimiter) {
+        var pair = state.pairs[key] ?? Pair(failures: 0, last: now, blockedUntil: now)
+        if now.timeIntervalSince(pair.last) >= limits.pairMemory { pair = Pair(failures: 0, last: now, blockedUntil: now) }
+        pair.failures += 1
+        pair.last = now
+        if pair.failures >= limits.freeFailures {
+            let exponent = min(pair.failures - limits.freeFailures, 40)
+            pair.blockedUntil = now.addingTimeInterval(min(limits.baseDelay * pow(2, Double(exponent)), limits.maxDelay))
+        }
+        state.pairs[key] = pair
+        var failures = state.addresses[key.client] ?? []
+        failures.append(now)
+        if failures.count > limits.perAddress { failures.removeFirst(failures.count - limits.perAddress) }
+        state.addresses[key.client] = failures
+        bound(&state.pairs, to: limits.maxTrackedKeys) { $0.last }
+        bound(&state.addresses, to: limits.maxTrackedKeys) { $0.last ?? .distantPast }
     }
 
     /// Pairs and addresses tracked now (tests: the state stays bounded).
