@@ -67,9 +67,9 @@ public func buildApplication(
         rateLimiter: RateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
         limits: configuration.limits)
     // HEAD is answered as GET without the body (the GET's headers, Content-Length included).
-    let router = Router(context: BasicRequestContext.self, options: .autoGenerateHeadEndpoints)
+    let router = Router(context: CollectorRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.add(middleware: RequestLogMiddleware(logger: logger))
-    if StrictTransportSecurityMiddleware<BasicRequestContext>.applies(publicURL: configuration.publicURL) {
+    if StrictTransportSecurityMiddleware<CollectorRequestContext>.applies(publicURL: configuration.publicURL) {
         router.add(middleware: StrictTransportSecurityMiddleware())
     }
     router.add(middleware: NotFoundPageMiddleware())
@@ -177,5 +177,17 @@ enum APIAuth {
 
     static func hash(_ token: String) -> String {
         CryptoSupport.sha256Hex(Data(token.utf8))
+    }
+}
+
+/// The collector's request context: Hummingbird's basic context plus the connection's peer
+/// address (the login throttle's client address; proxy headers are not trusted).
+public struct CollectorRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
     }
 }

@@ -79,11 +79,16 @@ struct IngestService: Sendable {
             throw CollectorError.badRequest("envelope.sessions", "more than \(limits.maxSessionsPerEnvelope) sessions in one envelope")
         }
         // Validate everything before storing anything, so a malformed envelope stores nothing.
+        // An event item over the event limit is dropped alone (the envelope's sessions,
+        // attachments and client reports are still stored) and counted as an outcome
+        // (`too_large`, category `error`), next to the client reports.
         var eventRecord: EventRecord?
-        if let item = events.first {
-            guard item.payload.count <= limits.maxEventBytes else {
-                throw CollectorError.tooLarge("event.too_large", "the event is larger than \(limits.maxEventBytes) bytes")
-            }
+        var dropped: [DiscardedCount] = []
+        if let item = events.first, item.payload.count > limits.maxEventBytes {
+            dropped.append(DiscardedCount(reason: "too_large", category: "error", quantity: 1))
+            outcome.eventID = nil
+            outcome.skippedItems.append("event (too large)")
+        } else if let item = events.first {
             eventRecord = try EventRecord.extract(projectID: project.id, payload: item.payload, fallbackEventID: headerEventID,
                                                   received: received, invalidJSONMessage: "the event item is not valid JSON")
         }
@@ -122,7 +127,7 @@ struct IngestService: Sendable {
                 contentType: item.header["content_type"]?.stringValue,
                 attachmentType: item.header["attachment_type"]?.stringValue, data: item.payload))
         }
-        write.discarded = discarded
+        write.discarded = discarded + dropped
         // An envelope with nothing to store (only skipped item types) costs no transaction.
         let stored = write.isEmpty ? IngestWriteOutcome(event: nil) : try await writer.submit(write)
 
@@ -155,6 +160,10 @@ struct IngestService: Sendable {
         if !discarded.isEmpty {
             metrics.ingested("client_report")
             outcome.storedItems.append("client_report")
+        }
+        for entry in dropped {
+            metrics.discarded(reason: entry.reason, category: entry.category, quantity: entry.quantity)
+            logger.debug("event dropped", metadata: ["project": "\(project.id)", "reason": "\(entry.reason)", "limit": "\(limits.maxEventBytes)"])
         }
         outcome.skippedItems += skippedTypes
         return outcome

@@ -15,6 +15,12 @@ public final class CollectorMetrics: Sendable {
         var storageUnavailable: [String: Int64] = [:]
         var openConnections: Int64 = 0
         var closedConnections: [String: Int64] = [:]
+        var discarded: [DiscardKey: Int64] = [:]
+    }
+    private struct DiscardKey: Hashable, Comparable {
+        let reason: String
+        let category: String
+        static func < (a: DiscardKey, b: DiscardKey) -> Bool { (a.reason, a.category) < (b.reason, b.category) }
     }
     private let state = Mutex(State())
     /// The store's availability monitor, when its store has one (`observeStorage`).
@@ -29,6 +35,11 @@ public final class CollectorMetrics: Sendable {
     func ingested(_ type: String) { state.withLock { $0.ingestedItems[type, default: 0] += 1 } }
     /// A request refused; `reason` is the refusal's error code.
     func rejected(_ reason: String) { state.withLock { $0.rejected[reason, default: 0] += 1 } }
+    /// Envelope items the collector dropped while storing the rest of their envelope (an event
+    /// over the event limit: `too_large`, `error`), as Sentry's outcomes name them.
+    func discarded(reason: String, category: String, quantity: Int64 = 1) {
+        state.withLock { $0.discarded[DiscardKey(reason: reason, category: category), default: 0] += quantity }
+    }
     func rateLimited() { state.withLock { $0.rateLimited += 1 } }
     func duplicate() { state.withLock { $0.duplicates += 1 } }
     func beginRequest() { state.withLock { $0.inFlight += 1 } }
@@ -60,6 +71,10 @@ public final class CollectorMetrics: Sendable {
     /// Current value of a counter, for tests and the health page.
     public func ingestedCount(_ type: String) -> Int64 { state.withLock { $0.ingestedItems[type] ?? 0 } }
     public func rejectedCount(_ reason: String) -> Int64 { state.withLock { $0.rejected[reason] ?? 0 } }
+    /// Items dropped by the collector with this outcome reason and category so far.
+    public func discardedCount(reason: String, category: String) -> Int64 {
+        state.withLock { $0.discarded[DiscardKey(reason: reason, category: category)] ?? 0 }
+    }
     public var rateLimitedCount: Int64 { state.withLock { $0.rateLimited } }
     /// Answers of `GET /api/<project>/sdk-config` with this HTTP status so far.
     public func sdkConfigResponseCount(status: Int) -> Int64 { state.withLock { $0.sdkConfigResponses[status] ?? 0 } }
@@ -90,6 +105,9 @@ public final class CollectorMetrics: Sendable {
                labelled("type", snapshot.ingestedItems, escape))
         family("collector_rejected_requests_total", "counter", "Ingest requests refused, by error code.",
                labelled("reason", snapshot.rejected, escape))
+        family("collector_discarded_items_total", "counter",
+               "Envelope items dropped by the collector while the rest of the envelope was stored, by outcome reason and data category (too_large, error: an event over the event limit).",
+               snapshot.discarded.sorted { $0.key < $1.key }.map { ("{reason=\"\(escape($0.key.reason))\",category=\"\(escape($0.key.category))\"}", $0.value) })
         family("collector_rate_limited_total", "counter", "Ingest requests answered with 429.", [("", snapshot.rateLimited)])
         family("collector_duplicate_events_total", "counter", "Events whose event_id was already stored (not stored again).",
                [("", snapshot.duplicates)])

@@ -35,7 +35,7 @@ struct CollectorRoutes: Sendable {
     static let sentryAuthHeader = HTTPField.Name("X-Sentry-Auth")!
     static let rateLimitsHeader = HTTPField.Name("X-Sentry-Rate-Limits")!
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<CollectorRequestContext>) {
         router.get("health") { _, _ in await self.health() }
         router.get("metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -173,7 +173,7 @@ struct CollectorRoutes: Sendable {
 
     enum IngestKind { case envelope, store }
 
-    func ingestRequest(_ request: Request, _ context: BasicRequestContext, kind: IngestKind) async -> Response {
+    func ingestRequest(_ request: Request, _ context: CollectorRequestContext, kind: IngestKind) async -> Response {
         metrics.beginRequest()
         defer { metrics.endRequest() }
         do {
@@ -311,7 +311,7 @@ struct CollectorRoutes: Sendable {
 
     // MARK: SDK configuration
 
-    func serveSDKConfig(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func serveSDKConfig(_ request: Request, _ context: CollectorRequestContext) async throws -> Response {
         guard let projectID = context.parameters.get("project").flatMap(Int64.init), let project = try await cachedProject(projectID) else {
             throw CollectorError.forbidden("auth.invalid_key", "unknown project or key")
         }
@@ -410,7 +410,7 @@ struct CollectorRoutes: Sendable {
         return Response(status: .init(code: failure.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 
-    static func id(_ context: BasicRequestContext, _ name: String) throws -> Int64 {
+    static func id(_ context: CollectorRequestContext, _ name: String) throws -> Int64 {
         guard let id = context.parameters.get(name).flatMap(Int64.init) else {
             throw CollectorError.badRequest("request.id", "\(name) must be a number")
         }

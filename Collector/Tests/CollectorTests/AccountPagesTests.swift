@@ -23,7 +23,7 @@ struct AccountPagesTests {
 
     static func bootstrapped(_ store: SQLStore) async throws -> AccountService {
         _ = try await AccountService.bootstrap(store: store, configuredPassword: adminPassword, logger: Logger(label: "t"))
-        return AccountService(store: store, limiter: LoginRateLimiter(perName: 3, global: 100, window: 900))
+        return AccountService(store: store, limiter: LoginRateLimiter(freeFailures: 3, perAddress: 100, window: 900))
     }
 
     // MARK: The service on a store

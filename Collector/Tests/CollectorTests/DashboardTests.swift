@@ -163,7 +163,7 @@ struct DashboardTests {
     @Test func repeatedFailedLoginsAreRateLimited() async throws {
         try await TestDatabase.withStore { store in
             _ = try await AccountService.bootstrap(store: store, configuredPassword: "right-password", logger: Logger(label: "t"))
-            let service = AccountService(store: store, limiter: LoginRateLimiter(perName: 3, global: 100, window: 900))
+            let service = AccountService(store: store, limiter: LoginRateLimiter(freeFailures: 3, perAddress: 100, window: 900))
             for _ in 0..<3 {
                 await #expect(throws: LoginFailure(code: "login.invalid", retryAfter: nil)) { try await service.login(name: "admin", password: "wrong") }
             }

@@ -87,9 +87,43 @@ struct IngestTests {
         }
     }
 
-    @Test func anEventOverTheEventLimitIsRefused() async throws {
+    /// Issue 25 item 6: an event item over the event limit is dropped alone; the session beside it
+    /// is stored, the envelope is answered 200 (without an event id: no event was stored), and the
+    /// drop is counted as an outcome (`too_large`, `error`) in the stats and in `/metrics`. A
+    /// `/store/` body over the limit is the event itself: still 413.
+    @Test func anEventOverTheEventLimitIsDroppedAndTheRestOfTheEnvelopeKept() async throws {
         try await Harness.run({ $0.limits.maxEventBytes = 2048 }) { harness in
-            let response = try await harness.post(body: Fixtures.envelope(event: Fixtures.exceptionEvent(value: String(repeating: "y", count: 3000))))
+            let now = ISO8601DateFormatter().string(from: Date())
+            let session: Envelope.Item = .json(type: "session", [
+                "sid": "s-big", "did": "u1", "init": true, "started": .string(now), "seq": 0, "timestamp": .string(now),
+                "status": "ok", "errors": 0, "attrs": ["release": "app@3.0.0"],
+            ])
+            let id = Fixtures.eventID()
+            let big = Fixtures.exceptionEvent(id: id, value: String(repeating: "y", count: 3000))
+            var response = try await harness.post(body: Fixtures.envelope(event: big, extra: [session]))
+            #expect(response.status == 200, "\(response.status) \(response.text)")
+            #expect(response.json?["id"] == nil)
+            #expect(try await harness.issues().isEmpty)
+            #expect(try await harness.api("/api/0/projects/\(harness.project.id)/events/\(id)").status == 404)
+            let health = try await harness.api("/api/0/projects/\(harness.project.id)/release-health").json
+            let release = try #require(health?.arrayValue?.first)
+            #expect(release["release"]?.stringValue == "app@3.0.0")
+            #expect(release["sessions"]?.intValue == 1)
+            var stats = try await harness.api("/api/0/projects/\(harness.project.id)/stats").json
+            #expect(stats?["client_discarded"]?.intValue == 1)
+
+            // Only the oversized event: 200, nothing stored but the outcome.
+            response = try await harness.post(body: Fixtures.envelope(event: Fixtures.exceptionEvent(value: String(repeating: "z", count: 3000))))
+            #expect(response.status == 200, "\(response.status) \(response.text)")
+            #expect(response.text == "{}")
+            stats = try await harness.api("/api/0/projects/\(harness.project.id)/stats").json
+            #expect(stats?["client_discarded"]?.intValue == 2)
+            let metrics = try await harness.client.execute("/metrics").text
+            #expect(metrics.contains("collector_discarded_items_total{reason=\"too_large\",category=\"error\"} 2"), "\(metrics)")
+            #expect(try await harness.issues().isEmpty)
+
+            // The store endpoint's body is the event: refused whole.
+            response = try await harness.post("/api/\(harness.project.id)/store/", body: [UInt8](big.jsonData()))
             #expect(response.status == 413)
             #expect(response.json?["code"]?.stringValue == "event.too_large")
         }

@@ -6,7 +6,7 @@ import Foundation
 /// Every refusal is a `CollectorError` with a stable `code`:
 /// - `account.password_wrong` (403): the current password does not match.
 /// - `account.rate_limited` (429): too many wrong current passwords for this account recently
-///   (the login limiter's counts).
+///   from this client (the login throttle's counts); `retryAfter` set.
 /// - `account.password_too_short` / `account.password_too_long` (400): a new password has fewer
 ///   than `minimumPasswordLength` characters or more than `maximumPasswordBytes` UTF-8 bytes.
 /// - `account.password_mismatch` (400): the new password and its repetition differ.
@@ -54,18 +54,20 @@ extension AccountService {
 
     /// Changes the session's own password after checking the current one, and logs out the
     /// account's other sessions (this one stays).
-    public func changePassword(session: LoginSession, current: String, new: String, repeated: String) async throws {
+    /// Wrong current passwords count against the login throttle for `client` and the account.
+    public func changePassword(session: LoginSession, current: String, new: String, repeated: String, client: String = "local") async throws {
         let name = session.account.name
         let time = now()
-        if let wait = limiter.retryAfter(name: name, now: time) {
-            throw CollectorError(code: "account.rate_limited", message: "too many wrong passwords; try again in \(wait) seconds", status: 429)
+        if let wait = limiter.acquire(client: client, name: name, now: time) {
+            throw CollectorError(code: "account.rate_limited", message: "too many wrong passwords; try again in \(wait) seconds", status: 429,
+                                 retryAfter: wait)
         }
         // The stored hash as of now, not as of the session lookup.
         let stored = try await store.account(id: session.account.id)?.passwordHash ?? session.account.passwordHash
         guard await PasswordHasher.verifyOnKDFThreads(current, against: stored) else {
-            limiter.recordFailure(name: name, now: time)
             throw CollectorError.forbidden("account.password_wrong", "the current password is wrong")
         }
+        limiter.recordSuccess(client: client, name: name, attempt: time)
         try Self.validateNewPassword(new, repeated: repeated)
         try await store.updatePassword(accountID: session.account.id, passwordHash: await PasswordHasher.hashOnKDFThreads(new), keepingSession: session.tokenHash)
     }

@@ -8,13 +8,14 @@ import Hummingbird
 // and that status. Passwords and tokens that are shown once are rendered only into the answer
 // to the POST that made them (pages are `no-store`).
 extension DashboardRoutes {
-    func registerAccountPages(on router: Router<BasicRequestContext>) {
+    func registerAccountPages(on router: Router<CollectorRequestContext>) {
         router.get("account") { request, context in await self.page(request, context) { try await self.accountPage($0) } }
         router.post("account/password") { request, context in
             await self.action(request, context) { session, form in
                 try await self.refusalShown(session) {
                     try await self.accounts.changePassword(session: session, current: form["current_password"] ?? "",
-                                                           new: form["new_password"] ?? "", repeated: form["new_password_again"] ?? "")
+                                                           new: form["new_password"] ?? "", repeated: form["new_password_again"] ?? "",
+                                                           client: ClientAddress.key(context.remoteAddress))
                     self.logger.info("password changed", metadata: ["account": "\(session.account.name)"])
                     return try await self.accountPage(session, message: "<p class=\"notice\" role=\"status\">Your password was changed; your other sessions are logged out.</p>")
                 }
@@ -98,9 +99,7 @@ extension DashboardRoutes {
             let message: HTML = "<p class=\"error\" role=\"alert\">\(refusal.message) <code>\(refusal.code)</code></p>"
             let page = onAccountsPage ? try await accountsPage(session, message: message) : try await accountPage(session, message: message)
             var response = page.withStatus(.init(code: refusal.status))
-            if let wait = refusal.code == "account.rate_limited" ? accounts.limiter.retryAfter(name: session.account.name, now: accounts.now()) : nil {
-                response.headers[.retryAfter] = String(wait)
-            }
+            if let wait = refusal.retryAfter { response.headers[.retryAfter] = String(wait) }
             return response
         }
     }

@@ -22,14 +22,14 @@ struct DashboardRoutes: Sendable {
 
     static let maxFormBytes = 256 * 1024
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<CollectorRequestContext>) {
         router.get("static/collector.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "max-age=3600"],
                      body: .init(byteBuffer: ByteBuffer(string: DashboardStyle.css)))
         }
         router.get("favicon.ico") { _, _ in Response(status: .noContent) }
         router.get("login") { request, _ in await self.loginPage(request) }
-        router.post("login") { request, _ in await self.loginSubmit(request) }
+        router.post("login") { request, context in await self.loginSubmit(request, client: ClientAddress.key(context.remoteAddress)) }
         router.post("logout") { request, context in
             await self.action(request, context) { _, _ in
                 try await self.accounts.logout(token: request.cookies[AccountService.sessionCookieName]?.value)
@@ -82,7 +82,7 @@ struct DashboardRoutes: Sendable {
 
     /// Runs a page handler for a logged-in user; without a session, redirects to the login page
     /// (with the requested path in `next`).
-    func page(_ request: Request, _ context: BasicRequestContext, _ body: (LoginSession) async throws -> Response) async -> Response {
+    func page(_ request: Request, _ context: CollectorRequestContext, _ body: (LoginSession) async throws -> Response) async -> Response {
         do {
             guard let session = try await accounts.session(token: request.cookies[AccountService.sessionCookieName]?.value) else {
                 return Self.redirect("/login?next=" + HTML.urlComponent(request.uri.path))
@@ -95,7 +95,7 @@ struct DashboardRoutes: Sendable {
 
     /// Runs a form handler: session (else redirect to login), same origin (else 403), form body
     /// (at most 256 KiB), CSRF token (else 403).
-    func action(_ request: Request, _ context: BasicRequestContext,
+    func action(_ request: Request, _ context: CollectorRequestContext,
                 _ body: (LoginSession, FormFields) async throws -> Response) async -> Response {
         do {
             guard let session = try await accounts.session(token: request.cookies[AccountService.sessionCookieName]?.value) else {
@@ -162,7 +162,7 @@ struct DashboardRoutes: Sendable {
         return response
     }
 
-    func loginSubmit(_ request: Request) async -> Response {
+    func loginSubmit(_ request: Request, client: String) async -> Response {
         do {
             guard isSameOrigin(request) else { throw CollectorError.forbidden("csrf.origin", "the form was submitted from another site") }
             let form = try await FormFields.read(request, limit: 16 * 1024)
@@ -172,13 +172,13 @@ struct DashboardRoutes: Sendable {
             let name = form["name"] ?? ""
             let password = form["password"] ?? ""
             do {
-                let (token, _) = try await accounts.login(name: name, password: password)
+                let (token, _) = try await accounts.login(name: name, password: password, client: client)
                 var response = Self.redirect(Self.localPath(request.uri.queryParameters.get("next").map { String($0) }) ?? "/projects")
                 response.headers.append(HTTPField(name: .setCookie, value: accounts.sessionCookie(token)))
                 logger.info("login", metadata: ["account": "\(name)"])
                 return response
             } catch let failure as LoginFailure {
-                logger.notice("login refused", metadata: ["account": "\(name)", "code": "\(failure.code)"])
+                logger.notice("login refused", metadata: ["account": "\(name)", "client": "\(client)", "code": "\(failure.code)"])
                 if failure.code == "login.rate_limited" {
                     return await loginPage(request, error: "Too many failed logins. Try again in \(failure.retryAfter ?? 60) seconds.",
                                            status: .tooManyRequests, retryAfter: failure.retryAfter)
@@ -204,14 +204,14 @@ struct DashboardRoutes: Sendable {
 
     // MARK: Helpers
 
-    func project(_ context: BasicRequestContext) async throws -> Project {
+    func project(_ context: CollectorRequestContext) async throws -> Project {
         guard let id = context.parameters.get("id").flatMap(Int64.init), let project = try await store.project(id: id) else {
             throw CollectorError.notFound("project.unknown", "no such project")
         }
         return project
     }
 
-    func issue(_ context: BasicRequestContext) async throws -> Issue {
+    func issue(_ context: CollectorRequestContext) async throws -> Issue {
         guard let id = context.parameters.get("id").flatMap(Int64.init), let issue = try await store.issue(id: id) else {
             throw CollectorError.notFound("issue.unknown", "no such issue")
         }
