@@ -15,36 +15,12 @@ import os
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 
+from ingest_client import get, post_envelope
+
 CLIENTS = 4
-
-
-def post_envelope(url, project, key, event_id):
-    event = {"event_id": event_id, "level": "fatal", "message": f"crash {event_id}", "release": "app@1.0",
-             "extra": {"padding": os.urandom(8_000).hex()}}
-    payload = json.dumps(event).encode()
-    body = json.dumps({"event_id": event_id}).encode() + b"\n" + \
-        json.dumps({"type": "event", "length": len(payload)}).encode() + b"\n" + payload + b"\n"
-    request = urllib.request.Request(f"{url}/api/{project}/envelope/", data=body, method="POST",
-                                     headers={"X-Sentry-Auth": f"Sentry sentry_version=7, sentry_key={key}"})
-    try:
-        with urllib.request.urlopen(request, timeout=15) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-
-
-def get(url, token=None):
-    headers = {"Authorization": "Bearer " + token} if token else {}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=15) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
 
 
 def classify(status, headers, body):
@@ -72,7 +48,7 @@ def main(dsn, url, token, ballast, log_file):
     def client():
         while not stop.is_set():
             event_id = uuid.uuid4().hex
-            status, headers, body = post_envelope(url, project, key, event_id)
+            status, headers, body = post_envelope(url, project, key, event_id, padding=8_000)
             outcome = classify(status, headers, body)
             with lock:
                 if outcome == "ok":
@@ -126,7 +102,7 @@ def main(dsn, url, token, ballast, log_file):
         failures.append(f"/health after space returned: {status} {body[:200]!r}")
     resent = 0
     for event_id in refused[:100]:
-        status, headers, body = post_envelope(url, project, key, event_id)
+        status, headers, body = post_envelope(url, project, key, event_id, padding=8_000)
         if classify(status, headers, body) == "ok":
             acked.append(event_id)
             resent += 1

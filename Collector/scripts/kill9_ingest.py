@@ -11,10 +11,10 @@ import os
 import signal
 import sys
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
+
+from ingest_client import get, post_envelope
 
 
 def send(dsn, url, pid, acked_file):
@@ -25,16 +25,9 @@ def send(dsn, url, pid, acked_file):
     def worker():
         while True:
             event_id = uuid.uuid4().hex
-            event = {"event_id": event_id, "level": "fatal", "message": f"crash {event_id}", "release": "app@1.0"}
-            payload = json.dumps(event).encode()
-            body = json.dumps({"event_id": event_id}).encode() + b"\n" + \
-                json.dumps({"type": "event", "length": len(payload)}).encode() + b"\n" + payload + b"\n"
-            request = urllib.request.Request(f"{url}/api/{project}/envelope/", data=body, method="POST",
-                                             headers={"X-Sentry-Auth": f"Sentry sentry_version=7, sentry_key={key}"})
             try:
-                with urllib.request.urlopen(request, timeout=10) as response:
-                    if response.status != 200:
-                        continue
+                if post_envelope(url, project, key, event_id, timeout=10)[0] != 200:
+                    continue
             except Exception:
                 if killed.is_set():
                     return
@@ -61,13 +54,7 @@ def verify(url, project, token, acked_file):
         acked = json.load(handle)
     missing = []
     for event_id in acked:
-        request = urllib.request.Request(f"{url}/api/0/projects/{project}/events/{event_id}",
-                                         headers={"Authorization": "Bearer " + token})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                if response.status != 200:
-                    missing.append(event_id)
-        except urllib.error.HTTPError:
+        if get(f"{url}/api/0/projects/{project}/events/{event_id}", token, timeout=10)[0] != 200:
             missing.append(event_id)
     print(f"kill -9: {len(acked) - len(missing)} of {len(acked)} acknowledged events stored after restart")
     return 1 if missing or not acked else 0

@@ -17,35 +17,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 
+from ingest_client import get, post_envelope
+
 CLIENTS = 4
-
-
-def post_envelope(url, project, key, event_id):
-    event = {"event_id": event_id, "level": "fatal", "message": f"crash {event_id}", "release": "app@1.0"}
-    payload = json.dumps(event).encode()
-    body = json.dumps({"event_id": event_id}).encode() + b"\n" + \
-        json.dumps({"type": "event", "length": len(payload)}).encode() + b"\n" + payload + b"\n"
-    request = urllib.request.Request(f"{url}/api/{project}/envelope/", data=body, method="POST",
-                                     headers={"X-Sentry-Auth": f"Sentry sentry_version=7, sentry_key={key}"})
-    try:
-        with urllib.request.urlopen(request, timeout=15) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
-
-
-def get(url, token=None):
-    headers = {"Authorization": "Bearer " + token} if token else {}
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=15) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, dict(error.headers), error.read()
 
 
 def main(dsn, url, token, pg_dir):
