@@ -349,7 +349,7 @@ static void csc_write_guard_frames(csc_out *out, const uintptr_t *frames, int co
     bool first = true;
     for (int r = 0; r < ranges; r++) {
         if (!(found & (UINT32_C(1) << r))) continue;
-        if (excluded && g_guard_ranges[r].name && strcmp(g_guard_ranges[r].name, excluded) == 0) continue;
+        if (excluded && strcmp(g_guard_ranges[r].name, excluded) == 0) continue;
         if (!first) csc_out_raw(out, ",");
         first = false;
         csc_out_string(out, g_guard_ranges[r].name, CSC_GUARD_NAME_MAX);
