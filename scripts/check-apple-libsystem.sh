@@ -12,11 +12,14 @@
 # 3. the C++ terminate handler (_CrashShieldCxxTerminate) compiles, defines the entry point the
 #    Swift side calls, and sits in its own section (__TEXT,__cs_cxx_sdk), whose bounds capture
 #    uses to mark the handler's frame as the SDK's;
-# 4. canaries: a Linux-only header must not compile and a glibc-only symbol must not link, so the
+# 4. the runtime backend for Apple (Backend/CSBackend_Apple.m) compiles against Apple's
+#    Objective-C runtime headers under ARC and MRC (a three-line stand-in for Foundation, which Zig
+#    does not ship);
+# 5. canaries: a Linux-only header must not compile and a glibc-only symbol must not link, so the
 #    check is shown to use Apple's headers and libSystem, not the host's.
 #
 # Limits: Zig's libc++ headers are LLVM's, not the SDK's copy; iOS, the simulator and Mac Catalyst
-# need Apple's SDK, which Zig does not ship (not compiled here); the Objective-C targets need
+# need Apple's SDK, which Zig does not ship (not compiled here); the other Objective-C files need
 # Foundation, which Zig does not ship either (scripts/check-arc.sh checks them under ARC against
 # GNUstep's headers); nothing built here is run.
 set -euo pipefail
@@ -87,7 +90,7 @@ for target in aarch64-macos.13.0 x86_64-macos.13.0; do
             -o "$WORK/probe-$target" 2>"$WORK/err"; then
             fail "$label: capture and incidents do not link against libSystem.tbd:"; cat "$WORK/err"; continue
         fi
-        if file "$WORK/probe-$target" | grep -q "Mach-O 64-bit.*executable.*NOUNDEFS"; then
+        if file "$WORK/probe-$target" | grep "Mach-O 64-bit.*executable.*NOUNDEFS" >/dev/null; then
             echo "ok:   $label: capture and incidents link into a Mach-O executable against libSystem.tbd"
         else
             fail "$label: the probe is not a Mach-O executable without undefined symbols: $(file "$WORK/probe-$target")"
@@ -100,14 +103,40 @@ for target in aarch64-macos.13.0 x86_64-macos.13.0; do
             -c "$source" -o "$object" 2>"$WORK/err"; then
             fail "$target: $(basename "$source") does not compile:"; cat "$WORK/err"; continue
         fi
-        if ! llvm-nm "$object" | grep -q " T _csc_cxx_install_terminate_handler$"; then
+        if ! llvm-nm "$object" | grep " T _csc_cxx_install_terminate_handler$" >/dev/null; then
             fail "$target: _csc_cxx_install_terminate_handler not defined"; continue
         fi
         if [ "$(basename "$source")" = csc_cxx_terminate.cpp ] &&
-            ! llvm-nm -m "$object" | grep -q "(__TEXT,__cs_cxx_sdk) .*terminate_handler"; then
+            ! llvm-nm -m "$object" | grep "(__TEXT,__cs_cxx_sdk) .*terminate_handler" >/dev/null; then
             fail "$target: the terminate handler is not in __TEXT,__cs_cxx_sdk (capture's SDK code range)"; continue
         fi
         echo "ok:   $target: $(basename "$source") compiles against Apple's libSystem and LLVM's libc++ headers"
+    done
+done
+
+# The runtime backend for Apple (Backend/CSBackend_Apple.m) against Apple's Objective-C runtime
+# headers (objc/runtime.h, objc/message.h, objc/NSObject.h), under ARC (as SwiftPM builds it on
+# Apple) and MRC. Zig ships no Foundation: a stub stands in for <Foundation/Foundation.h> with the
+# three declarations the backend's headers use (NSObject from Apple's objc/NSObject.h), so what is
+# checked is every runtime call and type of the backend, not Foundation's API.
+mkdir -p "$WORK/stub/Foundation"
+cat >"$WORK/stub/Foundation/Foundation.h" <<'STUB'
+#import <objc/NSObject.h>
+@class NSString;
+NSString *NSStringFromSelector(SEL selector);
+SEL NSSelectorFromString(NSString *name);
+STUB
+RUNTIME="$ROOT/Sources/_CrashShieldRuntime"
+for target in aarch64-macos.13.0 x86_64-macos.13.0; do
+    for ownership in -fobjc-arc -fno-objc-arc; do
+        if zig cc -target "$target" -x objective-c "$ownership" -Wall -Wextra -Werror -I"$WORK/stub" -I"$RUNTIME/Backend" \
+            -I"$RUNTIME/Engine" -I"$RUNTIME/include" "${INCLUDES[@]}" -c "$RUNTIME/Backend/CSBackend_Apple.m" \
+            -o "$WORK/backend-$target$ownership.o" 2>"$WORK/err" &&
+            llvm-nm "$WORK/backend-$target$ownership.o" | grep " T _cs_backend_implementation_is_system$" >/dev/null; then
+            echo "ok:   $target ($ownership): Backend/CSBackend_Apple.m compiles against Apple's Objective-C runtime headers"
+        else
+            fail "$target ($ownership): Backend/CSBackend_Apple.m does not compile against Apple's runtime headers:"; cat "$WORK/err"
+        fi
     done
 done
 
