@@ -66,6 +66,9 @@ int app_objc_legal_calls(void);
 void app_objc_crash(void);
 /* -[NSArray objectAtIndex:] beyond the count: a crash when the container guard is report-only or off. */
 void app_objc_index_beyond(void);
+/* The same misuse (objectAtIndex: beyond the count, neutralised) at two call sites of the app,
+ * the first one reached twice; returns how many calls returned an object (0 when guarded). */
+int app_objc_same_misuse_two_sites(void);
 OBJC
 cat > "$work/App/Sources/AppObjC/AppObjC.m" <<'OBJC'
 #import <Foundation/Foundation.h>
@@ -96,6 +99,19 @@ __attribute__((noinline)) void app_objc_index_beyond(void) {
     printf("item %p\n", (void *)[items objectAtIndex:5]);
 }
 
+__attribute__((noinline)) static id app_objc_site_a(NSArray *items) { return [items objectAtIndex:7]; }
+__attribute__((noinline)) static id app_objc_site_b(NSArray *items) { return [items objectAtIndex:7]; }
+
+int app_objc_same_misuse_two_sites(void) {
+    NSAutoreleasePool *pool = [[NSAutoreleasePool alloc] init];
+    NSArray *items = [NSArray arrayWithObjects:@"a", @"b", nil];
+    int returned = 0;
+    for (int round = 0; round < 2; round++) returned += app_objc_site_a(items) != nil;
+    returned += app_objc_site_b(items) != nil;
+    [pool release];
+    return returned;
+}
+
 /* Legal calls behave as without guards: literals are NSStrings, @try catches what is raised. */
 int app_objc_legal_calls(void) {
     int failed = 0;
@@ -122,6 +138,7 @@ cat > "$work/App/Sources/App/E2E.swift" <<'SWIFT'
 //   report-only                        the container guard is report-only and the app's
 //                                      objectAtIndex: beyond the count crashes;
 //   misuse-swift, misuse-objc          a misuse through [shielded:] / through Objective-C, neutralised;
+//   misuse-sites                       one Objective-C misuse at two call sites (the first reached twice);
 //   deliver                            only the start (which sends what earlier runs left) and a flush.
 // Every mode that returns prints "container policy: <policy>" and the flush's result.
 import AppC
@@ -150,6 +167,7 @@ enum E2E {
         case "report-only": app_objc_index_beyond()
         case "misuse-swift": print("misuse: \(String(describing: applyCoupon(codes: ["A", "B"], index: CommandLine.arguments.count + 4)))")
         case "misuse-objc": print("misuse failures: \(app_objc_misuses())")
+        case "misuse-sites": print("objects returned: \(app_objc_same_misuse_two_sites())")
         case "deliver": break
         default: print("unknown mode \(mode)"); exit(2)
         }

@@ -20,8 +20,9 @@ CASE is one of:
   app          an app built against the package by URL (scripts/check-url-dependency.sh) crashes in
                its C, Swift and Objective-C code, crashes under a report-only guard and misuses
                through Swift and Objective-C, reporting to DSN: every issue's culprit is the app's
-               function, every event has the app's user, tag and breadcrumb, and the report-only
-               guard stays report-only at the next start (E2E_APP: the app's path);
+               function, every event has the app's user, tag and breadcrumb, one misuse at two
+               call sites is two issues, and the report-only guard stays report-only at the next
+               start (E2E_APP: the app's path);
   culprit      a report-only container crash and uncaught C++ exceptions, sent with `shield send`:
                each issue's culprit is the app's function, CrashShield's frames are not in-app, the
                same call site with and without the guard's frames is one issue, another call site
@@ -357,14 +358,22 @@ def app_case():
         if mode == "report-only":
             check("container policy: reportOnly" in output,
                   "after the report-only crash the container guard is still report-only (the app's, not the guard's crash)", output)
-    for mode in ("misuse-swift", "misuse-objc"):
+    for mode in ("misuse-swift", "misuse-objc", "misuse-sites"):
         status, output = run(mode, os.path.join(work, "app-" + mode))
         check(status == 0 and "flushed: true" in output, f"app {mode}: neutralised, incident delivered", f"status {status}, {output!r}")
+    check("objects returned: 0" in output, "the same misuse at two call sites is neutralised each time", output)
 
     expected_culprits = [("fatal", "app_c_crash"), ("fatal", "checkoutTotal"), ("fatal", "app_objc_crash"),
-                         ("fatal", "app_objc_index_beyond"), ("warning", "applyCoupon"), ("warning", "app_objc_misuses")]
-    stored = poll("app events", lambda: (lambda found: found if len(found) >= 7 else None)(events_of_release(release))) \
+                         ("fatal", "app_objc_index_beyond"), ("warning", "applyCoupon"), ("warning", "app_objc_misuses"),
+                         ("warning", "app_objc_site_a"), ("warning", "app_objc_site_b")]
+    stored = poll("app events", lambda: (lambda found: found if len(found) >= 9 else None)(events_of_release(release))) \
         or events_of_release(release)
+    # Grouping: one misuse at two call sites is two issues; the first site, reached twice, one.
+    site_issues = {site: {issue["id"] for issue, _ in stored if site in (issue.get("culprit") or "")}
+                   for site in ("app_objc_site_a", "app_objc_site_b")}
+    check(len(site_issues["app_objc_site_a"]) == 1 and len(site_issues["app_objc_site_b"]) == 1
+          and site_issues["app_objc_site_a"] != site_issues["app_objc_site_b"],
+          "the same misuse at two app call sites is two issues, each call site one", site_issues)
     for level, function in expected_culprits:
         matching = [(issue, event) for issue, event in stored if event.get("level") == level and function in (issue.get("culprit") or "")]
         check(matching, f"a {level} issue whose culprit is the app's {function}",
