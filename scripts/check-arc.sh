@@ -19,8 +19,8 @@
 # shown in the summary but do not fail the check: they are not ours to fix.
 #
 # The Apple backend (Backend/CSBackend_Apple.m) is wholly inside `#if defined(__APPLE__)`, so the
-# pass above sees an empty file. A last stage forces that guard open (with the one Apple-only
-# declaration GCC's libobjc lacks) and runs the file through the ARC front end and, the MRC half of
+# pass above sees an empty file. A last stage forces that guard open (with the Apple-only
+# declarations GCC's libobjc and glibc lack, in place of the <mach-o/...> includes) and runs the file through the ARC front end and, the MRC half of
 # the rule, without ARC, against GNUstep's declarations of the same public runtime API; its fields
 # go through the ownership rule too. `#line` keeps diagnostics on the original file and lines.
 # What it shows: the file's ownership (no retain/release, bridged casts, unretained receivers) is
@@ -131,10 +131,15 @@ awk -v file="$apple_backend" '
   $0 == "#if defined(__APPLE__)" && !forced {
     forced = 1
     print "#if 1 /* forced open by scripts/check-arc.sh */"
-    print "Class *objc_copyClassList(unsigned int *outCount); /* Apple <objc/runtime.h>; not in GCC libobjc */"
+    print "/* Apple-only declarations, from <objc/runtime.h>, <mach-o/dyld.h> and <mach-o/getsect.h>: */"
+    print "const char **objc_copyClassNamesForImage(const char *image, unsigned int *outCount);"
+    print "struct mach_header; struct mach_header_64;"
+    print "uint32_t _dyld_image_count(void); const char *_dyld_get_image_name(uint32_t image_index);"
+    print "uint8_t *getsectiondata(const struct mach_header_64 *mhp, const char *segname, const char *sectname, unsigned long *size);"
     printf "#line %d \"%s\"\n", NR + 1, file
     next
   }
+  /^#include <mach-o\// && forced { print "/* " $0 " (declared above) */"; next }
   { print }' "$apple_backend" >"$apple_forced/CSBackend_Apple.m"
 apple_flags=(-I "$(dirname "$apple_backend")" -I Sources/_CrashShieldRuntime)
 apple_failed=0

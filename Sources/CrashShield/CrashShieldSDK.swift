@@ -55,6 +55,7 @@ public enum CrashShieldSDK {
         // concurrent cs_guards_start() from C is handled in startGuards).
         startLock.lock()
         defer { startLock.unlock() }
+        var steps = StartSteps()
 
         // The app declares its version once: capture takes it from the release when left unset.
         // In place (optional chaining): the app's choice of capture itself stays as it made it.
@@ -80,9 +81,10 @@ public enum CrashShieldSDK {
         // when the remote configuration switched capture off.
         let appCapture = declared.capture
         let options = optionsWithRemoteOverrides(declared)
+        steps.end("checks and remote configuration")
 
         // 2. Act, in order. Each later step may rely on the earlier ones.
-        try startGuards(options)
+        try startGuards(options, steps: &steps)
         var protection: LaunchProtection?
         if let capture = options.capture {
             do {
@@ -91,6 +93,7 @@ public enum CrashShieldSDK {
                 protection = try runCaptureSteps(capture, launchProtection: options.launchProtection,
                                                  safeModeGuards: options.safeModeGuards, reporting: options.reporting)
                 _lastCaptureStepDuration = clock.now - captureStartedAt
+                steps.end("capture and launch protection")
             } catch {
                 stopGuards(removing: options.sinks)
                 throw error
@@ -130,6 +133,32 @@ public enum CrashShieldSDK {
         stateLock.unlock()
         // Reporting's queued setup and conversion run from here on (no-op when capture began it).
         ReportingClient.current?.beginWork()
+        steps.end("reporting hand-off and incident sinks")
+        _lastStartSteps = steps.recorded
+    }
+
+    /// The steps of the last successful `start`, in order, with their durations: `shield bench`
+    /// prints them. Written under `startLock`.
+    nonisolated(unsafe) package static var _lastStartSteps: [(step: String, duration: Duration)] = []
+
+    /// Durations of consecutive steps, each from the end of the previous one.
+    struct StartSteps {
+        private let clock = ContinuousClock()
+        private var last: ContinuousClock.Instant
+        private(set) var recorded: [(step: String, duration: Duration)] = []
+
+        init() { last = clock.now }
+
+        mutating func end(_ step: String) {
+            let now = clock.now
+            recorded.append((step, now - last))
+            last = now
+        }
+
+        /// Records `duration` as `step` without moving the clock (a part of the next `end`).
+        mutating func add(_ step: String, _ duration: Duration) {
+            recorded.append((step, duration))
+        }
     }
 
     /// How long the capture steps of the last successful `start` with capture took (code ranges,
@@ -221,13 +250,15 @@ public enum CrashShieldSDK {
     }
 
     /// Installs the guards with `options` (the first step of `start`).
-    private static func startGuards(_ options: CrashShieldOptions) throws {
+    private static func startGuards(_ options: CrashShieldOptions, steps: inout StartSteps) throws {
         let previousSwiftPolicies = swiftGuards.map { cs_swift_guard_policy($0.cell) }
         for sink in options.sinks { IncidentHub.shared.add(sink) }
         IncidentHub.shared.connect()
         cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
+        steps.end("incident delivery")
         for (id, cell) in swiftGuards { cs_swift_guard_set_policy(cell, options.policy(for: id).raw) }
         applyLifecycleOptions(options)
+        steps.end("guard options")
 
         let names = (0..<cs_guard_count()).map { GuardID(rawValue: String(cString: cs_guard_status_at($0).name)) }
         let policies = names.map { options.policy(for: $0) }
@@ -255,6 +286,14 @@ public enum CrashShieldSDK {
                 }
             }
         }
+        steps.end("guards")
+        if result == CS_START_OK {
+            let timing = cs_guards_last_start_timing()
+            steps.add("guards: Objective-C runtime's first use", .nanoseconds(Int64(timing.runtime_ns)))
+            steps.add("guards: owner discovery", .nanoseconds(Int64(timing.discovery_ns)))
+            steps.add("guards: hooks", .nanoseconds(Int64(timing.hooks_ns)))
+            steps.add("guards: canaries", .nanoseconds(Int64(timing.canaries_ns)))
+        }
         if result != CS_START_OK {
             // Only a C caller of cs_guards_start() between the check and here gets this far:
             // take back the sinks and Swift policies (the C side has no getter for the rest).
@@ -263,6 +302,7 @@ public enum CrashShieldSDK {
             try throwIfRejected(result)
         }
         publishGuardStates()
+        steps.end("guard status published")
     }
 
     /// Removes every guard's hooks (original implementations back; see `stop`), clears the class

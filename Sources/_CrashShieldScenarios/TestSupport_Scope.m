@@ -4,6 +4,7 @@
  */
 #import "CSScenarioSupport.h"
 #include "cs_scope_support.h"
+#include <cs_incidents.h>
 #import "../_CrashShieldRuntime/Engine/CSEngine.h"
 #import "../_CrashShieldRuntime/Backend/CSBackend.h"
 #include <stdio.h>
@@ -194,34 +195,66 @@ size_t cs_scope_make_filler_classes(size_t count) {
     return made;
 }
 
-size_t cs_scope_class_list_copies_during_start(void) {
+void cs_scope_use_objc_runtime(void) {
+    @autoreleasepool {
+        (void)[NSObject class];
+    }
+}
+
+size_t cs_scope_make_used_filler_classes(size_t count) {
+    static size_t made;
+    Class base = [NSObject class];
+    for (; made < count; made++) {
+        char name[64];
+        snprintf(name, sizeof name, "CSScopeUsedFiller%zu", made);
+        Class cls = objc_allocateClassPair(base, name, 0);
+        if (cls == Nil) break;
+        objc_registerClassPair(cls);
+        (void)[cls class]; /* +initialize: the class's dispatch table is installed */
+    }
+    return made;
+}
+
+size_t cs_scope_class_list_copies_during_start(const char *app_prefix) {
     cs_guards_uninstall();
     size_t before = cs_backend_class_list_copies();
-    cs_guards_start(NULL);
+    const char *prefixes[1] = {app_prefix};
+    cs_guards_config config = {0};
+    config.hooked_app_class_prefixes = prefixes;
+    config.hooked_app_class_count = app_prefix ? 1 : 0;
+    cs_guards_start(app_prefix ? &config : NULL);
     return cs_backend_class_list_copies() - before;
 }
 
 typedef struct {
     size_t *query_of_pair;
     CS_UNRETAINED Class *owner_of_pair;
+    IMP *implementation_of_pair;
     size_t count;
     size_t capacity;
 } cs_scope_pairs;
 
 static void cs_scope_collect_pair(void *context, size_t query, Class owner, IMP implementation) {
-    (void)implementation;
     cs_scope_pairs *pairs = context;
     if (pairs->count == pairs->capacity) return;
     pairs->query_of_pair[pairs->count] = query;
     pairs->owner_of_pair[pairs->count] = owner;
+    pairs->implementation_of_pair[pairs->count] = implementation;
     pairs->count++;
 }
 
-size_t cs_scope_batch_discovery_pairs(void) {
+static BOOL cs_scope_pairs_hold(const cs_scope_pairs *pairs, size_t query, Class owner) {
+    for (size_t p = 0; p < pairs->count; p++)
+        if (pairs->query_of_pair[p] == query && pairs->owner_of_pair[p] == owner) return YES;
+    return NO;
+}
+
+cs_scope_discovery_comparison cs_scope_compare_discovery(void) {
     enum { kMaxQueries = 512, kMaxPairs = 8192 };
     static cs_owner_query queries[kMaxQueries];
-    static size_t query_of_pair[kMaxPairs];
-    static CS_UNRETAINED Class owner_of_pair[kMaxPairs];
+    static size_t found_query[kMaxPairs], every_query[kMaxPairs];
+    static CS_UNRETAINED Class found_owner[kMaxPairs], every_owner[kMaxPairs];
+    static IMP found_imp[kMaxPairs], every_imp[kMaxPairs];
     size_t query_count = 0;
     for (size_t g = 0; g < CSGuardRegistryCount; g++) {
         for (size_t h = 0; h < CSGuardRegistry[g]->hook_count && query_count < kMaxQueries; h++) {
@@ -230,21 +263,26 @@ size_t cs_scope_batch_discovery_pairs(void) {
             if (root != Nil) queries[query_count++] = (cs_owner_query){root, sel_registerName(spec->selector), spec->class_side};
         }
     }
-    cs_scope_pairs pairs = {query_of_pair, owner_of_pair, 0, kMaxPairs};
-    cs_backend_visit_owners(queries, query_count, cs_scope_collect_pair, &pairs);
-    size_t single_total = 0;
-    for (size_t q = 0; q < query_count; q++) {
-        CS_UNRETAINED Class owners[256];
-        size_t found = cs_backend_find_owners(queries[q].root, queries[q].sel, queries[q].class_side, owners, 256);
-        single_total += found;
-        for (size_t i = 0; i < found && i < 256; i++) {
-            BOOL in_batch = NO;
-            for (size_t p = 0; p < pairs.count && !in_batch; p++)
-                in_batch = pairs.query_of_pair[p] == q && pairs.owner_of_pair[p] == owners[i];
-            if (!in_batch) return SIZE_MAX;
+    cs_scope_pairs found = {found_query, found_owner, found_imp, 0, kMaxPairs};
+    cs_scope_pairs every = {every_query, every_owner, every_imp, 0, kMaxPairs};
+    cs_backend_visit_owners(queries, query_count, NULL, 0, cs_scope_collect_pair, &found);
+    cs_backend_visit_method_copies(queries, query_count, cs_scope_collect_pair, &every);
+    cs_scope_discovery_comparison result = {found.count, 0, 0};
+    size_t expected = 0;
+    for (size_t p = 0; p < every.count; p++) {
+        if (!cs_backend_implementation_is_system(every.implementation_of_pair[p])) {
+            result.app_pairs++;
+            continue;
         }
+        if (!cs_address_is_in_system_image((uintptr_t)CS_POINTER(every.owner_of_pair[p]))) {
+            result.runtime_made_pairs++;
+            continue;
+        }
+        expected++;
+        if (!cs_scope_pairs_hold(&found, every.query_of_pair[p], every.owner_of_pair[p])) result.system_pairs = SIZE_MAX;
     }
-    return single_total == pairs.count ? pairs.count : SIZE_MAX;
+    if (expected != found.count) result.system_pairs = SIZE_MAX;
+    return result;
 }
 
 unsigned cs_scope_system_implementation_bits(void) {

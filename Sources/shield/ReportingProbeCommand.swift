@@ -49,6 +49,9 @@ import _CrashShieldTestSupport
 /// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
 /// at once (so the exit handlers run in the child), waits for it and prints
 /// `FORK child=<exit status, or signal N>`, then goes on.
+/// `--objc-used-before`: before the start, one autorelease pool and one message to NSObject, so
+/// the runtime's once-per-process initialisation is not part of the measured start (an app has
+/// used Objective-C by the time it starts the SDK: on Apple before `main`).
 enum ReportingProbeCommand {
     struct Arguments {
         var directory: String
@@ -75,6 +78,7 @@ enum ReportingProbeCommand {
         var forkChildExits = false
         var standaloneRemoteConfigDSN: String?
         var captureHandled = false
+        var objcUsedBefore = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -121,6 +125,7 @@ enum ReportingProbeCommand {
         }
         if arguments.resetRemoteConfigStep { launch.repairSteps.insert(.resetRemoteConfiguration(), at: 0) }
 
+        if arguments.objcUsedBefore { cs_scope_use_objc_runtime() }
         let clock = ContinuousClock()
         let began = clock.now
         let lastRun: LastRun?
@@ -151,7 +156,11 @@ enum ReportingProbeCommand {
         let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
         let version = RemoteConfiguration.current?.version.map(String.init) ?? "null"
         let swiftPolicy = arguments.captureOnly ? "null" : CrashShieldSDK.status.first { $0.id == .swiftAccess }.map { "\"\($0.policy)\"" } ?? "null"
-        print("{\"start_ns\": \(nanoseconds), \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
+        let steps = arguments.captureOnly ? "" : CrashShieldSDK._lastStartSteps.map { step in
+            let parts = step.duration.components
+            return "\"\(step.step)\": \(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)"
+        }.joined(separator: ", ")
+        print("{\"start_ns\": \(nanoseconds), \"steps\": {\(steps)}, \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
         if arguments.defaultCapture {
             print("CAPTURE installed=\(CrashCapture.isInstalled) sigsegv=\(sigsegvIsDefault() ? "default" : "handled")")
         }

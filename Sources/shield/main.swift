@@ -303,6 +303,8 @@ struct ReportingProbe: ParsableCommand {
     var standaloneRemoteConfig: String?
     @Flag(help: "After start, set a user and a tag, capture(error:) and capture(message:), then flush; print CAPTURED … FLUSH ….")
     var captureHandled = false
+    @Flag(help: "Before the start, use Objective-C once (an autorelease pool and a message to NSObject), as an app has by then.")
+    var objcUsedBefore = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -312,6 +314,7 @@ struct ReportingProbe: ParsableCommand {
             defaultCapture: defaultCapture, resetRemoteConfigStep: resetRemoteConfigStep, release: release, scenario: scenario,
             completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch,
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
-            forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled)))
+            forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled,
+            objcUsedBefore: objcUsedBefore)))
     }
 }

@@ -158,11 +158,14 @@ extension RuntimeTests {
 }
 
 extension RuntimeTests.Backend {
-    /// One walk answering every hook spec finds exactly what one walk per spec finds.
-    @Test func batchDiscoveryMatchesOneQueryAtATime() {
-        let pairs = cs_scope_batch_discovery_pairs()
-        #expect(pairs != Int.max)
-        #expect(pairs > 100)
+    /// Discovery bounded by the system's images finds exactly the owners a walk of every class
+    /// finds with a system implementation on a class of a system image, and none of the app's
+    /// (this process has app classes that define hooked selectors themselves).
+    @Test func imageBoundedDiscoveryFindsEverySystemOwner() {
+        let comparison = cs_scope_compare_discovery()
+        #expect(comparison.system_pairs != Int.max)
+        #expect(comparison.system_pairs > 100)
+        #expect(comparison.app_pairs > 0)
     }
 
     /// "System" is decided by where the implementation lives: GNUstep's and the runtime's yes,

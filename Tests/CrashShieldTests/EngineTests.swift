@@ -94,12 +94,14 @@ extension RuntimeTests {
             #expect(CrashShieldSDK.status.first { $0.id == .string }?.state == .active)
         }
 
-        /// Owner discovery walks the class list once per start for every guard's selectors (it
-        /// walked it once per hooked selector: 80+ copies of the list).
-        @Test func startCopiesTheClassListOnce() throws {
+        /// Owner discovery never walks the app's classes: a start reads the system images' classes
+        /// only, and walks the class list (once) only when the app opts classes in by prefix.
+        @Test func startWalksTheClassListOnlyForOptedInPrefixes() throws {
             CrashShieldSDK._resetForTesting()
             defer { CrashShieldSDK._resetForTesting() }
-            #expect(cs_scope_class_list_copies_during_start() == 1)
+            #expect(cs_scope_class_list_copies_during_start(nil) == 0)
+            #expect(CrashShieldSDK.status.filter { $0.state == .active }.count == CrashShieldSDK.status.count)
+            #expect(cs_scope_class_list_copies_during_start("CSScope") == 1)
             #expect(CrashShieldSDK.status.filter { $0.state == .active }.count == CrashShieldSDK.status.count)
         }
 

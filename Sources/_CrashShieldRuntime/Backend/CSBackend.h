@@ -28,9 +28,9 @@ IMP cs_backend_replace_implementation(Class owner, SEL sel, IMP replacement);
 IMP cs_backend_own_implementation(Class owner, SEL sel);
 
 /**
- * Finds, at run time, every class that is `root` or a subclass of it and defines `sel` itself.
- * With `class_side`, the class methods are searched and the metaclasses are returned.
- * Returns the number found; at most `capacity` are written to `out`.
+ * Finds every class in the process that is `root` or a subclass of it and defines `sel` itself
+ * (cs_backend_visit_method_copies). With `class_side`, the class methods are searched and the
+ * metaclasses are returned. Returns the number found; at most `capacity` are written to `out`.
  */
 size_t cs_backend_find_owners(Class root, SEL sel, BOOL class_side, Class *out, size_t capacity);
 
@@ -47,15 +47,35 @@ typedef struct {
 typedef void (*cs_owner_visitor)(void *context, size_t query, Class owner, IMP implementation);
 
 /**
- * Answers every query with one walk over the class list (copied once), reading each class's own
- * method list at most once per side, and only for classes below some query's root. Owners are
- * visited in class-list order. Cost: one pass over the classes plus the method lists of the
- * classes under the roots, whatever the number of queries.
+ * Owner discovery for the hooks: answers every query over the classes the system's images define
+ * (those whose implementations cs_backend_implementation_is_system accepts) and the classes whose
+ * name starts with one of `app_prefixes` (the app's opt-in), never over the rest of the app's
+ * classes, so its cost does not grow with them. Each candidate's own method list is read at most
+ * once per side, and only for candidates below some query's root.
+ * GNUstep: the system classes are named by the images' dynamic symbols (GCC exports
+ * `__objc_class_name_<Name>` for each class an image implements), read once per process; with
+ * prefixes, the class list is also walked once, comparing names. Classes made at run time
+ * (GNUstep's KVO subclasses) are not candidates.
+ * Apple (NOT VERIFIED): the class pointers of the `__objc_classlist` sections of the images that
+ * define the queries' roots, and superclass links, neither of which realizes a class; only
+ * candidates below a root (system classes) have their method lists read. With prefixes,
+ * objc_copyClassNamesForImage() over the app's images and objc_getClass() for matching names.
+ * Never objc_copyClassList, objc_getClassList or NSClassFromString.
  */
-void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context);
+void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, const char *const *app_prefixes,
+                             size_t app_prefix_count, cs_owner_visitor visit, void *context);
 
-/** How many times the class list has been copied for owner discovery in this process (tests:
- *  a start copies it once, whatever the number of hooked selectors). */
+/**
+ * The same queries over every class of the process, for finding copies of a hook: GNUstep copies
+ * methods between classes at +initialize (class behaviours), so a class initialised while hooked
+ * may hold a slot function as its own method. One walk over a copy of the class list. Apple (NOT
+ * VERIFIED): nothing copies methods, so this is cs_backend_visit_owners() without prefixes.
+ */
+void cs_backend_visit_method_copies(const cs_owner_query *queries, size_t count, cs_owner_visitor visit,
+                                    void *context);
+
+/** How many times the whole class list has been walked for owners in this process (tests: a
+ *  start without opted-in prefixes walks it zero times, whatever the number of classes). */
 size_t cs_backend_class_list_copies(void);
 
 /**

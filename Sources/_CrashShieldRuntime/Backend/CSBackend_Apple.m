@@ -5,8 +5,8 @@
  * so the Linux build sees an empty file; scripts/check-arc.sh's last stage forces the guard open
  * and runs clang's ARC and MRC front ends over it against GNUstep's declarations of the same
  * runtime API (a syntax and ownership check, not a build).
- * It is kept to the documented public runtime API (<objc/runtime.h>, <dlfcn.h>,
- * <dispatch/dispatch.h>) and as small as possible. Apple's runtime flushes its method caches on
+ * It is kept to the documented public runtime API (<objc/runtime.h>, <dlfcn.h>, <mach-o/dyld.h>,
+ * <mach-o/getsect.h>, <dispatch/dispatch.h>) and as small as possible. Apple's runtime flushes its method caches on
  * method_setImplementation(), so no dispatch-table refresh is needed.
  *
  * Ownership: on Apple SwiftPM compiles this file with ARC; it is written for ARC and MRC alike
@@ -18,6 +18,8 @@
 
 #if defined(__APPLE__)
 #include <dlfcn.h>
+#include <mach-o/dyld.h>
+#include <mach-o/getsect.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,44 +248,138 @@ void cs_backend_replace_implementations(cs_replacement *items, size_t count) {
         items[i].previous = cs_backend_replace_implementation(items[i].owner, items[i].sel, items[i].replacement);
 }
 
-static size_t g_class_list_copies; /* CS_ATOMIC_* */
-
+/* Owner discovery never walks the class list here (it would realize every class): the counter
+ * stays zero. */
 size_t cs_backend_class_list_copies(void) {
-    return CS_ATOMIC_LOAD(&g_class_list_copies);
+    return 0;
 }
 
-/* objc_copyClassList realizes every class; it runs once per start, for all queries together. */
-void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
-    if (count == 0) return;
-    CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
-    unsigned int total = 0;
-    CS_UNRETAINED Class *classes = objc_copyClassList(&total);
-    for (unsigned int i = 0; i < total; i++) {
-        Class cls = classes[i];
-        for (int side = 0; side < 2; side++) {
-            BOOL class_side = side == 1;
-            BOOL wanted = NO;
-            for (size_t q = 0; q < count && !wanted; q++) {
-                if (queries[q].class_side != class_side) continue;
-                for (Class c = cls; c != Nil && !wanted; c = class_getSuperclass(c)) wanted = (c == queries[q].root);
-            }
-            if (!wanted) continue;
-            Class target = class_side ? object_getClass((id)cls) : cls;
-            unsigned int method_count = 0;
-            Method *methods = class_copyMethodList(target, &method_count);
-            for (unsigned int m = 0; m < method_count; m++) {
-                SEL name = method_getName(methods[m]);
-                for (size_t q = 0; q < count; q++) {
-                    if (queries[q].class_side != class_side || queries[q].sel != name) continue;
-                    BOOL below = NO;
-                    for (Class c = cls; c != Nil && !below; c = class_getSuperclass(c)) below = (c == queries[q].root);
-                    if (below) visit(context, q, target, method_getImplementation(methods[m]));
+#define CS_APPLE_MAX_ROOT_IMAGES 8
+
+/* Matches one side's own methods against the queries whose root is above `cls` (bit r of
+ * `roots_above` for roots[r]) and that ask about this side. Realizes `cls` (class_copyMethodList):
+ * called only for classes below a hooked root. */
+static void cs_apple_visit_side(Class target, BOOL class_side, const cs_owner_query *queries, size_t count,
+                                const Class *roots, size_t root_count, uint64_t roots_above, cs_owner_visitor visit,
+                                void *context) {
+    unsigned int method_count = 0;
+    Method *methods = class_copyMethodList(target, &method_count);
+    for (unsigned int m = 0; m < method_count; m++) {
+        SEL name = method_getName(methods[m]);
+        for (size_t q = 0; q < count; q++) {
+            if (queries[q].class_side != class_side || queries[q].sel != name) continue;
+            for (size_t r = 0; r < root_count; r++)
+                if ((roots_above & (UINT64_C(1) << r)) && roots[r] == queries[q].root) {
+                    visit(context, q, target, method_getImplementation(methods[m]));
+                    break;
                 }
-            }
-            free(methods);
         }
     }
-    free(classes);
+    free(methods);
+}
+
+/* Visits `cls`'s owners. The superclass walk reads links only (class_getSuperclass does not
+ * realize a class); a class below no root is left as it was. */
+static void cs_apple_visit_class(Class cls, const cs_owner_query *queries, size_t count, const Class *roots,
+                                 size_t root_count, cs_owner_visitor visit, void *context) {
+    uint64_t roots_above = 0;
+    for (Class c = cls; c != Nil; c = class_getSuperclass(c))
+        for (size_t r = 0; r < root_count; r++)
+            if (c == roots[r]) roots_above |= UINT64_C(1) << r;
+    if (roots_above == 0) return;
+    BOOL wants_instance = NO, wants_class = NO;
+    for (size_t q = 0; q < count; q++) {
+        BOOL below = NO;
+        for (size_t r = 0; r < root_count && !below; r++)
+            below = (roots_above & (UINT64_C(1) << r)) && roots[r] == queries[q].root;
+        if (!below) continue;
+        if (queries[q].class_side) wants_class = YES;
+        else wants_instance = YES;
+    }
+    if (wants_instance) cs_apple_visit_side(cls, NO, queries, count, roots, root_count, roots_above, visit, context);
+    if (wants_class)
+        cs_apple_visit_side(object_getClass((id)cls), YES, queries, count, roots, root_count, roots_above, visit,
+                            context);
+}
+
+/* The class pointers of an image's __objc_classlist section (in whichever data segment the
+ * linker put it), or NULL. Reading them realizes nothing. */
+static const uintptr_t *cs_apple_class_list(const struct mach_header *header, size_t *count) {
+    static const char *const segments[] = {"__DATA_CONST", "__DATA", "__DATA_DIRTY"};
+    for (size_t s = 0; s < sizeof segments / sizeof segments[0]; s++) {
+        unsigned long size = 0;
+#if defined(__LP64__)
+        const uint8_t *data = getsectiondata((const struct mach_header_64 *)(const void *)header, segments[s],
+                                             "__objc_classlist", &size);
+#else
+        const uint8_t *data = getsectiondata(header, segments[s], "__objc_classlist", &size);
+#endif
+        if (data != NULL && size >= sizeof(uintptr_t)) {
+            *count = (size_t)size / sizeof(uintptr_t);
+            return (const uintptr_t *)(const void *)data;
+        }
+    }
+    *count = 0;
+    return NULL;
+}
+
+static BOOL cs_apple_path_is_system(const char *path);
+
+static BOOL cs_apple_has_prefix(const char *name, const char *const *prefixes, size_t prefix_count) {
+    for (size_t p = 0; p < prefix_count; p++)
+        if (prefixes[p] != NULL && strncmp(name, prefixes[p], strlen(prefixes[p])) == 0) return YES;
+    return NO;
+}
+
+void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, const char *const *app_prefixes,
+                             size_t app_prefix_count, cs_owner_visitor visit, void *context) {
+    if (count == 0) return;
+    CS_UNRETAINED Class roots[64];
+    size_t root_count = 0;
+    const struct mach_header *images[CS_APPLE_MAX_ROOT_IMAGES];
+    size_t image_count = 0;
+    for (size_t q = 0; q < count; q++) {
+        size_t r = 0;
+        while (r < root_count && roots[r] != queries[q].root) r++;
+        if (r < root_count) continue;
+        if (root_count == 64) {
+            cs_backend_visit_owners(queries + q, count - q, app_prefixes, app_prefix_count, visit, context);
+            count = q;
+            break;
+        }
+        roots[root_count++] = queries[q].root;
+        Dl_info info;
+        if (dladdr(CS_POINTER(queries[q].root), &info) == 0 || info.dli_fbase == NULL) continue;
+        size_t i = 0;
+        while (i < image_count && images[i] != (const struct mach_header *)info.dli_fbase) i++;
+        if (i == image_count && image_count < CS_APPLE_MAX_ROOT_IMAGES)
+            images[image_count++] = (const struct mach_header *)info.dli_fbase;
+    }
+    for (size_t i = 0; i < image_count; i++) {
+        size_t class_count = 0;
+        const uintptr_t *classes = cs_apple_class_list(images[i], &class_count);
+        for (size_t c = 0; classes != NULL && c < class_count; c++)
+            cs_apple_visit_class((__bridge Class)(void *)classes[c], queries, count, roots, root_count, visit, context);
+    }
+    if (app_prefix_count == 0) return;
+    uint32_t loaded = _dyld_image_count();
+    for (uint32_t i = 0; i < loaded; i++) {
+        const char *path = _dyld_get_image_name(i);
+        if (path == NULL || cs_apple_path_is_system(path)) continue;
+        unsigned int name_count = 0;
+        const char **names = objc_copyClassNamesForImage(path, &name_count);
+        for (unsigned int n = 0; names != NULL && n < name_count; n++) {
+            if (!cs_apple_has_prefix(names[n], app_prefixes, app_prefix_count)) continue;
+            Class cls = objc_getClass(names[n]); /* realizes this opted-in class only */
+            if (cls != Nil) cs_apple_visit_class(cls, queries, count, roots, root_count, visit, context);
+        }
+        free(names);
+    }
+}
+
+void cs_backend_visit_method_copies(const cs_owner_query *queries, size_t count, cs_owner_visitor visit,
+                                    void *context) {
+    cs_backend_visit_owners(queries, count, NULL, 0, visit, context);
 }
 
 /* System images by path, never by class name: an image is the system's when it lies under

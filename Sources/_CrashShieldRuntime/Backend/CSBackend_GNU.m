@@ -117,6 +117,10 @@ typedef struct {
     CS_UNRETAINED Class sibling_class;
 } cs_gnu_class_layout;
 
+/* GCC libobjc's _CLS_INITIALIZED bit of `info` (objc-private/runtime.h), set on a class and its
+ * metaclass just before +initialize is sent. */
+static const unsigned long kGNUClassInitialized = 0x4;
+
 /* What in-place patching needs from libobjc (exported, not in its public headers). */
 typedef struct {
     void (*put)(void *table, size_t index, void *element); /* sarray_at_put_safe */
@@ -353,14 +357,28 @@ static BOOL cs_gnu_grow_table(const cs_gnu_patch_api *api, void *table, size_t p
 #endif
 }
 
-/* True when `cls` has a method named `sel` of its own (sel_isEqual: no runtime lock). */
+/* True when `cls` has a method named `sel` of its own. Reads GCC libobjc's method lists in
+ * place (no copy, no lock of its own: the callers hold the runtime lock, and a list is published
+ * at the head with a release store) and compares selector ids, as sel_isEqual does; only used
+ * where in-place table writes are, i.e. once the class layout was checked. */
 static BOOL cs_gnu_defines(Class cls, SEL sel) {
+#if defined(__LP64__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const void *wanted = *(void *const *)(const void *)sel;
+    const cs_gnu_method_list *list = __atomic_load_n((cs_gnu_method_list *const *)&cs_gnu_layout(cls)->methods,
+                                                     __ATOMIC_ACQUIRE);
+    for (; list != NULL; list = list->next)
+        for (int i = 0; i < list->count; i++)
+            if (list->methods[i].name != NULL && *(void *const *)(const void *)list->methods[i].name == wanted)
+                return YES;
+    return NO;
+#else
     unsigned int count = 0;
     Method *methods = class_copyMethodList(cls, &count);
     BOOL found = NO;
     for (unsigned int i = 0; i < count && !found; i++) found = sel_isEqual(method_getName(methods[i]), sel);
     free(methods);
     return found;
+#endif
 }
 
 /* One in-place table write: `imp` for `sel` into the table of an owner and of the subclasses
@@ -418,8 +436,11 @@ static void cs_gnu_write_subtree(const cs_gnu_patch_api *api, Class cls, const c
                                  BOOL is_owner) {
     cs_gnu_class_layout *layout = cs_gnu_layout(cls);
     if (layout->dtable == *api->uninstalled_table) {
+        /* Only a class inside +initialize can have a prepared table, and libobjc marks a class
+         * initialised before it sends +initialize: a class never messaged (most of an app's, at
+         * start) is passed over without a call. */
         cs_dtable_update_fn update = cs_dispatch_update_function();
-        if (update) update(cls);
+        if (update && (layout->info & kGNUClassInitialized)) update(cls);
         return;
     }
     if (!is_owner && !cs_gnu_write_reaches(write, cls)) return;
@@ -531,9 +552,10 @@ static Method cs_own_method(Class owner, SEL sel) {
     unsigned int count = 0;
     Method *methods = class_copyMethodList(owner, &count);
     Method found = NULL;
-    const char *wanted = sel_getName(sel);
+    /* sel_isEqual compares GCC libobjc's selector ids, one per name (typed or not), without the
+     * runtime lock that sel_getName takes. */
     for (unsigned int i = 0; i < count && !found; i++)
-        if (strcmp(sel_getName(method_getName(methods[i])), wanted) == 0) found = methods[i];
+        if (sel_isEqual(method_getName(methods[i]), sel)) found = methods[i];
     free(methods);
     return found;
 }
@@ -1009,19 +1031,54 @@ void cs_backend_uninstall_forward_retarget(void) {
 
 #define CS_MAX_QUERY_ROOTS 64
 
+/* GCC libobjc's selector id: the first field of its struct objc_selector, one per name (typed
+ * or not), what sel_isEqual compares. */
+static const void *cs_gnu_selector_id(SEL sel) {
+    return *(void *const *)(const void *)sel;
+}
+
+typedef struct {
+    const void *selector_id;
+    size_t query;
+} cs_query_by_selector;
+
+static int cs_compare_query_by_selector(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)((const cs_query_by_selector *)a)->selector_id;
+    uintptr_t y = (uintptr_t)((const cs_query_by_selector *)b)->selector_id;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* One owner search: the queries, their distinct roots (root_of[q]: query q's), and the queries
+ * sorted by selector id, so each method costs one binary search whatever the number of queries. */
+typedef struct {
+    const cs_owner_query *queries;
+    size_t count;
+    const size_t *root_of;
+    const Class *roots;
+    size_t root_count;
+    const cs_query_by_selector *by_selector;
+    cs_owner_visitor visit;
+    void *context;
+} cs_owner_search;
+
 /* Matches one side's own methods (instance or class) against the queries whose root is an
  * ancestor (bit set in `roots_above`) and that ask about this side. */
-static void cs_visit_side(Class target, BOOL class_side, const cs_owner_query *queries, const size_t *root_of,
-                          size_t count, uint64_t roots_above, cs_owner_visitor visit, void *context) {
+static void cs_visit_side(Class target, BOOL class_side, uint64_t roots_above, const cs_owner_search *search) {
     unsigned int method_count = 0;
     Method *methods = class_copyMethodList(target, &method_count);
     for (unsigned int m = 0; m < method_count; m++) {
-        /* sel_isEqual compares GCC libobjc's selector ids, one per name (typed or not), without
-         * the runtime lock that sel_getName takes. */
-        SEL name = method_getName(methods[m]);
-        for (size_t q = 0; q < count; q++) {
-            if (queries[q].class_side != class_side || !(roots_above & (UINT64_C(1) << root_of[q]))) continue;
-            if (sel_isEqual(name, queries[q].sel)) visit(context, q, target, method_getImplementation(methods[m]));
+        const void *id = cs_gnu_selector_id(method_getName(methods[m]));
+        size_t low = 0, high = search->count;
+        while (low < high) {
+            size_t middle = low + (high - low) / 2;
+            if ((uintptr_t)search->by_selector[middle].selector_id < (uintptr_t)id) low = middle + 1;
+            else high = middle;
+        }
+        for (size_t k = low; k < search->count && search->by_selector[k].selector_id == id; k++) {
+            size_t q = search->by_selector[k].query;
+            if (search->queries[q].class_side != class_side || !(roots_above & (UINT64_C(1) << search->root_of[q])))
+                continue;
+            search->visit(search->context, q, target, method_getImplementation(methods[m]));
         }
     }
     free(methods);
@@ -1033,48 +1090,102 @@ size_t cs_backend_class_list_copies(void) {
     return CS_ATOMIC_LOAD(&g_class_list_copies);
 }
 
-void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_owner_visitor visit, void *context) {
+/* The queries' distinct roots, at most CS_MAX_QUERY_ROOTS (root_of[q]: the index of query q's
+ * root); returns how many queries fit, the rest being for another pass. */
+static size_t cs_index_roots(const cs_owner_query *queries, size_t count, Class *roots, size_t *root_count,
+                             size_t *root_of) {
+    *root_count = 0;
+    for (size_t q = 0; q < count; q++) {
+        size_t r = 0;
+        while (r < *root_count && roots[r] != queries[q].root) r++;
+        if (r == *root_count) {
+            if (*root_count == CS_MAX_QUERY_ROOTS) return q;
+            roots[(*root_count)++] = queries[q].root;
+        }
+        root_of[q] = r;
+    }
+    return count;
+}
+
+/* Visits the owners among `cls` (and its metaclass) for the queries whose root is `cls` or one
+ * of its superclasses. */
+static void cs_visit_class(Class cls, const cs_owner_search *search) {
+    uint64_t roots_above = 0;
+    for (Class c = cls; c != Nil; c = class_getSuperclass(c))
+        for (size_t r = 0; r < search->root_count; r++)
+            if (c == search->roots[r]) roots_above |= UINT64_C(1) << r;
+    if (roots_above == 0) return;
+    BOOL wants_instance = NO, wants_class = NO;
+    for (size_t q = 0; q < search->count; q++) {
+        if (!(roots_above & (UINT64_C(1) << search->root_of[q]))) continue;
+        if (search->queries[q].class_side) wants_class = YES;
+        else wants_instance = YES;
+    }
+    if (wants_instance) cs_visit_side(cls, NO, roots_above, search);
+    if (wants_class) cs_visit_side(object_getClass((id)cls), YES, roots_above, search);
+}
+
+/* Answers the queries over `classes` (NULL: a copy of the whole class list, counted in
+ * g_class_list_copies), plus, with `prefixes`, the classes of the class list whose name starts
+ * with one of them and that are not among `classes`. */
+static void cs_visit_classes(const cs_owner_query *queries, size_t count, const Class *classes, size_t class_count,
+                             const char *const *prefixes, size_t prefix_count, cs_owner_visitor visit, void *context) {
     if (count == 0) return;
     CS_UNRETAINED Class roots[CS_MAX_QUERY_ROOTS];
     size_t root_count = 0;
     size_t *root_of = calloc(count, sizeof(size_t));
-    for (size_t q = 0; q < count; q++) {
-        size_t r = 0;
-        while (r < root_count && roots[r] != queries[q].root) r++;
-        if (r == root_count) {
-            if (root_count == CS_MAX_QUERY_ROOTS) {
-                /* More distinct roots than one mask holds: answer the rest in another walk. */
-                cs_backend_visit_owners(queries + q, count - q, visit, context);
-                count = q;
-                break;
+    cs_query_by_selector *by_selector = calloc(count, sizeof *by_selector);
+    if (root_of == NULL || by_selector == NULL) {
+        free(root_of);
+        free(by_selector);
+        return;
+    }
+    size_t answered = cs_index_roots(queries, count, roots, &root_count, root_of);
+    if (answered < count) /* more distinct roots than one mask holds: the rest in another pass */
+        cs_visit_classes(queries + answered, count - answered, classes, class_count, prefixes, prefix_count, visit,
+                         context);
+    for (size_t q = 0; q < answered; q++) by_selector[q] = (cs_query_by_selector){cs_gnu_selector_id(queries[q].sel), q};
+    qsort(by_selector, answered, sizeof *by_selector, cs_compare_query_by_selector);
+    cs_owner_search search = {queries, answered, root_of, roots, root_count, by_selector, visit, context};
+    for (size_t i = 0; classes != NULL && i < class_count; i++) cs_visit_class(classes[i], &search);
+    if (classes == NULL || prefix_count > 0) {
+        CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
+        int total = objc_getClassList(NULL, 0);
+        CS_UNRETAINED Class *all = total > 0 ? (CS_UNRETAINED Class *)calloc((size_t)total + 16, sizeof(Class)) : NULL;
+        if (all) total = objc_getClassList(all, total + 16);
+        for (int i = 0; all && i < total; i++) {
+            if (classes != NULL) {
+                const char *name = class_getName(all[i]);
+                BOOL named = NO;
+                for (size_t p = 0; p < prefix_count && !named; p++)
+                    named = prefixes[p] != NULL && strncmp(name, prefixes[p], strlen(prefixes[p])) == 0;
+                if (!named) continue;
+                BOOL listed = NO;
+                for (size_t k = 0; k < class_count && !listed; k++) listed = classes[k] == all[i];
+                if (listed) continue;
             }
-            roots[root_count++] = queries[q].root;
+            cs_visit_class(all[i], &search);
         }
-        root_of[q] = r;
+        free(all);
     }
-    CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
-    int total = objc_getClassList(NULL, 0);
-    CS_UNRETAINED Class *classes = total > 0 ? (CS_UNRETAINED Class *)calloc((size_t)total + 16, sizeof(Class)) : NULL;
-    if (classes) total = objc_getClassList(classes, total + 16);
-    for (int i = 0; classes && i < total; i++) {
-        Class cls = classes[i];
-        uint64_t roots_above = 0;
-        for (Class c = cls; c != Nil; c = class_getSuperclass(c))
-            for (size_t r = 0; r < root_count; r++)
-                if (c == roots[r]) roots_above |= UINT64_C(1) << r;
-        if (roots_above == 0) continue;
-        BOOL wants_instance = NO, wants_class = NO;
-        for (size_t q = 0; q < count; q++) {
-            if (!(roots_above & (UINT64_C(1) << root_of[q]))) continue;
-            if (queries[q].class_side) wants_class = YES;
-            else wants_instance = YES;
-        }
-        if (wants_instance) cs_visit_side(cls, NO, queries, root_of, count, roots_above, visit, context);
-        if (wants_class)
-            cs_visit_side(object_getClass((id)cls), YES, queries, root_of, count, roots_above, visit, context);
-    }
-    free(classes);
+    free(by_selector);
     free(root_of);
+}
+
+static const Class *cs_system_classes(size_t *count);
+
+void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, const char *const *app_prefixes,
+                             size_t app_prefix_count, cs_owner_visitor visit, void *context) {
+    size_t class_count = 0;
+    const Class *classes = cs_system_classes(&class_count);
+    static const Class kNone[1] = {Nil};
+    cs_visit_classes(queries, count, classes ? classes : kNone, classes ? class_count : 0, app_prefixes,
+                     app_prefix_count, visit, context);
+}
+
+void cs_backend_visit_method_copies(const cs_owner_query *queries, size_t count, cs_owner_visitor visit,
+                                    void *context) {
+    cs_visit_classes(queries, count, NULL, 0, NULL, 0, visit, context);
 }
 
 /* The system's images: each entry spans the PT_LOAD segments of one loaded object that holds an
@@ -1085,6 +1196,9 @@ void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, cs_own
 
 #define CS_MAX_SYSTEM_IMAGES 4
 static uintptr_t g_system_image_low[CS_MAX_SYSTEM_IMAGES], g_system_image_high[CS_MAX_SYSTEM_IMAGES];
+/* Each system image's load bias and dynamic section (NULL: none), for cs_system_classes. */
+static uintptr_t g_system_image_bias[CS_MAX_SYSTEM_IMAGES];
+static const ElfW(Dyn) *g_system_image_dynamic[CS_MAX_SYSTEM_IMAGES];
 static size_t g_system_image_count;
 static pthread_once_t g_system_images_once = PTHREAD_ONCE_INIT;
 
@@ -1097,7 +1211,10 @@ static int cs_collect_system_image(struct dl_phdr_info *info, size_t size, void 
     (void)size;
     const cs_system_anchors *anchors = data;
     uintptr_t low = UINTPTR_MAX, high = 0;
+    const ElfW(Dyn) *dynamic = NULL;
     for (int p = 0; p < info->dlpi_phnum; p++) {
+        if (info->dlpi_phdr[p].p_type == PT_DYNAMIC)
+            dynamic = (const ElfW(Dyn) *)((uintptr_t)info->dlpi_addr + (uintptr_t)info->dlpi_phdr[p].p_vaddr);
         if (info->dlpi_phdr[p].p_type != PT_LOAD) continue;
         uintptr_t start = (uintptr_t)info->dlpi_addr + (uintptr_t)info->dlpi_phdr[p].p_vaddr;
         uintptr_t end = start + (uintptr_t)info->dlpi_phdr[p].p_memsz;
@@ -1109,6 +1226,8 @@ static int cs_collect_system_image(struct dl_phdr_info *info, size_t size, void 
         if (g_system_image_count < CS_MAX_SYSTEM_IMAGES) {
             g_system_image_low[g_system_image_count] = low;
             g_system_image_high[g_system_image_count] = high;
+            g_system_image_bias[g_system_image_count] = (uintptr_t)info->dlpi_addr;
+            g_system_image_dynamic[g_system_image_count] = dynamic;
             g_system_image_count++;
         }
         break;
@@ -1123,6 +1242,83 @@ static void cs_find_system_images(void) {
     Class gui = objc_lookUpClass("NSApplication");                                      /* GNUstep GUI */
     if (gui != Nil) anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(gui);
     dl_iterate_phdr(cs_collect_system_image, &anchors);
+}
+
+/* An address from a dynamic section entry: glibc relocates these entries in place when it
+ * loads the image, other loaders leave them relative to the load bias. */
+static uintptr_t cs_dynamic_address(uintptr_t bias, ElfW(Addr) value) {
+    return (uintptr_t)value < bias ? bias + (uintptr_t)value : (uintptr_t)value;
+}
+
+/* The number of dynamic symbols, from DT_HASH's chain count or by walking DT_GNU_HASH's chains
+ * to the end of the last one. */
+static size_t cs_dynamic_symbol_count(const uint32_t *sysv_hash, const uint32_t *gnu_hash) {
+    if (sysv_hash != NULL) return sysv_hash[1];
+    if (gnu_hash == NULL) return 0;
+    uint32_t bucket_count = gnu_hash[0], first = gnu_hash[1], bloom_words = gnu_hash[2];
+    const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu_hash + 4) + bloom_words);
+    const uint32_t *chains = buckets + bucket_count;
+    uint32_t last = 0;
+    for (uint32_t b = 0; b < bucket_count; b++)
+        if (buckets[b] > last) last = buckets[b];
+    if (last < first) return first;
+    while ((chains[last - first] & 1u) == 0) last++;
+    return (size_t)last + 1;
+}
+
+/* Appends the classes that image `i` defines: GCC emits an exported `__objc_class_name_<Name>`
+ * symbol for every class a compilation unit implements, so the image's dynamic symbol table
+ * names them all (checked against the class list: all 522 of GNUstep Base 1.28's). */
+static void cs_collect_image_classes(size_t i, Class **classes, size_t *count, size_t *capacity) {
+    static const char kPrefix[] = "__objc_class_name_";
+    const ElfW(Dyn) *dynamic = g_system_image_dynamic[i];
+    uintptr_t bias = g_system_image_bias[i];
+    const ElfW(Sym) *symbols = NULL;
+    const char *strings = NULL;
+    const uint32_t *sysv_hash = NULL, *gnu_hash = NULL;
+    for (const ElfW(Dyn) *d = dynamic; d != NULL && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_SYMTAB) symbols = (const ElfW(Sym) *)cs_dynamic_address(bias, d->d_un.d_ptr);
+        else if (d->d_tag == DT_STRTAB) strings = (const char *)cs_dynamic_address(bias, d->d_un.d_ptr);
+        else if (d->d_tag == DT_HASH) sysv_hash = (const uint32_t *)cs_dynamic_address(bias, d->d_un.d_ptr);
+        else if (d->d_tag == DT_GNU_HASH) gnu_hash = (const uint32_t *)cs_dynamic_address(bias, d->d_un.d_ptr);
+    }
+    if (symbols == NULL || strings == NULL) return;
+    size_t symbol_count = cs_dynamic_symbol_count(sysv_hash, gnu_hash);
+    for (size_t s = 0; s < symbol_count; s++) {
+        if (symbols[s].st_shndx == SHN_UNDEF) continue;
+        const char *name = strings + symbols[s].st_name;
+        if (strncmp(name, kPrefix, sizeof kPrefix - 1) != 0) continue;
+        Class cls = objc_lookUpClass(name + sizeof kPrefix - 1);
+        if (cls == Nil) continue;
+        if (*count == *capacity) {
+            size_t grown_capacity = *capacity ? *capacity * 2 : 1024;
+            Class *grown = realloc(*classes, grown_capacity * sizeof(Class));
+            if (grown == NULL) return;
+            *classes = grown;
+            *capacity = grown_capacity;
+        }
+        (*classes)[(*count)++] = cls;
+    }
+}
+
+static Class *g_system_classes;
+static size_t g_system_class_count;
+static pthread_once_t g_system_classes_once = PTHREAD_ONCE_INIT;
+
+static void cs_find_system_classes(void) {
+    pthread_once(&g_system_images_once, cs_find_system_images);
+    size_t capacity = 0;
+    for (size_t i = 0; i < g_system_image_count; i++)
+        cs_collect_image_classes(i, &g_system_classes, &g_system_class_count, &capacity);
+}
+
+/* The classes the system's images define (GNUstep Base, libobjc, GNUstep GUI when loaded),
+ * found once from their dynamic symbols: the cost does not grow with the app's classes. Classes
+ * made at run time are not among them. */
+static const Class *cs_system_classes(size_t *count) {
+    pthread_once(&g_system_classes_once, cs_find_system_classes);
+    *count = g_system_class_count;
+    return g_system_classes;
 }
 
 BOOL cs_backend_implementation_is_system(IMP implementation) {

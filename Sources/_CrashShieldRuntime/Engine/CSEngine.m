@@ -10,7 +10,8 @@
  * - Scope: a slot goes only on an implementation from the system's images
  *   (cs_backend_implementation_is_system) or of a class the app opted in by name prefix. An app
  *   class that implements a hooked selector itself keeps its own contract.
- * - start walks the class list once for every guard's selectors, installs every guard's hooks
+ * - start finds the owners once for every guard's selectors (cs_backend_visit_owners: the
+ *   system's classes and the opted-in ones, not the app's others), installs every guard's hooks
  *   (policies still off), then runs the canaries in registry order: no canary can initialise a
  *   class (GNUstep copies methods at +initialize) between discovery and the hooks.
  * - More in-scope owners than slots never fail a guard: the extra owners are skipped and listed.
@@ -23,6 +24,7 @@
 #import "../Backend/CSBackend.h"
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #pragma mark - Globals
 
@@ -166,7 +168,7 @@ static void cs_unhook(CSGuard *g) {
         if (cs_spec_query(spec, &queries[query_count])) query_spec[query_count++] = h;
     }
     cs_discovery copies = {0};
-    cs_backend_visit_owners(queries, query_count, cs_found_owner_append, &copies);
+    cs_backend_visit_method_copies(queries, query_count, cs_found_owner_append, &copies);
     for (size_t i = 0; i < copies.count; i++) {
         const CSHookSpec *spec = &g->hooks[query_spec[copies.owners[i].query]];
         unsigned slot;
@@ -347,7 +349,7 @@ static void cs_verify_guard(CSGuard *g, cs_policy policy) {
     CS_ATOMIC_STORE(&g->policy, (int)policy);
 }
 
-/* One walk over the class list for every guard's (non-root) specs. spec_query[k] is the query
+/* One owner discovery for every guard's (non-root) specs. spec_query[k] is the query
  * of the k-th spec of the registry, counted over all guards in order; SIZE_MAX when none. */
 static cs_discovery cs_discover_owners(size_t *spec_query, size_t spec_total) {
     cs_owner_query *queries = calloc(spec_total ? spec_total : 1, sizeof *queries);
@@ -361,7 +363,8 @@ static cs_discovery cs_discover_owners(size_t *spec_query, size_t spec_total) {
         }
     }
     cs_discovery discovery = {0};
-    cs_backend_visit_owners(queries, query_count, cs_found_owner_append, &discovery);
+    cs_backend_visit_owners(queries, query_count, (const char *const *)g_hooked_app_prefixes, g_hooked_app_prefix_count,
+                            cs_found_owner_append, &discovery);
     free(queries);
     return discovery;
 }
@@ -425,6 +428,21 @@ cs_start_result cs_guards_start_check(void) {
     return result;
 }
 
+static cs_guards_start_timing g_last_start_timing; /* under g_engine_lock */
+
+static uint64_t cs_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+cs_guards_start_timing cs_guards_last_start_timing(void) {
+    pthread_mutex_lock(&g_engine_lock);
+    cs_guards_start_timing timing = g_last_start_timing;
+    pthread_mutex_unlock(&g_engine_lock);
+    return timing;
+}
+
 cs_start_result cs_guards_start(const cs_guards_config *config) {
     pthread_mutex_lock(&g_engine_lock);
     cs_start_result rejection = cs_start_rejection();
@@ -440,11 +458,14 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
     free(g_hooked_app_prefixes);
     g_hooked_app_prefix_count = config && config->hooked_app_class_prefixes ? config->hooked_app_class_count : 0;
     g_hooked_app_prefixes = cs_copy_strings(config ? config->hooked_app_class_prefixes : NULL, g_hooked_app_prefix_count);
+    uint64_t entered = cs_monotonic_ns();
     @autoreleasepool {
         size_t spec_total = 0;
         for (size_t i = 0; i < CSGuardRegistryCount; i++) spec_total += CSGuardRegistry[i]->hook_count;
         size_t *spec_query = calloc(spec_total ? spec_total : 1, sizeof *spec_query);
+        uint64_t began = cs_monotonic_ns();
         cs_discovery discovery = cs_discover_owners(spec_query, spec_total);
+        uint64_t discovered = cs_monotonic_ns();
         BOOL hooked[CSGuardRegistryCount];
         /* Every policy is off until the canaries: any dispatch-table rebuilds (the backend's
          * fallback when it cannot patch tables in place) can wait and run once. */
@@ -454,6 +475,7 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
         cs_backend_defer_dispatch_refresh(NO);
         free(discovery.owners);
         free(spec_query);
+        uint64_t hooks_installed = cs_monotonic_ns();
         for (size_t i = 0; i < CSGuardRegistryCount; i++) {
             CSGuard *g = CSGuardRegistry[i];
             if (!hooked[i]) continue;
@@ -465,6 +487,8 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
              * one atomic store. */
             cs_verify_guard(g, policy);
         }
+        g_last_start_timing = (cs_guards_start_timing){began - entered, discovered - began, hooks_installed - discovered,
+                                                       cs_monotonic_ns() - hooks_installed};
     }
     g_started = YES;
     pthread_mutex_unlock(&g_engine_lock);

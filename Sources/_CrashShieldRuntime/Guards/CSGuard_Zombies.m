@@ -120,6 +120,7 @@ static cs_zombie *cs_zombie_pop_oldest_locked(void) {
 
 /* Frees zombies properly; called without g_lock. */
 static void cs_zombie_free_list(cs_zombie *list) {
+    if (list == NULL) return; /* nothing to free: NSObject's -dealloc is not even looked up */
     IMP dealloc = cs_dealloc_original();
     SEL sel = cs_backend_selector("dealloc");
     while (list) {

@@ -83,6 +83,20 @@ typedef enum {
  *  `config` may be NULL. Idempotent: a second call changes nothing and says so. */
 cs_start_result cs_guards_start(const cs_guards_config *config);
 
+/** Where the last successful cs_guards_start() spent its time, in nanoseconds (monotonic clock):
+ *  its first autorelease pool (in a process that has not used Objective-C yet, this is where the
+ *  runtime initialises NSObject and NSAutoreleasePool, once per process), finding the hooked
+ *  methods' owners, installing every guard's hooks (dispatch-table writes included), running the
+ *  canaries. Zero before any start. For the benchmark's breakdown. */
+typedef struct {
+    uint64_t runtime_ns;
+    uint64_t discovery_ns;
+    uint64_t hooks_ns;
+    uint64_t canaries_ns;
+} cs_guards_start_timing;
+
+cs_guards_start_timing cs_guards_last_start_timing(void);
+
 /** What cs_guards_start() would return now, changing nothing: a caller that configures other
  *  state before starting (the Swift module) checks here first. */
 cs_start_result cs_guards_start_check(void);

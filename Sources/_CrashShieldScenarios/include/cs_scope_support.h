@@ -38,14 +38,35 @@ int cs_scope_extra_string_character(size_t index);
  *  cost can be measured against the number of classes. Returns how many exist now. */
 size_t cs_scope_make_filler_classes(size_t count);
 
-/** Uninstalls the guards, starts them (config NULL) and returns how many times the start copied
- *  the class list for owner discovery. Leaves the guards started. */
-size_t cs_scope_class_list_copies_during_start(void);
+/** Uses Objective-C once (an autorelease pool, a message to NSObject), as an app has before it
+ *  starts the SDK: the runtime's once-per-process initialisation happens here. */
+void cs_scope_use_objc_runtime(void);
 
-/** Asks the backend about every hook spec of the registry at once (one walk) and one spec at a
- *  time; returns the number of (spec, owner) pairs found by the batch, or SIZE_MAX when the two
- *  answers differ in any pair. */
-size_t cs_scope_batch_discovery_pairs(void);
+/** Like cs_scope_make_filler_classes, but each class (CSScopeUsedFiller<n>) is messaged once, so
+ *  its dispatch table is installed and a hook written into NSObject's table must reach it. */
+size_t cs_scope_make_used_filler_classes(size_t count);
+
+/** Uninstalls the guards, starts them (with `app_prefix`, non-NULL, opted in for hooking) and
+ *  returns how many times the start walked the whole class list for owner discovery. Leaves the
+ *  guards started. */
+size_t cs_scope_class_list_copies_during_start(const char *app_prefix);
+
+/** What the hooks' owner discovery finds for every hook spec of the registry, next to a walk of
+ *  every class. */
+typedef struct {
+    /** (spec, owner) pairs the discovery found; SIZE_MAX when they are not exactly the pairs of
+     *  the every-class walk whose owner is defined in a system image and whose implementation is
+     *  the system's. */
+    size_t system_pairs;
+    /** Pairs of the every-class walk that the discovery leaves out because the implementation is
+     *  the app's (an app class's own contract). */
+    size_t app_pairs;
+    /** Pairs of the every-class walk with a system implementation on a class made at run time
+     *  (GNUstep's KVO subclasses), which the discovery does not see. */
+    size_t runtime_made_pairs;
+} cs_scope_discovery_comparison;
+
+cs_scope_discovery_comparison cs_scope_compare_discovery(void);
 
 /** Which implementations the backend counts as the system's, as bits: 1 -[NSObject description],
  *  2 a GNUstep array's own -objectAtIndex:, 4 objc_msg_lookup (the runtime), 8 the app class
