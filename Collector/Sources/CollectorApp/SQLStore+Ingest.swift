@@ -9,7 +9,10 @@ import Foundation
 ///  2. with those rows, replay the batch in order in memory (duplicates, new issues, regressions,
 ///     user and release counts exactly as one-by-one ingestion would produce them), then write
 ///     the result: new issues, one update per touched issue, the events, new issue users,
-///     per-release counts, sessions, aggregates, attachments, client reports, and commit.
+///     per-release counts, per-day counts, environments and guards, sessions, aggregates,
+///     attachments, client reports, and commit.
+/// An issue's first and last seen (and its releases' and days') are its events' own times
+/// (`EventRecord.timestamp`), in whatever order they arrive.
 /// Under the lock (PostgreSQL) or SQLite's write lock (`BEGIN IMMEDIATE`) nothing read in step 1
 /// can change before the commit, so the replay is exact.
 extension SQLStore {
@@ -32,6 +35,8 @@ extension SQLStore {
         var status: IssueStatus
         var resolvedIn: String?
         var lastRelease: String?
+        /// The earliest and latest event time of the batch's events (first seen of a new issue).
+        var firstSeen: Date
         var lastSeen: Date
         var events: Int64 = 0
         var newUsers: Int64 = 0
@@ -47,6 +52,19 @@ extension SQLStore {
         var events: Int64
         var firstSeen: Date
         var lastSeen: Date
+    }
+
+    /// A day (UTC, days since 1970) of an issue's events (`issue_days`).
+    private struct DayKey: Hashable {
+        let issue: IssueKey
+        let day: Int64
+    }
+
+    /// An environment or guard an issue's events carry (`issue_facets`).
+    private struct FacetKey: Hashable {
+        let issue: IssueKey
+        let facet: String
+        let value: String
     }
 
     private struct UserKey: Hashable {
@@ -131,7 +149,7 @@ extension SQLStore {
                     issues[IssueKey(project: entry.project, hash: hash)] = IssueReplay(
                         id: id, first: nil, status: IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved,
                         resolvedIn: row.string("resolved_in_release"), lastRelease: row.string("last_release"),
-                        lastSeen: .distantPast)
+                        firstSeen: .distantFuture, lastSeen: .distantPast)
                 }
                 if let users = entry.users {
                     for row in read[users] {
@@ -147,6 +165,10 @@ extension SQLStore {
             var releases: [ReleaseKey: ReleaseReplay] = [:]
             var releaseOrder: [ReleaseKey] = []
             var newUsers: [UserKey] = []
+            var days: [DayKey: Int64] = [:]
+            var dayOrder: [DayKey] = []
+            var facets = Set<FacetKey>()
+            var facetOrder: [FacetKey] = []
             var storedInBatch: [(index: Int, event: EventRecord, issue: IssueKey, newIssue: Bool, regressed: Bool)] = []
             for (index, write) in writes.enumerated() {
                 guard let event = write.event else { continue }
@@ -176,13 +198,24 @@ extension SQLStore {
                     }
                     if issue.events == 0 { issueOrder.append(key) }
                     issue.events += 1
-                    issue.lastSeen = max(issue.lastSeen, event.received)
+                    issue.firstSeen = min(issue.firstSeen, event.timestamp)
+                    issue.lastSeen = max(issue.lastSeen, event.timestamp)
                     issues[key] = issue
                 } else {
                     newIssue = true
                     issueOrder.append(key)
                     issues[key] = IssueReplay(id: nil, first: event, status: .unresolved, resolvedIn: nil,
-                                              lastRelease: event.release, lastSeen: event.received, events: 1)
+                                              lastRelease: event.release, firstSeen: event.timestamp, lastSeen: event.timestamp, events: 1)
+                }
+                let dayKey = DayKey(issue: key, day: Self.day(event.timestamp))
+                if let count = days[dayKey] { days[dayKey] = count + 1 } else {
+                    days[dayKey] = 1
+                    dayOrder.append(dayKey)
+                }
+                for (facet, value) in [("environment", event.environment), ("guard", event.incidentGuard)] {
+                    guard let value else { continue }
+                    let facetKey = FacetKey(issue: key, facet: facet, value: value)
+                    if facets.insert(facetKey).inserted { facetOrder.append(facetKey) }
                 }
                 if let user = event.userKey {
                     let userKey = UserKey(issue: key, user: user)
@@ -195,11 +228,12 @@ extension SQLStore {
                     let releaseKey = ReleaseKey(issue: key, release: release)
                     if var known = releases[releaseKey] {
                         known.events += 1
-                        known.lastSeen = max(known.lastSeen, event.received)
+                        known.firstSeen = min(known.firstSeen, event.timestamp)
+                        known.lastSeen = max(known.lastSeen, event.timestamp)
                         releases[releaseKey] = known
                     } else {
                         releaseOrder.append(releaseKey)
-                        releases[releaseKey] = ReleaseReplay(events: 1, firstSeen: event.received, lastSeen: event.received)
+                        releases[releaseKey] = ReleaseReplay(events: 1, firstSeen: event.timestamp, lastSeen: event.timestamp)
                     }
                 }
                 storedInBatch.append((index, event, key, newIssue, regressed))
@@ -224,15 +258,15 @@ extension SQLStore {
                     let issue = issues[key]!
                     let first = issue.first!
                     return [.int(key.project), .text(key.hash), .text(first.grouping.algorithm), .text(first.grouping.title),
-                            .text(first.grouping.culprit), .text(first.level), Self.time(first.received), Self.time(issue.lastSeen),
+                            .text(first.grouping.culprit), .text(first.level), Self.time(issue.firstSeen), Self.time(issue.lastSeen),
                             Self.text(first.release), Self.text(issue.lastRelease), .int(issue.events), .int(issue.newUsers)]
                 })
-            // Per touched issue: id, events, new users, last seen, last release, regressed (1 or 0).
+            // Per touched issue: id, events, new users, last seen, last release, regressed (1 or 0), first seen.
             let issueUpdates: [[DBValue]] = touchedIssues.compactMap { key in
                 let issue = issues[key]!
                 guard let id = issue.id else { return nil }
                 return [.int(id), .int(issue.events), .int(issue.newUsers), Self.time(issue.lastSeen), Self.text(issue.lastRelease),
-                        .int(issue.regressed ? 1 : 0)]
+                        .int(issue.regressed ? 1 : 0), Self.time(issue.firstSeen)]
             }
             if postgres {
                 // One statement for all (each statement costs PostgreSQL a parse and plan). VALUES
@@ -242,12 +276,13 @@ extension SQLStore {
                     prefix: """
                         UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
                             last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
+                            first_seen = CASE WHEN issues.first_seen < v.column7 THEN issues.first_seen ELSE v.column7 END,
                             last_release = v.column5,
                             status = CASE WHEN v.column6 = 1 THEN 'regressed' ELSE issues.status END,
                             resolved_in_release = CASE WHEN v.column6 = 1 THEN NULL ELSE issues.resolved_in_release END
                         FROM (VALUES
                         """,
-                    row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT))",
+                    row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))",
                     suffix: ") AS v WHERE issues.id = v.column1",
                     rows: issueUpdates)
             } else {
@@ -258,6 +293,7 @@ extension SQLStore {
                         """
                         UPDATE issues SET event_count = event_count + ?2, user_count = user_count + ?3,
                             last_seen = CASE WHEN last_seen > ?4 THEN last_seen ELSE ?4 END,
+                            first_seen = CASE WHEN first_seen < ?7 THEN first_seen ELSE ?7 END,
                             last_release = ?5,
                             status = CASE WHEN ?6 = 1 THEN 'regressed' ELSE status END,
                             resolved_in_release = CASE WHEN ?6 = 1 THEN NULL ELSE resolved_in_release END
@@ -292,6 +328,8 @@ extension SQLStore {
                 row: "(\(Self.issueIDSubquery), ?, ?, ?, ?)",
                 suffix: """
                      ON CONFLICT (issue_id, release) DO UPDATE SET event_count = issue_releases.event_count + excluded.event_count,
+                        first_seen = CASE WHEN issue_releases.first_seen < excluded.first_seen
+                            THEN issue_releases.first_seen ELSE excluded.first_seen END,
                         last_seen = CASE WHEN issue_releases.last_seen > excluded.last_seen
                             THEN issue_releases.last_seen ELSE excluded.last_seen END
                     """,
@@ -300,6 +338,19 @@ extension SQLStore {
                     return [.int(key.issue.project), .text(key.issue.hash), .text(key.release), .int(release.events),
                             Self.time(release.firstSeen), Self.time(release.lastSeen)]
                 })
+            // One row per (issue, day) and per (issue, facet, value), for the same reason.
+            statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
+                prefix: "INSERT INTO issue_days (issue_id, day, events) VALUES ",
+                row: "(\(Self.issueIDSubquery), ?, ?)",
+                suffix: " ON CONFLICT (issue_id, day) DO UPDATE SET events = issue_days.events + excluded.events",
+                rows: dayOrder.map { key in [.int(key.issue.project), .text(key.issue.hash), .int(key.day), .int(days[key]!)] })
+            statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
+                prefix: "INSERT INTO issue_facets (issue_id, facet, value) VALUES ",
+                row: "(\(Self.issueIDSubquery), ?, ?)",
+                suffix: " ON CONFLICT (issue_id, facet, value) DO NOTHING",
+                rows: facetOrder.map { key in [.int(key.issue.project), .text(key.issue.hash), .text(key.facet), .text(key.value)] })
             statements += Self.sessionStatements(writes, rowsPerStatement: rowsPerStatement)
             for write in writes {
                 statements += Self.otherItemStatements(write)
@@ -326,6 +377,9 @@ extension SQLStore {
             throw error
         }
     }
+
+    /// The UTC day of `date`, in days since 1970 (`issue_days.day`).
+    static func day(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 / 86_400).rounded(.down)) }
 
     /// Rows per multi-row statement: 100 on PostgreSQL (65,535 parameters per statement at most);
     /// 1 on SQLite. SQLite runs statements in process, so a statement costs it no round trip, and a

@@ -10,7 +10,12 @@ import Testing
 struct GroupCommitTests {
     static func write(project: Int64, id: String, functions: [String], release: String?, user: String?,
                       received: Date) throws -> IngestWrite {
-        let json = Fixtures.exceptionEvent(id: id, functions: functions, release: release, user: user)
+        guard case .object(var fields) = Fixtures.exceptionEvent(id: id, functions: functions, release: release, user: user) else {
+            throw CollectorError.badRequest("test", "not an object")
+        }
+        // Captured when received: the same times in both databases (issue times are event times).
+        fields["timestamp"] = .double(received.timeIntervalSince1970)
+        let json = JSONValue.object(fields)
         let record = try EventRecord.extract(projectID: project, payload: json.jsonData(), json: json, fallbackEventID: nil,
                                              received: received)
         return IngestWrite(projectID: project, event: record, received: received)
