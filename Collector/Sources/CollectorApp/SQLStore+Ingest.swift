@@ -5,7 +5,8 @@ import Foundation
 /// A batch is stored in two steps, each one `SQLBackend.run` (on PostgreSQL one round trip):
 ///  1. begin; on PostgreSQL take the transaction-scoped advisory lock of every project in the
 ///     batch (in ascending order, so two collectors cannot deadlock); read which of the batch's
-///     event ids are stored, the batch's issues and which of its (issue, user) pairs are known.
+///     event ids are stored, the batch's issues and which of its (issue, user) and (issue,
+///     environment or guard) pairs are known.
 ///  2. with those rows, replay the batch in order in memory (duplicates, new issues, regressions,
 ///     user and release counts exactly as one-by-one ingestion would produce them), then write
 ///     the result: new issues, one update per touched issue, the events, new issue users,
@@ -99,6 +100,7 @@ extension SQLStore {
             let storedIDs: Int
             let issues: Int
             let users: Int?
+            let facets: Int?
         }
         var projectReads: [ProjectReads] = []
         for project in projects {
@@ -132,7 +134,23 @@ extension SQLStore {
                     """,
                     pairs.flatMap { [DBValue.text($0.hash), .text($0.user)] } + [.int(project)]))
             }
-            projectReads.append(ProjectReads(project: project, storedIDs: storedIDs, issues: issues, users: usersIndex))
+            let facetTriples = Array(Set(ofProject.flatMap { event in
+                Self.facets(of: event).map { [event.grouping.hash, $0.facet, $0.value] }
+            }))
+            var facetsIndex: Int?
+            if !facetTriples.isEmpty {
+                // Exactly the batch's (issue, facet, value) triples: one primary-key lookup each.
+                facetsIndex = reads.count
+                reads.append(SQLStatement(
+                    """
+                    SELECT p.column1 AS fingerprint_hash, p.column2 AS facet, p.column3 AS value
+                    FROM (VALUES \(Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))", count: facetTriples.count).joined(separator: ", "))) AS p
+                    JOIN issues i ON i.project_id = ? AND i.fingerprint_hash = p.column1
+                    JOIN issue_facets f ON f.issue_id = i.id AND f.facet = p.column2 AND f.value = p.column3
+                    """,
+                    facetTriples.flatMap { $0.map { DBValue.text($0) } } + [.int(project)]))
+            }
+            projectReads.append(ProjectReads(project: project, storedIDs: storedIDs, issues: issues, users: usersIndex, facets: facetsIndex))
         }
 
         do {
@@ -140,6 +158,8 @@ extension SQLStore {
             var storedEvents = Set<IssueKey>()  // (project, event id)
             var issues: [IssueKey: IssueReplay] = [:]
             var knownUsers = Set<UserKey>()
+            var facets = Set<FacetKey>()  // stored, then also the batch's
+            var facetOrder: [FacetKey] = []  // the batch's new ones
             for entry in projectReads {
                 for row in read[entry.storedIDs] {
                     if let id = row.string("event_id") { storedEvents.insert(IssueKey(project: entry.project, hash: id)) }
@@ -150,6 +170,12 @@ extension SQLStore {
                         id: id, first: nil, status: IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved,
                         resolvedIn: row.string("resolved_in_release"), lastRelease: row.string("last_release"),
                         firstSeen: .distantFuture, lastSeen: .distantPast)
+                }
+                if let index = entry.facets {
+                    for row in read[index] {
+                        guard let hash = row.string("fingerprint_hash"), let facet = row.string("facet"), let value = row.string("value") else { continue }
+                        facets.insert(FacetKey(issue: IssueKey(project: entry.project, hash: hash), facet: facet, value: value))
+                    }
                 }
                 if let users = entry.users {
                     for row in read[users] {
@@ -167,8 +193,6 @@ extension SQLStore {
             var newUsers: [UserKey] = []
             var days: [DayKey: Int64] = [:]
             var dayOrder: [DayKey] = []
-            var facets = Set<FacetKey>()
-            var facetOrder: [FacetKey] = []
             var storedInBatch: [(index: Int, event: EventRecord, issue: IssueKey, newIssue: Bool, regressed: Bool)] = []
             for (index, write) in writes.enumerated() {
                 guard let event = write.event else { continue }
@@ -212,8 +236,7 @@ extension SQLStore {
                     days[dayKey] = 1
                     dayOrder.append(dayKey)
                 }
-                for (facet, value) in [("environment", event.environment), ("guard", event.incidentGuard)] {
-                    guard let value else { continue }
+                for (facet, value) in Self.facets(of: event) {
                     let facetKey = FacetKey(issue: key, facet: facet, value: value)
                     if facets.insert(facetKey).inserted { facetOrder.append(facetKey) }
                 }
@@ -338,7 +361,7 @@ extension SQLStore {
                     return [.int(key.issue.project), .text(key.issue.hash), .text(key.release), .int(release.events),
                             Self.time(release.firstSeen), Self.time(release.lastSeen)]
                 })
-            // One row per (issue, day) and per (issue, facet, value), for the same reason.
+            // One row per (issue, day), for the same reason; only facets not stored yet.
             statements += Self.multiRow(
                 rowsPerStatement: rowsPerStatement,
                 prefix: "INSERT INTO issue_days (issue_id, day, events) VALUES ",
@@ -376,6 +399,14 @@ extension SQLStore {
             _ = try? await query("ROLLBACK")
             throw error
         }
+    }
+
+    /// The facets of an event its issue is filtered by (`issue_facets`): its environment and guard.
+    private static func facets(of event: EventRecord) -> [(facet: String, value: String)] {
+        var facets: [(facet: String, value: String)] = []
+        if let environment = event.environment { facets.append(("environment", environment)) }
+        if let guardName = event.incidentGuard { facets.append(("guard", guardName)) }
+        return facets
     }
 
     /// The UTC day of `date`, in days since 1970 (`issue_days.day`).
