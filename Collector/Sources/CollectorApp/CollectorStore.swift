@@ -57,8 +57,8 @@ public protocol CollectorStore: Sendable {
     /// Events per UTC day (days since 1970, `days`) of each of `issueIDs`, by event time; days
     /// without events are left out.
     func issueActivity(issueIDs: [Int64], days: ClosedRange<Int64>) async throws -> [Int64: [Int64: Int64]]
-    /// The releases, environments and guards of the project's issues, for the list's filters
-    /// (at most `limit` of each).
+    /// The releases (the `limit` most recently seen, newest release first), environments and
+    /// guards (the first `limit` by name) of the project's issues, for the list's filters.
     func issueFilterValues(projectID: Int64, limit: Int) async throws -> IssueFilterValues
     func issue(id: Int64) async throws -> Issue?
     /// Sets an issue's status. Resolving records the issue's latest release as the one it was

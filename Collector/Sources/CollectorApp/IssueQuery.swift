@@ -91,23 +91,31 @@ public struct IssueQuery: Sendable, Hashable {
         return query
     }
 
+    /// The `status` parameter that selects `statuses`: `all`, `open` or one status (another set,
+    /// which `parse` never makes, reads as `all`).
+    var statusParameter: String {
+        guard let statuses else { return "all" }
+        if statuses == Self.open { return "open" }
+        return statuses.count == 1 ? statuses.first!.rawValue : "all"
+    }
+
     /// The query's parameters (without `cursor`), in the order `parse` reads them, for links.
-    func parameters(status: String) -> [(String, String)] {
+    var parameters: [(String, String)] {
         var pairs: [(String, String)] = []
         if let text { pairs.append(("query", text)) }
         if let release { pairs.append(("release", release)) }
         if let environment { pairs.append(("environment", environment)) }
         if let level { pairs.append(("level", level)) }
         if let guardName { pairs.append(("guard", guardName)) }
-        pairs.append(("status", status))
+        pairs.append(("status", statusParameter))
         pairs.append(("sort", sort.rawValue))
         pairs.append(("limit", String(limit)))
         return pairs
     }
 
     /// `parameters` with `cursor`, as a query string (percent-encoded, no leading `?`).
-    func queryString(status: String, cursor: IssueCursor?) -> String {
-        let pairs = parameters(status: status) + (cursor.map { [("cursor", $0.description)] } ?? [])
+    func queryString(cursor: IssueCursor?) -> String {
+        let pairs = parameters + (cursor.map { [("cursor", $0.description)] } ?? [])
         return pairs.map { "\($0.0)=\(HTML.urlComponent($0.1))" }.joined(separator: "&")
     }
 }
@@ -169,7 +177,7 @@ public struct IssuePage: Sendable {
 
 /// The values the issue list's filters offer for a project.
 public struct IssueFilterValues: Sendable, Hashable {
-    /// Newest first (`ReleaseOrder`).
+    /// Newest release first (`ReleaseOrder`).
     public let releases: [String]
     public let environments: [String]
     public let guards: [String]

@@ -194,9 +194,8 @@ struct CollectorRoutes: Sendable {
         let query = try IssueQuery.parse(fields, defaultStatus: "all", defaultLimit: Self.issueListDefaultLimit, maxLimit: Self.issueListMaxLimit)
         _ = try await knownProject(projectID)
         let page = try await store.issues(projectID: projectID, query: query)
-        let status = fields["status"].flatMap { $0.isEmpty ? nil : $0 } ?? "all"
         func link(_ cursor: IssueCursor?, _ rel: String) -> String {
-            let path = request.uri.path + "?" + query.queryString(status: status, cursor: cursor)
+            let path = request.uri.path + "?" + query.queryString(cursor: cursor)
             return "<\(path)>; rel=\"\(rel)\"; results=\"\(cursor != nil)\"; cursor=\"\(cursor?.description ?? "")\""
         }
         var response = Self.json(page.issues)

@@ -113,10 +113,12 @@ extension SQLStore {
     public func issueFilterValues(projectID: Int64, limit: Int) async throws -> IssueFilterValues {
         let project = Self.int(projectID)
         let (releases, environments, guards) = try await serialized {
+            // The most recently seen releases, then in release order.
             let releases = try await query(
                 """
-                SELECT DISTINCT r.release FROM issue_releases r JOIN issues i ON i.id = r.issue_id WHERE i.project_id = ?
-                """, [project]).compactMap { $0.string("release") }
+                SELECT r.release FROM issue_releases r JOIN issues i ON i.id = r.issue_id WHERE i.project_id = ?
+                GROUP BY r.release ORDER BY max(r.last_seen) DESC LIMIT ?
+                """, [project, Self.int(limit)]).compactMap { $0.string("release") }
             func facet(_ name: String) async throws -> [String] {
                 try await query(
                     """
@@ -126,7 +128,7 @@ extension SQLStore {
             }
             return (releases, try await facet("environment"), try await facet("guard"))
         }
-        return IssueFilterValues(releases: Array(releases.sorted { ReleaseOrder.isNewer($0, than: $1) }.prefix(limit)),
+        return IssueFilterValues(releases: releases.sorted { ReleaseOrder.isNewer($0, than: $1) },
                                  environments: environments, guards: guards)
     }
 }

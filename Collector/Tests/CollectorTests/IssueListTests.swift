@@ -204,6 +204,11 @@ struct IssueListTests {
             let again = try #require(try await store.issue(id: issue.id))
             #expect(abs(again.firstSeen.timeIntervalSince(now.addingTimeInterval(-20 * 86_400))) < 0.01)
             #expect(again.lastSeen == issue.lastSeen)
+            // Retention drops the per-day counts of days before its cutoff with the events; counts stay.
+            _ = try await store.deleteData(receivedBefore: now.addingTimeInterval(-5 * 86_400))
+            let kept = try await store.issueActivity(issueIDs: [issue.id], days: (today - 30)...today)[issue.id] ?? [:]
+            #expect(kept.keys.min() == today - 5 && kept[today] == 2)
+            #expect(try await store.issue(id: issue.id)?.eventCount == 16)
         }
     }
 

@@ -13,7 +13,6 @@ extension DashboardRoutes {
     func issuesPage(_ session: LoginSession, _ project: Project, _ request: Request) async throws -> Response {
         let fields = FormFields.parse(request.uri.query ?? "")
         let query = try IssueQuery.parse(fields, defaultStatus: "open", defaultLimit: Self.issueListDefaultLimit, maxLimit: Self.issueListMaxLimit)
-        let status = fields["status"].flatMap { $0.isEmpty ? nil : $0 } ?? "open"
         let page = try await store.issues(projectID: project.id, query: query)
         let values = try await store.issueFilterValues(projectID: project.id, limit: 200)
         let days = SVGChart.days(count: Self.sparklineDays, now: Date())
@@ -21,7 +20,7 @@ extension DashboardRoutes {
         let activity = try await store.issueActivity(issueIDs: page.issues.map(\.id), days: dayNumbers[0]...dayNumbers[dayNumbers.count - 1])
         let dayLabels = days.map(SVGChart.dayLabel)
         let base = "/projects/\(project.id)"
-        let here = base + "?" + query.queryString(status: status, cursor: query.cursor)
+        let here = base + "?" + query.queryString(cursor: query.cursor)
 
         let rows: [HTML] = page.issues.map { issue in
             let counts = dayNumbers.map { activity[issue.id]?[$0] ?? 0 }
@@ -43,13 +42,13 @@ extension DashboardRoutes {
             var sorted = query
             sorted.sort = sort
             let current: HTML = query.sort == sort ? " aria-sort=\"descending\"" : .empty
-            let link = base + "?" + sorted.queryString(status: status, cursor: nil)
+            let link = base + "?" + sorted.queryString(cursor: nil)
             let classes = [numeric ? "num" : nil, sort == .firstSeen ? "optional" : nil].compactMap { $0 }.joined(separator: " ")
             return "<th\(classes.isEmpty ? HTML.empty : HTML(" class=\"\(classes)\""))\(current)><a href=\"\(link)\">\(title)</a></th>"
         }
         let pager: [HTML] = [
-            page.previous.map { "<a rel=\"prev\" href=\"\(base)?\(query.queryString(status: status, cursor: $0))\">← Previous</a>" },
-            page.next.map { "<a rel=\"next\" href=\"\(base)?\(query.queryString(status: status, cursor: $0))\">Next →</a>" },
+            page.previous.map { "<a rel=\"prev\" href=\"\(base)?\(query.queryString(cursor: $0))\">← Previous</a>" },
+            page.next.map { "<a rel=\"next\" href=\"\(base)?\(query.queryString(cursor: $0))\">Next →</a>" },
         ].compactMap { $0 }
         let notice: HTML = fields["updated"].flatMap(Int.init).map { count in
             let to = (fields["to"] ?? "").replacingOccurrences(of: "_", with: " ")
@@ -66,7 +65,7 @@ extension DashboardRoutes {
         <button type="submit" name="status" value="unresolved" class="secondary" data-bulk="unresolved">Unresolve</button></form>
         """
         let body: HTML = """
-        <h1>\(project.name): issues</h1>\(notice)\(filterForm(project, query, status: status, values: values))
+        <h1>\(project.name): issues</h1>\(notice)\(filterForm(project, query, values: values))
         <div class="listbar">\(bulk)<span class="muted" data-summary>\(summary)</span><nav class="pager" aria-label="Pages">\(pager)</nav></div>
         <table class="issues"><thead><tr><th><span class="muted" title="Select for the buttons above">✓</span></th><th>Issue</th><th>Status</th>\
         <th title="Events per day (UTC), last \(Self.sparklineDays) days">\(Self.sparklineDays) days</th>\
@@ -79,7 +78,7 @@ extension DashboardRoutes {
     }
 
     /// The search form: text, status, level, release, environment, guard, order, page size.
-    private func filterForm(_ project: Project, _ query: IssueQuery, status: String, values: IssueFilterValues) -> HTML {
+    private func filterForm(_ project: Project, _ query: IssueQuery, values: IssueFilterValues) -> HTML {
         func select(_ name: String, _ label: String, _ choices: [(value: String, title: String)], selected: String?) -> HTML {
             var options = choices
             if let selected, !options.contains(where: { $0.value == selected }) { options.append((selected, selected)) }
@@ -94,7 +93,7 @@ extension DashboardRoutes {
         return """
         <form class="filters" method="get" action="/projects/\(project.id)" role="search">\
         <input type="search" name="query" value="\(query.text ?? "")" placeholder="Search title or culprit" aria-label="Search title or culprit">\
-        \(select("status", "Status", statuses, selected: status))\
+        \(select("status", "Status", statuses, selected: query.statusParameter))\
         \(select("level", "Level", [("", "any level")] + IssueQuery.levels.map { ($0, $0) }, selected: query.level))\
         <input name="release" list="issue-releases" value="\(query.release ?? "")" placeholder="release" aria-label="Release" size="14">\
         <datalist id="issue-releases">\(releaseOptions)</datalist>\
