@@ -1,10 +1,13 @@
 """Sends sample data for the browser test with Sentry's Python SDK: exceptions in two releases
 (with tags, OS and device contexts, breadcrumbs), a prevented crash shaped like a CrashShield
-incident, an event whose text is full of markup, and sessions.
+incident, an event whose text is full of markup, sessions, and a batch of 60 issues whose events
+were captured over the 14 days before it was sent.
 
 usage: browser_ingest.py DSN
 """
 import sys
+from datetime import datetime, timedelta, timezone
+
 import sentry_sdk
 
 dsn = sys.argv[1]
@@ -58,5 +61,25 @@ sentry_sdk.capture_event({
     "message": "<script>alert('x')</script> \u202eevil \U0001F469\u200d\U0001F469\u200d\U0001F467",
     "tags": {"payload": "<img src=x onerror=alert(1)>"},
 })
+sentry_sdk.flush(timeout=10)
+
+# An outbox's batch, sent now but captured over the 14 days before today: 60 issues (more than a
+# page of the issue list), two events each on two different days, in two environments. Each
+# event's time is its own timestamp, so each issue's sparkline has two bars on those days.
+sentry_sdk.init(dsn=dsn, release="browser-app@1.1.0", default_integrations=False)
+now = datetime.now(timezone.utc)
+for index in range(60):
+    for day in (1 + index % 14, 1 + (index + 5) % 14):
+        sentry_sdk.capture_event({
+            "level": "error", "timestamp": now - timedelta(days=day), "fingerprint": [f"batch-{index}"],
+            "environment": "production" if index % 2 == 0 else "staging",
+            "exception": {"values": [{
+                "type": f"BatchError{index:02d}", "value": "sent from the outbox",
+                "mechanism": {"type": "generic", "handled": False},
+                "stacktrace": {"frames": [{"function": "main", "in_app": True}, {"function": f"sync_step_{index % 5}", "in_app": True}]},
+            }]},
+        })
+    if index % 20 == 19:
+        sentry_sdk.flush(timeout=10)
 sentry_sdk.flush(timeout=10)
 print("browser test data sent")

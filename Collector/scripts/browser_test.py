@@ -1,4 +1,7 @@
 """Drives the collector's dashboard in headless Chromium (Selenium): logs in, opens each page,
+checks that the issue list's headers and badges never break inside a word and that the table
+takes the page's width (at two window widths), that a batch captured over 14 days draws its
+sparkline bars on those days, searches it, pages through it, resolves several issues at once,
 resolves an issue, edits and rolls back the remote configuration, creates an API token and uses
 it on the JSON API (urllib) until it is revoked, adds an account, changes the admin password and
 logs in with the new one, resets the added account's password (its session, held by a script,
@@ -160,6 +163,95 @@ try:
     visit("/projects/1/launch", "05-launch-crashes", "reset-caches")
     visit("/projects/1/settings", "06-settings-dsn", "DSN")
     visit("/projects/new", "07-new-project", "New project")
+
+    # The issue list: no header or badge breaks inside a word, the table takes the page's width,
+    # sparklines by event time, search, pages (limit, next, previous) and a bulk status change.
+    def words_broken(selector):
+        """Words in the elements matching `selector` that the browser split over two lines."""
+        return driver.execute_script("""
+            const broken = [];
+            for (const element of document.querySelectorAll(arguments[0])) {
+                const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    for (const match of node.textContent.matchAll(/\\S+/g)) {
+                        const range = document.createRange();
+                        range.setStart(node, match.index);
+                        range.setEnd(node, match.index + match[0].length);
+                        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+                        if (lines.size > 1) broken.push(match[0]);
+                    }
+                }
+            }
+            return broken;""", selector)
+
+    def list_titles():
+        return [link.text.split(":")[0] for link in driver.find_elements(By.CSS_SELECTOR, "table.issues td.issue > a")]
+
+    for width, shot in ((1280, "20-issue-list"), (820, "20b-issue-list-narrow")):
+        driver.set_window_size(width, 1000)
+        driver.get(base + "/projects/1?limit=25")
+        broken = words_broken("table.issues th, table.issues .badge")
+        check(f"at {width} px no header or badge of the issue list breaks inside a word", not broken, str(broken))
+        table_width, page_width = driver.execute_script(
+            "return [document.querySelector('table.issues').getBoundingClientRect().width, document.documentElement.clientWidth]")
+        check(f"at {width} px the issue list takes the page's width", table_width >= page_width - 60, f"{table_width} of {page_width}")
+        driver.save_screenshot(os.path.join(shots, shot + ".png"))
+    driver.set_window_size(1280, 1000)
+    driver.get(base + "/projects/1?limit=25")
+    check("the issue list shows 25 issues per page", len(list_titles()) == 25, str(list_titles()))
+    summary = driver.find_element(By.CSS_SELECTOR, "[data-summary]").text
+    total = re.search(r"of (\d+) matching", summary)
+    check("the issue list counts every open issue, beyond one page", total is not None and int(total.group(1)) > 60, summary)
+    # The batch was captured over the 14 days before today: its bars stand on those days, not today.
+    driver.get(base + "/projects/1?query=BatchError03")
+    bars = [element.get_attribute("textContent") for element in driver.find_elements(By.CSS_SELECTOR, "svg.spark rect title")]
+    today = time.strftime("%m-%d", time.gmtime())
+    check("a batch issue's sparkline has a bar on each of its events' days, none today",
+          len(bars) == 2 and all(not bar.startswith(today) for bar in bars), str(bars))
+
+    # Search from the form.
+    driver.get(base + "/projects/1")
+    search = driver.find_element(By.CSS_SELECTOR, "form.filters input[name=query]")
+    search.send_keys("BatchError07")
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "form.filters button[data-action=search]"))
+    check("searching finds exactly the issue", list_titles() == ["BatchError07"], str(list_titles()))
+    driver.save_screenshot(os.path.join(shots, "21-issue-search.png"))
+
+    # Pages: next, next, previous.
+    driver.get(base + "/projects/1?query=BatchError&sort=first_seen&limit=25")
+    pages = [list_titles()]
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "a[rel=next]"))
+    pages.append(list_titles())
+    driver.save_screenshot(os.path.join(shots, "22-issue-list-page-2.png"))
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "a[rel=next]"))
+    pages.append(list_titles())
+    check("three pages list the 60 batch issues once each", [len(page) for page in pages] == [25, 25, 10]
+          and len(set(sum(pages, []))) == 60, str([len(page) for page in pages]))
+    check("the last page has no next link", not driver.find_elements(By.CSS_SELECTOR, "a[rel=next]"))
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "a[rel=prev]"))
+    check("previous returns to the second page", list_titles() == pages[1], str(list_titles()))
+
+    # Bulk: resolve three checked issues of a search.
+    driver.get(base + "/projects/1?query=BatchError1")
+    before = list_titles()
+    boxes = driver.find_elements(By.CSS_SELECTOR, "table.issues input[type=checkbox][name=issue]")
+    for box in boxes[:3]:
+        box.click()
+    driver.save_screenshot(os.path.join(shots, "23-issue-list-selected.png"))
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-bulk=resolved]"))
+    notice = driver.find_element(By.CSS_SELECTOR, "p.notice").text
+    check("the bulk action reports what it did", notice == "3 issues set to resolved.", notice)
+    check("the resolved issues leave the open list", len(list_titles()) == len(before) - 3 and set(list_titles()) < set(before),
+          f"{before} -> {list_titles()}")
+    driver.save_screenshot(os.path.join(shots, "24-issue-list-bulk-resolved.png"))
+    driver.get(base + "/projects/1?query=BatchError1&status=resolved")
+    check("they are listed as resolved", len(list_titles()) == 3, str(list_titles()))
+    # The compact actions of one row.
+    driver.get(base + "/projects/1?query=BatchError2")
+    driver.find_element(By.CSS_SELECTOR, "table.issues details.menu summary").click()
+    check("a row's actions open from its menu", driver.find_element(By.CSS_SELECTOR, "table.issues details.menu button[data-action=resolved]").is_displayed())
+    driver.save_screenshot(os.path.join(shots, "25-issue-row-actions.png"))
+    check("the issue list has no console errors", not console_errors())
 
     # The issue page of the ValueError issue.
     driver.get(base + "/projects/1?status=all")

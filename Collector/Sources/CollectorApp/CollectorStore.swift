@@ -45,6 +45,21 @@ public protocol CollectorStore: Sendable {
     func recordClientReport(projectID: Int64, _ discarded: [DiscardedCount], received: Date) async throws
 
     func issues(projectID: Int64) async throws -> [Issue]
+    /// One page of the project's issues that match `query` (see `IssueQuery`), in its order,
+    /// at most `query.limit`, with the number of all that match and the cursors of the pages
+    /// around it. Reads the issues (and, for the release, environment and guard filters, their
+    /// per-issue summaries), never their events.
+    func issues(projectID: Int64, query: IssueQuery) async throws -> IssuePage
+    /// Sets the status of the project's issues among `ids` (as `setIssueStatus(id:_:)` does for
+    /// one), in one transaction. Returns the ids it changed (ids of other projects or of no
+    /// issue are left out).
+    func setIssueStatus(projectID: Int64, ids: [Int64], _ status: IssueStatus) async throws -> [Int64]
+    /// Events per UTC day (days since 1970, `days`) of each of `issueIDs`, by event time; days
+    /// without events are left out.
+    func issueActivity(issueIDs: [Int64], days: ClosedRange<Int64>) async throws -> [Int64: [Int64: Int64]]
+    /// The releases (the `limit` most recently seen, newest release first), environments and
+    /// guards (the first `limit` by name) of the project's issues, for the list's filters.
+    func issueFilterValues(projectID: Int64, limit: Int) async throws -> IssueFilterValues
     func issue(id: Int64) async throws -> Issue?
     /// Sets an issue's status. Resolving records the issue's latest release as the one it was
     /// resolved in.
@@ -73,8 +88,8 @@ public protocol CollectorStore: Sendable {
     func apiToken(tokenHash: String) async throws -> APITokenInfo?
     func apiTokenCount() async throws -> Int64
 
-    /// Deletes events, attachments and session rows received before `cutoff`; issue counts,
-    /// first/last seen and release totals stay. Returns the number of events deleted.
+    /// Deletes events, attachments and session rows received before `cutoff`, and per-day event
+    /// counts of days before it; issue counts, first/last seen and release totals stay. Returns the number of events deleted.
     func deleteData(receivedBefore cutoff: Date) async throws -> Int64
 }
 

@@ -54,7 +54,11 @@ public struct EventRecord: Sendable {
     public let projectID: Int64
     /// 32 lowercase hex digits.
     public let eventID: String
+    /// When the collector received the event (retention counts from it).
     public let received: Date
+    /// When the event happened: its own `timestamp`, clamped to `received` at the latest and
+    /// `received - maxTimestampAge` at the earliest (`clampedTimestamp`); `received` when it has
+    /// none. First/last seen and every chart of events use it.
     public let timestamp: Date
     public let level: String
     public let platform: String?
@@ -116,7 +120,7 @@ public struct EventRecord: Sendable {
             ?? exceptions.lazy.compactMap { $0.mechanism.dataGuard }.first
         return EventRecord(
             projectID: projectID, eventID: eventID, received: received,
-            timestamp: timestamp(json.timestamp) ?? received,
+            timestamp: clampedTimestamp(timestamp(json.timestamp), received: received),
             level: level,
             platform: json.platform,
             release: nonEmpty(json.release),
@@ -125,6 +129,19 @@ public struct EventRecord: Sendable {
             grouping: Grouping.group(json),
             incidentGuard: level == "warning" && handled ? guardName : nil,
             payload: payload)
+    }
+
+    /// How far before its arrival an event's own timestamp may lie: 90 days. An older one is
+    /// stored as `received - maxTimestampAge` (a batch sent long after it was captured keeps its
+    /// order, and stays within any retention period of 90 days or more).
+    public static let maxTimestampAge: TimeInterval = 90 * 86_400
+
+    /// An event's time as stored: `timestamp` bounded by `received` (never in the future of its
+    /// arrival, whatever the device's clock said) and `received - maxTimestampAge`; `received`
+    /// when the event has no (readable) timestamp.
+    public static func clampedTimestamp(_ timestamp: Date?, received: Date) -> Date {
+        guard let timestamp, timestamp.timeIntervalSince1970.isFinite else { return received }
+        return min(received, max(timestamp, received.addingTimeInterval(-maxTimestampAge)))
     }
 
     /// An RFC 3339 string or seconds since 1970 (Sentry accepts both).

@@ -34,6 +34,8 @@ struct CollectorRoutes: Sendable {
 
     static let sentryAuthHeader = HTTPField.Name("X-Sentry-Auth")!
     static let rateLimitsHeader = HTTPField.Name("X-Sentry-Rate-Limits")!
+    static let linkHeader = HTTPField.Name("Link")!
+    static let hitsHeader = HTTPField.Name("X-Hits")!
 
     func register(on router: Router<CollectorRequestContext>) {
         router.get("health") { _, _ in await self.health() }
@@ -67,7 +69,13 @@ struct CollectorRoutes: Sendable {
         manage.get("projects/:id/issues") { request, context in
             await self.respond {
                 try await self.requireToken(request)
-                return Self.json(try await self.store.issues(projectID: try Self.id(context, "id")))
+                return try await self.issueList(request, projectID: try Self.id(context, "id"))
+            }
+        }
+        manage.put("projects/:id/issues") { request, context in
+            await self.respond {
+                try await self.requireToken(request)
+                return try await self.bulkIssueStatus(request, projectID: try Self.id(context, "id"))
             }
         }
         manage.get("projects/:id/events/:event") { request, context in
@@ -167,6 +175,52 @@ struct CollectorRoutes: Sendable {
                 return Self.json(try await self.store.events(issueID: try Self.id(context, "id"), limit: limit))
             }
         }
+    }
+
+    // MARK: Issue list
+
+    /// Issues per page of `GET /api/0/projects/<id>/issues` without `limit`, and at most.
+    static let issueListDefaultLimit = 100
+    static let issueListMaxLimit = 1000
+    /// Issues one bulk status change may name.
+    static let bulkIssueLimit = 1000
+
+    /// One page of the project's issues as a JSON array (see `IssueQuery` for the parameters;
+    /// every status unless `status` says otherwise), with `X-Hits` (how many match) and a
+    /// `Link` header naming the previous and next pages as Sentry's API does:
+    /// `<url>; rel="next"; results="true"; cursor="..."` (`results="false"` when there is none).
+    func issueList(_ request: Request, projectID: Int64) async throws -> Response {
+        let fields = FormFields.parse(request.uri.query ?? "")
+        let query = try IssueQuery.parse(fields, defaultStatus: "all", defaultLimit: Self.issueListDefaultLimit, maxLimit: Self.issueListMaxLimit)
+        _ = try await knownProject(projectID)
+        let page = try await store.issues(projectID: projectID, query: query)
+        func link(_ cursor: IssueCursor?, _ rel: String) -> String {
+            let path = request.uri.path + "?" + query.queryString(cursor: cursor)
+            return "<\(path)>; rel=\"\(rel)\"; results=\"\(cursor != nil)\"; cursor=\"\(cursor?.description ?? "")\""
+        }
+        var response = Self.json(page.issues)
+        response.headers[Self.linkHeader] = link(page.previous, "previous") + ", " + link(page.next, "next")
+        response.headers[Self.hitsHeader] = String(page.total)
+        return response
+    }
+
+    /// `PUT /api/0/projects/<id>/issues?id=1&id=2` with `{"status": "resolved"}`: sets the status
+    /// of the named issues of the project (at most `bulkIssueLimit`); answers
+    /// `{"status": ..., "updated": [ids changed]}`.
+    /// - Throws: 400 `request.ids` (no id, a non-number, or too many) or `issue.status`.
+    func bulkIssueStatus(_ request: Request, projectID: Int64) async throws -> Response {
+        let raw = FormFields.parse(request.uri.query ?? "").all("id")
+        let ids = raw.compactMap { Int64($0) }
+        guard !ids.isEmpty, ids.count == raw.count, ids.count <= Self.bulkIssueLimit else {
+            throw CollectorError.badRequest("request.ids", "name 1 to \(Self.bulkIssueLimit) issues as ?id=<number>&id=<number>")
+        }
+        guard let status = try await Self.jsonBody(request)["status"]?.stringValue.flatMap(IssueStatus.init(rawValue:)), status != .regressed else {
+            throw CollectorError.badRequest("issue.status", "status must be unresolved, resolved, resolved_in_next_release or ignored")
+        }
+        _ = try await knownProject(projectID)
+        let updated = try await store.setIssueStatus(projectID: projectID, ids: ids, status)
+        logger.info("issue status set", metadata: ["project": "\(projectID)", "status": "\(status.rawValue)", "issues": "\(updated.count)"])
+        return Self.json(BulkStatusView(status: status.rawValue, updated: updated))
     }
 
     // MARK: Ingest
@@ -457,6 +511,12 @@ struct ProjectView: Encodable {
         createdAt = project.createdAt
         configSigningPublicKey = project.configSigningPublicKey
     }
+}
+
+/// What a bulk status change did.
+struct BulkStatusView: Encodable {
+    let status: String
+    let updated: [Int64]
 }
 
 struct ReleaseHealthView: Encodable {

@@ -5,11 +5,15 @@ import Foundation
 /// A batch is stored in two steps, each one `SQLBackend.run` (on PostgreSQL one round trip):
 ///  1. begin; on PostgreSQL take the transaction-scoped advisory lock of every project in the
 ///     batch (in ascending order, so two collectors cannot deadlock); read which of the batch's
-///     event ids are stored, the batch's issues and which of its (issue, user) pairs are known.
+///     event ids are stored, the batch's issues and which of its (issue, user) and (issue,
+///     environment or guard) pairs are known.
 ///  2. with those rows, replay the batch in order in memory (duplicates, new issues, regressions,
 ///     user and release counts exactly as one-by-one ingestion would produce them), then write
 ///     the result: new issues, one update per touched issue, the events, new issue users,
-///     per-release counts, sessions, aggregates, attachments, client reports, and commit.
+///     per-release counts, per-day counts, environments and guards, sessions, aggregates,
+///     attachments, client reports, and commit.
+/// An issue's first and last seen (and its releases' and days') are its events' own times
+/// (`EventRecord.timestamp`), in whatever order they arrive.
 /// Under the lock (PostgreSQL) or SQLite's write lock (`BEGIN IMMEDIATE`) nothing read in step 1
 /// can change before the commit, so the replay is exact.
 extension SQLStore {
@@ -32,6 +36,8 @@ extension SQLStore {
         var status: IssueStatus
         var resolvedIn: String?
         var lastRelease: String?
+        /// The earliest and latest event time of the batch's events (first seen of a new issue).
+        var firstSeen: Date
         var lastSeen: Date
         var events: Int64 = 0
         var newUsers: Int64 = 0
@@ -47,6 +53,19 @@ extension SQLStore {
         var events: Int64
         var firstSeen: Date
         var lastSeen: Date
+    }
+
+    /// A day (UTC, days since 1970) of an issue's events (`issue_days`).
+    private struct DayKey: Hashable {
+        let issue: IssueKey
+        let day: Int64
+    }
+
+    /// An environment or guard an issue's events carry (`issue_facets`).
+    private struct FacetKey: Hashable {
+        let issue: IssueKey
+        let facet: String
+        let value: String
     }
 
     private struct UserKey: Hashable {
@@ -81,6 +100,7 @@ extension SQLStore {
             let storedIDs: Int
             let issues: Int
             let users: Int?
+            let facets: Int?
         }
         var projectReads: [ProjectReads] = []
         for project in projects {
@@ -114,7 +134,23 @@ extension SQLStore {
                     """,
                     pairs.flatMap { [DBValue.text($0.hash), .text($0.user)] } + [.int(project)]))
             }
-            projectReads.append(ProjectReads(project: project, storedIDs: storedIDs, issues: issues, users: usersIndex))
+            let facetTriples = Array(Set(ofProject.flatMap { event in
+                Self.facets(of: event).map { [event.grouping.hash, $0.facet, $0.value] }
+            }))
+            var facetsIndex: Int?
+            if !facetTriples.isEmpty {
+                // Exactly the batch's (issue, facet, value) triples: one primary-key lookup each.
+                facetsIndex = reads.count
+                reads.append(SQLStatement(
+                    """
+                    SELECT p.column1 AS fingerprint_hash, p.column2 AS facet, p.column3 AS value
+                    FROM (VALUES \(Array(repeating: "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT))", count: facetTriples.count).joined(separator: ", "))) AS p
+                    JOIN issues i ON i.project_id = ? AND i.fingerprint_hash = p.column1
+                    JOIN issue_facets f ON f.issue_id = i.id AND f.facet = p.column2 AND f.value = p.column3
+                    """,
+                    facetTriples.flatMap { $0.map { DBValue.text($0) } } + [.int(project)]))
+            }
+            projectReads.append(ProjectReads(project: project, storedIDs: storedIDs, issues: issues, users: usersIndex, facets: facetsIndex))
         }
 
         do {
@@ -122,6 +158,8 @@ extension SQLStore {
             var storedEvents = Set<IssueKey>()  // (project, event id)
             var issues: [IssueKey: IssueReplay] = [:]
             var knownUsers = Set<UserKey>()
+            var facets = Set<FacetKey>()  // stored, then also the batch's
+            var facetOrder: [FacetKey] = []  // the batch's new ones
             for entry in projectReads {
                 for row in read[entry.storedIDs] {
                     if let id = row.string("event_id") { storedEvents.insert(IssueKey(project: entry.project, hash: id)) }
@@ -131,7 +169,13 @@ extension SQLStore {
                     issues[IssueKey(project: entry.project, hash: hash)] = IssueReplay(
                         id: id, first: nil, status: IssueStatus(rawValue: row.string("status") ?? "") ?? .unresolved,
                         resolvedIn: row.string("resolved_in_release"), lastRelease: row.string("last_release"),
-                        lastSeen: .distantPast)
+                        firstSeen: .distantFuture, lastSeen: .distantPast)
+                }
+                if let index = entry.facets {
+                    for row in read[index] {
+                        guard let hash = row.string("fingerprint_hash"), let facet = row.string("facet"), let value = row.string("value") else { continue }
+                        facets.insert(FacetKey(issue: IssueKey(project: entry.project, hash: hash), facet: facet, value: value))
+                    }
                 }
                 if let users = entry.users {
                     for row in read[users] {
@@ -147,6 +191,8 @@ extension SQLStore {
             var releases: [ReleaseKey: ReleaseReplay] = [:]
             var releaseOrder: [ReleaseKey] = []
             var newUsers: [UserKey] = []
+            var days: [DayKey: Int64] = [:]
+            var dayOrder: [DayKey] = []
             var storedInBatch: [(index: Int, event: EventRecord, issue: IssueKey, newIssue: Bool, regressed: Bool)] = []
             for (index, write) in writes.enumerated() {
                 guard let event = write.event else { continue }
@@ -176,13 +222,23 @@ extension SQLStore {
                     }
                     if issue.events == 0 { issueOrder.append(key) }
                     issue.events += 1
-                    issue.lastSeen = max(issue.lastSeen, event.received)
+                    issue.firstSeen = min(issue.firstSeen, event.timestamp)
+                    issue.lastSeen = max(issue.lastSeen, event.timestamp)
                     issues[key] = issue
                 } else {
                     newIssue = true
                     issueOrder.append(key)
                     issues[key] = IssueReplay(id: nil, first: event, status: .unresolved, resolvedIn: nil,
-                                              lastRelease: event.release, lastSeen: event.received, events: 1)
+                                              lastRelease: event.release, firstSeen: event.timestamp, lastSeen: event.timestamp, events: 1)
+                }
+                let dayKey = DayKey(issue: key, day: Self.day(event.timestamp))
+                if let count = days[dayKey] { days[dayKey] = count + 1 } else {
+                    days[dayKey] = 1
+                    dayOrder.append(dayKey)
+                }
+                for (facet, value) in Self.facets(of: event) {
+                    let facetKey = FacetKey(issue: key, facet: facet, value: value)
+                    if facets.insert(facetKey).inserted { facetOrder.append(facetKey) }
                 }
                 if let user = event.userKey {
                     let userKey = UserKey(issue: key, user: user)
@@ -195,11 +251,12 @@ extension SQLStore {
                     let releaseKey = ReleaseKey(issue: key, release: release)
                     if var known = releases[releaseKey] {
                         known.events += 1
-                        known.lastSeen = max(known.lastSeen, event.received)
+                        known.firstSeen = min(known.firstSeen, event.timestamp)
+                        known.lastSeen = max(known.lastSeen, event.timestamp)
                         releases[releaseKey] = known
                     } else {
                         releaseOrder.append(releaseKey)
-                        releases[releaseKey] = ReleaseReplay(events: 1, firstSeen: event.received, lastSeen: event.received)
+                        releases[releaseKey] = ReleaseReplay(events: 1, firstSeen: event.timestamp, lastSeen: event.timestamp)
                     }
                 }
                 storedInBatch.append((index, event, key, newIssue, regressed))
@@ -224,15 +281,15 @@ extension SQLStore {
                     let issue = issues[key]!
                     let first = issue.first!
                     return [.int(key.project), .text(key.hash), .text(first.grouping.algorithm), .text(first.grouping.title),
-                            .text(first.grouping.culprit), .text(first.level), Self.time(first.received), Self.time(issue.lastSeen),
+                            .text(first.grouping.culprit), .text(first.level), Self.time(issue.firstSeen), Self.time(issue.lastSeen),
                             Self.text(first.release), Self.text(issue.lastRelease), .int(issue.events), .int(issue.newUsers)]
                 })
-            // Per touched issue: id, events, new users, last seen, last release, regressed (1 or 0).
+            // Per touched issue: id, events, new users, last seen, last release, regressed (1 or 0), first seen.
             let issueUpdates: [[DBValue]] = touchedIssues.compactMap { key in
                 let issue = issues[key]!
                 guard let id = issue.id else { return nil }
                 return [.int(id), .int(issue.events), .int(issue.newUsers), Self.time(issue.lastSeen), Self.text(issue.lastRelease),
-                        .int(issue.regressed ? 1 : 0)]
+                        .int(issue.regressed ? 1 : 0), Self.time(issue.firstSeen)]
             }
             if postgres {
                 // One statement for all (each statement costs PostgreSQL a parse and plan). VALUES
@@ -242,12 +299,13 @@ extension SQLStore {
                     prefix: """
                         UPDATE issues SET event_count = event_count + v.column2, user_count = user_count + v.column3,
                             last_seen = CASE WHEN issues.last_seen > v.column4 THEN issues.last_seen ELSE v.column4 END,
+                            first_seen = CASE WHEN issues.first_seen < v.column7 THEN issues.first_seen ELSE v.column7 END,
                             last_release = v.column5,
                             status = CASE WHEN v.column6 = 1 THEN 'regressed' ELSE issues.status END,
                             resolved_in_release = CASE WHEN v.column6 = 1 THEN NULL ELSE issues.resolved_in_release END
                         FROM (VALUES
                         """,
-                    row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT))",
+                    row: "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS DOUBLE PRECISION))",
                     suffix: ") AS v WHERE issues.id = v.column1",
                     rows: issueUpdates)
             } else {
@@ -258,6 +316,7 @@ extension SQLStore {
                         """
                         UPDATE issues SET event_count = event_count + ?2, user_count = user_count + ?3,
                             last_seen = CASE WHEN last_seen > ?4 THEN last_seen ELSE ?4 END,
+                            first_seen = CASE WHEN first_seen < ?7 THEN first_seen ELSE ?7 END,
                             last_release = ?5,
                             status = CASE WHEN ?6 = 1 THEN 'regressed' ELSE status END,
                             resolved_in_release = CASE WHEN ?6 = 1 THEN NULL ELSE resolved_in_release END
@@ -292,6 +351,8 @@ extension SQLStore {
                 row: "(\(Self.issueIDSubquery), ?, ?, ?, ?)",
                 suffix: """
                      ON CONFLICT (issue_id, release) DO UPDATE SET event_count = issue_releases.event_count + excluded.event_count,
+                        first_seen = CASE WHEN issue_releases.first_seen < excluded.first_seen
+                            THEN issue_releases.first_seen ELSE excluded.first_seen END,
                         last_seen = CASE WHEN issue_releases.last_seen > excluded.last_seen
                             THEN issue_releases.last_seen ELSE excluded.last_seen END
                     """,
@@ -300,6 +361,19 @@ extension SQLStore {
                     return [.int(key.issue.project), .text(key.issue.hash), .text(key.release), .int(release.events),
                             Self.time(release.firstSeen), Self.time(release.lastSeen)]
                 })
+            // One row per (issue, day), for the same reason; only facets not stored yet.
+            statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
+                prefix: "INSERT INTO issue_days (issue_id, day, events) VALUES ",
+                row: "(\(Self.issueIDSubquery), ?, ?)",
+                suffix: " ON CONFLICT (issue_id, day) DO UPDATE SET events = issue_days.events + excluded.events",
+                rows: dayOrder.map { key in [.int(key.issue.project), .text(key.issue.hash), .int(key.day), .int(days[key]!)] })
+            statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
+                prefix: "INSERT INTO issue_facets (issue_id, facet, value) VALUES ",
+                row: "(\(Self.issueIDSubquery), ?, ?)",
+                suffix: " ON CONFLICT (issue_id, facet, value) DO NOTHING",
+                rows: facetOrder.map { key in [.int(key.issue.project), .text(key.issue.hash), .text(key.facet), .text(key.value)] })
             statements += Self.sessionStatements(writes, rowsPerStatement: rowsPerStatement)
             for write in writes {
                 statements += Self.otherItemStatements(write)
@@ -326,6 +400,17 @@ extension SQLStore {
             throw error
         }
     }
+
+    /// The facets of an event its issue is filtered by (`issue_facets`): its environment and guard.
+    private static func facets(of event: EventRecord) -> [(facet: String, value: String)] {
+        var facets: [(facet: String, value: String)] = []
+        if let environment = event.environment { facets.append(("environment", environment)) }
+        if let guardName = event.incidentGuard { facets.append(("guard", guardName)) }
+        return facets
+    }
+
+    /// The UTC day of `date`, in days since 1970 (`issue_days.day`).
+    static func day(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 / 86_400).rounded(.down)) }
 
     /// Rows per multi-row statement: 100 on PostgreSQL (65,535 parameters per statement at most);
     /// 1 on SQLite. SQLite runs statements in process, so a statement costs it no round trip, and a

@@ -231,12 +231,82 @@ public final class SQLStore: CollectorStore {
             // (`checkStorage`), to see space come back without waiting for ingest. Empty otherwise.
             "CREATE TABLE storage_probe (id {int} PRIMARY KEY, data {blob} NOT NULL)",
         ]),
+        (7, [
+            // Event time is the event's own timestamp clamped to its arrival (never later) and to
+            // `EventRecord.maxTimestampAge` (90 days) before it; issue and release first/last
+            // seen follow it (kept where retention already deleted the events).
+            """
+            UPDATE events SET timestamp = CASE WHEN timestamp > received THEN received ELSE received - 7776000 END
+            WHERE timestamp > received OR timestamp < received - 7776000
+            """,
+            """
+            CREATE TABLE migration7_times (
+                issue_id {int} NOT NULL, release TEXT NOT NULL, first_ts {real} NOT NULL, last_ts {real} NOT NULL,
+                PRIMARY KEY (issue_id, release))
+            """,
+            """
+            INSERT INTO migration7_times (issue_id, release, first_ts, last_ts)
+                SELECT issue_id, coalesce(release, ''), min(timestamp), max(timestamp) FROM events GROUP BY issue_id, coalesce(release, '')
+            """,
+            """
+            UPDATE issues SET
+                first_seen = (SELECT CASE WHEN min(t.first_ts) < issues.first_seen THEN min(t.first_ts) ELSE issues.first_seen END
+                              FROM migration7_times t WHERE t.issue_id = issues.id),
+                last_seen = (SELECT coalesce(max(t.last_ts), issues.last_seen) FROM migration7_times t WHERE t.issue_id = issues.id)
+            """,
+            """
+            UPDATE issue_releases SET
+                first_seen = (SELECT CASE WHEN min(t.first_ts) < issue_releases.first_seen THEN min(t.first_ts)
+                                  ELSE issue_releases.first_seen END
+                              FROM migration7_times t WHERE t.issue_id = issue_releases.issue_id AND t.release = issue_releases.release),
+                last_seen = (SELECT coalesce(max(t.last_ts), issue_releases.last_seen) FROM migration7_times t
+                             WHERE t.issue_id = issue_releases.issue_id AND t.release = issue_releases.release)
+            """,
+            "DROP TABLE migration7_times",
+            // Prevented crashes by event time (the prevented-crashes page).
+            "DROP VIEW incidents",
+            """
+            CREATE VIEW incidents AS
+                SELECT project_id, event_id, issue_id, incident_guard AS guard_name, release, received, timestamp
+                FROM events WHERE incident_guard IS NOT NULL
+            """,
+            "CREATE INDEX events_incident_time ON events (project_id, timestamp) WHERE incident_guard IS NOT NULL",
+            // Events per issue and UTC day (days since 1970), by event time: the issue list's sparklines.
+            """
+            CREATE TABLE issue_days (
+                issue_id {int} NOT NULL REFERENCES issues(id), day {int} NOT NULL, events {int} NOT NULL,
+                PRIMARY KEY (issue_id, day)){without_rowid}
+            """,
+            """
+            INSERT INTO issue_days (issue_id, day, events)
+                SELECT issue_id, CAST({floor}(timestamp / 86400) AS {int}), count(*) FROM events
+                GROUP BY issue_id, CAST({floor}(timestamp / 86400) AS {int})
+            """,
+            // The environments and guards (`facet` 'environment' or 'guard') of an issue's events:
+            // the issue list's filters.
+            """
+            CREATE TABLE issue_facets (
+                issue_id {int} NOT NULL REFERENCES issues(id), facet TEXT NOT NULL, value TEXT NOT NULL,
+                PRIMARY KEY (issue_id, facet, value)){without_rowid}
+            """,
+            "CREATE INDEX issue_facets_value ON issue_facets (facet, value)",
+            "INSERT INTO issue_facets (issue_id, facet, value) SELECT DISTINCT issue_id, 'environment', environment FROM events WHERE environment IS NOT NULL",
+            "INSERT INTO issue_facets (issue_id, facet, value) SELECT DISTINCT issue_id, 'guard', incident_guard FROM events WHERE incident_guard IS NOT NULL",
+            // The issue list's orders, each ending with the id (the keyset's tie-break).
+            "CREATE INDEX issues_last_seen ON issues (project_id, last_seen, id)",
+            "CREATE INDEX issues_first_seen ON issues (project_id, first_seen, id)",
+            "CREATE INDEX issues_events ON issues (project_id, event_count, id)",
+            "CREATE INDEX issues_users ON issues (project_id, user_count, id)",
+        ]),
     ]
 
     static func typed(_ statement: String, for dialect: SQLDialect) -> String {
         let types: [String: String] = dialect == .sqlite
-            ? ["{serial}": "INTEGER PRIMARY KEY AUTOINCREMENT", "{int}": "INTEGER", "{real}": "REAL", "{blob}": "BLOB", "{without_rowid}": " WITHOUT ROWID"]
-            : ["{serial}": "BIGSERIAL PRIMARY KEY", "{int}": "BIGINT", "{real}": "DOUBLE PRECISION", "{blob}": "BYTEA", "{without_rowid}": ""]
+            // `{floor}(x)` rounds a non-negative x down in a CAST to an integer (SQLite's CAST truncates, PostgreSQL's rounds).
+            ? ["{serial}": "INTEGER PRIMARY KEY AUTOINCREMENT", "{int}": "INTEGER", "{real}": "REAL", "{blob}": "BLOB", "{without_rowid}": " WITHOUT ROWID",
+               "{floor}": ""]
+            : ["{serial}": "BIGSERIAL PRIMARY KEY", "{int}": "BIGINT", "{real}": "DOUBLE PRECISION", "{blob}": "BYTEA", "{without_rowid}": "",
+               "{floor}": "floor"]
         return types.reduce(statement) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
     }
 
@@ -348,7 +418,7 @@ public final class SQLStore: CollectorStore {
         return outcome
     }
 
-    private static func issue(_ row: DBRow) -> Issue? {
+    static func issue(_ row: DBRow) -> Issue? {
         guard let id = row.int("id"), let project = row.int("project_id"),
               let hash = row.string("fingerprint_hash"), let first = row.double("first_seen"),
               let last = row.double("last_seen")
@@ -498,7 +568,7 @@ public final class SQLStore: CollectorStore {
         try await serialized {
             try await query(
                 """
-                SELECT guard_name, release, count(*) AS n, max(received) AS last_seen FROM incidents
+                SELECT guard_name, release, count(*) AS n, max(timestamp) AS last_seen FROM incidents
                 WHERE project_id = ? GROUP BY guard_name, release ORDER BY n DESC, guard_name
                 """, [Self.int(projectID)]
             ).compactMap { row in
@@ -599,6 +669,7 @@ public final class SQLStore: CollectorStore {
             let deleted = try await query("DELETE FROM events WHERE received < ? RETURNING 1 AS gone", [time]).count
             _ = try await query("DELETE FROM attachments WHERE received < ?", [time])
             _ = try await query("DELETE FROM sessions WHERE received < ?", [time])
+            _ = try await query("DELETE FROM issue_days WHERE day < ?", [Self.int(Self.day(cutoff))])
             return Int64(deleted)
         }
     }

@@ -10,7 +10,13 @@ import Testing
 struct GroupCommitTests {
     static func write(project: Int64, id: String, functions: [String], release: String?, user: String?,
                       received: Date) throws -> IngestWrite {
-        let json = Fixtures.exceptionEvent(id: id, functions: functions, release: release, user: user)
+        guard case .object(var fields) = Fixtures.exceptionEvent(id: id, functions: functions, release: release, user: user) else {
+            throw CollectorError.badRequest("test", "not an object")
+        }
+        // Captured when received: the same times in both databases (issue times are event times).
+        fields["timestamp"] = .double(received.timeIntervalSince1970)
+        fields["environment"] = .string(release == nil ? "staging" : "production")
+        let json = JSONValue.object(fields)
         let record = try EventRecord.extract(projectID: project, payload: json.jsonData(), json: json, fallbackEventID: nil,
                                              received: received)
         return IngestWrite(projectID: project, event: record, received: received)
@@ -32,6 +38,8 @@ struct GroupCommitTests {
             ("events", "SELECT event_id, issue_id, release, user_key FROM events ORDER BY id"),
             ("issue_users", "SELECT issue_id, user_key FROM issue_users ORDER BY issue_id, user_key"),
             ("issue_releases", "SELECT issue_id, release, event_count, first_seen, last_seen FROM issue_releases ORDER BY issue_id, release"),
+            ("issue_days", "SELECT issue_id, day, events FROM issue_days ORDER BY issue_id, day"),
+            ("issue_facets", "SELECT issue_id, facet, value FROM issue_facets ORDER BY issue_id, facet, value"),
             ("sessions", "SELECT sid, seq, status, errors FROM sessions ORDER BY sid"),
             ("client_reports", "SELECT reason, category, quantity FROM client_reports ORDER BY reason, category"),
             ("attachments", "SELECT event_id, filename, size FROM attachments ORDER BY id"),

@@ -83,11 +83,11 @@ public struct StoredEvent: Sendable {
     public let payload: Data
 }
 
-/// A prevented crash: which guard, in which release, when received.
+/// A prevented crash: which guard, in which release, when (its event time).
 public struct IncidentRow: Sendable, Hashable {
     public let guardName: String
     public let release: String?
-    public let received: Date
+    public let time: Date
 }
 
 /// One release-health observation for the timeline charts: a session (or `count` sessions of a
@@ -108,7 +108,7 @@ public protocol DashboardQueries: Sendable {
     func recentEvents(projectID: Int64, limit: Int) async throws -> [StoredEvent]
     /// The newest events of an issue, at most `limit`.
     func issueEvents(issueID: Int64, limit: Int) async throws -> [StoredEvent]
-    /// Prevented crashes received at or after `since`, oldest first, at most `limit`.
+    /// Prevented crashes whose event time is `since` or later, oldest first, at most `limit`.
     func incidentRows(projectID: Int64, since: Date, limit: Int) async throws -> [IncidentRow]
     /// Sessions and session aggregates started at or after `since`, at most `limit` rows.
     func sessionRows(projectID: Int64, since: Date, limit: Int) async throws -> [SessionRow]

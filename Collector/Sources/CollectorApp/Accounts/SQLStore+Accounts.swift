@@ -205,12 +205,12 @@ extension SQLStore: AccountStore, DashboardQueries {
         try await serialized {
             try await query(
                 """
-                SELECT guard_name, release, received FROM incidents WHERE project_id = ? AND received >= ?
-                ORDER BY received LIMIT ?
+                SELECT guard_name, release, timestamp FROM incidents WHERE project_id = ? AND timestamp >= ?
+                ORDER BY timestamp LIMIT ?
                 """, [Self.int(projectID), Self.time(since), Self.int(limit)]
             ).compactMap { row in
-                guard let name = row.string("guard_name"), let received = row.double("received") else { return nil }
-                return IncidentRow(guardName: name, release: row.string("release"), received: Date(timeIntervalSince1970: received))
+                guard let name = row.string("guard_name"), let time = row.double("timestamp") else { return nil }
+                return IncidentRow(guardName: name, release: row.string("release"), time: Date(timeIntervalSince1970: time))
             }
         }
     }

@@ -10,11 +10,11 @@ extension DashboardRoutes {
     func projectsPage(_ session: LoginSession) async throws -> Response {
         var rows: [HTML] = []
         for project in try await store.projects() {
-            let issues = try await store.issues(projectID: project.id)
-            let open = issues.filter { $0.status == .unresolved || $0.status == .regressed }.count
+            let open = try await store.issues(projectID: project.id, query: IssueQuery(statuses: IssueQuery.open, limit: 1)).total
+            let all = try await store.issues(projectID: project.id, query: IssueQuery(limit: 1)).total
             let incidents = try await store.incidents(projectID: project.id).reduce(Int64(0)) { $0 + $1.count }
             rows.append("""
-            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(open)</td><td class="num">\(issues.count)</td>\
+            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(open)</td><td class="num">\(all)</td>\
             <td class="num">\(incidents)</td><td>\(Layout.time(project.createdAt))</td><td><a href="/projects/\(project.id)/settings">DSN</a></td></tr>
             """)
         }
@@ -81,41 +81,6 @@ extension DashboardRoutes {
         return "<div class=\"actions\">\(forms)</div>"
     }
 
-    func issuesPage(_ session: LoginSession, _ project: Project, _ request: Request) async throws -> Response {
-        let filter = request.uri.queryParameters.get("status").map { String($0) } ?? "open"
-        let all = try await store.issues(projectID: project.id)
-        let shown = all.filter { issue in
-            switch filter {
-            case "all": return true
-            case "open": return issue.status == .unresolved || issue.status == .regressed
-            default: return issue.status.rawValue == filter
-            }
-        }
-        let filters: [HTML] = ["open", "all", "resolved", "resolved_in_next_release", "ignored", "regressed"].map { name in
-            name == filter ? "<b>\(name.replacingOccurrences(of: "_", with: " "))</b>"
-                : "<a href=\"/projects/\(project.id)?status=\(name)\">\(name.replacingOccurrences(of: "_", with: " "))</a>"
-        }
-        let returnTo = "/projects/\(project.id)?status=\(HTML.urlComponent(filter))"
-        let limit = 500
-        let rows: [HTML] = shown.prefix(limit).map { issue in
-            let releases: HTML = issue.firstRelease == issue.lastRelease ? "\(issue.lastRelease)" : "\(issue.firstRelease) → \(issue.lastRelease)"
-            return """
-            <tr><td><a href="/issues/\(issue.id)">\(issue.title)</a><div class="muted mono">\(issue.culprit)</div></td>\
-            <td>\(Self.statusBadge(issue.status))</td><td class="num">\(issue.eventCount)</td><td class="num">\(issue.userCount)</td>\
-            <td>\(Layout.time(issue.firstSeen))</td><td>\(Layout.time(issue.lastSeen))</td><td>\(releases)</td>\
-            <td>\(Self.statusActions(issue, session: session, returnTo: returnTo))</td></tr>
-            """
-        }
-        let empty: HTML = rows.isEmpty ? "<p class=\"muted\">No issues here.</p>"
-            : shown.count > limit ? "<p class=\"muted\">The \(limit) most recently seen of \(shown.count) issues.</p>" : .empty
-        let body: HTML = """
-        <h1>\(project.name): issues</h1><p class="actions">\(HTML.join(filters, separator: " · "))</p>
-        <table class="issues"><thead><tr><th>Issue</th><th>Status</th><th class="num">Events</th><th class="num">Users</th><th>First seen</th>\
-        <th>Last seen</th><th>Releases</th><th>Actions</th></tr></thead><tbody>\(rows)</tbody></table>\(empty)
-        """
-        return Layout.page(title: "\(project.name) issues", session: session, project: project, tab: .issues, body: body)
-    }
-
     func setStatus(_ session: LoginSession, _ issue: Issue, _ form: FormFields) async throws -> Response {
         guard let status = form["status"].flatMap(IssueStatus.init(rawValue:)), status != .regressed else {
             throw CollectorError.badRequest("issue.status", "status must be unresolved, resolved, resolved_in_next_release or ignored")
@@ -126,6 +91,10 @@ extension DashboardRoutes {
     }
 
     // MARK: Release health
+
+    /// How many releases the release-health charts draw: the newest (`ReleaseOrder`) of those
+    /// with sessions in the charts' 14 days.
+    static let healthChartReleases = 6
 
     func healthPage(_ session: LoginSession, _ project: Project) async throws -> Response {
         let health = try await store.releaseHealth(projectID: project.id)
@@ -139,7 +108,8 @@ extension DashboardRoutes {
         }
         let days = SVGChart.days(count: 14, now: Date())
         let rowsByRelease = Dictionary(grouping: try await queries.sessionRows(projectID: project.id, since: days[0], limit: 200_000), by: \.release)
-        let releases = health.sorted { $0.sessions > $1.sessions }.prefix(6).map(\.release)
+        // The newest releases with sessions in the charts' days (release order, not session count).
+        let releases = rowsByRelease.keys.sorted { ReleaseOrder.isNewer($0, than: $1) }.prefix(Self.healthChartReleases)
         var sessionSeries: [SVGChart.Series] = []
         var userSeries: [SVGChart.Series] = []
         var lowest = 1.0
@@ -164,8 +134,8 @@ extension DashboardRoutes {
         let yMin = max(0, (lowest * 20).rounded(.down) / 20 - 0.05)
         let labels = days.map(SVGChart.dayLabel)
         let charts: HTML = releases.isEmpty ? "<p class=\"muted\">No sessions in the last 14 days.</p>" : """
-        <div class="grid2">\(SVGChart.lines(title: "Crash-free sessions per day (UTC), by release", labels: labels, series: sessionSeries, yMin: yMin, yMax: 1, format: Layout.percent))\
-        \(SVGChart.lines(title: "Crash-free users per day (UTC), by release", labels: labels, series: userSeries, yMin: yMin, yMax: 1, format: Layout.percent))</div>
+        <div class="grid2">\(SVGChart.lines(title: "Crash-free sessions per day (UTC), newest releases", labels: labels, series: sessionSeries, yMin: yMin, yMax: 1, format: Layout.percent))\
+        \(SVGChart.lines(title: "Crash-free users per day (UTC), newest releases", labels: labels, series: userSeries, yMin: yMin, yMax: 1, format: Layout.percent))</div>
         """
         let body: HTML = """
         <h1>\(project.name): release health</h1>\(charts)
@@ -187,14 +157,14 @@ extension DashboardRoutes {
         let guards = byGuard.keys.sorted { (byGuard[$0]?.count ?? 0, $1) > (byGuard[$1]?.count ?? 0, $0) }
         let series: [SVGChart.Series] = guards.prefix(8).map { name in
             var perDay = [Double](repeating: 0, count: days.count)
-            for row in byGuard[name] ?? [] { if let day = SVGChart.dayIndex(row.received, in: days) { perDay[day] += 1 } }
+            for row in byGuard[name] ?? [] { if let day = SVGChart.dayIndex(row.time, in: days) { perDay[day] += 1 } }
             return .init(name: name, values: perDay.map { Optional($0) })
         }
         let peak = series.flatMap { $0.values.compactMap { $0 } }.max() ?? 1
         let weekAgo = now.addingTimeInterval(-7 * 86_400)
         let trendRows: [HTML] = guards.map { name in
             let rows = byGuard[name] ?? []
-            let thisWeek = rows.filter { $0.received >= weekAgo }.count
+            let thisWeek = rows.filter { $0.time >= weekAgo }.count
             let lastWeek = rows.count - thisWeek
             let trend: HTML = lastWeek == 0 ? (thisWeek == 0 ? "—" : "new") : "\(Double(thisWeek - lastWeek) / Double(lastWeek) * 100, digits: 0)%"
             return "<tr><td>\(name)</td><td class=\"num\">\(thisWeek)</td><td class=\"num\">\(lastWeek)</td><td class=\"num\">\(trend)</td></tr>"

@@ -48,6 +48,9 @@ struct DashboardRoutes: Sendable {
         router.get("projects/:id") { request, context in
             await self.page(request, context) { try await self.issuesPage($0, try await self.project(context), request) }
         }
+        router.post("projects/:id/issues/status") { request, context in
+            await self.action(request, context) { try await self.bulkStatus($0, try await self.project(context), $1) }
+        }
         router.get("projects/:id/health") { request, context in
             await self.page(request, context) { try await self.healthPage($0, try await self.project(context)) }
         }
@@ -251,10 +254,14 @@ struct DashboardRoutes: Sendable {
     }
 }
 
-/// A parsed `application/x-www-form-urlencoded` body (the first value of each field).
+/// A parsed `application/x-www-form-urlencoded` body or query string: the first value of each
+/// field, and every value of a repeated one (`all`).
 struct FormFields: Sendable {
     private var values: [String: String] = [:]
+    private var repeated: [String: [String]] = [:]
     subscript(_ name: String) -> String? { values[name] }
+    /// Every value of the field, in order (checkboxes of one name).
+    func all(_ name: String) -> [String] { repeated[name] ?? [] }
 
     static func read(_ request: Request, limit: Int) async throws -> FormFields {
         var request = request
@@ -274,7 +281,9 @@ struct FormFields: Sendable {
                 return spaced.removingPercentEncoding ?? spaced
             }
             let name = decode(parts[0])
-            if fields.values[name] == nil { fields.values[name] = parts.count > 1 ? decode(parts[1]) : "" }
+            let value = parts.count > 1 ? decode(parts[1]) : ""
+            if fields.values[name] == nil { fields.values[name] = value }
+            fields.repeated[name, default: []].append(value)
         }
         return fields
     }

@@ -102,9 +102,8 @@ enum SVGChart {
             let yy = y(value)
             parts.append("<line class=\"grid\" x1=\"\(left, digits: 1)\" y1=\"\(yy, digits: 1)\" x2=\"\(width - right, digits: 1)\" y2=\"\(yy, digits: 1)\"/><text class=\"axis\" x=\"\(left - 6, digits: 1)\" y=\"\(yy + 4, digits: 1)\" text-anchor=\"end\">\(format(value))</text>")
         }
-        let every = max(1, labels.count / 7)
-        for (index, label) in labels.enumerated() where index % every == 0 || index == labels.count - 1 {
-            parts.append("<text class=\"axis\" x=\"\(x(index), digits: 1)\" y=\"\(height - bottom + 18, digits: 1)\" text-anchor=\"middle\">\(label)</text>")
+        for index in labelIndices(count: labels.count, plotWidth: plotWidth) {
+            parts.append("<text class=\"axis\" x=\"\(x(index), digits: 1)\" y=\"\(height - bottom + 18, digits: 1)\" text-anchor=\"middle\">\(labels[index])</text>")
         }
         for (seriesIndex, entry) in series.enumerated() {
             let color = palette[seriesIndex % palette.count]
@@ -129,6 +128,18 @@ enum SVGChart {
         <figure class="chart"><svg viewBox="0 0 \(Int(width)) \(Int(height))" role="img" aria-label="\(title)" xmlns="http://www.w3.org/2000/svg">\
         <title>\(title)</title>\(parts)</svg><figcaption>\(title)</figcaption><ul class="legend">\(legend)</ul></figure>
         """
+    }
+
+    /// Horizontal room an x-axis label needs (a `MM-dd` day at 11 px and a gap), in chart units.
+    static let labelSpacing = 44.0
+
+    /// Which of `count` x positions spread over `plotWidth` get a label: at most 8, never two
+    /// closer than `labelSpacing`, counted back from the last (today), which always has one.
+    static func labelIndices(count: Int, plotWidth: Double) -> [Int] {
+        guard count > 1 else { return count == 1 ? [0] : [] }
+        let gap = plotWidth / Double(count - 1)
+        let step = max(1, Int((Double(count) / 8).rounded(.up)), Int((labelSpacing / gap).rounded(.up)))
+        return Array(stride(from: count - 1, through: 0, by: -step).reversed())
     }
 
     /// The last `count` days up to `now` (UTC midnights), oldest first.

@@ -26,8 +26,9 @@ enum Layout {
             body: .init(byteBuffer: ByteBuffer(string: html.rendered)))
     }
 
-    /// A logged-in page: header, project navigation (when `project` is set), then `body`.
-    static func page(title: String, session: LoginSession, project: Project? = nil, tab: Tab, body: HTML) -> Response {
+    /// A logged-in page: header, project navigation (when `project` is set), then `body`;
+    /// `wide`: the content takes the window's whole width (tables with many columns).
+    static func page(title: String, session: LoginSession, project: Project? = nil, tab: Tab, body: HTML, wide: Bool = false) -> Response {
         var nav: [HTML] = []
         if let project {
             let tabs: [(Tab, String, String)] = [
@@ -47,7 +48,7 @@ enum Layout {
         <header class="top"><a class="brand" href="/projects">CrashShield collector</a>\(projectName)
         <div class="user"><a href="/account" title="Your password and API tokens"\(tab == .account ? HTML(" aria-current=\"page\"") : HTML.empty)>\(session.account.name)</a>\(accountsLink)
         <form class="logout" method="post" action="/logout">\(csrfField(session))<button type="submit">Log out</button></form></div></header>
-        \(navHTML)<main>\(body)</main>
+        \(navHTML)<main\(wide ? HTML(" class=\"wide\"") : HTML.empty)>\(body)</main>
         """
         return document(title: title, body: html)
     }
@@ -84,13 +85,14 @@ enum DashboardStyle {
     nav.tabs { display: flex; gap: .2rem; padding: 0 1.2rem; background: #fff; border-bottom: 1px solid var(--line); flex-wrap: wrap; }
     nav.tabs a { padding: .55rem .8rem; color: var(--muted); border-bottom: 2px solid transparent; }
     nav.tabs a[aria-current=page] { color: var(--fg); border-bottom-color: var(--accent); }
-    main { padding: 1.2rem; max-width: 1200px; }
+    main { padding: 1.2rem; max-width: 1200px; } main.wide { max-width: none; }
     main.login { max-width: 360px; margin: 10vh auto; background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1.5rem; }
     main.login label { display: block; margin: .6rem 0; } main.login input { display: block; width: 100%; margin-top: .2rem; }
     h1 { font-size: 1.35rem; margin: 0 0 .8rem; overflow-wrap: anywhere; } h2 { font-size: 1.05rem; margin: 1.4rem 0 .5rem; }
     table { border-collapse: collapse; width: 100%; background: #fff; border: 1px solid var(--line); }
     th, td { text-align: left; padding: .35rem .55rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: anywhere; }
-    th { background: #f3f4f6; font-weight: 600; font-size: .85rem; } td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+    th { background: #f3f4f6; font-weight: 600; font-size: .85rem; overflow-wrap: normal; } thead th { white-space: nowrap; }
+    td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; } td.num { white-space: nowrap; }
     input, textarea, select, button { font: inherit; padding: .35rem .5rem; border: 1px solid #d1d5db; border-radius: 4px; }
     button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }
     button.secondary { background: #fff; color: var(--fg); border-color: #d1d5db; }
@@ -99,7 +101,7 @@ enum DashboardStyle {
     code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12.5px; }
     pre { background: #fff; border: 1px solid var(--line); padding: .6rem; overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
     .muted { color: var(--muted); } .error { color: var(--bad); } .notice { color: var(--good); }
-    .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; font-size: .78rem; background: #e5e7eb; }
+    .badge { display: inline-block; padding: 0 .45rem; border-radius: 999px; font-size: .78rem; background: #e5e7eb; white-space: nowrap; overflow-wrap: normal; }
     .badge.unresolved, .badge.regressed { background: #fee2e2; color: var(--bad); } .badge.resolved, .badge.resolved_in_next_release { background: #dcfce7; color: var(--good); }
     .badge.ignored { background: #f3f4f6; color: var(--muted); } .badge.inapp { background: #dbeafe; color: #1d4ed8; }
     tr.inapp td { background: #eff6ff; } tr.crashed td { background: #fef2f2; }
@@ -114,5 +116,19 @@ enum DashboardStyle {
     ul.legend { list-style: none; padding: 0; margin: .3rem 0 0; display: flex; gap: .8rem; flex-wrap: wrap; font-size: .85rem; }
     .swatch { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }
     details { margin: .4rem 0; } summary { cursor: pointer; }
+    form.filters { display: flex; flex-wrap: wrap; gap: .4rem; align-items: center; margin-bottom: .6rem; }
+    form.filters input[type=search] { flex: 1 1 16rem; }
+    .listbar { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; margin: .4rem 0; }
+    .listbar form { display: flex; gap: .3rem; align-items: center; } .listbar .pager { margin-left: auto; display: flex; gap: .8rem; }
+    button.small, .listbar button { padding: .1rem .5rem; font-size: .85rem; }
+    table.issues td { vertical-align: middle; } table.issues td.issue { width: 100%; min-width: 14rem; }
+    table.issues td.time, table.issues td.status { white-space: nowrap; overflow-wrap: normal; }
+    table.issues td.release { white-space: nowrap; overflow-wrap: normal; max-width: 10rem; overflow: hidden; text-overflow: ellipsis; }
+    @media (max-width: 1000px) { table.issues .optional { display: none; } }
+    table.issues th a { color: inherit; } table.issues th[aria-sort] a { color: var(--accent); }
+    svg.spark { display: block; } svg.spark rect { fill: var(--accent); } svg.spark line { stroke: #d1d5db; stroke-width: 1; }
+    details.menu { position: relative; margin: 0; } details.menu summary { list-style: none; padding: 0 .5rem; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; }
+    details.menu summary::-webkit-details-marker { display: none; }
+    details.menu .actions { position: absolute; right: 0; z-index: 2; flex-direction: column; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .4rem; white-space: nowrap; box-shadow: 0 4px 12px rgba(0,0,0,.08); }
     """ + SVGChart.palette.enumerated().map { ".swatch.c\($0.offset) { background: \($0.element); }" }.joined(separator: "\n")
 }
