@@ -231,6 +231,10 @@ public final class SQLStore: CollectorStore {
             // (`checkStorage`), to see space come back without waiting for ingest. Empty otherwise.
             "CREATE TABLE storage_probe (id {int} PRIMARY KEY, data {blob} NOT NULL)",
         ]),
+        (7, [
+            // An event's attachments, listed on the issue page (`eventAttachments`).
+            "CREATE INDEX IF NOT EXISTS attachments_event ON attachments (project_id, event_id)",
+        ]),
     ]
 
     static func typed(_ statement: String, for dialect: SQLDialect) -> String {
