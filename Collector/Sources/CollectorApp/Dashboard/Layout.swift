@@ -114,5 +114,8 @@ enum DashboardStyle {
     ul.legend { list-style: none; padding: 0; margin: .3rem 0 0; display: flex; gap: .8rem; flex-wrap: wrap; font-size: .85rem; }
     .swatch { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }
     details { margin: .4rem 0; } summary { cursor: pointer; }
+    table.kv th { width: 30%; max-width: 14rem; background: #f9fafb; font-weight: 500; } tr[aria-current] td { background: #fefce8; }
+    td.nowrap { white-space: nowrap; overflow-wrap: normal; }
+    .eventnav span.muted { cursor: default; } td.crumb-data div { white-space: pre-wrap; }
     """ + SVGChart.palette.enumerated().map { ".swatch.c\($0.offset) { background: \($0.element); }" }.joined(separator: "\n")
 }
