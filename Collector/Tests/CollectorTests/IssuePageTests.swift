@@ -269,6 +269,29 @@ struct IssuePageTests {
         }
     }
 
+    /// An issue whose events retention deleted still has a page, which says so.
+    @Test func anIssueWithoutStoredEventsSaysSo() async throws {
+        let fresh = try await TestDatabase.fresh()
+        do {
+            try await Harness.run({ $0.adminPassword = DashboardTests.adminPassword; $0.database = fresh.database }) { harness in
+                let browser = Browser(baseURL: harness.client.baseURL)
+                try await Self.post(harness, Fixtures.exceptionEvent())
+                #expect(try await browser.logIn().status == 303)
+                #expect(!(try await browser.get("/issues/1").text.contains("data-no-events")))
+                let store = try await TestDatabase.open(fresh.database)
+                #expect(try await store.deleteData(receivedBefore: Date().addingTimeInterval(60)) == 1)
+                try await store.close()
+                let page = try await browser.get("/issues/1")
+                #expect(page.status == 200)
+                #expect(page.text.contains("data-no-events") && !page.text.contains("data-nav="))
+            }
+        } catch {
+            await fresh.drop()
+            throw error
+        }
+        await fresh.drop()
+    }
+
     // MARK: Attachments
 
     /// Attachments are listed on their event with name, type, content type and size, and download

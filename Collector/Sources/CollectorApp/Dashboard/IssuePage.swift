@@ -374,7 +374,8 @@ extension DashboardRoutes {
     // MARK: Page
 
     /// The issue page showing one of its events in full: `eventID`, or the newest when nil (404
-    /// when the issue has no event with this id). `?stack=full` shows every frame, otherwise
+    /// when the issue has no event with this id; without `eventID`, a note when retention deleted
+    /// all of them). `?stack=full` shows every frame, otherwise
     /// in-app frames only. Links lead to the first, older, newer and latest events (each page
     /// keeps the stack choice) and to the event's JSON as received.
     func issuePage(_ session: LoginSession, _ issue: Issue, eventID: String? = nil, request: Request? = nil) async throws -> Response {
@@ -408,6 +409,8 @@ extension DashboardRoutes {
             sections += Self.eventSections(json, full: full)
             let attachments = try await queries.eventAttachments(projectID: issue.projectID, eventID: event.eventID, limit: Self.attachmentsShown)
             sections.append(Self.attachmentsSection(attachments, projectID: issue.projectID))
+        } else {
+            sections.append("<p class=\"muted\" data-no-events>No event of this issue is stored any more (events older than the retention period are deleted; the issue's counts stay).</p>")
         }
         let events = try await queries.issueEvents(issueID: issue.id, limit: 500)
         let parsed: [(StoredEvent, JSONValue)] = events.compactMap { event in EventView.parse(event.payload).map { (event, $0) } }
