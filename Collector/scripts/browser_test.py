@@ -2,7 +2,10 @@
 checks that the issue list's headers and badges never break inside a word and that the table
 takes the page's width (at two window widths), that a batch captured over 14 days draws its
 sparkline bars on those days, searches it, pages through it, resolves several issues at once,
-resolves an issue, edits and rolls back the remote configuration, creates an API token and uses
+walks an issue's events (the latest, then an older one, in full; the full stack; downloads an
+attachment, checks an HTML one is served as a file and only with a login; the crashed thread of
+CrashShield's own crash shows its frames), resolves an issue, edits and rolls back the remote
+configuration, creates an API token and uses
 it on the JSON API (urllib) until it is revoked, adds an account, changes the admin password and
 logs in with the new one, resets the added account's password (its session, held by a script,
 ends; the old password is refused, the new one logs in; with LOG_DIR, the collector's logs there
@@ -129,6 +132,13 @@ def session_lands_on(opener, path):
     """The path the session's GET of `path` ends on after redirects."""
     with opener.open(base + path, timeout=30) as response:
         return urllib.parse.urlparse(response.geturl()).path
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the 303 comes back as an HTTPError (to see where an anonymous request is sent)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
 
 
 def console_errors():
@@ -264,6 +274,73 @@ try:
     check("the issue page shows the OS breakdown", "iOS 17.4" in body)
     driver.save_screenshot(os.path.join(shots, "08-issue.png"))
     check("the issue page has no console errors", not console_errors())
+
+    # Its events: the latest is shown in full; "Older" opens the other one, in full as well.
+    latest_id = driver.find_element(By.CSS_SELECTOR, "[data-event-id]").text
+    check("the issue page shows its latest event", "Latest event" in body and "browser-app@1.1.0 · test" in body, latest_id)
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "a[data-nav=older]"))
+    older_id = driver.find_element(By.CSS_SELECTOR, "[data-event-id]").text
+    body = driver.find_element(By.TAG_NAME, "body").text
+    check("'Older' opens the older event at its own URL", older_id != latest_id and driver.current_url.endswith(f"/events/{older_id}")
+          and "browser-app@1.0.0 · test" in body, driver.current_url)
+    check("the older event is shown in full", "parse_header" in body and "ada@example.com" in body and "coupon" in body and "SPRING" in body)
+    check("breadcrumb data is shown", "view: SettingsViewController" in body)
+    check("the SDK section names the SDK", "sentry.python" in body)
+    check("json's own frames are hidden by default", "raw_decode" not in body)
+    check("a link leads back to the newer event", driver.find_element(By.CSS_SELECTOR, "a[data-nav=newer]").get_attribute("href").endswith(latest_id))
+    driver.save_screenshot(os.path.join(shots, "08b-issue-older-event.png"))
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "a[data-stack=full]"))
+    body = driver.find_element(By.TAG_NAME, "body").text
+    check("the full stack shows json's frames", "raw_decode" in body and "stack=full" in driver.current_url and "browser-app@1.0.0" in body)
+    driver.save_screenshot(os.path.join(shots, "08c-issue-full-stack.png"))
+    for selector, shot in (("section.user", "08d-issue-user-request"), ("section.contexts", "08e-issue-contexts-extra-sdk")):
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", driver.find_element(By.CSS_SELECTOR, selector))
+        driver.save_screenshot(os.path.join(shots, shot + ".png"))
+
+    # Attachments: listed with their names as text; a click downloads the file, never renders it.
+    section = driver.find_element(By.CSS_SELECTOR, "section.attachments")
+    check("the attachments are listed", "app.log" in section.text and "<b>report</b>.html" in section.text and "text/plain" in section.text,
+          section.text)
+    check("an attachment's name is not markup", not section.find_elements(By.CSS_SELECTOR, "b"))
+    downloads = os.path.abspath(os.path.join(shots, "downloads"))
+    os.makedirs(downloads, exist_ok=True)
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+    link = section.find_element(By.PARTIAL_LINK_TEXT, "app.log")
+    page_url = driver.current_url
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", link)
+    link.click()
+    saved = os.path.join(downloads, "app.log")
+    wait_until(lambda: os.path.exists(saved) and os.path.getsize(saved) > 0, "the attachment download")
+    with open(saved, "rb") as download:
+        check("the downloaded attachment holds the bytes sent", download.read() == b"log of browser-app@1.0.0\n")
+    check("downloading leaves the page in place", driver.current_url == page_url, driver.current_url)
+    driver.save_screenshot(os.path.join(shots, "08f-issue-attachments.png"))
+    cookie = driver.get_cookie("csc_session")["value"]
+    hostile = section.find_element(By.PARTIAL_LINK_TEXT, "report").get_attribute("href")
+    with urllib.request.urlopen(urllib.request.Request(hostile, headers={"Cookie": f"csc_session={cookie}"}), timeout=30) as response:
+        headers = response.headers
+        check("an HTML attachment downloads as a file", headers["Content-Type"] == "application/octet-stream"
+              and headers["Content-Disposition"].startswith("attachment;") and headers["X-Content-Type-Options"] == "nosniff",
+              str(dict(headers)))
+        check("an HTML attachment's bytes are as sent", response.read() == b"<script>alert('attachment')</script>")
+    try:
+        with urllib.request.build_opener(NoRedirect).open(hostile, timeout=30) as response:
+            anonymous = (response.status, response.headers.get("Location", ""))
+    except urllib.error.HTTPError as error:
+        anonymous = (error.code, error.headers.get("Location", ""))
+    check("an attachment needs a login", anonymous[0] == 303 and anonymous[1].startswith("/login"), str(anonymous))
+    check("the event pages have no console errors", not console_errors())
+
+    # CrashShield's own crash: the crashed thread shows the exception's frames.
+    driver.get(base + "/projects/1?status=all")
+    click_and_wait(driver.find_element(By.PARTIAL_LINK_TEXT, "bad memory access"))
+    thread = driver.find_element(By.CSS_SELECTOR, "details[data-thread='29661']")
+    check("the crashed thread of a CrashShield crash shows its frames", "csc_crash_segv" in thread.text and "No stack frames" not in thread.text,
+          thread.text[:300])
+    check("frames name their package and address", "shield" in thread.text and "0x565401d00f00" in thread.text)
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", thread)
+    driver.save_screenshot(os.path.join(shots, "08g-crashed-thread.png"))
+    driver.get(issue_url)
 
     # Resolve it.
     click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-action=resolved]"))

@@ -298,6 +298,10 @@ public final class SQLStore: CollectorStore {
             "CREATE INDEX issues_events ON issues (project_id, event_count, id)",
             "CREATE INDEX issues_users ON issues (project_id, user_count, id)",
         ]),
+        (8, [
+            // An event's attachments, listed on the issue page (`eventAttachments`).
+            "CREATE INDEX IF NOT EXISTS attachments_event ON attachments (project_id, event_id)",
+        ]),
     ]
 
     static func typed(_ statement: String, for dialect: SQLDialect) -> String {

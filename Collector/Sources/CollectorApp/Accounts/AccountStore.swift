@@ -112,4 +112,12 @@ public protocol DashboardQueries: Sendable {
     func incidentRows(projectID: Int64, since: Date, limit: Int) async throws -> [IncidentRow]
     /// Sessions and session aggregates started at or after `since`, at most `limit` rows.
     func sessionRows(projectID: Int64, since: Date, limit: Int) async throws -> [SessionRow]
+    /// One event of an issue (`eventID`, or the newest when nil) with the ids of its neighbours in
+    /// the issue's order; nil when the issue has no such event. See `IssueEventPosition`.
+    func issueEvent(issueID: Int64, projectID: Int64, eventID: String?) async throws -> IssueEventPosition?
+    /// The attachments stored with an event of the project (metadata only), in the order
+    /// received, at most `limit`.
+    func eventAttachments(projectID: Int64, eventID: String, limit: Int) async throws -> [AttachmentInfo]
+    /// One attachment of the project with its bytes; nil when the project has none with this id.
+    func attachment(projectID: Int64, id: Int64) async throws -> StoredAttachment?
 }

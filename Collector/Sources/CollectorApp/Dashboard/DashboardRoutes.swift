@@ -72,8 +72,18 @@ struct DashboardRoutes: Sendable {
         router.get("projects/:id/events/:event") { request, context in
             await self.page(request, context) { _ in try await self.eventJSON(try await self.project(context), context.parameters.get("event") ?? "") }
         }
+        router.get("projects/:id/attachments/:attachment") { request, context in
+            await self.page(request, context) { _ in
+                try await self.attachmentDownload(try await self.project(context), context.parameters.get("attachment") ?? "")
+            }
+        }
         router.get("issues/:id") { request, context in
-            await self.page(request, context) { try await self.issuePage($0, try await self.issue(context)) }
+            await self.page(request, context) { try await self.issuePage($0, try await self.issue(context), request: request) }
+        }
+        router.get("issues/:id/events/:event") { request, context in
+            await self.page(request, context) {
+                try await self.issuePage($0, try await self.issue(context), eventID: context.parameters.get("event") ?? "", request: request)
+            }
         }
         router.post("issues/:id/status") { request, context in
             await self.action(request, context) { try await self.setStatus($0, try await self.issue(context), $1) }

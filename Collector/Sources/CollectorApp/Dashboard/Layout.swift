@@ -130,5 +130,8 @@ enum DashboardStyle {
     details.menu { position: relative; margin: 0; } details.menu summary { list-style: none; padding: 0 .5rem; border: 1px solid #d1d5db; border-radius: 4px; background: #fff; }
     details.menu summary::-webkit-details-marker { display: none; }
     details.menu .actions { position: absolute; right: 0; z-index: 2; flex-direction: column; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: .4rem; white-space: nowrap; box-shadow: 0 4px 12px rgba(0,0,0,.08); }
+    table.kv th { width: 30%; max-width: 14rem; background: #f9fafb; font-weight: 500; } tr[aria-current] td { background: #fefce8; }
+    td.nowrap { white-space: nowrap; overflow-wrap: normal; }
+    .eventnav span.muted { cursor: default; } td.crumb-data div { white-space: pre-wrap; }
     """ + SVGChart.palette.enumerated().map { ".swatch.c\($0.offset) { background: \($0.element); }" }.joined(separator: "\n")
 }
