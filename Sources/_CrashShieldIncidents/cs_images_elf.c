@@ -32,16 +32,36 @@ static bool cs_path_is_system(const char *path) {
     return g_swift_runtime_dir[0] && cs_path_has_prefix(path, g_swift_runtime_dir);
 }
 
+typedef struct {
+    uintptr_t address;
+    char path[sizeof g_swift_runtime_dir];
+} cs_image_of_address;
+
+/* Finds the path of the loaded object whose load range holds `address` (dladdr would also look
+ * for the nearest symbol, a scan of the whole symbol table: ~0.5M instructions in the Swift
+ * runtime). */
+static int cs_find_image_of_address(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    cs_image_of_address *query = data;
+    uintptr_t base, end;
+    if (!cs_image_load_range(info, &base, &end) || query->address < base || query->address >= end) return 0;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    size_t length = strlen(name);
+    if (length < sizeof query->path) memcpy(query->path, name, length + 1);
+    return 1;
+}
+
 static void cs_read_paths(void) {
     ssize_t n = readlink("/proc/self/exe", g_main_path, sizeof g_main_path - 1);
     g_main_path[n > 0 ? n : 0] = 0;
-    void *swift_retain = dlsym(RTLD_DEFAULT, "swift_retain");
-    Dl_info info;
-    if (swift_retain && dladdr(swift_retain, &info) && info.dli_fname && strcmp(info.dli_fname, g_main_path) != 0) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        size_t length = slash ? (size_t)(slash - info.dli_fname + 1) : 0;
+    cs_image_of_address query = {(uintptr_t)dlsym(RTLD_DEFAULT, "swift_retain"), {0}};
+    if (query.address != 0) dl_iterate_phdr(cs_find_image_of_address, &query);
+    /* The main executable has no name in the loader's list: the runtime is then linked into it. */
+    if (query.path[0] != 0 && strcmp(query.path, g_main_path) != 0) {
+        const char *slash = strrchr(query.path, '/');
+        size_t length = slash ? (size_t)(slash - query.path + 1) : 0;
         if (length > 0 && length < sizeof g_swift_runtime_dir) {
-            memcpy(g_swift_runtime_dir, info.dli_fname, length);
+            memcpy(g_swift_runtime_dir, query.path, length);
             g_swift_runtime_dir[length] = 0;
         }
     }

@@ -425,15 +425,15 @@ static BOOL cs_gnu_make_room(const cs_gnu_patch_api *api, Class cls, size_t posi
     return YES;
 }
 
-/* Writes the entry into the table of `cls` and of the subclasses it reaches
- * (cs_gnu_write_reaches), after cs_gnu_make_room. A class whose table is not installed is left to
- * libobjc's update, which only redoes the table it prepared when that class is inside
- * +initialize (the initializing thread holds the runtime lock for the whole +initialize, so that
- * is only ever this thread) and otherwise does nothing: the runtime builds the table later from
- * the method lists, which already hold `imp`; its subclasses are not installed either.
- * Runtime lock held. */
-static void cs_gnu_write_subtree(const cs_gnu_patch_api *api, Class cls, const cs_gnu_table_write *write,
-                                 BOOL is_owner) {
+/* Writes the entries of `writes` (those whose bit is set in `active`, at most 64) into the table
+ * of `cls` and of the subclasses each reaches (cs_gnu_write_reaches), in order, after
+ * cs_gnu_make_room. A class whose table is not installed is left to libobjc's update, which only
+ * redoes the table it prepared when that class is inside +initialize (the initializing thread
+ * holds the runtime lock for the whole +initialize, so that is only ever this thread) and
+ * otherwise does nothing: the runtime builds the table later from the method lists, which already
+ * hold the new IMPs; its subclasses are not installed either. Runtime lock held. */
+static void cs_gnu_write_subtree(const cs_gnu_patch_api *api, Class cls, const cs_gnu_table_write *writes,
+                                 uint64_t active, BOOL is_owner) {
     cs_gnu_class_layout *layout = cs_gnu_layout(cls);
     if (layout->dtable == *api->uninstalled_table) {
         /* Only a class inside +initialize can have a prepared table, and libobjc marks a class
@@ -443,25 +443,90 @@ static void cs_gnu_write_subtree(const cs_gnu_patch_api *api, Class cls, const c
         if (update && (layout->info & kGNUClassInitialized)) update(cls);
         return;
     }
-    if (!is_owner && !cs_gnu_write_reaches(write, cls)) return;
-    __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
-    /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
-    api->put(layout->dtable, (size_t) * (void *const *)(const void *)write->sel, (void *)write->imp);
+    for (unsigned w = 0; w < 64 && (active >> w) != 0; w++) {
+        if (!(active & (UINT64_C(1) << w))) continue;
+        if (!is_owner && !cs_gnu_write_reaches(&writes[w], cls)) {
+            active &= ~(UINT64_C(1) << w);
+            continue;
+        }
+        __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
+        /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
+        api->put(layout->dtable, (size_t) * (void *const *)(const void *)writes[w].sel, (void *)writes[w].imp);
+    }
+    if (active == 0) return;
     for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
-        cs_gnu_write_subtree(api, sub, write, NO);
+        cs_gnu_write_subtree(api, sub, writes, active, NO);
 }
 
-/* Patches the tables for one replaced method in place; NO (no entry written) when in-place writes
- * are not usable or a table could not be given room, so the caller rebuilds instead. */
-static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacement) {
+/* Replacements whose table writes wait for the end of a deferral (cs_backend_defer_dispatch_refresh),
+ * so that one walk of an owner's subclasses serves all its replaced methods. Per thread. */
+typedef struct {
+    CS_UNRETAINED Class owner;
+    cs_gnu_table_write write;
+} cs_gnu_pending_write;
+static __thread cs_gnu_pending_write *g_pending_writes;
+static __thread size_t g_pending_write_count, g_pending_write_capacity;
+
+/* Patches the tables for `count` (≤ 64) replaced methods of `owner` in place, in one walk; NO (no
+ * entry written) when in-place writes are not usable or a table could not be given room, so the
+ * caller rebuilds instead. */
+static BOOL cs_gnu_patch_owner_tables(Class owner, const cs_gnu_table_write *writes, size_t count) {
     const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
-    if (api == NULL) return NO;
-    cs_gnu_table_write write = {sel, cs_gnu_table_position(sel), previous, replacement, NO};
+    if (api == NULL || count == 0 || count > 64) return NO;
+    size_t position = 0;
+    for (size_t w = 0; w < count; w++) {
+        if (writes[w].position == SIZE_MAX) return NO;
+        if (writes[w].position > position) position = writes[w].position;
+    }
     api->lock(*api->runtime_mutex);
-    BOOL room = cs_gnu_make_room(api, owner, write.position);
-    if (room) cs_gnu_write_subtree(api, owner, &write, YES);
+    BOOL room = cs_gnu_make_room(api, owner, position); /* a table holding the largest holds them all */
+    if (room) cs_gnu_write_subtree(api, owner, writes, count == 64 ? UINT64_MAX : (UINT64_C(1) << count) - 1, YES);
     api->unlock(*api->runtime_mutex);
     return room;
+}
+
+/* Patches the tables for one replaced method, or, while this thread defers, queues the write
+ * (YES). NO: in-place writes are not usable or a table could not be given room; rebuild. */
+static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacement) {
+    cs_gnu_table_write write = {sel, cs_gnu_table_position(sel), previous, replacement, NO};
+    if (g_refresh_deferred && cs_gnu_patch_api_get() != NULL && write.position != SIZE_MAX) {
+        if (g_pending_write_count == g_pending_write_capacity) {
+            size_t capacity = g_pending_write_capacity ? 2 * g_pending_write_capacity : 256;
+            cs_gnu_pending_write *grown = realloc(g_pending_writes, capacity * sizeof *grown);
+            if (grown != NULL) {
+                g_pending_writes = grown;
+                g_pending_write_capacity = capacity;
+            }
+        }
+        if (g_pending_write_count < g_pending_write_capacity) {
+            g_pending_writes[g_pending_write_count++] = (cs_gnu_pending_write){owner, write};
+            return YES;
+        }
+    }
+    return cs_gnu_patch_owner_tables(owner, &write, 1);
+}
+
+/* Does the queued writes, in queue order per owner: one walk per owner (and per 64 writes);
+ * owners whose tables could not be given room are rebuilt. */
+static void cs_gnu_flush_pending_writes(void) {
+    size_t count = g_pending_write_count;
+    cs_gnu_pending_write *pending = g_pending_writes;
+    g_pending_writes = NULL;
+    g_pending_write_count = g_pending_write_capacity = 0;
+    BOOL *done = calloc(count ? count : 1, sizeof *done);
+    cs_gnu_table_write group[64];
+    for (size_t i = 0; i < count && done != NULL; i++) {
+        if (done[i]) continue;
+        size_t n = 0;
+        for (size_t j = i; j < count && n < 64; j++) {
+            if (done[j] || pending[j].owner != pending[i].owner) continue;
+            group[n++] = pending[j].write;
+            done[j] = YES;
+        }
+        if (!cs_gnu_patch_owner_tables(pending[i].owner, group, n)) cs_refresh_dispatch_tables(pending[i].owner);
+    }
+    free(done);
+    free(pending);
 }
 
 /* class_addMethod without its table rebuild: the one-method list is filled in, then published at
@@ -491,7 +556,7 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
         cs_gnu_class_layout *layout = cs_gnu_layout(cls);
         list->next = (cs_gnu_method_list *)layout->methods;
         __atomic_store_n(&layout->methods, (void *)list, __ATOMIC_RELEASE);
-        cs_gnu_write_subtree(api, cls, &write, YES);
+        cs_gnu_write_subtree(api, cls, &write, 1, YES);
     }
     api->unlock(*api->runtime_mutex);
     if (result != CS_GNU_ADDED) {
@@ -503,6 +568,7 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
 
 BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types) {
     if (cls == Nil || sel == NULL || imp == NULL || types == NULL || types[0] == '\0') return NO;
+    cs_gnu_flush_pending_writes(); /* an add sees the tables as the replacements before it left them */
     const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
     cs_gnu_add_result result =
         api && api->register_typed ? cs_gnu_add_in_place(api, cls, sel, imp, types) : CS_GNU_NO_ROOM;
@@ -618,6 +684,10 @@ static void cs_refresh_each_once(CS_UNRETAINED const Class *classes, size_t coun
 }
 
 void cs_backend_defer_dispatch_refresh(BOOL defer) {
+    if (!defer) {
+        g_refresh_deferred = NO;
+        cs_gnu_flush_pending_writes();
+    }
     g_refresh_deferred = defer;
     if (defer) return;
     cs_refresh_each_once(g_refresh_pending, g_refresh_pending_count);
