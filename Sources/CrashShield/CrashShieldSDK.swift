@@ -292,6 +292,7 @@ public enum CrashShieldSDK {
             steps.add("guards: Objective-C runtime's first use", .nanoseconds(Int64(timing.runtime_ns)))
             steps.add("guards: owner discovery", .nanoseconds(Int64(timing.discovery_ns)))
             steps.add("guards: hooks", .nanoseconds(Int64(timing.hooks_ns)))
+            steps.add("guards: dispatch-table writes (part of hooks)", .nanoseconds(Int64(timing.table_writes_ns)))
             steps.add("guards: canaries", .nanoseconds(Int64(timing.canaries_ns)))
         }
         if result != CS_START_OK {

@@ -105,6 +105,22 @@ extension RuntimeTests {
             #expect(CrashShieldSDK.status.filter { $0.state == .active }.count == CrashShieldSDK.status.count)
         }
 
+        /// A start records its steps in order (the benchmark's breakdown), the guards' parts
+        /// from the engine's own timing.
+        @Test func startRecordsItsSteps() throws {
+            CrashShieldSDK._resetForTesting()
+            defer { CrashShieldSDK._resetForTesting() }
+            try CrashShieldSDK.start(.guardsOnly)
+            let names = CrashShieldSDK._lastStartSteps.map(\.step)
+            #expect(names.starts(with: ["checks and remote configuration", "incident delivery", "guard options", "guards",
+                                        "guards: Objective-C runtime's first use", "guards: owner discovery", "guards: hooks"]))
+            #expect(names.last == "reporting hand-off and incident sinks")
+            #expect(!names.contains("capture and launch protection"))  // guards only
+            #expect(CrashShieldSDK._lastStartSteps.allSatisfy { $0.duration >= .zero })
+            let timing = cs_guards_last_start_timing()
+            #expect(timing.table_writes_ns <= timing.hooks_ns)
+        }
+
         @Test func startTwiceThrowsAlreadyStarted() throws {
             try withGuards {
                 #expect(throws: CrashShieldError.alreadyStarted) { try CrashShieldSDK.start(.guardsOnly) }

@@ -472,7 +472,9 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
         cs_backend_defer_dispatch_refresh(YES);
         for (size_t i = 0, k = 0; i < CSGuardRegistryCount; k += CSGuardRegistry[i]->hook_count, i++)
             hooked[i] = cs_install_hooks(CSGuardRegistry[i], &discovery, spec_query + k);
+        uint64_t writes_began = cs_monotonic_ns();
         cs_backend_defer_dispatch_refresh(NO);
+        uint64_t table_writes = cs_monotonic_ns() - writes_began;
         free(discovery.owners);
         free(spec_query);
         uint64_t hooks_installed = cs_monotonic_ns();
@@ -488,7 +490,7 @@ cs_start_result cs_guards_start(const cs_guards_config *config) {
             cs_verify_guard(g, policy);
         }
         g_last_start_timing = (cs_guards_start_timing){began - entered, discovered - began, hooks_installed - discovered,
-                                                       cs_monotonic_ns() - hooks_installed};
+                                                       table_writes, cs_monotonic_ns() - hooks_installed};
     }
     g_started = YES;
     pthread_mutex_unlock(&g_engine_lock);
