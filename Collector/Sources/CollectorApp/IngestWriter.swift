@@ -135,6 +135,12 @@ public final class IngestWriter: Sendable {
         }
     }
 
+    /// One write of the batch being committed is answered: it leaves `depth` before its request
+    /// resumes, so a request that was answered is never counted.
+    private func finishOne() {
+        state.withLock { $0.committing = max(0, $0.committing - 1) }
+    }
+
     /// Commits batches until the queue is empty. Only one drain runs at a time (`draining`).
     private func drain() async {
         while true {
@@ -174,19 +180,27 @@ public final class IngestWriter: Sendable {
             do {
                 let outcomes = try await store.commitIngest(batch.map(\.write))
                 metrics.committed(writes: batch.count)
-                for (pending, outcome) in zip(batch, outcomes) { pending.continuation.resume(returning: outcome) }
+                for (pending, outcome) in zip(batch, outcomes) {
+                    finishOne()
+                    pending.continuation.resume(returning: outcome)
+                }
             } catch {
                 // A failure with Retry-After (the database busy, shutting down, unreachable or
                 // full) is not one write's fault: retrying each write alone would fail again.
                 if batch.count == 1 || (error as? CollectorError)?.retryAfter != nil {
-                    for pending in batch { pending.continuation.resume(throwing: error) }
+                    for pending in batch {
+                        finishOne()
+                        pending.continuation.resume(throwing: error)
+                    }
                 } else {
                     for pending in batch {
                         do {
                             let outcome = try await store.commitIngest([pending.write])
                             metrics.committed(writes: 1)
+                            finishOne()
                             pending.continuation.resume(returning: outcome.first ?? IngestWriteOutcome(event: nil))
                         } catch {
+                            finishOne()
                             pending.continuation.resume(throwing: error)
                         }
                     }
