@@ -182,17 +182,24 @@ int cs_scope_extra_string_character(size_t index) {
     return result;
 }
 
-size_t cs_scope_make_filler_classes(size_t count) {
-    static size_t made;
+/* Makes empty NSObject subclasses <prefix><n> up to `count` of them (`*made` so far); with
+ * `messaged`, each is sent one message, which installs its dispatch table. */
+static size_t cs_scope_make_empty_classes(const char *prefix, size_t count, size_t *made, BOOL messaged) {
     Class base = [NSObject class];
-    for (; made < count; made++) {
+    for (; *made < count; (*made)++) {
         char name[64];
-        snprintf(name, sizeof name, "CSScopeFiller%zu", made);
+        snprintf(name, sizeof name, "%s%zu", prefix, *made);
         Class cls = objc_allocateClassPair(base, name, 0);
         if (cls == Nil) break;
         objc_registerClassPair(cls);
+        if (messaged) (void)[cls class]; /* +initialize: the class's dispatch table is installed */
     }
-    return made;
+    return *made;
+}
+
+size_t cs_scope_make_filler_classes(size_t count) {
+    static size_t made;
+    return cs_scope_make_empty_classes("CSScopeFiller", count, &made, NO);
 }
 
 void cs_scope_use_objc_runtime(void) {
@@ -203,16 +210,7 @@ void cs_scope_use_objc_runtime(void) {
 
 size_t cs_scope_make_used_filler_classes(size_t count) {
     static size_t made;
-    Class base = [NSObject class];
-    for (; made < count; made++) {
-        char name[64];
-        snprintf(name, sizeof name, "CSScopeUsedFiller%zu", made);
-        Class cls = objc_allocateClassPair(base, name, 0);
-        if (cls == Nil) break;
-        objc_registerClassPair(cls);
-        (void)[cls class]; /* +initialize: the class's dispatch table is installed */
-    }
-    return made;
+    return cs_scope_make_empty_classes("CSScopeUsedFiller", count, &made, YES);
 }
 
 size_t cs_scope_class_list_copies_during_start(const char *app_prefix) {
