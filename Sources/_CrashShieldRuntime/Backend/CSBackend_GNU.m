@@ -487,22 +487,24 @@ static BOOL cs_gnu_patch_owner_tables(Class owner, const cs_gnu_table_write *wri
 
 /* Patches the tables for one replaced method, or, while this thread defers, queues the write
  * (YES). NO: in-place writes are not usable or a table could not be given room; rebuild. */
+/* Queues `write` for cs_gnu_flush_pending_writes when this thread defers; NO when it does not
+ * (or the queue cannot grow): write now. */
+static BOOL cs_gnu_queue_write(Class owner, const cs_gnu_table_write *write) {
+    if (!g_refresh_deferred || write->position == SIZE_MAX) return NO;
+    if (g_pending_write_count == g_pending_write_capacity) {
+        size_t capacity = g_pending_write_capacity ? 2 * g_pending_write_capacity : 256;
+        cs_gnu_pending_write *grown = realloc(g_pending_writes, capacity * sizeof *grown);
+        if (grown == NULL) return NO;
+        g_pending_writes = grown;
+        g_pending_write_capacity = capacity;
+    }
+    g_pending_writes[g_pending_write_count++] = (cs_gnu_pending_write){owner, *write};
+    return YES;
+}
+
 static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacement) {
     cs_gnu_table_write write = {sel, cs_gnu_table_position(sel), previous, replacement, NO};
-    if (g_refresh_deferred && cs_gnu_patch_api_get() != NULL && write.position != SIZE_MAX) {
-        if (g_pending_write_count == g_pending_write_capacity) {
-            size_t capacity = g_pending_write_capacity ? 2 * g_pending_write_capacity : 256;
-            cs_gnu_pending_write *grown = realloc(g_pending_writes, capacity * sizeof *grown);
-            if (grown != NULL) {
-                g_pending_writes = grown;
-                g_pending_write_capacity = capacity;
-            }
-        }
-        if (g_pending_write_count < g_pending_write_capacity) {
-            g_pending_writes[g_pending_write_count++] = (cs_gnu_pending_write){owner, write};
-            return YES;
-        }
-    }
+    if (cs_gnu_patch_api_get() != NULL && cs_gnu_queue_write(owner, &write)) return YES;
     return cs_gnu_patch_owner_tables(owner, &write, 1);
 }
 
@@ -547,18 +549,26 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
     list->methods[0].types = types_copy;
     list->methods[0].imp = imp;
     cs_gnu_table_write write = {sel, cs_gnu_table_position(sel), NULL, imp, YES};
+    /* While this thread defers, the table writes wait for the flush (one walk per owner); a
+     * table that cannot be given room then is rebuilt from the method lists, which hold `imp`. */
+    BOOL deferred = g_refresh_deferred && write.position != SIZE_MAX;
+    BOOL refresh = NO;
     api->lock(*api->runtime_mutex);
-    cs_gnu_add_result result = cs_gnu_defines(cls, sel)                    ? CS_GNU_ALREADY_DEFINED
-                               : cs_gnu_make_room(api, cls, write.position) ? CS_GNU_ADDED
-                                                                            : CS_GNU_NO_ROOM;
+    cs_gnu_add_result result = cs_gnu_defines(cls, sel)                                ? CS_GNU_ALREADY_DEFINED
+                               : deferred || cs_gnu_make_room(api, cls, write.position) ? CS_GNU_ADDED
+                                                                                        : CS_GNU_NO_ROOM;
     if (result == CS_GNU_ADDED) {
         list->methods[0].name = api->register_typed(sel_getName(sel), types_copy);
         cs_gnu_class_layout *layout = cs_gnu_layout(cls);
         list->next = (cs_gnu_method_list *)layout->methods;
         __atomic_store_n(&layout->methods, (void *)list, __ATOMIC_RELEASE);
-        cs_gnu_write_subtree(api, cls, &write, 1, YES);
+        if (!deferred || !cs_gnu_queue_write(cls, &write)) {
+            if (!deferred || cs_gnu_make_room(api, cls, write.position)) cs_gnu_write_subtree(api, cls, &write, 1, YES);
+            else refresh = YES;
+        }
     }
     api->unlock(*api->runtime_mutex);
+    if (refresh) cs_refresh_dispatch_tables(cls);
     if (result != CS_GNU_ADDED) {
         free(list);
         free(types_copy);
@@ -568,7 +578,6 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
 
 BOOL cs_backend_add_method(Class cls, SEL sel, IMP imp, const char *types) {
     if (cls == Nil || sel == NULL || imp == NULL || types == NULL || types[0] == '\0') return NO;
-    cs_gnu_flush_pending_writes(); /* an add sees the tables as the replacements before it left them */
     const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
     cs_gnu_add_result result =
         api && api->register_typed ? cs_gnu_add_in_place(api, cls, sel, imp, types) : CS_GNU_NO_ROOM;
