@@ -139,10 +139,12 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
     /// A statement that needs a lock another process holds (a concurrent `shield-collector
     /// prune`) waits up to `lockTimeout` on the calling thread, then fails with `storage.busy`.
+    /// `readOnly`: a read connection (`SQLStore`'s read pool) to a database that exists and is in
+    /// WAL mode already: it never writes, so it reads its snapshot while the writer commits.
     /// - Throws: `database.open` with SQLite's message.
-    static func open(path: String, logger: Logger, lockTimeout: LockTimeout = .default) async throws -> SQLiteBackend {
+    static func open(path: String, logger: Logger, lockTimeout: LockTimeout = .default, readOnly: Bool = false) async throws -> SQLiteBackend {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE) | SQLITE_OPEN_FULLMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -151,6 +153,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         }
         sqlite3_busy_timeout(handle, lockTimeout.milliseconds)
         let backend = SQLiteBackend(handle: handle)
+        if readOnly { return backend }
         do {
             if path != ":memory:" {
                 _ = try await backend.query("PRAGMA journal_mode=WAL", [])
@@ -175,6 +178,10 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
     /// Prepared statements in the cache now.
     var cachedStatementCount: Int { lock.withLock { statements.count } }
+
+    /// The texts of the cached statements: what this connection ran recently (tests read the
+    /// query plans of what the read connections ran).
+    var cachedStatementTexts: [String] { lock.withLock { Array(statements.keys) } }
 
     func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
         try lock.withLock { try statements.map { try execute($0.sql, $0.binds) } }

@@ -9,13 +9,11 @@ extension DashboardRoutes {
 
     func projectsPage(_ session: LoginSession) async throws -> Response {
         var rows: [HTML] = []
-        for project in try await store.projects() {
-            let issues = try await store.issues(projectID: project.id)
-            let open = issues.filter { $0.status == .unresolved || $0.status == .regressed }.count
-            let incidents = try await store.incidents(projectID: project.id).reduce(Int64(0)) { $0 + $1.count }
+        for summary in try await queries.projectSummaries() {
+            let project = summary.project
             rows.append("""
-            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(open)</td><td class="num">\(issues.count)</td>\
-            <td class="num">\(incidents)</td><td>\(Layout.time(project.createdAt))</td><td><a href="/projects/\(project.id)/settings">DSN</a></td></tr>
+            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(summary.openIssues)</td><td class="num">\(summary.issues)</td>\
+            <td class="num">\(summary.incidents)</td><td>\(Layout.time(project.createdAt))</td><td><a href="/projects/\(project.id)/settings">DSN</a></td></tr>
             """)
         }
         let body: HTML = """
@@ -138,25 +136,23 @@ extension DashboardRoutes {
             """
         }
         let days = SVGChart.days(count: 14, now: Date())
-        let rowsByRelease = Dictionary(grouping: try await queries.sessionRows(projectID: project.id, since: days[0], limit: 200_000), by: \.release)
         let releases = health.sorted { $0.sessions > $1.sessions }.prefix(6).map(\.release)
+        let byRelease = Dictionary(grouping: try await queries.releaseDays(projectID: project.id, releases: releases, since: days[0]), by: \.release)
         var sessionSeries: [SVGChart.Series] = []
         var userSeries: [SVGChart.Series] = []
         var lowest = 1.0
         for release in releases {
             var sessions = [Int64](repeating: 0, count: days.count), crashed = [Int64](repeating: 0, count: days.count)
-            var users = [Set<String>](repeating: [], count: days.count), crashedUsers = [Set<String>](repeating: [], count: days.count)
-            for row in rowsByRelease[release] ?? [] {
-                guard let day = SVGChart.dayIndex(row.started, in: days) else { continue }
-                sessions[day] += row.count
-                if row.status == "crashed" { crashed[day] += row.count }
-                if let user = row.distinctID {
-                    users[day].insert(user)
-                    if row.status == "crashed" { crashedUsers[day].insert(user) }
-                }
+            var users = [Int64](repeating: 0, count: days.count), crashedUsers = [Int64](repeating: 0, count: days.count)
+            for entry in byRelease[release] ?? [] {
+                guard let day = SVGChart.dayIndex(entry.day, in: days) else { continue }
+                sessions[day] += entry.sessions
+                crashed[day] += entry.crashed
+                users[day] += entry.users
+                crashedUsers[day] += entry.crashedUsers
             }
             let sessionRates: [Double?] = days.indices.map { sessions[$0] == 0 ? nil : 1 - Double(crashed[$0]) / Double(sessions[$0]) }
-            let userRates: [Double?] = days.indices.map { users[$0].isEmpty ? nil : 1 - Double(crashedUsers[$0].count) / Double(users[$0].count) }
+            let userRates: [Double?] = days.indices.map { users[$0] == 0 ? nil : 1 - Double(crashedUsers[$0]) / Double(users[$0]) }
             lowest = min(lowest, sessionRates.compactMap { $0 }.min() ?? 1, userRates.compactMap { $0 }.min() ?? 1)
             sessionSeries.append(.init(name: release, values: sessionRates))
             userSeries.append(.init(name: release, values: userRates))
@@ -229,7 +225,7 @@ extension DashboardRoutes {
         var repairs: [String: (count: Int, releases: Set<String>)] = [:]
         var launchTagKeys: [String: Int] = [:]
         for event in events {
-            guard let json = try? JSONValue.parse(event.payload) else { continue }
+            guard let json = try? FastJSON.parse(event.payload) else { continue }
             let tags = EventView.tags(json)
             for (key, _) in tags where key.hasPrefix("launch") || key.hasPrefix("repair") { launchTagKeys[key, default: 0] += 1 }
             let values = Dictionary(tags, uniquingKeysWith: { first, _ in first })
