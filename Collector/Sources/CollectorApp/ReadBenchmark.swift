@@ -234,8 +234,9 @@ public func runReadBenchmark(database: CollectorConfiguration.Database, fillTo: 
             let head = "POST /api/\(dsn.projectID)/envelope/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                 + "X-Sentry-Auth: Sentry sentry_version=7, sentry_client=shield-bench/1, sentry_key=\(dsn.publicKey)\r\n"
                 + "Content-Type: application/x-sentry-envelope\r\n"
-            // New event ids each run (the benchmark's own ids are the fill's index), in the present.
-            let base = Int(Date().timeIntervalSince1970) * 1_000
+            // New event ids each run (an event's id is made from its index), above any fill's
+            // indices and apart from other runs' (milliseconds since 1970, times 1,000), in the present.
+            let base = Int(Date().timeIntervalSince1970 * 1_000) * 1_000
             func envelopes(_ offset: Int) -> [[UInt8]] {
                 (0..<ingestEvents).map { index in
                     let (envelope, _) = fillEnvelope(index: base + offset + index, total: base + offset + index + 1, now: Date())
