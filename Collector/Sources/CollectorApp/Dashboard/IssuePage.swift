@@ -99,7 +99,7 @@ extension DashboardRoutes {
     func issuePage(_ session: LoginSession, _ issue: Issue) async throws -> Response {
         guard let project = try await store.project(id: issue.projectID) else { throw CollectorError.notFound("project.unknown", "no such project") }
         let events = try await queries.issueEvents(issueID: issue.id, limit: 500)
-        let parsed: [(StoredEvent, JSONValue)] = events.compactMap { event in (try? JSONValue.parse(event.payload)).map { (event, $0) } }
+        let parsed: [(StoredEvent, JSONValue)] = events.compactMap { event in (try? FastJSON.parse(event.payload)).map { (event, $0) } }
         var sections: [HTML] = []
         if let (latest, json) = parsed.first {
             sections.append("<h2>Latest event</h2><p class=\"mono\">\(latest.summary.eventID) · \(Layout.time(latest.summary.received)) · \(latest.summary.release, or: "no release") · \(latest.summary.platform, or: "")</p>")
