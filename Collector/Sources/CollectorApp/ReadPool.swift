@@ -13,6 +13,9 @@ final class ReadConnection: Sendable {
         self.executor = executor
     }
 
+    /// A connection dropped without `ReadPool.close` (a store never closed) still ends its thread.
+    deinit { executor?.stop() }
+
     /// Runs `body` on the connection's thread (SQLite) or where it was called (PostgreSQL).
     func run<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         guard let executor else { return try await body() }
