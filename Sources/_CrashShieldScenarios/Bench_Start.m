@@ -6,6 +6,7 @@
 #include "cs_runtime.h"
 #include "cs_scope_support.h"
 #include <stdio.h>
+#include <string.h>
 
 /* Starts are slow next to the other cases' calls: at most this many per measurement. */
 static const uint64_t kMaxStartsPerMeasurement = 40;
@@ -41,15 +42,17 @@ static uint64_t bench_guards_start(uint64_t iterations, bool guarded) {
 typedef struct {
     double total_us;
     double table_writes_us;
+    cs_guards_start_timing parts;
 } cs_start_figure;
 
 static cs_start_figure cs_best_start(void) {
-    cs_start_figure best = {1e30, 0};
+    cs_start_figure best = {1e30, 0, {0}};
     for (int i = 0; i < 5; i++) {
         @autoreleasepool {
             double us = (double)cs_measure_starts(1, true) / 1000.0;
             if (us < best.total_us)
-                best = (cs_start_figure){us, (double)cs_guards_last_start_timing().table_writes_ns / 1000.0};
+                best = (cs_start_figure){us, (double)cs_guards_last_start_timing().table_writes_ns / 1000.0,
+                                         cs_guards_last_start_timing()};
         }
     }
     return best;
@@ -84,6 +87,13 @@ static void note_guards_start(char *buffer, size_t capacity) {
              100.0 * (plus_50k.total_us - plus_50k.table_writes_us - rest) / rest,
              plus_used.total_us - plus_used.table_writes_us, base.table_writes_us, plus_10k.table_writes_us,
              plus_50k.table_writes_us, plus_used.table_writes_us);
+    size_t used = strlen(buffer);
+    const cs_start_figure *figures[] = {&base, &plus_10k, &plus_50k, &plus_used};
+    for (size_t f = 0; f < 4 && used < capacity; f++) {
+        const cs_guards_start_timing *t = &figures[f]->parts;
+        used += (size_t)snprintf(buffer + used, capacity - used, "%s%.0f/%.0f/%.0f", f == 0 ? "; discovery/hooks/canaries us " : " | ",
+                                 t->discovery_ns / 1e3, t->hooks_ns / 1e3, t->canaries_ns / 1e3);
+    }
 }
 
 static const cs_bench_case kBenches[] = {

@@ -166,7 +166,7 @@ private func rawInsertSeconds(_ database: CollectorConfiguration.Database, rows:
     return elapsed
 }
 
-private extension CollectorConfiguration.Database {
+extension CollectorConfiguration.Database {
     var kind: String {
         switch self {
         case .sqlite: return "sqlite"
@@ -175,7 +175,7 @@ private extension CollectorConfiguration.Database {
     }
 }
 
-private func openBenchmarkStore(_ database: CollectorConfiguration.Database, logger: Logger) async throws -> SQLStore {
+func openBenchmarkStore(_ database: CollectorConfiguration.Database, logger: Logger) async throws -> SQLStore {
     switch database {
     case .sqlite(let path): return try await SQLStore.openSQLite(path: path, logger: logger)
     case .postgres(let url): return try await SQLStore.openPostgres(url: url, logger: logger)
@@ -251,7 +251,7 @@ private func benchmarkOverHTTP(database: CollectorConfiguration.Database, envelo
 }
 
 /// Runs blocking `work` on a thread of its own.
-private func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try work() }) }.start()
     }
@@ -263,7 +263,7 @@ private func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) a
 /// It is a load generator, so it costs as little as it can: one receive buffer reused for every
 /// answer (grown only when an answer does not fit), the header end searched for only in bytes
 /// not searched before, and only the status line and `Content-Length` read from the head.
-private final class BlockingHTTPConnection {
+final class BlockingHTTPConnection {
     private let socketFD: Int32
     /// Received bytes; `buffer[consumed..<filled]` are not yet part of a returned answer.
     private var buffer = [UInt8](repeating: 0, count: 16_384)
@@ -430,12 +430,12 @@ struct ResourceUsage: Sendable {
     }
 }
 
-private func seconds(_ duration: Duration) -> Double {
+func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
 /// VmHWM from /proc/self/status (Linux), in KiB.
-private func peakResidentKiB() -> Int? {
+func peakResidentKiB() -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
     for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
         return Int(line.split(separator: " ").dropFirst().first ?? "")

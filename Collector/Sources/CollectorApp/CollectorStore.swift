@@ -88,8 +88,9 @@ public protocol CollectorStore: Sendable {
     func apiToken(tokenHash: String) async throws -> APITokenInfo?
     func apiTokenCount() async throws -> Int64
 
-    /// Deletes events, attachments and session rows received before `cutoff`, and per-day event
-    /// counts of days before it; issue counts, first/last seen and release totals stay. Returns the number of events deleted.
+    /// Deletes events, attachments and session rows received before `cutoff`, the per-day event
+    /// counts and per-day users of days before it; issue counts, first/last seen, release totals
+    /// and release health stay. Returns the number of events deleted.
     func deleteData(receivedBefore cutoff: Date) async throws -> Int64
 }
 

@@ -419,3 +419,26 @@ extension FastJSON.Reader {
         try scalar(depth: depth).boolValue
     }
 }
+
+extension FastJSON {
+    /// The value of the top-level member `name` of the JSON object `data` (the last one when
+    /// repeated), built as `parse` builds it, without building the other members (they are read
+    /// past with the same checks); nil when `data` is not an object or has no such member.
+    /// - Throws: what `parse` throws for the same bytes.
+    static func member(_ name: StaticString, of data: Data) throws(Failure) -> JSONValue? {
+        try withReader(data) { reader throws(Failure) -> JSONValue? in
+            reader.skipSpace()
+            var found: JSONValue?
+            if try reader.peek(depth: 0) == UInt8(ascii: "{") {
+                try reader.forEachMember(depth: 0) { reader, key, depth throws(Failure) in
+                    if reader.key(key, is: name) { found = try reader.value(depth: depth) } else { try reader.skipValue(depth: depth) }
+                }
+            } else {
+                try reader.skipValue(depth: 0)
+            }
+            reader.skipSpace()
+            guard reader.index == reader.bytes.count else { throw Failure(code: "json.trailing", offset: reader.index) }
+            return found
+        }
+    }
+}

@@ -139,10 +139,12 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
     /// A statement that needs a lock another process holds (a concurrent `shield-collector
     /// prune`) waits up to `lockTimeout` on the calling thread, then fails with `storage.busy`.
+    /// `readOnly`: a read connection (`SQLStore`'s read pool) to a database that exists and is in
+    /// WAL mode already: it never writes, so it reads its snapshot while the writer commits.
     /// - Throws: `database.open` with SQLite's message.
-    static func open(path: String, logger: Logger, lockTimeout: LockTimeout = .default) async throws -> SQLiteBackend {
+    static func open(path: String, logger: Logger, lockTimeout: LockTimeout = .default, readOnly: Bool = false) async throws -> SQLiteBackend {
         var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_CREATE | SQLITE_OPEN_READWRITE) | SQLITE_OPEN_FULLMUTEX
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK, let handle else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -151,6 +153,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
         }
         sqlite3_busy_timeout(handle, lockTimeout.milliseconds)
         let backend = SQLiteBackend(handle: handle)
+        if readOnly { return backend }
         do {
             if path != ":memory:" {
                 _ = try await backend.query("PRAGMA journal_mode=WAL", [])
@@ -175,6 +178,10 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 
     /// Prepared statements in the cache now.
     var cachedStatementCount: Int { lock.withLock { statements.count } }
+
+    /// The texts of the cached statements: what this connection ran recently (tests read the
+    /// query plans of what the read connections ran).
+    var cachedStatementTexts: [String] { lock.withLock { Array(statements.keys) } }
 
     func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
         try lock.withLock { try statements.map { try execute($0.sql, $0.binds) } }
@@ -788,13 +795,17 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
                     values[name] = .null
                     continue
                 }
+                let type = PQftype(result, field)
+                if type == 17 {  // bytea: decoded from libpq's buffer, without a String of its hex first
+                    values[name] = .blob(Self.decodeByteaHex(PQgetvalue(result, row, field), length: Int(PQgetlength(result, row, field))))
+                    continue
+                }
                 let text = String(cString: PQgetvalue(result, row, field))
-                switch PQftype(result, field) {
+                switch type {
                 case 20, 21, 23: values[name] = Int64(text).map(DBValue.int) ?? .text(text)  // int8, int2, int4
                 case 700, 701: values[name] = Double(text).map(DBValue.double) ?? .text(text)  // float4, float8
                 case 1700: values[name] = Int64(text).map(DBValue.int) ?? Double(text).map(DBValue.double) ?? .text(text)  // numeric
                 case 16: values[name] = .int(text == "t" ? 1 : 0)  // bool
-                case 17: values[name] = .blob(Self.decodeByteaHex(text))  // bytea
                 default: values[name] = .text(text)
                 }
             }
@@ -803,26 +814,33 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         return rows
     }
 
-    /// bytea in text output: `\x` followed by hex digits.
-    static func decodeByteaHex(_ text: String) -> Data {
-        var bytes = [UInt8]()
-        var utf8 = Array(text.utf8)
-        if utf8.starts(with: [UInt8(ascii: "\\"), UInt8(ascii: "x")]) { utf8.removeFirst(2) }
-        bytes.reserveCapacity(utf8.count / 2)
-        func nibble(_ c: UInt8) -> UInt8 {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: return 0
+    /// bytea in text output, `length` bytes at `bytes`: `\x` followed by hex digits. Page reads
+    /// fetch thousands of payloads, so this writes straight into the result's storage.
+    static func decodeByteaHex(_ bytes: UnsafePointer<CChar>, length: Int) -> Data {
+        let start = length >= 2 && bytes[0] == 0x5C && bytes[1] == 0x78 ? 2 : 0
+        let count = (length - start) / 2
+        guard count > 0 else { return Data() }
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { (output: UnsafeMutableRawBufferPointer) in
+            let out = output.bindMemory(to: UInt8.self)
+            bytes.withMemoryRebound(to: UInt8.self, capacity: length) { input in
+                var index = start
+                for offset in 0..<count {
+                    out[offset] = Self.hexNibble(input[index]) << 4 | Self.hexNibble(input[index + 1])
+                    index += 2
+                }
             }
         }
-        var index = 0
-        while index + 1 < utf8.count {
-            bytes.append(nibble(utf8[index]) << 4 | nibble(utf8[index + 1]))
-            index += 2
+        return data
+    }
+
+    private static func hexNibble(_ c: UInt8) -> UInt8 {
+        switch c {
+        case 0x30...0x39: return c &- 0x30
+        case 0x61...0x66: return c &- 0x61 &+ 10
+        case 0x41...0x46: return c &- 0x41 &+ 10
+        default: return 0
         }
-        return Data(bytes)
     }
 
     /// Closes the connection after the statements already submitted, then stops its thread.

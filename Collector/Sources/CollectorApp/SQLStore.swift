@@ -3,14 +3,20 @@ import Logging
 
 /// `CollectorStore` over SQL: SQLite (a file, the default) or PostgreSQL.
 ///
-/// One connection per process; every method runs under one async lock, so a transaction's
+/// One writer connection per process: every write runs under one async lock, so a transaction's
 /// statements never interleave with another's. Ingest writes go through `commitIngest`, which
-/// stores several requests in one transaction (see `SQLStore+Ingest.swift`). SQLite runs in WAL mode with this connection as
-/// the only writer. Several processes may share one PostgreSQL database: an event is stored
+/// stores several requests in one transaction (see `SQLStore+Ingest.swift`). Reads (pages, API
+/// reads, ingest's project lookup) run on a `ReadPool` of their own connections and never take
+/// the writer's lock: SQLite runs in WAL mode with the writer as the only writer and read-only
+/// connections reading their snapshots; PostgreSQL has a connection per reader. A private
+/// in-memory SQLite database (`":memory:"`) has no read pool: its reads share the writer's
+/// connection and lock. Several processes may share one PostgreSQL database: an event is stored
 /// under a transaction-scoped advisory lock on its project, so concurrent ingest of the same
 /// stream stores every event once and keeps counts exact. Times are seconds since 1970.
 public final class SQLStore: CollectorStore {
     let backend: any SQLBackend
+    /// The read connections (nil: reads use the writer's connection under its lock).
+    let readers: ReadPool?
     private let lock = AsyncLock()
     private let logger: Logger
     /// The database's availability as this store's operations found it (`/health`, `/metrics`).
@@ -19,20 +25,61 @@ public final class SQLStore: CollectorStore {
     /// Opens (creating when missing) the SQLite database at `path`; `":memory:"` opens a private
     /// in-memory database. Call `migrate()` before use. A statement waits up to `lockTimeout`
     /// seconds (default 5) for a lock another process holds, then fails with `storage.busy`.
-    public static func openSQLite(path: String, logger: Logger, lockTimeout: Double = 5) async throws -> SQLStore {
-        SQLStore(backend: try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: LockTimeout(seconds: lockTimeout)), logger: logger)
+    /// `readConnections` read-only connections (default `defaultReadConnections`), each with a
+    /// thread of its own, serve the reads.
+    public static func openSQLite(path: String, logger: Logger, lockTimeout: Double = 5,
+                                  readConnections: Int = defaultReadConnections) async throws -> SQLStore {
+        let timeout = LockTimeout(seconds: lockTimeout)
+        let writer = try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: timeout)
+        guard path != ":memory:", readConnections > 0 else { return SQLStore(backend: writer, readers: nil, logger: logger) }
+        var connections: [ReadConnection] = []
+        do {
+            for index in 0..<readConnections {
+                let reader = try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: timeout, readOnly: true)
+                connections.append(ReadConnection(backend: reader, executor: WriterThreadExecutor(name: "sqlite-reader-\(index)")))
+            }
+        } catch {
+            for connection in connections {
+                try? await connection.backend.close()
+                connection.executor?.stop()
+            }
+            try? await writer.close()
+            throw error
+        }
+        return SQLStore(backend: writer, readers: ReadPool(connections), logger: logger)
     }
+
+    /// Read connections a store opens unless told otherwise: two, so that a slow page leaves
+    /// another reader for the next request.
+    public static let defaultReadConnections = 2
 
     /// Connects to PostgreSQL (`postgres://user:password@host:port/database`). Call `migrate()`
     /// before use. A statement waits up to `lockTimeout` seconds (default 5; the session's
     /// `lock_timeout`) for a lock another connection holds, then fails with `storage.busy`;
     /// `migrate()` alone waits without that bound for another collector's migration.
-    public static func openPostgres(url: String, logger: Logger, lockTimeout: Double = 5) async throws -> SQLStore {
-        SQLStore(backend: try await PostgresBackend.connect(url: url, lockTimeout: LockTimeout(seconds: lockTimeout), logger: logger), logger: logger)
+    /// `readConnections` more connections (default `defaultReadConnections`) serve the reads;
+    /// each reconnects by itself after losing the server, as the writer does.
+    public static func openPostgres(url: String, logger: Logger, lockTimeout: Double = 5,
+                                    readConnections: Int = defaultReadConnections) async throws -> SQLStore {
+        let timeout = LockTimeout(seconds: lockTimeout)
+        let writer = try await PostgresBackend.connect(url: url, lockTimeout: timeout, logger: logger)
+        var connections: [ReadConnection] = []
+        do {
+            for _ in 0..<readConnections {
+                connections.append(ReadConnection(backend: try await PostgresBackend.connect(url: url, lockTimeout: timeout, logger: logger),
+                                                   executor: nil))
+            }
+        } catch {
+            for connection in connections { try? await connection.backend.close() }
+            try? await writer.close()
+            throw error
+        }
+        return SQLStore(backend: writer, readers: connections.isEmpty ? nil : ReadPool(connections), logger: logger)
     }
 
-    init(backend: any SQLBackend, logger: Logger) {
+    init(backend: any SQLBackend, readers: ReadPool? = nil, logger: Logger) {
         self.backend = backend
+        self.readers = readers
         self.logger = logger
         self.monitor = StorageMonitor(logger: logger, database: backend.dialect == .sqlite ? "sqlite" : "postgres")
     }
@@ -40,14 +87,51 @@ public final class SQLStore: CollectorStore {
     /// Which database this store writes to ("sqlite" or "postgres").
     public var databaseKind: String { backend.dialect == .sqlite ? "sqlite" : "postgres" }
 
-    public func close() async throws { try await backend.close() }
+    public func close() async throws {
+        var failure: (any Error)?
+        do { try await readers?.close() } catch { failure = error }
+        try await backend.close()
+        if let failure { throw failure }
+    }
 
-    public func cancelForShutdown() async { await backend.cancelForShutdown() }
+    public func cancelForShutdown() async {
+        await backend.cancelForShutdown()
+        await readers?.cancelForShutdown()
+    }
 
     // MARK: Helpers
 
+    /// The read connection the current task's `read` body runs on (nil outside one).
+    @TaskLocal static var readConnection: ReadConnection?
+
+    /// Runs `sql` on the current `read` body's connection, else on the writer's.
     func query(_ sql: String, _ binds: [DBValue] = []) async throws -> [DBRow] {
-        try await backend.query(sql, binds)
+        try await (Self.readConnection?.backend ?? backend).query(sql, binds)
+    }
+
+    /// Runs `body`, whose statements only read, on a read connection (its `query` calls go there),
+    /// never waiting for the writer's lock; without a read pool, under the writer's lock. Observed
+    /// by the monitor like any operation (a success ends `unavailable`). A read that fails with
+    /// `storage.unavailable` (its connection was lost) runs once more. Inside another `read`
+    /// body it runs on that body's connection (so nested reads never wait for a second one).
+    func read<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        if Self.readConnection != nil { return try await body() }
+        guard let readers else { return try await serialized(body) }
+        return try await monitor.observe(write: false) {
+            try await readers.withConnection { connection in
+                try await Self.$readConnection.withValue(connection) {
+                    do {
+                        return try await body()
+                    } catch let error as CollectorError where error.code == "storage.unavailable" {
+                        // The connection was lost (the server restarted or ended it) and dropped:
+                        // a read changes nothing, so it runs once more, on a new connection when the
+                        // server answers again (else it fails at once, with Retry-After).
+                        logger.notice("read retried after its connection was lost", metadata: ["error": "\(error.message)"])
+                        return try await body()
+                    }
+                }
+            }
+        }
     }
 
     /// Runs `body` under the store's lock; `write`: its success means a write committed (see
@@ -77,8 +161,9 @@ public final class SQLStore: CollectorStore {
     /// worth, random so that PostgreSQL cannot compress it away.
     static let storageProbeBytes = 64 * 1024
 
-    /// The storage state, checked now: a read when the last state was `ok` or `unavailable` (on
-    /// PostgreSQL it reconnects when the connection was lost and the backoff allows); when it was
+    /// The storage state, checked now: a read on the writer's connection and one on a read
+    /// connection when the last state was `ok` or `unavailable` (on PostgreSQL each reconnects
+    /// when its connection was lost and the backoff allows); when it was
     /// `full`, a committed write of `storageProbeBytes` into `storage_probe`, deleted again, so
     /// `/health` sees space come back without waiting for ingest. A failure that is neither
     /// `unavailable` nor `full` is reported as `unavailable`.
@@ -94,6 +179,8 @@ public final class SQLStore: CollectorStore {
             } else {
                 _ = try await serialized { try await query("SELECT version FROM schema_migrations LIMIT 1") }
             }
+            // The read connections too (on PostgreSQL one that lost the server reconnects here).
+            if readers != nil { _ = try await read { try await query("SELECT version FROM schema_migrations LIMIT 1") } }
         } catch {
             logger.error("health check failed", metadata: ["error": "\(error)"])
             let state = monitor.current
@@ -302,16 +389,156 @@ public final class SQLStore: CollectorStore {
             // An event's attachments, listed on the issue page (`eventAttachments`).
             "CREATE INDEX IF NOT EXISTS attachments_event ON attachments (project_id, event_id)",
         ]),
+        (9, [
+            // Indexes for what the dashboard and the API read, so that each page reads the rows
+            // it shows rather than a project's whole history (tests: QueryPlanTests).
+            // A project's newest events (launch-crash page, `recentEvents`).
+            "CREATE INDEX events_project_received ON events (project_id, received)",
+            // Prevented crashes only (the `incidents` view): counts by guard and release, and
+            // the last days' rows, read from this index without the events themselves.
+            """
+            CREATE INDEX events_incidents ON events (project_id, received, incident_guard, release)
+                WHERE incident_guard IS NOT NULL
+            """,
+            // Open-issue counts by status (issue lists by last seen use migration 7's issues_last_seen).
+            "CREATE INDEX issues_project_status ON issues (project_id, status)",
+            // Release health: the last days' sessions and aggregates.
+            "CREATE INDEX sessions_project_started ON sessions (project_id, started)",
+            "CREATE INDEX session_aggregates_project_bucket ON session_aggregates (project_id, bucket)",
+        ]),
+        (10, [
+            // Release health read from small summaries instead of every session: sessions by
+            // release and UTC day (`day`: days since 1970) with their crashed, abnormal and errored
+            // counts; the users of each release and day, and of each release overall, with
+            // whether one of their sessions crashed. Triggers on `sessions` keep them as ingest
+            // inserts and updates sessions (a session's release and start never change); retention
+            // (`deleteData`) keeps the totals, as it keeps issue counts. Filled from the sessions
+            // stored before.
+            """
+            CREATE TABLE release_days (
+                project_id {int} NOT NULL, release TEXT NOT NULL, day {int} NOT NULL, sessions {int} NOT NULL,
+                crashed {int} NOT NULL, abnormal {int} NOT NULL, errored {int} NOT NULL,
+                PRIMARY KEY (project_id, release, day))
+            """,
+            """
+            CREATE TABLE release_day_users (
+                project_id {int} NOT NULL, release TEXT NOT NULL, day {int} NOT NULL, distinct_id TEXT NOT NULL,
+                crashed {int} NOT NULL, PRIMARY KEY (project_id, release, day, distinct_id)){without_rowid}
+            """,
+            "CREATE INDEX release_day_users_day ON release_day_users (project_id, day)",
+            """
+            CREATE TABLE release_users (
+                project_id {int} NOT NULL, release TEXT NOT NULL, distinct_id TEXT NOT NULL, crashed {int} NOT NULL,
+                PRIMARY KEY (project_id, release, distinct_id)){without_rowid}
+            """,
+            """
+            INSERT INTO release_days (project_id, release, day, sessions, crashed, abnormal, errored)
+            SELECT project_id, release, {day}, count(*), sum({crashed}), sum({abnormal}), sum({errored})
+            FROM sessions GROUP BY project_id, release, {day}
+            """,
+            """
+            INSERT INTO release_day_users (project_id, release, day, distinct_id, crashed)
+            SELECT project_id, release, {day}, distinct_id, max({crashed})
+            FROM sessions WHERE distinct_id IS NOT NULL GROUP BY project_id, release, {day}, distinct_id
+            """,
+            """
+            INSERT INTO release_users (project_id, release, distinct_id, crashed)
+            SELECT project_id, release, distinct_id, max({crashed})
+            FROM sessions WHERE distinct_id IS NOT NULL GROUP BY project_id, release, distinct_id
+            """,
+            """
+            {sqlite-only}CREATE TRIGGER sessions_health_insert AFTER INSERT ON sessions BEGIN
+                INSERT INTO release_days (project_id, release, day, sessions, crashed, abnormal, errored)
+                VALUES (NEW.project_id, NEW.release, CAST(NEW.started / 86400 AS INTEGER), 1, NEW.status = 'crashed',
+                    NEW.status = 'abnormal', NEW.status NOT IN ('crashed', 'abnormal') AND (NEW.errors > 0 OR NEW.status = 'errored'))
+                ON CONFLICT (project_id, release, day) DO UPDATE SET sessions = sessions + 1, crashed = crashed + excluded.crashed,
+                    abnormal = abnormal + excluded.abnormal, errored = errored + excluded.errored;
+                INSERT INTO release_day_users (project_id, release, day, distinct_id, crashed)
+                SELECT NEW.project_id, NEW.release, CAST(NEW.started / 86400 AS INTEGER), NEW.distinct_id, NEW.status = 'crashed'
+                WHERE NEW.distinct_id IS NOT NULL
+                ON CONFLICT (project_id, release, day, distinct_id) DO UPDATE SET crashed = max(crashed, excluded.crashed);
+                INSERT INTO release_users (project_id, release, distinct_id, crashed)
+                SELECT NEW.project_id, NEW.release, NEW.distinct_id, NEW.status = 'crashed' WHERE NEW.distinct_id IS NOT NULL
+                ON CONFLICT (project_id, release, distinct_id) DO UPDATE SET crashed = max(crashed, excluded.crashed);
+            END
+            """,
+            """
+            {sqlite-only}CREATE TRIGGER sessions_health_update AFTER UPDATE ON sessions BEGIN
+                UPDATE release_days SET
+                    crashed = crashed - (OLD.status = 'crashed') + (NEW.status = 'crashed'),
+                    abnormal = abnormal - (OLD.status = 'abnormal') + (NEW.status = 'abnormal'),
+                    errored = errored - (OLD.status NOT IN ('crashed', 'abnormal') AND (OLD.errors > 0 OR OLD.status = 'errored'))
+                        + (NEW.status NOT IN ('crashed', 'abnormal') AND (NEW.errors > 0 OR NEW.status = 'errored'))
+                WHERE project_id = OLD.project_id AND release = OLD.release AND day = CAST(OLD.started / 86400 AS INTEGER);
+                INSERT INTO release_day_users (project_id, release, day, distinct_id, crashed)
+                SELECT NEW.project_id, NEW.release, CAST(NEW.started / 86400 AS INTEGER), NEW.distinct_id, NEW.status = 'crashed'
+                WHERE NEW.distinct_id IS NOT NULL
+                ON CONFLICT (project_id, release, day, distinct_id) DO UPDATE SET crashed = max(crashed, excluded.crashed);
+                INSERT INTO release_users (project_id, release, distinct_id, crashed)
+                SELECT NEW.project_id, NEW.release, NEW.distinct_id, NEW.status = 'crashed' WHERE NEW.distinct_id IS NOT NULL
+                ON CONFLICT (project_id, release, distinct_id) DO UPDATE SET crashed = max(crashed, excluded.crashed);
+            END
+            """,
+            """
+            {postgres-only}CREATE FUNCTION sessions_health() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE
+                v_day BIGINT := floor(NEW.started / 86400);
+                v_crashed BIGINT := CASE WHEN NEW.status = 'crashed' THEN 1 ELSE 0 END;
+                v_abnormal BIGINT := CASE WHEN NEW.status = 'abnormal' THEN 1 ELSE 0 END;
+                v_errored BIGINT := CASE WHEN NEW.status NOT IN ('crashed', 'abnormal') AND (NEW.errors > 0 OR NEW.status = 'errored') THEN 1 ELSE 0 END;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN
+                    INSERT INTO release_days AS r (project_id, release, day, sessions, crashed, abnormal, errored)
+                    VALUES (NEW.project_id, NEW.release, v_day, 1, v_crashed, v_abnormal, v_errored)
+                    ON CONFLICT (project_id, release, day) DO UPDATE SET sessions = r.sessions + 1, crashed = r.crashed + excluded.crashed,
+                        abnormal = r.abnormal + excluded.abnormal, errored = r.errored + excluded.errored;
+                ELSE
+                    UPDATE release_days AS r SET
+                        crashed = r.crashed - (CASE WHEN OLD.status = 'crashed' THEN 1 ELSE 0 END) + v_crashed,
+                        abnormal = r.abnormal - (CASE WHEN OLD.status = 'abnormal' THEN 1 ELSE 0 END) + v_abnormal,
+                        errored = r.errored - (CASE WHEN OLD.status NOT IN ('crashed', 'abnormal') AND (OLD.errors > 0 OR OLD.status = 'errored')
+                            THEN 1 ELSE 0 END) + v_errored
+                    WHERE r.project_id = OLD.project_id AND r.release = OLD.release AND r.day = floor(OLD.started / 86400);
+                END IF;
+                IF NEW.distinct_id IS NOT NULL THEN
+                    INSERT INTO release_day_users AS u (project_id, release, day, distinct_id, crashed)
+                    VALUES (NEW.project_id, NEW.release, v_day, NEW.distinct_id, v_crashed)
+                    ON CONFLICT (project_id, release, day, distinct_id) DO UPDATE SET crashed = GREATEST(u.crashed, excluded.crashed);
+                    INSERT INTO release_users AS u (project_id, release, distinct_id, crashed)
+                    VALUES (NEW.project_id, NEW.release, NEW.distinct_id, v_crashed)
+                    ON CONFLICT (project_id, release, distinct_id) DO UPDATE SET crashed = GREATEST(u.crashed, excluded.crashed);
+                END IF;
+                RETURN NULL;
+            END
+            $$
+            """,
+            "{postgres-only}CREATE TRIGGER sessions_health AFTER INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION sessions_health()",
+        ]),
     ]
 
-    static func typed(_ statement: String, for dialect: SQLDialect) -> String {
-        let types: [String: String] = dialect == .sqlite
-            // `{floor}(x)` rounds a non-negative x down in a CAST to an integer (SQLite's CAST truncates, PostgreSQL's rounds).
+    /// `statement` for `dialect`: its placeholders replaced (column types; `{floor}(x)` rounds a
+    /// non-negative x down in a CAST to an integer, as SQLite's CAST truncates and PostgreSQL's
+    /// rounds; `{day}`, a session's
+    /// UTC day from `started`; `{crashed}`, `{abnormal}`, `{errored}`, 1 or 0 by a session's
+    /// status and errors as release health counts them). A statement that begins with
+    /// `{sqlite-only}` or `{postgres-only}` is for that database alone: nil for the other.
+    static func typed(_ statement: String, for dialect: SQLDialect) -> String? {
+        var text = Substring(statement)
+        for (marker, only) in [("{sqlite-only}", SQLDialect.sqlite), ("{postgres-only}", .postgres)] where text.hasPrefix(marker) {
+            guard dialect == only else { return nil }
+            text = text.dropFirst(marker.count)
+        }
+        let errored = "CASE WHEN status NOT IN ('crashed', 'abnormal') AND (errors > 0 OR status = 'errored') THEN 1 ELSE 0 END"
+        let types: [String: String] = (dialect == .sqlite
             ? ["{serial}": "INTEGER PRIMARY KEY AUTOINCREMENT", "{int}": "INTEGER", "{real}": "REAL", "{blob}": "BLOB", "{without_rowid}": " WITHOUT ROWID",
+               "{day}": "CAST(started / 86400 AS INTEGER)",
                "{floor}": ""]
             : ["{serial}": "BIGSERIAL PRIMARY KEY", "{int}": "BIGINT", "{real}": "DOUBLE PRECISION", "{blob}": "BYTEA", "{without_rowid}": "",
-               "{floor}": "floor"]
-        return types.reduce(statement) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
+               "{day}": "CAST(floor(started / 86400) AS BIGINT)",
+               "{floor}": "floor"])
+            .merging(["{crashed}": "CASE WHEN status = 'crashed' THEN 1 ELSE 0 END",
+                      "{abnormal}": "CASE WHEN status = 'abnormal' THEN 1 ELSE 0 END", "{errored}": errored]) { first, _ in first }
+        return types.reduce(String(text)) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
     }
 
     /// Key of the PostgreSQL advisory lock that keeps two collectors from migrating at once.
@@ -335,12 +562,15 @@ public final class SQLStore: CollectorStore {
     }
 
     private func applyMigrations(postgres: Bool) async throws {
-        _ = try await query(Self.typed("CREATE TABLE IF NOT EXISTS schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: backend.dialect))
+        _ = try await query(Self.typed("CREATE TABLE IF NOT EXISTS schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: backend.dialect)!)
         let applied = Set(try await query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
         for migration in Self.migrations where !applied.contains(Int64(migration.version)) {
             _ = try await query(postgres ? "BEGIN" : "BEGIN IMMEDIATE")
             do {
-                for statement in migration.statements { _ = try await query(Self.typed(statement, for: backend.dialect)) }
+                for statement in migration.statements {
+                    guard let sql = Self.typed(statement, for: backend.dialect) else { continue }
+                    _ = try await query(sql)
+                }
                 _ = try await query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
                                     [Self.int(migration.version), Self.time(Date())])
                 _ = try await query("COMMIT")
@@ -353,7 +583,7 @@ public final class SQLStore: CollectorStore {
     }
 
     public func appliedMigrations() async throws -> [Int] {
-        try await serialized {
+        try await read {
             try await query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version").map { Int($0) } }
         }
     }
@@ -383,15 +613,15 @@ public final class SQLStore: CollectorStore {
     }
 
     public func projects() async throws -> [Project] {
-        try await serialized { try await query("SELECT * FROM projects ORDER BY id").compactMap(Self.project) }
+        try await read { try await query("SELECT * FROM projects ORDER BY id").compactMap(Self.project) }
     }
 
     public func project(id: Int64) async throws -> Project? {
-        try await serialized { try await query("SELECT * FROM projects WHERE id = ?", [Self.int(id)]).first.flatMap(Self.project) }
+        try await read { try await query("SELECT * FROM projects WHERE id = ?", [Self.int(id)]).first.flatMap(Self.project) }
     }
 
     public func configSigningKey(projectID: Int64) async throws -> Data? {
-        try await serialized {
+        try await read {
             try await query("SELECT config_signing_key FROM projects WHERE id = ?", [Self.int(projectID)])
                 .first?.data("config_signing_key")
         }
@@ -440,13 +670,13 @@ public final class SQLStore: CollectorStore {
     }
 
     public func issues(projectID: Int64) async throws -> [Issue] {
-        try await serialized {
+        try await read {
             try await query("SELECT * FROM issues WHERE project_id = ? ORDER BY last_seen DESC", [Self.int(projectID)]).compactMap(Self.issue)
         }
     }
 
     public func issue(id: Int64) async throws -> Issue? {
-        try await serialized { try await query("SELECT * FROM issues WHERE id = ?", [Self.int(id)]).first.flatMap(Self.issue) }
+        try await read { try await query("SELECT * FROM issues WHERE id = ?", [Self.int(id)]).first.flatMap(Self.issue) }
     }
 
     public func setIssueStatus(id: Int64, _ status: IssueStatus) async throws -> Issue? {
@@ -460,7 +690,7 @@ public final class SQLStore: CollectorStore {
     }
 
     public func events(issueID: Int64, limit: Int) async throws -> [EventSummary] {
-        try await serialized {
+        try await read {
             try await query(
                 """
                 SELECT event_id, issue_id, received, timestamp, level, release, environment, platform FROM events
@@ -479,7 +709,7 @@ public final class SQLStore: CollectorStore {
     }
 
     public func eventPayload(projectID: Int64, eventID: String) async throws -> Data? {
-        try await serialized {
+        try await read {
             try await query("SELECT payload FROM events WHERE project_id = ? AND event_id = ?", [Self.int(projectID), .text(eventID)])
                 .first?.data("payload")
         }
@@ -514,38 +744,42 @@ public final class SQLStore: CollectorStore {
     }
 
     public func attachmentCount(projectID: Int64) async throws -> Int64 {
-        try await serialized {
+        try await read {
             Int64(try await query("SELECT count(*) AS n FROM attachments WHERE project_id = ?", [Self.int(projectID)]).first?.int("n") ?? 0)
         }
     }
 
     public func discardedTotal(projectID: Int64) async throws -> Int64 {
-        try await serialized {
+        try await read {
             Int64(try await query("SELECT coalesce(sum(quantity), 0) AS n FROM client_reports WHERE project_id = ?",
                                   [Self.int(projectID)]).first?.int("n") ?? 0)
         }
     }
 
     public func releaseHealth(projectID: Int64) async throws -> [ReleaseHealth] {
-        try await serialized {
+        try await read {
             let project = Self.int(projectID)
             var byRelease: [String: ReleaseHealth] = [:]
+            // The summaries that the triggers on `sessions` keep (migration 8).
             for row in try await query(
                 """
-                SELECT release, count(*) AS sessions,
-                    sum(CASE WHEN status = 'crashed' THEN 1 ELSE 0 END) AS crashed,
-                    sum(CASE WHEN status = 'abnormal' THEN 1 ELSE 0 END) AS abnormal,
-                    sum(CASE WHEN status NOT IN ('crashed', 'abnormal') AND (errors > 0 OR status = 'errored') THEN 1 ELSE 0 END) AS errored,
-                    count(DISTINCT distinct_id) AS users,
-                    count(DISTINCT CASE WHEN status = 'crashed' THEN distinct_id END) AS crashed_users
-                FROM sessions WHERE project_id = ? GROUP BY release
+                SELECT release, sum(sessions) AS sessions, sum(crashed) AS crashed, sum(abnormal) AS abnormal, sum(errored) AS errored
+                FROM release_days WHERE project_id = ? GROUP BY release
                 """, [project])
             {
                 guard let release = row.string("release") else { continue }
                 func n(_ key: String) -> Int64 { row.int(key) ?? 0 }
                 byRelease[release] = ReleaseHealth(release: release, sessions: n("sessions"), crashedSessions: n("crashed"),
-                                                   abnormalSessions: n("abnormal"), erroredSessions: n("errored"),
-                                                   users: n("users"), crashedUsers: n("crashed_users"))
+                                                   abnormalSessions: n("abnormal"), erroredSessions: n("errored"), users: 0, crashedUsers: 0)
+            }
+            for row in try await query(
+                "SELECT release, count(*) AS users, sum(crashed) AS crashed_users FROM release_users WHERE project_id = ? GROUP BY release",
+                [project])
+            {
+                guard let release = row.string("release"), let base = byRelease[release] else { continue }
+                byRelease[release] = ReleaseHealth(release: release, sessions: base.sessions, crashedSessions: base.crashedSessions,
+                                                   abnormalSessions: base.abnormalSessions, erroredSessions: base.erroredSessions,
+                                                   users: row.int("users") ?? 0, crashedUsers: row.int("crashed_users") ?? 0)
             }
             for row in try await query(
                 """
@@ -569,7 +803,7 @@ public final class SQLStore: CollectorStore {
     }
 
     public func incidents(projectID: Int64) async throws -> [IncidentCount] {
-        try await serialized {
+        try await read {
             try await query(
                 """
                 SELECT guard_name, release, count(*) AS n, max(timestamp) AS last_seen FROM incidents
@@ -615,21 +849,21 @@ public final class SQLStore: CollectorStore {
     }
 
     public func activeSDKConfig(projectID: Int64) async throws -> SDKConfigVersion? {
-        try await serialized {
+        try await read {
             try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC LIMIT 1", [Self.int(projectID)])
                 .first.flatMap(Self.sdkConfig)
         }
     }
 
     public func sdkConfigHistory(projectID: Int64) async throws -> [SDKConfigVersion] {
-        try await serialized {
+        try await read {
             try await query("SELECT * FROM sdk_configs WHERE project_id = ? ORDER BY version DESC", [Self.int(projectID)])
                 .compactMap(Self.sdkConfig)
         }
     }
 
     public func sdkConfig(projectID: Int64, version: Int64) async throws -> SDKConfigVersion? {
-        try await serialized {
+        try await read {
             try await query("SELECT * FROM sdk_configs WHERE project_id = ? AND version = ?", [Self.int(projectID), Self.int(version)])
                 .first.flatMap(Self.sdkConfig)
         }
@@ -645,11 +879,11 @@ public final class SQLStore: CollectorStore {
     }
 
     public func apiTokenExists(tokenHash: String) async throws -> Bool {
-        try await serialized { !(try await query("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(tokenHash)]).isEmpty) }
+        try await read { !(try await query("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(tokenHash)]).isEmpty) }
     }
 
     public func apiTokenCount() async throws -> Int64 {
-        try await serialized { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.int("n") ?? 0) }
+        try await read { Int64(try await query("SELECT count(*) AS n FROM api_tokens").first?.int("n") ?? 0) }
     }
 
     // MARK: Benchmark
@@ -658,7 +892,7 @@ public final class SQLStore: CollectorStore {
     /// scratch table, one transaction per row, like one event per ingest request. The table is
     /// dropped afterwards.
     func rawInsertBenchmark(rows: Int, payload: Data) async throws {
-        _ = try await serialized { try await query(Self.typed("CREATE TABLE bench_raw (id {int} PRIMARY KEY, payload {blob} NOT NULL)", for: backend.dialect)) }
+        _ = try await serialized { try await query(Self.typed("CREATE TABLE bench_raw (id {int} PRIMARY KEY, payload {blob} NOT NULL)", for: backend.dialect)!) }
         for row in 0..<rows {
             _ = try await transaction { try await query("INSERT INTO bench_raw (id, payload) VALUES (?, ?)", [Self.int(row), .blob(payload)]) }
         }
@@ -674,6 +908,7 @@ public final class SQLStore: CollectorStore {
             _ = try await query("DELETE FROM attachments WHERE received < ?", [time])
             _ = try await query("DELETE FROM sessions WHERE received < ?", [time])
             _ = try await query("DELETE FROM issue_days WHERE day < ?", [Self.int(Self.day(cutoff))])
+            _ = try await query("DELETE FROM release_day_users WHERE day < ?", [Self.int(Int64((cutoff.timeIntervalSince1970 / 86_400).rounded(.down)))])
             return Int64(deleted)
         }
     }

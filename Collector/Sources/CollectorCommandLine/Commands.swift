@@ -166,7 +166,7 @@ struct Prune: AsyncParsableCommand {
 
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure ingest throughput of realistic crash envelopes against the database's raw insert rate (a report, not a test).")
+        abstract: "Measure ingest throughput of realistic crash envelopes against the database's raw insert rate, or (--fill) page times on a big database and ingest while a user reads (a report, not a test).")
 
     @Option(help: "A SQLite file path (created; must not exist) or postgres://... naming an empty database. Default: a new file in the temporary directory.")
     var database: String?
@@ -174,11 +174,23 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Concurrent clients, each waiting for its acknowledgement before sending the next envelope.") var concurrency: Int = 8
     @Flag(help: "Send the envelopes over HTTP to a collector started in this process (default: call the ingest service directly, below HTTP).")
     var http = false
+    @Option(help: ArgumentHelp(
+        "Read benchmark: fill --database (kept; reused when it holds this many events already) up to N realistic events, time every dashboard page and API read over HTTP, then ingest --events envelopes over HTTP alone and while one user reloads the slowest page.",
+        valueName: "N"))
+    var fill: Int?
+    @Option(help: "Read benchmark: loads of each page timed (after one warm-up load).") var loads: Int = 5
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
         var logger = logging.makeLogger()
         logger.logLevel = .warning
+        if let fill {
+            guard let database else { throw ValidationError("--fill needs --database (the file or database it fills and keeps)") }
+            let report = try await runReadBenchmark(database: CollectorConfiguration.Database(argument: database), fillTo: fill,
+                                                    ingestEvents: events, concurrency: concurrency, loads: loads, logger: logger)
+            print(report.description)
+            return
+        }
         let target = CollectorConfiguration.Database(argument: database ?? NSTemporaryDirectory() + "collector-bench-\(UUID().uuidString).sqlite")
         let report = try await runIngestBenchmark(database: target, events: events, concurrency: concurrency, overHTTP: http, logger: logger)
         print(report.description)

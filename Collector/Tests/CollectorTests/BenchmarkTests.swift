@@ -41,4 +41,34 @@ struct BenchmarkTests {
         }
         await fresh.drop()
     }
+
+    /// `shield-collector bench --fill` end to end on a few events: the database is filled to the
+    /// target (and reused, not filled again, by a second run), every page and API read answers
+    /// 200 with a logged-in session, and both ingest runs store every envelope.
+    @Test func theReadBenchmarkFillsOnceTimesEveryPageAndIngestsWhileReading() async throws {
+        let fresh = try await TestDatabase.fresh()
+        do {
+            var logger = Logger(label: "benchmark-tests")
+            logger.logLevel = .warning
+            let first = try await runReadBenchmark(database: fresh.database, fillTo: 120, ingestEvents: 40, concurrency: 4, loads: 1, logger: logger)
+            #expect(first.filledEvents == 120)
+            #expect(first.storedEvents == 120)
+            let names = first.pages.map(\.name)
+            for page in ["projects", "issues (open)", "release health", "prevented crashes", "launch crashes", "API release health"] {
+                #expect(names.contains(page), "\(page) not measured: \(names)")
+            }
+            #expect(names.contains { $0.hasPrefix("issue (") })
+            #expect(first.pages.allSatisfy { $0.loads == 1 && $0.bytes > 0 })
+            #expect(first.readerLoads >= 1)
+            #expect(first.description.contains("loss:"))
+
+            let second = try await runReadBenchmark(database: fresh.database, fillTo: 120, ingestEvents: 40, concurrency: 4, loads: 1, logger: logger)
+            #expect(second.filledEvents == 0)
+            #expect(second.storedEvents == 120 + 2 * 40)
+        } catch {
+            await fresh.drop()
+            throw error
+        }
+        await fresh.drop()
+    }
 }

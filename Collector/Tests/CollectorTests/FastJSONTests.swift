@@ -32,4 +32,26 @@ struct FastJSONTests {
             #expect(throws: FastJSON.Failure.self, "\(String(decoding: bytes, as: UTF8.self))") { try FastJSON.parse(Data(bytes)) }
         }
     }
+
+    /// `member` (the launch-crash page reads only each event's tags with it) gives what the
+    /// whole tree gives for that member, and refuses what `parse` refuses.
+    @Test func oneMemberIsReadAsTheTreeReadsIt() throws {
+        let documents = [
+            #"{"event_id": "a", "tags": {"launch.phase": "launching", "n": 3}, "x": [1, {"tags": 2}]}"#,
+            #"  {"tags": [["a", "b"], ["c", 1]], "tags": {"last": "wins"}}  "#,
+            #"{"other": {"tags": {"nested": "not top-level"}}}"#,
+            #"[{"tags": {"a": "b"}}]"#,
+            #"{"tags": null}"#,
+        ]
+        for text in documents {
+            let data = Data(text.utf8)
+            let tree = try FastJSON.parse(data)
+            let expected: JSONValue? = if case .object(let members) = tree { members["tags"] } else { nil }
+            #expect(try FastJSON.member("tags", of: data) == expected, "\(text)")
+        }
+        for invalid in [#"{"tags": {"a": }}"#, #"{"tags": {"a": "b"}} trailing"#, #"{"x": [1, 2}"#] {
+            #expect(throws: FastJSON.Failure.self) { try FastJSON.parse(Data(invalid.utf8)) }
+            #expect(throws: FastJSON.Failure.self) { try FastJSON.member("tags", of: Data(invalid.utf8)) }
+        }
+    }
 }

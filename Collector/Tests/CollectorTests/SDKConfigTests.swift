@@ -186,9 +186,9 @@ struct SDKConfigTests {
         try await TestDatabase.withStore(migrated: false) { store in
             // The schema as version 4 left it, with a version published then.
             let dialect = store.backend.dialect
-            _ = try await store.query(SQLStore.typed("CREATE TABLE schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: dialect))
+            _ = try await store.query(SQLStore.typed("CREATE TABLE schema_migrations (version {int} PRIMARY KEY, applied_at {real} NOT NULL)", for: dialect)!)
             for migration in SQLStore.migrations where migration.version <= 4 {
-                for statement in migration.statements { _ = try await store.query(SQLStore.typed(statement, for: dialect)) }
+                for statement in migration.statements { _ = try await store.query(SQLStore.typed(statement, for: dialect)!) }
                 _ = try await store.query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", [.int(Int64(migration.version)), .double(0)])
             }
             let project = try await store.createProject(name: "old")

@@ -101,15 +101,42 @@ public struct SessionRow: Sendable, Hashable {
     public let count: Int64
 }
 
+/// One release's sessions on one UTC day (`releaseDays`). Users count only sessions with a user
+/// (`did`); aggregates add sessions without users.
+public struct ReleaseDay: Sendable, Hashable {
+    public let release: String
+    /// The day's start (UTC midnight).
+    public let day: Date
+    public var sessions: Int64
+    public var crashed: Int64
+    public var users: Int64
+    public var crashedUsers: Int64
+}
+
+/// A project with the counts the projects page shows.
+public struct ProjectSummary: Sendable, Hashable {
+    public let project: Project
+    /// Issues unresolved or regressed.
+    public let openIssues: Int64
+    public let issues: Int64
+    /// Prevented crashes (incidents) stored.
+    public let incidents: Int64
+}
+
 /// Read-only queries the dashboard needs beyond `CollectorStore` (implemented by `SQLStore` for
 /// SQLite and PostgreSQL).
 public protocol DashboardQueries: Sendable {
+    /// Every project (by id) with its issue and incident counts, counted from indexes.
+    func projectSummaries() async throws -> [ProjectSummary]
     /// The newest events of a project (by received time), at most `limit`.
     func recentEvents(projectID: Int64, limit: Int) async throws -> [StoredEvent]
     /// The newest events of an issue, at most `limit`.
     func issueEvents(issueID: Int64, limit: Int) async throws -> [StoredEvent]
     /// Prevented crashes whose event time is `since` or later, oldest first, at most `limit`.
     func incidentRows(projectID: Int64, since: Date, limit: Int) async throws -> [IncidentRow]
+    /// Release health per UTC day of `releases` from the day of `since` on, from the summaries
+    /// ingest keeps: sessions (aggregates included), crashed ones, users and crashed users.
+    func releaseDays(projectID: Int64, releases: [String], since: Date) async throws -> [ReleaseDay]
     /// Sessions and session aggregates started at or after `since`, at most `limit` rows.
     func sessionRows(projectID: Int64, since: Date, limit: Int) async throws -> [SessionRow]
     /// One event of an issue (`eventID`, or the newest when nil) with the ids of its neighbours in

@@ -15,7 +15,7 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func accountCount() async throws -> Int64 {
-        try await serialized { try await query("SELECT count(*) AS n FROM accounts").first?.int("n") ?? 0 }
+        try await read { try await query("SELECT count(*) AS n FROM accounts").first?.int("n") ?? 0 }
     }
 
     public func createAccount(name: String, passwordHash: String, isAdmin: Bool, created: Date) async throws -> Account {
@@ -29,7 +29,7 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func account(name: String) async throws -> Account? {
-        try await serialized {
+        try await read {
             try await query("SELECT id, email, password_hash, is_admin, created_at FROM accounts WHERE email = ?", [.text(name)])
                 .first.flatMap { Self.account($0) }
         }
@@ -44,7 +44,7 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func loginSession(tokenHash: String, now: Date) async throws -> LoginSession? {
-        try await serialized {
+        try await read {
             let rows = try await query(
                 """
                 SELECT s.csrf_token, s.created_at AS session_created, s.expires_at,
@@ -73,13 +73,13 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func accounts() async throws -> [Account] {
-        try await serialized {
+        try await read {
             try await query("SELECT id, email, password_hash, is_admin, created_at FROM accounts ORDER BY email").compactMap { Self.account($0) }
         }
     }
 
     public func account(id: Int64) async throws -> Account? {
-        try await serialized {
+        try await read {
             try await query("SELECT id, email, password_hash, is_admin, created_at FROM accounts WHERE id = ?", [Self.int(id)])
                 .first.flatMap { Self.account($0) }
         }
@@ -132,13 +132,13 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func apiToken(tokenHash: String) async throws -> APITokenInfo? {
-        try await serialized {
+        try await read {
             try await query("SELECT \(Self.tokenColumns) WHERE t.token_hash = ?", [.text(tokenHash)]).first.flatMap(Self.tokenInfo)
         }
     }
 
     public func apiTokens(accountID: Int64?) async throws -> [APITokenInfo] {
-        try await serialized {
+        try await read {
             if let accountID {
                 return try await query("SELECT \(Self.tokenColumns) WHERE t.account_id = ? ORDER BY t.created_at DESC, t.name", [Self.int(accountID)])
                     .compactMap(Self.tokenInfo)
@@ -179,8 +179,33 @@ extension SQLStore: AccountStore, DashboardQueries {
         return StoredEvent(summary: summary, payload: payload)
     }
 
+    public func projectSummaries() async throws -> [ProjectSummary] {
+        let projects = try await self.projects()
+        return try await read {
+            var issues: [Int64: (open: Int64, all: Int64)] = [:]
+            for row in try await query(
+                """
+                SELECT project_id, count(*) AS n, sum(CASE WHEN status IN ('unresolved', 'regressed') THEN 1 ELSE 0 END) AS open
+                FROM issues GROUP BY project_id
+                """)
+            {
+                guard let project = row.int("project_id") else { continue }
+                issues[project] = (row.int("open") ?? 0, row.int("n") ?? 0)
+            }
+            var incidents: [Int64: Int64] = [:]
+            for row in try await query("SELECT project_id, count(*) AS n FROM incidents GROUP BY project_id") {
+                guard let project = row.int("project_id") else { continue }
+                incidents[project] = row.int("n") ?? 0
+            }
+            return projects.map { project in
+                ProjectSummary(project: project, openIssues: issues[project.id]?.open ?? 0, issues: issues[project.id]?.all ?? 0,
+                               incidents: incidents[project.id] ?? 0)
+            }
+        }
+    }
+
     public func recentEvents(projectID: Int64, limit: Int) async throws -> [StoredEvent] {
-        try await serialized {
+        try await read {
             try await query(
                 """
                 SELECT event_id, issue_id, received, timestamp, level, release, environment, platform, payload FROM events
@@ -191,7 +216,7 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func issueEvents(issueID: Int64, limit: Int) async throws -> [StoredEvent] {
-        try await serialized {
+        try await read {
             try await query(
                 """
                 SELECT event_id, issue_id, received, timestamp, level, release, environment, platform, payload FROM events
@@ -202,7 +227,7 @@ extension SQLStore: AccountStore, DashboardQueries {
     }
 
     public func incidentRows(projectID: Int64, since: Date, limit: Int) async throws -> [IncidentRow] {
-        try await serialized {
+        try await read {
             try await query(
                 """
                 SELECT guard_name, release, timestamp FROM incidents WHERE project_id = ? AND timestamp >= ?
@@ -215,8 +240,61 @@ extension SQLStore: AccountStore, DashboardQueries {
         }
     }
 
+    public func releaseDays(projectID: Int64, releases: [String], since: Date) async throws -> [ReleaseDay] {
+        guard !releases.isEmpty else { return [] }
+        let firstDay = Int64((since.timeIntervalSince1970 / 86_400).rounded(.down))
+        let list = Array(repeating: "?", count: releases.count).joined(separator: ", ")
+        let binds: [DBValue] = [Self.int(projectID)] + releases.map { .text($0) } + [Self.int(firstDay)]
+        return try await read {
+            struct Key: Hashable {
+                let release: String
+                let day: Int64
+            }
+            var days: [Key: ReleaseDay] = [:]
+            func entry(_ release: String, _ day: Int64) -> ReleaseDay {
+                days[Key(release: release, day: day)]
+                    ?? ReleaseDay(release: release, day: Date(timeIntervalSince1970: Double(day) * 86_400), sessions: 0, crashed: 0, users: 0, crashedUsers: 0)
+            }
+            for row in try await query(
+                "SELECT release, day, sessions, crashed FROM release_days WHERE project_id = ? AND release IN (\(list)) AND day >= ?", binds)
+            {
+                guard let release = row.string("release"), let day = row.int("day") else { continue }
+                var value = entry(release, day)
+                value.sessions += row.int("sessions") ?? 0
+                value.crashed += row.int("crashed") ?? 0
+                days[Key(release: release, day: day)] = value
+            }
+            for row in try await query(
+                """
+                SELECT release, day, count(*) AS users, sum(crashed) AS crashed_users FROM release_day_users
+                WHERE project_id = ? AND release IN (\(list)) AND day >= ? GROUP BY release, day
+                """, binds)
+            {
+                guard let release = row.string("release"), let day = row.int("day") else { continue }
+                var value = entry(release, day)
+                value.users += row.int("users") ?? 0
+                value.crashedUsers += row.int("crashed_users") ?? 0
+                days[Key(release: release, day: day)] = value
+            }
+            for row in try await query(
+                """
+                SELECT release, bucket, exited + errored + abnormal + crashed AS sessions, crashed FROM session_aggregates
+                WHERE project_id = ? AND release IN (\(list)) AND bucket >= ?
+                """, [Self.int(projectID)] + releases.map { .text($0) } + [.double(Double(firstDay) * 86_400)])
+            {
+                guard let release = row.string("release"), let bucket = row.double("bucket") else { continue }
+                let day = Int64((bucket / 86_400).rounded(.down))
+                var value = entry(release, day)
+                value.sessions += row.int("sessions") ?? 0
+                value.crashed += row.int("crashed") ?? 0
+                days[Key(release: release, day: day)] = value
+            }
+            return Array(days.values)
+        }
+    }
+
     public func sessionRows(projectID: Int64, since: Date, limit: Int) async throws -> [SessionRow] {
-        try await serialized {
+        try await read {
             let project = Self.int(projectID)
             var rows = try await query(
                 "SELECT release, started, status, distinct_id FROM sessions WHERE project_id = ? AND started >= ? ORDER BY started LIMIT ?",

@@ -9,13 +9,11 @@ extension DashboardRoutes {
 
     func projectsPage(_ session: LoginSession) async throws -> Response {
         var rows: [HTML] = []
-        for project in try await store.projects() {
-            let open = try await store.issues(projectID: project.id, query: IssueQuery(statuses: IssueQuery.open, limit: 1)).total
-            let all = try await store.issues(projectID: project.id, query: IssueQuery(limit: 1)).total
-            let incidents = try await store.incidents(projectID: project.id).reduce(Int64(0)) { $0 + $1.count }
+        for summary in try await queries.projectSummaries() {
+            let project = summary.project
             rows.append("""
-            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(open)</td><td class="num">\(all)</td>\
-            <td class="num">\(incidents)</td><td>\(Layout.time(project.createdAt))</td><td><a href="/projects/\(project.id)/settings">DSN</a></td></tr>
+            <tr><td><a href="/projects/\(project.id)">\(project.name)</a></td><td class="num">\(summary.openIssues)</td><td class="num">\(summary.issues)</td>\
+            <td class="num">\(summary.incidents)</td><td>\(Layout.time(project.createdAt))</td><td><a href="/projects/\(project.id)/settings">DSN</a></td></tr>
             """)
         }
         let body: HTML = """
@@ -107,26 +105,26 @@ extension DashboardRoutes {
             """
         }
         let days = SVGChart.days(count: 14, now: Date())
-        let rowsByRelease = Dictionary(grouping: try await queries.sessionRows(projectID: project.id, since: days[0], limit: 200_000), by: \.release)
-        // The newest releases with sessions in the charts' days (release order, not session count).
-        let releases = rowsByRelease.keys.sorted { ReleaseOrder.isNewer($0, than: $1) }.prefix(Self.healthChartReleases)
+        // The newest releases (release order, not session count) among the 50 newest, of those with
+        // sessions in the charts' days.
+        let candidates = Array(health.map(\.release).sorted { ReleaseOrder.isNewer($0, than: $1) }.prefix(50))
+        let byRelease = Dictionary(grouping: try await queries.releaseDays(projectID: project.id, releases: candidates, since: days[0]), by: \.release)
+        let releases = candidates.filter { byRelease[$0] != nil }.prefix(Self.healthChartReleases)
         var sessionSeries: [SVGChart.Series] = []
         var userSeries: [SVGChart.Series] = []
         var lowest = 1.0
         for release in releases {
             var sessions = [Int64](repeating: 0, count: days.count), crashed = [Int64](repeating: 0, count: days.count)
-            var users = [Set<String>](repeating: [], count: days.count), crashedUsers = [Set<String>](repeating: [], count: days.count)
-            for row in rowsByRelease[release] ?? [] {
-                guard let day = SVGChart.dayIndex(row.started, in: days) else { continue }
-                sessions[day] += row.count
-                if row.status == "crashed" { crashed[day] += row.count }
-                if let user = row.distinctID {
-                    users[day].insert(user)
-                    if row.status == "crashed" { crashedUsers[day].insert(user) }
-                }
+            var users = [Int64](repeating: 0, count: days.count), crashedUsers = [Int64](repeating: 0, count: days.count)
+            for entry in byRelease[release] ?? [] {
+                guard let day = SVGChart.dayIndex(entry.day, in: days) else { continue }
+                sessions[day] += entry.sessions
+                crashed[day] += entry.crashed
+                users[day] += entry.users
+                crashedUsers[day] += entry.crashedUsers
             }
             let sessionRates: [Double?] = days.indices.map { sessions[$0] == 0 ? nil : 1 - Double(crashed[$0]) / Double(sessions[$0]) }
-            let userRates: [Double?] = days.indices.map { users[$0].isEmpty ? nil : 1 - Double(crashedUsers[$0].count) / Double(users[$0].count) }
+            let userRates: [Double?] = days.indices.map { users[$0] == 0 ? nil : 1 - Double(crashedUsers[$0]) / Double(users[$0]) }
             lowest = min(lowest, sessionRates.compactMap { $0 }.min() ?? 1, userRates.compactMap { $0 }.min() ?? 1)
             sessionSeries.append(.init(name: release, values: sessionRates))
             userSeries.append(.init(name: release, values: userRates))
@@ -199,8 +197,10 @@ extension DashboardRoutes {
         var repairs: [String: (count: Int, releases: Set<String>)] = [:]
         var launchTagKeys: [String: Int] = [:]
         for event in events {
-            guard let json = try? JSONValue.parse(event.payload) else { continue }
-            let tags = EventView.tags(json)
+            // Only the tags are read: the rest of each event is read past, not built. (No tags, or
+            // not JSON: nothing to count.)
+            guard let member = try? FastJSON.member("tags", of: event.payload) else { continue }
+            let tags = EventView.tags(["tags": member])
             for (key, _) in tags where key.hasPrefix("launch") || key.hasPrefix("repair") { launchTagKeys[key, default: 0] += 1 }
             let values = Dictionary(tags, uniquingKeysWith: { first, _ in first })
             let release = event.summary.release ?? "(no release)"
