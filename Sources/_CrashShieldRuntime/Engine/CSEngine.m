@@ -139,9 +139,27 @@ static void cs_found_owner_append(void *context, size_t query, Class owner, IMP 
     discovery->owners[discovery->count++] = (cs_found_owner){query, owner, implementation};
 }
 
+/* The class named `name` (a hook spec's root, a string of the registry), looked up once: roots
+ * are never unloaded, and a lookup by name costs more the more classes the process has. Under
+ * the engine lock. */
+static Class cs_root_class(const char *name) {
+    enum { kMaxRoots = 32 };
+    static const char *names[kMaxRoots];
+    static CS_UNRETAINED Class classes[kMaxRoots];
+    static size_t count;
+    for (size_t i = 0; i < count; i++)
+        if (names[i] == name) return classes[i];
+    Class cls = objc_lookUpClass(name);
+    if (cls != Nil && count < kMaxRoots) {
+        names[count] = name;
+        classes[count++] = cls;
+    }
+    return cls;
+}
+
 /* Fills the query that asks for `spec`'s owners; NO when its root class does not exist. */
 static BOOL cs_spec_query(const CSHookSpec *spec, cs_owner_query *query) {
-    Class root = objc_lookUpClass(spec->root_class);
+    Class root = cs_root_class(spec->root_class);
     if (root == Nil) return NO;
     *query = (cs_owner_query){root, cs_backend_selector(spec->selector), spec->class_side};
     return YES;
@@ -209,7 +227,7 @@ static const char *cs_hook(CSGuard *g, const cs_discovery *discovery, const size
     g->skipped_count = 0;
     for (size_t h = 0; h < g->hook_count; h++) {
         const CSHookSpec *spec = &g->hooks[h];
-        Class root = objc_lookUpClass(spec->root_class);
+        Class root = cs_root_class(spec->root_class);
         if (root == Nil) return "a class the guard hooks does not exist on this runtime";
         SEL sel = cs_backend_selector(spec->selector);
         cs_found_owner root_owner;
