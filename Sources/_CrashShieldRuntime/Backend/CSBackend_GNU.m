@@ -1251,7 +1251,7 @@ static void cs_visit_classes(const cs_owner_query *queries, size_t count, const 
     free(root_of);
 }
 
-static const Class *cs_system_classes(size_t *count);
+static CS_UNRETAINED const Class *cs_system_classes(size_t *count);
 
 void cs_backend_visit_owners(const cs_owner_query *queries, size_t count, const char *const *app_prefixes,
                              size_t app_prefix_count, cs_owner_visitor visit, void *context) {
@@ -1348,7 +1348,7 @@ static size_t cs_dynamic_symbol_count(const uint32_t *sysv_hash, const uint32_t 
 /* Appends the classes that image `i` defines: GCC emits an exported `__objc_class_name_<Name>`
  * symbol for every class a compilation unit implements, so the image's dynamic symbol table
  * names them all (checked against the class list: all 522 of GNUstep Base 1.28's). */
-static void cs_collect_image_classes(size_t i, Class **classes, size_t *count, size_t *capacity) {
+static void cs_collect_image_classes(size_t i, CS_UNRETAINED Class **classes, size_t *count, size_t *capacity) {
     static const char kPrefix[] = "__objc_class_name_";
     const ElfW(Dyn) *dynamic = g_system_image_dynamic[i];
     uintptr_t bias = g_system_image_bias[i];
@@ -1371,7 +1371,7 @@ static void cs_collect_image_classes(size_t i, Class **classes, size_t *count, s
         if (cls == Nil) continue;
         if (*count == *capacity) {
             size_t grown_capacity = *capacity ? *capacity * 2 : 1024;
-            Class *grown = realloc(*classes, grown_capacity * sizeof(Class));
+            CS_UNRETAINED Class *grown = (CS_UNRETAINED Class *)realloc((void *)*classes, grown_capacity * sizeof(Class));
             if (grown == NULL) return;
             *classes = grown;
             *capacity = grown_capacity;
@@ -1380,7 +1380,7 @@ static void cs_collect_image_classes(size_t i, Class **classes, size_t *count, s
     }
 }
 
-static Class *g_system_classes;
+static CS_UNRETAINED Class *g_system_classes;
 static size_t g_system_class_count;
 static pthread_once_t g_system_classes_once = PTHREAD_ONCE_INIT;
 
@@ -1394,7 +1394,7 @@ static void cs_find_system_classes(void) {
 /* The classes the system's images define (GNUstep Base, libobjc, GNUstep GUI when loaded),
  * found once from their dynamic symbols: the cost does not grow with the app's classes. Classes
  * made at run time are not among them. */
-static const Class *cs_system_classes(size_t *count) {
+static CS_UNRETAINED const Class *cs_system_classes(size_t *count) {
     pthread_once(&g_system_classes_once, cs_find_system_classes);
     *count = g_system_class_count;
     return g_system_classes;
