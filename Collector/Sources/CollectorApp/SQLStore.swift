@@ -394,10 +394,11 @@ public final class SQLStore: CollectorStore {
             // it shows rather than a project's whole history (tests: QueryPlanTests).
             // A project's newest events (launch-crash page, `recentEvents`).
             "CREATE INDEX events_project_received ON events (project_id, received)",
-            // Prevented crashes only (the `incidents` view): counts by guard and release, and
-            // the last days' rows, read from this index without the events themselves.
+            // Prevented crashes only (the `incidents` view): counts and last times by guard and
+            // release, read from this index without the events themselves (the last days' rows by
+            // event time use migration 7's events_incident_time).
             """
-            CREATE INDEX events_incidents ON events (project_id, received, incident_guard, release)
+            CREATE INDEX events_incidents ON events (project_id, incident_guard, release, timestamp)
                 WHERE incident_guard IS NOT NULL
             """,
             // Open-issue counts by status (issue lists by last seen use migration 7's issues_last_seen).
