@@ -20,7 +20,7 @@
  * written into the tables of the class and of its subclasses that inherit the selector.
  *
  * Room: a table holds as many entries as there were selectors when it was built. Replacing and
- * adding take one decision (cs_gnu_make_room) before writing: every installed table below the
+ * adding take one decision (cs_gnu_collect_subtree) before writing: every installed table below the
  * owner must hold the selector's position, and one that does not is grown in place by the backend
  * (cs_gnu_grow_table), because sarray_at_put_safe past the capacity reaches sarray_realloc, which
  * aborts on a shared table and otherwise publishes the capacity before the array and frees the
@@ -407,55 +407,96 @@ static BOOL cs_gnu_write_reaches(const cs_gnu_table_write *write, Class sub) {
     return !cs_gnu_defines(sub, write->sel);
 }
 
-/* The room decision, shared by replacing and adding: every installed table at or below `cls`
- * must hold `position`, and one short of it is grown in place (cs_gnu_grow_table). Every installed
- * table of the subtree, a superset of those the write reaches (deciding which those are asks the
- * tables themselves; growing one more costs only memory). A write past a table's capacity would
- * otherwise reach sarray_realloc (see cs_gnu_grow_table). NO when a table is short and cannot
- * grow: nothing is written then (tables grown so far only gained empty entries) and the caller
- * falls back to a rebuild. Classes whose table is not installed, and their subclasses, are
- * skipped: their tables are built later, large enough. Runtime lock held. */
-static BOOL cs_gnu_make_room(const cs_gnu_patch_api *api, Class cls, size_t position) {
-    void *table = cs_gnu_layout(cls)->dtable;
-    if (table == *api->uninstalled_table) return YES;
-    if (position == SIZE_MAX) return NO;
-    if (position >= cs_gnu_table_capacity(table) && !cs_gnu_grow_table(api, table, position)) return NO;
-    for (Class sub = cs_gnu_layout(cls)->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
-        if (!cs_gnu_make_room(api, sub, position)) return NO;
+/* The classes of an owner's subtree that a write can concern, in pre-order, found in one walk
+ * (cs_gnu_collect_subtree) and then written without walking the class tree again
+ * (cs_gnu_write_collected): every class with an installed table, and every class without one
+ * that is inside +initialize (libobjc may have prepared its table). The walk passes over a class
+ * without a table, and all its subclasses, after reading two fields: an app's never-messaged
+ * classes, which can be most of NSObject's subclasses, cost one visit per write batch, not two.
+ * Per thread; reused between batches. */
+typedef struct {
+    CS_UNRETAINED Class cls;
+    size_t parent;   /* index of the nearest collected superclass; SIZE_MAX for the owner */
+    uint64_t active; /* while writing: the writes that reached this class */
+    BOOL installed;
+} cs_gnu_subtree_entry;
+static __thread cs_gnu_subtree_entry *g_subtree;
+static __thread size_t g_subtree_count, g_subtree_capacity;
+
+static BOOL cs_gnu_subtree_append(Class cls, size_t parent, BOOL installed) {
+    if (g_subtree_count == g_subtree_capacity) {
+        size_t capacity = g_subtree_capacity ? 2 * g_subtree_capacity : 256;
+        cs_gnu_subtree_entry *grown = realloc(g_subtree, capacity * sizeof *grown);
+        if (grown == NULL) return NO;
+        g_subtree = grown;
+        g_subtree_capacity = capacity;
+    }
+    g_subtree[g_subtree_count++] = (cs_gnu_subtree_entry){cls, parent, 0, installed};
     return YES;
 }
 
-/* Writes the entries of `writes` (those whose bit is set in `active`, at most 64) into the table
- * of `cls` and of the subclasses each reaches (cs_gnu_write_reaches), in order, after
- * cs_gnu_make_room. A class whose table is not installed is left to libobjc's update, which only
- * redoes the table it prepared when that class is inside +initialize (the initializing thread
- * holds the runtime lock for the whole +initialize, so that is only ever this thread) and
- * otherwise does nothing: the runtime builds the table later from the method lists, which already
- * hold the new IMPs; its subclasses are not installed either. Runtime lock held. */
-static void cs_gnu_write_subtree(const cs_gnu_patch_api *api, Class cls, const cs_gnu_table_write *writes,
-                                 uint64_t active, BOOL is_owner) {
+/* Collects the subtree of `cls` (below the entry `parent`) and makes room: every installed table
+ * must hold `position`, and one short of it is grown in place (cs_gnu_grow_table). Every installed
+ * table of the subtree, a superset of those the writes reach (deciding which those are asks the
+ * tables themselves; growing one more costs only memory). A write past a table's capacity would
+ * otherwise reach sarray_realloc (see cs_gnu_grow_table). NO when a table is short and cannot
+ * grow, or the list cannot grow: nothing is written then (tables grown so far only gained empty
+ * entries) and the caller falls back to a rebuild. A class whose table is not installed has no
+ * installed table below it (libobjc installs a superclass's table first); it is kept only when it
+ * is inside +initialize (libobjc marks a class initialised before it sends +initialize), for
+ * cs_gnu_write_collected. Runtime lock held. */
+static BOOL cs_gnu_collect_class(const cs_gnu_patch_api *api, Class cls, size_t parent, size_t position) {
     cs_gnu_class_layout *layout = cs_gnu_layout(cls);
-    if (layout->dtable == *api->uninstalled_table) {
-        /* Only a class inside +initialize can have a prepared table, and libobjc marks a class
-         * initialised before it sends +initialize: a class never messaged (most of an app's, at
-         * start) is passed over without a call. */
-        cs_dtable_update_fn update = cs_dispatch_update_function();
-        if (update && (layout->info & kGNUClassInitialized)) update(cls);
-        return;
-    }
-    for (unsigned w = 0; w < 64 && (active >> w) != 0; w++) {
-        if (!(active & (UINT64_C(1) << w))) continue;
-        if (!is_owner && !cs_gnu_write_reaches(&writes[w], cls)) {
-            active &= ~(UINT64_C(1) << w);
+    void *table = layout->dtable;
+    if (table == *api->uninstalled_table)
+        return (layout->info & kGNUClassInitialized) ? cs_gnu_subtree_append(cls, parent, NO) : YES;
+    if (position == SIZE_MAX) return NO;
+    if (position >= cs_gnu_table_capacity(table) && !cs_gnu_grow_table(api, table, position)) return NO;
+    if (!cs_gnu_subtree_append(cls, parent, YES)) return NO;
+    size_t self = g_subtree_count - 1;
+    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
+        if (!cs_gnu_collect_class(api, sub, self, position)) return NO;
+    return YES;
+}
+
+static BOOL cs_gnu_collect_subtree(const cs_gnu_patch_api *api, Class owner, size_t position) {
+    g_subtree_count = 0;
+    return cs_gnu_collect_class(api, owner, SIZE_MAX, position);
+}
+
+/* Writes the entries of `writes` (at most 64, all active at the owner) into the collected tables
+ * that each reaches (cs_gnu_write_reaches: a write that stops at a class stops for its subclasses too), in
+ * pre-order. A collected class without an installed table is left to libobjc's update when a
+ * write reaches it: the update only redoes the table it prepared (the initializing thread holds
+ * the runtime lock for the whole +initialize, so that is only ever this thread) from the method
+ * lists, which already hold the new IMPs. Runtime lock held. */
+static void cs_gnu_write_collected(const cs_gnu_table_write *writes, size_t count) {
+    const cs_gnu_patch_api *api = cs_gnu_patch_api_get();
+    uint64_t all = count == 64 ? UINT64_MAX : (UINT64_C(1) << count) - 1;
+    for (size_t i = 0; i < g_subtree_count; i++) {
+        cs_gnu_subtree_entry *entry = &g_subtree[i];
+        BOOL is_owner = i == 0;
+        uint64_t active = is_owner ? all : g_subtree[entry->parent].active;
+        entry->active = 0;
+        if (active == 0) continue;
+        if (!entry->installed) {
+            cs_dtable_update_fn update = cs_dispatch_update_function();
+            if (update) update(entry->cls);
             continue;
         }
-        __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
-        /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
-        api->put(layout->dtable, (size_t) * (void *const *)(const void *)writes[w].sel, (void *)writes[w].imp);
+        void *table = cs_gnu_layout(entry->cls)->dtable;
+        for (unsigned w = 0; w < 64 && (active >> w) != 0; w++) {
+            if (!(active & (UINT64_C(1) << w))) continue;
+            if (!is_owner && !cs_gnu_write_reaches(&writes[w], entry->cls)) {
+                active &= ~(UINT64_C(1) << w);
+                continue;
+            }
+            __atomic_thread_fence(__ATOMIC_RELEASE); /* the hook's slot before the hook (publication order) */
+            /* GCC libobjc's SEL starts with its table index (sel_id), the index its tables use. */
+            api->put(table, (size_t) * (void *const *)(const void *)writes[w].sel, (void *)writes[w].imp);
+        }
+        entry->active = active;
     }
-    if (active == 0) return;
-    for (Class sub = layout->subclass_list; sub != Nil; sub = cs_gnu_layout(sub)->sibling_class)
-        cs_gnu_write_subtree(api, sub, writes, active, NO);
 }
 
 /* Replacements whose table writes wait for the end of a deferral (cs_backend_defer_dispatch_refresh),
@@ -479,14 +520,12 @@ static BOOL cs_gnu_patch_owner_tables(Class owner, const cs_gnu_table_write *wri
         if (writes[w].position > position) position = writes[w].position;
     }
     api->lock(*api->runtime_mutex);
-    BOOL room = cs_gnu_make_room(api, owner, position); /* a table holding the largest holds them all */
-    if (room) cs_gnu_write_subtree(api, owner, writes, count == 64 ? UINT64_MAX : (UINT64_C(1) << count) - 1, YES);
+    BOOL room = cs_gnu_collect_subtree(api, owner, position); /* a table holding the largest holds them all */
+    if (room) cs_gnu_write_collected(writes, count);
     api->unlock(*api->runtime_mutex);
     return room;
 }
 
-/* Patches the tables for one replaced method, or, while this thread defers, queues the write
- * (YES). NO: in-place writes are not usable or a table could not be given room; rebuild. */
 /* Queues `write` for cs_gnu_flush_pending_writes when this thread defers; NO when it does not
  * (or the queue cannot grow): write now. */
 static BOOL cs_gnu_queue_write(Class owner, const cs_gnu_table_write *write) {
@@ -509,7 +548,8 @@ static BOOL cs_gnu_patch_tables(Class owner, SEL sel, IMP previous, IMP replacem
 }
 
 /* Does the queued writes, in queue order per owner: one walk per owner (and per 64 writes);
- * owners whose tables could not be given room are rebuilt. */
+ * owners whose tables could not be given room are rebuilt, and so is every owner when the
+ * bookkeeping cannot be allocated (the method lists hold the new IMPs already). */
 static void cs_gnu_flush_pending_writes(void) {
     size_t count = g_pending_write_count;
     cs_gnu_pending_write *pending = g_pending_writes;
@@ -517,7 +557,11 @@ static void cs_gnu_flush_pending_writes(void) {
     g_pending_write_count = g_pending_write_capacity = 0;
     BOOL *done = calloc(count ? count : 1, sizeof *done);
     cs_gnu_table_write group[64];
-    for (size_t i = 0; i < count && done != NULL; i++) {
+    for (size_t i = 0; i < count; i++) {
+        if (done == NULL) {
+            cs_refresh_dispatch_tables(pending[i].owner);
+            continue;
+        }
         if (done[i]) continue;
         size_t n = 0;
         for (size_t j = i; j < count && n < 64; j++) {
@@ -555,7 +599,7 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
     BOOL refresh = NO;
     api->lock(*api->runtime_mutex);
     cs_gnu_add_result result = cs_gnu_defines(cls, sel)                                ? CS_GNU_ALREADY_DEFINED
-                               : deferred || cs_gnu_make_room(api, cls, write.position) ? CS_GNU_ADDED
+                               : deferred || cs_gnu_collect_subtree(api, cls, write.position) ? CS_GNU_ADDED
                                                                                         : CS_GNU_NO_ROOM;
     if (result == CS_GNU_ADDED) {
         list->methods[0].name = api->register_typed(sel_getName(sel), types_copy);
@@ -563,7 +607,7 @@ static cs_gnu_add_result cs_gnu_add_in_place(const cs_gnu_patch_api *api, Class 
         list->next = (cs_gnu_method_list *)layout->methods;
         __atomic_store_n(&layout->methods, (void *)list, __ATOMIC_RELEASE);
         if (!deferred || !cs_gnu_queue_write(cls, &write)) {
-            if (!deferred || cs_gnu_make_room(api, cls, write.position)) cs_gnu_write_subtree(api, cls, &write, 1, YES);
+            if (!deferred || cs_gnu_collect_subtree(api, cls, write.position)) cs_gnu_write_collected(&write, 1);
             else refresh = YES;
         }
     }
