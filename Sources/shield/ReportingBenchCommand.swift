@@ -185,13 +185,10 @@ enum ReportingBenchCommand {
                       let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
                       let value = object["start_ns"] as? Int else { continue }
                 totals[variant, default: []].append(UInt64(value))
-                if let steps = object["steps"] as? [String: Any] {
-                    // JSONSerialization loses the order: the probe's line keeps it.
-                    for name in orderedKeys(of: "steps", in: String(line)) {
-                        guard let nanoseconds = steps[name] as? Int else { continue }
-                        if stepSamples[variant, default: [:]][name] == nil { stepNames[variant, default: []].append(name) }
-                        stepSamples[variant, default: [:]][name, default: []].append(UInt64(nanoseconds))
-                    }
+                for case let step as [Any] in object["steps"] as? [Any] ?? [] {
+                    guard step.count == 2, let name = step[0] as? String, let nanoseconds = step[1] as? Int else { continue }
+                    if stepSamples[variant, default: [:]][name] == nil { stepNames[variant, default: []].append(name) }
+                    stepSamples[variant, default: [:]][name, default: []].append(UInt64(nanoseconds))
                 }
             }
         }
@@ -228,16 +225,6 @@ enum ReportingBenchCommand {
             }
         }
         return 0
-    }
-
-    /// The keys of the flat object `"name": {...}` in a JSON line, in the line's order (step names
-    /// hold no quotes or braces).
-    static func orderedKeys(of name: String, in line: String) -> [String] {
-        guard let open = line.range(of: "\"\(name)\": {"), let close = line[open.upperBound...].firstIndex(of: "}") else { return [] }
-        return line[open.upperBound..<close].split(separator: ",").compactMap { field in
-            let parts = field.split(separator: "\"")
-            return parts.count >= 2 ? String(parts[parts.count - 2]) : nil
-        }
     }
 
     static func convertAndEnqueue(json: Bool, runs: Int) -> Int32 {

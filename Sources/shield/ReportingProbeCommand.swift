@@ -156,11 +156,12 @@ enum ReportingProbeCommand {
         let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
         let version = RemoteConfiguration.current?.version.map(String.init) ?? "null"
         let swiftPolicy = arguments.captureOnly ? "null" : CrashShieldSDK.status.first { $0.id == .swiftAccess }.map { "\"\($0.policy)\"" } ?? "null"
+        // In the order the start took them: [name, nanoseconds] pairs.
         let steps = arguments.captureOnly ? "" : CrashShieldSDK._lastStartSteps.map { step in
             let parts = step.duration.components
-            return "\"\(step.step)\": \(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)"
+            return "[\"\(step.step)\", \(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)]"
         }.joined(separator: ", ")
-        print("{\"start_ns\": \(nanoseconds), \"steps\": {\(steps)}, \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
+        print("{\"start_ns\": \(nanoseconds), \"steps\": [\(steps)], \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
         if arguments.defaultCapture {
             print("CAPTURE installed=\(CrashCapture.isInstalled) sigsegv=\(sigsegvIsDefault() ? "default" : "handled")")
         }
