@@ -137,9 +137,6 @@ public final class SQLStore: CollectorStore {
 
     /// The read connection the current task's `read` or `withPageRead` body runs on (nil outside one).
     @TaskLocal static var readConnection: ReadConnection?
-    /// True in a `withPageRead` body outside any `read` body in it: a `read` there is observed
-    /// by the monitor as a read of its own would be (the page as a whole is not).
-    @TaskLocal private static var pageScope = false
 
     /// Runs `sql` on the current `read` body's connection, else on the writer's.
     func query(_ sql: String, _ binds: [DBValue] = []) async throws -> [DBRow] {
@@ -152,10 +149,7 @@ public final class SQLStore: CollectorStore {
     /// `storage.unavailable` (its connection was lost) runs once more. Inside another `read`
     /// body it runs on that body's connection (so nested reads never wait for a second one).
     func read<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        if Self.readConnection != nil {
-            guard Self.pageScope else { return try await body() }
-            return try await Self.$pageScope.withValue(false) { try await monitor.observe(write: false, body) }
-        }
+        if Self.readConnection != nil { return try await body() }
         guard let readers else { return try await serialized(body) }
         return try await monitor.observe(write: false) { try await onConnection(of: readers, body) }
     }
@@ -166,13 +160,15 @@ public final class SQLStore: CollectorStore {
     /// lent, it waits for one (first come, first served), so pages built at once never outnumber
     /// them. A write inside `body` leaves the page thread for the writer (`serialized`).
     /// Without page connections (an in-memory database), `body` runs where it was called. As for
-    /// `read`, a body that fails with `storage.unavailable` runs once more. The monitor observes
-    /// the reads in `body`, each as a `read` of its own, not the page as a whole (a write in it
-    /// is observed by itself, once).
+    /// `read`, the monitor observes the page as one read (a connection lost and the page run once
+    /// more counts as no failure), and a body that fails with `storage.unavailable` runs once more.
+    /// A write in `body` is observed by itself; were its failure to end the page, the page would
+    /// count it again (no page lets a write's failure through: an API read logs a failure to
+    /// record its token's use).
     public func withPageRead<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         if Self.readConnection != nil { return try await body() }
         guard let pageReaders else { return try await body() }
-        return try await Self.$pageScope.withValue(true) { try await onConnection(of: pageReaders, body) }
+        return try await monitor.observe(write: false) { try await onConnection(of: pageReaders, body) }
     }
 
     /// `read`'s and `withPageRead`'s work: `body` on a connection of `pool`, once more when it
@@ -205,9 +201,7 @@ public final class SQLStore: CollectorStore {
     /// Runs `body` with no read connection, on the global concurrent executor (see `serialized`).
     private static func outsideRead<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         try await $readConnection.withValue(nil) {
-            try await $pageScope.withValue(false) {
-                try await withTaskExecutorPreference(globalConcurrentExecutor) { try await body() }
-            }
+            try await withTaskExecutorPreference(globalConcurrentExecutor) { try await body() }
         }
     }
 

@@ -13,13 +13,21 @@ import Darwin
 /// - Linux: the calling thread's nice value is raised to `niceValue`. On Linux a nice value
 ///   belongs to a thread, not to the process, and `setpriority(PRIO_PROCESS, 0, ...)` sets the
 ///   calling thread's (the kernel reads `who` 0 as the current task, which is a thread;
-///   setpriority(2), NOTES). A thread at
-///   nice 10 weighs 110 against 1,024 for a thread at nice 0 in the kernel's fair scheduler, so
+///   setpriority(2), NOTES). A thread at nice 10 weighs 110 against 1,024 for a thread at nice 0 in the kernel's fair scheduler, so
 ///   while ingest threads are runnable on its core it gets about a tenth of that core; on an idle
 ///   core it runs at full speed. Raising one's own nice value needs no privilege (lowering it
 ///   back would).
-/// - Darwin: the thread's QoS class becomes `utility` (the closest equivalent).
+/// - Darwin: the thread's QoS class becomes `utility` (the closest equivalent; not measured).
 /// - Elsewhere: nothing (the pages then compete with ingest as equals).
+///
+/// Not `SCHED_IDLE`: measured on the benchmark's machine (2 cores, shared with other builds), it
+/// starved the pages whenever the cores were busy (2 loads in 8 s, p95 5-7 s) and did not remove
+/// the loss on a quiet machine either. Caveat: Linux gives a new thread its creator's nice value,
+/// so a thread of Swift's global pool that a page thread happens to start (when it hands work
+/// to a pool short of threads) starts at nice 10 too. Not confirmed in the benchmark: in 1 of
+/// 17 runs a nice-10 thread carried a pool thread's name, but it ran the pages (it may have been
+/// a page thread whose name was not applied), and a check of every thread's nice value in
+/// another run found only the two page threads.
 enum ThreadPriority {
     /// The nice value of the page threads (Linux).
     static let niceValue: Int32 = 10
