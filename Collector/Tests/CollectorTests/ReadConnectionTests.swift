@@ -178,6 +178,7 @@ struct ReadConnectionTests {
             _ = try await store.releaseDays(projectID: project.id, releases: ["app@1.0.0", "app@1.1.0"], since: since)
             _ = try await store.incidents(projectID: project.id)
             _ = try await store.incidentRows(projectID: project.id, since: since, limit: 1000)
+            _ = try await store.incidentDayCounts(projectID: project.id, since: since, recent: Date().addingTimeInterval(-7 * 86_400))
             _ = try await store.recentEvents(projectID: project.id, limit: 5000)
             _ = try await store.attachmentCount(projectID: project.id)
             _ = try await store.discardedTotal(projectID: project.id)
