@@ -22,6 +22,11 @@ public protocol CollectorStore: Sendable {
     /// The storage state, checked now (`/health`): `ok`, `unavailable` (the database cannot be
     /// reached) or `full` (its disk is full).
     func checkStorage() async -> StorageState
+    /// Runs `body`, a dashboard page or management API read (its queries and the building of its
+    /// answer), where pages run: on `SQLStore` whole on a page connection's thread, below ingest's
+    /// priority, with at most as many pages at once as there are page connections (see
+    /// `SQLStore.withPageRead`).
+    func withPageRead<T: Sendable>(_ body: () async throws -> T) async throws -> T
 
     func createProject(name: String) async throws -> Project
     func projects() async throws -> [Project]

@@ -54,7 +54,7 @@ struct CollectorRoutes: Sendable {
 
         let manage = router.group("api/0")
         manage.get("projects") { request, _ in
-            await self.respond { try await self.requireToken(request); return Self.json(try await self.store.projects().map(ProjectView.init)) }
+            await self.respondReading { try await self.requireToken(request); return Self.json(try await self.store.projects().map(ProjectView.init)) }
         }
         manage.post("projects") { request, context in
             await self.respond {
@@ -67,7 +67,7 @@ struct CollectorRoutes: Sendable {
             }
         }
         manage.get("projects/:id/issues") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 return try await self.issueList(request, projectID: try Self.id(context, "id"))
             }
@@ -79,7 +79,7 @@ struct CollectorRoutes: Sendable {
             }
         }
         manage.get("projects/:id/events/:event") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 let eventID = context.parameters.get("event") ?? ""
                 guard let payload = try await self.store.eventPayload(projectID: try Self.id(context, "id"), eventID: eventID.lowercased()) else {
@@ -89,19 +89,19 @@ struct CollectorRoutes: Sendable {
             }
         }
         manage.get("projects/:id/release-health") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 return Self.json(try await self.store.releaseHealth(projectID: try Self.id(context, "id")).map(ReleaseHealthView.init))
             }
         }
         manage.get("projects/:id/incidents") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 return Self.json(try await self.store.incidents(projectID: try Self.id(context, "id")))
             }
         }
         manage.get("projects/:id/stats") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 let project = try Self.id(context, "id")
                 return Self.json([
@@ -111,7 +111,7 @@ struct CollectorRoutes: Sendable {
             }
         }
         manage.get("projects/:id/sdk-config") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 return Self.json(try await self.store.sdkConfigHistory(projectID: try Self.id(context, "id")).map(SDKConfigView.init))
             }
@@ -148,7 +148,7 @@ struct CollectorRoutes: Sendable {
             }
         }
         manage.get("issues/:id") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 guard let issue = try await self.store.issue(id: try Self.id(context, "id")) else {
                     throw CollectorError.notFound("issue.unknown", "no such issue")
@@ -169,7 +169,7 @@ struct CollectorRoutes: Sendable {
             }
         }
         manage.get("issues/:id/events") { request, context in
-            await self.respond {
+            await self.respondReading {
                 try await self.requireToken(request)
                 let limit = min(max(Int(request.uri.queryParameters.get("limit") ?? "") ?? 100, 1), 1000)
                 return Self.json(try await self.store.events(issueID: try Self.id(context, "id"), limit: limit))
@@ -440,6 +440,12 @@ struct CollectorRoutes: Sendable {
 
     func respond(_ body: () async throws -> Response) async -> Response {
         do { return try await body() } catch { return errorResponse(error, countAsRejected: false) }
+    }
+
+    /// `respond` for a management API read: its whole work on a page thread below ingest's
+    /// priority (`CollectorStore.withPageRead`).
+    func respondReading(_ body: () async throws -> Response) async -> Response {
+        await respond { try await self.store.withPageRead(body) }
     }
 
     func errorResponse(_ error: any Error, countAsRejected: Bool) -> Response {

@@ -406,14 +406,18 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
 
     /// Connects on a new thread of the connection's own (see the type's threading contract) and
     /// sets the session's `lock_timeout` to `lockTimeout` (nil keeps the server's setting).
+    /// With `lowPriority` the connection's thread runs below the default priority
+    /// (`ThreadPriority`; the page connections of `SQLStore`: decoding a page's rows is its work).
     /// - Throws: `database.connect` with libpq's message when the server refuses or is
     ///   unreachable, or refuses the setting; the thread is shut down again.
-    static func connect(url: String, lockTimeout: LockTimeout? = .default, logger: Logger? = nil) async throws -> PostgresBackend {
+    static func connect(url: String, lockTimeout: LockTimeout? = .default, logger: Logger? = nil,
+                        lowPriority: Bool = false) async throws -> PostgresBackend {
         let thread = NIOThreadPool(numberOfThreads: threadsPerConnection)
         thread.start()
         do {
             return try await perform(on: thread) {
-                PostgresBackend(connection: try Self.open(url: url, lockTimeout: lockTimeout), url: url, thread: thread,
+                if lowPriority { ThreadPriority.lowerCurrentThreadForReads() }
+                return PostgresBackend(connection: try Self.open(url: url, lockTimeout: lockTimeout), url: url, thread: thread,
                                 lockTimeout: lockTimeout, logger: logger)
             }
         } catch {

@@ -8,15 +8,20 @@ import Logging
 /// stores several requests in one transaction (see `SQLStore+Ingest.swift`). Reads (pages, API
 /// reads, ingest's project lookup) run on a `ReadPool` of their own connections and never take
 /// the writer's lock: SQLite runs in WAL mode with the writer as the only writer and read-only
-/// connections reading their snapshots; PostgreSQL has a connection per reader. A private
-/// in-memory SQLite database (`":memory:"`) has no read pool: its reads share the writer's
-/// connection and lock. Several processes may share one PostgreSQL database: an event is stored
+/// connections reading their snapshots; PostgreSQL has a connection per reader. A dashboard
+/// page or management API read runs whole (its queries and the building of its answer) on one of
+/// a second pool's connections, the page connections, whose threads run below ingest's priority
+/// (`withPageRead`, `ThreadPriority`). A private in-memory SQLite database (`":memory:"`) has no
+/// read pools: its reads share the writer's connection and lock. Several processes may share one PostgreSQL database: an event is stored
 /// under a transaction-scoped advisory lock on its project, so concurrent ingest of the same
 /// stream stores every event once and keeps counts exact. Times are seconds since 1970.
 public final class SQLStore: CollectorStore {
     let backend: any SQLBackend
     /// The read connections (nil: reads use the writer's connection under its lock).
     let readers: ReadPool?
+    /// The page connections (`withPageRead`; nil: pages run where they were called, their reads
+    /// on `readers`).
+    let pageReaders: ReadPool?
     private let lock = AsyncLock()
     private let logger: Logger
     /// The database's availability as this store's operations found it (`/health`, `/metrics`).
@@ -26,60 +31,87 @@ public final class SQLStore: CollectorStore {
     /// in-memory database. Call `migrate()` before use. A statement waits up to `lockTimeout`
     /// seconds (default 5) for a lock another process holds, then fails with `storage.busy`.
     /// `readConnections` read-only connections (default `defaultReadConnections`), each with a
-    /// thread of its own, serve the reads.
+    /// thread of its own, serve the reads; `pageConnections` more (default
+    /// `defaultPageConnections`; none without read connections), each with a thread of its own at
+    /// a lower priority, serve `withPageRead`.
     public static func openSQLite(path: String, logger: Logger, lockTimeout: Double = 5,
-                                  readConnections: Int = defaultReadConnections) async throws -> SQLStore {
+                                  readConnections: Int = defaultReadConnections,
+                                  pageConnections: Int = defaultPageConnections) async throws -> SQLStore {
         let timeout = LockTimeout(seconds: lockTimeout)
         let writer = try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: timeout)
         guard path != ":memory:", readConnections > 0 else { return SQLStore(backend: writer, readers: nil, logger: logger) }
         var connections: [ReadConnection] = []
+        var pages: [ReadConnection] = []
         do {
             for index in 0..<readConnections {
                 let reader = try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: timeout, readOnly: true)
                 connections.append(ReadConnection(backend: reader, executor: WriterThreadExecutor(name: "sqlite-reader-\(index)")))
             }
+            for index in 0..<max(pageConnections, 0) {
+                let reader = try await SQLiteBackend.open(path: path, logger: logger, lockTimeout: timeout, readOnly: true)
+                pages.append(ReadConnection(backend: reader, executor: WriterThreadExecutor(name: "sqlite-page-\(index)", lowPriority: true)))
+            }
         } catch {
-            for connection in connections {
+            for connection in connections + pages {
                 try? await connection.backend.close()
                 connection.executor?.stop()
             }
             try? await writer.close()
             throw error
         }
-        return SQLStore(backend: writer, readers: ReadPool(connections), logger: logger)
+        return SQLStore(backend: writer, readers: ReadPool(connections), pageReaders: pages.isEmpty ? nil : ReadPool(pages), logger: logger)
     }
 
     /// Read connections a store opens unless told otherwise: two, so that a slow page leaves
     /// another reader for the next request.
     public static let defaultReadConnections = 2
 
+    /// Page connections a store opens unless told otherwise: two, one per core of the machine the
+    /// benchmark runs on. They bound the pages built at once: a further page waits for one of
+    /// them (first come, first served) instead of taking more CPU from ingest.
+    public static let defaultPageConnections = 2
+
     /// Connects to PostgreSQL (`postgres://user:password@host:port/database`). Call `migrate()`
     /// before use. A statement waits up to `lockTimeout` seconds (default 5; the session's
     /// `lock_timeout`) for a lock another connection holds, then fails with `storage.busy`;
     /// `migrate()` alone waits without that bound for another collector's migration.
     /// `readConnections` more connections (default `defaultReadConnections`) serve the reads;
-    /// each reconnects by itself after losing the server, as the writer does.
+    /// `pageConnections` more (default `defaultPageConnections`; none without read connections)
+    /// serve `withPageRead`, each with a thread at a lower priority for the page's own work
+    /// besides its libpq thread, also at a lower priority. Each reconnects by itself after losing
+    /// the server, as the writer does.
     public static func openPostgres(url: String, logger: Logger, lockTimeout: Double = 5,
-                                    readConnections: Int = defaultReadConnections) async throws -> SQLStore {
+                                    readConnections: Int = defaultReadConnections,
+                                    pageConnections: Int = defaultPageConnections) async throws -> SQLStore {
         let timeout = LockTimeout(seconds: lockTimeout)
         let writer = try await PostgresBackend.connect(url: url, lockTimeout: timeout, logger: logger)
         var connections: [ReadConnection] = []
+        var pages: [ReadConnection] = []
         do {
             for _ in 0..<readConnections {
                 connections.append(ReadConnection(backend: try await PostgresBackend.connect(url: url, lockTimeout: timeout, logger: logger),
                                                    executor: nil))
             }
+            for index in 0..<(readConnections > 0 ? max(pageConnections, 0) : 0) {
+                let backend = try await PostgresBackend.connect(url: url, lockTimeout: timeout, logger: logger, lowPriority: true)
+                pages.append(ReadConnection(backend: backend, executor: WriterThreadExecutor(name: "postgres-page-\(index)", lowPriority: true)))
+            }
         } catch {
-            for connection in connections { try? await connection.backend.close() }
+            for connection in connections + pages {
+                try? await connection.backend.close()
+                connection.executor?.stop()
+            }
             try? await writer.close()
             throw error
         }
-        return SQLStore(backend: writer, readers: connections.isEmpty ? nil : ReadPool(connections), logger: logger)
+        return SQLStore(backend: writer, readers: connections.isEmpty ? nil : ReadPool(connections),
+                        pageReaders: pages.isEmpty ? nil : ReadPool(pages), logger: logger)
     }
 
-    init(backend: any SQLBackend, readers: ReadPool? = nil, logger: Logger) {
+    init(backend: any SQLBackend, readers: ReadPool? = nil, pageReaders: ReadPool? = nil, logger: Logger) {
         self.backend = backend
         self.readers = readers
+        self.pageReaders = pageReaders
         self.logger = logger
         self.monitor = StorageMonitor(logger: logger, database: backend.dialect == .sqlite ? "sqlite" : "postgres")
     }
@@ -89,7 +121,8 @@ public final class SQLStore: CollectorStore {
 
     public func close() async throws {
         var failure: (any Error)?
-        do { try await readers?.close() } catch { failure = error }
+        do { try await pageReaders?.close() } catch { failure = error }
+        do { try await readers?.close() } catch { failure = failure ?? error }
         try await backend.close()
         if let failure { throw failure }
     }
@@ -97,11 +130,12 @@ public final class SQLStore: CollectorStore {
     public func cancelForShutdown() async {
         await backend.cancelForShutdown()
         await readers?.cancelForShutdown()
+        await pageReaders?.cancelForShutdown()
     }
 
     // MARK: Helpers
 
-    /// The read connection the current task's `read` body runs on (nil outside one).
+    /// The read connection the current task's `read` or `withPageRead` body runs on (nil outside one).
     @TaskLocal static var readConnection: ReadConnection?
 
     /// Runs `sql` on the current `read` body's connection, else on the writer's.
@@ -117,32 +151,65 @@ public final class SQLStore: CollectorStore {
     func read<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         if Self.readConnection != nil { return try await body() }
         guard let readers else { return try await serialized(body) }
-        return try await monitor.observe(write: false) {
-            try await readers.withConnection { connection in
-                try await Self.$readConnection.withValue(connection) {
-                    do {
-                        return try await body()
-                    } catch let error as CollectorError where error.code == "storage.unavailable" {
-                        // The connection was lost (the server restarted or ended it) and dropped:
-                        // a read changes nothing, so it runs once more, on a new connection when the
-                        // server answers again (else it fails at once, with Retry-After).
-                        logger.notice("read retried after its connection was lost", metadata: ["error": "\(error.message)"])
-                        return try await body()
-                    }
+        return try await monitor.observe(write: false) { try await onConnection(of: readers, body) }
+    }
+
+    /// Runs `body`, a dashboard page or a management API read (its queries and the building of
+    /// its answer), whole on one of the page connections' threads, which run below ingest's
+    /// priority (`ThreadPriority`); its reads use that connection. When every page connection is
+    /// lent, it waits for one (first come, first served), so pages built at once never outnumber
+    /// them. A write inside `body` leaves the page thread for the writer (`serialized`).
+    /// Without page connections (an in-memory database), `body` runs where it was called. As for
+    /// `read`, the monitor observes the page as one read (a connection lost and the page run once
+    /// more counts as no failure), and a body that fails with `storage.unavailable` runs once more.
+    /// A write in `body` is observed by itself; were its failure to end the page, the page would
+    /// count it again (no page lets a write's failure through: an API read logs a failure to
+    /// record its token's use).
+    public func withPageRead<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        if Self.readConnection != nil { return try await body() }
+        guard let pageReaders else { return try await body() }
+        return try await monitor.observe(write: false) { try await onConnection(of: pageReaders, body) }
+    }
+
+    /// `read`'s and `withPageRead`'s work: `body` on a connection of `pool`, once more when it
+    /// fails with `storage.unavailable`.
+    private func onConnection<T: Sendable>(of pool: ReadPool, _ body: () async throws -> T) async throws -> T {
+        try await pool.withConnection { connection in
+            try await Self.$readConnection.withValue(connection) {
+                do {
+                    return try await body()
+                } catch let error as CollectorError where error.code == "storage.unavailable" {
+                    // The connection was lost (the server restarted or ended it) and dropped:
+                    // a read changes nothing, so it runs once more, on a new connection when the
+                    // server answers again (else it fails at once, with Retry-After).
+                    logger.notice("read retried after its connection was lost", metadata: ["error": "\(error.message)"])
+                    return try await body()
                 }
             }
         }
     }
 
     /// Runs `body` under the store's lock; `write`: its success means a write committed (see
-    /// `StorageMonitor`).
+    /// `StorageMonitor`). Called inside a `read` or `withPageRead` body (an API read records its
+    /// token's use), it runs outside it: on the writer's connection, not the read one, and on the
+    /// global pool, not a page thread, so the writer's lock is never held at a page's priority.
     func serialized<T: Sendable>(write: Bool = false, _ body: () async throws -> T) async throws -> T {
-        try await monitor.observe(write: write) { try await lock.withLock(body) }
+        if Self.readConnection != nil { return try await Self.outsideRead { try await serialized(write: write, body) } }
+        return try await monitor.observe(write: write) { try await lock.withLock(body) }
     }
 
-    /// Runs `body` in a transaction under the store's lock (a write: see `StorageMonitor`).
+    /// Runs `body` with no read connection, on the global concurrent executor (see `serialized`).
+    private static func outsideRead<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        try await $readConnection.withValue(nil) {
+            try await withTaskExecutorPreference(globalConcurrentExecutor) { try await body() }
+        }
+    }
+
+    /// Runs `body` in a transaction under the store's lock (a write: see `StorageMonitor`);
+    /// outside a read body, as `serialized` is.
     func transaction<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        try await monitor.observe(write: true) {
+        if Self.readConnection != nil { return try await Self.outsideRead { try await transaction(body) } }
+        return try await monitor.observe(write: true) {
             try await lock.withLock {
                 _ = try await query(backend.dialect == .sqlite ? "BEGIN IMMEDIATE" : "BEGIN")
                 do {

@@ -14,7 +14,8 @@ import Glibc
 ///
 /// Contract: jobs run one at a time, in the order they were enqueued. `stop()` ends the thread
 /// once the jobs enqueued before it have run; jobs enqueued after `stop()` run on Swift's global
-/// concurrent executor instead, so no job is ever dropped.
+/// concurrent executor instead, so no job is ever dropped. With `lowPriority` the thread runs
+/// below the default priority (`ThreadPriority`): the page threads of `SQLStore`'s page pool.
 final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
     private struct State {
         var jobs: [UnownedJob] = []
@@ -27,11 +28,12 @@ final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
     private let wake = NSCondition()
     private let name: String
 
-    init(name: String) {
+    init(name: String, lowPriority: Bool = false) {
         self.name = name
         Thread { [self] in
             // Named from inside: Foundation on Linux does not apply a name set before `start`.
             Thread.current.name = name
+            if lowPriority { ThreadPriority.lowerCurrentThreadForReads() }
             thread.withLock { $0 = pthread_self() }
             run()
             // A pthread_t is reused by later threads: an ended thread is nobody's.

@@ -227,6 +227,41 @@ struct IssueListTests {
         }
     }
 
+    /// The prevented-crash page's counts per guard and UTC day, made by the database, equal the
+    /// same counts made from the rows one by one (as the page did before): every day of 14,
+    /// several guards, the "last 7 days" split at an exact time, nothing before `since`.
+    @Test func preventedCrashCountsPerGuardAndDayMatchTheRows() async throws {
+        try await TestDatabase.withStore { store in
+            let project = try await store.createProject(name: "p").id
+            let now = Date()
+            var writes: [IngestWrite] = []
+            for index in 0..<60 {
+                let guardName = ["container", "kvo", "timer"][index % 3]
+                let time = now.addingTimeInterval(-Double(index) * 0.27 * 86_400 - 60)
+                writes.append(try Self.write(project, Self.event("Guard\(index % 3)", level: "warning", guardName: guardName, timestamp: time)))
+            }
+            _ = try await store.commitIngest(writes)
+            let days = SVGChart.days(count: 14, now: now)
+            let weekAgo = now.addingTimeInterval(-7 * 86_400)
+            let rows = try await store.incidentRows(projectID: project, since: days[0], limit: 10_000)
+            #expect(rows.count > 40 && rows.count < 60)  // some fall before the 14 days
+            struct Key: Hashable { let name: String; let day: Int64 }
+            var expected: [Key: (all: Int64, recent: Int64)] = [:]
+            for row in rows {
+                let key = Key(name: row.guardName, day: Int64((row.time.timeIntervalSince1970 / 86_400).rounded(.down)))
+                let entry = expected[key] ?? (0, 0)
+                expected[key] = (entry.all + 1, entry.recent + (row.time >= weekAgo ? 1 : 0))
+            }
+            let counted = try await store.incidentDayCounts(projectID: project, since: days[0], recent: weekAgo)
+            #expect(counted.count == expected.count)
+            for entry in counted {
+                let want = expected[Key(name: entry.guardName, day: entry.day)]
+                #expect(want?.all == entry.count && want?.recent == entry.recent, "\(entry)")
+            }
+            #expect(counted.reduce(0) { $0 + $1.count } == Int64(rows.count))
+        }
+    }
+
     /// A database of schema version 6 (arrival times everywhere, raw timestamps) upgrades.
     @Test func theMigrationClampsStoredTimesAndFillsTheListsTables() async throws {
         try await TestDatabase.withStore(migrated: false) { store in

@@ -80,6 +80,65 @@ struct ReadConnectionTests {
         }
     }
 
+    /// A page (`withPageRead`) runs whole on a page connection's thread, below the priority of the
+    /// threads that serve ingest (issue 25: a dashboard user reloading the heaviest page took a
+    /// third of ingest's rate, because the page was built on the threads ingest's handlers use);
+    /// its reads use that connection; a write in it goes to the writer's connection and runs at
+    /// the default priority (on SQLite a read connection would refuse it); outside a page the
+    /// priority is untouched.
+    @Test func pagesRunWholeOnPageThreadsBelowIngestPriority() async throws {
+        try await TestDatabase.withStore { store in
+            let pages = try #require(store.pageReaders)
+            #expect(pages.connections.count == SQLStore.defaultPageConnections)
+            let outside = ThreadPriority.currentNiceValue()
+            let (connection, nice, niceAfterRead, projectName, niceInWrite) = try await store.withPageRead {
+                let connection = SQLStore.readConnection
+                let nice = ThreadPriority.currentNiceValue()
+                _ = try await store.projects()
+                let niceAfterRead = ThreadPriority.currentNiceValue()
+                let created = try await store.createProject(name: "made inside a page")
+                let niceInWrite = try await store.transaction { ThreadPriority.currentNiceValue() }
+                #expect(SQLStore.readConnection === connection, "the page lost its connection after a write")
+                return (connection, nice, niceAfterRead, created.name, niceInWrite)
+            }
+            #expect(pages.connections.contains { $0 === connection })
+            #expect(projectName == "made inside a page")
+            #expect(try await store.projects().map(\.name).contains("made inside a page"))
+            #if os(Linux)
+            #expect(outside == 0)
+            #expect(nice == ThreadPriority.niceValue && niceAfterRead == ThreadPriority.niceValue)
+            #expect(niceInWrite == 0, "a write in a page held the writer's lock at the page's priority")
+            #expect(ThreadPriority.currentNiceValue() == 0)
+            #endif
+        }
+    }
+
+    /// Pages built at once never outnumber the page connections: the others wait for one.
+    @Test func pagesAtOnceAreBoundedByThePageConnections() async throws {
+        try await TestDatabase.withStore { store in
+            final class Counts: Sendable {
+                let running = Atomic<Int>(0)
+                let peak = Atomic<Int>(0)
+            }
+            let counts = Counts()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<(SQLStore.defaultPageConnections * 3) {
+                    group.addTask {
+                        try await store.withPageRead {
+                            let now = counts.running.add(1, ordering: .relaxed).newValue
+                            _ = counts.peak.max(now, ordering: .relaxed)
+                            _ = try await store.projects()
+                            try await Task.sleep(for: .milliseconds(30))
+                            counts.running.subtract(1, ordering: .relaxed)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(counts.peak.load(ordering: .relaxed) == SQLStore.defaultPageConnections)
+        }
+    }
+
     /// The access paths SQLite may use for `events` in the dashboard's and the API's reads: the
     /// indexes on (project, received), (issue, received), prevented crashes only, and the unique
     /// (project, event id) lookup. Anything else reads events the page does not show.
@@ -119,6 +178,7 @@ struct ReadConnectionTests {
             _ = try await store.releaseDays(projectID: project.id, releases: ["app@1.0.0", "app@1.1.0"], since: since)
             _ = try await store.incidents(projectID: project.id)
             _ = try await store.incidentRows(projectID: project.id, since: since, limit: 1000)
+            _ = try await store.incidentDayCounts(projectID: project.id, since: since, recent: Date().addingTimeInterval(-7 * 86_400))
             _ = try await store.recentEvents(projectID: project.id, limit: 5000)
             _ = try await store.attachmentCount(projectID: project.id)
             _ = try await store.discardedTotal(projectID: project.id)

@@ -90,6 +90,15 @@ public struct IncidentRow: Sendable, Hashable {
     public let time: Date
 }
 
+/// Prevented crashes of one guard on one UTC day (`day`: days since 1970), by event time:
+/// `count` in all, `recent` of them at or after the query's `recent` time.
+public struct IncidentDayCount: Sendable, Hashable {
+    public let guardName: String
+    public let day: Int64
+    public let count: Int64
+    public let recent: Int64
+}
+
 /// One release-health observation for the timeline charts: a session (or `count` sessions of a
 /// pre-aggregated bucket) started at `started` in `release`.
 public struct SessionRow: Sendable, Hashable {
@@ -134,6 +143,10 @@ public protocol DashboardQueries: Sendable {
     func issueEvents(issueID: Int64, limit: Int) async throws -> [StoredEvent]
     /// Prevented crashes whose event time is `since` or later, oldest first, at most `limit`.
     func incidentRows(projectID: Int64, since: Date, limit: Int) async throws -> [IncidentRow]
+    /// Prevented crashes whose event time is `since` or later, counted per guard and UTC day,
+    /// with how many of them are at `recent` or later (the prevented-crash page's chart and trend,
+    /// counted by the database instead of read row by row).
+    func incidentDayCounts(projectID: Int64, since: Date, recent: Date) async throws -> [IncidentDayCount]
     /// Release health per UTC day of `releases` from the day of `since` on, from the summaries
     /// ingest keeps: sessions (aggregates included), crashed ones, users and crashed users.
     func releaseDays(projectID: Int64, releases: [String], since: Date) async throws -> [ReleaseDay]

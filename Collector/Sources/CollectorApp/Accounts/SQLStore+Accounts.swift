@@ -240,6 +240,26 @@ extension SQLStore: AccountStore, DashboardQueries {
         }
     }
 
+    public func incidentDayCounts(projectID: Int64, since: Date, recent: Date) async throws -> [IncidentDayCount] {
+        // Event times are seconds since 1970 and not before it, so truncation is the floor.
+        let day = backend.dialect == .sqlite ? "CAST(timestamp / 86400 AS INTEGER)" : "CAST(floor(timestamp / 86400) AS BIGINT)"
+        // `+timestamp`: SQLite then reads the covering index `events_incidents` (project, guard,
+        // release, time: every incident of the project, from the index alone) rather than
+        // `events_incident_time` plus one table row per incident for its guard: 25 ms against
+        // 130-170 ms for 64,000 incidents in 14 days (1.4 M events), about the same for 8,000.
+        return try await read {
+            try await query(
+                """
+                SELECT guard_name, \(day) AS day, count(*) AS n, sum(CASE WHEN timestamp >= ? THEN 1 ELSE 0 END) AS recent
+                FROM incidents WHERE project_id = ? AND +timestamp >= ? GROUP BY guard_name, \(day)
+                """, [Self.time(recent), Self.int(projectID), Self.time(since)]
+            ).compactMap { row in
+                guard let name = row.string("guard_name"), let day = row.int("day"), let count = row.int("n") else { return nil }
+                return IncidentDayCount(guardName: name, day: day, count: count, recent: row.int("recent") ?? 0)
+            }
+        }
+    }
+
     public func releaseDays(projectID: Int64, releases: [String], since: Date) async throws -> [ReleaseDay] {
         guard !releases.isEmpty else { return [] }
         let firstDay = Int64((since.timeIntervalSince1970 / 86_400).rounded(.down))

@@ -94,13 +94,16 @@ struct DashboardRoutes: Sendable {
     // MARK: Sessions, CSRF, origin
 
     /// Runs a page handler for a logged-in user; without a session, redirects to the login page
-    /// (with the requested path in `next`).
+    /// (with the requested path in `next`). The whole page (session, queries, HTML) is built on
+    /// a page thread below ingest's priority (`CollectorStore.withPageRead`).
     func page(_ request: Request, _ context: CollectorRequestContext, _ body: (LoginSession) async throws -> Response) async -> Response {
         do {
-            guard let session = try await accounts.session(token: request.cookies[AccountService.sessionCookieName]?.value) else {
-                return Self.redirect("/login?next=" + HTML.urlComponent(request.uri.path))
+            return try await store.withPageRead {
+                guard let session = try await accounts.session(token: request.cookies[AccountService.sessionCookieName]?.value) else {
+                    return Self.redirect("/login?next=" + HTML.urlComponent(request.uri.path))
+                }
+                return try await body(session)
             }
-            return try await body(session)
         } catch {
             return errorPage(error)
         }
