@@ -70,21 +70,26 @@ static BOOL cs_class_is_below(Class cls, Class ancestor) {
     return NO;
 }
 
+/* Room for one more item in a growable array of `count` items (capacity doubling from
+ * `initial`): the array to use from now on, or NULL when it cannot grow (the old one is kept). */
+static void *cs_gnu_reserve(void *items, size_t count, size_t *capacity, size_t item_size, size_t initial) {
+    if (count < *capacity) return items;
+    size_t grown_capacity = *capacity ? 2 * *capacity : initial;
+    void *grown = realloc(items, grown_capacity * item_size);
+    if (grown != NULL) *capacity = grown_capacity;
+    return grown;
+}
+
 /* Rebuilds each class of `classes` once, skipping repeats and classes below another one of them
  * (a rebuild covers every subclass). */
 static void cs_refresh_each_once(CS_UNRETAINED const Class *classes, size_t count);
 
 static void cs_refresh_dispatch_tables(Class owner) {
     if (g_refresh_deferred) {
-        if (g_refresh_pending_count == g_refresh_pending_capacity) {
-            size_t capacity = g_refresh_pending_capacity ? 2 * g_refresh_pending_capacity : 64;
-            CS_UNRETAINED Class *grown = (CS_UNRETAINED Class *)realloc(g_refresh_pending, capacity * sizeof(Class));
-            if (grown != NULL) {
-                g_refresh_pending = grown;
-                g_refresh_pending_capacity = capacity;
-            }
-        }
-        if (g_refresh_pending_count < g_refresh_pending_capacity) {
+        CS_UNRETAINED Class *room = (CS_UNRETAINED Class *)cs_gnu_reserve(
+            g_refresh_pending, g_refresh_pending_count, &g_refresh_pending_capacity, sizeof(Class), 64);
+        if (room != NULL) {
+            g_refresh_pending = room;
             g_refresh_pending[g_refresh_pending_count++] = owner;
             return;
         }
@@ -424,13 +429,9 @@ static __thread cs_gnu_subtree_entry *g_subtree;
 static __thread size_t g_subtree_count, g_subtree_capacity;
 
 static BOOL cs_gnu_subtree_append(Class cls, size_t parent, BOOL installed) {
-    if (g_subtree_count == g_subtree_capacity) {
-        size_t capacity = g_subtree_capacity ? 2 * g_subtree_capacity : 256;
-        cs_gnu_subtree_entry *grown = realloc(g_subtree, capacity * sizeof *grown);
-        if (grown == NULL) return NO;
-        g_subtree = grown;
-        g_subtree_capacity = capacity;
-    }
+    cs_gnu_subtree_entry *room = cs_gnu_reserve(g_subtree, g_subtree_count, &g_subtree_capacity, sizeof *room, 256);
+    if (room == NULL) return NO;
+    g_subtree = room;
     g_subtree[g_subtree_count++] = (cs_gnu_subtree_entry){cls, parent, 0, installed};
     return YES;
 }
@@ -530,13 +531,10 @@ static BOOL cs_gnu_patch_owner_tables(Class owner, const cs_gnu_table_write *wri
  * (or the queue cannot grow): write now. */
 static BOOL cs_gnu_queue_write(Class owner, const cs_gnu_table_write *write) {
     if (!g_refresh_deferred || write->position == SIZE_MAX) return NO;
-    if (g_pending_write_count == g_pending_write_capacity) {
-        size_t capacity = g_pending_write_capacity ? 2 * g_pending_write_capacity : 256;
-        cs_gnu_pending_write *grown = realloc(g_pending_writes, capacity * sizeof *grown);
-        if (grown == NULL) return NO;
-        g_pending_writes = grown;
-        g_pending_write_capacity = capacity;
-    }
+    cs_gnu_pending_write *room =
+        cs_gnu_reserve(g_pending_writes, g_pending_write_count, &g_pending_write_capacity, sizeof *room, 256);
+    if (room == NULL) return NO;
+    g_pending_writes = room;
     g_pending_writes[g_pending_write_count++] = (cs_gnu_pending_write){owner, *write};
     return YES;
 }
