@@ -52,14 +52,19 @@ public final class SQLStore: CollectorStore {
                 pages.append(ReadConnection(backend: reader, executor: WriterThreadExecutor(name: "sqlite-page-\(index)", lowPriority: true)))
             }
         } catch {
-            for connection in connections + pages {
-                try? await connection.backend.close()
-                connection.executor?.stop()
-            }
-            try? await writer.close()
+            await closeAfterFailedOpen(connections + pages, writer: writer)
             throw error
         }
         return SQLStore(backend: writer, readers: ReadPool(connections), pageReaders: pages.isEmpty ? nil : ReadPool(pages), logger: logger)
+    }
+
+    /// Closes what an `open…` opened before one of its connections failed.
+    private static func closeAfterFailedOpen(_ connections: [ReadConnection], writer: any SQLBackend) async {
+        for connection in connections {
+            try? await connection.backend.close()
+            connection.executor?.stop()
+        }
+        try? await writer.close()
     }
 
     /// Read connections a store opens unless told otherwise: two, so that a slow page leaves
@@ -97,11 +102,7 @@ public final class SQLStore: CollectorStore {
                 pages.append(ReadConnection(backend: backend, executor: WriterThreadExecutor(name: "postgres-page-\(index)", lowPriority: true)))
             }
         } catch {
-            for connection in connections + pages {
-                try? await connection.backend.close()
-                connection.executor?.stop()
-            }
-            try? await writer.close()
+            await closeAfterFailedOpen(connections + pages, writer: writer)
             throw error
         }
         return SQLStore(backend: writer, readers: connections.isEmpty ? nil : ReadPool(connections),
