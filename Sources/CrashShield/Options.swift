@@ -3,11 +3,18 @@ import CrashShieldCapture
 /// Configuration for `CrashShieldSDK.start(_:)`. Every property has a documented default; an
 /// `Options()` value protects with every guard.
 public struct CrashShieldOptions: Sendable {
-    /// Policy for each guard not listed in `policies`. Default: `.neutralize`.
+    /// Policy for each guard of `preset` not listed in `policies` or a remote document.
+    /// Default: `.neutralize`.
     public var defaultPolicy: GuardPolicy = .neutralize
 
-    /// Per-guard policies, overriding `defaultPolicy`. Default: empty.
+    /// Per-guard policies, overriding `defaultPolicy` and `preset`. Default: empty.
     public var policies: [GuardID: GuardPolicy] = [:]
+
+    /// Which guards take `defaultPolicy` when neither `policies` nor a remote document names
+    /// them; the others are installed with policy `.off`, so a remote document (applied at the
+    /// next start) or `CrashShieldSDK.setPolicy` can switch them on without a release.
+    /// Default: `.all`.
+    public var preset: GuardPreset = .all
 
     /// Class-name prefixes a misuse's receiver must match (itself or a superclass) to be guarded.
     /// A misuse on any other receiver keeps its original behaviour, with no incident. Empty means
@@ -131,7 +138,9 @@ public struct CrashShieldOptions: Sendable {
 
     public init() {}
 
-    func policy(for id: GuardID) -> GuardPolicy { policies[id] ?? defaultPolicy }
+    func policy(for id: GuardID) -> GuardPolicy {
+        policies[id] ?? (preset.includes(id) ? defaultPolicy : .off)
+    }
 
     /// Applies a remote configuration rule's `capture` when the app did not assign `capture`:
     /// false switches capture off (launch protection then keeps its state in the capture
@@ -155,6 +164,32 @@ extension CrashShieldOptions {
         options.capture = nil
         options.launchProtection = nil
         return options
+    }
+}
+
+/// The guards `CrashShieldOptions.defaultPolicy` applies to (see `CrashShieldOptions.preset`).
+public enum GuardPreset: Sendable, Hashable, CaseIterable {
+    /// Every guard. The default.
+    case all
+    /// The guards for the misuses Objective-C apps most often crash on, and nothing that needs
+    /// per-app configuration: unrecognized selectors (`selector`), container and string ranges
+    /// and nils (`container`, `string`), JSON nulls (`nsnull`) and KVO pairing (`kvo`), plus the
+    /// Swift-side guards that act only where the code asks for them (`swift`, `decoding`).
+    /// `kvc`, `notification`, `timer`, `zombie` and `mainthread` start `.off` until a remote
+    /// document (for example the collector's "protect" switch for a crash seen in the field)
+    /// turns them on.
+    case common
+
+    /// The guards `.common` leaves at `defaultPolicy`.
+    public static let commonGuards: Set<GuardID> = [.container, .string, .swiftAccess, .selector, .nsnull, .decoding, .kvo]
+
+    /// Whether this preset leaves `id` at `defaultPolicy` (`.all`: every guard, also one a later
+    /// version adds; `.common`: `commonGuards`).
+    public func includes(_ id: GuardID) -> Bool {
+        switch self {
+        case .all: return true
+        case .common: return Self.commonGuards.contains(id)
+        }
     }
 }
 

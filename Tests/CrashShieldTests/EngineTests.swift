@@ -184,6 +184,26 @@ extension RuntimeTests {
             }
         }
 
+        /// The common preset installs every guard, but only its guards start on: the others keep
+        /// the original behaviour until a policy (a remote document's, or `setPolicy`) names them.
+        @Test func theCommonPresetStartsTheOtherGuardsOff() throws {
+            var options = CrashShieldOptions()
+            options.preset = .common
+            try withGuards(options) {
+                for status in CrashShieldSDK.status where ![GuardID.swiftAccess, .decoding].contains(status.id) {
+                    #expect(status.state == .active, "\(status.id): \(status.state)")
+                    let expected: GuardPolicy = GuardPreset.commonGuards.contains(status.id) ? .neutralize : .off
+                    #expect(status.policy == expected, "\(status.id)")
+                }
+                #expect(runScenario("array.objectAtIndex.beyond") == .neutral)
+                #expect(runScenario("kvc.valueForKey.undefinedKey") != .neutral, "kvc is off: the original behaviour")
+                #expect(CrashShieldSDK.recordedCount(for: .kvc) == 0)
+                try CrashShieldSDK.setPolicy(.neutralize, for: .kvc)
+                #expect(runScenario("kvc.valueForKey.undefinedKey") == .neutral)
+                #expect(CrashShieldSDK.recordedCount(for: .kvc) == 1)
+            }
+        }
+
         @Test func denyListLeavesMatchingClassesAlone() throws {
             var options = CrashShieldOptions()
             options.deniedClassPrefixes = ["NSArray"]  // a public superclass of every array class

@@ -49,6 +49,29 @@ import Testing
         #expect(options.applyingRemoteOverrides(nil).policies.isEmpty, "no active document: unchanged")
     }
 
+    /// Under the common preset a guard outside it is off until the document names it; the
+    /// document can also narrow or switch off a guard inside it; the app's `policies` still win.
+    @Test func theDocumentSwitchesGuardsTheCommonPresetLeftOff() {
+        var options = CrashShieldOptions()
+        options.preset = .common
+        #expect(options.policy(for: .timer) == .off)
+        #expect(options.policy(for: .kvc) == .off)
+        #expect(options.policy(for: .container) == .neutralize)
+        #expect(options.policy(for: GuardID(rawValue: "a-later-guard")) == .off, "a guard the preset does not list")
+        options.policies[.zombie] = .off
+        let applied = options.applyingRemoteOverrides(rule)
+        #expect(applied.policy(for: .timer) == .off, "the document says off")
+        #expect(applied.policy(for: .container) == .reportOnly, "the document narrows a preset guard")
+        #expect(applied.policy(for: .zombie) == .off, "the app's own policy wins over the document")
+        #expect(applied.policy(for: .kvc) == .off, "not named by the document: the preset's off")
+        let switchedOn = options.applyingRemoteOverrides(RemoteConfigRule(guards: ["kvc": .reportOnly, "timer": .neutralize]))
+        #expect(switchedOn.policy(for: .kvc) == .reportOnly)
+        #expect(switchedOn.policy(for: .timer) == .neutralize)
+        #expect(switchedOn.policy(for: .string) == .neutralize)
+        #expect(CrashShieldOptions().preset == .all)
+        #expect(GuardPreset.allCases.allSatisfy { $0.includes(.container) })
+    }
+
     /// Reporting options whose sample rate the app left unset, or set to `appRate`.
     private func reporting(appRate: Double? = nil) throws -> ReportingOptions {
         try ReportingOptions(dsn: "https://key@collector.example.com/42", incidentSampleRate: appRate)
