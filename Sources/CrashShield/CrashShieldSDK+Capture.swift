@@ -161,6 +161,7 @@ extension CrashShieldSDK {
     /// reflection of an enum's name cost ~0.7 ms of the start (SPEC §9).
     static func guardStatesJSON(_ states: [(name: String, state: String, policy: String)]) -> String {
         var json = "["
+        json.reserveCapacity(64 * states.count + 2)
         for (index, entry) in states.enumerated() {
             if index > 0 { json += "," }
             json += "{\"name\":"
@@ -177,6 +178,11 @@ extension CrashShieldSDK {
     /// A JSON string literal as JSONEncoder writes it with `.withoutEscapingSlashes`.
     private static func appendJSONString(_ text: String, to json: inout String) {
         json += "\""
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            json += text  // nothing to escape: one append instead of one per scalar
+            json += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": json += "\\\""
