@@ -208,7 +208,7 @@ sdk_e2e_against() {  # $1: label, then serve options
     admin_password="e2e-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
     # --sdk-config-max-age 0: every start of the SDK fetches the remote configuration (remote-config case).
     if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector "sdk-e2e-$label" "$@" --sdk-config-max-age 0; then
-        for case in crash incident launch-loop send remote-config culprit app; do
+        for case in crash incident launch-loop send remote-config culprit app protect; do
             mkdir -p "$data/sdk-e2e-$label-work"
             if python3 scripts/sdk_e2e.py "$case" "$shield_bin" "$started_dsn" "$started_url" "$token" "$data/sdk-e2e-$label-work" "$admin_password"; then
                 pass "CrashShield SDK end to end ($label): $case"
