@@ -141,7 +141,7 @@ enum CrashCommand {
                 FileHandle.standardError.write(Data("shield crash scenario: --scenario names no Objective-C scenario\n".utf8))
                 return
             }
-            _ = cs_scenario_at(index).pointee.run()
+            _ = cs_scenario_run_uncaught(index)
             print("SCENARIO \(name) returned")
             fflush(nil)
         case "swift-index": print(CrashKinds.swiftIndex(CommandLine.arguments.count + 2))

@@ -207,7 +207,7 @@ enum ReportingProbeCommand {
                 return 2
             }
             if arguments.uncaughtScenario {
-                _ = cs_scenario_at(index).pointee.run()
+                _ = cs_scenario_run_uncaught(index)
                 print("SCENARIO \(name) guard=\(String(cString: cs_scenario_at(index).pointee.guard_name)) outcome=returned")
                 fflush(nil)
                 CrashShieldSDK.flushIncidents(timeout: .seconds(5))
