@@ -122,13 +122,13 @@ struct ProtectService: Sendable {
         guard issue.level == "fatal" else { return nil }
         guard let newest = try await store.events(issueID: issue.id, limit: 1).first,
               let payload = try await store.eventPayload(projectID: issue.projectID, eventID: newest.eventID),
-              let event = try? JSONValue.parse(payload)
+              let event = (try? FastJSON.parse(payload)) ?? (try? JSONValue.parse(payload))
         else { return nil }
         return GuardVerdicts.verdict(for: event)
     }
 
     /// Publishes the switch for `issue`'s verdict: `policy` for the releases given (default: every
-    /// release of the issue), scoped by their app versions; for the zombie guard, `classPrefixes`
+    /// release of the issue) that name an app version, scoped by those versions; for the zombie guard, `classPrefixes`
     /// or the verdict's prefix. Records one protection per release.
     /// - Throws: 422 `protect.no_verdict` (no guard covers the crash, or the issue is not fatal),
     ///   `protect.no_release` (no named release carries an app version), `protect.needs_class_prefix`
@@ -142,10 +142,11 @@ struct ProtectService: Sendable {
             throw Self.notProtectable("protect.no_verdict", "no CrashShield guard covers this issue's crash")
         }
         let known = try await store.issueReleases(issueID: issue.id)
-        let releases = requested ?? known
-        if let unknown = releases.first(where: { !known.contains($0) }) {
+        if let unknown = requested?.first(where: { !known.contains($0) }) {
             throw CollectorError.badRequest("protect.release", "the issue has no events of release \(unknown)")
         }
+        // Only releases that name an app version can be scoped; the others are left out.
+        let releases = (requested ?? known).filter { ProtectionPlan.appVersion(ofRelease: $0) != nil }
         var versions: [String] = []
         for release in releases {
             if let version = ProtectionPlan.appVersion(ofRelease: release), !versions.contains(version) { versions.append(version) }
@@ -173,7 +174,7 @@ struct ProtectService: Sendable {
         let why = reason ?? "protect issue \(issue.id) (\(verdict.rule)): \(verdict.guardName) \(policy.rawValue) for \(releases.joined(separator: ", "))"
         let config = try await sdkConfig.publish(projectID: issue.projectID, document: document, publishedBy: publisher, reason: why, now: now)
         if origin == "manual" {
-            for release in releases where ProtectionPlan.appVersion(ofRelease: release) != nil {
+            for release in releases {
                 if let id = try await store.insertProtection(Protection(
                     id: 0, projectID: issue.projectID, issueID: issue.id, release: release, guardName: verdict.guardName,
                     policy: policy.rawValue, origin: origin, classPrefix: prefixes.first, configVersion: nil, createdAt: now)) {

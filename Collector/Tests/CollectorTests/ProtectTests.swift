@@ -176,9 +176,11 @@ struct ProtectTests {
             #expect(response.json?["enabled"] == .bool(true) && response.json?["users"]?.intValue == 2)
 
             let config = "/api/0/projects/\(harness.project.id)/sdk-config"
-            // One user, twice: below the threshold.
+            // One user, twice: below the threshold. A crash no guard covers, from two users: no switch.
             try await Self.send(harness, try Self.crash("string.substringFromIndex.beyond", release: "shop@4.0", user: "u1"))
             try await Self.send(harness, try Self.crash("string.substringFromIndex.beyond", release: "shop@4.0", user: "u1"))
+            try await Self.send(harness, try Self.crash("crash-segv", release: "shop@4.0", user: "u1"))
+            try await Self.send(harness, try Self.crash("crash-segv", release: "shop@4.0", user: "u2"))
             try await Task.sleep(for: .seconds(1))
             #expect(try await harness.api(config).json?.arrayValue?.isEmpty == true)
             // A second user: published, report-only, by auto-protect, with the reason.
