@@ -409,14 +409,14 @@ try:
     driver.save_screenshot(os.path.join(shots, "26-issue-protection.png"))
     click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-protect='reportOnly']"))
     rows = driver.find_elements(By.CSS_SELECTOR, "table[data-protections] tbody tr")
-    check("one click protects the release: container reportOnly for browser-app@1.2.0",
-          len(rows) == 1 and "container" in rows[0].text and "reportOnly" in rows[0].text and "browser-app@1.2.0" in rows[0].text,
+    # The document served before (v1's content) already neutralises the container guard for
+    # every app: a report-only click never weakens it, and the protection says what apps get.
+    check("one click protects the release: container for browser-app@1.2.0, kept at neutralize",
+          len(rows) == 1 and "container" in rows[0].text and "neutralize" in rows[0].text and "browser-app@1.2.0" in rows[0].text,
           [row.text for row in rows])
     driver.get(base + "/projects/1/config")
     served = json.loads(driver.find_element(By.NAME, "document").get_attribute("value"))
     rules = served.get("rules") or [{}]
-    # The document served before (v1's content) already neutralises the container guard for
-    # every app: a report-only click adds a rule for 1.2.0 in front and never weakens it.
     check("the served document has a rule for app version 1.2.0 in front, keeping neutralize, and the old rule after it",
           len(rules) == 2 and rules[0].get("when") == {"app_version": "=1.2.0"}
           and rules[0].get("guards") == {"container": "neutralize"} and rules[1].get("guards") == {"container": "neutralize"}

@@ -76,6 +76,22 @@ enum ProtectionPlan {
         return .object(members)
     }
 
+    /// The weakest policy `guardName` has in `document`'s rules pinned to `=version` (the rules a
+    /// protection put in front for that version): what every app of the version gets at least.
+    /// nil when no such rule names the guard.
+    static func effectivePolicy(of document: JSONValue, guardName: String, version: String) -> RemoteGuardPolicy? {
+        guard let dotted = DottedVersion(version),
+              let rules = try? RemoteConfigDocument.parse(JSONValue.object(["version": .int(0), "rules": document["rules"] ?? .array([])])).document.rules
+        else { return nil }
+        let pinned = rules.filter { rule in
+            guard let clauses = rule.when.appVersion?.clauses, clauses.count == 1 else { return false }
+            return clauses[0].op == .equal && clauses[0].version == dotted
+        }
+        let policies = pinned.map { $0.guards[guardName] }
+        guard !policies.isEmpty, !policies.contains(where: { $0 == nil }) else { return nil }
+        return policies.compactMap { $0 }.min { rank($0) < rank($1) }
+    }
+
     private static func switched(_ raw: JSONValue, rule: RemoteConfigRule, pinned: String, guardName: String,
                                  policy: RemoteGuardPolicy, zombiePrefixes: [String]) -> JSONValue {
         var members = raw.objectValue ?? [:]
@@ -175,9 +191,12 @@ struct ProtectService: Sendable {
         let config = try await sdkConfig.publish(projectID: issue.projectID, document: document, publishedBy: publisher, reason: why, now: now)
         if origin == "manual" {
             for release in releases {
+                // The policy apps of the release get: never below the one asked for.
+                let effective = ProtectionPlan.appVersion(ofRelease: release)
+                    .flatMap { ProtectionPlan.effectivePolicy(of: document, guardName: verdict.guardName, version: $0) } ?? policy
                 if let id = try await store.insertProtection(Protection(
                     id: 0, projectID: issue.projectID, issueID: issue.id, release: release, guardName: verdict.guardName,
-                    policy: policy.rawValue, origin: origin, classPrefix: prefixes.first, configVersion: nil, createdAt: now)) {
+                    policy: effective.rawValue, origin: origin, classPrefix: prefixes.first, configVersion: nil, createdAt: now)) {
                     try await store.setProtectionVersion(id: id, version: config.version)
                 }
             }

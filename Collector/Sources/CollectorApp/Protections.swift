@@ -9,7 +9,8 @@ public struct Protection: Sendable, Hashable {
     public let release: String
     /// The SDK's guard name.
     public let guardName: String
-    /// "reportOnly" or "neutralize".
+    /// "reportOnly" or "neutralize": what apps of the release get (a rule that already
+    /// neutralised keeps doing so when report-only was asked for).
     public let policy: String
     /// "manual" or "auto".
     public let origin: String

@@ -75,6 +75,7 @@ struct ProtectTests {
             #expect(first?["protection"]?["release"]?.stringValue == "shop@2.1.0")
             #expect(first?["protection"]?["config_version"]?.intValue == version)
             #expect(first?["protection"]?["origin"]?.stringValue == "manual")
+            #expect(first?["protection"]?["policy"]?.stringValue == "reportOnly")
             #expect(first?["crashes_before"]?.intValue == 1)
             #expect(first?["crashes_after"]?.intValue == 0)
 

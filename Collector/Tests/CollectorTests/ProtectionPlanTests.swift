@@ -71,6 +71,9 @@ struct ProtectionPlanTests {
         // Off iOS, rule 2 already neutralises the container guard for <3.0: report-only does not weaken it.
         #expect(try Self.parse(first).rule(for: Self.target("2.1", os: "macOS"))?.guards["container"] == .neutralize)
         #expect(try Self.parse(first).rule(for: Self.target("2.1"))?.guards["container"] == .reportOnly)
+        // Apps of 2.1 get report-only at least (iOS: report-only; elsewhere: neutralize).
+        #expect(ProtectionPlan.effectivePolicy(of: first, guardName: "container", version: "2.1") == .reportOnly)
+        #expect(ProtectionPlan.effectivePolicy(of: first, guardName: "container", version: "2.2") == nil)
         let count = first["rules"]?.arrayValue?.count
         let second = try ProtectionPlan.document(current: first, guardName: "kvo", policy: .neutralize, zombiePrefixes: [], versions: ["2.1"])
         #expect(second["rules"]?.arrayValue?.count == count)
