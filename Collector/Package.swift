@@ -71,7 +71,9 @@ let package = Package(
                 .product(name: "CrashShieldProtocol", package: "CrashShield"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // Crash events read by the tests from the source tree (scripts/verdict_fixtures.py).
+            exclude: ["Fixtures"]
         ),
     ]
 )

@@ -5,7 +5,7 @@ sparkline bars on those days, searches it, pages through it, resolves several is
 walks an issue's events (the latest, then an older one, in full; the full stack; downloads an
 attachment, checks an HTML one is served as a file and only with a login; the crashed thread of
 CrashShield's own crash shows its frames), resolves an issue, edits and rolls back the remote
-configuration, creates an API token and uses
+configuration, protects against CrashShield's own container crash with one click on its issue page, creates an API token and uses
 it on the JSON API (urllib) until it is revoked, adds an account, changes the admin password and
 logs in with the new one, resets the added account's password (its session, held by a script,
 ends; the old password is refused, the new one logs in; with LOG_DIR, the collector's logs there
@@ -383,6 +383,49 @@ try:
         " return arguments[0].getBoundingClientRect().top >= 0 && table.bottom <= window.innerHeight", history))
     driver.save_screenshot(os.path.join(shots, "12b-remote-config-history.png"))
     check("the configuration page has no console errors", not console_errors())
+
+    # One click protects: CrashShield's own crash of an out-of-bounds -[NSArray objectAtIndex:]
+    # with the guards off (a fixture of scripts/verdict_fixtures.py) is sent to the project; its
+    # issue page names the container guard, and one click publishes the switch for its release.
+    driver.get(base + "/projects/1/settings")
+    project_dsn = urllib.parse.urlparse(driver.find_element(By.CSS_SELECTOR, "pre.dsn").text.strip())
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "CollectorTests", "Fixtures",
+                           "Verdicts", "array.objectAtIndex.beyond.json")
+    with open(fixture) as handle:
+        crash = json.load(handle)
+    crash.update({"event_id": os.urandom(16).hex(), "timestamp": time.time(), "release": "browser-app@1.2.0"})
+    envelope = (json.dumps({"event_id": crash["event_id"]}) + "\n" + json.dumps({"type": "event"}) + "\n" + json.dumps(crash) + "\n").encode()
+    request = urllib.request.Request(f"{base}/api{project_dsn.path}/envelope/", data=envelope, headers={
+        "X-Sentry-Auth": f"Sentry sentry_version=7, sentry_key={project_dsn.username}",
+        "Content-Type": "application/x-sentry-envelope"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        check("the SDK's container crash is accepted", response.status == 200)
+    driver.get(base + "/projects/1?status=all&query=NSRangeException")
+    click_and_wait(driver.find_element(By.PARTIAL_LINK_TEXT, "NSRangeException"))
+    verdict = driver.find_elements(By.CSS_SELECTOR, "[data-verdict]")
+    check("the crash's issue page says: container guard", verdict and verdict[0].get_attribute("data-verdict") == "container"
+          and "container guard" in verdict[0].text, verdict[0].text if verdict else "no verdict")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", driver.find_element(By.ID, "protection"))
+    driver.save_screenshot(os.path.join(shots, "26-issue-protection.png"))
+    click_and_wait(driver.find_element(By.CSS_SELECTOR, "button[data-protect='reportOnly']"))
+    rows = driver.find_elements(By.CSS_SELECTOR, "table[data-protections] tbody tr")
+    # The document served before (v1's content) already neutralises the container guard for
+    # every app: a report-only click never weakens it, and the protection says what apps get.
+    check("one click protects the release: container for browser-app@1.2.0, kept at neutralize",
+          len(rows) == 1 and "container" in rows[0].text and "neutralize" in rows[0].text and "browser-app@1.2.0" in rows[0].text,
+          [row.text for row in rows])
+    driver.get(base + "/projects/1/config")
+    served = json.loads(driver.find_element(By.NAME, "document").get_attribute("value"))
+    rules = served.get("rules") or [{}]
+    check("the served document has a rule for app version 1.2.0 in front, keeping neutralize, and the old rule after it",
+          len(rules) == 2 and rules[0].get("when") == {"app_version": "=1.2.0"}
+          and rules[0].get("guards") == {"container": "neutralize"} and rules[1].get("guards") == {"container": "neutralize"}
+          and not (rules[1].get("when") or {}), rules)
+    reasons = [element.text for element in driver.find_elements(By.CSS_SELECTOR, "[data-reason]")]
+    publishers = [element.text for element in driver.find_elements(By.CSS_SELECTOR, "[data-published-by]")]
+    check("the history names who protected which issue and why", reasons and "container reportOnly for browser-app@1.2.0" in reasons[0]
+          and publishers and "admin" in publishers[0], (reasons, publishers))
+    check("the protection pages have no console errors", not console_errors())
 
     # API tokens: create one, use it from a script (urllib), revoke it.
     visit("/account", "13-account", "API tokens")

@@ -37,6 +37,15 @@ CASE is one of:
                start after and applied at the one after that (neutralised again); a document signed
                with another key (another project's), and the SDK configured with a wrong key, are
                refused and the last good document stays.
+  protect      one click protects against a crash (in a project of its own; the collector must serve
+               with --sdk-config-max-age 0): a reporting child whose guards are off (`--guards-off`)
+               crashes twice on an out-of-bounds -[NSArray objectAtIndex:] (`--uncaught-scenario`);
+               the issue's verdict (API) is the container guard; one API call publishes the
+               neutralize switch, scoped to the release's app version; the next start fetches it,
+               the start after applies it: the same misuse returns and is reported as an incident of
+               guard container, twice over two starts, while the release's crash count stays at 2
+               (events, release health, and the protections API: 2 crashes before, 0 after, 2
+               incidents after); the dashboard's prevented-crashes page shows the same counts.
 Every crash runs in a child process with a timeout. Prints one line per check and exits 1 when
 any check failed.
 """
@@ -491,8 +500,106 @@ def remote_config_case():
     check(fetch == f"stored(version: {newer})", "with the right key again, the last good document is in force and the newer one is fetched", fetch)
 
 
+def protect_case():
+    parts = urllib.parse.urlparse(base)
+    created = api("/api/0/projects", method="POST", body={"name": "e2e-protect"})
+    pid, key = created["id"], created["config_signing_public_key"]
+    pdsn = f"{parts.scheme}://{created['public_key']}@{parts.netloc}/{pid}"
+    directory = os.path.join(work, "protect")
+    scenario = "array.objectAtIndex.beyond"
+    release = "e2e-protect@1.0"
+
+    def start(number, misuse):
+        """One start of an app with every guard off unless the remote configuration switches one
+        on; it waits for the start's fetch, then (`misuse`) runs the misuse with nothing around it."""
+        arguments = ["reporting-probe", "--dir", directory, "--dsn", pdsn, "--release", release, "--exit-flush-timeout", "10",
+                     "--remote-config-public-key", key, "--wait-for-remote-config", "--guards-off"]
+        if misuse:
+            arguments += ["--scenario", scenario, "--uncaught-scenario"]
+        status, output = child(arguments)
+        line = next((json.loads(text) for text in output.splitlines() if text.startswith('{"start_ns"')), {})
+        fetch = next((text.split("fetch=", 1)[1] for text in output.splitlines() if text.startswith("REMOTE-CONFIG ")), None)
+        returned = any(text.startswith(f"SCENARIO {scenario} ") and text.endswith("outcome=returned") for text in output.splitlines())
+        return status, line.get("remote_config_version"), fetch, returned
+
+    def crash_events():
+        found = []
+        for issue in api(f"/api/0/projects/{pid}/issues"):
+            for summary in api(f"/api/0/issues/{issue['id']}/events?limit=1000"):
+                if summary.get("release") == release and summary.get("level") == "fatal":
+                    found.append((issue, summary))
+        return found
+
+    for number in (1, 2):
+        status, active, _, returned = start(number, misuse=True)
+        check(status not in (0, "timeout") and not returned and active is None,
+              f"start {number}: guards off, the misuse crashes the app", f"status {status}, active {active}")
+    status, _, _, _ = start(3, misuse=False)
+    check(status == 0, "start 3 runs without the misuse and exits cleanly", f"status {status}")
+    crashes = poll("two crash events", lambda: (lambda found: found if len(found) >= 2 else None)(crash_events())) or crash_events()
+    if not check(len(crashes) == 2 and len({issue["id"] for issue, _ in crashes}) == 1,
+                 "the collector has the two crashes of the release, in one issue", [(i["title"], s["event_id"]) for i, s in crashes]):
+        return
+    issue = crashes[0][0]
+    check("NSRangeException" in issue["title"], "the issue is the NSRangeException", issue["title"])
+    protection = api(f"/api/0/issues/{issue['id']}/protection")
+    verdict = protection.get("verdict") or {}
+    check(verdict.get("guard") == "container" and verdict.get("rule") == "container.misuse",
+          "the issue says: container guard (rule container.misuse)", verdict)
+    check([row.get("app_version") for row in protection.get("releases", [])] == ["1.0"],
+          "the issue's release scopes app version 1.0", protection.get("releases"))
+
+    published = api(f"/api/0/issues/{issue['id']}/protect", method="POST", body={"policy": "neutralize"})
+    version = published.get("version")
+    rules = published.get("config", {}).get("document", {}).get("rules", [])
+    check(published.get("guard") == "container" and published.get("releases") == [release]
+          and rules and rules[0].get("when") == {"app_version": "=1.0"} and rules[0].get("guards") == {"container": "neutralize"},
+          "one API call publishes container=neutralize for app version 1.0", published)
+    check((published.get("config", {}).get("published_by") or {}).get("api_token") == "initial",
+          "the version names who published it", published.get("config", {}).get("published_by"))
+
+    status, active, fetch, _ = start(4, misuse=False)
+    check(status == 0 and fetch == f"stored(version: {version})", f"start 4 fetches version {version}", f"status {status}, fetch {fetch}")
+    for number in (5, 6):
+        status, active, _, returned = start(number, misuse=True)
+        check(status == 0 and active == version and returned,
+              f"start {number} applies version {version}: the same misuse returns", f"status {status}, active {active}, returned {returned}")
+
+    def incidents():
+        rows = [row for row in api(f"/api/0/projects/{pid}/incidents") if row.get("release") == release and row.get("guard_name") == "container"]
+        return rows if rows and rows[0]["count"] >= 2 else None
+    rows = poll("incidents", incidents) or []
+    check(len(rows) == 1 and rows[0]["count"] == 2, "two prevented crashes by guard container for the release",
+          api(f"/api/0/projects/{pid}/incidents"))
+    check(len(crash_events()) == 2, "the release's crash count stays at 2 after the switch", len(crash_events()))
+    health = [row for row in api(f"/api/0/projects/{pid}/release-health") if row["release"] == release]
+    check(bool(health) and health[0]["crashed_sessions"] == 2 and health[0]["sessions"] == 6,
+          "release health: 6 sessions, still 2 crashed", health)
+    summaries = [row for row in api(f"/api/0/projects/{pid}/protections") if row["protection"]["release"] == release]
+    check(len(summaries) == 1 and summaries[0]["protection"]["config_version"] == version and summaries[0]["crashes_before"] == 2
+          and summaries[0]["crashes_after"] == 0 and summaries[0]["incidents_after"] == 2,
+          "the protection: 2 crashes before, 0 after, 2 incidents after", summaries)
+    if admin_password is None:
+        check(False, "the dashboard's prevented-crashes page", "no admin password given")
+        return
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(base + "/login", timeout=10) as response:
+        login_page = response.read().decode()
+    csrf = re.search(r'name="login_csrf" value="([0-9a-f]+)"', login_page)
+    form = urllib.parse.urlencode({"login_csrf": csrf.group(1) if csrf else "", "name": "admin", "password": admin_password}).encode()
+    with opener.open(urllib.request.Request(base + "/login", data=form, headers={"Origin": base}), timeout=10) as response:
+        response.read()
+    with opener.open(base + f"/projects/{pid}/prevented", timeout=10) as response:
+        page = response.read().decode()
+    row = re.search(r"<tr data-protection=\"\d+\"><td>container</td><td>" + re.escape(release) + r"</td>.*?</tr>", page)
+    check(row is not None and "data-crashes-before>2<" in row.group(0) and "data-crashes-after>0<" in row.group(0)
+          and "data-incidents-after>2<" in row.group(0),
+          "the prevented-crashes page shows 2 crashes before, 0 after and 2 incidents after the switch", row.group(0) if row else page[-800:])
+
+
 cases = {"crash": crash_case, "incident": incident_case, "launch-loop": launch_loop_case, "send": send_case,
-         "remote-config": remote_config_case, "culprit": culprit_case, "app": app_case}
+         "remote-config": remote_config_case, "culprit": culprit_case, "app": app_case, "protect": protect_case}
 if case not in cases:
     sys.exit(f"unknown case {case}: one of {', '.join(cases)}")
 try:

@@ -4,7 +4,8 @@
 # from Sentry's own Python SDK (sentry-sdk from PyPI, in Collector/.build/venv) to a collector on
 # 127.0.0.1 and checks through the API that they were stored and grouped; on both databases,
 # CrashShield's own SDK end to end (scripts/sdk_e2e.py: the root package's `shield` crashes, prevents
-# a crash, loops at launch, `shield send`s to a collector, and fetches and applies its remote configuration); kills a collector with
+# a crash, loops at launch, `shield send`s to a collector, fetches and applies its remote configuration,
+# and one API call protects against its crash); kills a collector with
 # SIGKILL during ingest and checks no acknowledged event is lost; slow and idle clients (slowloris)
 # against a collector under `ulimit -n 1024` (scripts/slow_clients.py); two collectors on one
 # PostgreSQL ingest the same stream concurrently; storage availability: a full 30 MB volume under
@@ -208,7 +209,7 @@ sdk_e2e_against() {  # $1: label, then serve options
     admin_password="e2e-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
     # --sdk-config-max-age 0: every start of the SDK fetches the remote configuration (remote-config case).
     if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector "sdk-e2e-$label" "$@" --sdk-config-max-age 0; then
-        for case in crash incident launch-loop send remote-config culprit app; do
+        for case in crash incident launch-loop send remote-config culprit app protect; do
             mkdir -p "$data/sdk-e2e-$label-work"
             if python3 scripts/sdk_e2e.py "$case" "$shield_bin" "$started_dsn" "$started_url" "$token" "$data/sdk-e2e-$label-work" "$admin_password"; then
                 pass "CrashShield SDK end to end ($label): $case"

@@ -78,6 +78,16 @@ cs_scenario_outcome cs_scenario_run(size_t index, char *exception_name, size_t c
     return outcome;
 }
 
+bool cs_scenario_run_uncaught(size_t index) {
+    const cs_scenario *scenario = cs_scenario_at(index);
+    if (scenario == NULL) return false;
+    bool neutral;
+    @autoreleasepool {
+        neutral = scenario->run();
+    }
+    return neutral;
+}
+
 typedef struct {
     size_t index;
     char *exception_name;

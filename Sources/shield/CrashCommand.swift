@@ -20,6 +20,10 @@ import _CrashShieldTestSupport
 /// capture (so reports name its version) and waits up to 10 s for the background fetch from
 /// <dsn> before crashing (`[--remote-config-key <base64>]`: the Ed25519 public key;
 /// `--app-version <v>`: the app version rules are matched against).
+/// `scenario --scenario NAME`: runs that Objective-C misuse scenario (a `shield demo` name) with
+/// no try/catch around it, so what it does without its guard (an uncaught exception, a signal)
+/// ends the process as in an app; a scenario that returns exits 1 after printing
+/// `SCENARIO <name> returned`.
 enum CrashCommand {
     static let kinds = [
         "segv", "bus", "ill", "fpe", "abort", "trap", "objc-exception", "swift-index", "swift-unwrap",
@@ -27,7 +31,7 @@ enum CrashCommand {
         "null-call", "bad-function-pointer", "jump-to-stack", "return-overwritten", "frame-pointer-clobbered", "stack-smash", "await-signal",
         "utf8-exception",
         "three-signals", "fork-child-segv", "segv-pending-alarm", "resolved-fault", "raise-trap",
-        "jumped-signal", "array-beyond",
+        "jumped-signal", "array-beyond", "scenario",
         "cxx-exception", "cxx-custom-type", "cxx-noexcept", "thread-cxx-exception", "cxx-terminate", "cxx-caught-abort",
     ]
 
@@ -132,6 +136,14 @@ enum CrashCommand {
         case "cxx-caught-abort": csc_crash_cxx_caught_then_abort()
         case "objc-exception": cs_capture_raise_uncaught_exception()
         case "array-beyond": cs_capture_array_beyond_for_testing()
+        case "scenario":
+            guard let name = option("--scenario", in: arguments), let index = ScenarioChild.index(of: name) else {
+                FileHandle.standardError.write(Data("shield crash scenario: --scenario names no Objective-C scenario\n".utf8))
+                return
+            }
+            _ = cs_scenario_run_uncaught(index)
+            print("SCENARIO \(name) returned")
+            fflush(nil)
         case "swift-index": print(CrashKinds.swiftIndex(CommandLine.arguments.count + 2))
         case "swift-unwrap": print(CrashKinds.swiftUnwrap(CommandLine.arguments.count > 100 ? 1 : nil))
         case "stack-overflow": csc_crash_stack_overflow()

@@ -49,6 +49,11 @@ import _CrashShieldTestSupport
 /// `--fork-child-exits`: after the start (and `--incident`), forks a child that calls `exit(0)`
 /// at once (so the exit handlers run in the child), waits for it and prints
 /// `FORK child=<exit status, or signal N>`, then goes on.
+/// `--uncaught-scenario`: `--scenario` runs with no try/catch around it, so an exception the
+/// guards let through ends the process as in an app (the next start reports the crash); it prints
+/// `SCENARIO <name> guard=<guard> outcome=returned` only when the scenario returns.
+/// `--guards-off`: `CrashShieldOptions.defaultPolicy` is `.off` (an app running without guards),
+/// so a remote configuration rule's guard policy is what switches a guard on.
 /// `--objc-used-before`: before the start, one autorelease pool and one message to NSObject, so
 /// the runtime's once-per-process initialisation is not part of the measured start (an app has
 /// used Objective-C by the time it starts the SDK: on Apple before `main`).
@@ -79,6 +84,8 @@ enum ReportingProbeCommand {
         var standaloneRemoteConfigDSN: String?
         var captureHandled = false
         var objcUsedBefore = false
+        var uncaughtScenario = false
+        var guardsOff = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -145,6 +152,7 @@ enum ReportingProbeCommand {
                 launch.directoryWithoutCapture = arguments.directory
                 options.launchProtection = launch
                 options.reporting = reporting
+                if arguments.guardsOff { options.defaultPolicy = .off }
                 try CrashShieldSDK.start(options)
                 lastRun = CrashShieldSDK.lastRun
             }
@@ -197,6 +205,14 @@ enum ReportingProbeCommand {
             guard let index = ScenarioChild.index(of: name) else {
                 FileHandle.standardError.write(Data("reporting-probe: unknown scenario \(name)\n".utf8))
                 return 2
+            }
+            if arguments.uncaughtScenario {
+                _ = cs_scenario_run_uncaught(index)
+                print("SCENARIO \(name) guard=\(String(cString: cs_scenario_at(index).pointee.guard_name)) outcome=returned")
+                fflush(nil)
+                CrashShieldSDK.flushIncidents(timeout: .seconds(5))
+                _ = ReportingClient.current?.waitUntilIdle(timeout: .seconds(5))
+                return 0
             }
             var exceptionName = [CChar](repeating: 0, count: 128)
             let outcome = cs_scenario_run(index, &exceptionName, exceptionName.count)

@@ -110,6 +110,7 @@ struct Crash: ParsableCommand {
     @Flag(help: .hidden) var unwritableDir = false
     @Option(help: .hidden) var threadName: String?
     @Option(help: .hidden) var reason: String?
+    @Option(help: "With `scenario`: the misuse scenario to run uncaught (`shield demo` names).") var scenario: String?
 
     // Scope before the crash (user, tags, contexts, breadcrumbs; see ScopeSetup).
     @Option(help: "Set the user (id, username user-<id>, email <id>@example.com).") var user: String?
@@ -291,6 +292,10 @@ struct ReportingProbe: ParsableCommand {
     @Flag(help: "RepairStep.resetRemoteConfiguration() as the first repair step.") var resetRemoteConfigStep = false
     @Option(help: "ReportingOptions.release (default probe@1.0).") var release: String?
     @Option(help: "Run this Objective-C misuse scenario (`shield demo` names) under the guards after start.") var scenario: String?
+    @Flag(help: "Run --scenario with no try/catch around it: what the guards let through ends the process.")
+    var uncaughtScenario = false
+    @Flag(help: "Every guard's policy defaults to off (CrashShieldOptions.defaultPolicy); a remote document may switch one on.")
+    var guardsOff = false
     @Flag(help: "Mark the launch completed after start (launchCompleted()).") var completeLaunch = false
     @Flag(help: "Mark the launch completed, then crash (SIGSEGV in csc_crash_segv).") var crashAfterLaunch = false
     @Option(name: .customLong("hold-requests-ms"), help: "Hold every reporting request this many milliseconds before sending it (a cancellation ends the hold).")
@@ -315,6 +320,6 @@ struct ReportingProbe: ParsableCommand {
             completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch,
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
             forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled,
-            objcUsedBefore: objcUsedBefore)))
+            objcUsedBefore: objcUsedBefore, uncaughtScenario: uncaughtScenario, guardsOff: guardsOff)))
     }
 }

@@ -81,6 +81,8 @@ public func buildApplication(
     if let days = configuration.retentionDays {
         services.append(RetentionService(store: store, days: days, logger: logger))
     }
+    services.append(AutoProtectService(protect: ProtectService(store: store, sdkConfig: routes.sdkConfig),
+                                       interval: configuration.autoProtectInterval, logger: logger))
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword

@@ -85,6 +85,28 @@ public protocol CollectorStore: Sendable {
     func sdkConfigHistory(projectID: Int64) async throws -> [SDKConfigVersion]
     func sdkConfig(projectID: Int64, version: Int64) async throws -> SDKConfigVersion?
 
+    /// The releases an issue's events came from, most recently seen first.
+    func issueReleases(issueID: Int64) async throws -> [String]
+    /// Records a protection (its `id` and `configVersion` are ignored); returns its id, or nil
+    /// when an "auto" protection of the same issue and release exists (nothing stored).
+    func insertProtection(_ protection: Protection) async throws -> Int64?
+    /// Sets the configuration version that published protection `id`.
+    func setProtectionVersion(id: Int64, version: Int64) async throws
+    /// Deletes protection `id` (its publication failed).
+    func deleteProtection(id: Int64) async throws
+    /// The project's protections, newest first, with crash and incident counts around each.
+    func protectionSummaries(projectID: Int64) async throws -> [ProtectionSummary]
+    /// The protections of one issue, newest first.
+    func protections(issueID: Int64) async throws -> [Protection]
+    /// Auto-protect's threshold (users per release) for the project; nil: off.
+    func autoProtectUsers(projectID: Int64) async throws -> Int64?
+    func setAutoProtectUsers(projectID: Int64, users: Int64?) async throws
+    /// Projects with auto-protect on, with their thresholds.
+    func autoProtectProjects() async throws -> [(projectID: Int64, users: Int64)]
+    /// Releases of the project's fatal issues seen since `since` whose crashes came from at least
+    /// `users` distinct users and that auto-protect has not protected yet.
+    func autoProtectCandidates(projectID: Int64, users: Int64, since: Date) async throws -> [AutoProtectCandidate]
+
     /// Stores an API token's SHA-256 (the token itself is never stored).
     func insertAPIToken(name: String, tokenHash: String, created: Date) async throws
     func apiTokenExists(tokenHash: String) async throws -> Bool

@@ -35,6 +35,9 @@ public struct CollectorConfiguration: Sendable {
     public var rateLimitBurst: Int = 400
     /// `Cache-Control: max-age` for `GET /api/<project>/sdk-config`, in seconds. Default 300.
     public var sdkConfigMaxAge: Int = 300
+    /// Seconds between auto-protect passes (`ProtectService.autoProtect`; projects switch
+    /// auto-protect on in their settings). Default 60.
+    public var autoProtectInterval: Double = 60
     /// When set, events, attachments and session rows older than this many days are deleted
     /// once an hour (issue counts stay). Default: kept forever.
     public var retentionDays: Int?
@@ -91,6 +94,9 @@ public struct CollectorConfiguration: Sendable {
         }
         guard shutdownGracePeriod >= 0 && shutdownGracePeriod.isFinite else {
             throw CollectorConfigurationError(setting: "shutdownGracePeriod", message: "must be 0 or more seconds (got \(shutdownGracePeriod))")
+        }
+        guard autoProtectInterval >= 0.1 && autoProtectInterval <= 86_400 else {
+            throw CollectorConfigurationError(setting: "autoProtectInterval", message: "must be between 0.1 and 86400 seconds (got \(autoProtectInterval))")
         }
         try connections.validate()
     }

@@ -442,9 +442,13 @@ public struct SDKConfigVersion: Sendable, Hashable, Codable {
     /// Who published this version (for a rollback: who rolled back); nil for versions stored
     /// before the collector recorded it (schema version 5).
     public let publishedBy: SDKConfigPublisher?
+    /// Why it was published, when something other than an edit published it (a protection:
+    /// "protect issue 12: container reportOnly for app@1.0"); nil for an edit or a rollback.
+    public let reason: String?
 
     public init(projectID: Int64, version: Int64, document: Data, signature: String?, createdAt: Date,
-                restoredFrom: Int64?, publishedBy: SDKConfigPublisher?) {
+                restoredFrom: Int64?, publishedBy: SDKConfigPublisher?, reason: String? = nil) {
+        self.reason = reason
         self.projectID = projectID
         self.version = version
         self.document = document
@@ -464,11 +468,17 @@ public struct SDKConfigPublisher: Sendable, Hashable, Codable, CustomStringConve
     public let account: String?
     /// The API token's name when published through the API; nil when published from the dashboard.
     public let apiToken: String?
+    /// The collector's own automation that published ("auto-protect"); nil for a person.
+    public let automation: String?
 
-    public init(account: String?, apiToken: String?) {
+    public init(account: String?, apiToken: String?, automation: String? = nil) {
         self.account = account
         self.apiToken = apiToken
+        self.automation = automation
     }
+
+    /// Published by the collector's auto-protect (`AutoProtect`).
+    public static let autoProtect = SDKConfigPublisher(account: nil, apiToken: nil, automation: "auto-protect")
 
     /// Published from the dashboard by the account named `name`.
     public static func account(_ name: String) -> SDKConfigPublisher { .init(account: name, apiToken: nil) }
@@ -478,6 +488,7 @@ public struct SDKConfigPublisher: Sendable, Hashable, Codable, CustomStringConve
 
     /// For people: `alice`, `alice (API token "deploy")`, `API token "initial"`.
     public var description: String {
+        if let automation { return "\(automation) (the collector)" }
         switch (account, apiToken) {
         case (let account?, let token?): return "\(account) (API token \"\(token)\")"
         case (nil, let token?): return "API token \"\(token)\""

@@ -175,6 +175,7 @@ struct CollectorRoutes: Sendable {
                 return Self.json(try await self.store.events(issueID: try Self.id(context, "id"), limit: limit))
             }
         }
+        registerProtection(on: manage)
     }
 
     // MARK: Issue list
@@ -561,11 +562,14 @@ struct SDKConfigView: Encodable {
     struct Publisher: Encodable {
         let account: String?
         let apiToken: String?
-        enum CodingKeys: String, CodingKey { case account, apiToken }
+        /// The collector's automation that published ("auto-protect"); present only then.
+        let automation: String?
+        enum CodingKeys: String, CodingKey { case account, apiToken, automation }
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(account, forKey: .account)
             try container.encode(apiToken, forKey: .apiToken)
+            try container.encodeIfPresent(automation, forKey: .automation)
         }
     }
     let version: Int64
@@ -574,6 +578,8 @@ struct SDKConfigView: Encodable {
     let createdAt: Date
     let restoredFrom: Int64?
     let publishedBy: Publisher?
+    /// Why the version was published when something other than an edit published it (a protection).
+    let reason: String?
     let warnings: [Warning]
     init(_ config: SDKConfigVersion) {
         version = config.version
@@ -581,7 +587,8 @@ struct SDKConfigView: Encodable {
         signature = config.signature
         createdAt = config.createdAt
         restoredFrom = config.restoredFrom
-        publishedBy = config.publishedBy.map { Publisher(account: $0.account, apiToken: $0.apiToken) }
+        publishedBy = config.publishedBy.map { Publisher(account: $0.account, apiToken: $0.apiToken, automation: $0.automation) }
+        reason = config.reason
         warnings = SDKConfigService.warnings(of: config).map { Warning(code: $0.code, path: $0.path) }
     }
 }

@@ -50,13 +50,14 @@ struct SDKConfigService: Sendable {
 
     /// Validates `document` with the SDK's parser and stores it as the project's next version.
     /// `version` in the document is honoured when it is above the newest stored version;
-    /// `issued_at` is always replaced by `now`; `publishedBy` is stored with the version.
+    /// `issued_at` is always replaced by `now`; `publishedBy` and `reason` (why, when not an edit:
+    /// a protection) are stored with the version.
     /// - Throws: `SDKConfigRejection` (422) when the SDK would refuse the document (also when it
     ///   is not a JSON object or names a version that is not an integer ≥ 0),
     ///   `sdk_config.too_large` (413), `sdk_config.version_conflict` (409) when the document names
     ///   a version not above the newest.
     func publish(projectID: Int64, document: JSONValue, publishedBy: SDKConfigPublisher, restoredFrom: Int64? = nil,
-                 now: Date = Date()) async throws -> SDKConfigVersion {
+                 reason: String? = nil, now: Date = Date()) async throws -> SDKConfigVersion {
         guard case .object(var members) = document else {
             throw SDKConfigRejection(RemoteConfigError(code: RemoteConfigError.invalidJSONCode, path: "$",
                                                        message: "the document is not a JSON object"))
@@ -94,7 +95,7 @@ struct SDKConfigService: Sendable {
             signature = try CryptoSupport.ed25519Sign(bytes, privateKey: raw).base64EncodedString()
         }
         let config = SDKConfigVersion(projectID: projectID, version: version, document: bytes, signature: signature,
-                                      createdAt: now, restoredFrom: restoredFrom, publishedBy: publishedBy)
+                                      createdAt: now, restoredFrom: restoredFrom, publishedBy: publishedBy, reason: reason)
         try await store.insertSDKConfig(config)
         return config
     }

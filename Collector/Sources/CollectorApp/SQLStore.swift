@@ -583,6 +583,26 @@ public final class SQLStore: CollectorStore {
             """,
             "{postgres-only}CREATE TRIGGER sessions_health AFTER INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION sessions_health()",
         ]),
+        (11, [
+            // Protections (GuardVerdicts, ProtectService): why a configuration version was
+            // published (`reason`; the one-click protection and auto-protect write it), and the
+            // automation that published it (`published_by_automation`, "auto-protect").
+            "ALTER TABLE sdk_configs ADD COLUMN reason TEXT",
+            "ALTER TABLE sdk_configs ADD COLUMN published_by_automation TEXT",
+            // Auto-protect's threshold in users per release; NULL: auto-protect is off.
+            "ALTER TABLE projects ADD COLUMN auto_protect_users {int}",
+            // One row per guard switched on for an issue's release: `origin` 'manual' (the
+            // one-click protection) or 'auto'; at most one 'auto' row per issue and release, so
+            // two collectors on one database never publish twice for it.
+            """
+            CREATE TABLE protections (
+                id {serial}, project_id {int} NOT NULL REFERENCES projects(id), issue_id {int} NOT NULL REFERENCES issues(id),
+                release TEXT NOT NULL, guard_name TEXT NOT NULL, policy TEXT NOT NULL, origin TEXT NOT NULL,
+                class_prefix TEXT, config_version {int}, created_at {real} NOT NULL)
+            """,
+            "CREATE UNIQUE INDEX protections_auto ON protections (issue_id, release) WHERE origin = 'auto'",
+            "CREATE INDEX protections_project ON protections (project_id, created_at)",
+        ]),
     ]
 
     /// `statement` for `dialect`: its placeholders replaced (column types; `{floor}(x)` rounds a
@@ -893,10 +913,13 @@ public final class SQLStore: CollectorStore {
               let document = row.data("document"), let created = row.double("created_at")
         else { return nil }
         let account = row.string("published_by_account"), token = row.string("published_by_token")
+        let automation = row.string("published_by_automation")
         return SDKConfigVersion(projectID: Int64(project), version: Int64(version), document: document,
                                 signature: row.string("signature"), createdAt: Date(timeIntervalSince1970: created),
                                 restoredFrom: row.int("restored_from"),
-                                publishedBy: account == nil && token == nil ? nil : SDKConfigPublisher(account: account, apiToken: token))
+                                publishedBy: account == nil && token == nil && automation == nil
+                                    ? nil : SDKConfigPublisher(account: account, apiToken: token, automation: automation),
+                                reason: row.string("reason"))
     }
 
     public func insertSDKConfig(_ config: SDKConfigVersion) async throws {
@@ -909,11 +932,12 @@ public final class SQLStore: CollectorStore {
             _ = try await query(
                 """
                 INSERT INTO sdk_configs (project_id, version, document, signature, created_at, restored_from,
-                    published_by_account, published_by_token) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    published_by_account, published_by_token, published_by_automation, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [Self.int(config.projectID), Self.int(config.version), Self.blob(config.document), Self.text(config.signature),
                  Self.time(config.createdAt), config.restoredFrom.map { Self.int($0) } ?? .null,
-                 Self.text(config.publishedBy?.account), Self.text(config.publishedBy?.apiToken)])
+                 Self.text(config.publishedBy?.account), Self.text(config.publishedBy?.apiToken),
+                 Self.text(config.publishedBy?.automation), Self.text(config.reason)])
         }
     }
 

@@ -61,6 +61,8 @@ struct Serve: AsyncParsableCommand {
     var ingestQueueBytes: Int = IngestQueueLimits().maxBytes
     @Option(help: "Cache-Control: max-age of GET /api/<project>/sdk-config, in seconds: how long an app waits before it asks for the remote configuration again (0: at every start).")
     var sdkConfigMaxAge: Int = 300
+    @Option(help: "Seconds between auto-protect passes (projects that switched auto-protect on get the report-only switch of a guardable crash that reached their threshold of users in a release).")
+    var autoProtectInterval: Double = 60
     @Option(help: "Seconds a database statement waits for a lock another process or collector holds; then the request is answered 503 with Retry-After: 1 and nothing of it is stored.")
     var lockTimeout: Double = 5
     @Option(help: "On SIGTERM or SIGINT, seconds the requests in flight get to finish; then database statements still waiting are cancelled, their requests answered 503, and the collector exits.")
@@ -119,6 +121,7 @@ struct Serve: AsyncParsableCommand {
         configuration.ingestQueue.maxDepth = ingestQueueRequests
         configuration.ingestQueue.maxBytes = ingestQueueBytes
         configuration.sdkConfigMaxAge = sdkConfigMaxAge
+        configuration.autoProtectInterval = autoProtectInterval
         configuration.lockTimeout = lockTimeout
         configuration.shutdownGracePeriod = shutdownGracePeriod
         configuration.connections.headerTimeout = headerTimeout

@@ -64,6 +64,10 @@ typedef enum {
 
 /** Runs scenario `index` inside an autorelease pool, catching any exception it throws. */
 cs_scenario_outcome cs_scenario_run(size_t index, char *exception_name, size_t capacity);
+/** Runs scenario `index` inside an autorelease pool with nothing around it: an exception it throws
+ *  unwinds to the caller (uncaught, it ends the process as it would an app). Returns whether it
+ *  returned the neutralised value; false for an unknown index. */
+bool cs_scenario_run_uncaught(size_t index);
 /** cs_scenario_run on a new thread (a pthread), waited for; CS_SCENARIO_RETURNED_OTHER when no
  *  thread could be started. */
 cs_scenario_outcome cs_scenario_run_on_new_thread(size_t index, char *exception_name, size_t capacity);

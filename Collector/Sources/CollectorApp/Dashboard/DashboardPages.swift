@@ -47,6 +47,7 @@ extension DashboardRoutes {
     }
 
     func projectSettingsPage(_ session: LoginSession, _ project: Project, _ request: Request) async throws -> Response {
+        let autoProtect = try await autoProtectSection(project, session: session)
         let body: HTML = """
         <h1>\(project.name): settings</h1>
         <h2>DSN</h2><p>Configure any Sentry SDK (or CrashShield's reporting) with this DSN:</p><pre class="dsn">\(project.dsn(baseURL: baseURL(request)))</pre>
@@ -54,6 +55,7 @@ extension DashboardRoutes {
         <tr><th>Public key</th><td class="mono">\(project.publicKey)</td></tr>
         <tr><th>SDK config signing key (Ed25519, base64)</th><td class="mono">\(project.configSigningPublicKey)</td></tr>
         <tr><th>Created</th><td>\(Layout.time(project.createdAt))</td></tr></tbody></table>
+        \(autoProtect)
         """
         return Layout.page(title: "\(project.name) settings", session: session, project: project, tab: .settings, body: body)
     }
@@ -180,6 +182,7 @@ extension DashboardRoutes {
             "<tr><td>\(entry.guardName)</td><td>\(entry.release)</td><td class=\"num\">\(entry.count)</td><td>\(Layout.time(entry.lastSeen))</td></tr>"
         }
         let total = counts.reduce(Int64(0)) { $0 + $1.count }
+        let protections = try await protectionsSection(project)
         let chart: HTML = series.isEmpty ? "<p class=\"muted\">No prevented crashes in the last 14 days.</p>"
             : SVGChart.lines(title: "Prevented crashes per day (UTC), by guard", labels: days.map(SVGChart.dayLabel), series: series,
                              // A multiple of 4 so that the five grid lines fall on whole counts.
@@ -190,6 +193,7 @@ extension DashboardRoutes {
         <div class="cards"><div class="card"><b>\(total)</b>prevented crashes</div><div class="card"><b>\(Set(counts.map(\.guardName)).count)</b>guards</div></div>
         \(chart)<h2>Trend by guard</h2><table><thead><tr><th>Guard</th><th class="num">Last 7 days</th><th class="num">Previous 7 days</th><th class="num">Change</th></tr></thead><tbody>\(trendRows)</tbody></table>
         <h2>By guard and release</h2><table><thead><tr><th>Guard</th><th>Release</th><th class="num">Incidents</th><th>Last seen</th></tr></thead><tbody>\(rows)</tbody></table>
+        \(protections)
         """
         return Layout.page(title: "\(project.name) prevented crashes", session: session, project: project, tab: .prevented, body: body)
     }
@@ -263,8 +267,9 @@ extension DashboardRoutes {
             <input type="hidden" name="version" value="\(version.version)"><button type="submit" class="secondary" data-rollback="\(version.version)">Roll back to this</button></form>
             """
             let restored: HTML = version.restoredFrom.map { "rollback to v\($0)" } ?? "edit"
-            let publisher: HTML = version.publishedBy.map { "<span data-published-by>\($0.description)</span>" }
+            var publisher: HTML = version.publishedBy.map { "<span data-published-by>\($0.description)</span>" }
                 ?? "<span class=\"muted\">not recorded</span>"
+            if let reason = version.reason { publisher = "\(publisher)<br><span class=\"muted\" data-reason>\(reason)</span>" }
             return """
             <tr><td class="num">v\(version.version)</td><td>\(Layout.time(version.createdAt))</td><td>\(publisher)</td><td>\(restored)</td>\
             <td><details><summary>document</summary><pre>\(Self.prettyJSON(version.document))</pre></details>\(Self.warningsHTML(SDKConfigService.warnings(of: version)))</td><td>\(rollback)</td></tr>

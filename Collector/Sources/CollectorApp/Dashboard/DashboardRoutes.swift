@@ -89,6 +89,7 @@ struct DashboardRoutes: Sendable {
             await self.action(request, context) { try await self.setStatus($0, try await self.issue(context), $1) }
         }
         registerAccountPages(on: router)
+        registerProtectPages(on: router)
     }
 
     // MARK: Sessions, CSRF, origin

@@ -429,13 +429,14 @@ extension DashboardRoutes {
             """
         }
         let returnTo = eventID.map { eventPath($0) } ?? "/issues/\(issue.id)"
+        let protection = try await protectionSection(issue, session: session)
         let body: HTML = """
         <h1>\(issue.title)</h1><p class="mono muted">\(issue.culprit)</p>
         <div class="cards"><div class="card"><b>\(issue.eventCount)</b>events</div><div class="card"><b>\(issue.userCount)</b>users</div>\
         <div class="card">status<b>\(Self.statusBadge(issue.status))</b></div><div class="card">first seen<br>\(Layout.time(issue.firstSeen))</div>\
         <div class="card">last seen<br>\(Layout.time(issue.lastSeen))</div><div class="card">releases<br>\(issue.firstRelease) → \(issue.lastRelease)</div></div>
         \(Self.statusActions(issue, session: session, returnTo: returnTo))
-        \(sections)\(breakdowns)
+        \(protection)\(sections)\(breakdowns)
         <h2>Newest events</h2><table class="events"><thead><tr><th>Event id</th><th>Received</th><th>Level</th><th>Release</th><th>Environment</th><th></th></tr></thead><tbody>\(eventRows)</tbody></table>
         <p class="muted">Grouping \(issue.groupingAlgorithm), hash <span class="mono">\(issue.fingerprintHash)</span>.</p>
         """
