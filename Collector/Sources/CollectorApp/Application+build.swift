@@ -74,7 +74,21 @@ public func buildApplication(
     }
     router.add(middleware: NotFoundPageMiddleware())
     routes.register(on: router)
-    DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)?.register(on: router)
+    var dashboard = DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)
+    if let debugFiles = store as? any DebugFileStore {
+        let cache = DebugFileCache(directory: (configuration.dataDirectory as NSString).appendingPathComponent("debug-files"))
+        let symbolizer = Symbolizer(configured: configuration.symbolizer, timeout: configuration.symbolizerTimeout)
+        if let executable = symbolizer.executable {
+            logger.info("symbolizer", metadata: ["path": "\(executable)"])
+        } else {
+            logger.error("llvm-symbolizer not found: frames are shown as received", metadata: [
+                "searched": "\(symbolizer.searched.joined(separator: ","))", "hint": "install Debian's llvm or pass serve --symbolizer PATH"])
+        }
+        let symbolication = Symbolication(store: debugFiles, cache: cache, symbolizer: symbolizer, logger: logger)
+        DebugFileRoutes(routes: routes, store: debugFiles, cache: cache, symbolication: symbolication, logger: logger).register(on: router)
+        dashboard?.symbolication = symbolication
+    }
+    dashboard?.register(on: router)
 
     let shutdown = ShutdownGracePeriod(gracePeriod: configuration.shutdownGracePeriod, store: store, logger: logger)
     var services: [any Service] = [StoreCloser(store: store, shutdown: shutdown, logger: logger)]

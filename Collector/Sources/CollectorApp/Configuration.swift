@@ -66,6 +66,11 @@ public struct CollectorConfiguration: Sendable {
     public var shutdownGracePeriod: TimeInterval = 10
     /// Timeouts and caps against slow and idle clients (slowloris): see `ConnectionLimits`.
     public var connections = ConnectionLimits()
+    /// The `llvm-symbolizer` executable that symbolicates frames with uploaded debug files; nil
+    /// searches `Symbolizer.defaultCandidates()` (PATH, Debian's LLVM, the Swift toolchain).
+    public var symbolizer: String?
+    /// Seconds one symbolizer run may take; then it is killed and its frames stay as received.
+    public var symbolizerTimeout: Double = 10
 
     public init(database: Database, dataDirectory: String) {
         self.database = database

@@ -583,6 +583,7 @@ public final class SQLStore: CollectorStore {
             """,
             "{postgres-only}CREATE TRIGGER sessions_health AFTER INSERT OR UPDATE ON sessions FOR EACH ROW EXECUTE FUNCTION sessions_health()",
         ]),
+        (11, DebugFileSchema.statements),
     ]
 
     /// `statement` for `dialect`: its placeholders replaced (column types; `{floor}(x)` rounds a

@@ -1,0 +1,352 @@
+@testable import CollectorApp
+import CrashShieldProtocol
+import Foundation
+import Testing
+
+/// Debug-file upload (`sentry-cli`'s chunk-upload and assemble endpoints) and symbolication of
+/// events with the stored files, against a live collector on the test database (SQLite, or
+/// PostgreSQL with COLLECTOR_TEST_POSTGRES_URL). The program symbolicated is compiled by the test
+/// (clang from the Swift toolchain, binutils' objcopy and objdump); what each frame must say (function and line) is read from
+/// its source and from binutils' objdump, a DWARF reader other than the collector's llvm-symbolizer.
+@Suite("Debug files and symbolication")
+struct DebugFileTests {
+    static let source = """
+    #include <stdlib.h>
+    volatile int sink;
+    static inline __attribute__((always_inline)) void inner(int value) {
+        sink = value * 3; /* INNER */
+    }
+    __attribute__((noinline)) void outer(int value) {
+        inner(value + 1); /* CALL-INNER */
+        sink = sink + 1;
+    }
+    __attribute__((noinline)) void crash_here(void) { /* CRASH-ENTRY */
+        abort();
+    }
+    int main(int argc, char **argv) {
+        outer(argc); /* CALL-OUTER */
+        crash_here();
+        return 0;
+    }
+
+    """
+
+    /// The 1-based line of `source` that contains `marker`.
+    static func line(_ marker: String) throws -> Int {
+        let lines = source.components(separatedBy: "\n")
+        return try #require(lines.firstIndex { $0.contains(marker) }) + 1
+    }
+
+    struct Program {
+        var directory: URL
+        var debugFile: Data
+        var buildID: String
+        /// Addresses in the file: `outer`'s first instruction of the inlined `inner`, the return
+        /// address of main's call of `outer`, `crash_here`'s entry.
+        var inlinedAddress: UInt64
+        var returnAddressInMain: UInt64
+        var crashEntry: UInt64
+        var firstLoadVaddr: UInt64
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], in directory: URL) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CommandFailure(command: arguments.joined(separator: " ")) }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    struct CommandFailure: Error { let command: String }
+
+    /// Compiles the program (`pie`: position-independent, else linked at its fixed address),
+    /// splits its DWARF into a debug file and strips the binary, as a team does before shipping.
+    static func build(pie: Bool) throws -> Program {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("debugfiles-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(source.utf8).write(to: directory.appendingPathComponent("prog.c"))
+        try run(["clang", "-g", "-O1", pie ? "-fPIE" : "-fno-pie", pie ? "-pie" : "-no-pie", "-Wl,--build-id=sha1", "-o", "prog", "prog.c"], in: directory)
+        try run(["objcopy", "--only-keep-debug", "prog", "prog.debug"], in: directory)
+        try run(["objcopy", "--strip-debug", "--strip-unneeded", "prog", "prog.stripped"], in: directory)
+        let notes = try run(["readelf", "-n", "prog"], in: directory)
+        let buildID = try #require(notes.components(separatedBy: "\n").first { $0.contains("Build ID:") }?
+            .components(separatedBy: "Build ID:").last?.trimmingCharacters(in: .whitespaces))
+        let load = try run(["readelf", "-lW", "prog"], in: directory).components(separatedBy: "\n").first { $0.contains("LOAD") }
+        let firstLoadVaddr = try #require(load.flatMap { $0.split(separator: " ").dropFirst(2).first }.flatMap { UInt64($0.dropFirst(2), radix: 16) })
+        let disassembly = try run(["objdump", "-dl", "prog"], in: directory).components(separatedBy: "\n")
+
+        func address(_ line: String) -> UInt64? {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard let colon = trimmed.firstIndex(of: ":") else { return nil }
+            return UInt64(trimmed[..<colon], radix: 16)
+        }
+        func body(of function: String) -> ArraySlice<String> {
+            guard let start = disassembly.firstIndex(where: { $0.hasSuffix("<\(function)>:") }) else { return [] }
+            let end = disassembly[(start + 1)...].firstIndex(where: { $0.isEmpty }) ?? disassembly.endIndex
+            return disassembly[(start + 1)..<end]
+        }
+        // The first instruction after objdump names the INNER line inside outer.
+        let innerLine = try line("INNER")
+        let outerBody = body(of: "outer")
+        let innerMarker = try #require(outerBody.firstIndex { $0.hasSuffix("prog.c:\(innerLine)") || $0.contains("prog.c:\(innerLine) ") })
+        let inlinedAddress = try #require(outerBody[innerMarker...].lazy.compactMap(address).first)
+        // The instruction after main's call of outer: the return address a stack walk finds.
+        let mainBody = Array(body(of: "main"))
+        let call = try #require(mainBody.firstIndex { $0.contains("call") && $0.contains("<outer>") })
+        let returnAddress = try #require(mainBody[(call + 1)...].lazy.compactMap(address).first)
+        let symbols = try run(["nm", "prog"], in: directory).components(separatedBy: "\n")
+        let crashEntry = try #require(symbols.first { $0.hasSuffix(" crash_here") }.flatMap { UInt64($0.prefix(16), radix: 16) })
+        return Program(directory: directory, debugFile: try Data(contentsOf: directory.appendingPathComponent("prog.debug")),
+                       buildID: buildID, inlinedAddress: inlinedAddress, returnAddressInMain: returnAddress, crashEntry: crashEntry,
+                       firstLoadVaddr: firstLoadVaddr)
+    }
+
+    /// Sentry's debug id of an ELF build id: its first 16 bytes as a little-endian GUID.
+    static func debugID(buildID: String) -> String {
+        let bytes = stride(from: 0, to: 32, by: 2).map { UInt8(buildID.dropFirst($0).prefix(2), radix: 16)! }
+        let swapped = [bytes[3], bytes[2], bytes[1], bytes[0], bytes[5], bytes[4], bytes[7], bytes[6]] + bytes[8...]
+        let hex = swapped.map { String(format: "%02x", $0) }.joined()
+        return [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+            .joined(separator: "-")
+    }
+
+    static func sha1(_ data: Data) -> String { SHA1.hex(data) }
+
+    static func multipart(_ chunks: [(name: String, data: Data)], boundary: String = "test-boundary-1234") -> (Data, String) {
+        var body = Data()
+        for chunk in chunks {
+            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(chunk.name)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8))
+            body.append(chunk.data)
+            body.append(Data("\r\n".utf8))
+        }
+        body.append(Data("--\(boundary)--\r\n".utf8))
+        return (body, "multipart/form-data; boundary=\(boundary)")
+    }
+
+    /// Uploads `file` in chunks of at most `chunkSize` bytes as sentry-cli does (assemble, the
+    /// missing chunks, assemble again); returns the final assemble answer for the file.
+    static func upload(_ harness: Harness, _ file: Data, debugID: String, chunkSize: Int, project: String) async throws -> JSONValue {
+        let chunks = stride(from: 0, to: file.count, by: chunkSize).map { file.subdata(in: $0..<min($0 + chunkSize, file.count)) }
+        let checksum = sha1(file)
+        let request: JSONValue = .object([checksum: .object([
+            "name": "prog.debug", "debug_id": .string(debugID), "chunks": .array(chunks.map { .string(sha1($0)) })])])
+        let path = "/api/0/projects/any-org/\(project)/files/difs/assemble/"
+        let first = try await harness.api(path, method: "POST", json: request)
+        #expect(first.status == 200)
+        let missing = first.json?[checksum]?["missingChunks"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        if !missing.isEmpty {
+            let (body, contentType) = multipart(chunks.filter { missing.contains(sha1($0)) }.map { (sha1($0), $0) })
+            let uploaded = try await harness.client.execute("/api/0/organizations/any-org/chunk-upload/", method: "POST",
+                                                            headers: ["Authorization": "Bearer \(Harness.token)", "Content-Type": contentType], body: body)
+            #expect(uploaded.status == 200, "\(uploaded.text)")
+        }
+        return try #require(try await harness.api(path, method: "POST", json: request).json?[checksum])
+    }
+
+    /// A native crash event of the stripped program loaded at `imageAddr`: main → outer
+    /// (inside the inlined inner), and a second exception-less frame list is not needed: the
+    /// frames are caller first, the innermost (the PC) last.
+    static func crashEvent(_ program: Program, imageAddr: UInt64, debugID: String, codeID: String?) -> JSONValue {
+        func absolute(_ vaddr: UInt64) -> String { "0x" + String(vaddr - program.firstLoadVaddr + imageAddr, radix: 16) }
+        var image: [String: JSONValue] = [
+            "type": "elf", "code_file": "/opt/app/prog", "image_addr": .string("0x" + String(imageAddr, radix: 16)),
+            "image_size": 65_536, "debug_id": .string(debugID)]
+        if let codeID { image["code_id"] = .string(codeID) }
+        return .object([
+            "event_id": .string(Fixtures.eventID()), "timestamp": .double(Date().timeIntervalSince1970), "platform": "native",
+            "level": "fatal", "release": "prog@1.0",
+            "exception": ["values": [[
+                "type": "SIGSEGV", "value": "bad access",
+                "mechanism": ["type": "signalhandler", "handled": false, "synthetic": true],
+                "stacktrace": ["frames": [
+                    ["instruction_addr": .string(absolute(program.returnAddressInMain)), "package": "/opt/app/prog", "in_app": true],
+                    ["instruction_addr": .string(absolute(program.inlinedAddress)), "package": "/opt/app/prog", "in_app": true],
+                ]],
+            ]]],
+            "debug_meta": ["images": [.object(image)]],
+        ])
+    }
+
+    static func frames(_ event: JSONValue?) -> [JSONValue] {
+        event?["exception"]?["values"]?.arrayValue?.first?["stacktrace"]?["frames"]?.arrayValue ?? []
+    }
+
+    static func post(_ harness: Harness, _ event: JSONValue) async throws {
+        #expect(try await harness.post(body: Fixtures.envelope(event: event)).status == 200)
+    }
+
+    static func symbolicated(_ harness: Harness, _ event: JSONValue, project: Int64? = nil) async throws -> TestResponse {
+        let id = try #require(event["event_id"]?.stringValue)
+        return try await harness.api("/api/0/projects/\(project ?? harness.project.id)/events/\(id)/symbolicated")
+    }
+
+    /// A crash received before its debug file shows addresses; once the file is uploaded the same
+    /// event shows function, file and line per frame (inlined code as a frame of its own, a
+    /// return address looked up at its call), for a PIE loaded at a slide and for a fixed-address
+    /// executable; the event as received stays as it was; the crashes before and after the upload
+    /// are one issue (grouping by image and offset as received).
+    @Test(arguments: [true, false]) func uploadedDebugFileSymbolicatesEarlierAndLaterEvents(pie: Bool) async throws {
+        let program = try Self.build(pie: pie)
+        defer { try? FileManager.default.removeItem(at: program.directory) }
+        let debugID = Self.debugID(buildID: program.buildID)
+        let imageAddr: UInt64 = pie ? 0x5612_3456_7000 : program.firstLoadVaddr
+        try await Harness.run { harness in
+            let before = Self.crashEvent(program, imageAddr: imageAddr, debugID: debugID, codeID: program.buildID)
+            try await Self.post(harness, before)
+            let unsymbolicated = try await Self.symbolicated(harness, before)
+            #expect(unsymbolicated.status == 200)
+            #expect(Self.frames(unsymbolicated.json).allSatisfy { $0["function"] == nil && $0["lineno"] == nil })
+            #expect(unsymbolicated.json?["debug_meta"]?["images"]?.arrayValue?.first?["debug_status"]?.stringValue == "missing")
+
+            let options = try await harness.api("/api/0/organizations/any-org/chunk-upload/")
+            #expect(options.json?["hashAlgorithm"]?.stringValue == "sha1")
+            #expect(options.json?["accept"]?.arrayValue?.contains(.string("debug_files")) == true)
+            let chunkSize = Int(try #require(options.json?["chunkSize"]?.intValue))
+            #expect(chunkSize == DebugFileRoutes.Limits.chunkSize)
+            // Small chunks, so the file is several of them.
+            let answer = try await Self.upload(harness, program.debugFile, debugID: debugID, chunkSize: 4096, project: harness.project.name)
+            #expect(answer["state"]?.stringValue == "ok", "\(answer)")
+            #expect(answer["dif"]?["debugId"]?.stringValue == debugID)
+            #expect(answer["dif"]?["data"]?["features"]?.arrayValue?.contains(.string("debug")) == true)
+
+            let after = Self.crashEvent(program, imageAddr: imageAddr, debugID: debugID, codeID: nil)
+            try await Self.post(harness, after)
+            for event in [before, after] {
+                let response = try await Self.symbolicated(harness, event)
+                #expect(response.status == 200)
+                let frames = Self.frames(response.json)
+                #expect(frames.count == 3, "\(frames)")
+                guard frames.count == 3 else { continue }
+                #expect(frames[0]["function"]?.stringValue == "main")
+                let (callOuter, callInner, innerLine) = (try Self.line("CALL-OUTER"), try Self.line("CALL-INNER"), try Self.line("INNER"))
+                #expect(frames[0]["lineno"]?.intValue == Int64(callOuter))
+                #expect(frames[1]["function"]?.stringValue == "outer")
+                #expect(frames[1]["lineno"]?.intValue == Int64(callInner))
+                #expect(frames[1]["inlined"] == nil)
+                #expect(frames[2]["function"]?.stringValue == "inner")
+                #expect(frames[2]["lineno"]?.intValue == Int64(innerLine))
+                #expect(frames[2]["inlined"]?.boolValue == true)
+                #expect(frames[2]["filename"]?.stringValue == "prog.c")
+                #expect(frames.allSatisfy { $0["symbolicator_status"]?.stringValue == "symbolicated" })
+                #expect(response.json?["debug_meta"]?["images"]?.arrayValue?.first?["debug_status"]?.stringValue == "found")
+                // As received: no function, no line.
+                let raw = try await harness.api("/api/0/projects/\(harness.project.id)/events/\(event["event_id"]!.stringValue!)")
+                #expect(Self.frames(raw.json).allSatisfy { $0["function"] == nil && $0["lineno"] == nil })
+            }
+            let issues = try await harness.issues()
+            #expect(issues.count == 1 && issues.first?["event_count"]?.intValue == 2, "\(issues)")
+
+            // The issue page shows the function and file:line of the innermost frame.
+            let browser = Browser(baseURL: harness.client.baseURL)
+            #expect(try await browser.logIn(password: Harness.adminPassword).status == 303)
+            let issueID = try #require(issues.first?["id"]?.intValue)
+            let page = try await browser.get("/issues/\(issueID)")
+            #expect(page.status == 200)
+            let innerLine = try Self.line("INNER")
+            #expect(page.text.contains(">inner<") && page.text.contains("prog.c:\(innerLine)"))
+
+            // Another project does not see this project's debug file.
+            let other = try await harness.api("/api/0/projects", method: "POST", json: ["name": "other"])
+            let otherID = try #require(other.json?["id"]?.intValue)
+            let otherKey = try #require(other.json?["public_key"]?.stringValue)
+            let elsewhere = Self.crashEvent(program, imageAddr: imageAddr, debugID: debugID, codeID: nil)
+            let posted = try await harness.post("/api/\(otherID)/envelope/", body: Fixtures.envelope(event: elsewhere), headers: [
+                "X-Sentry-Auth": "Sentry sentry_version=7, sentry_key=\(otherKey)", "Content-Type": "application/x-sentry-envelope"])
+            #expect(posted.status == 200)
+            let foreign = try await Self.symbolicated(harness, elsewhere, project: otherID)
+            #expect(foreign.status == 200)
+            #expect(Self.frames(foreign.json).allSatisfy { $0["function"] == nil })
+        }
+    }
+
+    /// The upload's refusals: no token, a chunk not named by its SHA-1, a chunk above
+    /// `chunkSize`, an unknown project, chunks whose concatenation is not the named file, a debug
+    /// id that is not the file's.
+    @Test func uploadsAreRefusedWhenTheyAreNotWhatTheyClaim() async throws {
+        let program = try Self.build(pie: true)
+        defer { try? FileManager.default.removeItem(at: program.directory) }
+        try await Harness.run { harness in
+            let noToken = try await harness.client.execute("/api/0/organizations/o/chunk-upload/")
+            #expect(noToken.status == 401)
+            let bearer = ["Authorization": "Bearer \(Harness.token)"]
+
+            let chunk = Data("some bytes".utf8)
+            let (misnamed, type) = Self.multipart([(String(repeating: "0", count: 40), chunk)])
+            let refused = try await harness.client.execute("/api/0/organizations/o/chunk-upload/", method: "POST",
+                                                           headers: bearer.merging(["Content-Type": type]) { $1 }, body: misnamed)
+            #expect(refused.status == 400 && refused.json?["code"]?.stringValue == "debug_files.checksum")
+
+            let big = Data(repeating: 7, count: DebugFileRoutes.Limits.chunkSize + 1)
+            let (oversized, bigType) = Self.multipart([(Self.sha1(big), big)])
+            let tooLarge = try await harness.client.execute("/api/0/organizations/o/chunk-upload/", method: "POST",
+                                                            headers: bearer.merging(["Content-Type": bigType]) { $1 }, body: oversized)
+            #expect(tooLarge.status == 413 && tooLarge.json?["code"]?.stringValue == "debug_files.chunk_too_large")
+
+            let unknown = try await harness.api("/api/0/projects/o/no-such-project/files/difs/assemble/", method: "POST", json: [:])
+            #expect(unknown.status == 404)
+
+            // Two real chunks named as a file whose checksum is another's: refused, nothing stored.
+            let half = program.debugFile.count / 2
+            let parts = [program.debugFile.prefix(half), program.debugFile.dropFirst(half)].map { Data($0) }
+            let (body, partsType) = Self.multipart(parts.map { (Self.sha1($0), $0) })
+            let stored = try await harness.client.execute("/api/0/organizations/o/chunk-upload/", method: "POST",
+                                                          headers: bearer.merging(["Content-Type": partsType]) { $1 }, body: body)
+            #expect(stored.status == 200)
+            let wrongSum = String(repeating: "ab", count: 20)
+            let mismatch = try await harness.api("/api/0/projects/o/\(harness.project.id)/files/difs/assemble/", method: "POST", json: .object([
+                wrongSum: ["name": "prog.debug", "chunks": .array(parts.map { .string(Self.sha1($0)) })]]))
+            #expect(mismatch.json?[wrongSum]?["state"]?.stringValue == "error", "\(mismatch.text)")
+            let realSum = Self.sha1(program.debugFile)
+            let wrongID = try await harness.api("/api/0/projects/o/\(harness.project.id)/files/difs/assemble/", method: "POST", json: .object([
+                realSum: ["name": "prog.debug", "debug_id": "00000000-0000-0000-0000-000000000001",
+                          "chunks": .array(parts.map { .string(Self.sha1($0)) })]]))
+            #expect(wrongID.json?[realSum]?["state"]?.stringValue == "error", "\(wrongID.text)")
+            let debugID = Self.debugID(buildID: program.buildID)
+            let event = Self.crashEvent(program, imageAddr: 0x5612_3456_7000, debugID: debugID, codeID: nil)
+            try await Self.post(harness, event)
+            #expect(Self.frames(try await Self.symbolicated(harness, event).json).allSatisfy { $0["function"] == nil })
+        }
+    }
+
+    /// Without a symbolizer the frames stay as received and the page and API still answer 200.
+    @Test func aMissingSymbolizerLeavesFramesAsReceived() async throws {
+        let program = try Self.build(pie: true)
+        defer { try? FileManager.default.removeItem(at: program.directory) }
+        let debugID = Self.debugID(buildID: program.buildID)
+        try await Harness.run({ $0.symbolizer = "/nonexistent/llvm-symbolizer" }) { harness in
+            let answer = try await Self.upload(harness, program.debugFile, debugID: debugID, chunkSize: 1 << 20, project: String(harness.project.id))
+            #expect(answer["state"]?.stringValue == "ok")
+            let event = Self.crashEvent(program, imageAddr: 0x5612_3456_7000, debugID: debugID, codeID: nil)
+            try await Self.post(harness, event)
+            let response = try await Self.symbolicated(harness, event)
+            #expect(response.status == 200)
+            #expect(Self.frames(response.json).count == 2 && Self.frames(response.json).allSatisfy { $0["function"] == nil })
+            let browser = Browser(baseURL: harness.client.baseURL)
+            _ = try await browser.logIn(password: Harness.adminPassword)
+            let issueID = try #require(try await harness.issues().first?["id"]?.intValue)
+            #expect(try await browser.get("/issues/\(issueID)").status == 200)
+        }
+    }
+
+    /// A symbolizer that does not answer is killed after its timeout and the batch fails.
+    @Test func aSymbolizerThatHangsIsKilledAfterItsTimeout() async throws {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("hanging-symbolizer-\(UUID().uuidString)")
+        try Data("#!/bin/sh\nexec sleep 60\n".utf8).write(to: script)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script.path)
+        defer { try? FileManager.default.removeItem(at: script) }
+        let symbolizer = Symbolizer(configured: script.path, timeout: 0.5)
+        let start = Date()
+        await #expect(throws: Symbolizer.Failure.self) {
+            _ = try await symbolizer.symbolize(object: "/dev/null", addresses: [0x1000], arch: nil)
+        }
+        #expect(Date().timeIntervalSince(start) < 10)
+    }
+}
