@@ -15,7 +15,8 @@ can find its symbols). Then:
   3. the binary crashes again; both events are in one issue (grouping by image and offset, as
      received) and the collector's symbolicated event API names csc_crash_segv, csc_crash_kinds.c
      and the line of the faulting store in CRASH_SOURCE for the crashing frame of both events,
-     while each event as received still has no function; the issue page shows the same;
+     while each event as received still has no function; the issue, named after an address when
+     it was created, is renamed after csc_crash_segv; the issue page shows function and line;
   4. refusals: sentry-cli with a wrong token fails; a chunk not named by its SHA-1 is 400, a chunk
      above chunkSize is 413.
 Every crash runs in a child process with a timeout. Prints one line per check; exits 1 when any failed.
@@ -214,6 +215,12 @@ def main():
               and frame.get("lineno") == line,
               f"event {event_id[:8]}: the collector names csc_crash_segv at csc_crash_kinds.c:{line}",
               {key: frame.get(key) for key in ("function", "filename", "lineno", "instruction_addr")})
+
+    def issue_culprit():
+        status, issue = api(f"/api/0/issues/{first_issue['id']}")
+        return [issue["culprit"]] if status == 200 and issue.get("culprit") == "csc_crash_segv" else []
+    check(poll(issue_culprit, 1) == ["csc_crash_segv"], "the issue, created before the upload, is renamed after csc_crash_segv",
+          api(f"/api/0/issues/{first_issue['id']}")[1])
 
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))

@@ -74,6 +74,7 @@ public func buildApplication(
     }
     router.add(middleware: NotFoundPageMiddleware())
     routes.register(on: router)
+    var renamerService: IssueRenamerService?
     var dashboard = DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)
     if let debugFiles = store as? any DebugFileStore {
         let cache = DebugFileCache(directory: (configuration.dataDirectory as NSString).appendingPathComponent("debug-files"))
@@ -85,7 +86,10 @@ public func buildApplication(
                 "searched": "\(symbolizer.searched.joined(separator: ","))", "hint": "install Debian's llvm or pass serve --symbolizer PATH"])
         }
         let symbolication = Symbolication(store: debugFiles, cache: cache, symbolizer: symbolizer, logger: logger)
-        DebugFileRoutes(routes: routes, store: debugFiles, cache: cache, symbolication: symbolication, logger: logger).register(on: router)
+        let renamer = (store as? any DebugFileStore & CollectorStore).map { IssueRenamer(store: $0, symbolication: symbolication, logger: logger) }
+        if let renamer { renamerService = IssueRenamerService(renamer: renamer, interval: configuration.issueRenameInterval) }
+        DebugFileRoutes(routes: routes, store: debugFiles, cache: cache, symbolication: symbolication, renamer: renamer, logger: logger)
+            .register(on: router)
         dashboard?.symbolication = symbolication
     }
     dashboard?.register(on: router)
@@ -95,6 +99,7 @@ public func buildApplication(
     if let days = configuration.retentionDays {
         services.append(RetentionService(store: store, days: days, logger: logger))
     }
+    if let renamerService { services.append(renamerService) }
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword

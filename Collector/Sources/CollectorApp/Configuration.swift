@@ -71,6 +71,9 @@ public struct CollectorConfiguration: Sendable {
     public var symbolizer: String?
     /// Seconds one symbolizer run may take; then it is killed and its frames stay as received.
     public var symbolizerTimeout: Double = 10
+    /// Seconds between passes that rename new issues named after addresses once debug files name
+    /// them (`IssueRenamer`); a stored debug file also starts a pass at once.
+    public var issueRenameInterval: Double = 30
 
     public init(database: Database, dataDirectory: String) {
         self.database = database

@@ -151,13 +151,12 @@ struct DebugFileTests {
         return try #require(try await harness.api(path, method: "POST", json: request).json?[checksum])
     }
 
-    /// A native crash event of the stripped program loaded at `imageAddr`: main → outer
-    /// (inside the inlined inner), and a second exception-less frame list is not needed: the
-    /// frames are caller first, the innermost (the PC) last.
-    static func crashEvent(_ program: Program, imageAddr: UInt64, debugID: String, codeID: String?) -> JSONValue {
+    /// A native crash event of the stripped program (image file `path`) loaded at `imageAddr`:
+    /// main's call of outer, then the PC inside outer's inlined inner (frames caller first).
+    static func crashEvent(_ program: Program, imageAddr: UInt64, debugID: String, codeID: String?, path: String = "/opt/app/prog") -> JSONValue {
         func absolute(_ vaddr: UInt64) -> String { "0x" + String(vaddr - program.firstLoadVaddr + imageAddr, radix: 16) }
         var image: [String: JSONValue] = [
-            "type": "elf", "code_file": "/opt/app/prog", "image_addr": .string("0x" + String(imageAddr, radix: 16)),
+            "type": "elf", "code_file": .string(path), "image_addr": .string("0x" + String(imageAddr, radix: 16)),
             "image_size": 65_536, "debug_id": .string(debugID)]
         if let codeID { image["code_id"] = .string(codeID) }
         return .object([
@@ -167,8 +166,8 @@ struct DebugFileTests {
                 "type": "SIGSEGV", "value": "bad access",
                 "mechanism": ["type": "signalhandler", "handled": false, "synthetic": true],
                 "stacktrace": ["frames": [
-                    ["instruction_addr": .string(absolute(program.returnAddressInMain)), "package": "/opt/app/prog", "in_app": true],
-                    ["instruction_addr": .string(absolute(program.inlinedAddress)), "package": "/opt/app/prog", "in_app": true],
+                    ["instruction_addr": .string(absolute(program.returnAddressInMain)), "package": .string(path), "in_app": true],
+                    ["instruction_addr": .string(absolute(program.inlinedAddress)), "package": .string(path), "in_app": true],
                 ]],
             ]]],
             "debug_meta": ["images": [.object(image)]],
@@ -243,6 +242,11 @@ struct DebugFileTests {
             }
             let issues = try await harness.issues()
             #expect(issues.count == 1 && issues.first?["event_count"]?.intValue == 2, "\(issues)")
+            // The issue, named after an address when it was created, is renamed after the upload.
+            let renamedIssueID = try #require(issues.first?["id"]?.intValue)
+            let renamed = try await Self.poll { try await harness.api("/api/0/issues/\(renamedIssueID)").json?["culprit"]?.stringValue == "inner" }
+            #expect(renamed)
+            #expect(try await harness.api("/api/0/issues/\(renamedIssueID)").json?["title"]?.stringValue?.hasPrefix("inner (SIGSEGV)") == true)
 
             // The issue page shows the function and file:line of the innermost frame.
             let browser = Browser(baseURL: harness.client.baseURL)
@@ -264,6 +268,39 @@ struct DebugFileTests {
             let foreign = try await Self.symbolicated(harness, elsewhere, project: otherID)
             #expect(foreign.status == 200)
             #expect(Self.frames(foreign.json).allSatisfy { $0["function"] == nil })
+        }
+    }
+
+    /// Calls `condition` until it is true or 15 s pass; whether it became true.
+    static func poll(_ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return try await condition()
+    }
+
+    /// An issue created after its debug file was stored is renamed by the next periodic pass;
+    /// one whose image has no debug file keeps its address.
+    @Test func issuesCreatedAfterTheUploadAreRenamed() async throws {
+        let program = try Self.build(pie: true)
+        defer { try? FileManager.default.removeItem(at: program.directory) }
+        let debugID = Self.debugID(buildID: program.buildID)
+        try await Harness.run({ $0.issueRenameInterval = 0.2 }) { harness in
+            let answer = try await Self.upload(harness, program.debugFile, debugID: debugID, chunkSize: 1 << 20, project: String(harness.project.id))
+            #expect(answer["state"]?.stringValue == "ok")
+            try await Self.post(harness, Self.crashEvent(program, imageAddr: 0x5612_3456_7000, debugID: debugID, codeID: nil))
+            let unknownID = "00000000-1111-2222-3333-444444444444"
+            try await Self.post(harness, Self.crashEvent(program, imageAddr: 0x5612_3456_7000, debugID: unknownID, codeID: nil, path: "/opt/other/tool"))
+            let named = try await Self.poll {
+                try await harness.issues().contains { $0["culprit"]?.stringValue == "inner" }
+            }
+            #expect(named)
+            // The other image has no debug file: its issue keeps the address it was named after.
+            let issues = try await harness.issues()
+            #expect(issues.count == 2)
+            #expect(issues.contains { $0["culprit"]?.stringValue?.hasPrefix("tool+0x") == true }, "\(issues.map { $0["culprit"] })")
         }
     }
 

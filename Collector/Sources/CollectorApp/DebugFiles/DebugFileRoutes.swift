@@ -21,6 +21,8 @@ struct DebugFileRoutes: Sendable {
     let store: any DebugFileStore
     let cache: DebugFileCache
     let symbolication: Symbolication
+    /// Renames the project's issues once a file is stored (nil: not done).
+    let renamer: IssueRenamer?
     let logger: Logger
 
     /// What the collector accepts, as the chunk-upload options announce it.
@@ -220,6 +222,10 @@ struct DebugFileRoutes: Sendable {
             "project": "\(projectID)", "checksum": "\(checksum)", "debug_id": "\(records.map(\.debugID).joined(separator: ","))",
             "size": "\(assembled.size)", "features": "\(records.first?.features.joined(separator: ",") ?? "")",
         ])
+        if let renamer {
+            // Not awaited: the uploader's answer does not wait for the project's issues.
+            Task.detached { await renamer.pass(projectID: projectID) }
+        }
         return Self.state("ok", dif: records.first.map(Self.dif))
     }
 

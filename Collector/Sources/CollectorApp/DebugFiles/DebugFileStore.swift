@@ -44,6 +44,13 @@ public protocol DebugFileStore: Sendable {
     /// The project's debug files for these debug ids (normalized, see
     /// `ObjectFile.normalizedDebugID`), newest first.
     func debugFiles(projectID: Int64, debugIDs: [String]) async throws -> [DebugFileRecord]
+    /// The projects that have a debug file.
+    func projectsWithDebugFiles() async throws -> [Int64]
+    /// The project's issues (id above `newerThan`) whose title or culprit names an address
+    /// (`+0x`, as grouping names a frame without a function), newest first, at most `limit`.
+    func issuesNamedByAddress(projectID: Int64, newerThan: Int64, limit: Int) async throws -> [(id: Int64, title: String, culprit: String)]
+    /// Sets an issue's title and culprit if they are still `from`; whether it did.
+    func renameIssue(id: Int64, from: (title: String, culprit: String), to: (title: String, culprit: String)) async throws -> Bool
 }
 
 enum DebugFileSchema {
@@ -123,6 +130,31 @@ extension SQLStore: DebugFileStore {
             return try await query(
                 "SELECT * FROM debug_files WHERE project_id = ? AND debug_id IN (\(marks)) ORDER BY id DESC",
                 [Self.int(projectID)] + debugIDs.map { .text($0) }).compactMap(Self.debugFile)
+        }
+    }
+
+    public func projectsWithDebugFiles() async throws -> [Int64] {
+        try await read { try await query("SELECT DISTINCT project_id FROM debug_files ORDER BY project_id").compactMap { $0.int("project_id") } }
+    }
+
+    public func issuesNamedByAddress(projectID: Int64, newerThan: Int64, limit: Int) async throws -> [(id: Int64, title: String, culprit: String)] {
+        try await read {
+            try await query(
+                """
+                SELECT id, title, culprit FROM issues WHERE project_id = ? AND id > ? AND (culprit LIKE '%+0x%' OR title LIKE '%+0x%')
+                ORDER BY id DESC LIMIT ?
+                """, [Self.int(projectID), Self.int(newerThan), Self.int(limit)]
+            ).compactMap { row in
+                guard let id = row.int("id"), let title = row.string("title"), let culprit = row.string("culprit") else { return nil }
+                return (id, title, culprit)
+            }
+        }
+    }
+
+    public func renameIssue(id: Int64, from: (title: String, culprit: String), to: (title: String, culprit: String)) async throws -> Bool {
+        try await serialized(write: true) {
+            !(try await query("UPDATE issues SET title = ?, culprit = ? WHERE id = ? AND title = ? AND culprit = ? RETURNING id",
+                              [.text(to.title), .text(to.culprit), Self.int(id), .text(from.title), .text(from.culprit)]).isEmpty)
         }
     }
 
