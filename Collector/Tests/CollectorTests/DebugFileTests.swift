@@ -387,3 +387,60 @@ struct DebugFileTests {
         #expect(Date().timeIntervalSince(start) < 10)
     }
 }
+
+/// `ObjectFile` on Mach-O headers written by the test (this machine's lld cannot link for macOS):
+/// a thin 64-bit dSYM and a universal file of two, each with `__TEXT` and `LC_UUID`.
+@Suite("Debug file identification")
+struct ObjectFileTests {
+    static func le32(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+    static func le64(_ value: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) } }
+    static func be32(_ value: UInt32) -> [UInt8] { le32(value).reversed() }
+
+    /// mach_header_64, LC_SEGMENT_64 "__TEXT" at `text`, LC_UUID `uuid`.
+    static func machO(cpu: UInt32, uuid: [UInt8], text: UInt64) -> [UInt8] {
+        let segment = le32(0x19) + le32(72) + Array("__TEXT".utf8) + [UInt8](repeating: 0, count: 10) + le64(text) + le64(0x4000)
+            + le64(0) + le64(0) + le32(5) + le32(5) + le32(0) + le32(0)
+        let uuidCommand = le32(0x1b) + le32(24) + uuid
+        return le32(0xfeed_facf) + le32(cpu) + le32(0) + le32(0xa) + le32(2) + le32(UInt32(segment.count + uuidCommand.count))
+            + le32(0) + le32(0) + segment + uuidCommand
+    }
+
+    static func read(_ bytes: [UInt8]) -> ObjectFile? {
+        ObjectFile.read(size: UInt64(bytes.count)) { offset, count in
+            guard offset <= UInt64(bytes.count), UInt64(count) <= UInt64(bytes.count) - offset else { return nil }
+            return Array(bytes[Int(offset)..<Int(offset) + count])
+        }
+    }
+
+    @Test func thinAndUniversalMachOFilesNameTheirSlices() throws {
+        let arm = (0..<16).map { UInt8($0 * 16 + 1) }
+        let intel = (0..<16).map { UInt8(255 - $0) }
+        let thin = try #require(Self.read(Self.machO(cpu: 0x0100_000c, uuid: arm, text: 0x1_0000_0000)))
+        #expect(thin.kind == .macho)
+        #expect(thin.slices.map(\.debugID) == ["01112131-4151-6171-8191-a1b1c1d1e1f1"])
+        #expect(thin.slices.first?.arch == "arm64" && thin.slices.first?.loadAddress == 0x1_0000_0000)
+
+        let first = Self.machO(cpu: 0x0100_0007, uuid: intel, text: 0x1_0000_0000)
+        let second = Self.machO(cpu: 0x0100_000c, uuid: arm, text: 0x1_0000_0000)
+        let headerSize = 8 + 2 * 20
+        let firstAt = 4096, secondAt = 8192
+        var fat = Self.be32(0xcafe_babe) + Self.be32(2)
+        fat += Self.be32(0x0100_0007) + Self.be32(3) + Self.be32(UInt32(firstAt)) + Self.be32(UInt32(first.count)) + Self.be32(12)
+        fat += Self.be32(0x0100_000c) + Self.be32(0) + Self.be32(UInt32(secondAt)) + Self.be32(UInt32(second.count)) + Self.be32(14)
+        #expect(fat.count == headerSize)
+        fat += [UInt8](repeating: 0, count: firstAt - fat.count) + first
+        fat += [UInt8](repeating: 0, count: secondAt - fat.count) + second
+        let universal = try #require(Self.read(fat))
+        #expect(universal.slices.map(\.arch) == ["x86_64", "arm64"])
+        #expect(universal.slices.map(\.debugID) == ["fffefdfc-fbfa-f9f8-f7f6-f5f4f3f2f1f0", "01112131-4151-6171-8191-a1b1c1d1e1f1"])
+        #expect(Self.read(Array("not an object file".utf8)) == nil)
+    }
+
+    /// ELF build ids become Sentry's debug ids (the pair below is what sentry-cli 3.8.2 printed for
+    /// that build id); debug ids compare without case, dashes or appendix.
+    @Test func debugIDsAreNormalized() {
+        #expect(ObjectFile.debugID(elfBuildID: "4f7d6e978bd2034d6498e9e175210a08f730aaef") == "976e7d4f-d28b-4d03-6498-e9e175210a08")
+        #expect(ObjectFile.normalizedDebugID("976E7D4FD28B4D036498E9E175210A08-0") == "976e7d4f-d28b-4d03-6498-e9e175210a08")
+        #expect(ObjectFile.normalizedDebugID("not-an-id") == nil)
+    }
+}
