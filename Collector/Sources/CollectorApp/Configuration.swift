@@ -100,6 +100,10 @@ public struct CollectorConfiguration: Sendable {
         guard shutdownGracePeriod >= 0 && shutdownGracePeriod.isFinite else {
             throw CollectorConfigurationError(setting: "shutdownGracePeriod", message: "must be 0 or more seconds (got \(shutdownGracePeriod))")
         }
+        for (setting, value) in [("symbolizerTimeout", symbolizerTimeout), ("issueRenameInterval", issueRenameInterval)]
+        where !(value > 0 && value <= 86_400) {
+            throw CollectorConfigurationError(setting: setting, message: "must be more than 0 and at most 86400 seconds (got \(value))")
+        }
         try connections.validate()
     }
 }

@@ -120,11 +120,12 @@ struct DebugFileTests {
 
     static func sha1(_ data: Data) -> String { SHA1.hex(data) }
 
-    static func multipart(_ chunks: [(name: String, data: Data)], boundary: String = "test-boundary-1234") -> (Data, String) {
+    /// `gzip`: each chunk compressed, as a `file_gzip` part.
+    static func multipart(_ chunks: [(name: String, data: Data)], gzip: Bool = false, boundary: String = "test-boundary-1234") -> (Data, String) {
         var body = Data()
         for chunk in chunks {
-            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(chunk.name)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8))
-            body.append(chunk.data)
+            body.append(Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(gzip ? "file_gzip" : "file")\"; filename=\"\(chunk.name)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8))
+            body.append(gzip ? Data(Fixtures.compress([UInt8](chunk.data), gzip: true)) : chunk.data)
             body.append(Data("\r\n".utf8))
         }
         body.append(Data("--\(boundary)--\r\n".utf8))
@@ -133,7 +134,7 @@ struct DebugFileTests {
 
     /// Uploads `file` in chunks of at most `chunkSize` bytes as sentry-cli does (assemble, the
     /// missing chunks, assemble again); returns the final assemble answer for the file.
-    static func upload(_ harness: Harness, _ file: Data, debugID: String, chunkSize: Int, project: String) async throws -> JSONValue {
+    static func upload(_ harness: Harness, _ file: Data, debugID: String, chunkSize: Int, project: String, gzip: Bool = false) async throws -> JSONValue {
         let chunks = stride(from: 0, to: file.count, by: chunkSize).map { file.subdata(in: $0..<min($0 + chunkSize, file.count)) }
         let checksum = sha1(file)
         let request: JSONValue = .object([checksum: .object([
@@ -143,7 +144,7 @@ struct DebugFileTests {
         #expect(first.status == 200)
         let missing = first.json?[checksum]?["missingChunks"]?.arrayValue?.compactMap(\.stringValue) ?? []
         if !missing.isEmpty {
-            let (body, contentType) = multipart(chunks.filter { missing.contains(sha1($0)) }.map { (sha1($0), $0) })
+            let (body, contentType) = multipart(chunks.filter { missing.contains(sha1($0)) }.map { (sha1($0), $0) }, gzip: gzip)
             let uploaded = try await harness.client.execute("/api/0/organizations/any-org/chunk-upload/", method: "POST",
                                                             headers: ["Authorization": "Bearer \(Harness.token)", "Content-Type": contentType], body: body)
             #expect(uploaded.status == 200, "\(uploaded.text)")
@@ -210,8 +211,9 @@ struct DebugFileTests {
             #expect(options.json?["accept"]?.arrayValue?.contains(.string("debug_files")) == true)
             let chunkSize = Int(try #require(options.json?["chunkSize"]?.intValue))
             #expect(chunkSize == DebugFileRoutes.Limits.chunkSize)
-            // Small chunks, so the file is several of them.
-            let answer = try await Self.upload(harness, program.debugFile, debugID: debugID, chunkSize: 4096, project: harness.project.name)
+            // Small chunks, so the file is several of them; gzip-compressed for one of the two programs.
+            #expect(options.json?["compression"]?.arrayValue == ["gzip"])
+            let answer = try await Self.upload(harness, program.debugFile, debugID: debugID, chunkSize: 4096, project: harness.project.name, gzip: pie)
             #expect(answer["state"]?.stringValue == "ok", "\(answer)")
             #expect(answer["dif"]?["debugId"]?.stringValue == debugID)
             #expect(answer["dif"]?["data"]?["features"]?.arrayValue?.contains(.string("debug")) == true)
@@ -305,7 +307,7 @@ struct DebugFileTests {
     }
 
     /// The upload's refusals: no token, a chunk not named by its SHA-1, a chunk above
-    /// `chunkSize`, an unknown project, chunks whose concatenation is not the named file, a debug
+    /// `chunkSize` (as sent, or once decompressed), an unknown project, chunks whose concatenation is not the named file, a debug
     /// id that is not the file's.
     @Test func uploadsAreRefusedWhenTheyAreNotWhatTheyClaim() async throws {
         let program = try Self.build(pie: true)
@@ -326,6 +328,13 @@ struct DebugFileTests {
             let tooLarge = try await harness.client.execute("/api/0/organizations/o/chunk-upload/", method: "POST",
                                                             headers: bearer.merging(["Content-Type": bigType]) { $1 }, body: oversized)
             #expect(tooLarge.status == 413 && tooLarge.json?["code"]?.stringValue == "debug_files.chunk_too_large")
+
+            // Compressed small, but above chunkSize once decompressed.
+            let (bomb, bombType) = Self.multipart([(Self.sha1(big), big)], gzip: true)
+            #expect(bomb.count < DebugFileRoutes.Limits.chunkSize / 100)
+            let inflated = try await harness.client.execute("/api/0/organizations/o/chunk-upload/", method: "POST",
+                                                            headers: bearer.merging(["Content-Type": bombType]) { $1 }, body: bomb)
+            #expect(inflated.status == 413 && inflated.json?["code"]?.stringValue == "debug_files.chunk_too_large")
 
             let unknown = try await harness.api("/api/0/projects/o/no-such-project/files/difs/assemble/", method: "POST", json: [:])
             #expect(unknown.status == 404)

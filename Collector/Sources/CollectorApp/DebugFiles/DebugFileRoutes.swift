@@ -9,8 +9,8 @@ import NIOCore
 /// The part of Sentry's API that `sentry-cli debug-files upload` uses (API token,
 /// `Authorization: Bearer`):
 /// - `GET /api/0/organizations/<org>/chunk-upload/`: the upload options (`ChunkUploadOptions`);
-/// - `POST` to the same path: `multipart/form-data` whose `file` parts are chunks, each named
-///   (`filename`) by the SHA-1 of its bytes;
+/// - `POST` to the same path: `multipart/form-data` whose `file` parts are chunks (`file_gzip`:
+///   gzip-compressed), each named (`filename`) by the SHA-1 of its (decompressed) bytes;
 /// - `POST /api/0/projects/<org>/<project>/files/difs/assemble/`: `{"<sha1 of the file>": {"name",
 ///   "debug_id", "chunks": [sha1, ...]}}`; each file is answered `{"state", "missingChunks",
 ///   "detail", "dif"}`: `not_found` with the chunks to upload, then `ok` (stored) or `error`.
@@ -89,8 +89,8 @@ struct DebugFileRoutes: Sendable {
             "maxFileSize": .int(Limits.maxFileSize),
             "concurrency": .int(1),
             "hashAlgorithm": .string("sha1"),
-            // Chunks arrive as they are (no `file_gzip` parts).
-            "compression": .array([]),
+            // Chunks may arrive gzip-compressed, as `file_gzip` parts.
+            "compression": .array([.string("gzip")]),
             "accept": .array([.string("debug_files")]),
         ]
     }
@@ -130,17 +130,12 @@ struct DebugFileRoutes: Sendable {
         let parts = try Multipart.parts(Data(body.readableBytesView), boundary: boundary)
         var chunks: [(checksum: String, data: Data)] = []
         for part in parts where part.name == "file" || part.name == "file_gzip" {
-            guard part.name == "file" else {
-                throw CollectorError.unsupportedMediaType("debug_files.compression", "chunks are accepted uncompressed only (compression: [])")
-            }
-            guard part.data.count <= Limits.chunkSize else {
-                throw CollectorError.tooLarge("debug_files.chunk_too_large", "a chunk is at most \(Limits.chunkSize) bytes")
-            }
-            let checksum = SHA1.hex(part.data)
+            let data = try Self.chunkBytes(part)
+            let checksum = SHA1.hex(data)
             guard let named = part.filename?.lowercased(), named == checksum else {
                 throw CollectorError.badRequest("debug_files.checksum", "a chunk's file name must be the SHA-1 of its bytes (\(checksum))")
             }
-            chunks.append((checksum, part.data))
+            chunks.append((checksum, data))
         }
         guard chunks.count <= Limits.chunksPerRequest else {
             throw CollectorError.tooLarge("debug_files.too_many_chunks", "at most \(Limits.chunksPerRequest) chunks per request")
@@ -148,6 +143,25 @@ struct DebugFileRoutes: Sendable {
         try await store.storeDebugChunks(chunks)
         logger.info("debug chunks stored", metadata: ["chunks": "\(chunks.count)", "bytes": "\(chunks.reduce(0) { $0 + $1.data.count })"])
         return Self.json(.object([:]))
+    }
+
+    /// A chunk's bytes (a `file_gzip` part decompressed: its checksum and size are those of the
+    /// decompressed bytes).
+    /// - Throws: 413 `debug_files.chunk_too_large` above `chunkSize`; 400 `body.compression` for
+    ///   a truncated or corrupt gzip stream.
+    static func chunkBytes(_ part: Multipart.Part) throws(CollectorError) -> Data {
+        let tooLarge = CollectorError.tooLarge("debug_files.chunk_too_large", "a chunk is at most \(Limits.chunkSize) bytes")
+        guard part.data.count <= Limits.chunkSize else { throw tooLarge }
+        guard part.name == "file_gzip" else { return part.data }
+        let inflater = try Inflater(format: .gzip, limit: Limits.chunkSize)
+        let output: [UInt8]
+        do {
+            try inflater.feed([UInt8](part.data))
+            output = try inflater.finish()
+        } catch {
+            throw error.status == 413 ? tooLarge : error
+        }
+        return Data(output)
     }
 
     // MARK: Assemble
