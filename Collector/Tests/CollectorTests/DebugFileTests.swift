@@ -306,6 +306,43 @@ struct DebugFileTests {
         }
     }
 
+    /// Two collectors on one database, each with its own data directory: a file uploaded through
+    /// one symbolicates events shown by the other (the bytes are in the database; each collector's
+    /// `debug-files` directory is only its cache).
+    @Test func aFileUploadedThroughOneCollectorServesAnother() async throws {
+        let program = try Self.build(pie: true)
+        defer { try? FileManager.default.removeItem(at: program.directory) }
+        let debugID = Self.debugID(buildID: program.buildID)
+        let fresh = try await TestDatabase.fresh()
+        let directories = (0..<2).map { FileManager.default.temporaryDirectory.appendingPathComponent("collector-\($0)-\(UUID().uuidString)").path }
+        defer { for directory in directories { try? FileManager.default.removeItem(atPath: directory) } }
+        let configurations = directories.map { directory in
+            var configuration = CollectorConfiguration(database: fresh.database, dataDirectory: directory)
+            configuration.initialAPIToken = Harness.token
+            configuration.adminPassword = Harness.adminPassword
+            configuration.port = 0
+            return configuration
+        }
+        do {
+            try await Harness.run(configuration: configurations[0]) { first in
+                try await Harness.run(configuration: configurations[1]) { second in
+                    let answer = try await Self.upload(first, program.debugFile, debugID: debugID, chunkSize: 1 << 16, project: String(first.project.id))
+                    #expect(answer["state"]?.stringValue == "ok")
+                    let event = Self.crashEvent(program, imageAddr: 0x5612_3456_7000, debugID: debugID, codeID: nil)
+                    try await Self.post(second, event)
+                    let frames = Self.frames(try await Self.symbolicated(second, event).json)
+                    #expect(frames.last?["function"]?.stringValue == "inner", "\(frames)")
+                    let cached = (try? FileManager.default.contentsOfDirectory(atPath: directories[1] + "/debug-files")) ?? []
+                    #expect(cached == [Self.sha1(program.debugFile)])
+                }
+            }
+        } catch {
+            await fresh.drop()
+            throw error
+        }
+        await fresh.drop()
+    }
+
     /// The upload's refusals: no token, a chunk not named by its SHA-1, a chunk above
     /// `chunkSize` (as sent, or once decompressed), an unknown project, chunks whose concatenation is not the named file, a debug
     /// id that is not the file's.
