@@ -343,6 +343,34 @@ struct DebugFileTests {
         await fresh.drop()
     }
 
+    /// A data directory the collector cannot write its copy to answers the assemble 503 with
+    /// Retry-After and records nothing; the same upload succeeds once it can.
+    @Test func anUnwritableDataDirectoryAnswers503() async throws {
+        let program = try Self.build(pie: true)
+        defer { try? FileManager.default.removeItem(at: program.directory) }
+        let debugID = Self.debugID(buildID: program.buildID)
+        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("collector-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        try await Harness.run({ $0.dataDirectory = dataDirectory }) { harness in
+            // A file where the cache directory should be.
+            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: dataDirectory + "/debug-files", contents: Data("x".utf8)))
+            let checksum = Self.sha1(program.debugFile)
+            let request: JSONValue = .object([checksum: .object(["name": "prog.debug", "chunks": [.string(checksum)]])])
+            let (body, type) = Self.multipart([(checksum, program.debugFile)])
+            let stored = try await harness.client.execute("/api/0/organizations/o/chunk-upload/", method: "POST",
+                                                          headers: ["Authorization": "Bearer \(Harness.token)", "Content-Type": type], body: body)
+            #expect(stored.status == 200)
+            let path = "/api/0/projects/o/\(harness.project.id)/files/difs/assemble/"
+            let refused = try await harness.api(path, method: "POST", json: request)
+            #expect(refused.status == 503 && refused.headers["retry-after"] == "30" && refused.json?["code"]?.stringValue == "debug_files.cache",
+                    "\(refused.status) \(refused.text)")
+            try FileManager.default.removeItem(atPath: dataDirectory + "/debug-files")
+            let accepted = try await harness.api(path, method: "POST", json: request)
+            #expect(accepted.json?[checksum]?["state"]?.stringValue == "ok" && accepted.json?[checksum]?["dif"]?["debugId"]?.stringValue == debugID)
+        }
+    }
+
     /// The upload's refusals: no token, a chunk not named by its SHA-1, a chunk above
     /// `chunkSize` (as sent, or once decompressed), an unknown project, chunks whose concatenation is not the named file, a debug
     /// id that is not the file's.

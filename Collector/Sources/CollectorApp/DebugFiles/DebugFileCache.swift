@@ -23,6 +23,13 @@ final class DebugFileCache: Sendable {
         var detail: String
     }
 
+    /// 503 `debug_files.cache` with `Retry-After: 30`: the data directory could not be written
+    /// (full, read-only, removed); nothing was recorded, the same upload may be sent again.
+    static func unwritable(_ directory: String, _ error: (any Error)? = nil) -> CollectorError {
+        CollectorError(code: "debug_files.cache", message: "cannot write debug files to \(directory)\(error.map { ": \($0)" } ?? "")",
+                       status: 503, retryAfter: 30)
+    }
+
     func path(checksum: String) -> String { (directory as NSString).appendingPathComponent(checksum) }
 
     /// Writes the chunks in order to the cache, checks the whole file's SHA-1 and size, and reads
@@ -51,11 +58,14 @@ final class DebugFileCache: Sendable {
         return target
     }
 
+    /// - Throws: `AssemblyFailure`, `unwritable`, or the store's error.
     private func write(checksum: String, chunks: [String], maxSize: Int64, store: any DebugFileStore) async throws -> Int64 {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+            throw Self.unwritable(directory, error)
+        }
         let temporary = (directory as NSString).appendingPathComponent(".\(checksum).\(UUID().uuidString).part")
         guard FileManager.default.createFile(atPath: temporary, contents: nil), let handle = FileHandle(forWritingAtPath: temporary) else {
-            throw CollectorError(code: "debug_files.cache", message: "cannot write to \(directory)", status: 500)
+            throw Self.unwritable(directory)
         }
         var keep = false
         defer {
@@ -69,16 +79,14 @@ final class DebugFileCache: Sendable {
             size += Int64(data.count)
             guard size <= maxSize else { throw AssemblyFailure(detail: "the file is larger than \(maxSize) bytes") }
             hash.update(data)
-            try handle.write(contentsOf: data)
+            do { try handle.write(contentsOf: data) } catch { throw Self.unwritable(directory, error) }
         }
         let actual = hash.hex()
         guard actual == checksum else {
             throw AssemblyFailure(detail: "the chunks' concatenation has SHA-1 \(actual), not the file's checksum \(checksum)")
         }
-        try handle.synchronize()
-        guard rename(temporary, path(checksum: checksum)) == 0 else {
-            throw CollectorError(code: "debug_files.cache", message: "cannot write to \(directory)", status: 500)
-        }
+        do { try handle.synchronize() } catch { throw Self.unwritable(directory, error) }
+        guard rename(temporary, path(checksum: checksum)) == 0 else { throw Self.unwritable(directory) }
         keep = true
         return size
     }
