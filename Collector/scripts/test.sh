@@ -5,7 +5,8 @@
 # 127.0.0.1 and checks through the API that they were stored and grouped; on both databases,
 # CrashShield's own SDK end to end (scripts/sdk_e2e.py: the root package's `shield` crashes, prevents
 # a crash, loops at launch, `shield send`s to a collector, fetches and applies its remote configuration,
-# and one API call protects against its crash); kills a collector with
+# and one API call protects against its crash); server-side symbolication (scripts/symbolication_e2e.py:
+# sentry-cli 3.8.2 uploads a stripped `shield`'s debug file, its crashes name function and line); kills a collector with
 # SIGKILL during ingest and checks no acknowledged event is lost; slow and idle clients (slowloris)
 # against a collector under `ulimit -n 1024` (scripts/slow_clients.py); two collectors on one
 # PostgreSQL ingest the same stream concurrently; storage availability: a full 30 MB volume under
@@ -93,6 +94,15 @@ echo "== sentry-sdk (Python) =="
 venv=.build/venv
 if [ "$only_availability" = 0 ] && { [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import sentry_sdk' 2>/dev/null; }; then
     python3 -m venv "$venv" && "$venv/bin/pip" install --quiet 'sentry-sdk>=2,<3' || { fail "install sentry-sdk"; finish; }
+fi
+# The symbolication test (scripts/symbolication_e2e.py): sentry-cli 3.8.2 from PyPI uploads debug
+# files; the collector symbolicates with Debian's llvm-symbolizer (package llvm); binutils splits
+# and strips the binary.
+if [ "$only_availability" = 0 ] && [ "$("$venv/bin/sentry-cli" --version 2>/dev/null)" != "sentry-cli 3.8.2" ]; then
+    "$venv/bin/pip" install --quiet 'sentry-cli==3.8.2' || fail "install sentry-cli 3.8.2"
+fi
+if [ "$only_availability" = 0 ] && { ! command -v llvm-symbolizer >/dev/null || ! command -v objcopy >/dev/null; }; then
+    { apt-get install -y llvm binutils || { apt-get update -qq && apt-get install -y llvm binutils; }; } || fail "install llvm binutils"
 fi
 data="$(mktemp -d)"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
@@ -224,6 +234,30 @@ sdk_e2e_against() {  # $1: label, then serve options
 }
 sdk_e2e_against sqlite --data-dir "$data/sdk-e2e-sqlite"
 
+# Server-side symbolication (scripts/symbolication_e2e.py): `shield` split into a stripped binary
+# and its debug file; a crash of the stripped binary, `sentry-cli debug-files upload` of the debug
+# file, a second crash; the collector names the function and line of both. SQLite here, PostgreSQL below.
+symbolication_against() {  # $1: label, then serve options
+    local label="$1" admin_password; shift
+    echo "== symbolication with sentry-cli's upload ($label; scripts/symbolication_e2e.py) =="
+    [ -x "$shield_bin" ] || { fail "symbolication ($label): no shield binary"; return; }
+    admin_password="symb-$(python3 -c 'import secrets; print(secrets.token_hex(8))')"
+    if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector "symbolication-$label" "$@"; then
+        mkdir -p "$data/symbolication-$label-work"
+        if python3 scripts/symbolication_e2e.py "$shield_bin" "$venv/bin/sentry-cli" "$started_dsn" "$started_url" "$token" \
+            "$data/symbolication-$label-work" "$admin_password" ../Sources/_CrashShieldTestSupport/csc_crash_kinds.c; then
+            pass "symbolication ($label): sentry-cli upload of a stripped binary's debug file; its crashes name function and line"
+        else
+            fail "symbolication ($label): sentry-cli upload of a stripped binary's debug file; its crashes name function and line"
+            grep -v 'level=info' "$data/symbolication-$label.err" | tail -5
+        fi
+        stop_collector "$started_pid" "symbolication-$label"
+    else
+        fail "symbolication ($label): collector start"; tail -5 "$data/symbolication-$label.err"
+    fi
+}
+symbolication_against sqlite --data-dir "$data/symbolication-sqlite"
+
 echo "== kill -9 during ingest (SQLite) =="
 if start_collector kill9 --data-dir "$data/kill9" --rate-limit 100000 --rate-limit-burst 100000; then
     if python3 scripts/kill9_ingest.py send "$started_dsn" "$started_url" "$started_pid" "$data/acked.json"; then
@@ -269,6 +303,12 @@ if [ -n "$pg_dir" ]; then
         sdk_e2e_against postgres --data-dir "$data/sdk-e2e-pg" --database "${pg_url%/*}/collector_sdk_e2e"
     else
         fail "postgres: create the SDK end-to-end database"
+    fi
+
+    if psql "$pg_url" -qc "CREATE DATABASE collector_symbolication"; then
+        symbolication_against postgres --data-dir "$data/symbolication-pg" --database "${pg_url%/*}/collector_symbolication"
+    else
+        fail "postgres: create the symbolication database"
     fi
 
     echo "== two collectors on one PostgreSQL =="

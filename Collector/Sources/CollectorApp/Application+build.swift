@@ -74,7 +74,25 @@ public func buildApplication(
     }
     router.add(middleware: NotFoundPageMiddleware())
     routes.register(on: router)
-    DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)?.register(on: router)
+    var renamerService: IssueRenamerService?
+    var dashboard = DashboardRoutes.make(store: store, configuration: configuration, metrics: metrics, logger: logger)
+    if let debugFiles = store as? any DebugFileStore {
+        let cache = DebugFileCache(directory: (configuration.dataDirectory as NSString).appendingPathComponent("debug-files"))
+        let symbolizer = Symbolizer(configured: configuration.symbolizer, timeout: configuration.symbolizerTimeout)
+        if let executable = symbolizer.executable {
+            logger.info("symbolizer", metadata: ["path": "\(executable)"])
+        } else {
+            logger.error("llvm-symbolizer not found: frames are shown as received", metadata: [
+                "searched": "\(symbolizer.searched.joined(separator: ","))", "hint": "install Debian's llvm or pass serve --symbolizer PATH"])
+        }
+        let symbolication = Symbolication(store: debugFiles, cache: cache, symbolizer: symbolizer, logger: logger)
+        let renamer = (store as? any DebugFileStore & CollectorStore).map { IssueRenamer(store: $0, symbolication: symbolication, logger: logger) }
+        if let renamer { renamerService = IssueRenamerService(renamer: renamer, interval: configuration.issueRenameInterval) }
+        DebugFileRoutes(routes: routes, store: debugFiles, cache: cache, symbolication: symbolication, renamer: renamer, logger: logger)
+            .register(on: router)
+        dashboard?.symbolication = symbolication
+    }
+    dashboard?.register(on: router)
 
     let shutdown = ShutdownGracePeriod(gracePeriod: configuration.shutdownGracePeriod, store: store, logger: logger)
     var services: [any Service] = [StoreCloser(store: store, shutdown: shutdown, logger: logger)]
@@ -83,6 +101,7 @@ public func buildApplication(
     }
     services.append(AutoProtectService(protect: ProtectService(store: store, sdkConfig: routes.sdkConfig),
                                        interval: configuration.autoProtectInterval, logger: logger))
+    if let renamerService { services.append(renamerService) }
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword

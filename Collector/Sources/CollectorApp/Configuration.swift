@@ -69,6 +69,14 @@ public struct CollectorConfiguration: Sendable {
     public var shutdownGracePeriod: TimeInterval = 10
     /// Timeouts and caps against slow and idle clients (slowloris): see `ConnectionLimits`.
     public var connections = ConnectionLimits()
+    /// The `llvm-symbolizer` executable that symbolicates frames with uploaded debug files; nil
+    /// searches `Symbolizer.defaultCandidates()` (PATH, Debian's LLVM, the Swift toolchain).
+    public var symbolizer: String?
+    /// Seconds one symbolizer run may take; then it is killed and its frames stay as received.
+    public var symbolizerTimeout: Double = 10
+    /// Seconds between passes that rename new issues named after addresses once debug files name
+    /// them (`IssueRenamer`); a stored debug file also starts a pass at once.
+    public var issueRenameInterval: Double = 30
 
     public init(database: Database, dataDirectory: String) {
         self.database = database
@@ -97,6 +105,10 @@ public struct CollectorConfiguration: Sendable {
         }
         guard autoProtectInterval >= 0.1 && autoProtectInterval <= 86_400 else {
             throw CollectorConfigurationError(setting: "autoProtectInterval", message: "must be between 0.1 and 86400 seconds (got \(autoProtectInterval))")
+        }
+        for (setting, value) in [("symbolizerTimeout", symbolizerTimeout), ("issueRenameInterval", issueRenameInterval)]
+        where !(value > 0 && value <= 86_400) {
+            throw CollectorConfigurationError(setting: setting, message: "must be more than 0 and at most 86400 seconds (got \(value))")
         }
         try connections.validate()
     }

@@ -603,6 +603,7 @@ public final class SQLStore: CollectorStore {
             "CREATE UNIQUE INDEX protections_auto ON protections (issue_id, release) WHERE origin = 'auto'",
             "CREATE INDEX protections_project ON protections (project_id, created_at)",
         ]),
+        (12, DebugFileSchema.statements),
     ]
 
     /// `statement` for `dialect`: its placeholders replaced (column types; `{floor}(x)` rounds a

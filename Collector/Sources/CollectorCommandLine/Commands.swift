@@ -77,6 +77,10 @@ struct Serve: AsyncParsableCommand {
     var maxConnectionsPerAddress: Int = ConnectionLimits().maxConnectionsPerAddress
     @Option(help: "The last places of --max-connections, kept for client addresses with no connection open (health checks, new clients).")
     var reservedConnections: Int = ConnectionLimits().reservedForNewAddresses
+    @Option(help: "The llvm-symbolizer that symbolicates frames with uploaded debug files (default: the first of llvm-symbolizer on PATH, Debian's /usr/lib/llvm-N/bin, the Swift toolchain's /opt/swift/usr/bin).")
+    var symbolizer: String?
+    @Option(help: "Seconds one llvm-symbolizer run may take; then it is killed and its frames are shown as received.")
+    var symbolizerTimeout: Double = 10
 
     func validate() throws {
         guard ingestQueueRequests >= 1 else {
@@ -102,6 +106,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard maxConnectionsPerAddress >= 1 else {
             throw ValidationError("--max-connections-per-address must be at least 1 (got \(maxConnectionsPerAddress))")
+        }
+        guard symbolizerTimeout > 0 else {
+            throw ValidationError("--symbolizer-timeout must be above 0 (got \(symbolizerTimeout))")
         }
         guard reservedConnections >= 0 else {
             throw ValidationError("--reserved-connections must be 0 or more (got \(reservedConnections))")
@@ -129,6 +136,8 @@ struct Serve: AsyncParsableCommand {
         configuration.connections.maxConnections = maxConnections
         configuration.connections.maxConnectionsPerAddress = maxConnectionsPerAddress
         configuration.connections.reservedForNewAddresses = reservedConnections
+        configuration.symbolizer = symbolizer
+        configuration.symbolizerTimeout = symbolizerTimeout
         configuration.initialAPIToken = environment["SHIELD_COLLECTOR_API_TOKEN"]
         configuration.adminPassword = environment["SHIELD_COLLECTOR_ADMIN_PASSWORD"]
         return configuration

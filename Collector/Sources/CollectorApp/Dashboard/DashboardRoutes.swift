@@ -19,6 +19,8 @@ struct DashboardRoutes: Sendable {
     /// Counts the pages answered 503 because of the database (`storage.busy`, `storage.cancelled`).
     let metrics: CollectorMetrics
     let logger: Logger
+    /// Symbolicates the issue page's event with uploaded debug files (nil: frames as received).
+    var symbolication: Symbolication? = nil
 
     static let maxFormBytes = 256 * 1024
 

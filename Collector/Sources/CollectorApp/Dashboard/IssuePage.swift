@@ -388,7 +388,8 @@ extension DashboardRoutes {
         var sections: [HTML] = []
         if let position {
             let event = position.event.summary
-            let json = EventView.parse(position.event.payload) ?? .object([:])
+            var json = EventView.parse(position.event.payload) ?? .object([:])
+            if let symbolication { json = await symbolication.symbolicate(json, projectID: issue.projectID) }
             func link(_ target: String?, _ label: String, _ name: String) -> HTML {
                 guard let target else { return "<span class=\"muted\" data-nav=\"\(name)\">\(label)</span>" }
                 return "<a href=\"\(eventPath(target) + stackQuery)\" data-nav=\"\(name)\">\(label)</a>"
