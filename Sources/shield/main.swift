@@ -10,7 +10,7 @@
 //   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
 //   shield envelope --dir D [--dsn]   print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
-// outbox-writer, reporting-probe, incident-exit-probe.
+// outbox-writer, reporting-probe, incident-exit-probe, hang-probe.
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
@@ -24,7 +24,7 @@ struct Shield: ParsableCommand {
         subcommands: [
             Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
             Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
-            ReportingProbe.self, IncidentExitProbe.self,
+            ReportingProbe.self, IncidentExitProbe.self, HangProbe.self,
         ]
     )
 }
