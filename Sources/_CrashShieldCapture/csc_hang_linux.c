@@ -3,11 +3,12 @@
  *
  * Sampling: a thread's stack can only be walked from that thread, so the watchdog sends the
  * watched thread a real-time signal of its own (the highest of SIGRTMAX-1 ... SIGRTMIN+2 whose
- * disposition is still the default when hang detection starts; none free: hangs are reported
- * without a stack) with tgkill, and waits at most `wait_ms` for the handler to walk the stack
- * into a static buffer. The handler follows csc_capture.h's rules: no allocation, no lock; it
- * walks with libgcc's DWARF unwinder where the crash handler may (glibc's _dl_find_object) under
- * a recovery point (a fault inside the walk reaches the crash handler, which calls
+ * disposition is still the default when the thread becomes the watched one; none free: hangs
+ * are reported without a stack) with tgkill, and waits at most `wait_ms` for the handler to walk
+ * the stack into a static buffer. The signal is unblocked on the watched thread (a parent's
+ * blocked set survives exec). The handler follows csc_capture.h's rules: no allocation, no lock;
+ * it walks with libgcc's DWARF unwinder where the crash handler may (glibc's _dl_find_object)
+ * under a recovery point (a fault inside the walk reaches the crash handler, which calls
  * csc_hang_fault_recover and so resumes here), else, or when that walk finds nothing, by frame
  * pointers through csc_safe_read. A blocking call the thread is in when it is sampled (once per
  * hang) may return early with EINTR, as under any sampling profiler (nanosleep and select are
@@ -23,6 +24,7 @@
 #include "csc_platform.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdatomic.h>
@@ -45,10 +47,6 @@ static _Atomic int g_sample_count;
 static sigjmp_buf g_sample_recovery;
 static _Atomic bool g_sample_walking;
 
-uint64_t csc_hang_platform_watch_this_thread(void) {
-    g_watched_tid = (pid_t)syscall(SYS_gettid);
-    return (uint64_t)g_watched_tid;
-}
 
 void csc_hang_platform_name_thread(void) { prctl(PR_SET_NAME, "CrashShield-hang", 0, 0, 0); }
 
@@ -142,6 +140,19 @@ bool csc_hang_platform_prepare(void) {
         return true;
     }
     return false;
+}
+
+uint64_t csc_hang_platform_watch_this_thread(void) {
+    g_watched_tid = (pid_t)syscall(SYS_gettid);
+    /* The thread may have inherited a mask that blocks the signal (a parent's blocked set
+     * survives exec): it is unblocked here, on the watched thread itself. */
+    if (csc_hang_platform_prepare()) {
+        sigset_t sampling;
+        sigemptyset(&sampling);
+        sigaddset(&sampling, g_sample_signal);
+        pthread_sigmask(SIG_UNBLOCK, &sampling, NULL);
+    }
+    return (uint64_t)g_watched_tid;
 }
 
 uint32_t csc_hang_platform_sample(uint64_t *frames, uint32_t capacity, uint32_t wait_ms) {
