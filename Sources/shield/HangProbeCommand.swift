@@ -16,6 +16,7 @@ import _CrashShieldTestSupport
 /// - `--allocate-mb N`: touches N MiB in 8 MiB steps, 50 ms apart (the out-of-memory test);
 ///   `--join-cgroup DIR` first moves this process into that cgroup (writes its pid to
 ///   `DIR/cgroup.procs`);
+/// - `--stop`: `CrashShieldSDK.stop()` (before `--wait`);
 /// - `--wait`: prints `READY` and runs the main run loop until killed;
 /// - `--crash`: SIGSEGV in `csc_crash_segv`;
 /// then flushes reporting (10 s) and returns (a clean exit).
@@ -31,6 +32,7 @@ struct HangProbe: ParsableCommand {
     @Flag(help: "Block the main thread until killed.") var blockForever = false
     @Option(name: .customLong("allocate-mb"), help: "Touch this many MiB, 8 MiB at a time.") var allocateMegabytes: Int?
     @Option(help: "Join this cgroup (v1 or v2 directory) before allocating.") var joinCgroup: String?
+    @Flag(help: "CrashShieldSDK.stop() before --wait.") var stop = false
     @Flag(help: "Print READY and run the main run loop until killed.") var wait = false
     @Flag(help: "Crash (SIGSEGV).") var crash = false
 
@@ -78,6 +80,7 @@ struct HangProbe: ParsableCommand {
             }
             print("ALLOCATED \(kept.count * 8) MiB")
         }
+        if stop { CrashShieldSDK.stop() }
         if wait {
             print("READY")
             fflush(nil)
