@@ -155,6 +155,7 @@ package enum RunWatch {
         timeoutMilliseconds = timeout
         csc_hang_watch_this_thread()
         _ = csc_hang_start(timeout, hangCallback)
+        subscribeToMemoryWarnings()
         guard timeout > 0 else { return }
         let interval = Double(csc_hang_heartbeat_interval_ms(timeout)) / 1000
         let heartbeat = Timer(timeInterval: interval, repeats: true) { _ in csc_hang_heartbeat() }
@@ -173,6 +174,30 @@ package enum RunWatch {
         csc_run_record_mark_stopped()
         timer?.invalidate()
         timer = nil
+    }
+
+    #if canImport(Darwin)
+    nonisolated(unsafe) private static var memoryPressure: (any DispatchSourceMemoryPressure)?
+    #endif
+
+    /// Apple: the system's memory warnings (the dispatch memory-pressure source: `warning` and
+    /// `critical`, what UIKit's didReceiveMemoryWarning also reports) are counted in the run
+    /// record and added as breadcrumbs (category `device.event`, data `action: LOW_MEMORY` and
+    /// the level). Linux sends no such warning: only the sampled figures are kept. Once per
+    /// process; called under `lock`.
+    private static func subscribeToMemoryWarnings() {
+        #if canImport(Darwin)
+        guard memoryPressure == nil else { return }
+        let source = DispatchSource.makeMemoryPressureSource(eventMask: [.warning, .critical], queue: .global(qos: .utility))
+        source.setEventHandler { [weak source] in
+            let level = source?.data.contains(.critical) == true ? "critical" : "warning"
+            csc_run_record_note_memory_warning()
+            CrashScope.addBreadcrumb(message: "Memory warning (\(level))", category: "device.event", level: .warning,
+                                     data: ["action": "LOW_MEMORY", "level": level])
+        }
+        source.activate()
+        memoryPressure = source
+        #endif
     }
 
     /// Where ended hangs go (reporting sets it); nil: they are dropped.

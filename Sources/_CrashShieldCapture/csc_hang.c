@@ -61,6 +61,8 @@ typedef struct {
 } csc_run_record_file;
 
 static csc_run_record_file *_Atomic g_record;
+static _Atomic bool g_watching;        /* the watchdog checks heartbeats and writes the record */
+static _Atomic bool g_thread_started;  /* the watchdog thread exists in this process */
 
 static uint64_t csc_wall_ns(void) {
     struct timespec now;
@@ -112,8 +114,20 @@ void csc_run_record_set_scope(const char *json) {
 
 /* ---- the record ---------------------------------------------------------------------------- */
 
+/* In a forked child the record (a shared mapping) and the watch are the parent's: the child
+ * writes nothing into them (the watchdog thread does not exist there either). */
+static void csc_run_record_after_fork_in_child(void) {
+    atomic_store(&g_record, NULL);
+    atomic_store(&g_watching, false);
+    atomic_store(&g_thread_started, false);
+}
+
+static pthread_once_t g_fork_handler_once = PTHREAD_ONCE_INIT;
+static void csc_run_record_register_fork_handler(void) { pthread_atfork(NULL, NULL, csc_run_record_after_fork_in_child); }
+
 bool csc_run_record_open(const char *directory, const char *launch_id, const char *app_version, const char *os_version) {
     if (directory == NULL) return false;
+    pthread_once(&g_fork_handler_once, csc_run_record_register_fork_handler);
     char path[4096], temporary[4096];
     if (snprintf(path, sizeof path, "%s/%s", directory, CSC_RUN_RECORD_FILE) >= (int)sizeof path) return false;
     if (snprintf(temporary, sizeof temporary, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof temporary) return false;
@@ -250,8 +264,6 @@ void csc_run_record_info_free(csc_run_record_info *info) {
 
 static _Atomic uint64_t g_last_beat_ns;     /* monotonic time of the last heartbeat; 0: none yet */
 static _Atomic uint32_t g_timeout_ms;
-static _Atomic bool g_watching;
-static _Atomic bool g_thread_started;
 static _Atomic uint32_t g_detected;
 static _Atomic uint32_t g_generation;       /* changed by every start and stop: a hang in progress is forgotten */
 static _Atomic(csc_hang_callback) g_callback;
