@@ -21,6 +21,27 @@ import Testing
         return (events, sessions)
     }
 
+    /// With CRASHSHIELD_INTEROP_DIR set, writes the envelope whose event has mechanism
+    /// `mechanismType` there as `live-<name>.envelope` (as stored: without the `sent_at` the
+    /// transport adds), for scripts/check-sentry-interop.sh.
+    func exportForInterop(_ server: LoopbackHTTPServer, mechanismType: String, name: String) throws {
+        guard let out = ProcessInfo.processInfo.environment["CRASHSHIELD_INTEROP_DIR"] else { return }
+        for request in server.requests where request.method == "POST" && request.path.hasSuffix("/envelope/") {
+            let body = Gzip.decompress(request.body) ?? request.body
+            let envelope = try Envelope.parse(body)
+            guard envelope.items.contains(where: { item in
+                item.type == "event" && (try? JSONValue.parse(item.payload)).map { mechanism($0) == mechanismType } == true
+            }) else { continue }
+            // The envelope as stored: the transport adds `sent_at` to the header as it sends.
+            let headerEnd = body.firstIndex(of: UInt8(ascii: "\n")) ?? body.endIndex
+            var header = try #require(try JSONSerialization.jsonObject(with: body[..<headerEnd]) as? [String: Any])
+            header["sent_at"] = nil
+            let stored = try JSONSerialization.data(withJSONObject: header) + body[headerEnd...]
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+            try stored.write(to: URL(fileURLWithPath: out + "/live-\(name).envelope"))
+        }
+    }
+
     func mechanism(_ event: JSONValue) -> String? { event["exception"]?["values"]?.arrayValue?.first?["mechanism"]?["type"]?.stringValue }
 
     func functions(_ event: JSONValue) -> [String] {
@@ -70,6 +91,7 @@ import Testing
         #expect(duration >= 2000, "a hang ends after the timeout: \(duration) ms")
         #expect(hang["breadcrumbs"]?["values"]?.arrayValue?.contains { $0["message"] == "before-hang" } == true)
         #expect(abnormalExits(got.events).isEmpty)
+        try exportForInterop(server, mechanismType: "AppHang", name: "app-hang")
     }
 
     /// A 1 s block with the 2 s timeout is no hang.
@@ -114,6 +136,7 @@ import Testing
         #expect(hang["breadcrumbs"]?["values"]?.arrayValue?.contains { $0["message"] == "before-fatal-hang" } == true)
         #expect(abnormalExits(got.events).isEmpty, "one event per death")
         #expect(got.sessions.filter { $0["status"] == "abnormal" }.count == 1)
+        try exportForInterop(server, mechanismType: "AppHang", name: "fatal-app-hang")
     }
 
     // MARK: exits without a report
@@ -142,6 +165,7 @@ import Testing
         #expect((facts["ran_seconds"]?.doubleValue ?? facts["ran_seconds"]?.intValue.map(Double.init) ?? 0) > 0, "\(facts)")
         #expect((facts["unknown"]?.arrayValue?.count ?? 0) > 0)
         #expect(got.sessions.filter { $0["status"] == "abnormal" }.count == 1)
+        try exportForInterop(server, mechanismType: "AbnormalExit", name: "abnormal-exit")
     }
 
     /// A process killed by the kernel's out-of-memory killer (a memory cgroup where this machine
