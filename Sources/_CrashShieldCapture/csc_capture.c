@@ -584,6 +584,25 @@ static void csc_write_process(csc_out *out) {
     csc_out_string(out, g_app_name, CSC_TEXT_MAX);
     csc_out_key(out, "app_version", false);
     csc_out_string(out, g_app_version[0] ? g_app_version : NULL, CSC_TEXT_MAX);
+    uint64_t sampled_ns, resident, peak, footprint;
+    uint32_t warnings;
+    if (csc_run_record_memory(&sampled_ns, &resident, &peak, &footprint, &warnings)) {
+        /* The watchdog's last sample (at most CSC_MEMORY_SAMPLE_MS old): docs/CAPTURE.md. */
+        csc_out_key(out, "memory", false);
+        csc_out_raw(out, "{\"sampled_ns\":");
+        csc_out_u64(out, sampled_ns);
+        csc_out_key(out, "resident_bytes", false);
+        csc_out_u64(out, resident);
+        csc_out_key(out, "peak_resident_bytes", false);
+        csc_out_u64(out, peak);
+        if (footprint) {
+            csc_out_key(out, "footprint_bytes", false);
+            csc_out_u64(out, footprint);
+        }
+        csc_out_key(out, "memory_warnings", false);
+        csc_out_u64(out, warnings);
+        csc_out_raw(out, "}");
+    }
     csc_out_raw(out, "}");
     csc_out_key(out, "os", false);
     csc_out_raw(out, "{\"sysname\":");

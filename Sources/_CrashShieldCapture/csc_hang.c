@@ -134,10 +134,21 @@ bool csc_run_record_open(const char *directory, const char *launch_id, const cha
     unlink(temporary);
     int fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return false;
-    if (ftruncate(fd, (off_t)sizeof(csc_run_record_file)) != 0) {
-        close(fd);
-        unlink(temporary);
-        return false;
+    /* Every block is written now: a store into a page of a shared mapping whose block the file
+     * system cannot allocate (a full disk) would raise SIGBUS in the watchdog thread. A disk too
+     * full for the record leaves this run without one. */
+    static const char zeros[8192];
+    size_t written = 0;
+    while (written < sizeof(csc_run_record_file)) {
+        size_t chunk = sizeof(csc_run_record_file) - written < sizeof zeros ? sizeof(csc_run_record_file) - written : sizeof zeros;
+        ssize_t done = write(fd, zeros, chunk);
+        if (done < 0 && errno == EINTR) continue;
+        if (done <= 0) {
+            close(fd);
+            unlink(temporary);
+            return false;
+        }
+        written += (size_t)done;
     }
     void *mapping = mmap(NULL, sizeof(csc_run_record_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
@@ -179,6 +190,18 @@ void csc_run_record_note_memory_warning(void) {
     if (record == NULL) return;
     atomic_fetch_add(&record->memory_warnings, 1);
     atomic_store(&record->memory_last_warning_wall_ns, csc_wall_ns());
+}
+
+bool csc_run_record_memory(uint64_t *sampled_wall_ns, uint64_t *resident, uint64_t *peak, uint64_t *footprint, uint32_t *warnings) {
+    csc_run_record_file *record = atomic_load(&g_record);
+    if (record == NULL) return false;
+    *sampled_wall_ns = atomic_load(&record->memory_sampled_wall_ns);
+    if (*sampled_wall_ns == 0) return false;
+    *resident = atomic_load(&record->memory_resident_bytes);
+    *peak = atomic_load(&record->memory_peak_resident_bytes);
+    *footprint = atomic_load(&record->memory_footprint_bytes);
+    *warnings = atomic_load(&record->memory_warnings);
+    return true;
 }
 
 bool csc_run_record_read(const char *path, csc_run_record_info *info) {

@@ -31,7 +31,8 @@
  * what was sampled and the duration (between the last heartbeat before and the first after).
  * A hang the process does not survive stays in the record for the next start (a fatal hang).
  *
- * Nothing here runs in the crash handler except csc_hang_fault_recover (async-signal-safe).
+ * Nothing here runs in the crash handler except csc_hang_fault_recover and csc_run_record_memory
+ * (async-signal-safe): a crash report carries the last memory sample as process.memory.
  * None of these functions is async-signal-safe unless it says so.
  */
 #ifndef CSC_HANG_H
@@ -131,6 +132,11 @@ uint32_t csc_hang_heartbeat_interval_ms(uint32_t timeout_ms);
 /** Memory now: resident bytes (Linux /proc/self/statm, Darwin task_info), peak resident, and
  *  the footprint (Darwin phys_footprint; 0 elsewhere). False when unknown. */
 bool csc_memory_sample(uint64_t *resident, uint64_t *peak, uint64_t *footprint);
+
+/** For the crash handler: the last memory figures the watchdog sampled into this run's record
+ *  (wall time of the sample, resident and peak bytes, Apple's footprint or 0, memory warnings).
+ *  False when none was sampled. Async-signal-safe: atomic loads from the mapping. */
+bool csc_run_record_memory(uint64_t *sampled_wall_ns, uint64_t *resident, uint64_t *peak, uint64_t *footprint, uint32_t *warnings);
 
 /** For the crash handler: a fault (SIGSEGV/SIGBUS) on the watched thread while it walks its own
  *  stack for a hang sample resumes the sample (does not return); otherwise returns.
