@@ -400,7 +400,9 @@ static void *csc_hang_main(void *unused) {
     (void)unused;
     csc_hang_platform_name_thread();
     uint64_t last_memory_ns = 0;
-    for (;;) {
+    for (bool first = true;; first = false) {
+        /* The first tick at once: a crash right after the start already finds a memory sample. */
+        if (first && atomic_load(&g_watching)) csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
         uint32_t timeout_ms = atomic_load(&g_timeout_ms);
         uint32_t tick_ms = timeout_ms == 0 ? 1000 : timeout_ms / 10;
         if (tick_ms > 250) tick_ms = 250;
@@ -425,6 +427,7 @@ bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback) {
         atomic_store(&record->hang_timeout_ms, timeout_ms);
     }
     bool ok = true;
+    atomic_store(&g_watching, true); /* before the thread starts: its first tick runs at once */
     if (!atomic_load(&g_thread_started)) {
         g_can_sample = csc_hang_platform_prepare();
         pthread_attr_t attributes;
@@ -439,7 +442,7 @@ bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback) {
         pthread_attr_destroy(&attributes);
         if (ok) atomic_store(&g_thread_started, true);
     }
-    if (ok) atomic_store(&g_watching, true);
+    if (!ok) atomic_store(&g_watching, false);
     pthread_mutex_unlock(&g_start_lock);
     return ok;
 }

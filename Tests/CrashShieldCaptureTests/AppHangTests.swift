@@ -225,6 +225,21 @@ import Testing
         }
     }
 
+    /// A crash report carries the watchdog's last memory sample (the handler reads it from the
+    /// run record without allocating), and the crash's event shows it.
+    @Test func crashReportCarriesTheLastMemorySample() throws {
+        let directory = temporaryDirectory("crash-memory")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crashed = try runChild(Built.shield, ["hang-probe", "--dir", directory, "--crash"], timeout: 60)
+        #expect(crashed.termination == .signaled(SIGSEGV), "\(crashed.output)")
+        let report = try #require(loadReports(directory, symbolicate: false).first)
+        let memory = try #require(report.process?.memory, "process.memory in the report")
+        #expect((memory.residentBytes ?? 0) > 1 << 20, "\(memory)")
+        #expect((memory.peakResidentBytes ?? 0) >= (memory.residentBytes ?? 0) / 2)
+        let event = CrashEventConverter(options: try ReportingOptions(dsn: "https://key@example.com/1")).event(from: report)
+        #expect(event.extra?["crashshield.memory"]?["resident_bytes"]?.intValue == Int64(memory.residentBytes ?? 0))
+    }
+
     /// The decision itself: only a run that ended without a report, neither stopped nor followed
     /// by an app or OS update, and whose record is of the previous launch, is an abnormal exit.
     @Test func previousRunEventDecision() throws {
