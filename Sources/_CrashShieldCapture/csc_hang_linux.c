@@ -48,7 +48,7 @@ static sigjmp_buf g_sample_recovery;
 static _Atomic bool g_sample_walking;
 
 
-void csc_hang_platform_name_thread(void) { prctl(PR_SET_NAME, "CrashShield-hang", 0, 0, 0); }
+void csc_hang_platform_name_thread(void) { prctl(PR_SET_NAME, "CrashShieldHang", 0, 0, 0); }
 
 typedef struct {
     uintptr_t pc;

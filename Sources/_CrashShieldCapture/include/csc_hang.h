@@ -13,7 +13,7 @@
  * sequence number that is odd while it is written, so a write cut short by a kill leaves the
  * other slot readable).
  *
- * The watchdog: one thread (16 KiB of its own data, every signal blocked) that wakes every tick
+ * The watchdog: one thread (every signal blocked) that runs a tick at once and then every tick
  * (a tenth of the hang timeout, at most 250 ms; 1 s without hang detection), writes the sign of
  * life, samples memory every CSC_MEMORY_SAMPLE_MS, and checks the watched thread's heartbeat.
  * The watched thread is the one that called csc_hang_watch_this_thread() (the start's caller: the
