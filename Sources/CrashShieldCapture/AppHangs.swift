@@ -61,8 +61,15 @@ package struct PreviousRunRecord: Sendable {
     /// exited cleanly).
     package var hang: AppHang?
     package var memory: Memory?
-    /// The app's scope as last published in that run (user, tags, contexts, breadcrumbs).
-    package var scope: CrashScope.Snapshot?
+    /// The app's scope as last published in that run, in a crash report's form.
+    package var scopeJSON: String?
+    /// `scopeJSON` decoded (user, tags, contexts, breadcrumbs). Decoded on each read, off the
+    /// start path: the first JSON decoding of a process costs milliseconds.
+    package var scope: CrashScope.Snapshot? {
+        guard let scopeJSON else { return nil }
+        let wrapped = Array("{\"id\":\"run-record\",\"scope\":".utf8) + Array(scopeJSON.utf8) + Array("}".utf8)
+        return (try? CrashReport.decode(wrapped))?.scope
+    }
 
     package struct Memory: Sendable {
         package var sampled: Date
@@ -96,16 +103,12 @@ package struct PreviousRunRecord: Sendable {
                                    warnings: Int(info.memory_warnings),
                                    lastWarning: info.memory_last_warning_wall_ns == 0 ? nil : date(info.memory_last_warning_wall_ns))
         }
-        if let json = info.scope_json {
-            // The scope in the form a crash report carries it, decoded as a report's.
-            let wrapped = Array("{\"id\":\"run-record\",\"scope\":".utf8) + Array(String(cString: json).utf8) + Array("}".utf8)
-            record.scope = (try? CrashReport.decode(wrapped))?.scope
-        }
+        if let json = info.scope_json { record.scopeJSON = String(cString: json) }
         return record
     }
 
     package init(launchID: String, appVersion: String, osVersion: String, started: Date, lastAlive: Date?,
-                 stopped: Bool, hangDetection: Bool, hang: AppHang? = nil, memory: Memory? = nil, scope: CrashScope.Snapshot? = nil) {
+                 stopped: Bool, hangDetection: Bool, hang: AppHang? = nil, memory: Memory? = nil, scopeJSON: String? = nil) {
         self.launchID = launchID
         self.appVersion = appVersion
         self.osVersion = osVersion
@@ -115,15 +118,16 @@ package struct PreviousRunRecord: Sendable {
         self.hangDetection = hangDetection
         self.hang = hang
         self.memory = memory
-        self.scope = scope
+        self.scopeJSON = scopeJSON
     }
 }
 
 /// This run's record and app-hang watchdog (`csc_hang.h`), started by capture's start.
 ///
 /// The watched thread is the thread that called the start (an app's main thread). It answers
-/// through a repeating timer on that thread's run loop (`RunLoop.current` at the start, common
-/// modes) that calls `csc_hang_heartbeat` every eighth of the timeout; a thread that runs
+/// through a repeating timer on that thread's run loop (common modes: the main run loop, added
+/// from the watchdog thread; another thread's `RunLoop.current`, added by the start) that calls
+/// `csc_hang_heartbeat` every eighth of the timeout; a thread that runs
 /// another loop (a GNUstep `NSRunLoop`, `dispatchMain`, a server's event loop) answers with
 /// `CrashCapture.appHangHeartbeat()`. Detection is armed by the first answer.
 package enum RunWatch {
@@ -134,19 +138,16 @@ package enum RunWatch {
 
     /// The OS version as the run record keeps it (an OS update between runs is not a kill).
     package static var osVersion: String {
-        #if canImport(Darwin)
-        return Foundation.ProcessInfo.processInfo.operatingSystemVersionString
-        #else
-        var system = utsname()
-        uname(&system)
-        return withUnsafeBytes(of: system.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        #endif
+        var text = [CChar](repeating: 0, count: 128)
+        csc_os_version(&text, text.count)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Opens this run's record in `directory` and starts the watchdog (hang detection with
     /// `appHangTimeout`, none when nil; memory sampling and the sign of life always).
     static func start(directory: String, launchID: String, appVersion: String?, appHangTimeout: Duration?) {
-        _ = csc_run_record_open(directory, launchID, appVersion ?? "", osVersion)
+        // The file is made by the watchdog thread at its first tick: the start does not pay for it.
+        _ = csc_run_record_open_later(directory, launchID, appVersion ?? "")
         let timeout = appHangTimeout.map { UInt32(clamping: max(10, $0.nanosecondsClamped / 1_000_000)) } ?? 0
         lock.lock()
         defer { lock.unlock() }
@@ -154,14 +155,32 @@ package enum RunWatch {
         timer = nil
         timeoutMilliseconds = timeout
         csc_hang_watch_this_thread()
-        _ = csc_hang_start(timeout, hangCallback)
         subscribeToMemoryWarnings()
-        guard timeout > 0 else { return }
+        // The main thread's timer is added to the main run loop from the watchdog thread (the
+        // first use of a run loop and a timer costs ~0.2 ms, which the start does not pay); any
+        // other thread's run loop can only be had on that thread, so it is added here.
+        mainTimerPending = timeout > 0 && Thread.isMainThread
+        if timeout > 0, !mainTimerPending { timer = makeHeartbeatTimer(timeout, on: RunLoop.current) }
+        _ = csc_hang_start(timeout, hangCallback, watchdogSetup)
+    }
+
+    nonisolated(unsafe) private static var mainTimerPending = false
+
+    private static func makeHeartbeatTimer(_ timeout: UInt32, on loop: RunLoop) -> Timer {
         let interval = Double(csc_hang_heartbeat_interval_ms(timeout)) / 1000
         let heartbeat = Timer(timeInterval: interval, repeats: true) { _ in csc_hang_heartbeat() }
         heartbeat.tolerance = interval / 4
-        RunLoop.current.add(heartbeat, forMode: .common)
-        timer = heartbeat
+        loop.add(heartbeat, forMode: .common)
+        return heartbeat
+    }
+
+    /// On the watchdog thread, once after each start: the main run loop's heartbeat timer.
+    fileprivate static func setUpOnWatchdogThread() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard mainTimerPending else { return }
+        mainTimerPending = false
+        timer = makeHeartbeatTimer(timeoutMilliseconds, on: RunLoop.main)
     }
 
     /// Stops the watchdog's watch and marks the run stopped (the next start reports no abnormal
@@ -172,6 +191,7 @@ package enum RunWatch {
         defer { lock.unlock() }
         csc_hang_stop()
         csc_run_record_mark_stopped()
+        mainTimerPending = false
         timer?.invalidate()
         timer = nil
     }
@@ -214,6 +234,9 @@ package enum RunWatch {
     /// Hangs detected in this process (tests).
     package static var detectedCount: Int { Int(csc_hang_detected_count()) }
 }
+
+/// Called on the watchdog thread once after each start.
+private let watchdogSetup: @convention(c) () -> Void = { RunWatch.setUpOnWatchdogThread() }
 
 /// Called on the watchdog thread when a hang ends.
 private let hangCallback: csc_hang_callback = { sample in

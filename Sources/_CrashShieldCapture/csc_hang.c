@@ -25,6 +25,10 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -125,8 +129,24 @@ static void csc_run_record_after_fork_in_child(void) {
 static pthread_once_t g_fork_handler_once = PTHREAD_ONCE_INIT;
 static void csc_run_record_register_fork_handler(void) { pthread_atfork(NULL, NULL, csc_run_record_after_fork_in_child); }
 
-bool csc_run_record_open(const char *directory, const char *launch_id, const char *app_version, const char *os_version) {
+void csc_os_version(char *out, size_t capacity) {
+    if (capacity == 0) return;
+    out[0] = 0;
+#if defined(__APPLE__)
+    size_t length = capacity;
+    if (sysctlbyname("kern.osproductversion", out, &length, NULL, 0) == 0 && length > 0) {
+        out[capacity - 1] = 0;
+        return;
+    }
+#endif
+    struct utsname system;
+    if (uname(&system) == 0) csc_copy_field(out, capacity, system.release);
+}
+
+bool csc_run_record_open(const char *directory, const char *launch_id, const char *app_version) {
     if (directory == NULL) return false;
+    char os_version[128];
+    csc_os_version(os_version, sizeof os_version);
     pthread_once(&g_fork_handler_once, csc_run_record_register_fork_handler);
     char path[4096], temporary[4096];
     if (snprintf(path, sizeof path, "%s/%s", directory, CSC_RUN_RECORD_FILE) >= (int)sizeof path) return false;
@@ -396,13 +416,50 @@ static void csc_hang_tick(csc_run_record_file *record, uint64_t *last_memory_ns)
     }
 }
 
+/* csc_run_record_open_later's arguments, taken by the watchdog thread under g_start_lock. */
+static bool g_open_pending;
+static void (*g_setup)(void); /* csc_hang_start's setup, not yet called */
+static char g_open_directory[4096], g_open_launch_id[64], g_open_app_version[128];
+
+bool csc_run_record_open_later(const char *directory, const char *launch_id, const char *app_version) {
+    if (directory == NULL || strlen(directory) >= sizeof g_open_directory) return false;
+    pthread_mutex_lock(&g_start_lock);
+    csc_copy_field(g_open_directory, sizeof g_open_directory, directory);
+    csc_copy_field(g_open_launch_id, sizeof g_open_launch_id, launch_id);
+    csc_copy_field(g_open_app_version, sizeof g_open_app_version, app_version);
+    g_open_pending = true;
+    pthread_mutex_unlock(&g_start_lock);
+    return true;
+}
+
+static void csc_hang_open_pending_record(void) {
+    pthread_mutex_lock(&g_start_lock);
+    void (*setup)(void) = g_setup;
+    g_setup = NULL;
+    if (g_open_pending) {
+        g_open_pending = false;
+        (void)csc_run_record_open(g_open_directory, g_open_launch_id, g_open_app_version);
+        csc_run_record_file *record = atomic_load(&g_record);
+        uint32_t timeout_ms = atomic_load(&g_timeout_ms);
+        if (record) {
+            atomic_store(&record->hang_detection, timeout_ms ? 1u : 0u);
+            atomic_store(&record->hang_timeout_ms, timeout_ms);
+        }
+    }
+    pthread_mutex_unlock(&g_start_lock);
+    if (setup) setup();
+}
+
 static void *csc_hang_main(void *unused) {
     (void)unused;
     csc_hang_platform_name_thread();
     uint64_t last_memory_ns = 0;
     for (bool first = true;; first = false) {
         /* The first tick at once: a crash right after the start already finds a memory sample. */
-        if (first && atomic_load(&g_watching)) csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
+        if (first && atomic_load(&g_watching)) {
+            csc_hang_open_pending_record();
+            csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
+        }
         uint32_t timeout_ms = atomic_load(&g_timeout_ms);
         uint32_t tick_ms = timeout_ms == 0 ? 1000 : timeout_ms / 10;
         if (tick_ms > 250) tick_ms = 250;
@@ -410,14 +467,16 @@ static void *csc_hang_main(void *unused) {
         struct timespec pause = {(time_t)(tick_ms / 1000), (long)(tick_ms % 1000) * 1000000L};
         while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
         if (!atomic_load(&g_watching)) continue;
+        csc_hang_open_pending_record();
         csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
     }
     return NULL;
 }
 
-bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback) {
+bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback, void (*setup)(void)) {
     pthread_mutex_lock(&g_start_lock);
     atomic_store(&g_callback, callback);
+    g_setup = setup;
     atomic_store(&g_timeout_ms, timeout_ms);
     atomic_store(&g_last_beat_ns, 0); /* armed again by the next heartbeat */
     atomic_fetch_add(&g_generation, 1);

@@ -100,11 +100,17 @@ typedef struct {
 bool csc_run_record_read(const char *path, csc_run_record_info *info);
 void csc_run_record_info_free(csc_run_record_info *info);
 
-/** Creates this run's record in `directory` (a new file renamed over the old one, which must have
- *  been read before) and maps it. The scope published so far is copied in. False when the file
- *  cannot be created or mapped (no record this run). Idempotent per process: a second call
- *  replaces the first mapping. */
-bool csc_run_record_open(const char *directory, const char *launch_id, const char *app_version, const char *os_version);
+/** Creates this run's record in `directory` (a new file, every block written, renamed over the
+ *  old one, which must have been read before) and maps it; the OS version is csc_os_version's.
+ *  The scope published so far is copied in. False when the file cannot be created or mapped (no
+ *  record this run). A second call replaces the first mapping. */
+bool csc_run_record_open(const char *directory, const char *launch_id, const char *app_version);
+/** csc_run_record_open on the watchdog thread, at its next tick (before the heartbeat check), so
+ *  the start does not pay for the file: the arguments are copied. False when one is too long. */
+bool csc_run_record_open_later(const char *directory, const char *launch_id, const char *app_version);
+/** The OS version the record keeps (Linux: the kernel release; Darwin: kern.osproductversion,
+ *  else the kernel release), NUL-terminated, cut to `capacity` - 1 bytes. */
+void csc_os_version(char *out, size_t capacity);
 /** Marks that stop() ended the SDK's watch (the next start reports no abnormal exit for it). */
 void csc_run_record_mark_stopped(void);
 /** Mirrors the app's scope into the record (called by csc_set_scope_json, under its lock). */
@@ -117,9 +123,11 @@ typedef void (*csc_hang_callback)(const csc_hang_sample *hang);
 
 /** Starts the watchdog thread (once per process; later calls change the settings). `timeout_ms`
  *  0: no hang detection (the thread still writes the sign of life and samples memory).
- *  `callback` is called on the watchdog thread when a hang ends. False when the thread cannot be
+ *  `callback` is called on the watchdog thread when a hang ends; `setup` (may be NULL) once on
+ *  the watchdog thread at its first tick after this call (work the start need not wait for:
+ *  the record's file, the main run loop's heartbeat timer). False when the thread cannot be
  *  started. */
-bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback);
+bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback, void (*setup)(void));
 /** Stops watching (the thread stays, idle, for a later start); clears a hang in progress. */
 void csc_hang_stop(void);
 /** Makes the calling thread the watched one (before csc_hang_start). */
