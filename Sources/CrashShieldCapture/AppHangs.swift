@@ -125,9 +125,9 @@ package struct PreviousRunRecord: Sendable {
 /// This run's record and app-hang watchdog (`csc_hang.h`), started by capture's start.
 ///
 /// The watched thread is the thread that called the start (an app's main thread). It answers
-/// through a repeating timer on that thread's run loop (common modes: the main run loop, added
-/// from the watchdog thread; another thread's `RunLoop.current`, added by the start) that calls
-/// `csc_hang_heartbeat` every eighth of the timeout; a thread that runs
+/// through a repeating timer on that thread's run loop (`RunLoop.current` at the start, common
+/// modes; the timer is made and added by the watchdog thread) that calls `csc_hang_heartbeat`
+/// every eighth of the timeout; a thread that runs
 /// another loop (a GNUstep `NSRunLoop`, `dispatchMain`, a server's event loop) answers with
 /// `CrashCapture.appHangHeartbeat()`. Detection is armed by the first answer.
 package enum RunWatch {
@@ -156,15 +156,14 @@ package enum RunWatch {
         timeoutMilliseconds = timeout
         csc_hang_watch_this_thread()
         subscribeToMemoryWarnings()
-        // The main thread's timer is added to the main run loop from the watchdog thread (the
-        // first use of a run loop and a timer costs ~0.2 ms, which the start does not pay); any
-        // other thread's run loop can only be had on that thread, so it is added here.
-        mainTimerPending = timeout > 0 && Thread.isMainThread
-        if timeout > 0, !mainTimerPending { timer = makeHeartbeatTimer(timeout, on: RunLoop.current) }
+        // The run loop is had here, on its thread (creating one takes file descriptors, which
+        // must not fail later, e.g. once the app has used them all); the timer is made and added
+        // by the watchdog thread (~0.1 ms the start does not pay).
+        pendingLoop = timeout > 0 ? RunLoop.current : nil
         _ = csc_hang_start(timeout, hangCallback, watchdogSetup)
     }
 
-    nonisolated(unsafe) private static var mainTimerPending = false
+    nonisolated(unsafe) private static var pendingLoop: RunLoop?
 
     private static func makeHeartbeatTimer(_ timeout: UInt32, on loop: RunLoop) -> Timer {
         let interval = Double(csc_hang_heartbeat_interval_ms(timeout)) / 1000
@@ -174,13 +173,13 @@ package enum RunWatch {
         return heartbeat
     }
 
-    /// On the watchdog thread, once after each start: the main run loop's heartbeat timer.
+    /// On the watchdog thread, once after each start: the watched thread's heartbeat timer.
     fileprivate static func setUpOnWatchdogThread() {
         lock.lock()
         defer { lock.unlock() }
-        guard mainTimerPending else { return }
-        mainTimerPending = false
-        timer = makeHeartbeatTimer(timeoutMilliseconds, on: RunLoop.main)
+        guard let loop = pendingLoop else { return }
+        pendingLoop = nil
+        timer = makeHeartbeatTimer(timeoutMilliseconds, on: loop)
     }
 
     /// Stops the watchdog's watch and marks the run stopped (the next start reports no abnormal
@@ -191,7 +190,7 @@ package enum RunWatch {
         defer { lock.unlock() }
         csc_hang_stop()
         csc_run_record_mark_stopped()
-        mainTimerPending = false
+        pendingLoop = nil
         timer?.invalidate()
         timer = nil
     }
