@@ -6,7 +6,8 @@
 # GoldenEnvelopeTests keeps equal to the SDK's output) and envelopes of live crashes exported by
 # LiveCrashEnvelopeTests (one with the app's scope), of real guard incidents (IncidentReportingTests,
 # IncidentScopeTests: with the app's scope), of handled events (ReportingTests), of a report-only incident sent beside its crash (FailSafeTests) and of a launch
-# loop's end (LaunchLoopEndedEventTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
+# loop's end (LaunchLoopEndedEventTests), and of an app hang, a fatal hang and an abnormal exit
+# (AppHangTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,12 +29,12 @@ out=.build/interop-envelopes
 rm -rf "$out"
 mkdir -p "$out"
 echo "== export envelopes of live crashes =="
-CRASHSHIELD_INTEROP_DIR="$PWD/$out" SWIFT_BACKTRACE=enable=no swift test --skip-build --filter 'LiveCrashEnvelopeTests|aGuardIncidentBecomesAWarningEventWithItsFingerprint|incidentEventCarriesTheAppsScope|handledEventsCarryScopeAndGoThroughBeforeSend|aReportOnlyRethrowIsTheAppsCrashAndKeepsTheGuard|LaunchLoopEndedEventTests' >"$out/export.log" 2>&1 \
+CRASHSHIELD_INTEROP_DIR="$PWD/$out" SWIFT_BACKTRACE=enable=no swift test --skip-build --filter 'LiveCrashEnvelopeTests|aGuardIncidentBecomesAWarningEventWithItsFingerprint|incidentEventCarriesTheAppsScope|handledEventsCarryScopeAndGoThroughBeforeSend|aReportOnlyRethrowIsTheAppsCrashAndKeepsTheGuard|LaunchLoopEndedEventTests|threeSecondBlockIsOneAppHang|killedHangIsAFatalHangAtTheNextStart|killNineIsOneAbnormalExit' >"$out/export.log" 2>&1 \
     || { cat "$out/export.log"; echo "check-sentry-interop: exporting live envelopes failed" >&2; exit 1; }
 live=$(find "$out" -name '*.envelope' | wc -l)
-if [ "$live" -lt 13 ]; then
+if [ "$live" -lt 16 ]; then
     cat "$out/export.log"
-    echo "check-sentry-interop: expected 13 live envelopes (7 crashes, 3 incidents, 2 handled events, 1 launch loop's end), got $live" >&2
+    echo "check-sentry-interop: expected 16 live envelopes (7 crashes, 3 incidents, 2 handled events, 1 launch loop's end, an app hang, a fatal hang, an abnormal exit), got $live" >&2
     exit 1
 fi
 

@@ -41,6 +41,13 @@ public struct CaptureOptions: Sendable {
     /// Default: nil, which means the version of `RemoteConfiguration.current` (the document
     /// `RemoteConfiguration.activate` made active before this start), or none.
     public var remoteConfigVersion: Int64?
+    /// App-hang detection: the thread that calls the start (an app's main thread) not answering
+    /// for this long is an app hang, reported with that thread's stack when it ends, or at the
+    /// next start when the process did not survive it (a fatal hang). It answers through a timer
+    /// on its run loop; a thread that runs another loop calls `CrashCapture.appHangHeartbeat()`
+    /// (docs/CAPTURE.md, "App hangs and exits without a report"). At least 10 ms. nil: off.
+    /// Default: 2 seconds.
+    public var appHangTimeout: Duration? = .seconds(2)
 
     public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
 
@@ -254,13 +261,17 @@ public enum CrashCapture {
             earlierReports = reports
             droppedAtStart = dropped
         }
+        // The previous run's record, read before this run's replaces it.
+        let previousRun = PreviousRunRecord.read(directory: options.directory)
+        RunWatch.start(directory: options.directory, launchID: launchID, appVersion: options.appVersion,
+                       appHangTimeout: options.appHangTimeout)
         var reportingClient: ReportingClient?
         if let reporting {
             let client = ReportingClient(
                 options: reporting, directory: options.directory,
                 appName: options.appName ?? CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent },
                 appVersion: options.appVersion, symbolicate: options.symbolicate,
-                removeConvertedReports: options.reportSinks.isEmpty, pendingAtStart: reports)
+                removeConvertedReports: options.reportSinks.isEmpty, pendingAtStart: reports, previousRun: previousRun)
             if ReportingClient.install(client) { reportingClient = client }
         }
         afterInstall()
@@ -319,6 +330,7 @@ public enum CrashCapture {
         lock.lock()
         defer { lock.unlock() }
         guard startedDirectory != nil || csc_is_installed() else { return }
+        RunWatch.stop()
         csc_uninstall()
         startedDirectory = nil
         earlierReports = []

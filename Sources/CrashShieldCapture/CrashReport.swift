@@ -167,6 +167,21 @@ public struct CrashReport: Codable, Sendable, Hashable {
         public var executable: String?
         public var name: String?
         public var appVersion: String?
+        /// The last memory sample before the crash (the app-hang watchdog samples every second);
+        /// absent when none was taken, and in reports of older versions.
+        public var memory: Memory?
+    }
+
+    /// Memory figures of the crashed process, as last sampled before the crash.
+    public struct Memory: Codable, Sendable, Hashable {
+        /// Wall-clock time of the sample, in nanoseconds since 1970.
+        public var sampledNs: UInt64?
+        public var residentBytes: UInt64?
+        public var peakResidentBytes: UInt64?
+        /// Apple's `phys_footprint` (what the system's memory limit is measured against); absent elsewhere.
+        public var footprintBytes: UInt64?
+        /// Memory warnings the system sent during the run (Apple).
+        public var memoryWarnings: Int?
     }
 
     public struct OSInfo: Codable, Sendable, Hashable {

@@ -33,6 +33,7 @@
 #define _GNU_SOURCE
 #endif
 #include "csc_platform.h"
+#include "csc_hang.h"
 #include "csc_published.h"
 
 #include <cs_incidents.h>
@@ -583,6 +584,25 @@ static void csc_write_process(csc_out *out) {
     csc_out_string(out, g_app_name, CSC_TEXT_MAX);
     csc_out_key(out, "app_version", false);
     csc_out_string(out, g_app_version[0] ? g_app_version : NULL, CSC_TEXT_MAX);
+    uint64_t sampled_ns, resident, peak, footprint;
+    uint32_t warnings;
+    if (csc_run_record_memory(&sampled_ns, &resident, &peak, &footprint, &warnings)) {
+        /* The watchdog's last sample (at most CSC_MEMORY_SAMPLE_MS old): docs/CAPTURE.md. */
+        csc_out_key(out, "memory", false);
+        csc_out_raw(out, "{\"sampled_ns\":");
+        csc_out_u64(out, sampled_ns);
+        csc_out_key(out, "resident_bytes", false);
+        csc_out_u64(out, resident);
+        csc_out_key(out, "peak_resident_bytes", false);
+        csc_out_u64(out, peak);
+        if (footprint) {
+            csc_out_key(out, "footprint_bytes", false);
+            csc_out_u64(out, footprint);
+        }
+        csc_out_key(out, "memory_warnings", false);
+        csc_out_u64(out, warnings);
+        csc_out_raw(out, "}");
+    }
     csc_out_raw(out, "}");
     csc_out_key(out, "os", false);
     csc_out_raw(out, "{\"sysname\":");
@@ -1040,6 +1060,7 @@ static void csc_handler(int sig, siginfo_t *info, void *context) {
         errno = saved_errno;
         return;
     }
+    csc_hang_fault_recover(sig); /* a fault in a hang sample's stack walk: not a crash */
     if (info && csc_signal_was_sent(info) && g_have_previous[sig] && g_previous[sig].sa_handler == SIG_IGN && !csc_is_abort(sig, info)) {
         /* A signal sent (kill, raise, sigqueue) while the app had set SIG_IGN: without us it
          * would have been discarded. (A fault is not: the kernel forces the default action.)
@@ -1360,7 +1381,11 @@ void csc_set_guard_states_json(const char *json) {
     if (json) (void)csc_published_set(&g_guard_json, json);
 }
 
-bool csc_set_scope_json(const char *json) { return csc_published_set(&g_scope_json, json); }
+bool csc_set_scope_json(const char *json) {
+    if (!csc_published_set(&g_scope_json, json)) return false;
+    csc_run_record_set_scope(json); /* for the next start, should this run end without a report */
+    return true;
+}
 
 bool csc_set_guard_code_ranges(const csc_guard_code_range *ranges, size_t count) {
     if (count > CSC_GUARD_RANGES_MAX || (count > 0 && ranges == NULL)) return false;

@@ -7,10 +7,11 @@
 //   shield reports [--json] [--dir D] pending crash reports, symbolicated
 //   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
 //   shield bench-reporting [--json]   the reporting figures alone: outbox enqueues, start with reporting, crash conversion, one breadcrumb
+//   shield bench-hangs [--json]       the app-hang figures alone: heartbeat cost, CPU with the main thread idle
 //   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
 //   shield envelope --dir D [--dsn]   print the envelopes that would be sent
 // Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
-// outbox-writer, reporting-probe, incident-exit-probe.
+// outbox-writer, reporting-probe, incident-exit-probe, hang-probe.
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
@@ -22,9 +23,9 @@ struct Shield: ParsableCommand {
         commandName: "shield",
         abstract: "CrashShield's command-line tool: demo, benchmarks, deliberate crashes, reports and their upload.",
         subcommands: [
-            Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, Send.self, EnvelopeList.self,
+            Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, BenchHangs.self, Send.self, EnvelopeList.self,
             Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
-            ReportingProbe.self, IncidentExitProbe.self,
+            ReportingProbe.self, IncidentExitProbe.self, HangProbe.self,
         ]
     )
 }
@@ -50,14 +51,15 @@ struct Demo: ParsableCommand {
 }
 
 struct Bench: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Measure guard cost, then the capture figures.")
+    static let configuration = CommandConfiguration(abstract: "Measure guard cost, then the capture, reporting and app-hang figures.")
     @Flag(help: "One JSON object per case and line.") var json = false
     @Option(help: "Crashes and launches for the capture figures (default 20).") var runs: Int?
     func run() throws {
         let guardStatus = BenchCommand.run(json: json)
         let captureStatus = BenchCaptureCommand.run(flags(["--json": json]) + option("--runs", runs))
         let reportingStatus = ReportingBenchCommand.run(json: json, runs: runs)
-        try finish(guardStatus != 0 ? guardStatus : captureStatus != 0 ? captureStatus : reportingStatus)
+        let hangStatus = HangBenchCommand.run(json: json, seconds: 5)
+        try finish([guardStatus, captureStatus, reportingStatus, hangStatus].first { $0 != 0 } ?? 0)
     }
 }
 

@@ -69,7 +69,7 @@ import _CrashShieldCapture
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: "\(directory)/launch-state", withIntermediateDirectories: false)
         #expect(try launch(directory).state_reset)
-        #expect(entries(directory) == ["launch-state"])
+        #expect(entries(directory) == ["launch-state", "run-record"], "the state and the run's record (docs/CAPTURE.md)")
         #expect(fileType("\(directory)/launch-state") == .typeRegular)
         #expect(try launch(directory).last_run == "clean_exit", "the launch's later state writes landed")
 
@@ -82,7 +82,7 @@ import _CrashShieldCapture
             #expect(probe.state_reset)
             #expect(probe.last_run == "first_launch")
         }
-        #expect(entries(occupied) == ["launch-state"], "no temporary file left")
+        #expect(entries(occupied) == ["launch-state", "run-record"], "no temporary file left")
         #expect(entries("\(occupied)/launch-state") == ["keep"], "the directory's content is untouched")
     }
 

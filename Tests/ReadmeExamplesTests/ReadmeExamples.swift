@@ -58,6 +58,7 @@ var options = CrashShieldOptions()
 var capture = CaptureOptions(directory: appSupport + "/CrashShield")
 capture.appVersion = "2.4.1"
 capture.reportSinks = [LoggingCrashReportSink()]      // reports of earlier runs, next launch
+capture.appHangTimeout = .seconds(2)                  // app hangs (the default; nil: off)
 options.capture = capture                             // nil: no capture (launch protection then
                                                       // counts launches that never completed)
 var launch = LaunchProtectionOptions()                // 3 launch crashes within 5 s of start

@@ -201,6 +201,15 @@ package struct CrashEventConverter: Sendable {
         if let unwinder = report.crashedThread?.unwinder { extra["crashshield.unwinder"] = .string(unwinder.rawValue) }
         if let uptime = report.uptimeNs { extra["crashshield.uptime_ns"] = .int(Int64(clamping: uptime)) }
         if let launchID = report.launchId { extra["crashshield.launch_id"] = .string(launchID) }
+        if let memory = report.process?.memory {
+            var figures: [String: JSONValue] = [:]
+            if let value = memory.residentBytes { figures["resident_bytes"] = .int(Int64(clamping: value)) }
+            if let value = memory.peakResidentBytes { figures["peak_resident_bytes"] = .int(Int64(clamping: value)) }
+            if let value = memory.footprintBytes { figures["footprint_bytes"] = .int(Int64(clamping: value)) }
+            if let value = memory.memoryWarnings { figures["memory_warnings"] = .int(Int64(value)) }
+            if let value = memory.sampledNs { figures["sampled"] = .string(SentryTimestamp.rfc3339(Date(timeIntervalSince1970: Double(value) / 1e9))) }
+            extra["crashshield.memory"] = .object(figures)
+        }
         if report.minimal == true { extra["crashshield.minimal"] = true }
         if !report.isComplete { extra["crashshield.truncated"] = true }
         if let others = report.otherCrashingThreads, others > 0 { extra["crashshield.other_crashing_threads"] = .int(Int64(others)) }

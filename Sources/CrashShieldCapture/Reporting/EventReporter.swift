@@ -52,12 +52,16 @@ package final class EventReporter: @unchecked Sendable {
     /// (`before_send`, `error`); its session update is still sent alone, so crash-free rates stay
     /// right.
     ///
+    /// `previousRunEvent` (`previousRunEvent(lastRun:...)`: the previous run's abnormal exit or
+    /// fatal hang) goes last, in the envelope of that run's `abnormal` update.
+    ///
     /// `previousLaunchID` (launch protection's id of the previous launch): when that launch's
     /// report has no stored session (it crashed before its session's first write), the report
     /// carries a session that starts and ends `crashed` in one update
     /// (`SessionTracker.crashedUpdate(unrecordedLaunchOf:)`).
     package func crashEnvelopes(reports: [CrashReport], sessions: SessionTracker?, context: CrashEventContext = CrashEventContext(),
-                               previousRunCrashedWithoutReport: Bool = false, previousLaunchID: String? = nil) -> [Envelope] {
+                               previousRunCrashedWithoutReport: Bool = false, previousLaunchID: String? = nil,
+                               previousRunEvent: SentryEvent? = nil) -> [Envelope] {
         let converter = CrashEventConverter(options: options)
         let ordered = reports.sorted { ($0.timestampNs ?? 0, $0.id) < ($1.timestampNs ?? 0, $1.id) }
         let sessionReport = ordered.last { sessions?.reportBelongsToPrevious($0) == true }
@@ -78,8 +82,12 @@ package final class EventReporter: @unchecked Sendable {
                 envelopes.append(envelope)
             }
         }
-        if let abnormal = sessions?.closePrevious(crash: nil, crashedWithoutReport: previousRunCrashedWithoutReport),
-           let envelope = sessionEnvelope([abnormal]) {
+        let abnormal = sessions?.closePrevious(crash: nil, crashedWithoutReport: previousRunCrashedWithoutReport)
+        // The previous run's abnormal exit or fatal hang travels with its `abnormal` update.
+        if let previousRunEvent, let edited = apply(previousRunEvent),
+           let envelope = try? Envelope.event(edited, session: abnormal, sdk: ReportingOptions.sdk, dsn: options.dsn) {
+            envelopes.append(envelope)
+        } else if let abnormal, let envelope = sessionEnvelope([abnormal]) {
             envelopes.append(envelope)
         }
         return envelopes

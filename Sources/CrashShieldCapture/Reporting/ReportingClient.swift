@@ -49,6 +49,8 @@ package final class ReportingClient: @unchecked Sendable {
     let removeConvertedReports: Bool
     /// The reports found at start (capture's scan); nil: read the directory.
     private let pendingAtStart: [PendingReport]?
+    /// The previous run's record (capture's start read it): its fatal hang or abnormal exit.
+    private let previousRun: PreviousRunRecord?
     let transportOptions: TransportOptions
     let httpClient: (any EnvelopeHTTPClient)?
 
@@ -101,7 +103,7 @@ package final class ReportingClient: @unchecked Sendable {
 
     init(options: ReportingOptions, directory: String, appName: String?, appVersion: String?,
          symbolicate: Bool, removeConvertedReports: Bool, pendingAtStart: [PendingReport]?,
-         transportOptions: TransportOptions = TransportOptions(), httpClient: (any EnvelopeHTTPClient)? = nil) {
+         previousRun: PreviousRunRecord? = nil, transportOptions: TransportOptions = TransportOptions(), httpClient: (any EnvelopeHTTPClient)? = nil) {
         self.options = options
         self.directory = directory
         self.appName = appName
@@ -109,6 +111,7 @@ package final class ReportingClient: @unchecked Sendable {
         self.symbolicate = symbolicate
         self.removeConvertedReports = removeConvertedReports
         self.pendingAtStart = pendingAtStart
+        self.previousRun = previousRun
         self.transportOptions = transportOptions
         self.httpClient = httpClient
     }
@@ -123,7 +126,10 @@ package final class ReportingClient: @unchecked Sendable {
                 installed = true
             }
         }
-        if installed { _ = exitHandlerRegistration }
+        if installed {
+            _ = exitHandlerRegistration
+            RunWatch.setHangHandler { hang in ReportingClient.current?.submitAppHang(hang) }
+        }
         return installed
     }
 
@@ -241,10 +247,18 @@ package final class ReportingClient: @unchecked Sendable {
         let context = CrashEventContext(consecutiveLaunchCrashes: decision?.consecutiveLaunchCrashes,
                                         repairStep: decision?.previousRunRepairStep,
                                         launchID: decision?.previousLaunchID ?? "")
+        // The previous run's fatal hang or abnormal exit (its hang's frames symbolicated first).
+        var previousRecord = previousRun
+        if decision?.lastRun.outcome == .endedWithoutReport, var hang = previousRecord?.hang, let symbols = parts?.incidentSymbols {
+            symbols.symbolicate(&hang.frames)
+            previousRecord?.hang = hang
+        }
+        let previousRunEvent = reporter.previousRunEvent(lastRun: decision?.lastRun, previousLaunchID: decision?.previousLaunchID,
+                                                         record: previousRecord, converter: incidentConverter)
         var stored = true
         for envelope in reporter.crashEnvelopes(reports: reports, sessions: sessions, context: context,
                                                 previousRunCrashedWithoutReport: decision?.lastRun.reportLost ?? false,
-                                                previousLaunchID: decision?.previousLaunchID) {
+                                                previousLaunchID: decision?.previousLaunchID, previousRunEvent: previousRunEvent) {
             // After `end` returned (the process may be exiting), nothing more is written; the
             // reports stay on disk and the next start converts them (same event ids).
             if isAbandoned { stored = false; break }
@@ -291,6 +305,21 @@ package final class ReportingClient: @unchecked Sendable {
             var record = record
             parts.incidentSymbols?.symbolicate(&record.frames)
             if let envelope = parts.reporter.incidentEnvelope(record, converter: parts.incidentConverter, session: parts.sessions) {
+                try? parts.transport.submit(envelope)
+            }
+        }
+    }
+
+    /// Converts a hang that ended in this process into its event (`appHangEnvelope`: the scope
+    /// now, symbolicated like an incident) and submits it on the reporting queue. Nothing after `end`.
+    package func submitAppHang(_ hang: AppHang) {
+        guard inOwnerProcess, !isEnded else { return }
+        let scope = CrashScope.snapshot(lastBreadcrumbs: CrashScope.maxBreadcrumbs)
+        queue.async { [self] in
+            guard let parts, !isEnded else { return }
+            var hang = hang
+            parts.incidentSymbols?.symbolicate(&hang.frames)
+            if let envelope = parts.reporter.appHangEnvelope(hang, converter: parts.incidentConverter, session: parts.sessions, scope: scope) {
                 try? parts.transport.submit(envelope)
             }
         }

@@ -1,0 +1,79 @@
+@testable import CollectorApp
+import CrashShieldProtocol
+import Foundation
+import Testing
+
+/// CrashShield's app hangs and abnormal exits (issue 28) as the collector shows them: each kind is
+/// an issue of its own, apart from crashes with the same stack, and the sessions the next start
+/// closes `abnormal` beside them count in release health. The envelopes are samples of what the
+/// SDK sends (Tests/Golden/Reporting/hangs, exported by the root package's AppHangTests with
+/// CRASHSHIELD_INTEROP_DIR set): a hang that ended, a fatal hang and an abnormal exit, release
+/// `hang-probe@1.0`.
+@Suite("CrashShield app hangs and abnormal exits")
+struct SDKHangIssueTests {
+    static func sample(_ name: String) throws -> Envelope {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<4 { url.deleteLastPathComponent() }
+        return try Envelope.parse(Data(contentsOf: url.appendingPathComponent("Tests/Golden/Reporting/hangs/\(name).envelope")))
+    }
+
+    static func event(_ envelope: Envelope) throws -> JSONValue {
+        try JSONValue.parse(try #require(envelope.items.first { $0.type == "event" }).payload)
+    }
+
+    /// The crash a hang's stack would give (same frames, a signal's synthetic type).
+    static func crash(like hang: JSONValue) throws -> JSONValue {
+        guard case .object(var event) = hang, case .object(var exception)? = hang["exception"]?["values"]?.arrayValue?.first else {
+            throw SampleError()
+        }
+        exception["type"] = "SIGSEGV"
+        exception["value"] = "Segmentation fault"
+        exception["mechanism"] = ["type": "signalhandler", "handled": false, "synthetic": true]
+        event["exception"] = ["values": [.object(exception)]]
+        event["event_id"] = .string(Fixtures.eventID())
+        event["level"] = "fatal"
+        return .object(event)
+    }
+
+    struct SampleError: Error {}
+
+    @Test func grouping() throws {
+        let hang = Grouping.group(try Self.event(try Self.sample("live-app-hang")))
+        let fatalHang = Grouping.group(try Self.event(try Self.sample("live-fatal-app-hang")))
+        let abnormal = Grouping.group(try Self.event(try Self.sample("live-abnormal-exit")))
+        let crash = Grouping.group(try Self.crash(like: try Self.event(try Self.sample("live-app-hang"))))
+        #expect(hang.components.first == "type:App Hanging", "\(hang.components)")
+        #expect(hang.components.contains { $0.contains("blockMainThread") }, "the hanging call site: \(hang.components)")
+        #expect(hang.hash == fatalHang.hash, "a hang at one call site is one issue, fatal or not")
+        #expect(hang.hash != crash.hash, "a hang is not the crash with the same stack")
+        #expect(abnormal.components == ["fingerprint:crashshield.abnormal-exit"])
+        #expect(Set([hang.hash, abnormal.hash, crash.hash]).count == 3)
+        #expect(hang.title.contains("App Hanging") && abnormal.title.contains("AbnormalExit"), "\(hang.title) / \(abnormal.title)")
+    }
+
+    @Test func ingestedAsTheirOwnIssuesAndCountedInReleaseHealth() async throws {
+        try await Harness.run { harness in
+            for name in ["live-app-hang", "live-fatal-app-hang", "live-abnormal-exit"] {
+                // The sample's `dsn` header names the test server it was sent to: left out here.
+                var envelope = try Self.sample(name)
+                envelope.header["dsn"] = nil
+                let response = try await harness.post(body: [UInt8](envelope.serialized()))
+                #expect(response.status == 200, "\(name): \(response.status) \(response.text)")
+            }
+            let crash = try Self.crash(like: try Self.event(try Self.sample("live-app-hang")))
+            #expect(try await harness.post(body: Fixtures.envelope(event: crash)).status == 200)
+
+            let issues = try await harness.issues()
+            #expect(issues.count == 3, "hangs, abnormal exits, the crash: \(issues)")
+            let titles = issues.compactMap { $0["title"]?.stringValue }
+            let hangIssue = issues.first { $0["title"]?.stringValue?.contains("App Hanging") == true }
+            #expect(hangIssue?["event_count"]?.intValue == 2, "\(titles)")
+            let abnormalIssue = issues.first { $0["title"]?.stringValue?.contains("AbnormalExit") == true }
+            #expect(abnormalIssue?["event_count"]?.intValue == 1, "\(titles)")
+
+            let health = try await harness.api("/api/0/projects/\(harness.project.id)/release-health").json
+            let release = try #require(health?.arrayValue?.first { $0["release"]?.stringValue == "hang-probe@1.0" }, "\(String(describing: health))")
+            #expect(release["abnormal_sessions"]?.intValue == 2, "the fatal hang's and the abnormal exit's runs: \(release)")
+        }
+    }
+}

@@ -1,0 +1,255 @@
+import Foundation
+internal import _CrashShieldCapture
+
+/// A hang of the watched thread (the thread that called the start: the main thread of an app),
+/// as the app-hang watchdog sampled it (`csc_hang.h`).
+package struct AppHang: Sendable {
+    /// The watched thread's return addresses, innermost first (frame 0: where it was).
+    package var frames: [IncidentRecord.Frame]
+    /// False when the stack could not be taken (no free signal on Linux, the thread did not
+    /// answer the sampling signal in time): the event says so and has no stack.
+    package var sampled: Bool
+    package var threadID: UInt64
+    /// The last heartbeat before the hang.
+    package var started: Date
+    /// From the last heartbeat before the hang to the first after it; for a fatal hang, until the
+    /// last sign of life of the process.
+    package var duration: Duration
+    /// The process did not survive the hang (reported at the next start).
+    package var fatal: Bool
+    package var timeoutMilliseconds: UInt32
+
+    init(_ sample: csc_hang_sample, fatal: Bool, timeoutMilliseconds: UInt32) {
+        var sample = sample
+        let images: [String] = withUnsafeBytes(of: &sample.images) { raw in
+            (0..<Int(min(sample.image_count, UInt32(CSC_HANG_MAX_IMAGES)))).map { index in
+                let slice = raw[(index * Int(CSC_HANG_IMAGE_PATH_BYTES))...].prefix(Int(CSC_HANG_IMAGE_PATH_BYTES))
+                return String(decoding: slice.prefix { $0 != 0 }, as: UTF8.self)
+            }
+        }
+        frames = withUnsafeBytes(of: &sample.frames) { raw in
+            let all = raw.bindMemory(to: csc_hang_frame.self)
+            return all.prefix(Int(min(sample.frame_count, UInt32(CSC_HANG_MAX_FRAMES)))).map { frame in
+                let known = frame.image >= 0 && Int(frame.image) < images.count
+                return IncidentRecord.Frame(address: frame.address, imagePath: known ? images[Int(frame.image)] : "",
+                                            imageOffset: known ? frame.offset : nil)
+            }
+        }
+        sampled = sample.sampled
+        threadID = sample.thread_id
+        started = Date(timeIntervalSince1970: Double(sample.started_wall_ns) / 1e9)
+        duration = .nanoseconds(Int64(clamping: sample.duration_ns))
+        self.fatal = fatal
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+}
+
+/// What the run record (`csc_hang.h`) of the previous run says: read at the start before this
+/// run's record replaces it.
+package struct PreviousRunRecord: Sendable {
+    package var launchID: String
+    package var appVersion: String
+    package var osVersion: String
+    package var started: Date
+    /// The last sign of life (the watchdog writes it every tick, at most 1 s apart); nil when the
+    /// watchdog never ran.
+    package var lastAlive: Date?
+    /// `stop()` ended the SDK's watch of that run.
+    package var stopped: Bool
+    package var hangDetection: Bool
+    /// The hang in progress at the last sign of life (a fatal hang, unless the run crashed or
+    /// exited cleanly).
+    package var hang: AppHang?
+    package var memory: Memory?
+    /// The app's scope as last published in that run, in a crash report's form.
+    package var scopeJSON: String?
+    /// `scopeJSON` decoded (user, tags, contexts, breadcrumbs). Decoded on each read, off the
+    /// start path: the first JSON decoding of a process costs milliseconds.
+    package var scope: CrashScope.Snapshot? {
+        guard let scopeJSON else { return nil }
+        let wrapped = Array("{\"id\":\"run-record\",\"scope\":".utf8) + Array(scopeJSON.utf8) + Array("}".utf8)
+        return (try? CrashReport.decode(wrapped))?.scope
+    }
+
+    package struct Memory: Sendable {
+        package var sampled: Date
+        package var residentBytes: UInt64
+        package var peakResidentBytes: UInt64
+        /// Apple's phys_footprint; nil elsewhere.
+        package var footprintBytes: UInt64?
+        package var warnings: Int
+        package var lastWarning: Date?
+    }
+
+    /// Reads `<directory>/run-record`; nil when there is none or it is not a record this SDK wrote.
+    package static func read(directory: String) -> PreviousRunRecord? {
+        var info = csc_run_record_info()
+        let path = directory + "/" + CSC_RUN_RECORD_FILE
+        guard csc_run_record_read(path, &info) else { return nil }
+        defer { csc_run_record_info_free(&info) }
+        func date(_ ns: UInt64) -> Date { Date(timeIntervalSince1970: Double(ns) / 1e9) }
+        var record = PreviousRunRecord(
+            launchID: String(cString: info.launch_id), appVersion: String(cString: info.app_version),
+            osVersion: String(cString: info.os_version), started: date(info.started_wall_ns),
+            lastAlive: info.alive_wall_ns > info.started_wall_ns ? date(info.alive_wall_ns) : nil,
+            stopped: info.stopped, hangDetection: info.hang_detection)
+        if info.hanging, let hang = info.hang {
+            record.hang = AppHang(hang.pointee, fatal: true, timeoutMilliseconds: info.hang_timeout_ms)
+        }
+        if info.memory_sampled_wall_ns != 0 {
+            record.memory = Memory(sampled: date(info.memory_sampled_wall_ns), residentBytes: info.memory_resident_bytes,
+                                   peakResidentBytes: info.memory_peak_resident_bytes,
+                                   footprintBytes: info.memory_footprint_bytes == 0 ? nil : info.memory_footprint_bytes,
+                                   warnings: Int(info.memory_warnings),
+                                   lastWarning: info.memory_last_warning_wall_ns == 0 ? nil : date(info.memory_last_warning_wall_ns))
+        }
+        if let json = info.scope_json { record.scopeJSON = String(cString: json) }
+        return record
+    }
+
+    package init(launchID: String, appVersion: String, osVersion: String, started: Date, lastAlive: Date?,
+                 stopped: Bool, hangDetection: Bool, hang: AppHang? = nil, memory: Memory? = nil, scopeJSON: String? = nil) {
+        self.launchID = launchID
+        self.appVersion = appVersion
+        self.osVersion = osVersion
+        self.started = started
+        self.lastAlive = lastAlive
+        self.stopped = stopped
+        self.hangDetection = hangDetection
+        self.hang = hang
+        self.memory = memory
+        self.scopeJSON = scopeJSON
+    }
+}
+
+/// This run's record and app-hang watchdog (`csc_hang.h`), started by capture's start.
+///
+/// The watched thread is the thread that called the start (an app's main thread). It answers
+/// through a repeating timer on that thread's run loop (`RunLoop.current` at the start, common
+/// modes; the timer is made and added by the watchdog thread) that calls `csc_hang_heartbeat`
+/// every eighth of the timeout; a thread that runs
+/// another loop (a GNUstep `NSRunLoop`, `dispatchMain`, a server's event loop) answers with
+/// `CrashCapture.appHangHeartbeat()`. Detection is armed by the first answer.
+package enum RunWatch {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var timer: Timer?
+    nonisolated(unsafe) private static var timeoutMilliseconds: UInt32 = 0
+    private static let hangHandler = LockedBox<(@Sendable (AppHang) -> Void)?>(nil)
+
+    /// The OS version as the run record keeps it (an OS update between runs is not a kill).
+    package static var osVersion: String {
+        var text = [CChar](repeating: 0, count: 128)
+        csc_os_version(&text, text.count)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Opens this run's record in `directory` and starts the watchdog (hang detection with
+    /// `appHangTimeout`, none when nil; memory sampling and the sign of life always).
+    static func start(directory: String, launchID: String, appVersion: String?, appHangTimeout: Duration?) {
+        // The file is made by the watchdog thread at its first tick: the start does not pay for it.
+        _ = csc_run_record_open_later(directory, launchID, appVersion ?? "")
+        let timeout = appHangTimeout.map { UInt32(clamping: max(10, $0.nanosecondsClamped / 1_000_000)) } ?? 0
+        lock.lock()
+        defer { lock.unlock() }
+        timer?.invalidate()
+        timer = nil
+        timeoutMilliseconds = timeout
+        csc_hang_watch_this_thread()
+        subscribeToMemoryWarnings()
+        // The run loop is had here, on its thread (creating one takes file descriptors, which
+        // must not fail later, e.g. once the app has used them all); the timer is made and added
+        // by the watchdog thread (~0.1 ms the start does not pay).
+        pendingLoop = timeout > 0 ? RunLoop.current : nil
+        _ = csc_hang_start(timeout, hangCallback, watchdogSetup)
+    }
+
+    nonisolated(unsafe) private static var pendingLoop: RunLoop?
+
+    private static func makeHeartbeatTimer(_ timeout: UInt32, on loop: RunLoop) -> Timer {
+        let interval = Double(csc_hang_heartbeat_interval_ms(timeout)) / 1000
+        let heartbeat = Timer(timeInterval: interval, repeats: true) { _ in csc_hang_heartbeat() }
+        heartbeat.tolerance = interval / 4
+        loop.add(heartbeat, forMode: .common)
+        return heartbeat
+    }
+
+    /// On the watchdog thread, once after each start: the watched thread's heartbeat timer.
+    fileprivate static func setUpOnWatchdogThread() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let loop = pendingLoop else { return }
+        pendingLoop = nil
+        timer = makeHeartbeatTimer(timeoutMilliseconds, on: loop)
+    }
+
+    /// Stops the watchdog's watch and marks the run stopped (the next start reports no abnormal
+    /// exit for it). The timer is invalidated (from its own thread's run loop on the next pass,
+    /// where the start was not on this thread).
+    static func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        csc_hang_stop()
+        csc_run_record_mark_stopped()
+        pendingLoop = nil
+        timer?.invalidate()
+        timer = nil
+    }
+
+    #if canImport(Darwin)
+    nonisolated(unsafe) private static var memoryPressure: (any DispatchSourceMemoryPressure)?
+    #endif
+
+    /// Apple: the system's memory warnings (the dispatch memory-pressure source: `warning` and
+    /// `critical`, what UIKit's didReceiveMemoryWarning also reports) are counted in the run
+    /// record and added as breadcrumbs (category `device.event`, data `action: LOW_MEMORY` and
+    /// the level). Linux sends no such warning: only the sampled figures are kept. Once per
+    /// process; called under `lock`.
+    private static func subscribeToMemoryWarnings() {
+        #if canImport(Darwin)
+        guard memoryPressure == nil else { return }
+        let source = DispatchSource.makeMemoryPressureSource(eventMask: [.warning, .critical], queue: .global(qos: .utility))
+        source.setEventHandler { [weak source] in
+            let level = source?.data.contains(.critical) == true ? "critical" : "warning"
+            csc_run_record_note_memory_warning()
+            CrashScope.addBreadcrumb(message: "Memory warning (\(level))", category: "device.event", level: .warning,
+                                     data: ["action": "LOW_MEMORY", "level": level])
+        }
+        source.activate()
+        memoryPressure = source
+        #endif
+    }
+
+    /// Where ended hangs go (reporting sets it); nil: they are dropped.
+    package static func setHangHandler(_ handler: (@Sendable (AppHang) -> Void)?) { hangHandler.set(handler) }
+
+    fileprivate static func deliver(_ sample: csc_hang_sample) {
+        lock.lock()
+        let timeout = timeoutMilliseconds
+        lock.unlock()
+        let hang = AppHang(sample, fatal: false, timeoutMilliseconds: timeout)
+        hangHandler.get()?(hang)
+    }
+
+    /// Hangs detected in this process (tests).
+    package static var detectedCount: Int { Int(csc_hang_detected_count()) }
+}
+
+/// Called on the watchdog thread once after each start.
+private let watchdogSetup: @convention(c) () -> Void = { RunWatch.setUpOnWatchdogThread() }
+
+/// Called on the watchdog thread when a hang ends.
+private let hangCallback: csc_hang_callback = { sample in
+    guard let sample else { return }
+    RunWatch.deliver(sample.pointee)
+}
+
+extension CrashCapture {
+    /// The watched thread (the thread that called the start) is alive: call it from a loop that
+    /// is not the thread's `RunLoop` (which the start's timer covers), at least every eighth of
+    /// `CaptureOptions.appHangTimeout`. Cheap (a clock read and an atomic store: no allocation,
+    /// no lock) and safe from any context, a signal handler included.
+    public static func appHangHeartbeat() { csc_hang_heartbeat() }
+
+    /// App hangs detected in this process so far (tests, the hang probe).
+    package static var appHangsDetected: Int { RunWatch.detectedCount }
+}

@@ -1,0 +1,515 @@
+/*
+ * csc_hang.c — the run record and the app-hang watchdog (csc_hang.h), shared by every platform;
+ * sampling a thread and reading memory figures are per platform (csc_hang_platform.h).
+ *
+ * Threads: the watched thread only ever calls csc_hang_heartbeat (one atomic store). Everything
+ * else runs on the caller of the start/stop functions or on the watchdog thread. The record is
+ * written by the watchdog thread (sign of life, memory, hang), by csc_run_record_set_scope
+ * (under g_scope_lock) and by the mark functions (single atomic stores).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "csc_hang_platform.h"
+#include "csc_capture.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+#include <time.h>
+#include <unistd.h>
+
+#define CSC_RUN_RECORD_MAGIC "CSRUNREC"
+#define CSC_RUN_RECORD_VERSION 1u
+
+/* The file's layout (native byte order and alignment: the record is read back on the same
+ * device by the same SDK; a record of another version or size is ignored). */
+typedef struct {
+    char magic[8];
+    uint32_t version;
+    uint32_t size;
+    int64_t pid;
+    char launch_id[64];
+    char app_version[128];
+    char os_version[128];
+    uint64_t started_wall_ns;
+    _Atomic uint64_t alive_wall_ns;
+    _Atomic uint32_t stopped;
+    _Atomic uint32_t hang_detection;
+    _Atomic uint32_t hang_timeout_ms;
+    _Atomic uint32_t hanging; /* 1 once `hang` is complete; 0 while it is written or after it ended */
+    _Atomic uint64_t hang_duration_ns;
+    csc_hang_sample hang;
+    _Atomic uint64_t memory_sampled_wall_ns;
+    _Atomic uint64_t memory_resident_bytes;
+    _Atomic uint64_t memory_peak_resident_bytes;
+    _Atomic uint64_t memory_footprint_bytes;
+    _Atomic uint32_t memory_warnings;
+    _Atomic uint64_t memory_last_warning_wall_ns;
+    _Atomic uint64_t scope_sequence[2]; /* odd while the slot is written; the larger even one is current */
+    uint32_t scope_length[2];
+    char scope[2][CSC_SCOPE_JSON_MAX];
+} csc_run_record_file;
+
+static csc_run_record_file *_Atomic g_record;
+static _Atomic bool g_watching;        /* the watchdog checks heartbeats and writes the record */
+static _Atomic bool g_thread_started;  /* the watchdog thread exists in this process */
+
+static uint64_t csc_wall_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static uint64_t csc_monotonic_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+static void csc_copy_field(char *to, size_t capacity, const char *from) {
+    size_t i = 0;
+    for (; from && from[i] && i + 1 < capacity; i++) to[i] = from[i];
+    to[i] = 0;
+}
+
+/* ---- scope mirror ------------------------------------------------------------------------ */
+
+static pthread_mutex_t g_scope_lock = PTHREAD_MUTEX_INITIALIZER;
+static char g_scope_copy[CSC_SCOPE_JSON_MAX]; /* the last scope, for a record opened later */
+static size_t g_scope_copy_length;
+static uint64_t g_scope_counter;
+
+static void csc_record_write_scope(csc_run_record_file *record, const char *text, size_t length) {
+    uint64_t first = atomic_load(&record->scope_sequence[0]), second = atomic_load(&record->scope_sequence[1]);
+    int slot = first <= second ? 0 : 1; /* the older slot */
+    uint64_t sequence = ++g_scope_counter * 2;
+    atomic_store(&record->scope_sequence[slot], sequence - 1);
+    memcpy(record->scope[slot], text, length);
+    record->scope[slot][length] = 0;
+    record->scope_length[slot] = (uint32_t)length;
+    atomic_store(&record->scope_sequence[slot], sequence);
+}
+
+void csc_run_record_set_scope(const char *json) {
+    size_t length = json ? strlen(json) : 0;
+    if (length >= CSC_SCOPE_JSON_MAX) return;
+    pthread_mutex_lock(&g_scope_lock);
+    if (length) memcpy(g_scope_copy, json, length);
+    g_scope_copy[length] = 0;
+    g_scope_copy_length = length;
+    csc_run_record_file *record = atomic_load(&g_record);
+    if (record) csc_record_write_scope(record, g_scope_copy, length);
+    pthread_mutex_unlock(&g_scope_lock);
+}
+
+/* ---- the record ---------------------------------------------------------------------------- */
+
+/* In a forked child the record (a shared mapping) and the watch are the parent's: the child
+ * writes nothing into them (the watchdog thread does not exist there either). */
+static void csc_run_record_after_fork_in_child(void) {
+    atomic_store(&g_record, NULL);
+    atomic_store(&g_watching, false);
+    atomic_store(&g_thread_started, false);
+}
+
+static pthread_once_t g_fork_handler_once = PTHREAD_ONCE_INIT;
+static void csc_run_record_register_fork_handler(void) { pthread_atfork(NULL, NULL, csc_run_record_after_fork_in_child); }
+
+void csc_os_version(char *out, size_t capacity) {
+    if (capacity == 0) return;
+    out[0] = 0;
+#if defined(__APPLE__)
+    size_t length = capacity;
+    if (sysctlbyname("kern.osproductversion", out, &length, NULL, 0) == 0 && length > 0) {
+        out[capacity - 1] = 0;
+        return;
+    }
+#endif
+    struct utsname system;
+    if (uname(&system) == 0) csc_copy_field(out, capacity, system.release);
+}
+
+bool csc_run_record_open(const char *directory, const char *launch_id, const char *app_version) {
+    if (directory == NULL) return false;
+    char os_version[128];
+    csc_os_version(os_version, sizeof os_version);
+    pthread_once(&g_fork_handler_once, csc_run_record_register_fork_handler);
+    char path[4096], temporary[4096];
+    if (snprintf(path, sizeof path, "%s/%s", directory, CSC_RUN_RECORD_FILE) >= (int)sizeof path) return false;
+    if (snprintf(temporary, sizeof temporary, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof temporary) return false;
+    unlink(temporary);
+    int fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    /* Every block is written now: a store into a page of a shared mapping whose block the file
+     * system cannot allocate (a full disk) would raise SIGBUS in the watchdog thread. A disk too
+     * full for the record leaves this run without one. */
+    static const char zeros[8192];
+    size_t written = 0;
+    while (written < sizeof(csc_run_record_file)) {
+        size_t chunk = sizeof(csc_run_record_file) - written < sizeof zeros ? sizeof(csc_run_record_file) - written : sizeof zeros;
+        ssize_t done = write(fd, zeros, chunk);
+        if (done < 0 && errno == EINTR) continue;
+        if (done <= 0) {
+            close(fd);
+            unlink(temporary);
+            return false;
+        }
+        written += (size_t)done;
+    }
+    void *mapping = mmap(NULL, sizeof(csc_run_record_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (mapping == MAP_FAILED) {
+        unlink(temporary);
+        return false;
+    }
+    csc_run_record_file *record = mapping;
+    record->version = CSC_RUN_RECORD_VERSION;
+    record->size = (uint32_t)sizeof(csc_run_record_file);
+    record->pid = (int64_t)getpid();
+    csc_copy_field(record->launch_id, sizeof record->launch_id, launch_id);
+    csc_copy_field(record->app_version, sizeof record->app_version, app_version);
+    csc_copy_field(record->os_version, sizeof record->os_version, os_version);
+    record->started_wall_ns = csc_wall_ns();
+    atomic_store(&record->alive_wall_ns, record->started_wall_ns);
+    memcpy(record->magic, CSC_RUN_RECORD_MAGIC, 8); /* last: a record cut short has no magic */
+    if (rename(temporary, path) != 0) {
+        munmap(mapping, sizeof(csc_run_record_file));
+        unlink(temporary);
+        return false;
+    }
+    pthread_mutex_lock(&g_scope_lock);
+    if (g_scope_copy_length) csc_record_write_scope(record, g_scope_copy, g_scope_copy_length);
+    csc_run_record_file *old = atomic_exchange(&g_record, record);
+    pthread_mutex_unlock(&g_scope_lock);
+    /* An earlier mapping stays mapped: the watchdog thread may still hold its pointer. */
+    (void)old;
+    return true;
+}
+
+void csc_run_record_mark_stopped(void) {
+    csc_run_record_file *record = atomic_load(&g_record);
+    if (record) atomic_store(&record->stopped, 1);
+}
+
+void csc_run_record_note_memory_warning(void) {
+    csc_run_record_file *record = atomic_load(&g_record);
+    if (record == NULL) return;
+    atomic_fetch_add(&record->memory_warnings, 1);
+    atomic_store(&record->memory_last_warning_wall_ns, csc_wall_ns());
+}
+
+bool csc_run_record_memory(uint64_t *sampled_wall_ns, uint64_t *resident, uint64_t *peak, uint64_t *footprint, uint32_t *warnings) {
+    csc_run_record_file *record = atomic_load(&g_record);
+    if (record == NULL) return false;
+    *sampled_wall_ns = atomic_load(&record->memory_sampled_wall_ns);
+    if (*sampled_wall_ns == 0) return false;
+    *resident = atomic_load(&record->memory_resident_bytes);
+    *peak = atomic_load(&record->memory_peak_resident_bytes);
+    *footprint = atomic_load(&record->memory_footprint_bytes);
+    *warnings = atomic_load(&record->memory_warnings);
+    return true;
+}
+
+bool csc_run_record_read(const char *path, csc_run_record_info *info) {
+    memset(info, 0, sizeof *info);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat status;
+    if (fstat(fd, &status) != 0 || !S_ISREG(status.st_mode) || status.st_size != (off_t)sizeof(csc_run_record_file)) {
+        close(fd);
+        return false;
+    }
+    csc_run_record_file *file = malloc(sizeof *file);
+    if (file == NULL) {
+        close(fd);
+        return false;
+    }
+    size_t done = 0;
+    while (done < sizeof *file) {
+        ssize_t got = read(fd, (char *)file + done, sizeof *file - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        done += (size_t)got;
+    }
+    close(fd);
+    if (done != sizeof *file || memcmp(file->magic, CSC_RUN_RECORD_MAGIC, 8) != 0 ||
+        file->version != CSC_RUN_RECORD_VERSION || file->size != (uint32_t)sizeof *file) {
+        free(file);
+        return false;
+    }
+    file->launch_id[sizeof file->launch_id - 1] = 0;
+    file->app_version[sizeof file->app_version - 1] = 0;
+    file->os_version[sizeof file->os_version - 1] = 0;
+    info->storage = (char *)file;
+    info->launch_id = file->launch_id;
+    info->app_version = file->app_version;
+    info->os_version = file->os_version;
+    info->pid = file->pid;
+    info->started_wall_ns = file->started_wall_ns;
+    info->alive_wall_ns = atomic_load(&file->alive_wall_ns);
+    info->stopped = atomic_load(&file->stopped) != 0;
+    info->hang_detection = atomic_load(&file->hang_detection) != 0;
+    info->hang_timeout_ms = atomic_load(&file->hang_timeout_ms);
+    info->hanging = atomic_load(&file->hanging) == 1;
+    if (info->hanging) {
+        csc_hang_sample *hang = &file->hang;
+        if (hang->frame_count > CSC_HANG_MAX_FRAMES) hang->frame_count = CSC_HANG_MAX_FRAMES;
+        if (hang->image_count > CSC_HANG_MAX_IMAGES) hang->image_count = CSC_HANG_MAX_IMAGES;
+        for (uint32_t i = 0; i < CSC_HANG_MAX_IMAGES; i++) hang->images[i][CSC_HANG_IMAGE_PATH_BYTES - 1] = 0;
+        for (uint32_t i = 0; i < hang->frame_count; i++)
+            if (hang->frames[i].image >= (int32_t)hang->image_count) hang->frames[i].image = -1;
+        hang->duration_ns = atomic_load(&file->hang_duration_ns);
+        info->hang = hang;
+    }
+    info->memory_sampled_wall_ns = atomic_load(&file->memory_sampled_wall_ns);
+    info->memory_resident_bytes = atomic_load(&file->memory_resident_bytes);
+    info->memory_peak_resident_bytes = atomic_load(&file->memory_peak_resident_bytes);
+    info->memory_footprint_bytes = atomic_load(&file->memory_footprint_bytes);
+    info->memory_warnings = atomic_load(&file->memory_warnings);
+    info->memory_last_warning_wall_ns = atomic_load(&file->memory_last_warning_wall_ns);
+    int best = -1;
+    uint64_t best_sequence = 0;
+    for (int slot = 0; slot < 2; slot++) {
+        uint64_t sequence = atomic_load(&file->scope_sequence[slot]);
+        if (sequence == 0 || (sequence & 1) || file->scope_length[slot] >= CSC_SCOPE_JSON_MAX) continue;
+        if (sequence > best_sequence) {
+            best = slot;
+            best_sequence = sequence;
+        }
+    }
+    if (best >= 0 && file->scope_length[best] > 0) {
+        file->scope[best][file->scope_length[best]] = 0;
+        info->scope_json = file->scope[best];
+    }
+    return true;
+}
+
+void csc_run_record_info_free(csc_run_record_info *info) {
+    free(info->storage);
+    memset(info, 0, sizeof *info);
+}
+
+/* ---- the watchdog ---------------------------------------------------------------------------- */
+
+static _Atomic uint64_t g_last_beat_ns;     /* monotonic time of the last heartbeat; 0: none yet */
+static _Atomic uint32_t g_timeout_ms;
+static _Atomic uint32_t g_detected;
+static _Atomic uint32_t g_generation;       /* changed by every start and stop: a hang in progress is forgotten */
+static _Atomic(csc_hang_callback) g_callback;
+static uint64_t g_watched_thread_id;
+static bool g_can_sample;
+static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Only the watchdog thread touches these. */
+static csc_hang_sample g_sample;
+static bool g_hanging;
+static uint64_t g_hang_beat_ns;
+static uint32_t g_hang_generation;
+
+void csc_hang_heartbeat(void) { atomic_store_explicit(&g_last_beat_ns, csc_monotonic_ns(), memory_order_relaxed); }
+
+uint32_t csc_hang_heartbeat_interval_ms(uint32_t timeout_ms) { return timeout_ms / 8 < 10 ? 10 : timeout_ms / 8; }
+
+uint32_t csc_hang_detected_count(void) { return atomic_load(&g_detected); }
+
+void csc_hang_watch_this_thread(void) { g_watched_thread_id = csc_hang_platform_watch_this_thread(); }
+
+void csc_hang_fault_recover(int sig) { csc_hang_platform_fault_recover(sig); }
+
+bool csc_memory_sample(uint64_t *resident, uint64_t *peak, uint64_t *footprint) {
+    *resident = *peak = *footprint = 0;
+    return csc_hang_platform_memory(resident, peak, footprint);
+}
+
+/* Fills g_sample's frames and images (dladdr here, on the watchdog thread). */
+static void csc_hang_take_sample(uint64_t now_wall, uint64_t age_ns) {
+    memset(&g_sample, 0, sizeof g_sample);
+    g_sample.thread_id = g_watched_thread_id;
+    g_sample.started_wall_ns = now_wall - age_ns;
+    uint64_t frames[CSC_HANG_MAX_FRAMES];
+    uint32_t count = g_can_sample ? csc_hang_platform_sample(frames, CSC_HANG_MAX_FRAMES, 200) : 0;
+    g_sample.sampled = count > 0;
+    for (uint32_t i = 0; i < count; i++) {
+        csc_hang_frame *frame = &g_sample.frames[i];
+        frame->address = frames[i];
+        frame->image = -1;
+        Dl_info found;
+        /* A return address points after its call: look up the call (address - 1). */
+        uintptr_t lookup = (uintptr_t)frames[i] - (i > 0 ? 1 : 0);
+        if (frames[i] == 0 || dladdr((void *)lookup, &found) == 0 || found.dli_fname == NULL || found.dli_fbase == NULL) continue;
+        uint32_t image = 0;
+        for (; image < g_sample.image_count; image++)
+            if (strcmp(g_sample.images[image], found.dli_fname) == 0) break;
+        if (image == g_sample.image_count) {
+            if (image >= CSC_HANG_MAX_IMAGES) continue;
+            /* The canonical path (the loader may name the executable by the path it was started
+             * with, through symbolic links): the form in-app rules and symbolication compare. */
+            static char canonical[PATH_MAX];
+            const char *path = realpath(found.dli_fname, canonical) ? canonical : found.dli_fname;
+            csc_copy_field(g_sample.images[image], CSC_HANG_IMAGE_PATH_BYTES, path);
+            g_sample.image_count++;
+        }
+        frame->image = (int32_t)image;
+        frame->offset = frames[i] - (uint64_t)(uintptr_t)found.dli_fbase;
+    }
+    g_sample.frame_count = count;
+}
+
+static void csc_hang_tick(csc_run_record_file *record, uint64_t *last_memory_ns) {
+    uint64_t now = csc_monotonic_ns(), now_wall = csc_wall_ns();
+    if (record) atomic_store(&record->alive_wall_ns, now_wall);
+    if (*last_memory_ns == 0 || now - *last_memory_ns >= (uint64_t)CSC_MEMORY_SAMPLE_MS * 1000000ull) {
+        *last_memory_ns = now;
+        uint64_t resident = 0, peak = 0, footprint = 0;
+        if (record && csc_hang_platform_memory(&resident, &peak, &footprint)) {
+            atomic_store(&record->memory_resident_bytes, resident);
+            atomic_store(&record->memory_peak_resident_bytes, peak);
+            atomic_store(&record->memory_footprint_bytes, footprint);
+            atomic_store(&record->memory_sampled_wall_ns, now_wall);
+        }
+    }
+    uint32_t timeout_ms = atomic_load(&g_timeout_ms);
+    uint64_t beat = atomic_load_explicit(&g_last_beat_ns, memory_order_relaxed);
+    uint32_t generation = atomic_load(&g_generation);
+    if (g_hanging && generation != g_hang_generation) {
+        g_hanging = false;
+        if (record) atomic_store(&record->hanging, 0);
+    }
+    if (!atomic_load(&g_watching) || timeout_ms == 0 || beat == 0) return;
+    if (g_hanging) {
+        if (beat != g_hang_beat_ns) {
+            /* Answered again: the hang lasted from the last heartbeat before it to this one. */
+            g_hanging = false;
+            if (record) atomic_store(&record->hanging, 0);
+            g_sample.duration_ns = beat - g_hang_beat_ns;
+            csc_hang_callback callback = atomic_load(&g_callback);
+            if (callback) callback(&g_sample);
+        } else if (record) {
+            atomic_store(&record->hang_duration_ns, now - g_hang_beat_ns);
+        }
+        return;
+    }
+    if (now <= beat || now - beat < (uint64_t)timeout_ms * 1000000ull) return;
+    g_hanging = true;
+    g_hang_beat_ns = beat;
+    g_hang_generation = generation;
+    atomic_fetch_add(&g_detected, 1);
+    csc_hang_take_sample(now_wall, now - beat);
+    if (record) {
+        atomic_store(&record->hanging, 0);
+        memcpy(&record->hang, &g_sample, sizeof g_sample);
+        atomic_store(&record->hang_duration_ns, csc_monotonic_ns() - beat);
+        atomic_store(&record->hanging, 1);
+    }
+}
+
+/* csc_run_record_open_later's arguments, taken by the watchdog thread under g_start_lock. */
+static bool g_open_pending;
+static void (*g_setup)(void); /* csc_hang_start's setup, not yet called */
+static char g_open_directory[4096], g_open_launch_id[64], g_open_app_version[128];
+
+bool csc_run_record_open_later(const char *directory, const char *launch_id, const char *app_version) {
+    if (directory == NULL || strlen(directory) >= sizeof g_open_directory) return false;
+    pthread_mutex_lock(&g_start_lock);
+    csc_copy_field(g_open_directory, sizeof g_open_directory, directory);
+    csc_copy_field(g_open_launch_id, sizeof g_open_launch_id, launch_id);
+    csc_copy_field(g_open_app_version, sizeof g_open_app_version, app_version);
+    g_open_pending = true;
+    pthread_mutex_unlock(&g_start_lock);
+    return true;
+}
+
+static void csc_hang_open_pending_record(void) {
+    pthread_mutex_lock(&g_start_lock);
+    void (*setup)(void) = g_setup;
+    g_setup = NULL;
+    if (g_open_pending) {
+        g_open_pending = false;
+        (void)csc_run_record_open(g_open_directory, g_open_launch_id, g_open_app_version);
+        csc_run_record_file *record = atomic_load(&g_record);
+        uint32_t timeout_ms = atomic_load(&g_timeout_ms);
+        if (record) {
+            atomic_store(&record->hang_detection, timeout_ms ? 1u : 0u);
+            atomic_store(&record->hang_timeout_ms, timeout_ms);
+        }
+    }
+    pthread_mutex_unlock(&g_start_lock);
+    if (setup) setup();
+}
+
+static void *csc_hang_main(void *unused) {
+    (void)unused;
+    csc_hang_platform_name_thread();
+    uint64_t last_memory_ns = 0;
+    for (bool first = true;; first = false) {
+        /* The first tick at once: a crash right after the start already finds a memory sample. */
+        if (first && atomic_load(&g_watching)) {
+            csc_hang_open_pending_record();
+            csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
+        }
+        uint32_t timeout_ms = atomic_load(&g_timeout_ms);
+        uint32_t tick_ms = timeout_ms == 0 ? 1000 : timeout_ms / 10;
+        if (tick_ms > 250) tick_ms = 250;
+        if (tick_ms < 5) tick_ms = 5;
+        struct timespec pause = {(time_t)(tick_ms / 1000), (long)(tick_ms % 1000) * 1000000L};
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
+        if (!atomic_load(&g_watching)) continue;
+        csc_hang_open_pending_record();
+        csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
+    }
+    return NULL;
+}
+
+bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback, void (*setup)(void)) {
+    pthread_mutex_lock(&g_start_lock);
+    atomic_store(&g_callback, callback);
+    g_setup = setup;
+    atomic_store(&g_timeout_ms, timeout_ms);
+    atomic_store(&g_last_beat_ns, 0); /* armed again by the next heartbeat */
+    atomic_fetch_add(&g_generation, 1);
+    csc_run_record_file *record = atomic_load(&g_record);
+    if (record) {
+        atomic_store(&record->hang_detection, timeout_ms ? 1u : 0u);
+        atomic_store(&record->hang_timeout_ms, timeout_ms);
+    }
+    bool ok = true;
+    atomic_store(&g_watching, true); /* before the thread starts: its first tick runs at once */
+    if (!atomic_load(&g_thread_started)) {
+        g_can_sample = csc_hang_platform_prepare();
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        sigset_t all, saved;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &saved); /* the thread never takes one of the app's signals */
+        pthread_t thread;
+        ok = pthread_create(&thread, &attributes, csc_hang_main, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &saved, NULL);
+        pthread_attr_destroy(&attributes);
+        if (ok) atomic_store(&g_thread_started, true);
+    }
+    if (!ok) atomic_store(&g_watching, false);
+    pthread_mutex_unlock(&g_start_lock);
+    return ok;
+}
+
+void csc_hang_stop(void) {
+    pthread_mutex_lock(&g_start_lock);
+    atomic_store(&g_watching, false);
+    atomic_store(&g_timeout_ms, 0);
+    atomic_fetch_add(&g_generation, 1);
+    pthread_mutex_unlock(&g_start_lock);
+}

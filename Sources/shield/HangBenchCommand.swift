@@ -1,0 +1,86 @@
+import ArgumentParser
+import CrashShieldCapture
+import Foundation
+
+/// `shield bench-hangs [--json] [--seconds S]`: the cost of app-hang detection (issue 28's "low
+/// cost: no allocation or lock on the main thread's path, <= 1 % CPU with the main thread idle").
+/// - `hang.heartbeat`: one `CrashCapture.appHangHeartbeat()` (what the main thread's timer runs),
+///   ns per call;
+/// - `hang.idle_cpu.*`: the process's CPU time (user + system, getrusage) per wall time while the
+///   main thread idles in its run loop for S seconds (default 5): without capture (`baseline`),
+///   with capture and hang detection off (`detection_off`: the watchdog still writes the sign of
+///   life and samples memory, 1 s apart), and with the default 2 s timeout (`detection_on`:
+///   the main thread's 250 ms heartbeat timer and the watchdog's 200 ms tick), in percent.
+enum HangBenchCommand {
+    static func run(json: Bool, seconds: Double) -> Int32 {
+        var results: [(String, String)] = []
+
+        let calls = 10_000_000
+        let began = ContinuousClock.now
+        for _ in 0..<calls { CrashCapture.appHangHeartbeat() }
+        let perCall = Double((ContinuousClock.now - began).nanosecondsClamped) / Double(calls)
+        results.append(("hang.heartbeat", json ? "\"ns_per_call\": \(format(perCall))" : "\(format(perCall)) ns per call"))
+
+        let directory = NSTemporaryDirectory() + "crashshield-bench-hangs-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var measured: [String: Double] = [:]
+        for (name, timeout) in [("baseline", nil), ("detection_off", Duration?.none), ("detection_on", .seconds(2))] as [(String, Duration?)] {
+            if name != "baseline" {
+                var options = CaptureOptions(directory: directory)
+                options.appHangTimeout = timeout
+                do {
+                    try CrashCapture.start(options, launchProtection: nil)
+                } catch {
+                    FileHandle.standardError.write(Data("bench-hangs: start failed: \(error)\n".utf8))
+                    return 1
+                }
+            }
+            RunLoop.main.run(until: Date().addingTimeInterval(0.5))  // armed, settled
+            let cpuBefore = processCPUSeconds()
+            let wallBefore = ContinuousClock.now
+            RunLoop.main.run(until: Date().addingTimeInterval(seconds))
+            let wall = Double((ContinuousClock.now - wallBefore).nanosecondsClamped) / 1e9
+            let percent = (processCPUSeconds() - cpuBefore) / wall * 100
+            measured[name] = percent
+            if name != "baseline" { CrashCapture.stop() }
+            results.append(("hang.idle_cpu.\(name)", json ? "\"cpu_percent\": \(format(percent, digits: 4)), \"seconds\": \(format(wall))"
+                                                          : "\(format(percent, digits: 4)) % CPU over \(format(wall)) s"))
+        }
+        if let on = measured["detection_on"], let base = measured["baseline"] {
+            results.append(("hang.idle_cpu.added_by_detection", json ? "\"cpu_percent\": \(format(on - base, digits: 4)), \"target_percent\": 1"
+                                                                    : "\(format(on - base, digits: 4)) % CPU (target <= 1 %)"))
+        }
+        for (name, text) in results {
+            print(json ? "{\"case\": \"\(name)\", \(text)}" : "\(name.padding(toLength: 36, withPad: " ", startingAt: 0)) \(text)")
+        }
+        return 0
+    }
+
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        #if os(Linux)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    private static func format(_ value: Double, digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
+}
+
+extension Duration {
+    fileprivate var nanosecondsClamped: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+struct BenchHangs: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-hangs", abstract: "The app-hang figures alone: heartbeat cost, CPU with the main thread idle.")
+    @Flag(help: "One JSON object per case and line.") var json = false
+    @Option(help: "Seconds of idle run loop per figure (default 5).") var seconds: Double = 5
+    func run() throws { try finish(HangBenchCommand.run(json: json, seconds: seconds)) }
+}
