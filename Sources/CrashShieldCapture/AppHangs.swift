@@ -126,7 +126,7 @@ package struct PreviousRunRecord: Sendable {
 ///
 /// The watched thread is the thread that called the start (an app's main thread). It answers
 /// through a repeating timer on that thread's run loop (`RunLoop.current` at the start, common
-/// modes; the timer is made and added by the watchdog thread) that calls `csc_hang_heartbeat`
+/// modes; the timer is added by the start on Apple, by the watchdog thread on Linux) that calls `csc_hang_heartbeat`
 /// every eighth of the timeout; a thread that runs
 /// another loop (a GNUstep `NSRunLoop`, `dispatchMain`, a server's event loop) answers with
 /// `CrashCapture.appHangHeartbeat()`. Detection is armed by the first answer.
@@ -157,9 +157,16 @@ package enum RunWatch {
         csc_hang_watch_this_thread()
         subscribeToMemoryWarnings()
         // The run loop is had here, on its thread (creating one takes file descriptors, which
-        // must not fail later, e.g. once the app has used them all); the timer is made and added
-        // by the watchdog thread (~0.1 ms the start does not pay).
+        // must not fail later, e.g. once the app has used them all).
+        #if canImport(Darwin)
+        // Apple documents NSRunLoop as usable only from its own thread: the timer is added here.
+        if timeout > 0 { timer = makeHeartbeatTimer(timeout, on: RunLoop.current) }
+        pendingLoop = nil
+        #else
+        // swift-corelibs-foundation adds a timer to another thread's loop under CFRunLoop's own
+        // lock: the watchdog thread makes and adds it (~0.1 ms the start does not pay).
         pendingLoop = timeout > 0 ? RunLoop.current : nil
+        #endif
         _ = csc_hang_start(timeout, hangCallback, watchdogSetup)
     }
 
