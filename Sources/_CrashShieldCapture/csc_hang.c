@@ -455,15 +455,13 @@ static void *csc_hang_main(void *unused) {
     csc_hang_platform_name_thread();
     uint64_t last_memory_ns = 0;
     for (bool first = true;; first = false) {
-        /* The first tick at once: a crash right after the start already finds a memory sample. */
-        if (first && atomic_load(&g_watching)) {
-            csc_hang_open_pending_record();
-            csc_hang_tick(atomic_load(&g_record), &last_memory_ns);
-        }
         uint32_t timeout_ms = atomic_load(&g_timeout_ms);
         uint32_t tick_ms = timeout_ms == 0 ? 1000 : timeout_ms / 10;
         if (tick_ms > 250) tick_ms = 250;
         if (tick_ms < 5) tick_ms = 5;
+        /* The first tick (the record's file, the first memory sample) CSC_HANG_FIRST_TICK_MS after
+         * the start: after the start has returned, so its file work never competes with it. */
+        if (first) tick_ms = CSC_HANG_FIRST_TICK_MS;
         struct timespec pause = {(time_t)(tick_ms / 1000), (long)(tick_ms % 1000) * 1000000L};
         while (nanosleep(&pause, &pause) != 0 && errno == EINTR) {}
         if (!atomic_load(&g_watching)) continue;
@@ -486,7 +484,7 @@ bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback, void (*setu
         atomic_store(&record->hang_timeout_ms, timeout_ms);
     }
     bool ok = true;
-    atomic_store(&g_watching, true); /* before the thread starts: its first tick runs at once */
+    atomic_store(&g_watching, true); /* before the thread starts: its first tick sees it */
     if (!atomic_load(&g_thread_started)) {
         g_can_sample = csc_hang_platform_prepare();
         pthread_attr_t attributes;

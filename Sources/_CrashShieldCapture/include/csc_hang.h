@@ -13,7 +13,8 @@
  * sequence number that is odd while it is written, so a write cut short by a kill leaves the
  * other slot readable).
  *
- * The watchdog: one thread (every signal blocked) that runs a tick at once and then every tick
+ * The watchdog: one thread (every signal blocked) that runs its first tick CSC_HANG_FIRST_TICK_MS
+ * after the start and then every tick
  * (a tenth of the hang timeout, at most 250 ms; 1 s without hang detection), writes the sign of
  * life, samples memory every CSC_MEMORY_SAMPLE_MS, and checks the watched thread's heartbeat.
  * The watched thread is the one that called csc_hang_watch_this_thread() (the start's caller: the
@@ -50,6 +51,9 @@ extern "C" {
 #define CSC_HANG_MAX_FRAMES 64
 #define CSC_HANG_MAX_IMAGES 16
 #define CSC_HANG_IMAGE_PATH_BYTES 1024
+/** How long after csc_hang_start the watchdog's first tick (the run record's file, the first
+ *  memory sample) comes (ms): after the start has returned. */
+#define CSC_HANG_FIRST_TICK_MS 20u
 /** How often memory is sampled (ms). */
 #define CSC_MEMORY_SAMPLE_MS 1000u
 
