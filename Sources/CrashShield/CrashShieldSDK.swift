@@ -122,6 +122,8 @@ public enum CrashShieldSDK {
             sinks.append(sink)
         }
 
+        startDeliveryThreadAfterStart(capture: options.capture != nil)
+
         // Registered after reporting's exit handler, so it runs before it: at exit, incident
         // delivery ends first (no sink call starts, a running one is waited for at most 500 ms),
         // then reporting's end runs with no sink call racing it.
@@ -135,6 +137,14 @@ public enum CrashShieldSDK {
         ReportingClient.current?.beginWork()
         steps.end("reporting hand-off and incident sinks")
         _lastStartSteps = steps.recorded
+    }
+
+    /// The incident delivery thread: with capture, created by the app-hang watchdog's first tick
+    /// (`RunWatch.afterStart`), off the start's thread; without, here. An incident queued before
+    /// then creates it itself.
+    private static func startDeliveryThreadAfterStart(capture: Bool) {
+        if capture, RunWatch.afterStart({ IncidentHub.shared.startDeliveryThread() }) { return }
+        IncidentHub.shared.startDeliveryThread()
     }
 
     /// The steps of the last successful `start`, in order, with their durations: `shield bench`
@@ -252,8 +262,9 @@ public enum CrashShieldSDK {
     /// Installs the guards with `options` (the first step of `start`).
     private static func startGuards(_ options: CrashShieldOptions, steps: inout StartSteps) throws {
         let previousSwiftPolicies = swiftGuards.map { cs_swift_guard_policy($0.cell) }
+        // The delivery thread is created after the start returns (startDeliveryThreadAfterStart).
+        IncidentHub.shared.connect(startingThread: false)
         for sink in options.sinks { IncidentHub.shared.add(sink) }
-        IncidentHub.shared.connect()
         cs_incidents_set_rate_limit_ns(UInt64(max(0, options.countUpdateInterval.nanoseconds)))
         steps.end("incident delivery")
         for (id, cell) in swiftGuards { cs_swift_guard_set_policy(cell, options.policy(for: id).raw) }

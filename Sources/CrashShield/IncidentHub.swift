@@ -17,20 +17,30 @@ final class IncidentHub: @unchecked Sendable {
     private var connected = false
 
     /// Installs the C callback once; from then on every delivered incident reaches `deliver`.
-    func connect() {
+    /// `startingThread` false leaves the delivery thread to `startDeliveryThread()` or to the
+    /// first incident (the start creates it after returning).
+    func connect(startingThread: Bool = true) {
         lock.lock()
         defer { lock.unlock() }
         guard !connected else { return }
         connected = true
-        cs_incidents_set_callback({ raw, _ in
+        let callback: cs_incident_callback = { raw, _ in
             guard let raw else { return }
             IncidentHub.shared.deliver(Incident(raw))
-        }, nil)
+        }
+        if startingThread {
+            cs_incidents_set_callback(callback, nil)
+        } else {
+            cs_incidents_set_callback_without_thread(callback, nil)
+        }
         pthread_atfork(
             { IncidentHub.shared.lock.lock() },
             { IncidentHub.shared.lock.unlock() },
             { IncidentHub.shared.lock.reinitializeInForkedChild() })
     }
+
+    /// Starts the delivery thread if `connect(startingThread: false)` left it unstarted.
+    func startDeliveryThread() { cs_incidents_start_delivery_thread() }
 
     func add(_ sink: any IncidentSink) {
         lock.lock()

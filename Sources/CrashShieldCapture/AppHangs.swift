@@ -164,13 +164,42 @@ package enum RunWatch {
         pendingLoop = nil
         #else
         // swift-corelibs-foundation adds a timer to another thread's loop under CFRunLoop's own
-        // lock: the watchdog thread makes and adds it (~0.1 ms the start does not pay).
-        pendingLoop = timeout > 0 ? RunLoop.current : nil
+        // lock: the watchdog thread makes and adds it (~0.1 ms the start does not pay). On the
+        // main thread the watchdog thread also gets the loop (`RunLoop.main`, creatable from any
+        // thread), so the start does not pay for its creation (~0.1 ms: an epoll, an eventfd and
+        // a timerfd); should those descriptors be unavailable then, no heartbeat arms detection.
+        pendingLoop = timeout == 0 ? nil : Thread.isMainThread ? .main : .other(RunLoop.current)
         #endif
-        _ = csc_hang_start(timeout, hangCallback, watchdogSetup)
+        watchdogRuns = csc_hang_start(timeout, hangCallback, watchdogSetup)
     }
 
-    nonisolated(unsafe) private static var pendingLoop: RunLoop?
+    /// Whether the last start's watchdog runs (false after stop or a failed thread start).
+    nonisolated(unsafe) private static var watchdogRuns = false
+    /// `afterStart`'s work not run yet.
+    nonisolated(unsafe) private static var deferredWork: [@Sendable () -> Void] = []
+
+    /// Runs `work` on the watchdog thread at its first tick after this start
+    /// (CSC_HANG_FIRST_TICK_MS after it: the start's own work that can wait, such as creating
+    /// threads), or on the thread that calls `stop()` should that come first. False when no
+    /// watchdog runs: the caller does the work itself.
+    package static func afterStart(_ work: @escaping @Sendable () -> Void) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard watchdogRuns else { return false }
+        deferredWork.append(work)
+        return true
+    }
+
+    /// Takes the deferred work (under `lock`), to run outside it.
+    private static func takeDeferredWork() -> [@Sendable () -> Void] {
+        let work = deferredWork
+        deferredWork = []
+        return work
+    }
+
+    /// The loop that gets the heartbeat timer at the watchdog's first tick (Linux; nil: none).
+    private enum PendingLoop { case main, other(RunLoop) }
+    nonisolated(unsafe) private static var pendingLoop: PendingLoop?
 
     private static func makeHeartbeatTimer(_ timeout: UInt32, on loop: RunLoop) -> Timer {
         let interval = Double(csc_hang_heartbeat_interval_ms(timeout)) / 1000
@@ -183,10 +212,16 @@ package enum RunWatch {
     /// On the watchdog thread, once after each start: the watched thread's heartbeat timer.
     fileprivate static func setUpOnWatchdogThread() {
         lock.lock()
-        defer { lock.unlock() }
-        guard let loop = pendingLoop else { return }
-        pendingLoop = nil
-        timer = makeHeartbeatTimer(timeoutMilliseconds, on: loop)
+        let work = takeDeferredWork()
+        if let pending = pendingLoop {
+            pendingLoop = nil
+            switch pending {
+            case .main: timer = makeHeartbeatTimer(timeoutMilliseconds, on: RunLoop.main)
+            case .other(let loop): timer = makeHeartbeatTimer(timeoutMilliseconds, on: loop)
+            }
+        }
+        lock.unlock()
+        for item in work { item() }
     }
 
     /// Stops the watchdog's watch and marks the run stopped (the next start reports no abnormal
@@ -194,12 +229,15 @@ package enum RunWatch {
     /// where the start was not on this thread).
     static func stop() {
         lock.lock()
-        defer { lock.unlock() }
         csc_hang_stop()
         csc_run_record_mark_stopped()
+        watchdogRuns = false
+        let work = takeDeferredWork()
         pendingLoop = nil
         timer?.invalidate()
         timer = nil
+        lock.unlock()
+        for item in work { item() }
     }
 
     #if canImport(Darwin)

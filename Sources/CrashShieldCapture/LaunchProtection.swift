@@ -492,7 +492,7 @@ public final class LaunchProtection: @unchecked Sendable {
         atexit { LaunchProtection.current?.markExited() }
     }()
 
-    private final class WeakReference {
+    private final class WeakReference: @unchecked Sendable {  // set once, then only read
         weak var protection: LaunchProtection?
         init(_ protection: LaunchProtection) { self.protection = protection }
     }
@@ -500,16 +500,34 @@ public final class LaunchProtection: @unchecked Sendable {
     /// Ends the launch window: a plain thread that sleeps (csc_run_after), because the first
     /// `DispatchQueue.asyncAfter` of a process starts libdispatch's timer machinery on the
     /// caller's thread (~0.1 ms on the start path); Dispatch only if no thread can be started.
+    /// With capture's watchdog running, that thread is created by the watchdog after the start
+    /// returned (`RunWatch.afterStart`) and sleeps what is left of the window.
     private static func completeLaunch(of protection: LaunchProtection, after nanoseconds: UInt64) {
-        let reference = Unmanaged.passRetained(WeakReference(protection)).toOpaque()
+        let deadline = monotonicNanoseconds() &+ nanoseconds
+        let reference = WeakReference(protection)
+        if RunWatch.afterStart({
+            let now = monotonicNanoseconds()
+            startWindowTimer(reference, after: deadline > now ? deadline - now : 0)
+        }) { return }
+        startWindowTimer(reference, after: nanoseconds)
+    }
+
+    private static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
+    private static func startWindowTimer(_ protection: WeakReference, after nanoseconds: UInt64) {
+        let reference = Unmanaged.passRetained(protection).toOpaque()
         let started = csc_run_after(nanoseconds, { context in
             guard let context else { return }
             Unmanaged<WeakReference>.fromOpaque(context).takeRetainedValue().protection?.launchCompleted()
         }, reference)
         if started { return }
         Unmanaged<WeakReference>.fromOpaque(reference).release()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) { [weak protection] in
-            protection?.launchCompleted()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds))) {
+            protection.protection?.launchCompleted()
         }
     }
 

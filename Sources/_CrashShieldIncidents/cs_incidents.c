@@ -95,7 +95,6 @@ static void cs_warm_up(void) {
     /* glibc's backtrace() loads libgcc_s on first use; do it once, early, not inside a hook. */
     void *frames[2];
     (void)backtrace(frames, 2);
-    cs_images_refresh();
 }
 
 static uint64_t cs_fnv1a(uint64_t hash, const void *data, size_t length) {
@@ -277,6 +276,9 @@ static void cs_enqueue(const cs_incident *incident) {
 
 static void *cs_delivery_main(void *unused) {
     (void)unused;
+    /* The image table, off the start's thread: an incident recorded before this is done finds
+     * the table empty and fills it itself (cs_images_lookup refreshes on a miss). */
+    cs_images_refresh();
     cs_incident incident;
     pthread_mutex_lock(&g_queue.lock);
     for (;;) {
@@ -431,12 +433,26 @@ static void cs_install_process_hooks(void) {
     atexit(cs_exit_handler);
 }
 
-void cs_incidents_set_callback(cs_incident_callback callback, void *context) {
+static void cs_set_callback(cs_incident_callback callback, void *context, bool start_thread) {
     pthread_once(&g_warm_once, cs_warm_up);
     if (callback) pthread_once(&g_process_hooks_once, cs_install_process_hooks);
     pthread_mutex_lock(&g_queue.lock);
     g_queue.callback = callback;
     g_queue.context = context;
+    if (start_thread) cs_start_delivery_thread_locked();
+    pthread_mutex_unlock(&g_queue.lock);
+}
+
+void cs_incidents_set_callback(cs_incident_callback callback, void *context) {
+    cs_set_callback(callback, context, true);
+}
+
+void cs_incidents_set_callback_without_thread(cs_incident_callback callback, void *context) {
+    cs_set_callback(callback, context, false);
+}
+
+void cs_incidents_start_delivery_thread(void) {
+    pthread_mutex_lock(&g_queue.lock);
     cs_start_delivery_thread_locked();
     pthread_mutex_unlock(&g_queue.lock);
 }

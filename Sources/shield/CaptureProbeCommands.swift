@@ -125,18 +125,20 @@ extension BenchCaptureCommand {
     }
 }
 
-/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--main-actor-step] [--unwritable-dir] [--fill-disk] [--stderr-full-pipe] [--fsize-limit N]`:
+/// `shield launch-probe --dir D [--crash|--hang] [--no-capture] [--threshold N] [--crashing-step] [--main-actor-step] [--unwritable-dir] [--fill-disk] [--stderr-full-pipe] [--fsize-limit N] [--window-ms N] [--no-hang-detection]`:
 /// the child of the launch-protection end-to-end test. Starts capture with launch protection and
 /// three repair steps (safe-mode, step-two, step-three; with --crashing-step: "crashes", whose
 /// body dies of SIGSEGV, then "after-crash"), prints one JSON line describing what launch
-/// protection decided, then crashes during launch (--crash), waits to be killed (--hang), or
-/// completes the launch and exits cleanly.
+/// protection decided, then crashes during launch (--crash), waits to be killed (--hang), waits
+/// for a launch window of N ms to complete the launch and prints `WINDOW-COMPLETED-AFTER-MS <ms>`
+/// (--window-ms), or completes the launch and exits cleanly.
 enum LaunchProbeCommand {
     static func run(_ arguments: [String]) -> Int32 {
         guard let directory = CrashCommand.option("--dir", in: arguments) else { return 2 }
         var launch = LaunchProtectionOptions()
         launch.threshold = Int(CrashCommand.option("--threshold", in: arguments) ?? "") ?? 3
-        launch.launchWindow = .seconds(60)
+        let windowMilliseconds = CrashCommand.option("--window-ms", in: arguments).flatMap { Int($0) }
+        launch.launchWindow = windowMilliseconds.map { .milliseconds($0) } ?? .seconds(60)
         launch.repairSteps = [
             .safeMode(),
             .run(id: "step-two") { _ in },
@@ -161,6 +163,7 @@ enum LaunchProbeCommand {
         } else {
             var options = CaptureOptions(directory: directory)
             options.appVersion = "1.0"
+            if arguments.contains("--no-hang-detection") { options.appHangTimeout = nil }
             guard let started = try? CrashCapture.start(options, launchProtection: launch) else { return 1 }
             protection = started
         }
@@ -187,6 +190,14 @@ enum LaunchProbeCommand {
         if arguments.contains("--stderr-full-pipe") { HostileSetup.fillStandardErrorPipe() }
         if arguments.contains("--crash") { csc_crash_segv() }
         if arguments.contains("--hang") { while true { sleep(1) } }
+        if windowMilliseconds != nil {
+            // The window completes the launch by itself: how long after the start it did (or none).
+            let deadline = clock.now + .seconds(20)
+            while !protection.isLaunchCompleted && clock.now < deadline { usleep(1_000) }
+            let after = (clock.now - startedAt).components
+            print(protection.isLaunchCompleted ? "WINDOW-COMPLETED-AFTER-MS \(after.seconds * 1000 + after.attoseconds / 1_000_000_000_000_000)" : "WINDOW-NOT-COMPLETED")
+            return 0
+        }
         protection.launchCompleted()
         return 0
     }

@@ -197,12 +197,16 @@ struct LaunchProbe: ParsableCommand {
     @Flag(help: "Fill the directory's file system after start (<dir>/filler).") var fillDisk = false
     @Flag(help: "Make stderr a full pipe nobody reads after start.") var stderrFullPipe = false
     @Option(help: "Set RLIMIT_FSIZE to this many bytes after start.") var fsizeLimit: String?
+    @Option(help: "A launch window of this many milliseconds; wait for it to complete the launch.") var windowMs: Int?
+    @Flag(help: "Capture without app-hang detection.") var noHangDetection = false
     func run() throws {
         try finish(LaunchProbeCommand.run(
             ["--dir", dir] + option("--threshold", threshold) + option("--fsize-limit", fsizeLimit)
+                + option("--window-ms", windowMs)
                 + flags(["--crash": crash, "--hang": hang, "--no-capture": noCapture, "--crashing-step": crashingStep,
                          "--main-actor-step": mainActorStep, "--unwritable-dir": unwritableDir,
-                         "--fill-disk": fillDisk, "--stderr-full-pipe": stderrFullPipe])))
+                         "--fill-disk": fillDisk, "--stderr-full-pipe": stderrFullPipe,
+                         "--no-hang-detection": noHangDetection])))
     }
 }
 

@@ -261,6 +261,24 @@ import Testing
         #expect(state.phase == "running")
     }
 
+    /// With capture, the window's timer is started by the app-hang watchdog after the start
+    /// returned: the launch still completes by itself, after the window and not long after it,
+    /// both with hang detection on (the default) and without; the next start sees a clean exit.
+    @Test(arguments: [false, true]) func launchWindowCompletesTheLaunchWithCapture(hangDetectionOff: Bool) throws {
+        let directory = temporaryDirectory("window-capture")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try runChild(Built.shield, ["launch-probe", "--dir", directory, "--window-ms", "150"]
+                                   + (hangDetectionOff ? ["--no-hang-detection"] : []))
+        #expect(run.termination == .exited(0))
+        let line = try #require(run.output.split(separator: "\n").first { $0.hasPrefix("WINDOW-COMPLETED-AFTER-MS ") },
+                                "output: \(run.output)")
+        let milliseconds = try #require(Int(line.dropFirst("WINDOW-COMPLETED-AFTER-MS ".count)))
+        #expect(milliseconds >= 150)
+        let state = try #require(LaunchProtection.readState("\(directory)/launch-state").0)
+        #expect(state.phase == "exited")
+        #expect(state.consecutiveLaunchCrashes == 0)
+    }
+
     /// A step that never calls its completion fails after its timeout and the launch goes on; its
     /// marker is persisted, so the next launch crash runs the next step instead.
     @Test func stepTimeoutFailsTheStepAndEscalates() throws {

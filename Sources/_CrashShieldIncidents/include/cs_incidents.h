@@ -108,6 +108,12 @@ size_t cs_caller_frames(uintptr_t *out, size_t capacity, uint8_t skip);
  *  and the fork handlers: a forked child drops what the parent had queued (counted in
  *  dropped_deliveries) and starts its own delivery thread when it records its first incident. */
 void cs_incidents_set_callback(cs_incident_callback callback, void *context);
+/** cs_incidents_set_callback without starting the delivery thread: it starts with
+ *  cs_incidents_start_delivery_thread() or when the first incident is queued, whichever comes
+ *  first (a start leaves the thread's creation to after it returns). */
+void cs_incidents_set_callback_without_thread(cs_incident_callback callback, void *context);
+/** Starts the delivery thread when a callback is set and none runs yet; otherwise a no-op. */
+void cs_incidents_start_delivery_thread(void);
 
 /**
  * The end of delivery (process exit, CrashShieldSDK.stop()).

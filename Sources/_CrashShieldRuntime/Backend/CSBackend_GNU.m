@@ -1178,6 +1178,8 @@ typedef struct {
     const Class *roots;
     size_t root_count;
     const cs_query_by_selector *by_selector;
+    uint64_t instance_roots, class_roots; /* roots with an instance-side / a class-side query */
+    struct cs_roots_memo *memo;           /* NULL: no memo (allocation failed) */
     cs_owner_visitor visit;
     void *context;
 } cs_owner_search;
@@ -1228,22 +1230,83 @@ static size_t cs_index_roots(const cs_owner_query *queries, size_t count, Class 
     return count;
 }
 
+/* The roots at or above each class seen so far (open addressing on the class pointer), so that
+ * a class's ancestors are compared with the roots once, not once per subclass. */
+typedef struct cs_roots_memo {
+    CS_UNRETAINED Class *classes;
+    uint64_t *roots_above;
+    size_t mask; /* capacity - 1, a power of two at least twice the classes it may hold */
+    size_t used;
+} cs_roots_memo;
+
+static bool cs_roots_memo_init(cs_roots_memo *memo, size_t expected) {
+    size_t capacity = 64;
+    while (capacity < expected * 2) capacity *= 2;
+    memo->classes = (CS_UNRETAINED Class *)calloc(capacity, sizeof(Class));
+    memo->roots_above = calloc(capacity, sizeof(uint64_t));
+    memo->mask = capacity - 1;
+    memo->used = 0;
+    return memo->classes != NULL && memo->roots_above != NULL;
+}
+
+static void cs_roots_memo_free(cs_roots_memo *memo) {
+    free((void *)memo->classes);
+    free(memo->roots_above);
+}
+
+static size_t cs_roots_memo_slot(const cs_roots_memo *memo, Class cls) {
+    size_t slot = ((uintptr_t)(__bridge const void *)cls >> 4) * 0x9E3779B97F4A7C15ull & memo->mask;
+    while (memo->classes[slot] != Nil && memo->classes[slot] != cls) slot = (slot + 1) & memo->mask;
+    return slot;
+}
+
+static uint64_t cs_own_root_bit(Class cls, const cs_owner_search *search) {
+    uint64_t bits = 0;
+    for (size_t r = 0; r < search->root_count; r++)
+        if (cls == search->roots[r]) bits |= UINT64_C(1) << r;
+    return bits;
+}
+
+/* The roots that are `cls` or one of its superclasses, as bits of search->roots. */
+static uint64_t cs_roots_above(Class cls, const cs_owner_search *search) {
+    cs_roots_memo *memo = search->memo;
+    Class chain[64];
+    size_t depth = 0;
+    uint64_t above = 0;
+    Class c = cls;
+    for (; c != Nil; c = class_getSuperclass(c)) {
+        if (memo != NULL) {
+            size_t slot = cs_roots_memo_slot(memo, c);
+            if (memo->classes[slot] == c) {
+                above = memo->roots_above[slot];
+                break;
+            }
+        }
+        if (depth == sizeof chain / sizeof chain[0]) { /* deeper than any real hierarchy: no memo */
+            for (Class d = cls; d != Nil; d = class_getSuperclass(d)) above |= cs_own_root_bit(d, search);
+            return above;
+        }
+        chain[depth++] = c;
+    }
+    while (depth > 0) {
+        Class d = chain[--depth];
+        above |= cs_own_root_bit(d, search);
+        if (memo != NULL && (memo->used + 1) * 2 <= memo->mask + 1) {
+            size_t slot = cs_roots_memo_slot(memo, d);
+            memo->classes[slot] = d;
+            memo->roots_above[slot] = above;
+            memo->used++;
+        }
+    }
+    return above;
+}
+
 /* Visits the owners among `cls` (and its metaclass) for the queries whose root is `cls` or one
  * of its superclasses. */
 static void cs_visit_class(Class cls, const cs_owner_search *search) {
-    uint64_t roots_above = 0;
-    for (Class c = cls; c != Nil; c = class_getSuperclass(c))
-        for (size_t r = 0; r < search->root_count; r++)
-            if (c == search->roots[r]) roots_above |= UINT64_C(1) << r;
-    if (roots_above == 0) return;
-    BOOL wants_instance = NO, wants_class = NO;
-    for (size_t q = 0; q < search->count; q++) {
-        if (!(roots_above & (UINT64_C(1) << search->root_of[q]))) continue;
-        if (search->queries[q].class_side) wants_class = YES;
-        else wants_instance = YES;
-    }
-    if (wants_instance) cs_visit_side(cls, NO, roots_above, search);
-    if (wants_class) cs_visit_side(object_getClass((id)cls), YES, roots_above, search);
+    uint64_t roots_above = cs_roots_above(cls, search);
+    if (roots_above & search->instance_roots) cs_visit_side(cls, NO, roots_above, search);
+    if (roots_above & search->class_roots) cs_visit_side(object_getClass((id)cls), YES, roots_above, search);
 }
 
 /* Answers the queries over `classes` (NULL: a copy of the whole class list, counted in
@@ -1267,7 +1330,15 @@ static void cs_visit_classes(const cs_owner_query *queries, size_t count, const 
                          context);
     for (size_t q = 0; q < answered; q++) by_selector[q] = (cs_query_by_selector){cs_gnu_selector_id(queries[q].sel), q};
     qsort(by_selector, answered, sizeof *by_selector, cs_compare_query_by_selector);
-    cs_owner_search search = {queries, answered, root_of, roots, root_count, by_selector, visit, context};
+    uint64_t instance_roots = 0, class_roots = 0;
+    for (size_t q = 0; q < answered; q++) {
+        if (queries[q].class_side) class_roots |= UINT64_C(1) << root_of[q];
+        else instance_roots |= UINT64_C(1) << root_of[q];
+    }
+    cs_roots_memo memo;
+    bool memo_ready = cs_roots_memo_init(&memo, class_count > 0 ? class_count : 1024);
+    cs_owner_search search = {queries,     answered,    root_of,                     roots, root_count, by_selector,
+                              instance_roots, class_roots, memo_ready ? &memo : NULL, visit, context};
     for (size_t i = 0; classes != NULL && i < class_count; i++) cs_visit_class(classes[i], &search);
     if (classes == NULL || prefix_count > 0) {
         CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
@@ -1289,6 +1360,7 @@ static void cs_visit_classes(const cs_owner_query *queries, size_t count, const 
         }
         free(all);
     }
+    cs_roots_memo_free(&memo);
     free(by_selector);
     free(root_of);
 }
