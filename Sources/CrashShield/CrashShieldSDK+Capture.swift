@@ -135,23 +135,37 @@ extension CrashShieldSDK {
     static func publishGuardStates() {
         publishLock.lock()
         defer { publishLock.unlock() }
-        let states = status.map { status -> (name: String, state: String, policy: String) in
+        // Straight from the C registry and the Swift guards' cells, in `status`'s order, without
+        // building `status` (its first use instantiates generic metadata the start pays for).
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        json.reserveCapacity(64 * (cs_guard_count() + swiftGuards.count) + 2)
+        func add(_ name: String, _ state: CrashReport.GuardState.State, _ policy: GuardPolicy) {
+            if json.count > 1 { json.append(UInt8(ascii: ",")) }
+            let reported: CrashReport.GuardState.Policy
+            switch policy {
+            case .neutralize: reported = .neutralize
+            case .reportOnly: reported = .reportOnly
+            case .off: reported = .off
+            }
+            appendGuardState(name: name, state: state.rawValue, policy: reported.rawValue, to: &json)
+        }
+        for index in 0..<cs_guard_count() {
+            let raw = cs_guard_status_at(index)
             let state: CrashReport.GuardState.State
-            switch status.state {
-            case .active: state = .active
-            case .canaryFailed: state = .canaryFailed
-            case .installFailed: state = .installFailed
+            switch raw.state {
+            case CS_GUARD_ACTIVE: state = .active
+            case CS_GUARD_CANARY_FAILED: state = .canaryFailed
+            case CS_GUARD_INSTALL_FAILED: state = .installFailed
             default: state = .notInstalled
             }
-            let policy: CrashReport.GuardState.Policy
-            switch status.policy {
-            case .neutralize: policy = .neutralize
-            case .reportOnly: policy = .reportOnly
-            case .off: policy = .off
-            }
-            return (status.id.rawValue, state.rawValue, policy.rawValue)
+            add(String(cString: raw.name), state, GuardPolicy(raw.policy))
         }
-        csc_set_guard_states_json(guardStatesJSON(states))
+        for (id, cell) in swiftGuards { add(id.rawValue, .active, GuardPolicy(cs_swift_guard_policy(cell))) }
+        json.append(UInt8(ascii: "]"))
+        json.append(0)
+        json.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { csc_set_guard_states_json($0.baseAddress) }
+        }
     }
 
     private static let publishLock = NSLock()
@@ -160,44 +174,46 @@ extension CrashShieldSDK {
     /// `[CrashReport.GuardState]`, written by hand because the first JSONEncoder use and the
     /// reflection of an enum's name cost ~0.7 ms of the start (SPEC §9).
     static func guardStatesJSON(_ states: [(name: String, state: String, policy: String)]) -> String {
-        var json = "["
-        json.reserveCapacity(64 * states.count + 2)
+        var json: [UInt8] = [UInt8(ascii: "[")]
         for (index, entry) in states.enumerated() {
-            if index > 0 { json += "," }
-            json += "{\"name\":"
-            appendJSONString(entry.name, to: &json)
-            json += ",\"policy\":"
-            appendJSONString(entry.policy, to: &json)
-            json += ",\"state\":"
-            appendJSONString(entry.state, to: &json)
-            json += "}"
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            appendGuardState(name: entry.name, state: entry.state, policy: entry.policy, to: &json)
         }
-        return json + "]"
+        json.append(UInt8(ascii: "]"))
+        return String(decoding: json, as: UTF8.self)
     }
 
-    /// A JSON string literal as JSONEncoder writes it with `.withoutEscapingSlashes`.
-    private static func appendJSONString(_ text: String, to json: inout String) {
-        json += "\""
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            json += text  // nothing to escape: one append instead of one per scalar
-            json += "\""
-            return
-        }
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": json += "\\\""
-            case "\\": json += "\\\\"
-            case "\u{08}": json += "\\b"
-            case "\u{0C}": json += "\\f"
-            case "\n": json += "\\n"
-            case "\r": json += "\\r"
-            case "\t": json += "\\t"
-            case "\u{00}"..."\u{1F}":
-                let hex = String(scalar.value, radix: 16)
-                json += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: json.unicodeScalars.append(scalar)
+    /// One entry of the "guards" array (keys sorted, as JSONEncoder writes them), as UTF-8.
+    private static func appendGuardState(name: String, state: String, policy: String, to json: inout [UInt8]) {
+        json.append(contentsOf: #"{"name":"#.utf8)
+        appendJSONString(name, to: &json)
+        json.append(contentsOf: #","policy":"#.utf8)
+        appendJSONString(policy, to: &json)
+        json.append(contentsOf: #","state":"#.utf8)
+        appendJSONString(state, to: &json)
+        json.append(UInt8(ascii: "}"))
+    }
+
+    /// A JSON string literal as JSONEncoder writes it with `.withoutEscapingSlashes`, as UTF-8.
+    private static func appendJSONString(_ text: String, to json: inout [UInt8]) {
+        json.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): json.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): json.append(contentsOf: #"\\"#.utf8)
+            case 0x08: json.append(contentsOf: #"\b"#.utf8)
+            case 0x0C: json.append(contentsOf: #"\f"#.utf8)
+            case UInt8(ascii: "\n"): json.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): json.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): json.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                json.append(contentsOf: #"\u00"#.utf8)
+                json.append(hex[Int(byte >> 4)])
+                json.append(hex[Int(byte & 0xF)])
+            default: json.append(byte)  // UTF-8 passes through as JSONEncoder writes it
             }
         }
-        json += "\""
+        json.append(UInt8(ascii: "\""))
     }
 }

@@ -424,7 +424,7 @@ public enum CrashShieldSDK {
 
 /// Guards implemented in Swift (no runtime hooks), after the registry's guards in `status`.
 /// Each is always active; its policy is an atomic cell in the C incident pipeline.
-private let swiftGuards: [(id: GuardID, cell: cs_swift_guard)] = [
+let swiftGuards: [(id: GuardID, cell: cs_swift_guard)] = [
     (.swiftAccess, CS_SWIFT_GUARD_ACCESS),
     (.decoding, CS_SWIFT_GUARD_DECODING),
 ]

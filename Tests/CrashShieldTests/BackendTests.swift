@@ -7,6 +7,20 @@ import _CrashShieldTestSupport
 
 extension RuntimeTests {
     @Suite struct Backend {
+        #if !canImport(Darwin)
+        /// GCC libobjc: the own-method lookup that reads method lists in place answers exactly as
+        /// class_copyMethodList does, for every method of every class and metaclass (categories
+        /// and methods added at run time included) and for a selector no class defines.
+        @Test func ownMethodLookupMatchesTheCopiedMethodLists() {
+            var checked = 0
+            var inPlace = false
+            let mismatches = cs_backend_own_method_mismatches_for_testing(&checked, &inPlace)
+            #expect(inPlace, "GCC libobjc's method lists no longer read as the backend expects")
+            #expect(checked > 5_000)  // GNUstep Base alone defines several thousand methods
+            #expect(mismatches == 0)
+        }
+        #endif
+
         /// GCC libobjc: a replaced IMP must reach a subclass that holds its own copy of the
         /// dispatch-table bucket. The control shows the condition is really there.
         @Test func replacementReachesSubclassesWithOwnDispatchTables() {

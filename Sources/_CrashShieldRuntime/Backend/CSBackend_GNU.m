@@ -43,6 +43,7 @@
 #endif
 #import "CSBackend.h"
 #include <dlfcn.h>
+#include <pthread.h>
 #include <cs_incidents.h>
 
 #if !defined(__APPLE__)
@@ -665,7 +666,77 @@ void cs_backend_assume_table_layout_for_testing(int variant) {
 }
 #endif
 
+/* GCC libobjc's selector id: the first field of its struct objc_selector, one per name (typed
+ * or not), what sel_isEqual compares. */
+static const void *cs_gnu_selector_id(SEL sel) {
+    return *(void *const *)(const void *)sel;
+}
+
+/* Reading a class's own method lists in place (cs_gnu_method_list from its `methods` field) under
+ * the runtime lock, as class_copyMethodList does, without its copy. Confirmed once: the lists of
+ * NSObject and its metaclass must hold exactly the Methods class_copyMethodList answers, in its
+ * order; otherwise (or without the lock's entry points) every lookup copies. */
+typedef struct {
+    int (*lock)(void *mutex);
+    int (*unlock)(void *mutex);
+    void **mutex;
+} cs_gnu_runtime_lock;
+static cs_gnu_runtime_lock g_method_walk_lock;
+static BOOL g_method_walk_ok;
+static pthread_once_t g_method_walk_once = PTHREAD_ONCE_INIT;
+
+/* `cls`'s first own Method whose selector has `selector_id`, in list order; NULL when none (then
+ * `count`, if given, receives how many own Methods there are). Runtime lock held. */
+static Method cs_gnu_walk_own_methods(Class cls, const void *selector_id, size_t *count) {
+    size_t seen = 0;
+    for (const cs_gnu_method_list *list = cs_gnu_layout(cls)->methods; list != NULL; list = list->next) {
+        for (int i = 0; i < list->count; i++, seen++) {
+            if (selector_id != NULL && list->methods[i].name != NULL &&
+                cs_gnu_selector_id(list->methods[i].name) == selector_id)
+                return (Method)(void *)&list->methods[i];
+        }
+    }
+    if (count) *count = seen;
+    return NULL;
+}
+
+static BOOL cs_gnu_method_lists_match(Class cls) {
+    unsigned int copied_count = 0;
+    Method *copied = class_copyMethodList(cls, &copied_count);
+    size_t walked = 0;
+    (void)cs_gnu_walk_own_methods(cls, NULL, &walked);
+    BOOL match = walked == copied_count;
+    size_t position = 0;
+    for (const cs_gnu_method_list *list = cs_gnu_layout(cls)->methods; match && list != NULL; list = list->next)
+        for (int i = 0; match && i < list->count; i++, position++)
+            match = position < copied_count && copied[position] == (Method)(void *)&list->methods[i];
+    free(copied);
+    return match;
+}
+
+static void cs_gnu_method_walk_check(void) {
+    cs_gnu_runtime_lock lock = {
+        (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_lock"),
+        (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_unlock"),
+        (void **)dlsym(RTLD_DEFAULT, "__objc_runtime_mutex"),
+    };
+    Class root = objc_getClass("NSObject");
+    if (lock.lock == NULL || lock.unlock == NULL || lock.mutex == NULL || root == Nil) return;
+    lock.lock(*lock.mutex);
+    BOOL ok = cs_gnu_method_lists_match(root) && cs_gnu_method_lists_match(object_getClass((id)root));
+    lock.unlock(*lock.mutex);
+    g_method_walk_lock = lock;
+    g_method_walk_ok = ok;
+}
+
 static Method cs_own_method(Class owner, SEL sel) {
+    pthread_once(&g_method_walk_once, cs_gnu_method_walk_check);
+    if (g_method_walk_ok) {
+        g_method_walk_lock.lock(*g_method_walk_lock.mutex);
+        Method found = cs_gnu_walk_own_methods(owner, cs_gnu_selector_id(sel), NULL);
+        g_method_walk_lock.unlock(*g_method_walk_lock.mutex);
+        return found;
+    }
     unsigned int count = 0;
     Method *methods = class_copyMethodList(owner, &count);
     Method found = NULL;
@@ -676,6 +747,44 @@ static Method cs_own_method(Class owner, SEL sel) {
     free(methods);
     return found;
 }
+
+#if defined(CSC_TEST_SEAMS)
+static Method cs_copied_own_method(Class cls, SEL sel) {
+    unsigned int count = 0;
+    Method *methods = class_copyMethodList(cls, &count);
+    Method found = NULL;
+    for (unsigned int i = 0; i < count && !found; i++)
+        if (sel_isEqual(method_getName(methods[i]), sel)) found = methods[i];
+    free(methods);
+    return found;
+}
+
+size_t cs_backend_own_method_mismatches_for_testing(size_t *checked, bool *in_place) {
+    pthread_once(&g_method_walk_once, cs_gnu_method_walk_check);
+    *in_place = g_method_walk_ok;
+    *checked = 0;
+    size_t mismatches = 0;
+    SEL absent = sel_registerName("crashShieldSelectorNoClassDefines:");
+    int total = objc_getClassList(NULL, 0);
+    CS_UNRETAINED Class *all = total > 0 ? (CS_UNRETAINED Class *)calloc((size_t)total + 16, sizeof(Class)) : NULL;
+    if (all) total = objc_getClassList(all, total + 16);
+    for (int c = 0; all && c < total; c++) {
+        CS_UNRETAINED Class sides[2] = {all[c], object_getClass((id)all[c])};
+        for (int side = 0; side < 2; side++) {
+            unsigned int count = 0;
+            Method *methods = class_copyMethodList(sides[side], &count);
+            for (unsigned int m = 0; m <= count; m++) {
+                SEL sel = m < count ? method_getName(methods[m]) : absent;
+                (*checked)++;
+                if (cs_own_method(sides[side], sel) != cs_copied_own_method(sides[side], sel)) mismatches++;
+            }
+            free(methods);
+        }
+    }
+    free((void *)all);
+    return mismatches;
+}
+#endif
 
 IMP cs_backend_own_implementation(Class owner, SEL sel) {
     Method method = cs_own_method(owner, sel);
@@ -1152,12 +1261,6 @@ void cs_backend_uninstall_forward_retarget(void) {
 
 #define CS_MAX_QUERY_ROOTS 64
 
-/* GCC libobjc's selector id: the first field of its struct objc_selector, one per name (typed
- * or not), what sel_isEqual compares. */
-static const void *cs_gnu_selector_id(SEL sel) {
-    return *(void *const *)(const void *)sel;
-}
-
 typedef struct {
     const void *selector_id;
     size_t query;
@@ -1179,10 +1282,17 @@ typedef struct {
     size_t root_count;
     const cs_query_by_selector *by_selector;
     uint64_t instance_roots, class_roots; /* roots with an instance-side / a class-side query */
-    struct cs_roots_memo *memo;           /* NULL: no memo (allocation failed) */
+    const struct cs_root_set *root_set;   /* the roots, for cs_roots_above */
+    uint64_t selector_filter[4];          /* bit cs_selector_bit(id) set for every query's selector */
     cs_owner_visitor visit;
     void *context;
 } cs_owner_search;
+
+/* One of 256 bits for a selector id: most methods of a class are no query's, and the filter
+ * tells so without the binary search. */
+static unsigned cs_selector_bit(const void *id) {
+    return (unsigned)(((uintptr_t)id >> 3) * 0x9E3779B97F4A7C15ull >> 56);
+}
 
 /* Matches one side's own methods (instance or class) against the queries whose root is an
  * ancestor (bit set in `roots_above`) and that ask about this side. */
@@ -1191,6 +1301,8 @@ static void cs_visit_side(Class target, BOOL class_side, uint64_t roots_above, c
     Method *methods = class_copyMethodList(target, &method_count);
     for (unsigned int m = 0; m < method_count; m++) {
         const void *id = cs_gnu_selector_id(method_getName(methods[m]));
+        unsigned bit = cs_selector_bit(id);
+        if (!(search->selector_filter[bit >> 6] & (UINT64_C(1) << (bit & 63)))) continue;
         size_t low = 0, high = search->count;
         while (low < high) {
             size_t middle = low + (high - low) / 2;
@@ -1230,73 +1342,35 @@ static size_t cs_index_roots(const cs_owner_query *queries, size_t count, Class 
     return count;
 }
 
-/* The roots at or above each class seen so far (open addressing on the class pointer), so that
- * a class's ancestors are compared with the roots once, not once per subclass. */
-typedef struct cs_roots_memo {
-    CS_UNRETAINED Class *classes;
-    uint64_t *roots_above;
-    size_t mask; /* capacity - 1, a power of two at least twice the classes it may hold */
-    size_t used;
-} cs_roots_memo;
+/* The queries' roots as an open-addressing set on the class pointer (CS_ROOT_SLOTS, at least
+ * twice CS_MAX_QUERY_ROOTS): a class's ancestors cost one probe each, whatever the root count. */
+#define CS_ROOT_SLOTS 128
+typedef struct cs_root_set {
+    CS_UNRETAINED Class classes[CS_ROOT_SLOTS];
+    uint8_t index[CS_ROOT_SLOTS]; /* the root's index in search->roots */
+} cs_root_set;
 
-static bool cs_roots_memo_init(cs_roots_memo *memo, size_t expected) {
-    size_t capacity = 64;
-    while (capacity < expected * 2) capacity *= 2;
-    memo->classes = (CS_UNRETAINED Class *)calloc(capacity, sizeof(Class));
-    memo->roots_above = calloc(capacity, sizeof(uint64_t));
-    memo->mask = capacity - 1;
-    memo->used = 0;
-    return memo->classes != NULL && memo->roots_above != NULL;
-}
-
-static void cs_roots_memo_free(cs_roots_memo *memo) {
-    free((void *)memo->classes);
-    free(memo->roots_above);
-}
-
-static size_t cs_roots_memo_slot(const cs_roots_memo *memo, Class cls) {
-    size_t slot = ((uintptr_t)(__bridge const void *)cls >> 4) * 0x9E3779B97F4A7C15ull & memo->mask;
-    while (memo->classes[slot] != Nil && memo->classes[slot] != cls) slot = (slot + 1) & memo->mask;
+static size_t cs_root_slot(const cs_root_set *set, Class cls) {
+    size_t slot = (size_t)(((uintptr_t)(__bridge const void *)cls >> 4) * 0x9E3779B97F4A7C15ull >> 57) & (CS_ROOT_SLOTS - 1);
+    while (set->classes[slot] != Nil && set->classes[slot] != cls) slot = (slot + 1) & (CS_ROOT_SLOTS - 1);
     return slot;
 }
 
-static uint64_t cs_own_root_bit(Class cls, const cs_owner_search *search) {
-    uint64_t bits = 0;
-    for (size_t r = 0; r < search->root_count; r++)
-        if (cls == search->roots[r]) bits |= UINT64_C(1) << r;
-    return bits;
+static void cs_root_set_fill(cs_root_set *set, const Class *roots, size_t root_count) {
+    memset(set, 0, sizeof *set);
+    for (size_t r = 0; r < root_count; r++) {
+        size_t slot = cs_root_slot(set, roots[r]);
+        set->classes[slot] = roots[r];
+        set->index[slot] = (uint8_t)r;
+    }
 }
 
 /* The roots that are `cls` or one of its superclasses, as bits of search->roots. */
 static uint64_t cs_roots_above(Class cls, const cs_owner_search *search) {
-    cs_roots_memo *memo = search->memo;
-    Class chain[64];
-    size_t depth = 0;
     uint64_t above = 0;
-    Class c = cls;
-    for (; c != Nil; c = class_getSuperclass(c)) {
-        if (memo != NULL) {
-            size_t slot = cs_roots_memo_slot(memo, c);
-            if (memo->classes[slot] == c) {
-                above = memo->roots_above[slot];
-                break;
-            }
-        }
-        if (depth == sizeof chain / sizeof chain[0]) { /* deeper than any real hierarchy: no memo */
-            for (Class d = cls; d != Nil; d = class_getSuperclass(d)) above |= cs_own_root_bit(d, search);
-            return above;
-        }
-        chain[depth++] = c;
-    }
-    while (depth > 0) {
-        Class d = chain[--depth];
-        above |= cs_own_root_bit(d, search);
-        if (memo != NULL && (memo->used + 1) * 2 <= memo->mask + 1) {
-            size_t slot = cs_roots_memo_slot(memo, d);
-            memo->classes[slot] = d;
-            memo->roots_above[slot] = above;
-            memo->used++;
-        }
+    for (Class c = cls; c != Nil; c = class_getSuperclass(c)) {
+        size_t slot = cs_root_slot(search->root_set, c);
+        if (search->root_set->classes[slot] == c) above |= UINT64_C(1) << search->root_set->index[slot];
     }
     return above;
 }
@@ -1335,10 +1409,14 @@ static void cs_visit_classes(const cs_owner_query *queries, size_t count, const 
         if (queries[q].class_side) class_roots |= UINT64_C(1) << root_of[q];
         else instance_roots |= UINT64_C(1) << root_of[q];
     }
-    cs_roots_memo memo;
-    bool memo_ready = cs_roots_memo_init(&memo, class_count > 0 ? class_count : 1024);
-    cs_owner_search search = {queries,     answered,    root_of,                     roots, root_count, by_selector,
-                              instance_roots, class_roots, memo_ready ? &memo : NULL, visit, context};
+    cs_root_set root_set;
+    cs_root_set_fill(&root_set, roots, root_count);
+    cs_owner_search search = {queries,        answered,    root_of,   roots,         root_count, by_selector,
+                              instance_roots, class_roots, &root_set, {0, 0, 0, 0}, visit,      context};
+    for (size_t q = 0; q < answered; q++) {
+        unsigned bit = cs_selector_bit(by_selector[q].selector_id);
+        search.selector_filter[bit >> 6] |= UINT64_C(1) << (bit & 63);
+    }
     for (size_t i = 0; classes != NULL && i < class_count; i++) cs_visit_class(classes[i], &search);
     if (classes == NULL || prefix_count > 0) {
         CS_ATOMIC_FETCH_ADD(&g_class_list_copies, (size_t)1);
@@ -1360,7 +1438,6 @@ static void cs_visit_classes(const cs_owner_query *queries, size_t count, const 
         }
         free(all);
     }
-    cs_roots_memo_free(&memo);
     free(by_selector);
     free(root_of);
 }

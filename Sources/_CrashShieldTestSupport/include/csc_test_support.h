@@ -55,6 +55,12 @@ void cs_guard_set_canary_probe_for_testing(const char *guard_name, void (*probe)
  *  must then refuse in-place writes (cs_backend_dispatch_write_status().fallback). Not defined on
  *  Apple. For a child process: the rebuilds it leads to are unsafe beside other threads. */
 void cs_backend_assume_table_layout_for_testing(int variant);
+/** GNUstep backend: for every class of the class list and its metaclass, and for each selector
+ *  of their own methods plus one no class defines, compares the backend's own-method lookup (its
+ *  lists read in place) with class_copyMethodList's answer. Returns the number of lookups that
+ *  differ; `checked` receives how many were made and `in_place` whether lists are read in place
+ *  (false: the backend copies, and nothing can differ). Not defined on Apple. */
+size_t cs_backend_own_method_mismatches_for_testing(size_t *checked, bool *in_place);
 
 /* ---- counters for the probes of `shield` (C11 atomics: safe from any thread, a signal handler
  * or a forked child, on every deployment target; Swift's `Atomic` needs macOS 15 / iOS 18) ---- */
