@@ -44,7 +44,7 @@ enum BenchCommand {
         CrashShieldSDK._resetForTesting()
         for (result, benchCase) in zip(results, cases) {
             let note = benchCase.note.map { fill in
-                var buffer = [CChar](repeating: 0, count: 512)
+                var buffer = [CChar](repeating: 0, count: 2048)
                 fill(&buffer, buffer.count)
                 return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
