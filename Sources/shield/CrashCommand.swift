@@ -170,7 +170,7 @@ enum CrashCommand {
             csc_test_set_thread_name(option("--thread-name", in: arguments) ?? "crash-🔥")
             let reason = option("--reason", in: arguments) ?? "原因：索引 3 超出范围 🔥 josé"
             let addresses = Thread.callStackReturnAddresses.map { UInt($0.uintValue) }
-            addresses.withUnsafeBufferPointer { frames in
+            _ = addresses.withUnsafeBufferPointer { frames in
                 csc_report_exception("数组异常", reason, frames.baseAddress, frames.count)
             }
             abort()
