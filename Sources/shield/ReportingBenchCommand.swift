@@ -178,7 +178,9 @@ enum ReportingBenchCommand {
             for variant in Variant.allCases {
                 let directory = base + "/\(variant)"
                 try? FileManager.default.removeItem(atPath: directory + "/outbox")  // nothing pending
-                let arguments = ["reporting-probe", "--dir", directory, "--exit-flush-timeout", "0.05"]
+                // Each child lives past the watchdog's first tick, so the next start reads a run
+                // record and a launch state, as every launch of an app but its first does.
+                let arguments = ["reporting-probe", "--dir", directory, "--exit-flush-timeout", "0.05", "--stay-ms", "40"]
                     + (variant == .with ? ["--dsn", dsn] : []) + (variant == .objcUsedBefore ? ["--objc-used-before"] : [])
                 let result = ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: .seconds(20))
                 guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),

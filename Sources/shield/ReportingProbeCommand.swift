@@ -54,6 +54,8 @@ import _CrashShieldTestSupport
 /// `SCENARIO <name> guard=<guard> outcome=returned` only when the scenario returns.
 /// `--guards-off`: `CrashShieldOptions.defaultPolicy` is `.off` (an app running without guards),
 /// so a remote configuration rule's guard policy is what switches a guard on.
+/// `--stay-ms N`: live N ms more before exiting (past the app-hang watchdog's first tick, which
+/// writes this run's record: the next start then reads it, as every launch but an app's first does).
 /// `--objc-used-before`: before the start, one autorelease pool and one message to NSObject, so
 /// the runtime's once-per-process initialisation is not part of the measured start (an app has
 /// used Objective-C by the time it starts the SDK: on Apple before `main`).
@@ -86,6 +88,7 @@ enum ReportingProbeCommand {
         var objcUsedBefore = false
         var uncaughtScenario = false
         var guardsOff = false
+        var stayMilliseconds: Int?
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -228,6 +231,7 @@ enum ReportingProbeCommand {
             fflush(nil)
             if !arguments.captureOnly { misuseAndHandOver() }
         }
+        if let stay = arguments.stayMilliseconds { usleep(useconds_t(max(0, stay)) * 1000) }
         return 0
     }
 

@@ -316,6 +316,8 @@ struct ReportingProbe: ParsableCommand {
     var captureHandled = false
     @Flag(help: "Before the start, use Objective-C once (an autorelease pool and a message to NSObject), as an app has by then.")
     var objcUsedBefore = false
+    @Option(name: .customLong("stay-ms"), help: "Live this many milliseconds more before exiting (the run record is written 20 ms after the start).")
+    var stayMilliseconds: Int?
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -326,6 +328,7 @@ struct ReportingProbe: ParsableCommand {
             completeLaunch: completeLaunch, crashAfterLaunch: crashAfterLaunch,
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
             forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled,
-            objcUsedBefore: objcUsedBefore, uncaughtScenario: uncaughtScenario, guardsOff: guardsOff)))
+            objcUsedBefore: objcUsedBefore, uncaughtScenario: uncaughtScenario, guardsOff: guardsOff,
+            stayMilliseconds: stayMilliseconds)))
     }
 }
