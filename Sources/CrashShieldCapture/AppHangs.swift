@@ -354,4 +354,12 @@ extension CrashCapture {
 
     /// App hangs detected in this process so far (tests, the hang probe).
     package static var appHangsDetected: Int { RunWatch.detectedCount }
+
+    /// How long the last hang's sampling took on the watchdog thread (every thread's stack and
+    /// the images) and how many other threads it sampled; nil before any hang (the benchmark).
+    package static var lastAppHangSampleCost: (duration: Duration, otherThreads: Int)? {
+        var nanoseconds: UInt64 = 0, threads: UInt32 = 0
+        guard csc_hang_last_sample_cost(&nanoseconds, &threads) else { return nil }
+        return (.nanoseconds(Int64(clamping: nanoseconds)), Int(threads))
+    }
 }

@@ -426,7 +426,7 @@ static void csc_hang_take_sample(uint64_t now_wall, uint64_t age_ns) {
     /* The watched thread's images first: they are the ones kept when the table is full. */
     csc_hang_resolve(g_sample.frames, g_sample.frame_count);
     for (uint32_t t = 0; t < g_sample.thread_count; t++) csc_hang_resolve(g_sample.threads[t].frames, g_sample.threads[t].frame_count);
-    atomic_store(&g_last_sample_threads, g_sample.thread_count);
+    atomic_store(&g_last_sample_threads, g_sample.thread_count - g_sample.threads_unanswered - g_sample.threads_blocking);
     atomic_store(&g_last_sample_cost_ns, csc_monotonic_ns() - began);
 }
 

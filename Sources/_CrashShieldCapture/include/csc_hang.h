@@ -199,7 +199,8 @@ void csc_hang_fault_recover(int sig);
 /** Test seam: the number of hangs detected in this process. */
 uint32_t csc_hang_detected_count(void);
 /** For the benchmark: how long the last hang's sampling took on the watchdog thread (ns: every
- *  thread's stack and the images), and how many other threads it sampled. False before any. */
+ *  thread's stack and the images), and how many other threads it sampled (answered). False
+ *  before any. */
 bool csc_hang_last_sample_cost(uint64_t *ns, uint32_t *threads);
 
 #ifdef __cplusplus
