@@ -63,8 +63,11 @@ extern "C" {
  *  size is paid by every launch: ~1.6 KiB per thread. */
 #define CSC_HANG_RECORD_THREADS 16
 #define CSC_HANG_THREAD_NAME_BYTES 64
-/** How long the watchdog waits for another thread to start answering its sample (ms). */
-#define CSC_HANG_THREAD_ANSWER_MS 25u
+/** How long the watchdog waits for another thread to start answering its sample (ms): a thread
+ *  the scheduler does not run within it (a machine under heavy load) is listed without a stack.
+ *  Only a thread that neither answers nor blocks the signal costs the whole wait (at most 32 of
+ *  them: 3.2 s of the watchdog thread, once per hang). */
+#define CSC_HANG_THREAD_ANSWER_MS 100u
 /** How long after csc_hang_start the watchdog's first tick (the run record's file, the first
  *  memory sample) comes (ms): after the start has returned. */
 #define CSC_HANG_FIRST_TICK_MS 20u
