@@ -6,8 +6,8 @@
 # GoldenEnvelopeTests keeps equal to the SDK's output) and envelopes of live crashes exported by
 # LiveCrashEnvelopeTests (one with the app's scope), of real guard incidents (IncidentReportingTests,
 # IncidentScopeTests: with the app's scope), of handled events (ReportingTests), of a report-only incident sent beside its crash (FailSafeTests) and of a launch
-# loop's end (LaunchLoopEndedEventTests), and of an app hang, a fatal hang and an abnormal exit
-# (AppHangTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
+# loop's end (LaunchLoopEndedEventTests), and of an app hang and a fatal hang (each with the
+# process's other threads) and an abnormal exit (AppHangTests). Needs a finished `swift build --build-tests`. Prints "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

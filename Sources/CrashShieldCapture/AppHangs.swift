@@ -2,7 +2,7 @@ import Foundation
 internal import _CrashShieldCapture
 
 /// A hang of the watched thread (the thread that called the start: the main thread of an app),
-/// as the app-hang watchdog sampled it (`csc_hang.h`).
+/// as the app-hang watchdog sampled it (`csc_hang.h`), with the process's other threads.
 package struct AppHang: Sendable {
     /// The watched thread's return addresses, innermost first (frame 0: where it was).
     package var frames: [IncidentRecord.Frame]
@@ -10,6 +10,19 @@ package struct AppHang: Sendable {
     /// answer the sampling signal in time): the event says so and has no stack.
     package var sampled: Bool
     package var threadID: UInt64
+    /// The watched thread's name; nil when it has none or it could not be read.
+    package var threadName: String?
+    /// The other threads (the watchdog's own excepted), in the order they were listed.
+    package var threads: [OtherThread]
+    /// What could not be sampled of the other threads.
+    package var threadsListed: Bool
+    /// Other threads the process had when the hang was sampled.
+    package var threadsFound: Int
+    /// Found beyond the `CSC_HANG_MAX_THREADS` sampled: neither sampled nor listed.
+    package var threadsBeyondLimit: Int
+    /// Sampled, but not kept by the run record (fatal hangs: no room for more than
+    /// `CSC_HANG_RECORD_THREADS`).
+    package var threadsLeftOut: Int
     /// The last heartbeat before the hang.
     package var started: Date
     /// From the last heartbeat before the hang to the first after it; for a fatal hang, until the
@@ -19,28 +32,110 @@ package struct AppHang: Sendable {
     package var fatal: Bool
     package var timeoutMilliseconds: UInt32
 
-    init(_ sample: csc_hang_sample, fatal: Bool, timeoutMilliseconds: UInt32) {
-        var sample = sample
-        let images: [String] = withUnsafeBytes(of: &sample.images) { raw in
-            (0..<Int(min(sample.image_count, UInt32(CSC_HANG_MAX_IMAGES)))).map { index in
-                let slice = raw[(index * Int(CSC_HANG_IMAGE_PATH_BYTES))...].prefix(Int(CSC_HANG_IMAGE_PATH_BYTES))
-                return String(decoding: slice.prefix { $0 != 0 }, as: UTF8.self)
-            }
+    /// Another thread of the process as sampled during the hang.
+    package struct OtherThread: Sendable {
+        package var id: UInt64
+        package var name: String?
+        /// Innermost first; empty unless `outcome` is `.sampled`.
+        package var frames: [IncidentRecord.Frame]
+        package var outcome: Outcome
+
+        package enum Outcome: Sendable {
+            case sampled
+            /// It did not answer the sampling signal in time (Linux) or could not be suspended
+            /// (Apple): no stack.
+            case noAnswer
+            /// Linux: it blocks the sampling signal (libdispatch's worker threads block every
+            /// signal), so it was not sent one: no stack.
+            case blocksSignal
         }
-        frames = withUnsafeBytes(of: &sample.frames) { raw in
-            let all = raw.bindMemory(to: csc_hang_frame.self)
-            return all.prefix(Int(min(sample.frame_count, UInt32(CSC_HANG_MAX_FRAMES)))).map { frame in
+
+        package init(id: UInt64, name: String?, frames: [IncidentRecord.Frame], outcome: Outcome) {
+            self.id = id
+            self.name = name
+            self.frames = frames
+            self.outcome = outcome
+        }
+    }
+
+    /// Reads the sample in place (it is large: never copied onto the stack).
+    init(_ sample: UnsafePointer<csc_hang_sample>, fatal: Bool, timeoutMilliseconds: UInt32) {
+        let raw = UnsafeRawPointer(sample)
+        let imageBytes = (raw + MemoryLayout<csc_hang_sample>.offset(of: \.images)!).assumingMemoryBound(to: UInt8.self)
+        let images: [String] = (0..<Int(min(sample.pointee.image_count, UInt32(CSC_HANG_MAX_IMAGES)))).map { index in
+            let path = UnsafeBufferPointer(start: imageBytes + index * Int(CSC_HANG_IMAGE_PATH_BYTES), count: Int(CSC_HANG_IMAGE_PATH_BYTES))
+            return String(decoding: path.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        func frames(_ base: UnsafeRawPointer, _ count: UInt32) -> [IncidentRecord.Frame] {
+            let all = UnsafeBufferPointer(start: base.assumingMemoryBound(to: csc_hang_frame.self), count: Int(CSC_HANG_MAX_FRAMES))
+            return all.prefix(Int(min(count, UInt32(CSC_HANG_MAX_FRAMES)))).map { frame in
                 let known = frame.image >= 0 && Int(frame.image) < images.count
                 return IncidentRecord.Frame(address: frame.address, imagePath: known ? images[Int(frame.image)] : "",
                                             imageOffset: known ? frame.offset : nil)
             }
         }
-        sampled = sample.sampled
-        threadID = sample.thread_id
-        started = Date(timeIntervalSince1970: Double(sample.started_wall_ns) / 1e9)
-        duration = .nanoseconds(Int64(clamping: sample.duration_ns))
+        func name(_ base: UnsafeRawPointer) -> String? {
+            let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: Int(CSC_HANG_THREAD_NAME_BYTES))
+            let text = String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            return text.isEmpty ? nil : text
+        }
+        self.frames = frames(raw + MemoryLayout<csc_hang_sample>.offset(of: \.frames)!, sample.pointee.frame_count)
+        threadName = name(raw + MemoryLayout<csc_hang_sample>.offset(of: \.thread_name)!)
+        var others: [OtherThread] = []
+        let threadsBase = raw + MemoryLayout<csc_hang_sample>.offset(of: \.threads)!
+        for index in 0..<Int(min(sample.pointee.thread_count, UInt32(CSC_HANG_MAX_THREADS))) {
+            let thread = threadsBase + index * MemoryLayout<csc_hang_thread>.stride
+            let entry = thread.assumingMemoryBound(to: csc_hang_thread.self)
+            others.append(OtherThread(
+                id: entry.pointee.thread_id, name: name(thread + MemoryLayout<csc_hang_thread>.offset(of: \.name)!),
+                frames: frames(thread + MemoryLayout<csc_hang_thread>.offset(of: \.frames)!, entry.pointee.frame_count),
+                outcome: entry.pointee.outcome == UInt32(CSC_HANG_THREAD_SAMPLED) ? .sampled
+                    : entry.pointee.outcome == UInt32(CSC_HANG_THREAD_SIGNAL_BLOCKED) ? .blocksSignal : .noAnswer))
+        }
+        threads = others
+        threadsListed = sample.pointee.threads_listed
+        threadsFound = Int(sample.pointee.threads_found)
+        threadsBeyondLimit = Int(sample.pointee.threads_beyond_limit)
+        threadsLeftOut = Int(sample.pointee.threads_left_out)
+        sampled = sample.pointee.sampled
+        threadID = sample.pointee.thread_id
+        started = Date(timeIntervalSince1970: Double(sample.pointee.started_wall_ns) / 1e9)
+        duration = .nanoseconds(Int64(clamping: sample.pointee.duration_ns))
         self.fatal = fatal
         self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    /// A hang made by hand (tests).
+    package init(frames: [IncidentRecord.Frame], sampled: Bool = true, threadID: UInt64, threadName: String? = nil,
+                 threads: [OtherThread] = [], threadsListed: Bool = true, threadsFound: Int? = nil, threadsBeyondLimit: Int = 0,
+                 threadsLeftOut: Int = 0, started: Date, duration: Duration, fatal: Bool, timeoutMilliseconds: UInt32) {
+        self.frames = frames
+        self.sampled = sampled
+        self.threadID = threadID
+        self.threadName = threadName
+        self.threads = threads
+        self.threadsListed = threadsListed
+        self.threadsFound = threadsFound ?? threads.count + threadsBeyondLimit + threadsLeftOut
+        self.threadsBeyondLimit = threadsBeyondLimit
+        self.threadsLeftOut = threadsLeftOut
+        self.started = started
+        self.duration = duration
+        self.fatal = fatal
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    /// Names the in-app frames of every thread (one symbolicator run for all of them).
+    package mutating func symbolicate(with symbols: IncidentSymbols) {
+        var all = frames
+        for thread in threads { all += thread.frames }
+        symbols.symbolicate(&all)
+        var at = frames.count
+        frames = Array(all[0..<at])
+        for index in threads.indices {
+            let count = threads[index].frames.count
+            threads[index].frames = Array(all[at..<(at + count)])
+            at += count
+        }
     }
 }
 
@@ -94,7 +189,7 @@ package struct PreviousRunRecord: Sendable {
             lastAlive: info.alive_wall_ns > info.started_wall_ns ? date(info.alive_wall_ns) : nil,
             stopped: info.stopped, hangDetection: info.hang_detection)
         if info.hanging, let hang = info.hang {
-            record.hang = AppHang(hang.pointee, fatal: true, timeoutMilliseconds: info.hang_timeout_ms)
+            record.hang = AppHang(UnsafePointer(hang), fatal: true, timeoutMilliseconds: info.hang_timeout_ms)
         }
         if info.memory_sampled_wall_ns != 0 {
             record.memory = Memory(sampled: date(info.memory_sampled_wall_ns), residentBytes: info.memory_resident_bytes,
@@ -267,7 +362,7 @@ package enum RunWatch {
     /// Where ended hangs go (reporting sets it); nil: they are dropped.
     package static func setHangHandler(_ handler: (@Sendable (AppHang) -> Void)?) { hangHandler.set(handler) }
 
-    fileprivate static func deliver(_ sample: csc_hang_sample) {
+    fileprivate static func deliver(_ sample: UnsafePointer<csc_hang_sample>) {
         lock.lock()
         let timeout = timeoutMilliseconds
         lock.unlock()
@@ -285,7 +380,7 @@ private let watchdogSetup: @convention(c) () -> Void = { RunWatch.setUpOnWatchdo
 /// Called on the watchdog thread when a hang ends.
 private let hangCallback: csc_hang_callback = { sample in
     guard let sample else { return }
-    RunWatch.deliver(sample.pointee)
+    RunWatch.deliver(sample)
 }
 
 extension CrashCapture {
@@ -297,4 +392,12 @@ extension CrashCapture {
 
     /// App hangs detected in this process so far (tests, the hang probe).
     package static var appHangsDetected: Int { RunWatch.detectedCount }
+
+    /// How long the last hang's sampling took on the watchdog thread (every thread's stack and
+    /// the images) and how many other threads it sampled; nil before any hang (the benchmark).
+    package static var lastAppHangSampleCost: (duration: Duration, otherThreads: Int)? {
+        var nanoseconds: UInt64 = 0, threads: UInt32 = 0
+        guard csc_hang_last_sample_cost(&nanoseconds, &threads) else { return nil }
+        return (.nanoseconds(Int64(clamping: nanoseconds)), Int(threads))
+    }
 }

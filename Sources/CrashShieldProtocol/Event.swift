@@ -281,12 +281,16 @@ public struct SentryEvent: Codable, Sendable, Hashable {
         /// last frame of a crashed thread is the faulting instruction, the others are return
         /// addresses) or "all" (every frame is a return address, as in an exception's backtrace).
         public var instructionAddrAdjustment: String?
-        public init(frames: [Frame], registers: [String: String]? = nil, instructionAddrAdjustment: String? = nil) {
+        /// The stack of a thread that was running on, taken while it ran (an app hang's sample),
+        /// not the state at a crash: Sentry then does not treat it as the crashing stack.
+        public var snapshot: Bool?
+        public init(frames: [Frame], registers: [String: String]? = nil, instructionAddrAdjustment: String? = nil, snapshot: Bool? = nil) {
             self.frames = frames
             self.registers = registers
             self.instructionAddrAdjustment = instructionAddrAdjustment
+            self.snapshot = snapshot
         }
-        enum CodingKeys: String, CodingKey { case frames, registers, instructionAddrAdjustment = "instruction_addr_adjustment" }
+        enum CodingKeys: String, CodingKey { case frames, registers, instructionAddrAdjustment = "instruction_addr_adjustment", snapshot }
     }
 
     public struct Frame: Codable, Sendable, Hashable {

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,9 @@
 #include <unistd.h>
 
 #define CSC_RUN_RECORD_MAGIC "CSRUNREC"
-#define CSC_RUN_RECORD_VERSION 1u
+#define CSC_RUN_RECORD_VERSION 2u
+/* What the record keeps of a hang: csc_hang_sample up to `threads`, and CSC_HANG_RECORD_THREADS of them. */
+#define CSC_RECORD_HANG_BYTES (offsetof(csc_hang_sample, threads) + CSC_HANG_RECORD_THREADS * sizeof(csc_hang_thread))
 
 /* The file's layout (native byte order and alignment: the record is read back on the same
  * device by the same SDK; a record of another version or size is ignored). */
@@ -52,7 +55,7 @@ typedef struct {
     _Atomic uint32_t hang_timeout_ms;
     _Atomic uint32_t hanging; /* 1 once `hang` is complete; 0 while it is written or after it ended */
     _Atomic uint64_t hang_duration_ns;
-    csc_hang_sample hang;
+    uint64_t hang[(CSC_RECORD_HANG_BYTES + 7) / 8]; /* a csc_hang_sample cut after CSC_HANG_RECORD_THREADS threads */
     _Atomic uint64_t memory_sampled_wall_ns;
     _Atomic uint64_t memory_resident_bytes;
     _Atomic uint64_t memory_peak_resident_bytes;
@@ -224,6 +227,48 @@ bool csc_run_record_memory(uint64_t *sampled_wall_ns, uint64_t *resident, uint64
     return true;
 }
 
+/* The record's hang as a whole csc_hang_sample (threads beyond the record's room: none), every
+ * count and index bounded, every string terminated; NULL when out of memory. */
+static csc_hang_sample *csc_record_hang_read(csc_run_record_file *file) {
+    csc_hang_sample *hang = calloc(1, sizeof *hang);
+    if (hang == NULL) return NULL;
+    memcpy(hang, file->hang, CSC_RECORD_HANG_BYTES);
+    if (hang->frame_count > CSC_HANG_MAX_FRAMES) hang->frame_count = CSC_HANG_MAX_FRAMES;
+    if (hang->image_count > CSC_HANG_MAX_IMAGES) hang->image_count = CSC_HANG_MAX_IMAGES;
+    if (hang->thread_count > CSC_HANG_RECORD_THREADS) hang->thread_count = CSC_HANG_RECORD_THREADS;
+    uint32_t unanswered = 0, blocking = 0;
+    hang->thread_name[CSC_HANG_THREAD_NAME_BYTES - 1] = 0;
+    for (uint32_t i = 0; i < CSC_HANG_MAX_IMAGES; i++) hang->images[i][CSC_HANG_IMAGE_PATH_BYTES - 1] = 0;
+    for (uint32_t i = 0; i < hang->frame_count; i++)
+        if (hang->frames[i].image >= (int32_t)hang->image_count) hang->frames[i].image = -1;
+    for (uint32_t t = 0; t < hang->thread_count; t++) {
+        csc_hang_thread *thread = &hang->threads[t];
+        thread->name[CSC_HANG_THREAD_NAME_BYTES - 1] = 0;
+        if (thread->frame_count > CSC_HANG_MAX_FRAMES) thread->frame_count = CSC_HANG_MAX_FRAMES;
+        if (thread->outcome > CSC_HANG_THREAD_SIGNAL_BLOCKED) thread->outcome = CSC_HANG_THREAD_NO_ANSWER;
+        if (thread->outcome != CSC_HANG_THREAD_SAMPLED) thread->frame_count = 0;
+        unanswered += thread->outcome == CSC_HANG_THREAD_NO_ANSWER;
+        blocking += thread->outcome == CSC_HANG_THREAD_SIGNAL_BLOCKED;
+        for (uint32_t i = 0; i < thread->frame_count; i++)
+            if (thread->frames[i].image >= (int32_t)hang->image_count) thread->frames[i].image = -1;
+    }
+    hang->threads_unanswered = unanswered; /* of the threads kept */
+    hang->threads_blocking = blocking;
+    hang->duration_ns = atomic_load(&file->hang_duration_ns);
+    return hang;
+}
+
+/* Stores `sample` as the record's hang: every field before the threads, and the first
+ * CSC_HANG_RECORD_THREADS threads; thread_count and threads_left_out say what was kept. */
+static void csc_record_hang_write(csc_run_record_file *record, const csc_hang_sample *sample) {
+    uint32_t kept = sample->thread_count < CSC_HANG_RECORD_THREADS ? sample->thread_count : CSC_HANG_RECORD_THREADS;
+    uint32_t left_out = sample->thread_count - kept;
+    unsigned char *to = (unsigned char *)record->hang;
+    memcpy(to, sample, offsetof(csc_hang_sample, threads) + kept * sizeof(csc_hang_thread));
+    memcpy(to + offsetof(csc_hang_sample, thread_count), &kept, sizeof kept);
+    memcpy(to + offsetof(csc_hang_sample, threads_left_out), &left_out, sizeof left_out);
+}
+
 bool csc_run_record_read(const char *path, csc_run_record_info *info) {
     memset(info, 0, sizeof *info);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -265,16 +310,8 @@ bool csc_run_record_read(const char *path, csc_run_record_info *info) {
     info->hang_detection = atomic_load(&file->hang_detection) != 0;
     info->hang_timeout_ms = atomic_load(&file->hang_timeout_ms);
     info->hanging = atomic_load(&file->hanging) == 1;
-    if (info->hanging) {
-        csc_hang_sample *hang = &file->hang;
-        if (hang->frame_count > CSC_HANG_MAX_FRAMES) hang->frame_count = CSC_HANG_MAX_FRAMES;
-        if (hang->image_count > CSC_HANG_MAX_IMAGES) hang->image_count = CSC_HANG_MAX_IMAGES;
-        for (uint32_t i = 0; i < CSC_HANG_MAX_IMAGES; i++) hang->images[i][CSC_HANG_IMAGE_PATH_BYTES - 1] = 0;
-        for (uint32_t i = 0; i < hang->frame_count; i++)
-            if (hang->frames[i].image >= (int32_t)hang->image_count) hang->frames[i].image = -1;
-        hang->duration_ns = atomic_load(&file->hang_duration_ns);
-        info->hang = hang;
-    }
+    if (info->hanging) info->hang = csc_record_hang_read(file);
+    if (info->hanging && info->hang == NULL) info->hanging = false;
     info->memory_sampled_wall_ns = atomic_load(&file->memory_sampled_wall_ns);
     info->memory_resident_bytes = atomic_load(&file->memory_resident_bytes);
     info->memory_peak_resident_bytes = atomic_load(&file->memory_peak_resident_bytes);
@@ -299,6 +336,7 @@ bool csc_run_record_read(const char *path, csc_run_record_info *info) {
 }
 
 void csc_run_record_info_free(csc_run_record_info *info) {
+    free(info->hang);
     free(info->storage);
     memset(info, 0, sizeof *info);
 }
@@ -334,22 +372,16 @@ bool csc_memory_sample(uint64_t *resident, uint64_t *peak, uint64_t *footprint) 
     return csc_hang_platform_memory(resident, peak, footprint);
 }
 
-/* Fills g_sample's frames and images (dladdr here, on the watchdog thread). */
-static void csc_hang_take_sample(uint64_t now_wall, uint64_t age_ns) {
-    memset(&g_sample, 0, sizeof g_sample);
-    g_sample.thread_id = g_watched_thread_id;
-    g_sample.started_wall_ns = now_wall - age_ns;
-    uint64_t frames[CSC_HANG_MAX_FRAMES];
-    uint32_t count = g_can_sample ? csc_hang_platform_sample(frames, CSC_HANG_MAX_FRAMES, 200) : 0;
-    g_sample.sampled = count > 0;
+/* Resolves the images of `frames` (dladdr, canonical paths) into g_sample's image table. The
+ * first frame of a stack is where the thread was (`first_is_pc`); the others are return addresses. */
+static void csc_hang_resolve(csc_hang_frame *frames, uint32_t count) {
     for (uint32_t i = 0; i < count; i++) {
-        csc_hang_frame *frame = &g_sample.frames[i];
-        frame->address = frames[i];
+        csc_hang_frame *frame = &frames[i];
         frame->image = -1;
         Dl_info found;
         /* A return address points after its call: look up the call (address - 1). */
-        uintptr_t lookup = (uintptr_t)frames[i] - (i > 0 ? 1 : 0);
-        if (frames[i] == 0 || dladdr((void *)lookup, &found) == 0 || found.dli_fname == NULL || found.dli_fbase == NULL) continue;
+        uintptr_t lookup = (uintptr_t)frame->address - (i > 0 ? 1 : 0);
+        if (frame->address == 0 || dladdr((void *)lookup, &found) == 0 || found.dli_fname == NULL || found.dli_fbase == NULL) continue;
         uint32_t image = 0;
         for (; image < g_sample.image_count; image++)
             if (strcmp(g_sample.images[image], found.dli_fname) == 0) break;
@@ -363,9 +395,39 @@ static void csc_hang_take_sample(uint64_t now_wall, uint64_t age_ns) {
             g_sample.image_count++;
         }
         frame->image = (int32_t)image;
-        frame->offset = frames[i] - (uint64_t)(uintptr_t)found.dli_fbase;
+        frame->offset = frame->address - (uint64_t)(uintptr_t)found.dli_fbase;
     }
+}
+
+static _Atomic uint64_t g_last_sample_cost_ns;
+static _Atomic uint32_t g_last_sample_threads;
+
+bool csc_hang_last_sample_cost(uint64_t *ns, uint32_t *threads) {
+    *ns = atomic_load(&g_last_sample_cost_ns);
+    *threads = atomic_load(&g_last_sample_threads);
+    return *ns != 0;
+}
+
+/* Fills g_sample: the watched thread's stack, then the other threads' (one at a time), then
+ * every frame's image (dladdr here, on the watchdog thread, once no thread is stopped). */
+static void csc_hang_take_sample(uint64_t now_wall, uint64_t age_ns) {
+    uint64_t began = csc_monotonic_ns();
+    memset(&g_sample, 0, sizeof g_sample);
+    g_sample.thread_id = g_watched_thread_id;
+    g_sample.started_wall_ns = now_wall - age_ns;
+    uint64_t frames[CSC_HANG_MAX_FRAMES];
+    uint32_t count = g_can_sample ? csc_hang_platform_sample(frames, CSC_HANG_MAX_FRAMES, 200) : 0;
+    g_sample.sampled = count > 0;
+    for (uint32_t i = 0; i < count; i++) g_sample.frames[i].address = frames[i];
     g_sample.frame_count = count;
+    csc_hang_platform_watched_name(g_sample.thread_name, sizeof g_sample.thread_name);
+    if (g_can_sample) csc_hang_platform_sample_others(&g_sample, CSC_HANG_THREAD_ANSWER_MS);
+    if (g_sample.thread_count > CSC_HANG_MAX_THREADS) g_sample.thread_count = CSC_HANG_MAX_THREADS;
+    /* The watched thread's images first: they are the ones kept when the table is full. */
+    csc_hang_resolve(g_sample.frames, g_sample.frame_count);
+    for (uint32_t t = 0; t < g_sample.thread_count; t++) csc_hang_resolve(g_sample.threads[t].frames, g_sample.threads[t].frame_count);
+    atomic_store(&g_last_sample_threads, g_sample.thread_count - g_sample.threads_unanswered - g_sample.threads_blocking);
+    atomic_store(&g_last_sample_cost_ns, csc_monotonic_ns() - began);
 }
 
 static void csc_hang_tick(csc_run_record_file *record, uint64_t *last_memory_ns) {
@@ -410,7 +472,7 @@ static void csc_hang_tick(csc_run_record_file *record, uint64_t *last_memory_ns)
     csc_hang_take_sample(now_wall, now - beat);
     if (record) {
         atomic_store(&record->hanging, 0);
-        memcpy(&record->hang, &g_sample, sizeof g_sample);
+        csc_record_hang_write(record, &g_sample);
         atomic_store(&record->hang_duration_ns, csc_monotonic_ns() - beat);
         atomic_store(&record->hanging, 1);
     }

@@ -16,6 +16,14 @@ bool csc_hang_platform_prepare(void);
 /** Samples the watched thread's stack into `frames` (innermost first, frame 0 its PC), waiting at
  *  most `wait_ms` for it; returns the count (0: not sampled). Called on the watchdog thread. */
 uint32_t csc_hang_platform_sample(uint64_t *frames, uint32_t capacity, uint32_t wait_ms);
+/** The watched thread's name, NUL-terminated ("" when unknown). Called on the watchdog thread. */
+void csc_hang_platform_watched_name(char *name, size_t capacity);
+/** Samples the process's other threads one at a time, neither the watched thread nor the caller
+ *  (the watchdog): fills sample->threads (thread_id, name, frames[i].address innermost first,
+ *  frame_count, outcome) and threads_listed, threads_found, thread_count, threads_unanswered, threads_blocking,
+ *  threads_beyond_limit. A thread is given `answer_ms` to start answering. Images are left to
+ *  the caller. Called on the watchdog thread, after csc_hang_platform_sample. */
+void csc_hang_platform_sample_others(csc_hang_sample *sample, uint32_t answer_ms);
 /** See csc_hang_fault_recover. */
 void csc_hang_platform_fault_recover(int sig);
 /** See csc_memory_sample. */

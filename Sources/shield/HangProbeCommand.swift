@@ -12,6 +12,15 @@ import _CrashShieldTestSupport
 /// - `--block-ms N`: blocks the main thread N ms in `HangProbe.blockMainThread` (a loop of short
 ///   sleeps until the deadline), runs the run loop 1 s more (the watchdog sees the answer and
 ///   the hang's event is submitted), prints `HANGS detected=<hangs detected>`;
+/// - `--workers` (with `--block-ms` or `--block-forever`): first starts two threads the hang's
+///   sample must see: `probe-reader`, blocked in `read` of a pipe in `probeReaderBlockedInRead`
+///   until the main thread writes 16 KiB into it after the block (prints `READER bytes=<read>
+///   intact=<the bytes are the ones written> eintr=<EINTR seen>`), and `probe-sleeper`, in a
+///   `nanosleep` loop in `probeSleeperInNanosleep` for the block plus 1 s that continues with the
+///   remaining time after EINTR (prints `SLEEPER slept_ms=<measured> requested_ms=<asked>
+///   eintr=<EINTR seen>`);
+/// - `--idle-threads N`: first starts N threads (`probe-idle-<i>`) blocked in `read` of a pipe
+///   nobody writes, in `probeIdleThreadWaits`;
 /// - `--block-forever`: prints `BLOCKING` and blocks the main thread the same way until killed;
 /// - `--allocate-mb N`: touches N MiB in 8 MiB steps, 50 ms apart (the out-of-memory test);
 ///   `--join-cgroup DIR` first moves this process into that cgroup (writes its pid to
@@ -35,6 +44,8 @@ struct HangProbe: ParsableCommand {
     @Flag(help: "CrashShieldSDK.stop() before --wait.") var stop = false
     @Flag(help: "Print READY and run the main run loop until killed.") var wait = false
     @Flag(help: "Crash (SIGSEGV).") var crash = false
+    @Flag(help: "Start a reader and a sleeper thread before blocking.") var workers = false
+    @Option(name: .customLong("idle-threads"), help: "Start this many idle threads before blocking.") var idleThreads = 0
 
     func run() throws {
         var options = CrashShieldOptions()
@@ -54,11 +65,14 @@ struct HangProbe: ParsableCommand {
         fflush(nil)
         if let breadcrumb { CrashShieldSDK.addBreadcrumb(message: breadcrumb, category: "probe") }
         RunLoop.main.run(until: Date().addingTimeInterval(0.6))
+        for index in 0..<idleThreads { HangProbe.startIdleThread(index) }
+        let workerThreads = workers ? HangProbe.Workers(sleepMilliseconds: (blockMilliseconds ?? 600_000) + 1000) : nil
         if let blockMilliseconds {
             HangProbe.blockMainThread(milliseconds: blockMilliseconds)
             RunLoop.main.run(until: Date().addingTimeInterval(1))
             print("HANGS detected=\(CrashCapture.appHangsDetected)")
             fflush(nil)
+            workerThreads?.finish()
         }
         if blockForever {
             print("BLOCKING")
@@ -88,6 +102,102 @@ struct HangProbe: ParsableCommand {
         }
         if crash { csc_crash_segv() }
         _ = CrashShieldSDK.flush(timeout: .seconds(10))
+    }
+
+    /// The reader and the sleeper of `--workers`.
+    final class Workers: @unchecked Sendable {
+        static let payload: [UInt8] = (0..<16_384).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        let pipeFDs: [Int32]
+        let done = DispatchSemaphore(value: 0)
+
+        init(sleepMilliseconds: Int) {
+            var fds: [Int32] = [0, 0]
+            precondition(pipe(&fds) == 0)
+            pipeFDs = fds
+            let readFD = fds[0]
+            Thread { [done] in
+                HangProbe.nameThread("probe-reader")
+                HangProbe.probeReaderBlockedInRead(fd: readFD)
+                done.signal()
+            }.start()
+            Thread { [done] in
+                HangProbe.nameThread("probe-sleeper")
+                HangProbe.probeSleeperInNanosleep(milliseconds: sleepMilliseconds)
+                done.signal()
+            }.start()
+            usleep(50_000)  // both are in their blocking call before the main thread blocks
+        }
+
+        /// Writes the reader's bytes and waits for both threads to print their results.
+        func finish() {
+            _ = Self.payload.withUnsafeBytes { write(pipeFDs[1], $0.baseAddress, $0.count) }
+            done.wait()
+            done.wait()
+        }
+    }
+
+    static func nameThread(_ name: String) { csc_test_set_thread_name(name) }
+
+    /// A thread blocked in `read` of a pipe: the hang's sample of this thread names this function.
+    /// Reads until it has the whole payload and says whether the bytes are the ones written.
+    @inline(never)
+    static func probeReaderBlockedInRead(fd: Int32) {
+        var received: [UInt8] = []
+        var interrupted = 0
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        while received.count < Workers.payload.count {
+            let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if got < 0 && errno == EINTR {
+                interrupted += 1
+                continue
+            }
+            if got <= 0 { break }
+            received += buffer[0..<got]
+        }
+        print("READER bytes=\(received.count) intact=\(received == Workers.payload) eintr=\(interrupted)")
+        fflush(nil)
+    }
+
+    /// A thread in a `nanosleep` loop that continues with the remaining time after EINTR, as a
+    /// correct one does: it sleeps its full time however often it is interrupted.
+    @inline(never)
+    static func probeSleeperInNanosleep(milliseconds: Int) {
+        let began = ContinuousClock.now
+        var remaining = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var interrupted = 0
+        while true {
+            var left = timespec()
+            if nanosleep(&remaining, &left) == 0 { break }
+            guard errno == EINTR else { break }
+            interrupted += 1
+            remaining = left
+        }
+        let slept = (ContinuousClock.now - began).components
+        let sleptMilliseconds = slept.seconds * 1000 + slept.attoseconds / 1_000_000_000_000_000
+        print("SLEEPER slept_ms=\(sleptMilliseconds) requested_ms=\(milliseconds) eintr=\(interrupted)")
+        fflush(nil)
+    }
+
+    nonisolated(unsafe) static var idlePipe: [Int32] = []
+
+    static func startIdleThread(_ index: Int) {
+        if idlePipe.isEmpty {
+            var fds: [Int32] = [0, 0]
+            precondition(pipe(&fds) == 0)
+            idlePipe = fds
+        }
+        let fd = idlePipe[0]
+        Thread {
+            HangProbe.nameThread("probe-idle-\(index)")
+            HangProbe.probeIdleThreadWaits(fd: fd)
+        }.start()
+    }
+
+    /// An idle thread: blocked in `read` of a pipe nobody writes.
+    @inline(never)
+    static func probeIdleThreadWaits(fd: Int32) {
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) < 0 && errno == EINTR {}
     }
 
     /// The app code that hangs: the main thread's stack names it.

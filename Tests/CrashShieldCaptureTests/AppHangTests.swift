@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import CrashShieldCapture
+import _CrashShieldCapture
 
 /// Issue 28: app hangs and exits that leave no crash report. Every process that blocks, crashes
 /// or is killed is a `shield hang-probe` child with a timeout; its envelopes go to a loopback
@@ -49,6 +50,54 @@ import Testing
     }
 
     func hangs(_ events: [JSONValue]) -> [JSONValue] { events.filter { mechanism($0) == "AppHang" } }
+
+    func threads(_ event: JSONValue) -> [JSONValue] { event["threads"]?["values"]?.arrayValue ?? [] }
+
+    func functions(ofThread thread: JSONValue) -> [String] {
+        (thread["stacktrace"]?["frames"]?.arrayValue ?? []).compactMap { $0["function"]?.stringValue }
+    }
+
+    func thread(named name: String, in event: JSONValue) -> JSONValue? { threads(event).first { $0["name"]?.stringValue == name } }
+
+    /// The Sentry shape of an app hang's threads (sentry-cocoa's): the hung thread first, the one
+    /// the exception's `thread_id` names, `current` and `main`, not crashed, its stack in the
+    /// exception (a snapshot) and not repeated; every other thread not crashed, not current; the
+    /// watchdog itself never among them.
+    func expectHangThreadShape(_ event: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) {
+        let all = threads(event)
+        let exception = event["exception"]?["values"]?.arrayValue?.first
+        #expect(all.first?["id"] == exception?["thread_id"], "\(all.first.map { "\($0)" } ?? "none")", sourceLocation: sourceLocation)
+        #expect(all.first?["current"] == true && all.first?["main"] == true && all.first?["crashed"] == false, sourceLocation: sourceLocation)
+        #expect(all.first?["stacktrace"] == nil, "the exception carries the hung thread's stack", sourceLocation: sourceLocation)
+        #expect(exception?["stacktrace"]?["snapshot"] == true, sourceLocation: sourceLocation)
+        for other in all.dropFirst() {
+            #expect(other["crashed"] == false && other["current"] == false && other["id"] != nil, "\(other)", sourceLocation: sourceLocation)
+            #expect(other["id"] != all.first?["id"], sourceLocation: sourceLocation)
+        }
+        #expect(!all.contains { $0["name"]?.stringValue?.hasPrefix("CrashShieldHang") == true }, "the watchdog never samples itself",
+                sourceLocation: sourceLocation)
+    }
+
+    /// `READER ...` and `SLEEPER ...` of `--workers`: the reader got every byte written, intact,
+    /// without EINTR (the sampling signal is SA_RESTART, so `read` restarts); the sleeper slept at
+    /// least what it asked (its loop continues with the remaining time after EINTR). Returns the
+    /// sleeper's EINTR count.
+    @discardableResult
+    func expectWorkersUndisturbed(_ output: String, sourceLocation: SourceLocation = #_sourceLocation) -> Int? {
+        #expect(output.contains("READER bytes=16384 intact=true eintr=0"), "\(output)", sourceLocation: sourceLocation)
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("SLEEPER ") }) else {
+            Issue.record("no SLEEPER line: \(output)", sourceLocation: sourceLocation)
+            return nil
+        }
+        var fields: [String: Int] = [:]
+        for part in line.split(separator: " ").dropFirst() {
+            let pair = part.split(separator: "=")
+            if pair.count == 2 { fields[String(pair[0])] = Int(pair[1]) }
+        }
+        let slept = fields["slept_ms"] ?? -1, requested = fields["requested_ms"] ?? Int.max
+        #expect(slept >= requested, "\(line)", sourceLocation: sourceLocation)
+        return fields["eintr"]
+    }
     func abnormalExits(_ events: [JSONValue]) -> [JSONValue] { events.filter { mechanism($0) == "AbnormalExit" } }
 
     func probe(_ directory: String, _ server: LoopbackHTTPServer, _ extra: [String] = [], timeout: TimeInterval = 60) throws -> ChildResult {
@@ -75,9 +124,11 @@ import Testing
         defer { server.stop() }
         let directory = temporaryDirectory("hang-3s")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try probe(directory, server, ["--block-ms", "3000", "--breadcrumb", "before-hang"])
+        let result = try probe(directory, server, ["--block-ms", "3000", "--breadcrumb", "before-hang", "--workers"])
         #expect(result.termination == .exited(0), "\(result.output)")
         #expect(result.output.contains("HANGS detected=1"), "\(result.output)")
+        // Sampled during the hang, the workers still complete correctly.
+        let sleeperInterruptions = expectWorkersUndisturbed(result.output)
         let got = try received(server)
         let found = hangs(got.events)
         #expect(found.count == 1, "\(got.events)")
@@ -91,6 +142,20 @@ import Testing
         #expect(duration >= 2000, "a hang ends after the timeout: \(duration) ms")
         #expect(hang["breadcrumbs"]?["values"]?.arrayValue?.contains { $0["message"] == "before-hang" } == true)
         #expect(abnormalExits(got.events).isEmpty)
+        // The other threads: the two the probe started, each with its own blocking function.
+        expectHangThreadShape(hang)
+        let reader = try #require(thread(named: "probe-reader", in: hang), "\(threads(hang))")
+        #expect(functions(ofThread: reader).contains { $0.contains("probeReaderBlockedInRead") }, "\(functions(ofThread: reader))")
+        let sleeper = try #require(thread(named: "probe-sleeper", in: hang), "\(threads(hang))")
+        #expect(functions(ofThread: sleeper).contains { $0.contains("probeSleeperInNanosleep") }, "\(functions(ofThread: sleeper))")
+        #expect(!functions(ofThread: reader).contains { $0.contains("blockMainThread") }, "each thread its own stack")
+        // Linux: the sleeper's nanosleep is interrupted once by its sample (never restarted by
+        // the kernel) and its loop slept on (checked above).
+        #expect(sleeperInterruptions == 1, "\(result.output)")
+        let counts = try #require(hang["extra"]?["crashshield.hang_threads"])
+        #expect(counts["listed"] == true && (counts["sampled"]?.intValue ?? 0) >= 2, "\(counts)")
+        #expect(counts["left_out_of_run_record"]?.intValue == 0 && counts["beyond_limit"]?.intValue == 0, "\(counts)")
+        #expect(Int64(threads(hang).count - 1) == counts["found"]?.intValue, "every other thread listed: \(counts)")
         try exportForInterop(server, mechanismType: "AppHang", name: "app-hang")
     }
 
@@ -100,9 +165,11 @@ import Testing
         defer { server.stop() }
         let directory = temporaryDirectory("hang-1s")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try probe(directory, server, ["--block-ms", "1000"])
+        let result = try probe(directory, server, ["--block-ms", "1000", "--workers"])
         #expect(result.termination == .exited(0), "\(result.output)")
         #expect(result.output.contains("HANGS detected=0"), "\(result.output)")
+        // No hang, no sampling: the other threads are never signalled.
+        #expect(expectWorkersUndisturbed(result.output) == 0, "\(result.output)")
         let got = try received(server)
         #expect(hangs(got.events).isEmpty, "\(got.events)")
         #expect(got.sessions.contains { $0["status"] == "exited" }, "the probe reported: \(got.sessions)")
@@ -116,7 +183,7 @@ import Testing
         defer { server.stop() }
         let directory = temporaryDirectory("hang-fatal")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let killed = try probeKilled(directory, server, ["--block-forever", "--breadcrumb", "before-fatal-hang"],
+        let killed = try probeKilled(directory, server, ["--block-forever", "--breadcrumb", "before-fatal-hang", "--workers"],
                                      ready: "BLOCKING", after: 5)
         #expect(killed.termination == .signaled(SIGKILL), "\(killed.output)")
         #expect(hangs(try received(server).events).isEmpty, "the hang never ended in that process")
@@ -136,7 +203,76 @@ import Testing
         #expect(hang["breadcrumbs"]?["values"]?.arrayValue?.contains { $0["message"] == "before-fatal-hang" } == true)
         #expect(abnormalExits(got.events).isEmpty, "one event per death")
         #expect(got.sessions.filter { $0["status"] == "abnormal" }.count == 1)
+        // The other threads, as the run record kept them.
+        expectHangThreadShape(hang)
+        let reader = try #require(thread(named: "probe-reader", in: hang), "\(threads(hang))")
+        #expect(functions(ofThread: reader).contains { $0.contains("probeReaderBlockedInRead") }, "\(functions(ofThread: reader))")
+        let sleeper = try #require(thread(named: "probe-sleeper", in: hang), "\(threads(hang))")
+        #expect(functions(ofThread: sleeper).contains { $0.contains("probeSleeperInNanosleep") }, "\(functions(ofThread: sleeper))")
+        let counts = try #require(hang["extra"]?["crashshield.hang_threads"])
+        #expect(counts["left_out_of_run_record"]?.intValue == 0, "\(counts)")
         try exportForInterop(server, mechanismType: "AppHang", name: "fatal-app-hang")
+    }
+
+    /// A fatal hang with more threads than the run record keeps (`CSC_HANG_RECORD_THREADS`, 16):
+    /// the next start's event has the hung thread and the 16 others the record kept, and says how
+    /// many were left out. The live sample had them all (at most 32).
+    @Test func fatalHangWithMoreThreadsThanTheRecordKeeps() throws {
+        let server = try LoopbackHTTPServer()
+        defer { server.stop() }
+        let directory = temporaryDirectory("hang-fatal-many")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let killed = try probeKilled(directory, server, ["--block-forever", "--idle-threads", "20"], ready: "BLOCKING", after: 4)
+        #expect(killed.termination == .signaled(SIGKILL), "\(killed.output)")
+        let next = try probe(directory, server)
+        #expect(next.termination == .exited(0), "\(next.output)")
+        let hang = try #require(hangs(try received(server).events).first)
+        expectHangThreadShape(hang)
+        #expect(functions(hang).contains { $0.contains("blockMainThread") }, "\(functions(hang))")
+        #expect(threads(hang).count == 1 + Int(CSC_HANG_RECORD_THREADS), "\(threads(hang).count) threads")
+        let counts = try #require(hang["extra"]?["crashshield.hang_threads"])
+        let found = try #require(counts["found"]?.intValue)
+        let leftOut = try #require(counts["left_out_of_run_record"]?.intValue)
+        let beyond = try #require(counts["beyond_limit"]?.intValue)
+        #expect(found >= 20, "the 20 idle threads and the probe's own: \(counts)")
+        #expect(leftOut >= 4 && leftOut + beyond + Int64(CSC_HANG_RECORD_THREADS) == found, "\(counts)")
+        let idle = threads(hang).filter { $0["name"]?.stringValue?.hasPrefix("probe-idle-") == true }
+        #expect(!idle.isEmpty && idle.allSatisfy { functions(ofThread: $0).contains { $0.contains("probeIdleThreadWaits") } }, "\(idle)")
+        let unknown = (hang["extra"]?["crashshield.unknown"]?.arrayValue ?? []).compactMap(\.stringValue)
+        #expect(unknown.contains { $0.contains("\(leftOut) other thread(s) sampled but left out of the run record") }, "\(unknown)")
+    }
+
+    /// The event's threads from a hang made by hand: order, flags, a thread that did not answer and
+    /// one that blocks the signal (each listed without a stack) and what could not be sampled,
+    /// said in `extra`.
+    @Test func appHangEventThreads() throws {
+        let reporter = EventReporter(options: try ReportingOptions(dsn: "https://key@example.com/1"), installationID: "install")
+        let converter = reporter.incidentConverter(appVersion: "1.0")
+        func frame(_ address: UInt64) -> IncidentRecord.Frame { IncidentRecord.Frame(address: address, imagePath: "", imageOffset: nil) }
+        let hang = AppHang(frames: [frame(0x1000), frame(0x1100)], threadID: 7, threadName: "main-loop",
+                           threads: [.init(id: 8, name: "worker", frames: [frame(0x2000), frame(0x2100), frame(0x2200)], outcome: .sampled),
+                                     .init(id: 9, name: nil, frames: [], outcome: .noAnswer),
+                                     .init(id: 10, name: "queue", frames: [], outcome: .blocksSignal)],
+                           threadsBeyondLimit: 3, threadsLeftOut: 2, started: Date(timeIntervalSince1970: 100), duration: .seconds(3),
+                           fatal: true, timeoutMilliseconds: 2000)
+        let event = try JSONValue.parse(JSONEncoder().encode(reporter.appHangEvent(hang, converter: converter, eventID: SentryID.random())))
+        expectHangThreadShape(event)
+        let all = threads(event)
+        #expect(all.map { $0["id"]?.intValue } == [7, 8, 9, 10])
+        #expect(all[0]["name"] == "main-loop" && all[1]["name"] == "worker" && all[2]["name"] == nil)
+        #expect(all[1]["stacktrace"]?["frames"]?.arrayValue?.compactMap { $0["instruction_addr"]?.stringValue } == ["0x2200", "0x2100", "0x2000"])
+        #expect(all[2]["stacktrace"] == nil && all[3]["stacktrace"] == nil, "not sampled: no stack")
+        #expect(all[1]["main"] == false)
+        let counts = try #require(event["extra"]?["crashshield.hang_threads"])
+        #expect(counts["found"]?.intValue == 8 && counts["sampled"]?.intValue == 1, "\(counts)")
+        #expect(counts["not_answered"] == [9] && counts["signal_blocked"] == [10], "\(counts)")
+        #expect(counts["beyond_limit"]?.intValue == 3 && counts["left_out_of_run_record"]?.intValue == 2)
+        let unknown = (event["extra"]?["crashshield.unknown"]?.arrayValue ?? []).compactMap(\.stringValue)
+        #expect(unknown.count == 4, "\(unknown)")
+        #expect(unknown.contains { $0.hasPrefix("stacks of 1 other thread(s) (listed without a stack): they did not answer") })
+        #expect(unknown.contains { $0.hasPrefix("stacks of 1 other thread(s) (listed without a stack): they block the sampling signal") })
+        #expect(unknown.contains { $0.hasPrefix("3 other thread(s) beyond the 32") })
+        #expect(unknown.contains { $0.hasPrefix("2 other thread(s) sampled but left out of the run record (room for 16)") })
     }
 
     // MARK: exits without a report

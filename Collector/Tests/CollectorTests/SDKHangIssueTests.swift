@@ -7,8 +7,8 @@ import Testing
 /// an issue of its own, apart from crashes with the same stack, and the sessions the next start
 /// closes `abnormal` beside them count in release health. The envelopes are samples of what the
 /// SDK sends (Tests/Golden/Reporting/hangs, exported by the root package's AppHangTests with
-/// CRASHSHIELD_INTEROP_DIR set): a hang that ended, a fatal hang and an abnormal exit, release
-/// `hang-probe@1.0`.
+/// CRASHSHIELD_INTEROP_DIR set): a hang that ended and a fatal hang, each with the probe's
+/// reader and sleeper threads beside the hung one, and an abnormal exit, release `hang-probe@1.0`.
 @Suite("CrashShield app hangs and abnormal exits")
 struct SDKHangIssueTests {
     static func sample(_ name: String) throws -> Envelope {
@@ -49,6 +49,33 @@ struct SDKHangIssueTests {
         #expect(abnormal.components == ["fingerprint:crashshield.abnormal-exit"])
         #expect(Set([hang.hash, abnormal.hash, crash.hash]).count == 3)
         #expect(hang.title.contains("App Hanging") && abnormal.title.contains("AbnormalExit"), "\(hang.title) / \(abnormal.title)")
+    }
+
+    /// The issue page of an app hang shows every thread the SDK sampled: the hung thread with the
+    /// exception's frames (it names the thread by `thread_id` and has no stack of its own), and the
+    /// probe's two other threads, each with its own blocking function.
+    @Test func issuePageShowsTheHangsOtherThreads() async throws {
+        let event = try Self.event(try Self.sample("live-app-hang"))
+        let threads = event["threads"]?["values"]?.arrayValue ?? []
+        let hungID = try #require(threads.first?["id"]?.intValue)
+        let reader = try #require(threads.first { $0["name"] == "probe-reader" }?["id"]?.intValue, "the sample has the probe's reader: \(threads)")
+        let sleeper = try #require(threads.first { $0["name"] == "probe-sleeper" }?["id"]?.intValue)
+        try await DashboardTests.run { harness, browser in
+            var envelope = try Self.sample("live-app-hang")
+            envelope.header["dsn"] = nil
+            #expect(try await harness.post(body: [UInt8](envelope.serialized())).status == 200)
+            #expect(try await browser.logIn().status == 303)
+            let page = try await browser.get("/issues/1").text
+            #expect(page.components(separatedBy: "<details class=\"thread\"").count - 1 == threads.count, "one section per thread")
+            let hung = IssuePageTests.slice(page, from: "data-thread=\"\(hungID)\"", to: "</details>")
+            #expect(hung.contains("current") && hung.contains("Frames of the exception App Hanging raised on this thread"), "\(hung)")
+            #expect(hung.contains("blockMainThread"), "\(hung)")
+            let readerSection = IssuePageTests.slice(page, from: "data-thread=\"\(reader)\"", to: "</details>")
+            #expect(readerSection.contains("probe-reader") && readerSection.contains("probeReaderBlockedInRead"), "\(readerSection)")
+            #expect(!readerSection.contains("blockMainThread") && !readerSection.contains("crashed"))
+            let sleeperSection = IssuePageTests.slice(page, from: "data-thread=\"\(sleeper)\"", to: "</details>")
+            #expect(sleeperSection.contains("probe-sleeper") && sleeperSection.contains("probeSleeperInNanosleep"), "\(sleeperSection)")
+        }
     }
 
     @Test func ingestedAsTheirOwnIssuesAndCountedInReleaseHealth() async throws {

@@ -1,13 +1,20 @@
 import CrashShieldProtocol
 import Foundation
+internal import _CrashShieldCapture
 
 /// App hangs and exits without a report as events (docs/REPORTING.md, "App hangs and abnormal
 /// exits").
 ///
 /// - An app hang (`AppHang`, not fatal): level `error`, one exception `App Hanging` with mechanism
-///   `AppHang` (handled), the watched thread's stack, value and `extra` with the duration; the
-///   scope when it is sent. Grouped by the server like any exception (type and top in-app frames),
-///   so each hanging call site is an issue of its own.
+///   `AppHang` (handled), the watched thread's stack (a `snapshot`), value and `extra` with the
+///   duration; the scope when it is sent. Grouped by the server like any exception (type and top
+///   in-app frames), so each hanging call site is an issue of its own. `threads.values`, as
+///   sentry-cocoa sends an app hang's: the hung thread first (`current`, `main`, `crashed: false`;
+///   no stack of its own: the exception's `thread_id` names it, Sentry's rule for the thread of an
+///   exception), then every other thread sampled (`crashed: false`, `current: false`, its id,
+///   name and stack; one that did not answer without a stack). What could not be sampled (threads
+///   that did not answer, beyond the limit, left out of the run record) is counted in
+///   `extra["crashshield.hang_threads"]` and said in `extra["crashshield.unknown"]`.
 /// - A fatal hang (the process ended while hanging, sent at the next start): the same with level
 ///   `fatal`, `handled: false`, the duration until the last sign of life, and the previous run's
 ///   facts (`abnormalExitFacts`); it stands for that run's abnormal exit (one event per death).
@@ -36,17 +43,57 @@ extension EventReporter {
                                          "timeout_ms": .int(Int64(hang.timeoutMilliseconds)),
                                          "stack_sampled": .bool(hang.sampled)]
         if hang.fatal { data["fatal"] = .bool(true) }
+        var stacktrace = converter.stacktrace(hang.frames)
+        stacktrace?.snapshot = true
         let exception = SentryEvent.ExceptionValue(
             type: Self.appHangType, value: value,
             mechanism: SentryEvent.Mechanism(type: Self.appHangMechanism, handled: !hang.fatal, data: data),
-            stacktrace: converter.stacktrace(hang.frames), threadID: hang.threadID)
+            stacktrace: stacktrace, threadID: hang.threadID)
         event.exception = SentryEvent.Values([exception])
-        event.threads = SentryEvent.Values([SentryEvent.Thread(id: hang.threadID, current: true, main: true)])
-        event.debugMeta = converter.debugMeta(hang.frames)
+        var threads = [SentryEvent.Thread(id: hang.threadID, name: hang.threadName, crashed: false, current: true, main: true)]
+        for other in hang.threads {
+            var thread = SentryEvent.Thread(id: other.id, name: other.name, crashed: false, current: false, main: false)
+            thread.stacktrace = converter.stacktrace(other.frames)
+            thread.stacktrace?.snapshot = true
+            threads.append(thread)
+        }
+        event.threads = SentryEvent.Values(threads)
+        event.debugMeta = converter.debugMeta(hang.frames + hang.threads.flatMap(\.frames))
         event.tags = ["crashshield.event": hang.fatal ? "fatal_app_hang" : "app_hang"]
         var extra: [String: JSONValue] = ["crashshield.hang_duration_ms": data["duration_ms"]!,
                                           "crashshield.hang_started": .string(SentryTimestamp.rfc3339(hang.started))]
-        if !hang.sampled { extra["crashshield.unknown"] = .array([.string("stack: the hanging thread could not be sampled")]) }
+        var unknown: [JSONValue] = []
+        if !hang.sampled { unknown.append(.string("stack: the hanging thread could not be sampled")) }
+        let unanswered = hang.threads.filter { $0.outcome == .noAnswer }
+        let blocking = hang.threads.filter { $0.outcome == .blocksSignal }
+        extra["crashshield.hang_threads"] = .object([
+            "listed": .bool(hang.threadsListed),
+            "found": .int(Int64(hang.threadsFound)),
+            "sampled": .int(Int64(hang.threads.count { $0.outcome == .sampled })),
+            "not_answered": .array(unanswered.map { .int(Int64(clamping: $0.id)) }),
+            "signal_blocked": .array(blocking.map { .int(Int64(clamping: $0.id)) }),
+            "beyond_limit": .int(Int64(hang.threadsBeyondLimit)),
+            "left_out_of_run_record": .int(Int64(hang.threadsLeftOut)),
+        ])
+        if !hang.threadsListed {
+            unknown.append(.string("other threads: they could not be listed"))
+        }
+        if !unanswered.isEmpty {
+            unknown.append(.string("stacks of \(unanswered.count) other thread(s) (listed without a stack): they did not answer the "
+                + "sampling signal within \(CSC_HANG_THREAD_ANSWER_MS) ms (Linux) or could not be suspended (Apple)"))
+        }
+        if !blocking.isEmpty {
+            unknown.append(.string("stacks of \(blocking.count) other thread(s) (listed without a stack): they block the sampling signal, "
+                + "the only way to sample another thread on Linux (libdispatch's worker threads block every signal)"))
+        }
+        if hang.threadsBeyondLimit > 0 {
+            unknown.append(.string("\(hang.threadsBeyondLimit) other thread(s) beyond the \(CSC_HANG_MAX_THREADS) sampled per hang"))
+        }
+        if hang.threadsLeftOut > 0 {
+            unknown.append(.string("\(hang.threadsLeftOut) other thread(s) sampled but left out of the run record "
+                + "(room for \(CSC_HANG_RECORD_THREADS))"))
+        }
+        if !unknown.isEmpty { extra["crashshield.unknown"] = .array(unknown) }
         if let previousRun { extra["crashshield.abnormal_exit"] = .object(Self.abnormalExitFacts(previousRun, hanging: true)) }
         event.extra = extra
         return event

@@ -250,7 +250,7 @@ package final class ReportingClient: @unchecked Sendable {
         // The previous run's fatal hang or abnormal exit (its hang's frames symbolicated first).
         var previousRecord = previousRun
         if decision?.lastRun.outcome == .endedWithoutReport, var hang = previousRecord?.hang, let symbols = parts?.incidentSymbols {
-            symbols.symbolicate(&hang.frames)
+            hang.symbolicate(with: symbols)
             previousRecord?.hang = hang
         }
         let previousRunEvent = reporter.previousRunEvent(lastRun: decision?.lastRun, previousLaunchID: decision?.previousLaunchID,
@@ -318,7 +318,7 @@ package final class ReportingClient: @unchecked Sendable {
         queue.async { [self] in
             guard let parts, !isEnded else { return }
             var hang = hang
-            parts.incidentSymbols?.symbolicate(&hang.frames)
+            if let symbols = parts.incidentSymbols { hang.symbolicate(with: symbols) }
             if let envelope = parts.reporter.appHangEnvelope(hang, converter: parts.incidentConverter, session: parts.sessions, scope: scope) {
                 try? parts.transport.submit(envelope)
             }

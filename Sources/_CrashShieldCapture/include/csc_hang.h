@@ -25,9 +25,14 @@
  * armed by the first heartbeat, so a program that never answers is never called hung.
  *
  * When the last heartbeat is older than the timeout, the watchdog samples the watched thread's
- * stack (csc_hang_sample_thread, per platform: a signal to that thread on Linux, thread_suspend
- * and its registers on Darwin), resolves each frame's image (dladdr, on the watchdog thread),
- * stores both in the record, and marks the hang. When a heartbeat comes again the hang has
+ * stack (per platform: a signal to that thread on Linux, thread_suspend and its registers on
+ * Darwin), then the process's other threads one at a time the same way (at most
+ * CSC_HANG_MAX_THREADS, never the watchdog itself; a thread that does not answer within
+ * CSC_HANG_THREAD_ANSWER_MS is listed without a stack), resolves each frame's image (dladdr, on
+ * the watchdog thread, after every thread has been let go), stores all of it in the record (the
+ * watched thread and the first CSC_HANG_RECORD_THREADS other threads: the record says how many it
+ * left out), and marks the hang. Every buffer is static (allocated with the process); the signal
+ * handler on Linux writes only into a static frame buffer. When a heartbeat comes again the hang has
  * ended: the record's hang is cleared and the callback is called on the watchdog thread with
  * what was sampled and the duration (between the last heartbeat before and the first after).
  * A hang the process does not survive stays in the record for the next start (a fatal hang).
@@ -49,8 +54,20 @@ extern "C" {
 
 #define CSC_RUN_RECORD_FILE "run-record"
 #define CSC_HANG_MAX_FRAMES 64
-#define CSC_HANG_MAX_IMAGES 16
+#define CSC_HANG_MAX_IMAGES 32
 #define CSC_HANG_IMAGE_PATH_BYTES 1024
+/** Other threads sampled per hang (besides the watched one); more are counted, not sampled. */
+#define CSC_HANG_MAX_THREADS 32
+/** Other threads the run record keeps for a fatal hang (the first ones sampled); the rest of a
+ *  sample is counted in threads_left_out. The record is rewritten whole at every start, so its
+ *  size is paid by every launch: ~1.6 KiB per thread. */
+#define CSC_HANG_RECORD_THREADS 16
+#define CSC_HANG_THREAD_NAME_BYTES 64
+/** How long the watchdog waits for another thread to start answering its sample (ms): a thread
+ *  the scheduler does not run within it (a machine under heavy load) is listed without a stack.
+ *  Only a thread that neither answers nor blocks the signal costs the whole wait (at most 32 of
+ *  them: 3.2 s of the watchdog thread, once per hang). */
+#define CSC_HANG_THREAD_ANSWER_MS 100u
 /** How long after csc_hang_start the watchdog's first tick (the run record's file, the first
  *  memory sample) comes (ms): after the start has returned. */
 #define CSC_HANG_FIRST_TICK_MS 20u
@@ -63,7 +80,25 @@ typedef struct {
     int32_t image;   /**< index into the hang's image paths; -1: unknown */
 } csc_hang_frame;
 
-/** A hang as sampled: the watched thread's frames (innermost first), their images, and times. */
+/** What sampling another thread gave (csc_hang_thread.outcome). */
+enum {
+    CSC_HANG_THREAD_NO_ANSWER = 0,      /**< did not answer in time (Linux), could not be suspended (Darwin) */
+    CSC_HANG_THREAD_SAMPLED = 1,
+    CSC_HANG_THREAD_SIGNAL_BLOCKED = 2, /**< Linux: blocks the sampling signal (so it was not sent) */
+};
+
+/** Another thread of the process as sampled during a hang. */
+typedef struct {
+    uint64_t thread_id;        /**< Linux: the tid; Darwin: the 64-bit thread id (pthread_threadid_np's) */
+    uint32_t frame_count;
+    uint32_t outcome;          /**< CSC_HANG_THREAD_*: only SAMPLED has frames */
+    char name[CSC_HANG_THREAD_NAME_BYTES]; /**< "" when it has none */
+    csc_hang_frame frames[CSC_HANG_MAX_FRAMES];
+} csc_hang_thread;
+
+/** A hang as sampled: the watched thread's frames (innermost first), the other threads', their
+ *  images (one table for all), and times. `threads` is last: the run record keeps the fields
+ *  before it and the first CSC_HANG_RECORD_THREADS entries. */
 typedef struct {
     uint64_t thread_id;
     uint64_t started_wall_ns;  /**< wall clock of the last heartbeat before the hang */
@@ -71,8 +106,17 @@ typedef struct {
     uint32_t frame_count;
     uint32_t image_count;
     bool sampled;              /**< false: the stack could not be taken (frame_count 0) */
+    bool threads_listed;       /**< false: the other threads could not be listed (none sampled) */
+    char thread_name[CSC_HANG_THREAD_NAME_BYTES]; /**< the watched thread's name, "" when unknown */
     csc_hang_frame frames[CSC_HANG_MAX_FRAMES];
     char images[CSC_HANG_MAX_IMAGES][CSC_HANG_IMAGE_PATH_BYTES];
+    uint32_t threads_found;        /**< other threads the process had (the watchdog not counted) */
+    uint32_t thread_count;         /**< entries in `threads` */
+    uint32_t threads_unanswered;   /**< entries with outcome CSC_HANG_THREAD_NO_ANSWER */
+    uint32_t threads_beyond_limit; /**< found beyond CSC_HANG_MAX_THREADS: not sampled, not listed */
+    uint32_t threads_left_out;     /**< read from a record: sampled but not kept (no room in the record) */
+    uint32_t threads_blocking;     /**< entries with outcome CSC_HANG_THREAD_SIGNAL_BLOCKED */
+    csc_hang_thread threads[CSC_HANG_MAX_THREADS];
 } csc_hang_sample;
 
 /** What a run record says about its run (csc_run_record_read). Strings point into `storage`. */
@@ -94,7 +138,7 @@ typedef struct {
     uint32_t memory_warnings;
     uint64_t memory_last_warning_wall_ns;
     const char *scope_json;       /**< NULL when the run published none */
-    csc_hang_sample *hang;        /**< valid when `hanging` */
+    csc_hang_sample *hang;        /**< valid when `hanging` (its own allocation) */
     char *storage;
 } csc_run_record_info;
 
@@ -157,6 +201,10 @@ void csc_hang_fault_recover(int sig);
 
 /** Test seam: the number of hangs detected in this process. */
 uint32_t csc_hang_detected_count(void);
+/** For the benchmark: how long the last hang's sampling took on the watchdog thread (ns: every
+ *  thread's stack and the images), and how many other threads it sampled (answered). False
+ *  before any. */
+bool csc_hang_last_sample_cost(uint64_t *ns, uint32_t *threads);
 
 #ifdef __cplusplus
 }
