@@ -270,25 +270,49 @@ package enum RunWatch {
 
     /// Whether the last start's watchdog runs (false after stop or a failed thread start).
     nonisolated(unsafe) private static var watchdogRuns = false
-    /// `afterStart`'s work not run yet.
-    nonisolated(unsafe) private static var deferredWork: [@Sendable () -> Void] = []
+    /// `afterStart`'s work not run yet, newest first (a list of nodes, not an array of closures:
+    /// the start does not pay for instantiating that array's generic metadata).
+    private final class DeferredWork {
+        let run: @Sendable () -> Void
+        let next: DeferredWork?
+        init(_ run: @escaping @Sendable () -> Void, next: DeferredWork?) {
+            self.run = run
+            self.next = next
+        }
+    }
+    nonisolated(unsafe) private static var deferredWork: DeferredWork?
 
-    /// Runs `work` on the watchdog thread at its first tick after this start
-    /// (CSC_HANG_FIRST_TICK_MS after it: the start's own work that can wait, such as creating
-    /// threads), or on the thread that calls `stop()` should that come first. False when no
+    /// Runs `work` after this start, off its thread: started by the watchdog's first tick
+    /// (CSC_HANG_FIRST_TICK_MS after the start), on a thread with the start thread's signal mask
+    /// and name, so threads it creates get what they would have got from the start's thread; or on
+    /// the thread that calls `stop()`, should that come first. In the order given. False when no
     /// watchdog runs: the caller does the work itself.
     package static func afterStart(_ work: @escaping @Sendable () -> Void) -> Bool {
         lock.lock()
         defer { lock.unlock() }
         guard watchdogRuns else { return false }
-        deferredWork.append(work)
+        deferredWork = DeferredWork(work, next: deferredWork)
         return true
     }
 
+    /// Runs the deferred work taken from `list` in the order it was given.
+    private static func runDeferredWork(_ list: DeferredWork?) {
+        var newestFirst: DeferredWork? = list
+        var oldestFirst: DeferredWork?
+        while let node = newestFirst {
+            oldestFirst = DeferredWork(node.run, next: oldestFirst)
+            newestFirst = node.next
+        }
+        while let node = oldestFirst {
+            node.run()
+            oldestFirst = node.next
+        }
+    }
+
     /// Takes the deferred work (under `lock`), to run outside it.
-    private static func takeDeferredWork() -> [@Sendable () -> Void] {
+    private static func takeDeferredWork() -> DeferredWork? {
         let work = deferredWork
-        deferredWork = []
+        deferredWork = nil
         return work
     }
 
@@ -304,7 +328,8 @@ package enum RunWatch {
         return heartbeat
     }
 
-    /// On the watchdog thread, once after each start: the watched thread's heartbeat timer.
+    /// Once after each start, on the thread the watchdog's first tick starts for it (see
+    /// `afterStart`): the watched thread's heartbeat timer, then the deferred work.
     fileprivate static func setUpOnWatchdogThread() {
         lock.lock()
         let work = takeDeferredWork()
@@ -316,7 +341,7 @@ package enum RunWatch {
             }
         }
         lock.unlock()
-        for item in work { item() }
+        runDeferredWork(work)
     }
 
     /// Stops the watchdog's watch and marks the run stopped (the next start reports no abnormal
@@ -332,7 +357,7 @@ package enum RunWatch {
         timer?.invalidate()
         timer = nil
         lock.unlock()
-        for item in work { item() }
+        runDeferredWork(work)
     }
 
     #if canImport(Darwin)

@@ -269,6 +269,18 @@ static void csc_record_hang_write(csc_run_record_file *record, const csc_hang_sa
     memcpy(to + offsetof(csc_hang_sample, threads_left_out), &left_out, sizeof left_out);
 }
 
+/* `length` bytes at `offset` of `fd` into `to`; false on an error or a short file. */
+static bool csc_read_at(int fd, void *to, size_t offset, size_t length) {
+    size_t done = 0;
+    while (done < length) {
+        ssize_t got = pread(fd, (char *)to + done, length - done, (off_t)(offset + done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        done += (size_t)got;
+    }
+    return true;
+}
+
 bool csc_run_record_read(const char *path, csc_run_record_info *info) {
     memset(info, 0, sizeof *info);
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
@@ -278,21 +290,37 @@ bool csc_run_record_read(const char *path, csc_run_record_info *info) {
         close(fd);
         return false;
     }
+    /* Only the parts used are read (a start reads this file: the hang block only when the run was
+     * hanging, the current scope slot up to its length), into a buffer of the file's layout
+     * whose other pages are never touched. */
     csc_run_record_file *file = malloc(sizeof *file);
     if (file == NULL) {
         close(fd);
         return false;
     }
-    size_t done = 0;
-    while (done < sizeof *file) {
-        ssize_t got = read(fd, (char *)file + done, sizeof *file - done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        done += (size_t)got;
+    const size_t fixed_end = offsetof(csc_run_record_file, hang);
+    const size_t tail_begin = offsetof(csc_run_record_file, memory_sampled_wall_ns);
+    const size_t tail_end = offsetof(csc_run_record_file, scope);
+    bool ok = csc_read_at(fd, file, 0, fixed_end) && memcmp(file->magic, CSC_RUN_RECORD_MAGIC, 8) == 0 &&
+              file->version == CSC_RUN_RECORD_VERSION && file->size == (uint32_t)sizeof *file &&
+              csc_read_at(fd, (char *)file + tail_begin, tail_begin, tail_end - tail_begin);
+    if (ok && atomic_load(&file->hanging) == 1)
+        ok = csc_read_at(fd, (char *)file + fixed_end, fixed_end, tail_begin - fixed_end);
+    int best = -1;
+    uint64_t best_sequence = 0;
+    for (int slot = 0; ok && slot < 2; slot++) {
+        uint64_t sequence = atomic_load(&file->scope_sequence[slot]);
+        if (sequence == 0 || (sequence & 1) || file->scope_length[slot] >= CSC_SCOPE_JSON_MAX) continue;
+        if (sequence > best_sequence) {
+            best = slot;
+            best_sequence = sequence;
+        }
     }
+    if (ok && best >= 0 && file->scope_length[best] > 0)
+        ok = csc_read_at(fd, file->scope[best], offsetof(csc_run_record_file, scope) + (size_t)best * CSC_SCOPE_JSON_MAX,
+                         file->scope_length[best]);
     close(fd);
-    if (done != sizeof *file || memcmp(file->magic, CSC_RUN_RECORD_MAGIC, 8) != 0 ||
-        file->version != CSC_RUN_RECORD_VERSION || file->size != (uint32_t)sizeof *file) {
+    if (!ok) {
         free(file);
         return false;
     }
@@ -318,16 +346,6 @@ bool csc_run_record_read(const char *path, csc_run_record_info *info) {
     info->memory_footprint_bytes = atomic_load(&file->memory_footprint_bytes);
     info->memory_warnings = atomic_load(&file->memory_warnings);
     info->memory_last_warning_wall_ns = atomic_load(&file->memory_last_warning_wall_ns);
-    int best = -1;
-    uint64_t best_sequence = 0;
-    for (int slot = 0; slot < 2; slot++) {
-        uint64_t sequence = atomic_load(&file->scope_sequence[slot]);
-        if (sequence == 0 || (sequence & 1) || file->scope_length[slot] >= CSC_SCOPE_JSON_MAX) continue;
-        if (sequence > best_sequence) {
-            best = slot;
-            best_sequence = sequence;
-        }
-    }
     if (best >= 0 && file->scope_length[best] > 0) {
         file->scope[best][file->scope_length[best]] = 0;
         info->scope_json = file->scope[best];
@@ -481,6 +499,47 @@ static void csc_hang_tick(csc_run_record_file *record, uint64_t *last_memory_ns)
 /* csc_run_record_open_later's arguments, taken by the watchdog thread under g_start_lock. */
 static bool g_open_pending;
 static void (*g_setup)(void); /* csc_hang_start's setup, not yet called */
+/* The start's thread as csc_hang_start found it: the setup runs on a thread of its own with this
+ * signal mask and name, so the threads the setup creates get what they would have got from the
+ * start's thread, not the watchdog's (every signal blocked: a crash signal on such a thread would
+ * bypass the handler). Under g_start_lock. */
+static sigset_t g_start_mask;
+static char g_start_name[64];
+
+typedef struct {
+    void (*setup)(void);
+    sigset_t mask;
+    char name[64];
+} csc_setup_call;
+
+static void *csc_setup_main(void *argument) {
+    csc_setup_call call = *(csc_setup_call *)argument;
+    free(argument);
+    pthread_sigmask(SIG_SETMASK, &call.mask, NULL);
+    if (call.name[0]) csc_hang_platform_set_thread_name(call.name);
+    call.setup();
+    return NULL;
+}
+
+/* Runs `setup` on a detached thread of the start thread's mask and name; on this thread (the
+ * watchdog) only if no thread can be started. */
+static void csc_run_setup(void (*setup)(void), const sigset_t *mask, const char *name) {
+    csc_setup_call *call = malloc(sizeof *call);
+    if (call != NULL) {
+        call->setup = setup;
+        call->mask = *mask;
+        csc_copy_field(call->name, sizeof call->name, name);
+        pthread_attr_t attributes;
+        pthread_attr_init(&attributes);
+        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+        pthread_t thread;
+        int failed = pthread_create(&thread, &attributes, csc_setup_main, call);
+        pthread_attr_destroy(&attributes);
+        if (failed == 0) return;
+        free(call);
+    }
+    setup();
+}
 static char g_open_directory[4096], g_open_launch_id[64], g_open_app_version[128];
 
 bool csc_run_record_open_later(const char *directory, const char *launch_id, const char *app_version) {
@@ -498,6 +557,9 @@ static void csc_hang_open_pending_record(void) {
     pthread_mutex_lock(&g_start_lock);
     void (*setup)(void) = g_setup;
     g_setup = NULL;
+    sigset_t start_mask = g_start_mask;
+    char start_name[sizeof g_start_name];
+    memcpy(start_name, g_start_name, sizeof start_name);
     if (g_open_pending) {
         g_open_pending = false;
         (void)csc_run_record_open(g_open_directory, g_open_launch_id, g_open_app_version);
@@ -509,7 +571,7 @@ static void csc_hang_open_pending_record(void) {
         }
     }
     pthread_mutex_unlock(&g_start_lock);
-    if (setup) setup();
+    if (setup) csc_run_setup(setup, &start_mask, start_name);
 }
 
 static void *csc_hang_main(void *unused) {
@@ -537,6 +599,8 @@ bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback, void (*setu
     pthread_mutex_lock(&g_start_lock);
     atomic_store(&g_callback, callback);
     g_setup = setup;
+    pthread_sigmask(SIG_BLOCK, NULL, &g_start_mask);
+    csc_hang_platform_thread_name(g_start_name, sizeof g_start_name);
     atomic_store(&g_timeout_ms, timeout_ms);
     atomic_store(&g_last_beat_ns, 0); /* armed again by the next heartbeat */
     atomic_fetch_add(&g_generation, 1);

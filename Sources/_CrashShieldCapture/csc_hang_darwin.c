@@ -44,6 +44,13 @@ uint64_t csc_hang_platform_watch_this_thread(void) {
 
 void csc_hang_platform_name_thread(void) { pthread_setname_np("CrashShield hang"); }
 
+void csc_hang_platform_thread_name(char *name, size_t capacity) {
+    if (capacity == 0) return;
+    if (pthread_getname_np(pthread_self(), name, capacity) != 0) name[0] = 0;
+}
+
+void csc_hang_platform_set_thread_name(const char *name) { pthread_setname_np(name); }
+
 bool csc_hang_platform_prepare(void) {
     csc_safe_read_prepare();
     return g_watched_thread != MACH_PORT_NULL;

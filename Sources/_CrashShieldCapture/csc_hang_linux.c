@@ -64,6 +64,17 @@ static _Atomic bool g_sample_walking;
 
 void csc_hang_platform_name_thread(void) { prctl(PR_SET_NAME, "CrashShieldHang", 0, 0, 0); }
 
+void csc_hang_platform_thread_name(char *name, size_t capacity) {
+    char comm[17] = {0}; /* PR_GET_NAME writes up to 16 bytes */
+    if (capacity == 0) return;
+    if (prctl(PR_GET_NAME, comm, 0, 0, 0) != 0) comm[0] = 0;
+    size_t i = 0;
+    for (; comm[i] && i + 1 < capacity; i++) name[i] = comm[i];
+    name[i] = 0;
+}
+
+void csc_hang_platform_set_thread_name(const char *name) { prctl(PR_SET_NAME, name, 0, 0, 0); }
+
 typedef struct {
     uintptr_t pc;
     bool found;

@@ -30,5 +30,9 @@ void csc_hang_platform_fault_recover(int sig);
 bool csc_hang_platform_memory(uint64_t *resident, uint64_t *peak, uint64_t *footprint);
 /** Names the calling thread (the watchdog). */
 void csc_hang_platform_name_thread(void);
+/** The calling thread's name into `name` (at most `capacity` bytes with its NUL; "" if unknown). */
+void csc_hang_platform_thread_name(char *name, size_t capacity);
+/** Gives the calling thread `name`. */
+void csc_hang_platform_set_thread_name(const char *name);
 
 #endif

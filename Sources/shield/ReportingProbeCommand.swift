@@ -54,6 +54,8 @@ import _CrashShieldTestSupport
 /// `SCENARIO <name> guard=<guard> outcome=returned` only when the scenario returns.
 /// `--guards-off`: `CrashShieldOptions.defaultPolicy` is `.off` (an app running without guards),
 /// so a remote configuration rule's guard policy is what switches a guard on.
+/// `--crash-in-sink`: an incident sink that crashes (SIGSEGV), and 200 ms after the start (the
+/// delivery thread made after it) one misuse: the process dies in the sink, on the delivery thread.
 /// `--stay-ms N`: live N ms more before exiting (past the app-hang watchdog's first tick, which
 /// writes this run's record: the next start then reads it, as every launch but an app's first does).
 /// `--objc-used-before`: before the start, one autorelease pool and one message to NSObject, so
@@ -89,6 +91,7 @@ enum ReportingProbeCommand {
         var uncaughtScenario = false
         var guardsOff = false
         var stayMilliseconds: Int?
+        var crashInSink = false
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -156,6 +159,7 @@ enum ReportingProbeCommand {
                 options.launchProtection = launch
                 options.reporting = reporting
                 if arguments.guardsOff { options.defaultPolicy = .off }
+                if arguments.crashInSink { options.sinks.append(ClosureIncidentSink { _ in csc_crash_segv() }) }
                 try CrashShieldSDK.start(options)
                 lastRun = CrashShieldSDK.lastRun
             }
@@ -230,6 +234,16 @@ enum ReportingProbeCommand {
             print("STOPPED remote-fetch=\(ExitTeardownWatch.remoteFetchState())")
             fflush(nil)
             if !arguments.captureOnly { misuseAndHandOver() }
+        }
+        if arguments.crashInSink {
+            // Past the watchdog's first tick, which creates the delivery thread; then a misuse
+            // whose delivery crashes in the sink.
+            usleep(200_000)
+            let values = [1, 2, 3]
+            _ = values[shielded: 7]
+            CrashShieldSDK.flushIncidents(timeout: .seconds(5))
+            print("SINK-DID-NOT-CRASH")
+            return 1
         }
         if let stay = arguments.stayMilliseconds { usleep(useconds_t(max(0, stay)) * 1000) }
         return 0

@@ -318,6 +318,7 @@ struct ReportingProbe: ParsableCommand {
     var objcUsedBefore = false
     @Option(name: .customLong("stay-ms"), help: "Live this many milliseconds more before exiting (the run record is written 20 ms after the start).")
     var stayMilliseconds: Int?
+    @Flag(help: "An incident sink that crashes; one misuse 200 ms after the start.") var crashInSink = false
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -329,6 +330,6 @@ struct ReportingProbe: ParsableCommand {
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
             forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled,
             objcUsedBefore: objcUsedBefore, uncaughtScenario: uncaughtScenario, guardsOff: guardsOff,
-            stayMilliseconds: stayMilliseconds)))
+            stayMilliseconds: stayMilliseconds, crashInSink: crashInSink)))
     }
 }

@@ -187,6 +187,21 @@ import Testing
     }
 
     /// Nothing pending: no crash envelope, one session start, and the clean exit's `exited`.
+    /// The incident delivery thread is created after the start, by a thread the app-hang watchdog
+    /// starts with the start thread's signal mask: a crash in an app's sink on that thread is
+    /// captured like any other (with the watchdog's mask, every signal blocked, the kernel would
+    /// kill the process without running the handler), and the next start finds its report.
+    @Test func aCrashInASinkOnTheDeliveryThreadIsCaptured() throws {
+        let directory = temporaryDirectory("sink-crash")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let crashed = try probe(directory, dsn: nil, ["--crash-in-sink"])
+        #expect(crashed.termination == .signaled(SIGSEGV), "\(crashed.output)")
+        #expect(!crashed.output.contains("SINK-DID-NOT-CRASH"))
+        let reports = loadReports(directory)
+        #expect(reports.count == 1)
+        #expect(reports.first?.crash?.signal == SIGSEGV)
+    }
+
     @Test func nothingPendingSendsOnlyTheSession() throws {
         let server = try LoopbackHTTPServer()
         defer { server.stop() }

@@ -171,10 +171,12 @@ typedef void (*csc_hang_callback)(const csc_hang_sample *hang);
 
 /** Starts the watchdog thread (once per process; later calls change the settings). `timeout_ms`
  *  0: no hang detection (the thread still writes the sign of life and samples memory).
- *  `callback` is called on the watchdog thread when a hang ends; `setup` (may be NULL) once on
- *  the watchdog thread at its first tick after this call (work the start need not wait for:
- *  the record's file, the main run loop's heartbeat timer). False when the thread cannot be
- *  started. */
+ *  `callback` is called on the watchdog thread when a hang ends; `setup` (may be NULL) once,
+ *  started by the watchdog's first tick after this call, on a thread of its own that has the
+ *  calling thread's signal mask and name (work the start need not wait for: the main run loop's
+ *  heartbeat timer, creating threads, which then inherit what they would from the caller; on the
+ *  watchdog thread itself only when no thread can be created). False when the watchdog thread
+ *  cannot be started. */
 bool csc_hang_start(uint32_t timeout_ms, csc_hang_callback callback, void (*setup)(void));
 /** Stops watching (the thread stays, idle, for a later start); clears a hang in progress. */
 void csc_hang_stop(void);
