@@ -729,16 +729,10 @@ static void cs_gnu_method_walk_check(void) {
     g_method_walk_ok = ok;
 }
 
-static Method cs_own_method(Class owner, SEL sel) {
-    pthread_once(&g_method_walk_once, cs_gnu_method_walk_check);
-    if (g_method_walk_ok) {
-        g_method_walk_lock.lock(*g_method_walk_lock.mutex);
-        Method found = cs_gnu_walk_own_methods(owner, cs_gnu_selector_id(sel), NULL);
-        g_method_walk_lock.unlock(*g_method_walk_lock.mutex);
-        return found;
-    }
+/* The own-method lookup through a copy of the class's method list (class_copyMethodList). */
+static Method cs_copied_own_method(Class cls, SEL sel) {
     unsigned int count = 0;
-    Method *methods = class_copyMethodList(owner, &count);
+    Method *methods = class_copyMethodList(cls, &count);
     Method found = NULL;
     /* sel_isEqual compares GCC libobjc's selector ids, one per name (typed or not), without the
      * runtime lock that sel_getName takes. */
@@ -748,17 +742,18 @@ static Method cs_own_method(Class owner, SEL sel) {
     return found;
 }
 
-#if defined(CSC_TEST_SEAMS)
-static Method cs_copied_own_method(Class cls, SEL sel) {
-    unsigned int count = 0;
-    Method *methods = class_copyMethodList(cls, &count);
-    Method found = NULL;
-    for (unsigned int i = 0; i < count && !found; i++)
-        if (sel_isEqual(method_getName(methods[i]), sel)) found = methods[i];
-    free(methods);
-    return found;
+static Method cs_own_method(Class owner, SEL sel) {
+    pthread_once(&g_method_walk_once, cs_gnu_method_walk_check);
+    if (g_method_walk_ok) {
+        g_method_walk_lock.lock(*g_method_walk_lock.mutex);
+        Method found = cs_gnu_walk_own_methods(owner, cs_gnu_selector_id(sel), NULL);
+        g_method_walk_lock.unlock(*g_method_walk_lock.mutex);
+        return found;
+    }
+    return cs_copied_own_method(owner, sel);
 }
 
+#if defined(CSC_TEST_SEAMS)
 size_t cs_backend_own_method_mismatches_for_testing(size_t *checked, bool *in_place) {
     pthread_once(&g_method_walk_once, cs_gnu_method_walk_check);
     *in_place = g_method_walk_ok;
