@@ -604,6 +604,25 @@ public final class SQLStore: CollectorStore {
             "CREATE INDEX protections_project ON protections (project_id, created_at)",
         ]),
         (12, DebugFileSchema.statements),
+        (13, [
+            // Launch tags (`LaunchTag`: tags named `launch…` or `repair…`), one row per tag of an
+            // event, written at ingest; the launch-crash page reads the rows of a project's newest
+            // events (`launchSummary`) instead of parsing their payloads. `position`: the tag's
+            // place among the event's launch tags. Filled for existing events by
+            // `backfillLaunchTags` (each project's newest `LaunchSummary.window` events, all the
+            // page reads). Deleted with their events by retention.
+            """
+            CREATE TABLE event_launch_tags (
+                event_row {int} NOT NULL, position {int} NOT NULL, project_id {int} NOT NULL, received {real} NOT NULL,
+                release TEXT, tag_key TEXT NOT NULL, tag_value TEXT NOT NULL, PRIMARY KEY (event_row, position))
+            """,
+            "CREATE INDEX event_launch_tags_project ON event_launch_tags (project_id, received, event_row)",
+        ]),
+    ]
+
+    /// Work a migration does in Swift after its statements, in its transaction.
+    static let migrationSteps: [Int: @Sendable (SQLStore) async throws -> Void] = [
+        13: { try await $0.backfillLaunchTags() },
     ]
 
     /// `statement` for `dialect`: its placeholders replaced (column types; `{floor}(x)` rounds a
@@ -661,6 +680,7 @@ public final class SQLStore: CollectorStore {
                     guard let sql = Self.typed(statement, for: backend.dialect) else { continue }
                     _ = try await query(sql)
                 }
+                if let step = Self.migrationSteps[migration.version] { try await step(self) }
                 _ = try await query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
                                     [Self.int(migration.version), Self.time(Date())])
                 _ = try await query("COMMIT")
@@ -999,6 +1019,7 @@ public final class SQLStore: CollectorStore {
         try await transaction {
             let time = Self.time(cutoff)
             let deleted = try await query("DELETE FROM events WHERE received < ? RETURNING 1 AS gone", [time]).count
+            _ = try await query("DELETE FROM event_launch_tags WHERE received < ?", [time])
             _ = try await query("DELETE FROM attachments WHERE received < ?", [time])
             _ = try await query("DELETE FROM sessions WHERE received < ?", [time])
             _ = try await query("DELETE FROM issue_days WHERE day < ?", [Self.int(Self.day(cutoff))])

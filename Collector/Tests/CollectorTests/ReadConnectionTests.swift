@@ -180,6 +180,8 @@ struct ReadConnectionTests {
             _ = try await store.incidentRows(projectID: project.id, since: since, limit: 1000)
             _ = try await store.incidentDayCounts(projectID: project.id, since: since, recent: Date().addingTimeInterval(-7 * 86_400))
             _ = try await store.recentEvents(projectID: project.id, limit: 5000)
+            _ = try await store.launchSummary(projectID: project.id, window: 5000)
+            _ = try await store.launchSummary(projectID: project.id, window: 5)
             _ = try await store.attachmentCount(projectID: project.id)
             _ = try await store.discardedTotal(projectID: project.id)
             _ = try await store.sdkConfigHistory(projectID: project.id)
@@ -191,6 +193,10 @@ struct ReadConnectionTests {
                 let plan = try await store.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.string("detail") }
                 for line in plan {
                     #expect(Self.eventsAccessIsIndexed(line), "\(line) in the plan of: \(sql)")
+                    // The launch page's tags: the rows of the newest events, by the index.
+                    if line.contains("event_launch_tags") {
+                        #expect(line.contains("USING INDEX event_launch_tags_project (project_id=?"), "\(line) in the plan of: \(sql)")
+                    }
                     // Release health reads its summaries, never the sessions themselves.
                     #expect(!line.contains(" sessions "), "\(line) in the plan of: \(sql)")
                     if line.contains("TEMP B-TREE FOR ORDER BY") && sql.contains("LIMIT") {
