@@ -27,6 +27,14 @@ struct ReadConnectionTests {
                 let summaries = try await store.projectSummaries()
                 let events = try await store.recentEvents(projectID: project.id, limit: 10)
                 _ = try await store.releaseHealth(projectID: project.id)
+                _ = try await store.launchSummary(projectID: project.id, window: 10)
+                // The issue list's and the issue page's reads (these took the writer's lock).
+                let page = try await store.issues(projectID: project.id, query: IssueQuery())
+                _ = try await store.issueActivity(issueIDs: page.issues.map(\.id), days: 0...Int64.max)
+                _ = try await store.issueFilterValues(projectID: project.id, limit: 10)
+                let event = try await store.issueEvent(issueID: try #require(page.issues.first).id, projectID: project.id, eventID: nil)
+                _ = try await store.eventAttachments(projectID: project.id, eventID: try #require(event).event.summary.eventID, limit: 10)
+                _ = try await store.attachment(projectID: project.id, id: 1)
                 readsDone.store(true, ordering: .releasing)
                 return (projects.map(\.name), issues.count, summaries.map(\.issues), events.count)
             }
