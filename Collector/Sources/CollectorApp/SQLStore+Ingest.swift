@@ -19,6 +19,7 @@ import Foundation
 extension SQLStore {
     public func commitIngest(_ writes: [IngestWrite]) async throws -> [IngestWriteOutcome] {
         guard !writes.isEmpty else { return [] }
+        defer { pageBudget.ingestCommitted() }
         return try await serialized(write: true) { try await commitLocked(writes) }
     }
 

@@ -22,6 +22,8 @@ public final class SQLStore: CollectorStore {
     /// The page connections (`withPageRead`; nil: pages run where they were called, their reads
     /// on `readers`).
     let pageReaders: ReadPool?
+    /// The pages' CPU while ingest runs (`PageBudget`).
+    let pageBudget = PageBudget()
     private let lock = AsyncLock()
     private let logger: Logger
     /// The database's availability as this store's operations found it (`/health`, `/metrics`).
@@ -165,11 +167,13 @@ public final class SQLStore: CollectorStore {
     /// more counts as no failure), and a body that fails with `storage.unavailable` runs once more.
     /// A write in `body` is observed by itself; were its failure to end the page, the page would
     /// count it again (no page lets a write's failure through: an API read logs a failure to
-    /// record its token's use).
+    /// record its token's use). While ingest runs, a page first waits out the pause the previous
+    /// pages' CPU time earned (`PageBudget`).
     public func withPageRead<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         if Self.readConnection != nil { return try await body() }
         guard let pageReaders else { return try await body() }
-        return try await monitor.observe(write: false) { try await onConnection(of: pageReaders, body) }
+        await pageBudget.waitTurn()
+        return try await monitor.observe(write: false) { try await onConnection(of: pageReaders) { try await pageBudget.measure(body) } }
     }
 
     /// `read`'s and `withPageRead`'s work: `body` on a connection of `pool`, once more when it
