@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// While ingest runs, pages pause in proportion to their CPU time (`PageBudget`), so a user
-/// reloading back to back takes at most a third of a core from ingest; with ingest idle they
+/// reloading back to back takes at most a fifth of a core from ingest; with ingest idle they
 /// never pause.
 @Suite("Page budget")
 struct PageBudgetTests {
