@@ -70,6 +70,8 @@ struct EventFacts: Equatable, Sendable {
     var crashShieldGuardTag: String?
     /// `tags["guard"]`.
     var guardTag: String?
+    /// The tags named `launch…` or `repair…` (`LaunchTag.of`), stored for the launch-crash page.
+    var launchTags: [LaunchTag] = []
     /// `fingerprint` when it is an array (elements as scalars).
     var fingerprint: [JSONValue]?
     /// `exception.values`, or `exception` itself in the older list form; empty otherwise.
@@ -106,6 +108,7 @@ struct EventFacts: Equatable, Sendable {
                          ipAddress: scalar(user?["ip_address"]))
         crashShieldGuardTag = event["tags"]?["crashshield.guard"]?.stringValue
         guardTag = event["tags"]?["guard"]?.stringValue
+        launchTags = event.objectValue.map { LaunchTag.of(tags: $0["tags"]) } ?? []
         fingerprint = event["fingerprint"]?.arrayValue.map { $0.map { scalar($0) ?? .null } }
         let exceptionList = event["exception"]?["values"]?.arrayValue ?? event["exception"]?.arrayValue ?? []
         exceptions = exceptionList.map { exception in
@@ -158,6 +161,20 @@ struct EventFacts: Equatable, Sendable {
 // what the tree-based `EventFacts.init(_:)` would take from the same value; a value of another
 // kind than expected is read past and gives the empty result.
 extension FastJSON.Reader {
+    /// The key as a string when it names a launch tag (`LaunchTag.isLaunchKey`), else nil
+    /// (without building a string for keys that cannot: those not starting with `l` or `r`).
+    func launchTagName(_ key: Key) -> String? {
+        let name: String
+        switch key {
+        case .input(let range):
+            guard let first = range.first.map({ bytes[$0] }), first == UInt8(ascii: "l") || first == UInt8(ascii: "r") else { return nil }
+            name = String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+        case .decoded(let decoded):
+            name = String(decoding: decoded, as: UTF8.self)
+        }
+        return LaunchTag.isLaunchKey(name) ? name : nil
+    }
+
     mutating func event(depth: Int) throws(FastJSON.Failure) -> EventFacts {
         var facts = EventFacts()
         try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
@@ -171,16 +188,25 @@ extension FastJSON.Reader {
             case reader.key(key, is: "timestamp"): facts.timestamp = try reader.scalar(depth: depth)
             case reader.key(key, is: "user"): facts.user = try reader.user(depth: depth)
             case reader.key(key, is: "tags"):
-                (facts.crashShieldGuardTag, facts.guardTag) = (nil, nil)
+                (facts.crashShieldGuardTag, facts.guardTag, facts.launchTags) = (nil, nil, [])
+                // The list form (`[[key, value], ...]`) is rare: built and read as the tree is.
+                if try reader.peek(depth: depth) == UInt8(ascii: "[") {
+                    facts.launchTags = LaunchTag.of(tags: try reader.value(depth: depth))
+                    return
+                }
+                var launch: [String: JSONValue] = [:]
                 try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
                     if reader.key(key, is: "crashshield.guard") {
                         facts.crashShieldGuardTag = try reader.string(depth: depth)
                     } else if reader.key(key, is: "guard") {
                         facts.guardTag = try reader.string(depth: depth)
+                    } else if let name = reader.launchTagName(key) {
+                        launch[name] = try reader.scalar(depth: depth)
                     } else {
                         try reader.skipValue(depth: depth)
                     }
                 }
+                if !launch.isEmpty { facts.launchTags = LaunchTag.of(tags: .object(launch)) }
             case reader.key(key, is: "fingerprint"):
                 guard try reader.peek(depth: depth) == UInt8(ascii: "[") else { facts.fingerprint = nil; try reader.skipValue(depth: depth); return }
                 var entries: [JSONValue] = []

@@ -71,6 +71,8 @@ public struct EventRecord: Sendable {
     /// `warning`, a handled exception mechanism, and the guard named by a `crashshield.guard` or
     /// `guard` tag, a `crashshield.guard` mechanism's exception type, or `mechanism.data.guard`).
     public let incidentGuard: String?
+    /// Its tags named `launch…` or `repair…` (`event_launch_tags`, the launch-crash page).
+    let launchTags: [LaunchTag]
     /// The event exactly as received (JSON).
     public let payload: Data
 
@@ -128,6 +130,7 @@ public struct EventRecord: Sendable {
             userKey: userKey,
             grouping: Grouping.group(json),
             incidentGuard: level == "warning" && handled ? guardName : nil,
+            launchTags: json.launchTags,
             payload: payload)
     }
 

@@ -128,8 +128,12 @@ func fillEnvelope(index: Int, total: Int, now: Date) -> (envelope: Data, receive
 /// starts a collector on it over HTTP, measures each dashboard page and API read `loads` times
 /// with a logged-in session (after one warm-up load), then ingests `ingestEvents` envelopes from
 /// `concurrency` clients alone and again while one client reloads the slowest page in a loop.
+///
+/// `clientsExecutable`: when set, the ingest clients run in a process of their own, this
+/// executable run as `shield-collector bench-clients` (`runBenchmarkClients`), instead of as
+/// threads of the collector's process; the reader stays in process.
 public func runReadBenchmark(database: CollectorConfiguration.Database, fillTo: Int, ingestEvents: Int, concurrency: Int = 8,
-                             loads: Int = 5, logger: Logger) async throws -> ReadBenchmarkReport {
+                             loads: Int = 5, clientsExecutable: String? = nil, logger: Logger) async throws -> ReadBenchmarkReport {
     let clock = ContinuousClock()
     // 1. Fill, and prepare a login session and an API token for the reads.
     let store = try await openBenchmarkStore(database, logger: logger)
@@ -231,65 +235,54 @@ public func runReadBenchmark(database: CollectorConfiguration.Database, fillTo: 
             // 4. Ingest alone, then with one user reloading the heaviest page.
             guard let dsnText = ready.firstProjectDSN else { throw CollectorError.storage("the benchmark's collector has no project") }
             let dsn = try DSN(dsnText)
-            let head = "POST /api/\(dsn.projectID)/envelope/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                + "X-Sentry-Auth: Sentry sentry_version=7, sentry_client=shield-bench/1, sentry_key=\(dsn.publicKey)\r\n"
-                + "Content-Type: application/x-sentry-envelope\r\n"
             // New event ids each run (an event's id is made from its index), above any fill's
             // indices and apart from other runs' (milliseconds since 1970, times 1,000), in the present.
             let base = Int(Date().timeIntervalSince1970 * 1_000) * 1_000
-            func envelopes(_ offset: Int) -> [[UInt8]] {
-                (0..<ingestEvents).map { index in
-                    let (envelope, _) = fillEnvelope(index: base + offset + index, total: base + offset + index + 1, now: Date())
-                    return Array((head + "Content-Length: \(envelope.count)\r\n\r\n").utf8) + [UInt8](envelope)
-                }
-            }
             let workers = max(1, concurrency)
-            func ingest(_ requests: [[UInt8]]) async throws -> Double {
-                let start = clock.now
-                try await withThrowingTaskGroup(of: Void.self) { clients in
-                    for worker in 0..<workers {
-                        clients.addTask {
-                            try await onThread {
-                                let connection = try BlockingHTTPConnection(port: port)
-                                defer { connection.close() }
-                                for index in stride(from: worker, to: requests.count, by: workers) {
-                                    let (status, body) = try connection.exchangeKeepingBody(requests[index])
-                                    guard status == 200 else { throw CollectorError.storage("ingest answered \(status): \(connection.text(body))") }
-                                }
-                            }
-                        }
-                    }
-                    try await clients.waitForAll()
-                }
-                return Double(requests.count) / seconds(clock.now - start)
-            }
-            let alone = try await ingest(envelopes(0))
-            let second = envelopes(ingestEvents)
             let stop = SharedCount()
-            let readerTimes = Task {
-                try await onThread { () -> [Double] in
-                    let connection = try BlockingHTTPConnection(port: port)
-                    defer { connection.close() }
-                    var times: [Double] = []
-                    repeat {
-                        let started = ContinuousClock.now
-                        let (status, body) = try connection.exchangeKeepingBody(request(heaviest.path))
-                        guard status == 200 else { throw CollectorError.storage("\(heaviest.path) answered \(status): \(connection.text(body))") }
-                        times.append(seconds(ContinuousClock.now - started) * 1000)
-                    } while !(stop.value.load(ordering: .relaxed) > 0)
-                    return times
+            @Sendable func reader() -> Task<[Double], Error> {
+                Task {
+                    try await onThread { () -> [Double] in
+                        let connection = try BlockingHTTPConnection(port: port)
+                        defer { connection.close() }
+                        var times: [Double] = []
+                        repeat {
+                            let started = ContinuousClock.now
+                            let (status, body) = try connection.exchangeKeepingBody(request(heaviest.path))
+                            guard status == 200 else { throw CollectorError.storage("\(heaviest.path) answered \(status): \(connection.text(body))") }
+                            times.append(seconds(ContinuousClock.now - started) * 1000)
+                        } while !(stop.value.load(ordering: .relaxed) > 0)
+                        return times
+                    }
                 }
             }
+            let readerTask = Mutex<Task<[Double], Error>?>(nil)
+            let startReader: @Sendable () -> Void = {
+                readerTask.withLock { $0 = reader() }
+            }
+            // One ingest phase: the clients' rate; `ready` runs once their envelopes are built,
+            // just before they send.
+            func ingest(offset: Int, ready: @escaping @Sendable () -> Void) async throws -> Double {
+                if let clientsExecutable {
+                    return try await runClientsProcess(executable: clientsExecutable, port: port, dsn: dsnText, base: base + offset,
+                                                       events: ingestEvents, concurrency: workers, ready: ready)
+                }
+                let requests = benchmarkRequests(dsn: dsn, base: base + offset, events: ingestEvents)
+                ready()
+                return try await sendBenchmarkRequests(port: port, requests: requests, concurrency: workers)
+            }
+            let alone = try await ingest(offset: 0) {}
             let withReader: Double
             do {
-                withReader = try await ingest(second)
+                withReader = try await ingest(offset: ingestEvents, ready: startReader)
             } catch {
                 stop.value.store(1, ordering: .relaxed)
-                _ = try? await readerTimes.value
+                _ = try? await readerTask.withLock({ $0 })?.value
                 throw error
             }
             stop.value.store(1, ordering: .relaxed)
-            let times = try await readerTimes.value
+            guard let readerTask = readerTask.withLock({ $0 }) else { throw CollectorError.storage("the reader never started") }
+            let times = try await readerTask.value
             await services.triggerGracefulShutdown()
             try await group.waitForAll()
             let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init)
@@ -302,6 +295,82 @@ public func runReadBenchmark(database: CollectorConfiguration.Database, fillTo: 
             await services.triggerGracefulShutdown()
             throw error
         }
+    }
+}
+
+/// The read benchmark's ingest requests: `events` crash envelopes (`fillEnvelope`, indices from
+/// `base`, received now) as HTTP requests to `dsn`'s project.
+func benchmarkRequests(dsn: DSN, base: Int, events: Int) -> [[UInt8]] {
+    let head = "POST /api/\(dsn.projectID)/envelope/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + "X-Sentry-Auth: Sentry sentry_version=7, sentry_client=shield-bench/1, sentry_key=\(dsn.publicKey)\r\n"
+        + "Content-Type: application/x-sentry-envelope\r\n"
+    return (0..<events).map { index in
+        let (envelope, _) = fillEnvelope(index: base + index, total: base + index + 1, now: Date())
+        return Array((head + "Content-Length: \(envelope.count)\r\n\r\n").utf8) + [UInt8](envelope)
+    }
+}
+
+/// Sends `requests` from `concurrency` clients (threads, keep-alive connections, each waiting
+/// for its answer before sending the next); the rate in requests per second.
+func sendBenchmarkRequests(port: Int, requests: [[UInt8]], concurrency: Int) async throws -> Double {
+    let start = ContinuousClock.now
+    try await withThrowingTaskGroup(of: Void.self) { clients in
+        for worker in 0..<concurrency {
+            clients.addTask {
+                try await onThread {
+                    let connection = try BlockingHTTPConnection(port: port)
+                    defer { connection.close() }
+                    for index in stride(from: worker, to: requests.count, by: concurrency) {
+                        let (status, body) = try connection.exchangeKeepingBody(requests[index])
+                        guard status == 200 else { throw CollectorError.storage("ingest answered \(status): \(connection.text(body))") }
+                    }
+                }
+            }
+        }
+        try await clients.waitForAll()
+    }
+    return Double(requests.count) / seconds(ContinuousClock.now - start)
+}
+
+/// `shield-collector bench-clients`: the read benchmark's ingest clients in a process of their
+/// own. Builds the envelopes, prints `ready`, sends them, prints `rate <requests per second>`.
+public func runBenchmarkClients(port: Int, dsn: String, base: Int, events: Int, concurrency: Int) async throws {
+    let requests = benchmarkRequests(dsn: try DSN(dsn), base: base, events: events)
+    FileHandle.standardOutput.write(Data("ready\n".utf8))
+    let rate = try await sendBenchmarkRequests(port: port, requests: requests, concurrency: max(1, concurrency))
+    FileHandle.standardOutput.write(Data("rate \(rate)\n".utf8))
+}
+
+/// Runs `executable bench-clients ...` and returns the rate it printed; `ready` runs when it
+/// printed `ready`.
+private func runClientsProcess(executable: String, port: Int, dsn: String, base: Int, events: Int, concurrency: Int,
+                               ready: @escaping @Sendable () -> Void) async throws -> Double {
+    try await onThread {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = ["bench-clients", "--port", String(port), "--dsn", dsn, "--base", String(base),
+                             "--events", String(events), "--concurrency", String(concurrency)]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var text = ""
+        var rate: Double?
+        while true {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+            while let newline = text.firstIndex(of: "\n") {
+                let line = String(text[..<newline])
+                text = String(text[text.index(after: newline)...])
+                if line == "ready" { ready() }
+                if line.hasPrefix("rate ") { rate = Double(line.dropFirst(5)) }
+            }
+        }
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let rate else {
+            throw CollectorError.storage("the clients' process ended with status \(process.terminationStatus)")
+        }
+        return rate
     }
 }
 

@@ -51,7 +51,7 @@ extension SQLStore {
     }
 
     public func issueEvent(issueID: Int64, projectID: Int64, eventID: String?) async throws -> IssueEventPosition? {
-        try await serialized {
+        try await read {
             let issue = Self.int(issueID)
             let rows: [DBRow]
             if let eventID {
@@ -86,7 +86,7 @@ extension SQLStore {
     private static let attachmentColumns = "id, event_id, filename, content_type, attachment_type, size, received"
 
     public func eventAttachments(projectID: Int64, eventID: String, limit: Int) async throws -> [AttachmentInfo] {
-        try await serialized {
+        try await read {
             try await query(
                 "SELECT \(Self.attachmentColumns) FROM attachments WHERE project_id = ? AND event_id = ? ORDER BY id LIMIT ?",
                 [Self.int(projectID), .text(eventID), Self.int(limit)]
@@ -95,7 +95,7 @@ extension SQLStore {
     }
 
     public func attachment(projectID: Int64, id: Int64) async throws -> StoredAttachment? {
-        try await serialized {
+        try await read {
             guard let row = try await query("SELECT \(Self.attachmentColumns), data FROM attachments WHERE id = ? AND project_id = ?",
                                             [Self.int(id), Self.int(projectID)]).first,
                   let info = Self.attachmentInfo(row), let data = row.data("data")

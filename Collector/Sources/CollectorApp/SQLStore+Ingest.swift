@@ -19,6 +19,7 @@ import Foundation
 extension SQLStore {
     public func commitIngest(_ writes: [IngestWrite]) async throws -> [IngestWriteOutcome] {
         guard !writes.isEmpty else { return [] }
+        defer { pageBudget.ingestCommitted() }
         return try await serialized(write: true) { try await commitLocked(writes) }
     }
 
@@ -338,6 +339,18 @@ extension SQLStore {
                             Self.time(event.received), Self.time(event.timestamp), .text(event.level), Self.text(event.platform),
                             Self.text(event.release), Self.text(event.environment), Self.text(event.userKey),
                             Self.text(event.incidentGuard), .blob(event.payload)]
+                })
+            // The launch tags of the events just inserted (rarely any: most events have none).
+            statements += Self.multiRow(
+                rowsPerStatement: rowsPerStatement,
+                prefix: "INSERT INTO event_launch_tags (event_row, position, project_id, received, release, tag_key, tag_value) VALUES ",
+                row: "((SELECT id FROM events WHERE project_id = ? AND event_id = ?), ?, ?, ?, ?, ?, ?)",
+                rows: storedInBatch.flatMap { stored in
+                    let event = stored.event
+                    return event.launchTags.enumerated().map { position, tag -> [DBValue] in
+                        [.int(event.projectID), .text(event.eventID), Self.int(position), .int(event.projectID), Self.time(event.received),
+                         Self.text(event.release), .text(tag.key), .text(tag.value)]
+                    }
                 })
             statements += Self.multiRow(
                 rowsPerStatement: rowsPerStatement,

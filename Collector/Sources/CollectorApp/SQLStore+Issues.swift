@@ -61,7 +61,7 @@ extension SQLStore {
         }
         sql += before ? " ORDER BY \(column) ASC, id ASC LIMIT ?" : " ORDER BY \(column) DESC, id DESC LIMIT ?"
         pageBinds.append(Self.int(limit + 1))
-        let (rows, total) = try await serialized {
+        let (rows, total) = try await read {
             let rows = try await query(sql, pageBinds).compactMap(Self.issue)
             let total = try await query("SELECT count(*) AS n FROM issues WHERE " + filter, binds).first?.int("n") ?? 0
             return (rows, Int64(total))
@@ -95,7 +95,7 @@ extension SQLStore {
 
     public func issueActivity(issueIDs: [Int64], days: ClosedRange<Int64>) async throws -> [Int64: [Int64: Int64]] {
         guard !issueIDs.isEmpty else { return [:] }
-        let rows = try await serialized {
+        let rows = try await read {
             try await query(
                 """
                 SELECT issue_id, day, events FROM issue_days
@@ -112,7 +112,7 @@ extension SQLStore {
 
     public func issueFilterValues(projectID: Int64, limit: Int) async throws -> IssueFilterValues {
         let project = Self.int(projectID)
-        let (releases, environments, guards) = try await serialized {
+        let (releases, environments, guards) = try await read {
             // The most recently seen releases, then in release order.
             let releases = try await query(
                 """

@@ -22,6 +22,8 @@ public final class SQLStore: CollectorStore {
     /// The page connections (`withPageRead`; nil: pages run where they were called, their reads
     /// on `readers`).
     let pageReaders: ReadPool?
+    /// The pages' CPU while ingest runs (`PageBudget`).
+    let pageBudget = PageBudget()
     private let lock = AsyncLock()
     private let logger: Logger
     /// The database's availability as this store's operations found it (`/health`, `/metrics`).
@@ -165,11 +167,13 @@ public final class SQLStore: CollectorStore {
     /// more counts as no failure), and a body that fails with `storage.unavailable` runs once more.
     /// A write in `body` is observed by itself; were its failure to end the page, the page would
     /// count it again (no page lets a write's failure through: an API read logs a failure to
-    /// record its token's use).
+    /// record its token's use). While ingest runs, a page first waits out the pause the previous
+    /// pages' CPU time earned (`PageBudget`).
     public func withPageRead<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         if Self.readConnection != nil { return try await body() }
         guard let pageReaders else { return try await body() }
-        return try await monitor.observe(write: false) { try await onConnection(of: pageReaders, body) }
+        await pageBudget.waitTurn()
+        return try await monitor.observe(write: false) { try await onConnection(of: pageReaders) { try await pageBudget.measure(body) } }
     }
 
     /// `read`'s and `withPageRead`'s work: `body` on a connection of `pool`, once more when it
@@ -604,6 +608,25 @@ public final class SQLStore: CollectorStore {
             "CREATE INDEX protections_project ON protections (project_id, created_at)",
         ]),
         (12, DebugFileSchema.statements),
+        (13, [
+            // Launch tags (`LaunchTag`: tags named `launch…` or `repair…`), one row per tag of an
+            // event, written at ingest; the launch-crash page reads the rows of a project's newest
+            // events (`launchSummary`) instead of parsing their payloads. `position`: the tag's
+            // place among the event's launch tags. Filled for existing events by
+            // `backfillLaunchTags` (each project's newest `LaunchSummary.window` events, all the
+            // page reads). Deleted with their events by retention.
+            """
+            CREATE TABLE event_launch_tags (
+                event_row {int} NOT NULL, position {int} NOT NULL, project_id {int} NOT NULL, received {real} NOT NULL,
+                release TEXT, tag_key TEXT NOT NULL, tag_value TEXT NOT NULL, PRIMARY KEY (event_row, position))
+            """,
+            "CREATE INDEX event_launch_tags_project ON event_launch_tags (project_id, received, event_row)",
+        ]),
+    ]
+
+    /// Work a migration does in Swift after its statements, in its transaction.
+    static let migrationSteps: [Int: @Sendable (SQLStore) async throws -> Void] = [
+        13: { try await $0.backfillLaunchTags() },
     ]
 
     /// `statement` for `dialect`: its placeholders replaced (column types; `{floor}(x)` rounds a
@@ -661,6 +684,7 @@ public final class SQLStore: CollectorStore {
                     guard let sql = Self.typed(statement, for: backend.dialect) else { continue }
                     _ = try await query(sql)
                 }
+                if let step = Self.migrationSteps[migration.version] { try await step(self) }
                 _ = try await query("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
                                     [Self.int(migration.version), Self.time(Date())])
                 _ = try await query("COMMIT")
@@ -999,6 +1023,7 @@ public final class SQLStore: CollectorStore {
         try await transaction {
             let time = Self.time(cutoff)
             let deleted = try await query("DELETE FROM events WHERE received < ? RETURNING 1 AS gone", [time]).count
+            _ = try await query("DELETE FROM event_launch_tags WHERE received < ?", [time])
             _ = try await query("DELETE FROM attachments WHERE received < ?", [time])
             _ = try await query("DELETE FROM sessions WHERE received < ?", [time])
             _ = try await query("DELETE FROM issue_days WHERE day < ?", [Self.int(Self.day(cutoff))])

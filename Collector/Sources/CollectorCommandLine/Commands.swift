@@ -12,7 +12,7 @@ public struct ShieldCollector: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "shield-collector",
         abstract: "The CrashShield collector: receives crash reports and prevented crashes from Sentry SDKs, serves remote switches.",
-        subcommands: [Serve.self, Prune.self, Bench.self])
+        subcommands: [Serve.self, Prune.self, Bench.self, BenchClients.self])
 }
 
 struct StorageOptions: ParsableArguments {
@@ -191,6 +191,8 @@ struct Bench: AsyncParsableCommand {
         valueName: "N"))
     var fill: Int?
     @Option(help: "Read benchmark: loads of each page timed (after one warm-up load).") var loads: Int = 5
+    @Flag(help: "Read benchmark: run the ingest clients in a process of their own (this executable's bench-clients) instead of as threads of the collector's process.")
+    var clientsProcess = false
     @OptionGroup var logging: LoggingOptions
 
     func run() async throws {
@@ -199,7 +201,9 @@ struct Bench: AsyncParsableCommand {
         if let fill {
             guard let database else { throw ValidationError("--fill needs --database (the file or database it fills and keeps)") }
             let report = try await runReadBenchmark(database: CollectorConfiguration.Database(argument: database), fillTo: fill,
-                                                    ingestEvents: events, concurrency: concurrency, loads: loads, logger: logger)
+                                                    ingestEvents: events, concurrency: concurrency, loads: loads,
+                                                    clientsExecutable: clientsProcess ? Bundle.main.executablePath ?? CommandLine.arguments[0] : nil,
+                                                    logger: logger)
             print(report.description)
             return
         }
@@ -209,5 +213,22 @@ struct Bench: AsyncParsableCommand {
         if case .sqlite(let path) = target, database == nil {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
+    }
+}
+
+/// The read benchmark's ingest clients in a process of their own (`bench --fill --clients-process`
+/// runs it; not for use by hand).
+struct BenchClients: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-clients", abstract: "The read benchmark's ingest clients (run by bench --clients-process).", shouldDisplay: false)
+
+    @Option var port: Int
+    @Option var dsn: String
+    @Option var base: Int
+    @Option var events: Int
+    @Option var concurrency: Int
+
+    func run() async throws {
+        try await runBenchmarkClients(port: port, dsn: dsn, base: base, events: events, concurrency: concurrency)
     }
 }

@@ -62,9 +62,19 @@ struct BenchmarkTests {
             #expect(first.readerLoads >= 1)
             #expect(first.description.contains("loss:"))
 
-            let second = try await runReadBenchmark(database: fresh.database, fillTo: 120, ingestEvents: 40, concurrency: 4, loads: 1, logger: logger)
+            // The second run with its ingest clients in a process of their own (`bench-clients`
+            // of the shield-collector built next to the tests).
+            let executable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+                .appendingPathComponent("shield-collector").path
+            #expect(FileManager.default.isExecutableFile(atPath: executable), "\(executable)")
+            let second = try await runReadBenchmark(database: fresh.database, fillTo: 120, ingestEvents: 40, concurrency: 4, loads: 1,
+                                                    clientsExecutable: executable, logger: logger)
             #expect(second.filledEvents == 0)
             #expect(second.storedEvents == 120 + 2 * 40)
+            #expect(second.readerLoads >= 1)
+            let store = try await TestDatabase.open(fresh.database)
+            #expect(try await store.query("SELECT count(*) AS n FROM events").first?.int("n") == 120 + 4 * 40)
+            try await store.close()
         } catch {
             await fresh.drop()
             throw error

@@ -32,7 +32,9 @@ struct EventFactsTests {
         "event_id": .leaf, "level": .leaf, "platform": .leaf, "release": .leaf, "environment": .leaf, "timestamp": .leaf,
         "culprit": .leaf, "transaction": .leaf, "fingerprint": Shape(element: .leaf),
         "user": Shape(["id": .leaf, "email": .leaf, "username": .leaf, "ip_address": .leaf]),
-        "tags": Shape(["crashshield.guard": .leaf, "guard": .leaf]),
+        // Launch tags (`launch…`, `repair…`) too, and the list form (`[[key, value], ...]`).
+        "tags": Shape(["crashshield.guard": .leaf, "guard": .leaf, "launch.phase": .leaf, "launch.consecutive_crashes": .leaf,
+                       "launch": .leaf, "repair_step": .leaf, "lunch": .leaf, "relaunch": .leaf], element: Shape(element: .leaf)),
         "exception": Shape(["values": Shape(element: exception)], element: exception),
         "debug_meta": Shape(["images": Shape(element: Shape(["image_addr": .leaf, "image_size": .leaf, "code_file": .leaf]))]),
         "logentry": Shape(["formatted": .leaf, "message": .leaf]),
@@ -57,7 +59,7 @@ struct EventFactsTests {
 
         mutating func scalar() {
             let choices = ["\"text\"", "\"\"", "\"0x5555000010\"", "\"App.Module.function\"", "\"<unknown>\"", "\"{{ default }}\"",
-                           "\"caf\\u00e9 \\ud83d\\udca5\"", "\"naïve\"", "\"warning\"", "\"crashshield.guard\"", "\"2026-11-23T06:00:00Z\"",
+                           "\"caf\\u00e9 \\ud83d\\udca5\"", "\"naïve\"", "\"warning\"", "\"crashshield.guard\"", "\"launch.phase\"", "\"2026-11-23T06:00:00Z\"",
                            "0", "-1", "42", "93824992235576", "1.5", "1e3", "12345678901234567890", "true", "false", "null"]
             text += choices.randomElement(using: &random)!
         }

@@ -27,6 +27,14 @@ struct ReadConnectionTests {
                 let summaries = try await store.projectSummaries()
                 let events = try await store.recentEvents(projectID: project.id, limit: 10)
                 _ = try await store.releaseHealth(projectID: project.id)
+                _ = try await store.launchSummary(projectID: project.id, window: 10)
+                // The issue list's and the issue page's reads (these took the writer's lock).
+                let page = try await store.issues(projectID: project.id, query: IssueQuery())
+                _ = try await store.issueActivity(issueIDs: page.issues.map(\.id), days: 0...Int64.max)
+                _ = try await store.issueFilterValues(projectID: project.id, limit: 10)
+                let event = try await store.issueEvent(issueID: try #require(page.issues.first).id, projectID: project.id, eventID: nil)
+                _ = try await store.eventAttachments(projectID: project.id, eventID: try #require(event).event.summary.eventID, limit: 10)
+                _ = try await store.attachment(projectID: project.id, id: 1)
                 readsDone.store(true, ordering: .releasing)
                 return (projects.map(\.name), issues.count, summaries.map(\.issues), events.count)
             }
@@ -180,6 +188,8 @@ struct ReadConnectionTests {
             _ = try await store.incidentRows(projectID: project.id, since: since, limit: 1000)
             _ = try await store.incidentDayCounts(projectID: project.id, since: since, recent: Date().addingTimeInterval(-7 * 86_400))
             _ = try await store.recentEvents(projectID: project.id, limit: 5000)
+            _ = try await store.launchSummary(projectID: project.id, window: 5000)
+            _ = try await store.launchSummary(projectID: project.id, window: 5)
             _ = try await store.attachmentCount(projectID: project.id)
             _ = try await store.discardedTotal(projectID: project.id)
             _ = try await store.sdkConfigHistory(projectID: project.id)
@@ -191,6 +201,10 @@ struct ReadConnectionTests {
                 let plan = try await store.query("EXPLAIN QUERY PLAN " + sql).compactMap { $0.string("detail") }
                 for line in plan {
                     #expect(Self.eventsAccessIsIndexed(line), "\(line) in the plan of: \(sql)")
+                    // The launch page's tags: the rows of the newest events, by the index.
+                    if line.contains("event_launch_tags") {
+                        #expect(line.contains("USING INDEX event_launch_tags_project (project_id=?"), "\(line) in the plan of: \(sql)")
+                    }
                     // Release health reads its summaries, never the sessions themselves.
                     #expect(!line.contains(" sessions "), "\(line) in the plan of: \(sql)")
                     if line.contains("TEMP B-TREE FOR ORDER BY") && sql.contains("LIMIT") {

@@ -139,6 +139,8 @@ public protocol DashboardQueries: Sendable {
     func projectSummaries() async throws -> [ProjectSummary]
     /// The newest events of a project (by received time), at most `limit`.
     func recentEvents(projectID: Int64, limit: Int) async throws -> [StoredEvent]
+    /// The launch-crash page's counts from the launch tags of the project's newest `window` events.
+    func launchSummary(projectID: Int64, window: Int) async throws -> LaunchSummary
     /// The newest events of an issue, at most `limit`.
     func issueEvents(issueID: Int64, limit: Int) async throws -> [StoredEvent]
     /// Prevented crashes whose event time is `since` or later, oldest first, at most `limit`.

@@ -205,41 +205,20 @@ extension DashboardRoutes {
     /// `launch.consecutive_crashes` its count, `launch.repair_step` the repair step after which a
     /// launch completed (the SDK's event for the loop's end).
     func launchPage(_ session: LoginSession, _ project: Project) async throws -> Response {
-        let events = try await queries.recentEvents(projectID: project.id, limit: 5_000)
-        var crashesByRelease: [String: (count: Int, maxConsecutive: Int)] = [:]
-        var repairs: [String: (count: Int, releases: Set<String>)] = [:]
-        var launchTagKeys: [String: Int] = [:]
-        for event in events {
-            // Only the tags are read: the rest of each event is read past, not built. (No tags, or
-            // not JSON: nothing to count.)
-            guard let member = try? FastJSON.member("tags", of: event.payload) else { continue }
-            let tags = EventView.tags(["tags": member])
-            for (key, _) in tags where key.hasPrefix("launch") || key.hasPrefix("repair") { launchTagKeys[key, default: 0] += 1 }
-            let values = Dictionary(tags, uniquingKeysWith: { first, _ in first })
-            let release = event.summary.release ?? "(no release)"
-            if values["launch.phase"] == "launching" || values["launch.phase"] == "launch" {
-                let consecutive = values["launch.consecutive_crashes"].flatMap(Int.init) ?? 1
-                let entry = crashesByRelease[release] ?? (0, 0)
-                crashesByRelease[release] = (entry.count + 1, max(entry.maxConsecutive, consecutive))
-            }
-            if let step = values["launch.repair_step"] {
-                var entry = repairs[step] ?? (0, [])
-                entry.count += 1
-                entry.releases.insert(release)
-                repairs[step] = entry
-            }
-        }
+        // The tags stored at ingest (`event_launch_tags`), not the events' payloads.
+        let summary = try await queries.launchSummary(projectID: project.id, window: LaunchSummary.window)
+        let crashesByRelease = summary.crashesByRelease, repairs = summary.repairs, launchTagKeys = summary.tagKeys
         let crashRows: [HTML] = crashesByRelease.sorted { ReleaseOrder.isNewer($0.key, than: $1.key) }.map { release, entry in
             "<tr><td>\(release)</td><td class=\"num\">\(entry.count)</td><td class=\"num\">\(entry.maxConsecutive)</td></tr>"
         }
         let repairRows: [HTML] = repairs.sorted { $0.value.count > $1.value.count }.map { step, entry in
             "<tr><td class=\"mono\">\(step)</td><td class=\"num\">\(entry.count)</td><td>\(entry.releases.sorted().joined(separator: ", "))</td></tr>"
         }
-        let keys: HTML = launchTagKeys.isEmpty ? "<p class=\"muted\">No launch-related tags in the last \(events.count) events.</p>"
+        let keys: HTML = launchTagKeys.isEmpty ? "<p class=\"muted\">No launch-related tags in the last \(summary.eventsRead) events.</p>"
             : "<p>Launch-related tags seen: \(HTML.join(launchTagKeys.sorted { $0.key < $1.key }.map { "<code>\($0.key)</code> (\($0.value))" }, separator: ", "))</p>"
         let body: HTML = """
         <h1>\(project.name): launch crashes</h1>
-        <p class="muted">Read from the newest \(events.count) events' tags: <code>launch.phase</code> = <code>launching</code> marks a crash before the launch completed,
+        <p class="muted">Read from the newest \(summary.eventsRead) events' tags: <code>launch.phase</code> = <code>launching</code> marks a crash before the launch completed,
         <code>launch.consecutive_crashes</code> its position in a loop, and <code>launch.repair_step</code> the repair step after which a launch completed
         (CrashShield's SDK sends these; any SDK that sets them is counted here).</p>\(keys)
         <h2>Launch crashes by release</h2><table><thead><tr><th>Release</th><th class="num">Launch crashes</th><th class="num">Longest loop</th></tr></thead><tbody>\(crashRows)</tbody></table>
