@@ -270,17 +270,15 @@ package enum RunWatch {
 
     /// Whether the last start's watchdog runs (false after stop or a failed thread start).
     nonisolated(unsafe) private static var watchdogRuns = false
-    /// `afterStart`'s work not run yet, newest first (a list of nodes, not an array of closures:
-    /// the start does not pay for instantiating that array's generic metadata).
+    /// `afterStart`'s work not run yet, in the order given (a list of nodes, not an array of
+    /// closures: the start does not pay for instantiating that array's generic metadata).
     private final class DeferredWork {
         let run: @Sendable () -> Void
-        let next: DeferredWork?
-        init(_ run: @escaping @Sendable () -> Void, next: DeferredWork?) {
-            self.run = run
-            self.next = next
-        }
+        var next: DeferredWork?
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
     nonisolated(unsafe) private static var deferredWork: DeferredWork?
+    nonisolated(unsafe) private static var lastDeferredWork: DeferredWork?
 
     /// Runs `work` after this start, off its thread: started by the watchdog's first tick
     /// (CSC_HANG_FIRST_TICK_MS after the start), on a thread with the start thread's signal mask
@@ -291,21 +289,17 @@ package enum RunWatch {
         lock.lock()
         defer { lock.unlock() }
         guard watchdogRuns else { return false }
-        deferredWork = DeferredWork(work, next: deferredWork)
+        let node = DeferredWork(work)
+        if let last = lastDeferredWork { last.next = node } else { deferredWork = node }
+        lastDeferredWork = node
         return true
     }
 
-    /// Runs the deferred work taken from `list` in the order it was given.
     private static func runDeferredWork(_ list: DeferredWork?) {
-        var newestFirst: DeferredWork? = list
-        var oldestFirst: DeferredWork?
-        while let node = newestFirst {
-            oldestFirst = DeferredWork(node.run, next: oldestFirst)
-            newestFirst = node.next
-        }
-        while let node = oldestFirst {
-            node.run()
-            oldestFirst = node.next
+        var node = list
+        while let current = node {
+            current.run()
+            node = current.next
         }
     }
 
@@ -313,6 +307,7 @@ package enum RunWatch {
     private static func takeDeferredWork() -> DeferredWork? {
         let work = deferredWork
         deferredWork = nil
+        lastDeferredWork = nil
         return work
     }
 
