@@ -49,7 +49,6 @@ CASE is one of:
 Every crash runs in a child process with a timeout. Prints one line per check and exits 1 when
 any check failed.
 """
-import http.cookiejar
 import json
 import os
 import re
@@ -60,19 +59,13 @@ import time
 import urllib.parse
 import urllib.request
 
+from e2e_support import check, dashboard_page, problems
+
 case, shield, dsn, base, token, work = sys.argv[1:7]
 admin_password = sys.argv[7] if len(sys.argv) > 7 else None
 project = urllib.parse.urlparse(dsn).path.strip("/").split("/")[-1]
-problems = []
 CHILD_TIMEOUT = 60
 POLL_SECONDS = 30
-
-
-def check(condition, what, detail=""):
-    print(("ok: " if condition else "FAILED: ") + what + ("" if condition else f" ({detail})"))
-    if not condition:
-        problems.append(what)
-    return condition
 
 
 def api(path, method="GET", body=None):
@@ -223,18 +216,7 @@ def launch_loop_case():
     if admin_password is None:
         check(False, "the dashboard's launch page", "no admin password given")
         return
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    with opener.open(base + "/login", timeout=10) as response:
-        login_page = response.read().decode()
-    csrf = re.search(r'name="login_csrf" value="([0-9a-f]+)"', login_page)
-    form = urllib.parse.urlencode({"login_csrf": csrf.group(1) if csrf else "", "name": "admin",
-                                   "password": admin_password}).encode()
-    request = urllib.request.Request(base + "/login", data=form, headers={"Origin": base})
-    with opener.open(request, timeout=10) as response:
-        response.read()
-    with opener.open(base + f"/projects/{project}/launch", timeout=10) as response:
-        page = response.read().decode()
+    page = dashboard_page(base, admin_password, f"/projects/{project}/launch")
     ended_table = page.split("Loops ended", 1)[-1] if "Loops ended" in page else ""
     check(re.search(r"<td class=\"mono\">probe-step</td><td class=\"num\">1</td><td>" + re.escape(release), ended_table)
           is not None, "the dashboard's launch page lists probe-step as ending one loop of the release",
@@ -582,16 +564,7 @@ def protect_case():
     if admin_password is None:
         check(False, "the dashboard's prevented-crashes page", "no admin password given")
         return
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    with opener.open(base + "/login", timeout=10) as response:
-        login_page = response.read().decode()
-    csrf = re.search(r'name="login_csrf" value="([0-9a-f]+)"', login_page)
-    form = urllib.parse.urlencode({"login_csrf": csrf.group(1) if csrf else "", "name": "admin", "password": admin_password}).encode()
-    with opener.open(urllib.request.Request(base + "/login", data=form, headers={"Origin": base}), timeout=10) as response:
-        response.read()
-    with opener.open(base + f"/projects/{pid}/prevented", timeout=10) as response:
-        page = response.read().decode()
+    page = dashboard_page(base, admin_password, f"/projects/{pid}/prevented")
     row = re.search(r"<tr data-protection=\"\d+\"><td>container</td><td>" + re.escape(release) + r"</td>.*?</tr>", page)
     check(row is not None and "data-crashes-before>2<" in row.group(0) and "data-crashes-after>0<" in row.group(0)
           and "data-incidents-after>2<" in row.group(0),

@@ -22,7 +22,6 @@ can find its symbols). Then:
 Every crash runs in a child process with a timeout. Prints one line per check; exits 1 when any failed.
 """
 import hashlib
-import http.cookiejar
 import json
 import os
 import re
@@ -35,18 +34,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from e2e_support import check, dashboard_page, problems
+
 shield, sentry_cli, dsn, base, token, work, admin_password, crash_source = sys.argv[1:9]
 project = urllib.parse.urlparse(dsn).path.strip("/").split("/")[-1]
-problems = []
 CHILD_TIMEOUT = 60
 POLL_SECONDS = 30
-
-
-def check(condition, what, detail=""):
-    print(("ok: " if condition else "FAILED: ") + what + ("" if condition else f" ({detail})"))
-    if not condition:
-        problems.append(what)
-    return condition
 
 
 def api(path, method="GET", body=None, headers=None, auth=True):
@@ -222,16 +215,7 @@ def main():
     check(poll(issue_culprit, 1) == ["csc_crash_segv"], "the issue, created before the upload, is renamed after csc_crash_segv",
           api(f"/api/0/issues/{first_issue['id']}")[1])
 
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-    with opener.open(base + "/login", timeout=10) as response:
-        login_page = response.read().decode()
-    csrf = re.search(r'name="login_csrf" value="([0-9a-f]+)"', login_page)
-    form = urllib.parse.urlencode({"login_csrf": csrf.group(1) if csrf else "", "name": "admin", "password": admin_password}).encode()
-    with opener.open(urllib.request.Request(base + "/login", data=form, headers={"Origin": base}), timeout=10) as response:
-        response.read()
-    with opener.open(base + f"/issues/{first_issue['id']}", timeout=30) as response:
-        page = response.read().decode()
+    page = dashboard_page(base, admin_password, f"/issues/{first_issue['id']}", timeout=30)
     check('<td class="mono">csc_crash_segv</td>' in page and f"csc_crash_kinds.c:{line}" in page,
           f"the issue page shows csc_crash_segv at csc_crash_kinds.c:{line}", re.findall(r"<table class=\"frames\">.{0,600}", page)[:1])
 
