@@ -236,7 +236,7 @@ static BOOL cs_gnu_plausible_pointer(const void *pointer) {
  * stable code of the first check that failed; "dispatch-tables-not-built" while NSObject's table
  * or every copy of it is not installed yet (decided later). Runtime lock held. */
 static const char *cs_gnu_check_tables(const cs_gnu_patch_api *api) {
-    Class root = objc_getClass("NSObject");
+    Class root = CS_CLASS(NSObject);
     const void *table = root ? cs_gnu_layout(root)->dtable : NULL;
     if (table == NULL || table == *api->uninstalled_table) return "dispatch-tables-not-built";
     if (cs_gnu_table_position(sel_registerName("self")) == SIZE_MAX) return "selector-encoding-unknown";
@@ -301,7 +301,7 @@ static const cs_gnu_patch_api *cs_gnu_patch_api_get(void) {
         (void *(*)(size_t))dlsym(RTLD_DEFAULT, "objc_malloc"),
     };
     const char *fallback = NULL;
-    Class root = objc_getClass("NSObject");
+    Class root = CS_CLASS(NSObject);
     const cs_gnu_class_layout *layout = root ? cs_gnu_layout(root) : NULL;
     if (!(found.put && found.lock && found.unlock && found.runtime_mutex && found.uninstalled_table))
         fallback = "runtime-entry-points-missing";
@@ -720,7 +720,7 @@ static void cs_gnu_method_walk_check(void) {
         (int (*)(void *))dlsym(RTLD_DEFAULT, "objc_mutex_unlock"),
         (void **)dlsym(RTLD_DEFAULT, "__objc_runtime_mutex"),
     };
-    Class root = objc_getClass("NSObject");
+    Class root = CS_CLASS(NSObject);
     if (lock.lock == NULL || lock.unlock == NULL || lock.mutex == NULL || root == Nil) return;
     lock.lock(*lock.mutex);
     BOOL ok = cs_gnu_method_lists_match(root) && cs_gnu_method_lists_match(object_getClass((id)root));
@@ -1502,7 +1502,7 @@ static int cs_collect_system_image(struct dl_phdr_info *info, size_t size, void 
 
 static void cs_find_system_images(void) {
     cs_system_anchors anchors = {{0}, 0};
-    anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(objc_lookUpClass("NSObject")); /* GNUstep Base */
+    anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(CS_CLASS(NSObject)); /* GNUstep Base */
     anchors.anchors[anchors.anchor_count++] = (uintptr_t)&objc_msg_lookup;            /* libobjc */
     Class gui = objc_lookUpClass("NSApplication");                                      /* GNUstep GUI */
     if (gui != Nil) anchors.anchors[anchors.anchor_count++] = (uintptr_t)CS_POINTER(gui);

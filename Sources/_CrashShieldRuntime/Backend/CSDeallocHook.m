@@ -88,7 +88,7 @@ BOOL cs_dealloc_hook_acquire(void) {
     BOOL ok = YES;
     pthread_mutex_lock(&g_lock);
     if (g_acquired == 0) {
-        Class root = objc_lookUpClass("NSObject");
+        Class root = CS_CLASS(NSObject);
         SEL sel = cs_backend_selector("dealloc");
         IMP current = root ? class_getMethodImplementation(root, sel) : NULL;
         /* The original must be readable before any object can reach the hook. */
@@ -105,7 +105,7 @@ BOOL cs_dealloc_hook_acquire(void) {
 void cs_dealloc_hook_release(void) {
     pthread_mutex_lock(&g_lock);
     if (g_acquired > 0 && --g_acquired == 0) {
-        Class root = objc_lookUpClass("NSObject");
+        Class root = CS_CLASS(NSObject);
         cs_backend_replace_implementation(root, cs_backend_selector("dealloc"), CS_ATOMIC_LOAD(&g_original));
     }
     pthread_mutex_unlock(&g_lock);
@@ -114,7 +114,7 @@ void cs_dealloc_hook_release(void) {
 IMP cs_dealloc_original(void) {
     IMP original = CS_ATOMIC_LOAD(&g_original);
     if (original == NULL) {
-        Class root = objc_lookUpClass("NSObject");
+        Class root = CS_CLASS(NSObject);
         original = class_getMethodImplementation(root, cs_backend_selector("dealloc"));
     }
     return original;
@@ -208,7 +208,7 @@ BOOL cs_backend_main_async(void (*fn)(void *), void *context) {
         async_f(main_queue, context, fn);
         return YES;
     }
-    CSMainCall *call = [[CSMainCall alloc] init];
+    CSMainCall *call = [[CS_CLASS(CSMainCall) alloc] init];
     call->fn = fn;
     call->context = context;
     @autoreleasepool {
@@ -216,7 +216,7 @@ BOOL cs_backend_main_async(void (*fn)(void *), void *context) {
          * thread before that thread has a run loop (an Objective-C program early in main(), where
          * the README starts the guards). Creating the run loop first makes it queue the call like
          * any other; the loop would be created by the first run anyway. */
-        if (cs_backend_is_main_thread() && [NSThread isMainThread]) (void)[NSRunLoop currentRunLoop];
+        if (cs_backend_is_main_thread() && [CS_CLASS(NSThread) isMainThread]) (void)[CS_CLASS(NSRunLoop) currentRunLoop];
         [call performSelectorOnMainThread:@selector(cs_run) withObject:nil waitUntilDone:NO];
     }
     CS_RELEASE(call);

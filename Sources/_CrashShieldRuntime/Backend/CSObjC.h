@@ -72,6 +72,25 @@
 #endif
 
 /*
+ * Class references. GCC's runtime ABI has none: clang compiles every `[NSArray ...]` to
+ * objc_lookup_class("NSArray"), which walks a chain of a fixed 1,024-bucket table, so its cost grows
+ * with the process's class count (about 50 entries per chain at +50,000 classes). Code on the start
+ * path and in hooks writes CS_CLASS(Name), a Class-typed expression: on GNUstep the class found once
+ * per call site and kept (a class compiled into an image is never disposed), on Apple the class
+ * itself. `Name` must be a class this file declares (checked at compile time on both).
+ */
+#if defined(__APPLE__)
+#define CS_CLASS(Name) ((Class)[Name class])
+#else
+#define CS_CLASS(Name)                                                                             \
+    ((void)sizeof((Name *)0), ({                                                                   \
+        static void *volatile cs_class_cache_;                                                     \
+        void *cs_class_ = CS_ATOMIC_LOAD(&cs_class_cache_);                                        \
+        (__bridge Class)(cs_class_ ? cs_class_ : cs_class_named_once(&cs_class_cache_, #Name));    \
+    }))
+#endif
+
+/*
  * Exceptions. Clang emits Objective-C landing pads for the GCC runtime only with -fexceptions, which
  * SwiftPM passes to C++ but accepts for Objective-C only as an unsafe flag. So this target's `.m` files
  * contain no @try/@catch/@finally: the few places that must catch go through these two functions,
@@ -84,6 +103,9 @@ extern "C" {
 #if !defined(__APPLE__)
 /** The string for `utf8`, made once and kept in *cache for good; returns it (an NSString). */
 void *cs_interned_string(void *volatile *cache, const char *utf8);
+/** The class named `name` (compiled into a loaded image), kept in *cache once found; returns it
+ *  (Nil, not kept, when no such class is loaded). */
+void *cs_class_named_once(void *volatile *cache, const char *name);
 #endif
 /** Calls body(context); returns the Objective-C exception it threw (caught), or nil. */
 id cs_objc_try(void (*body)(void *context), void *context);

@@ -33,4 +33,10 @@ extern "C" void *cs_interned_string(void *volatile *cache, const char *utf8) {
     CS_RELEASE_POINTER(kept); /* lost the race: the winner's string is the one kept */
     return expected;
 }
+
+extern "C" void *cs_class_named_once(void *volatile *cache, const char *name) {
+    void *found = CS_POINTER(objc_lookUpClass(name));
+    if (found != NULL) CS_ATOMIC_STORE(cache, found);
+    return found;
+}
 #endif

@@ -435,7 +435,7 @@ uint64_t cs_canary_hits(void) {
 /** Why a start would be rejected now; the caller holds g_engine_lock. */
 static cs_start_result cs_start_rejection(void) {
     if (g_started) return CS_START_ALREADY_STARTED;
-    if (objc_lookUpClass("NSObject") == Nil) return CS_START_RUNTIME_UNAVAILABLE;
+    if (CS_CLASS(NSObject) == Nil) return CS_START_RUNTIME_UNAVAILABLE;
     return CS_START_OK;
 }
 

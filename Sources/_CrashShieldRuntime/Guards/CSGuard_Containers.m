@@ -333,7 +333,7 @@ static inline id cs_array_objectsAtIndexes(IMP original, CS_UNRETAINED id self, 
                                            CS_UNRETAINED NSIndexSet *indexes) {
     if (CS_LIKELY(cs_guard_is_on(G))) {
         if (CS_UNLIKELY(indexes == nil)) {
-            if (cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return [NSArray array];
+            if (cs_guard_misuse(G, self, _cmd, caller, "nil index set", 0, 0, 0)) return [CS_CLASS(NSArray) array];
         } else {
             NSUInteger last = [indexes lastIndex]; /* NSNotFound when empty: nothing to check */
             NSUInteger count;
@@ -722,12 +722,12 @@ CS_DEFINE_HOOK_3(cs_mdata_replaceBytesInRange_withBytes_length, void, NSRange, c
 @implementation CSKVCProxyProbe
 - (id)init CS_GUARD_METHOD(container) {
     if ((self = [super init]) != nil) {
-        slowItems = [[NSMutableArray alloc] init];
-        fastItems = [[NSMutableArray alloc] init];
-        ivarItems = [[NSMutableArray alloc] init];
-        slowMembers = [[NSMutableSet alloc] init];
-        fastMembers = [[NSMutableSet alloc] init];
-        ivarMembers = [[NSMutableSet alloc] init];
+        slowItems = [[CS_CLASS(NSMutableArray) alloc] init];
+        fastItems = [[CS_CLASS(NSMutableArray) alloc] init];
+        ivarItems = [[CS_CLASS(NSMutableArray) alloc] init];
+        slowMembers = [[CS_CLASS(NSMutableSet) alloc] init];
+        fastMembers = [[CS_CLASS(NSMutableSet) alloc] init];
+        ivarMembers = [[CS_CLASS(NSMutableSet) alloc] init];
     }
     return self;
 }
@@ -774,11 +774,14 @@ static void cs_mark_proxy_class(id proxy, Class public_root) {
         cs_measure_mark_unbounded(&g_count_cache, c);
 }
 
+/* The key-value coding proxies' classes are the same for the whole process, so they are probed at
+ * the first install only: the marks and `ready` stay set through an uninstall. */
 static const char *cs_containers_install(uint32_t *hooked) {
     (void)hooked;
+    if (CS_ATOMIC_LOAD(&g_count_cache.ready) && CS_ATOMIC_LOAD(&g_length_cache.ready)) return NULL;
     @autoreleasepool {
-        CSKVCProxyProbe *probe = [[CSKVCProxyProbe alloc] init];
-        Class mutableArray = [NSMutableArray class], mutableSet = [NSMutableSet class];
+        CSKVCProxyProbe *probe = [[CS_CLASS(CSKVCProxyProbe) alloc] init];
+        Class mutableArray = [CS_CLASS(NSMutableArray) class], mutableSet = [CS_CLASS(NSMutableSet) class];
         NSString *const arrayKeys[] = {CS_STR("slowItems"), CS_STR("fastItems"), CS_STR("ivarItems")};
         NSString *const setKeys[] = {CS_STR("slowMembers"), CS_STR("fastMembers"), CS_STR("ivarMembers")};
         for (size_t i = 0; i < 3; i++) {
@@ -873,10 +876,10 @@ static inline id cs_canary_opaque(id value) {
  * guard off. At least one step must run. */
 static const char *cs_containers_canary(void) {
     unsigned steps = 0;
-    NSArray *array = [NSArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
+    NSArray *array = [CS_CLASS(NSArray) arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
     NSArray *indexed = CS_REACHES(array, objectAtIndex:, cs_array_objectAtIndex) ? array : nil;
     if (indexed == nil) {
-        NSMutableArray *other = [NSMutableArray arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
+        NSMutableArray *other = [CS_CLASS(NSMutableArray) arrayWithObjects:CS_STR("a"), CS_STR("b"), nil];
         if (CS_REACHES(other, objectAtIndex:, cs_array_objectAtIndex)) indexed = other;
     }
     if (indexed != nil) {
@@ -885,7 +888,7 @@ static const char *cs_containers_canary(void) {
         CS_CANARY_LEGAL([[indexed objectAtIndex:1] isEqual:CS_STR("b")], "-[NSArray objectAtIndex:] legal call changed");
     }
 
-    NSMutableArray *mutable = [NSMutableArray arrayWithCapacity:2];
+    NSMutableArray *mutable = [CS_CLASS(NSMutableArray) arrayWithCapacity:2];
     if (CS_REACHES(mutable, addObject:, cs_marray_addObject)) {
         steps++;
         CS_CANARY_MISUSE(([mutable addObject:cs_canary_opaque(nil)], [mutable count] == 0),
@@ -894,7 +897,7 @@ static const char *cs_containers_canary(void) {
                         "-[NSMutableArray addObject:] legal call changed");
     }
 
-    NSMutableDictionary *dictionary = [NSMutableDictionary dictionaryWithCapacity:2];
+    NSMutableDictionary *dictionary = [CS_CLASS(NSMutableDictionary) dictionaryWithCapacity:2];
     if (CS_REACHES(dictionary, setObject:forKey:, cs_mdictionary_setObject_forKey)) {
         steps++;
         CS_CANARY_MISUSE(([dictionary setObject:CS_STR("v") forKey:cs_canary_opaque(nil)], [dictionary count] == 0),
@@ -904,11 +907,11 @@ static const char *cs_containers_canary(void) {
                         "-[NSMutableDictionary setObject:forKey:] legal call changed");
     }
 
-    if (CS_REACHES([NSArray class], arrayWithObjects:count:, cs_array_arrayWithObjects_count)) {
+    if (CS_REACHES([CS_CLASS(NSArray) class], arrayWithObjects:count:, cs_array_arrayWithObjects_count)) {
         steps++;
         id missing = cs_canary_opaque(nil);
         CS_CANARY_MISUSE(([@[ CS_STR("a"), missing, CS_STR("c") ]
-                             isEqual:[NSArray arrayWithObjects:CS_STR("a"), CS_STR("c"), nil]]),
+                             isEqual:[CS_CLASS(NSArray) arrayWithObjects:CS_STR("a"), CS_STR("c"), nil]]),
                          "array literal with nil not intercepted");
         CS_CANARY_LEGAL(([@[ CS_STR("a"), CS_STR("c") ] count] == 2), "array literal legal call changed");
     }

@@ -44,7 +44,7 @@ static SEL g_handle_query, g_handle_take, g_unable_nil, g_take_value, g_take_pat
     g_set_for_undefined, g_value_for_key, g_set_for_key;
 
 static void cs_kvc_prepare(void) {
-    g_root = objc_lookUpClass("NSObject");
+    g_root = CS_CLASS(NSObject);
     g_root_meta = object_getClass((id)g_root);
     g_handle_query = cs_backend_selector("handleQueryWithUnboundKey:");
     g_handle_take = cs_backend_selector("handleTakeValue:forUnboundKey:");
@@ -244,11 +244,11 @@ static const CSHookSpec kKVCHooks[] = {
 };
 
 static const char *cs_kvc_canary(void) {
-    NSObject *object = CS_AUTORELEASE([[NSObject alloc] init]);
-    NSString *missing = [NSString stringWithUTF8String:"cs_canaryNoSuchKey"];
+    NSObject *object = CS_AUTORELEASE([[CS_CLASS(NSObject) alloc] init]);
+    NSString *missing = [CS_CLASS(NSString) stringWithUTF8String:"cs_canaryNoSuchKey"];
     CS_CANARY_MISUSE([object valueForKey:missing] == nil, "-[NSObject valueForUndefinedKey:] not intercepted");
-    CS_CANARY_MISUSE([[NSObject class] valueForKey:missing] == nil, "+[NSObject valueForUndefinedKey:] not intercepted");
-    CS_CANARY_LEGAL([object valueForKey:[NSString stringWithUTF8String:"description"]] != nil,
+    CS_CANARY_MISUSE([(id)CS_CLASS(NSObject) valueForKey:missing] == nil, "+[NSObject valueForUndefinedKey:] not intercepted");
+    CS_CANARY_LEGAL([object valueForKey:[CS_CLASS(NSString) stringWithUTF8String:"description"]] != nil,
                     "-[NSObject valueForKey:] legal call changed");
     return NULL;
 }

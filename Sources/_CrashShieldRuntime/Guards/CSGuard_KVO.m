@@ -256,7 +256,7 @@ static CSKVOProxy *cs_kvo_proxy(CS_UNRETAINED id observed, BOOL create) {
     pthread_mutex_lock(&g_create_lock);
     proxy = CS_OBJECT(cs_sidetable_peek(CS_POINTER(observed), &kProxyKey));
     if (proxy == nil) {
-        CSKVOProxy *created = [[CSKVOProxy alloc] init];
+        CSKVOProxy *created = [[CS_CLASS(CSKVOProxy) alloc] init];
         created->observed = observed;
         created->may_hold_untracked = cs_kvo_has_observation_info(observed);
         cs_sidetable_set(CS_POINTER(observed), &kProxyKey, CS_POINTER(created)); /* the side table's reference */
@@ -323,7 +323,7 @@ static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id o
 
 static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath,
                               NSKeyValueObservingOptions options, void *context) {
-    if (object_getClass(observer) == [CSKVOEntry class]) {
+    if (object_getClass(observer) == [CS_CLASS(CSKVOEntry) class]) {
         ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
         return;
     }
@@ -349,7 +349,7 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         return;
     }
     CS_UNRETAINED CSKVOProxy *proxy = cs_kvo_proxy(self, YES);
-    CSKVOEntry *entry = [[CSKVOEntry alloc] init];
+    CSKVOEntry *entry = [[CS_CLASS(CSKVOEntry) alloc] init];
     entry->observer = observer;
     entry->observed = self;
     entry->key_path = [keyPath copy];
@@ -394,7 +394,7 @@ static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *calle
         CS_ATOMIC_STORE(&proxy->may_hold_untracked, 1);
         return;
     }
-    CSKVOToken *token = [[CSKVOToken alloc] init];
+    CSKVOToken *token = [[CS_CLASS(CSKVOToken) alloc] init];
     token->entry = CS_RETAIN(entry);
     cs_sidetable_set(CS_POINTER(observer), CS_POINTER(entry), CS_POINTER(token));
     CS_RELEASE(token);
@@ -458,7 +458,7 @@ static inline BOOL cs_kvo_platform_removal(const void *caller) {
 
 static inline void cs_kvo_remove(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                  CS_UNRETAINED id observer, NSString *keyPath) {
-    if (object_getClass(observer) == [CSKVOEntry class]) {
+    if (object_getClass(observer) == [CS_CLASS(CSKVOEntry) class]) {
         ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
         return;
     }
@@ -548,8 +548,8 @@ static const CSHookSpec kKVOHooks[] = {
 static const char *cs_kvo_canary(void) {
     const char *failure = NULL;
     @autoreleasepool {
-        CSKVOCanaryModel *model = [[CSKVOCanaryModel alloc] init];
-        CSKVOCanaryObserver *observer = [[CSKVOCanaryObserver alloc] init];
+        CSKVOCanaryModel *model = [[CS_CLASS(CSKVOCanaryModel) alloc] init];
+        CSKVOCanaryObserver *observer = [[CS_CLASS(CSKVOCanaryObserver) alloc] init];
         uint64_t before = cs_canary_hits();
         [model removeObserver:observer forKeyPath:CS_STR("value")];
         if (cs_canary_hits() == before) failure = "removal of a registration that does not exist was not intercepted";
@@ -566,19 +566,22 @@ static const char *cs_kvo_canary(void) {
     /* Class side: a subclass's metaclass must dispatch to the replacement (dispatch tables
      * refreshed). Never called: unguarded, the call would break the class it is sent to. */
     if (!failure && g_class_original_add &&
-        class_getMethodImplementation(object_getClass((id)[CSKVOCanaryModel class]),
+        class_getMethodImplementation(object_getClass((id)[CS_CLASS(CSKVOCanaryModel) class]),
                                       @selector(addObserver:forKeyPath:options:context:)) != (IMP)cs_kvo_class_add)
         failure = "a registration on a class object does not reach the guard";
     return failure;
 }
 
 /* Does the platform's add replace an observer's registration for the same key path with another
- * context (GNUstep) or keep both (Apple)? Asked of the originals, on the canary's own classes. */
+ * context (GNUstep) or keep both (Apple)? Asked of the originals, on the canary's own classes, at
+ * the first install of the process (the answer is the platform's); under the engine lock. */
 static BOOL cs_kvo_probe_add_replaces(void) {
+    static int answer; /* 0 not asked, 1 replaces, 2 keeps both */
+    if (answer != 0) return answer == 1;
     BOOL replaces;
     @autoreleasepool {
-        CSKVOCanaryModel *model = [[CSKVOCanaryModel alloc] init];
-        CSKVOCanaryObserver *observer = [[CSKVOCanaryObserver alloc] init];
+        CSKVOCanaryModel *model = [[CS_CLASS(CSKVOCanaryModel) alloc] init];
+        CSKVOCanaryObserver *observer = [[CS_CLASS(CSKVOCanaryObserver) alloc] init];
         SEL add = @selector(addObserver:forKeyPath:options:context:), remove = @selector(removeObserver:forKeyPath:);
         ((cs_add_fn)g_original_add)(model, add, observer, CS_STR("value"), NSKeyValueObservingOptionNew, (void *)1);
         ((cs_add_fn)g_original_add)(model, add, observer, CS_STR("value"), NSKeyValueObservingOptionNew, (void *)2);
@@ -589,6 +592,7 @@ static BOOL cs_kvo_probe_add_replaces(void) {
         CS_RELEASE(model);
         CS_RELEASE(observer);
     }
+    answer = replaces ? 1 : 2;
     return replaces;
 }
 
@@ -601,7 +605,7 @@ static void cs_kvo_remove_context_unguarded(CS_UNRETAINED id self, SEL _cmd, CS_
 }
 
 static const char *cs_kvo_install(uint32_t *hooked) {
-    Class root = objc_lookUpClass("NSObject");
+    Class root = CS_CLASS(NSObject);
     g_original_add = cs_kvo_add_slots.original[0];
     g_original_remove = cs_kvo_remove_slots.original[0];
     g_nsobject_observe = class_getMethodImplementation(root, @selector(observeValueForKeyPath:ofObject:change:context:));
@@ -690,7 +694,7 @@ static void cs_kvo_hand_back_registrations(void) {
 
 static void cs_kvo_uninstall(void) {
     cs_kvo_hand_back_registrations();
-    Class root = objc_lookUpClass("NSObject");
+    Class root = CS_CLASS(NSObject);
     SEL remove_context = @selector(removeObserver:forKeyPath:context:);
     /* Ask cs_backend_class_defines first: looking up a missing method's IMP makes GNUstep build a
      * forwarding IMP (and autorelease a signature). */

@@ -181,7 +181,7 @@ static void cs_main_hook_pairs_locked(void) {
 @end
 
 static const char *cs_main_canary(void) {
-    CSMainThreadCanary *canary = [[CSMainThreadCanary alloc] init];
+    CSMainThreadCanary *canary = [[CS_CLASS(CSMainThreadCanary) alloc] init];
     const char *failure = NULL;
     uint64_t before = cs_canary_hits();
     t_canary_off_main = YES;
@@ -205,7 +205,7 @@ static const char *cs_main_install(uint32_t *hooked) {
     (void)hooked; /* counted directly: pairs configured later are hooked later */
     pthread_mutex_lock(&g_config_lock);
     g_installed = YES;
-    cs_main_hook_locked([CSMainThreadCanary class], @selector(cs_canary_touch), NO);
+    cs_main_hook_locked([CS_CLASS(CSMainThreadCanary) class], @selector(cs_canary_touch), NO);
     cs_main_hook_pairs_locked();
     pthread_mutex_unlock(&g_config_lock);
     return NULL;

@@ -90,13 +90,13 @@ static void cs_null_report(CS_UNRETAINED id receiver, SEL sel, const void *calle
 #pragma mark - Install
 
 static const char *cs_nsnull_install(uint32_t *hooked) {
-    g_null_class = objc_lookUpClass("NSNull");
+    g_null_class = CS_CLASS(NSNull);
     if (g_null_class == Nil) return "NSNull does not exist on this runtime";
     if (g_standins[0] == nil) {
-        g_standins[0] = CS_RETAIN([NSString string]);
-        g_standins[1] = CS_RETAIN([NSNumber numberWithInt:0]);
-        g_standins[2] = CS_RETAIN([NSArray array]);
-        g_standins[3] = CS_RETAIN([NSDictionary dictionary]);
+        g_standins[0] = CS_RETAIN([CS_CLASS(NSString) string]);
+        g_standins[1] = CS_RETAIN([CS_CLASS(NSNumber) numberWithInt:0]);
+        g_standins[2] = CS_RETAIN([CS_CLASS(NSArray) array]);
+        g_standins[3] = CS_RETAIN([CS_CLASS(NSDictionary) dictionary]);
     }
     const char *failure =
         cs_backend_install_forward_retarget(g_null_class, cs_null_decide, cs_null_target, cs_null_report);
@@ -129,7 +129,7 @@ static cs_null_probe cs_nsnull_canary_probe(id null) {
 }
 
 static const char *cs_nsnull_canary(void) {
-    id null = [NSNull null];
+    id null = [CS_CLASS(NSNull) null];
     switch (cs_nsnull_canary_probe(null)) {
     case CS_NULL_PROBE_LENGTH:
         CS_CANARY_MISUSE([(NSString *)null length] == 0, "-[NSNull length] not answered as an empty string");
@@ -147,7 +147,7 @@ static const char *cs_nsnull_canary(void) {
     case CS_NULL_PROBE_NONE:
         break;
     }
-    CS_CANARY_LEGAL([null isEqual:[NSNull null]] && [[null description] length] > 0, "NSNull's own methods changed");
+    CS_CANARY_LEGAL([null isEqual:[CS_CLASS(NSNull) null]] && [[null description] length] > 0, "NSNull's own methods changed");
     return NULL;
 }
 

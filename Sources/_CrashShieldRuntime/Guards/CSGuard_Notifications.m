@@ -114,7 +114,7 @@ static inline void cs_notif_add(IMP original, id self, SEL _cmd, const void *cal
     void *listed = copied ? CS_RETAINED_POINTER(copied) : NULL; /* the list's reference */
     CS_RELEASE(copied);
     if (token == nil) {
-        token = [[CSNotificationToken alloc] init];
+        token = [[CS_CLASS(CSNotificationToken) alloc] init];
         token->observer = observer;
         token->center = CS_RETAIN(self);
         pthread_mutex_lock(&g_tokens_lock);
@@ -204,12 +204,12 @@ static const CSHookSpec kNotificationHooks[] = {
 @end
 
 static const char *cs_notifications_canary(void) {
-    NSNotificationCenter *center = [[NSNotificationCenter alloc] init];
+    NSNotificationCenter *center = [[CS_CLASS(NSNotificationCenter) alloc] init];
     NSString *name = CS_STR("CSNotificationCanary");
-    CSNotificationCanaryObserver *kept = [[CSNotificationCanaryObserver alloc] init];
+    CSNotificationCanaryObserver *kept = [[CS_CLASS(CSNotificationCanaryObserver) alloc] init];
     [center addObserver:kept selector:@selector(cs_ping:) name:name object:nil];
     @autoreleasepool {
-        CSNotificationCanaryObserver *dying = [[CSNotificationCanaryObserver alloc] init];
+        CSNotificationCanaryObserver *dying = [[CS_CLASS(CSNotificationCanaryObserver) alloc] init];
         [center addObserver:dying selector:@selector(cs_ping:) name:name object:nil];
         /* Misuse: the observer dies registered. The removal is recorded from the dealloc hook. */
         CS_CANARY_MISUSE((CS_RELEASE_NOW(dying), YES), "observer deallocated while registered was not removed");

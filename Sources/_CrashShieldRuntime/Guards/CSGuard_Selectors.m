@@ -45,10 +45,10 @@ static const char *const kUnrecognizedReason = "unrecognized selector: nil/0 ret
 
 enum { CS_SCOPE_NONE = 0, CS_SCOPE_APP = 1, CS_SCOPE_SYSTEM = 2, CS_SCOPE_OWN_FORWARDING = 3, CS_SCOPE_JSON = 4 };
 
-/* The public roots of the JSON value classes (their subclasses are found by walking a receiver's
- * superclass chain, so no private class name is needed). Looked up at install. */
+/* The public roots of the JSON value classes, NSString, NSNumber, NSArray and NSDictionary (their
+ * subclasses are found by walking a receiver's superclass chain, so no private class name is
+ * needed). Set at install. */
 #define CS_JSON_ROOT_COUNT 4
-static const char *const kJSONRoots[CS_JSON_ROOT_COUNT] = {"NSString", "NSNumber", "NSArray", "NSDictionary"};
 static CS_UNRETAINED Class g_json_roots[CS_JSON_ROOT_COUNT];
 
 static BOOL cs_is_json_value_class(Class plain) {
@@ -101,7 +101,7 @@ static BOOL cs_has_own_forwarding(Class plain, Class dispatch_class, BOOL is_cla
 static int cs_compute_scope(Class plain, Class dispatch_class, BOOL is_class) {
     Class root = plain;
     while (class_getSuperclass(root) != Nil) root = class_getSuperclass(root);
-    Class nsobject = objc_lookUpClass("NSObject");
+    Class nsobject = CS_CLASS(NSObject);
     if (root != nsobject) return CS_SCOPE_OWN_FORWARDING; /* NSProxy and other roots */
     if (cs_has_own_forwarding(plain, dispatch_class, is_class, nsobject)) return CS_SCOPE_OWN_FORWARDING;
     if (!cs_backend_class_is_system(plain)) return CS_SCOPE_APP;
@@ -121,7 +121,7 @@ static int cs_scope_for(Class plain, Class dispatch_class, BOOL is_class) {
              * taken away: a class in scope is asked again each time, on this path only (messages
              * no class answers). */
             if (scope != CS_SCOPE_OWN_FORWARDING &&
-                cs_has_own_forwarding(plain, dispatch_class, is_class, objc_lookUpClass("NSObject"))) {
+                cs_has_own_forwarding(plain, dispatch_class, is_class, CS_CLASS(NSObject))) {
                 scope = CS_SCOPE_OWN_FORWARDING;
                 CS_ATOMIC_STORE(&entry->scope, scope);
             }
@@ -278,7 +278,8 @@ static const CSHookSpec kSelectorHooks[] = {
 #pragma mark - Install
 
 static const char *cs_selectors_install(uint32_t *hooked) {
-    for (int i = 0; i < CS_JSON_ROOT_COUNT; i++) g_json_roots[i] = objc_lookUpClass(kJSONRoots[i]);
+    const Class roots[CS_JSON_ROOT_COUNT] = {CS_CLASS(NSString), CS_CLASS(NSNumber), CS_CLASS(NSArray), CS_CLASS(NSDictionary)};
+    for (int i = 0; i < CS_JSON_ROOT_COUNT; i++) g_json_roots[i] = roots[i];
     const char *failure = cs_backend_install_forward_handler(cs_selectors_decide, cs_selectors_report);
     if (failure == NULL) *hooked += 1;
     return failure;
@@ -303,11 +304,11 @@ static void cs_selectors_uninstall(void) {
 @end
 
 static const char *cs_selectors_canary(void) {
-    g_canary_class = [CSUnrecognizedSelectorCanary class];
-    CSUnrecognizedSelectorCanary *object = CS_AUTORELEASE([[CSUnrecognizedSelectorCanary alloc] init]);
+    g_canary_class = [CS_CLASS(CSUnrecognizedSelectorCanary) class];
+    CSUnrecognizedSelectorCanary *object = CS_AUTORELEASE([[CS_CLASS(CSUnrecognizedSelectorCanary) alloc] init]);
     SEL missing = cs_backend_selector("cs_canaryMissingSelector");
     CS_CANARY_MISUSE([object performSelector:missing] == nil, "-[NSObject unrecognized selector] not intercepted");
-    CS_CANARY_MISUSE([[CSUnrecognizedSelectorCanary class] performSelector:missing] == nil,
+    CS_CANARY_MISUSE([[CS_CLASS(CSUnrecognizedSelectorCanary) class] performSelector:missing] == nil,
                      "+[NSObject unrecognized selector] not intercepted");
     CS_CANARY_LEGAL([object cs_knownValue] == 7 && ![object respondsToSelector:missing] &&
                         [object methodSignatureForSelector:missing] == nil,

@@ -334,7 +334,7 @@ static inline id cs_string_componentsSeparatedByString(IMP original, CS_UNRETAIN
     if (CS_UNLIKELY(separator == nil) && cs_guard_is_on(G) &&
         cs_guard_misuse(G, self, _cmd, caller, kNilString, 0, 0, 0)) {
         NSString *copy = [(NSString *)self copy];
-        NSArray *components = [NSArray arrayWithObject:copy];
+        NSArray *components = [CS_CLASS(NSArray) arrayWithObject:copy];
         CS_RELEASE(copy);
         return components;
     }
@@ -456,7 +456,7 @@ static NSDictionary *g_empty_attributes;
 static pthread_once_t g_empty_attributes_once = PTHREAD_ONCE_INIT;
 
 static void cs_make_empty_attributes(void) {
-    g_empty_attributes = [[NSDictionary alloc] init];
+    g_empty_attributes = [[CS_CLASS(NSDictionary) alloc] init];
 }
 
 static id cs_empty_attributes(void) {
@@ -606,13 +606,13 @@ static const CSHookSpec kStringHooks[] = {
 
 /* A mutable-string edit that raises on every platform (a nil string does not on GNUstep). */
 static BOOL cs_canary_insert_beyond(void) {
-    NSMutableString *text = [NSMutableString stringWithString:CS_STR("ab")];
+    NSMutableString *text = [CS_CLASS(NSMutableString) stringWithString:CS_STR("ab")];
     [text insertString:CS_STR("x") atIndex:9];
     return [text isEqualToString:CS_STR("ab")];
 }
 
 static BOOL cs_canary_append_legal(void) {
-    NSMutableString *text = [NSMutableString stringWithString:CS_STR("ab")];
+    NSMutableString *text = [CS_CLASS(NSMutableString) stringWithString:CS_STR("ab")];
     [text appendString:CS_STR("c")];
     return [text isEqualToString:CS_STR("abc")];
 }
@@ -628,8 +628,8 @@ static const char *cs_strings_canary(void) {
     unsigned steps = 0;
     /* A compile-time constant string and one made at run time: different classes own the IMP. */
     NSString *literal = CS_STR("abc");
-    NSString *made = [NSString stringWithUTF8String:"abc"];
-    NSMutableString *mutable = [NSMutableString stringWithString:CS_STR("abc")];
+    NSString *made = [CS_CLASS(NSString) stringWithUTF8String:"abc"];
+    NSMutableString *mutable = [CS_CLASS(NSMutableString) stringWithString:CS_STR("abc")];
     if (CS_REACHES(literal, characterAtIndex:, cs_string_characterAtIndex)) {
         steps++;
         CS_CANARY_MISUSE([literal characterAtIndex:9] == 0,

@@ -200,7 +200,7 @@ static void cs_timer_resolve_weak_locked(void) {
     size_t count = g_weak_configured ? g_weak_name_count : kDefaultWeakTargetCount;
     CS_UNRETAINED Class *classes = (CS_UNRETAINED Class *)calloc(count + 1, sizeof(Class));
     size_t found = 0;
-    classes[found++] = objc_lookUpClass("CSTimerCanaryTarget");
+    classes[found++] = CS_CLASS(CSTimerCanaryTarget);
     for (size_t i = 0; i < count; i++) {
         Class cls = names[i] ? objc_lookUpClass(names[i]) : Nil;
         if (cls != Nil) classes[found++] = cls;
@@ -257,7 +257,7 @@ static inline id cs_timer_target_for(id creator, id target, SEL selector, BOOL r
     if (!repeats || target == nil || policy == CS_POLICY_OFF || object_getClass(target) == g_proxy_class ||
         !cs_timer_target_is_weak(target))
         return CS_RETAIN(target);
-    CSTimerTarget *proxy = [[CSTimerTarget alloc] init];
+    CSTimerTarget *proxy = [[CS_CLASS(CSTimerTarget) alloc] init];
     proxy->selector = selector;
     proxy->timer_class = cs_backend_is_class_object(creator) ? (Class)creator : object_getClass(creator);
     if (policy == CS_POLICY_REPORT_ONLY) {
@@ -267,7 +267,7 @@ static inline id cs_timer_target_for(id creator, id target, SEL selector, BOOL r
     } else {
         CS_ATOMIC_STORE(&proxy->target, CS_POINTER(target));
     }
-    CSTimerTargetToken *token = [[CSTimerTargetToken alloc] init];
+    CSTimerTargetToken *token = [[CS_CLASS(CSTimerTargetToken) alloc] init];
     token->proxy = proxy;
     pthread_mutex_lock(&g_tokens_lock);
     proxy->token = token;
@@ -361,9 +361,9 @@ static const char *cs_timers_canary(void) {
     int deallocs = 0;
     NSTimer *timer = nil;
     @autoreleasepool {
-        CSTimerCanaryTarget *target = [[CSTimerCanaryTarget alloc] init];
+        CSTimerCanaryTarget *target = [[CS_CLASS(CSTimerCanaryTarget) alloc] init];
         target->deallocs = &deallocs;
-        timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
+        timer = CS_RETAIN([CS_CLASS(NSTimer) timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
                                                 userInfo:nil repeats:YES]);
         CS_RELEASE(target);
     }
@@ -372,9 +372,9 @@ static const char *cs_timers_canary(void) {
     CS_RELEASE(timer);
     deallocs = 0;
     @autoreleasepool {
-        CSTimerCanaryTarget *target = [[CSTimerCanaryTarget alloc] init];
+        CSTimerCanaryTarget *target = [[CS_CLASS(CSTimerCanaryTarget) alloc] init];
         target->deallocs = &deallocs;
-        timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
+        timer = CS_RETAIN([CS_CLASS(NSTimer) timerWithTimeInterval:1000 target:target selector:@selector(cs_tick:)
                                                 userInfo:nil repeats:NO]);
         CS_RELEASE(target);
     }
@@ -383,9 +383,9 @@ static const char *cs_timers_canary(void) {
     CS_RELEASE(timer);
     deallocs = 0;
     @autoreleasepool {
-        CSTimerCanaryPoller *poller = [[CSTimerCanaryPoller alloc] init];
+        CSTimerCanaryPoller *poller = [[CS_CLASS(CSTimerCanaryPoller) alloc] init];
         poller->deallocs = &deallocs;
-        timer = CS_RETAIN([NSTimer timerWithTimeInterval:1000 target:poller selector:@selector(cs_tick:)
+        timer = CS_RETAIN([CS_CLASS(NSTimer) timerWithTimeInterval:1000 target:poller selector:@selector(cs_tick:)
                                                 userInfo:nil repeats:YES]);
         CS_RELEASE(poller);
     }
@@ -398,12 +398,12 @@ static const char *cs_timers_canary(void) {
 static BOOL g_hook_acquired;
 
 static const char *cs_timers_install(uint32_t *hooked) {
-    g_proxy_class = [CSTimerTarget class];
-    g_root_class = objc_lookUpClass("NSObject");
+    g_proxy_class = [CS_CLASS(CSTimerTarget) class];
+    g_root_class = CS_CLASS(NSObject);
     pthread_mutex_lock(&g_weak_lock);
     cs_timer_resolve_weak_locked();
     pthread_mutex_unlock(&g_weak_lock);
-    Class timer_class = objc_lookUpClass("NSTimer");
+    Class timer_class = CS_CLASS(NSTimer);
     SEL init = @selector(initWithFireDate:interval:target:selector:userInfo:repeats:);
     if (timer_class && cs_backend_class_defines(timer_class, init)) {
         g_original_init = cs_backend_own_implementation(timer_class, init);
@@ -446,7 +446,7 @@ static void cs_timers_uninstall(void) {
         if (target) cs_sidetable_set(target, CS_POINTER(proxy), NULL);
     }
     if (g_original_init)
-        cs_backend_replace_implementation(objc_lookUpClass("NSTimer"),
+        cs_backend_replace_implementation(CS_CLASS(NSTimer),
                                           @selector(initWithFireDate:interval:target:selector:userInfo:repeats:),
                                           g_original_init);
     g_original_init = NULL;

@@ -225,7 +225,7 @@ static NSMethodSignature *cs_zombie_signature(CS_UNRETAINED id self, SEL _cmd, S
     NSMethodSignature *signature = nil;
     if (original && class_getInstanceMethod(original, selector))
         signature = [original instanceMethodSignatureForSelector:selector];
-    if (signature == nil) signature = [NSMethodSignature signatureWithObjCTypes:"@@:"];
+    if (signature == nil) signature = [CS_CLASS(NSMethodSignature) signatureWithObjCTypes:"@@:"];
     return signature;
 }
 
@@ -359,12 +359,12 @@ void cs_zombie_reset_peak(void) {
 @end
 
 static const char *cs_zombies_canary(void) {
-    g_canary_victim_class = [CSZombieCanaryVictim class];
+    g_canary_victim_class = [CS_CLASS(CSZombieCanaryVictim) class];
     CS_ATOMIC_STORE(&g_canary_keeping, 1);
     /* The canary keeps the address past the last release: an unretained pointer (the zombie). */
     CS_UNRETAINED CSZombieCanaryVictim *victim;
     {
-        CSZombieCanaryVictim *owner = [[CSZombieCanaryVictim alloc] init];
+        CSZombieCanaryVictim *owner = [[CS_CLASS(CSZombieCanaryVictim) alloc] init];
         victim = owner;
         CS_RELEASE(owner); /* ARC: released at the end of this scope */
     }
@@ -388,7 +388,7 @@ static const char *cs_zombies_canary(void) {
     mine->newer = NULL;
     cs_zombie_free_list(mine);
     if (failure) return failure;
-    NSObject *plain = [[NSObject alloc] init];
+    NSObject *plain = [[CS_CLASS(NSObject) alloc] init];
     CS_CANARY_LEGAL((CS_RELEASE_NOW(plain), YES), "a plain object's dealloc was intercepted");
     return NULL;
 }
