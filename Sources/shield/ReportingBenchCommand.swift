@@ -29,10 +29,69 @@ enum ReportingBenchCommand {
             ? startWithReporting(json: json, runs: max(3, runs ?? 20)) : 0
         let partsStatus = BenchFilter.selects("reporting.start_reporting_parts")
             ? startParts(json: json, runs: max(3, runs ?? 20)) : 0
+        let classesStatus = BenchFilter.selects("reporting.first_start_app_classes")
+            ? firstStartWithAppClasses(json: json, runs: max(3, runs.map { $0 / 4 } ?? 5)) : 0
         let conversionStatus = BenchFilter.selects("reporting.convert_and_enqueue_crash")
             ? convertAndEnqueue(json: json, runs: max(3, runs ?? 20)) : 0
         breadcrumbCost(json: json, runs: max(5, runs ?? 50))
-        return [outboxStatus, startStatus, partsStatus, conversionStatus].first { $0 != 0 } ?? 0
+        return [outboxStatus, startStatus, partsStatus, classesStatus, conversionStatus].first { $0 != 0 } ?? 0
+    }
+
+    /// The first start of a process (`--objc-used-before`) with 0 and with 10,000 app classes
+    /// registered before it, in children started alternately (`runs` each): what an app's one start
+    /// pays for the classes it has, once-per-process work included (the system classes' list, each
+    /// CS_CLASS site's first lookup). `shield bench`'s "guards start" figures are starts in a
+    /// process that started the guards before. 50,000 classes are left out here: registering them
+    /// takes GNU libobjc about a minute (each registration walks every class).
+    static func firstStartWithAppClasses(json: Bool, runs: Int) -> Int32 {
+        let base = NSTemporaryDirectory() + "crashshield-bench-reporting-classes-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let counts = [0, 10_000]
+        let guardSteps = ["guards", "guards: owner discovery", "guards: hooks", "guards: dispatch-table writes (part of hooks)",
+                          "guards: canaries"]
+        var totals: [Int: [UInt64]] = [:], steps: [Int: [String: [UInt64]]] = [:]
+        for run in 0...runs {
+            for count in counts {
+                let directory = base + "/\(count)"
+                let arguments = ["reporting-probe", "--dir", directory, "--exit-flush-timeout", "0.05", "--stay-ms", "40",
+                                 "--objc-used-before", "--app-classes", "\(count)"]
+                let result = ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: .seconds(120))
+                guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
+                      let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      let value = object["start_ns"] as? Int else { continue }
+                totals[count, default: []].append(UInt64(value))
+                for case let step as [Any] in object["steps"] as? [Any] ?? [] {
+                    guard step.count == 2, let name = step[0] as? String, let nanoseconds = step[1] as? Int,
+                          guardSteps.contains(name) else { continue }
+                    steps[count, default: [:]][name, default: []].append(UInt64(nanoseconds))
+                }
+            }
+        }
+        func median(_ values: [UInt64]?) -> UInt64? {
+            guard let sorted = values?.sorted(), !sorted.isEmpty else { return nil }
+            return sorted[sorted.count / 2]
+        }
+        guard let start0 = median(totals[0]), let start10k = median(totals[10_000]) else {
+            print(json ? "{\"case\": \"reporting.first_start_app_classes\", \"error\": \"no samples\"}"
+                       : "reporting.first_start_app_classes: no samples")
+            return 1
+        }
+        let parts = guardSteps.map { name -> (String, UInt64, UInt64) in
+            (name, median(steps[0]?[name]) ?? 0, median(steps[10_000]?[name]) ?? 0)
+        }
+        if json {
+            let fields = parts.map { "\"\($0.0)\": [\($0.1), \($0.2)]" }.joined(separator: ", ")
+            print("{\"case\": \"reporting.first_start_app_classes\", \"runs\": \(runs), \"app_classes\": [0, 10000], "
+                + "\"median_ns\": [\(start0), \(start10k)], \"steps_median_ns\": {\(fields)}}")
+        } else {
+            print(String(format: "reporting.first_start_app_classes  runs %d  one-call start, first of its process: %.3f ms, "
+                + "+10000 app classes %.3f ms (%+.1f%%)", runs, Double(start0) / 1e6, Double(start10k) / 1e6,
+                100 * (Double(start10k) - Double(start0)) / Double(start0)))
+            for (name, zero, tenThousand) in parts {
+                print("    \(name)  " + String(format: "%.3f ms, +10000 %.3f ms", Double(zero) / 1e6, Double(tenThousand) / 1e6))
+            }
+        }
+        return 0
     }
 
     /// Set in a `startParts` child: "<report directory>|<DSN>".

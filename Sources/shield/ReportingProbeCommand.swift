@@ -58,6 +58,8 @@ import _CrashShieldTestSupport
 /// delivery thread made after it) one misuse: the process dies in the sink, on the delivery thread.
 /// `--stay-ms N`: live N ms more before exiting (past the app-hang watchdog's first tick, which
 /// writes this run's record: the next start then reads it, as every launch but an app's first does).
+/// `--app-classes N`: before the start, N empty NSObject subclasses registered (an app's own classes;
+/// the start's first lookups by name and first walks meet them).
 /// `--objc-used-before`: before the start, one autorelease pool and one message to NSObject, so
 /// the runtime's once-per-process initialisation is not part of the measured start (an app has
 /// used Objective-C by the time it starts the SDK: on Apple before `main`).
@@ -92,6 +94,7 @@ enum ReportingProbeCommand {
         var guardsOff = false
         var stayMilliseconds: Int?
         var crashInSink = false
+        var appClasses = 0
     }
 
     static func run(_ arguments: Arguments) -> Int32 {
@@ -139,6 +142,7 @@ enum ReportingProbeCommand {
         if arguments.resetRemoteConfigStep { launch.repairSteps.insert(.resetRemoteConfiguration(), at: 0) }
 
         if arguments.objcUsedBefore { cs_scope_use_objc_runtime() }
+        if arguments.appClasses > 0 { _ = cs_scope_make_filler_classes(arguments.appClasses) }
         let clock = ContinuousClock()
         let began = clock.now
         let lastRun: LastRun?

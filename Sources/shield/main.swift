@@ -319,6 +319,8 @@ struct ReportingProbe: ParsableCommand {
     @Option(name: .customLong("stay-ms"), help: "Live this many milliseconds more before exiting (the run record is written 20 ms after the start).")
     var stayMilliseconds: Int?
     @Flag(help: "An incident sink that crashes; one misuse 200 ms after the start.") var crashInSink = false
+    @Option(help: "Before the start, register this many empty NSObject subclasses (an app's own classes).")
+    var appClasses = 0
     func run() throws {
         try finish(ReportingProbeCommand.run(ReportingProbeCommand.Arguments(
             directory: dir, dsn: dsn, captureOnly: captureOnly, crashDuringLaunch: crashDuringLaunch, incident: incident,
@@ -330,6 +332,6 @@ struct ReportingProbe: ParsableCommand {
             holdRequestsMilliseconds: holdRequestsMilliseconds, watchExitTeardownMilliseconds: watchExitTeardownMilliseconds,
             forkChildExits: forkChildExits, standaloneRemoteConfigDSN: standaloneRemoteConfig, captureHandled: captureHandled,
             objcUsedBefore: objcUsedBefore, uncaughtScenario: uncaughtScenario, guardsOff: guardsOff,
-            stayMilliseconds: stayMilliseconds, crashInSink: crashInSink)))
+            stayMilliseconds: stayMilliseconds, crashInSink: crashInSink, appClasses: appClasses)))
     }
 }
