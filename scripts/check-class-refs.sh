@@ -23,13 +23,10 @@ clang="${CLANG:-$(dirname "$(readlink -f "$(command -v swift)")")/clang}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+# shellcheck source=lib/runtime-objc.sh
+. scripts/lib/runtime-objc.sh
 assemble() { # <source> <assembly>
-    "$clang" -target x86_64-unknown-linux-gnu -O2 -fblocks -fPIC -S \
-        -DGNUSTEP -DGNU_RUNTIME=1 -DGNUSTEP_BASE_LIBRARY=1 \
-        -ISources/_CrashShieldRuntime/include -ISources/_CrashShieldIncidents/include \
-        -ISources/_CrashShieldCapture/include -ISources/_CrashShieldRuntime/Backend/GNUstepShim \
-        -ISources/_CrashShieldRuntime/Engine -ISources/_CrashShieldRuntime/Backend \
-        $(pkg-config --cflags crashshield-gnustep-base) "$1" -o "$2"
+    runtime_objc_compile "$2" "$1" -S
 }
 
 # Prints "<function> <name>" for every objc_lookup_class call of <assembly> whose name is not

@@ -21,13 +21,10 @@ clang="${CLANG:-$(dirname "$(readlink -f "$(command -v swift)")")/clang}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+# shellcheck source=lib/runtime-objc.sh
+. scripts/lib/runtime-objc.sh
 compile() { # <source> <object>
-    "$clang" -target x86_64-unknown-linux-gnu -O2 -fblocks -fPIC -fno-omit-frame-pointer \
-        -DGNUSTEP -DGNU_RUNTIME=1 -DGNUSTEP_BASE_LIBRARY=1 \
-        -ISources/_CrashShieldRuntime/include -ISources/_CrashShieldIncidents/include \
-        -ISources/_CrashShieldCapture/include -ISources/_CrashShieldRuntime/Backend/GNUstepShim \
-        -ISources/_CrashShieldRuntime/Engine \
-        $(pkg-config --cflags crashshield-gnustep-base) -c "$1" -o "$2"
+    runtime_objc_compile "$2" "$1" -c
 }
 
 # Prints one line per fast hook in <object> whose slot0 calls, pushes or has an outlined part

@@ -55,15 +55,10 @@ enum ReportingBenchCommand {
                 let directory = base + "/\(count)"
                 let arguments = ["reporting-probe", "--dir", directory, "--exit-flush-timeout", "0.05", "--stay-ms", "40",
                                  "--objc-used-before", "--app-classes", "\(count)"]
-                let result = ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: .seconds(120))
-                guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
-                      let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      let value = object["start_ns"] as? Int else { continue }
-                totals[count, default: []].append(UInt64(value))
-                for case let step as [Any] in object["steps"] as? [Any] ?? [] {
-                    guard step.count == 2, let name = step[0] as? String, let nanoseconds = step[1] as? Int,
-                          guardSteps.contains(name) else { continue }
-                    steps[count, default: [:]][name, default: []].append(UInt64(nanoseconds))
+                guard let start = probeStart(arguments, timeout: .seconds(120)), run > 0 else { continue }
+                totals[count, default: []].append(start.total)
+                for (name, nanoseconds) in start.steps where guardSteps.contains(name) {
+                    steps[count, default: [:]][name, default: []].append(nanoseconds)
                 }
             }
         }
@@ -223,6 +218,21 @@ enum ReportingBenchCommand {
         return UInt64(max(0, parts.seconds)) * 1_000_000_000 + UInt64(max(0, parts.attoseconds / 1_000_000_000))
     }
 
+    /// Runs one `shield reporting-probe` child with `arguments` and reads its start: `start_ns` and
+    /// the steps in their order (`CrashShieldSDK._lastStartSteps`); nil when the child printed none.
+    static func probeStart(_ arguments: [String], timeout: Duration) -> (total: UInt64, steps: [(String, UInt64)])? {
+        let result = ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: timeout)
+        guard let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
+              let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let value = object["start_ns"] as? Int else { return nil }
+        var steps: [(String, UInt64)] = []
+        for case let step as [Any] in object["steps"] as? [Any] ?? [] {
+            guard step.count == 2, let name = step[0] as? String, let nanoseconds = step[1] as? Int else { continue }
+            steps.append((name, UInt64(nanoseconds)))
+        }
+        return (UInt64(value), steps)
+    }
+
     static func startWithReporting(json: Bool, runs: Int) -> Int32 {
         let base = NSTemporaryDirectory() + "crashshield-bench-reporting-start-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: base) }
@@ -241,15 +251,11 @@ enum ReportingBenchCommand {
                 // record and a launch state, as every launch of an app but its first does.
                 let arguments = ["reporting-probe", "--dir", directory, "--exit-flush-timeout", "0.05", "--stay-ms", "40"]
                     + (variant == .with ? ["--dsn", dsn] : []) + (variant == .objcUsedBefore ? ["--objc-used-before"] : [])
-                let result = ChildProcess.run(ChildProcess.currentExecutable, arguments, timeout: .seconds(20))
-                guard run > 0, let line = result.output.split(separator: "\n").first(where: { $0.hasPrefix("{") }),
-                      let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                      let value = object["start_ns"] as? Int else { continue }
-                totals[variant, default: []].append(UInt64(value))
-                for case let step as [Any] in object["steps"] as? [Any] ?? [] {
-                    guard step.count == 2, let name = step[0] as? String, let nanoseconds = step[1] as? Int else { continue }
+                guard let start = probeStart(arguments, timeout: .seconds(20)), run > 0 else { continue }
+                totals[variant, default: []].append(start.total)
+                for (name, nanoseconds) in start.steps {
                     if stepSamples[variant, default: [:]][name] == nil { stepNames[variant, default: []].append(name) }
-                    stepSamples[variant, default: [:]][name, default: []].append(UInt64(nanoseconds))
+                    stepSamples[variant, default: [:]][name, default: []].append(nanoseconds)
                 }
             }
         }
