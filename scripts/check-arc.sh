@@ -169,4 +169,51 @@ else
   echo "check-arc: $apple_backend (\`__APPLE__\` guard forced): errors above (ARC, MRC or field ownership)"
   failed=$((failed + 1))
 fi
+# The runtime's other files with `__APPLE__` defined: their Apple branches (CS_STR's literals,
+# CS_CLASS's class messages, libdispatch, the Apple-only cases of the guards) are compiled nowhere
+# else here. Through the ARC front end and without ARC, against GNUstep's declarations of the same
+# API (and the Swift toolchain's libdispatch headers). What it shows: those lines are valid ARC and
+# MRC Objective-C for the interfaces they see (a class message to a class only declared with
+# @class is an error under ARC, for one). Not that they compile against Apple's SDK.
+apple_branch_dir="$(mktemp -d)"
+# <dispatch/dispatch.h> is the Swift toolchain's libdispatch (the same public API as Apple's), read
+# with __APPLE__ undefined: its Apple branch needs the SDK's headers. Only its own and the os/
+# headers it includes: the toolchain's other headers (CoreFoundation) would take Apple branches.
+toolchain_lib="$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")/lib/swift"
+mkdir -p "$apple_branch_dir/include/dispatch"
+ln -s "$toolchain_lib/os" "$apple_branch_dir/include/os"
+for header in "$toolchain_lib"/dispatch/*; do
+  [ "$(basename "$header")" = dispatch.h ] || ln -s "$header" "$apple_branch_dir/include/dispatch/"
+done
+printf '#undef __APPLE__\n#include "%s/dispatch/dispatch.h"\n#define __APPLE__ 1\n' "$toolchain_lib" \
+  >"$apple_branch_dir/include/dispatch/dispatch.h"
+# Apple-only declarations GCC's libobjc and glibc lack, as Apple's <objc/message.h> (without
+# OBJC_OLD_DISPATCH_PROTOTYPES) and <pthread.h> declare them.
+printf '#include <objc/objc.h>\nvoid objc_msgSend(void);\nint pthread_main_np(void);\n' >"$apple_branch_dir/apple-only.h"
+apple_branch_flags=(-D__APPLE__ -include "$apple_branch_dir/apple-only.h" -I "$runtime" -I "$runtime/Engine" -I "$runtime/Backend"
+  -I "$apple_branch_dir/include")
+printf '#import "CSObjC.h"\n@class CSCanaryDeclaredOnly;\nClass cs_canary(void) { return CS_CLASS(CSCanaryDeclaredOnly); }\n' \
+  >"$apple_branch_dir/canary.m"
+if "$clang_bin" -x objective-c "${common[@]}" "${apple_branch_flags[@]}" "$apple_branch_dir/canary.m" >"$log" 2>&1 ||
+   ! grep -q "for class message is a forward declaration" "$log"; then
+  echo "check-arc: FAIL: the Apple-branch canary (CS_CLASS of a class declared only with @class) was not rejected" >&2
+  cat "$log" >&2
+  exit 1
+fi
+apple_branch_files=0 apple_branch_failed=0
+while IFS= read -r file; do
+  apple_branch_files=$((apple_branch_files + 1))
+  for mode in -fobjc-arc -fno-objc-arc; do
+    if ! check_file "$file" "${apple_branch_flags[@]}" "$mode"; then
+      echo "check-arc: $file (\`__APPLE__\` defined, $mode): errors above"
+      apple_branch_failed=$((apple_branch_failed + 1))
+    fi
+  done
+done < <(find "$runtime" -name '*.m' ! -name CSBackend_Apple.m ! -name CSBackend_GNU.m | sort)
+rm -rf "$apple_branch_dir"
+if [ "$apple_branch_failed" -eq 0 ]; then
+  echo "check-arc: $apple_branch_files runtime files with \`__APPLE__\` defined: clean under ARC and MRC"
+else
+  failed=$((failed + 1))
+fi
 [ "$failed" -eq 0 ]

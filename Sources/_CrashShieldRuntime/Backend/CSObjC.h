@@ -77,13 +77,14 @@
  * with the process's class count (about 50 entries per chain at +50,000 classes). Code on the start
  * path and in hooks writes CS_CLASS(Name), a Class-typed expression: on GNUstep the class found once
  * per call site and kept (a class compiled into an image is never disposed), on Apple the class
- * itself. `Name` must be a class this file declares (checked at compile time on both).
+ * itself. `Name` must be a class whose interface this file sees, as a class message needs (checked
+ * at compile time on both).
  */
 #if defined(__APPLE__)
 #define CS_CLASS(Name) ((Class)[Name class])
 #else
 #define CS_CLASS(Name)                                                                             \
-    ((void)sizeof((Name *)0), ({                                                                   \
+    ((void)sizeof([Name class]), ({                                                                \
         static void *volatile cs_class_cache_;                                                     \
         void *cs_class_ = CS_ATOMIC_LOAD(&cs_class_cache_);                                        \
         (__bridge Class)(cs_class_ ? cs_class_ : cs_class_named_once(&cs_class_cache_, #Name));    \

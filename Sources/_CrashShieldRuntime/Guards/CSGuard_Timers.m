@@ -192,7 +192,8 @@ static const char *const *const kDefaultWeakTargetClasses = NULL;
 static const size_t kDefaultWeakTargetCount = 0;
 #endif
 
-@class CSTimerCanaryTarget;
+/* The canary's weak-target class (CSTimerCanaryTarget, below). */
+static Class cs_timer_canary_target_class(void);
 
 /* Resolves the configured (or default) names, plus the canary's own class. Caller holds g_weak_lock. */
 static void cs_timer_resolve_weak_locked(void) {
@@ -200,7 +201,7 @@ static void cs_timer_resolve_weak_locked(void) {
     size_t count = g_weak_configured ? g_weak_name_count : kDefaultWeakTargetCount;
     CS_UNRETAINED Class *classes = (CS_UNRETAINED Class *)calloc(count + 1, sizeof(Class));
     size_t found = 0;
-    classes[found++] = CS_CLASS(CSTimerCanaryTarget);
+    classes[found++] = cs_timer_canary_target_class();
     for (size_t i = 0; i < count; i++) {
         Class cls = names[i] ? objc_lookUpClass(names[i]) : Nil;
         if (cls != Nil) classes[found++] = cls;
@@ -353,6 +354,10 @@ static const CSHookSpec kTimerHooks[] = {
 @end
 @implementation CSTimerCanaryTarget
 @end
+
+static Class cs_timer_canary_target_class(void) {
+    return CS_CLASS(CSTimerCanaryTarget);
+}
 
 /* Misuse: a repeating timer's target released by its owner; with the guard it deallocates at
  * once and the (never scheduled) timer's next fire invalidates it with an incident. Legal: a
