@@ -781,7 +781,7 @@ static const char *cs_containers_install(uint32_t *hooked) {
     if (CS_ATOMIC_LOAD(&g_count_cache.ready) && CS_ATOMIC_LOAD(&g_length_cache.ready)) return NULL;
     @autoreleasepool {
         CSKVCProxyProbe *probe = [[CS_CLASS(CSKVCProxyProbe) alloc] init];
-        Class mutableArray = [CS_CLASS(NSMutableArray) class], mutableSet = [CS_CLASS(NSMutableSet) class];
+        Class mutableArray = CS_CLASS(NSMutableArray), mutableSet = CS_CLASS(NSMutableSet);
         NSString *const arrayKeys[] = {CS_STR("slowItems"), CS_STR("fastItems"), CS_STR("ivarItems")};
         NSString *const setKeys[] = {CS_STR("slowMembers"), CS_STR("fastMembers"), CS_STR("ivarMembers")};
         for (size_t i = 0; i < 3; i++) {
@@ -907,7 +907,7 @@ static const char *cs_containers_canary(void) {
                         "-[NSMutableDictionary setObject:forKey:] legal call changed");
     }
 
-    if (CS_REACHES([CS_CLASS(NSArray) class], arrayWithObjects:count:, cs_array_arrayWithObjects_count)) {
+    if (CS_REACHES(CS_CLASS(NSArray), arrayWithObjects:count:, cs_array_arrayWithObjects_count)) {
         steps++;
         id missing = cs_canary_opaque(nil);
         CS_CANARY_MISUSE(([@[ CS_STR("a"), missing, CS_STR("c") ]

@@ -323,7 +323,7 @@ static BOOL cs_kvo_remove_matching(CS_UNRETAINED id observed, CS_UNRETAINED id o
 
 static inline void cs_kvo_add(IMP original, id self, SEL _cmd, const void *caller, id observer, NSString *keyPath,
                               NSKeyValueObservingOptions options, void *context) {
-    if (object_getClass(observer) == [CS_CLASS(CSKVOEntry) class]) {
+    if (object_getClass(observer) == CS_CLASS(CSKVOEntry)) {
         ((cs_add_fn)original)(self, _cmd, observer, keyPath, options, context);
         return;
     }
@@ -458,7 +458,7 @@ static inline BOOL cs_kvo_platform_removal(const void *caller) {
 
 static inline void cs_kvo_remove(IMP original, CS_UNRETAINED id self, SEL _cmd, const void *caller,
                                  CS_UNRETAINED id observer, NSString *keyPath) {
-    if (object_getClass(observer) == [CS_CLASS(CSKVOEntry) class]) {
+    if (object_getClass(observer) == CS_CLASS(CSKVOEntry)) {
         ((cs_remove_fn)original)(self, _cmd, observer, keyPath);
         return;
     }
@@ -566,7 +566,7 @@ static const char *cs_kvo_canary(void) {
     /* Class side: a subclass's metaclass must dispatch to the replacement (dispatch tables
      * refreshed). Never called: unguarded, the call would break the class it is sent to. */
     if (!failure && g_class_original_add &&
-        class_getMethodImplementation(object_getClass((id)[CS_CLASS(CSKVOCanaryModel) class]),
+        class_getMethodImplementation(object_getClass((id)CS_CLASS(CSKVOCanaryModel)),
                                       @selector(addObserver:forKeyPath:options:context:)) != (IMP)cs_kvo_class_add)
         failure = "a registration on a class object does not reach the guard";
     return failure;

@@ -205,7 +205,7 @@ static const char *cs_main_install(uint32_t *hooked) {
     (void)hooked; /* counted directly: pairs configured later are hooked later */
     pthread_mutex_lock(&g_config_lock);
     g_installed = YES;
-    cs_main_hook_locked([CS_CLASS(CSMainThreadCanary) class], @selector(cs_canary_touch), NO);
+    cs_main_hook_locked(CS_CLASS(CSMainThreadCanary), @selector(cs_canary_touch), NO);
     cs_main_hook_pairs_locked();
     pthread_mutex_unlock(&g_config_lock);
     return NULL;

@@ -278,8 +278,10 @@ static const CSHookSpec kSelectorHooks[] = {
 #pragma mark - Install
 
 static const char *cs_selectors_install(uint32_t *hooked) {
-    const Class roots[CS_JSON_ROOT_COUNT] = {CS_CLASS(NSString), CS_CLASS(NSNumber), CS_CLASS(NSArray), CS_CLASS(NSDictionary)};
-    for (int i = 0; i < CS_JSON_ROOT_COUNT; i++) g_json_roots[i] = roots[i];
+    g_json_roots[0] = CS_CLASS(NSString);
+    g_json_roots[1] = CS_CLASS(NSNumber);
+    g_json_roots[2] = CS_CLASS(NSArray);
+    g_json_roots[3] = CS_CLASS(NSDictionary);
     const char *failure = cs_backend_install_forward_handler(cs_selectors_decide, cs_selectors_report);
     if (failure == NULL) *hooked += 1;
     return failure;
@@ -304,11 +306,11 @@ static void cs_selectors_uninstall(void) {
 @end
 
 static const char *cs_selectors_canary(void) {
-    g_canary_class = [CS_CLASS(CSUnrecognizedSelectorCanary) class];
+    g_canary_class = CS_CLASS(CSUnrecognizedSelectorCanary);
     CSUnrecognizedSelectorCanary *object = CS_AUTORELEASE([[CS_CLASS(CSUnrecognizedSelectorCanary) alloc] init]);
     SEL missing = cs_backend_selector("cs_canaryMissingSelector");
     CS_CANARY_MISUSE([object performSelector:missing] == nil, "-[NSObject unrecognized selector] not intercepted");
-    CS_CANARY_MISUSE([[CS_CLASS(CSUnrecognizedSelectorCanary) class] performSelector:missing] == nil,
+    CS_CANARY_MISUSE([CS_CLASS(CSUnrecognizedSelectorCanary) performSelector:missing] == nil,
                      "+[NSObject unrecognized selector] not intercepted");
     CS_CANARY_LEGAL([object cs_knownValue] == 7 && ![object respondsToSelector:missing] &&
                         [object methodSignatureForSelector:missing] == nil,

@@ -403,7 +403,7 @@ static const char *cs_timers_canary(void) {
 static BOOL g_hook_acquired;
 
 static const char *cs_timers_install(uint32_t *hooked) {
-    g_proxy_class = [CS_CLASS(CSTimerTarget) class];
+    g_proxy_class = CS_CLASS(CSTimerTarget);
     g_root_class = CS_CLASS(NSObject);
     pthread_mutex_lock(&g_weak_lock);
     cs_timer_resolve_weak_locked();

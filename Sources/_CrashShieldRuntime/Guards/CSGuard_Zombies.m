@@ -359,7 +359,7 @@ void cs_zombie_reset_peak(void) {
 @end
 
 static const char *cs_zombies_canary(void) {
-    g_canary_victim_class = [CS_CLASS(CSZombieCanaryVictim) class];
+    g_canary_victim_class = CS_CLASS(CSZombieCanaryVictim);
     CS_ATOMIC_STORE(&g_canary_keeping, 1);
     /* The canary keeps the address past the last release: an unretained pointer (the zombie). */
     CS_UNRETAINED CSZombieCanaryVictim *victim;
