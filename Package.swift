@@ -2,22 +2,29 @@
 //
 // CrashShield: crash protection for Objective-C and Swift apps.
 //
-// Target map (docs/ARCHITECTURE.md has the full picture):
-//   CrashShield            public Swift API (the only module apps import)
-//   CrashShieldProtocol    Sentry wire formats (DSN, envelopes, events) and the remote-config document,
-//                          shared with the collector (Collector/ depends on it by path)
-//   _CrashShieldRuntime    Objective-C guards: runtime backend, guard engine, guard registry (not API)
-//   _CrashShieldCxxTerminate  C++ terminate handler: names an uncaught C++ exception in the report (not API)
-//   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring (not API)
-//   _CrashShieldScenarios  Objective-C misuse scenarios and oracles for `shield` and the tests (not API)
-//   _CrashShieldTestSupport  C test seams (deliberate crashes, handler hooks) for `shield` and the tests
+// Module map (docs/ARCHITECTURE.md opens with the same map):
+//   CrashShield            the umbrella apps import: the one start, stop, status, options; re-exports
+//                          the three modules below (not the wire format)
+//   CrashShieldBase        errors as types (CodedError), the lock, Duration conversions
+//   CrashShieldGuards      guards' Swift side: GuardID, policies, incidents, sinks, [shielded:], @Lenient
+//   CrashShieldRecording   crash capture, crash reports, report sinks, launch protection, app hangs,
+//                          symbolication, the crash scope; also a product for apps without Objective-C
+//   CrashShieldSentry      the Sentry client: events, outbox, transport, sessions, remote configuration
+//   CrashShieldProtocol    the wire format (DSN, envelopes, events, sessions, remote-config document,
+//                          the strict JSON reader), shared with the collector (Collector/ depends on it by path)
+//   _CrashShieldRuntime    Objective-C guards: runtime backend, guard engine, guard registry
+//   _CrashShieldIncidents  C incident pipeline: dedupe, rate limit, delivery, breadcrumb ring
+//   _CrashShieldCapture    C, the async-signal-safe zone: the crash handler, report writer, unwinder
+//   _CrashShieldLaunch     C start-time support: launch state, pending report files, deferred calls
+//   _CrashShieldCxxTerminate  C++ terminate handler: names an uncaught C++ exception in the report
 //   _CrashShieldZlib       zlib (system library) for gzip envelope uploads
 //   shield                 the command-line tool: demo, bench, crash, reports, send, envelope
+// Under Tests/: _CrashShieldScenarios (Objective-C misuse scenarios and oracles, for the demo and
+// the tests), _CrashShieldTestSupport (deliberate crashes, test seams), the probe programs.
 //
 // GNUstep is the Objective-C runtime on Linux. Its compiler flags are needed only there and are
 // kept out of what an Apple consumer sees (`#if os(Linux)` below).
 import PackageDescription
-
 #if os(Linux)
 import Foundation
 
@@ -81,7 +88,8 @@ let package = Package(
     platforms: [.iOS(.v16), .macOS(.v13), .macCatalyst(.v16), .visionOS(.v1)],
     products: [
         .library(name: "CrashShield", targets: ["CrashShield"]),
-        .library(name: "CrashShieldCapture", targets: ["CrashShieldCapture"]),
+        // Crash capture and launch protection without Objective-C (Examples/CaptureOnly).
+        .library(name: "CrashShieldRecording", targets: ["CrashShieldRecording"]),
         // For an app's Objective-C targets: `cs_runtime.h` (README, "Objective-C apps").
         .library(name: "CrashShieldObjC", targets: ["_CrashShieldRuntime"]),
         .library(name: "CrashShieldProtocol", targets: ["CrashShieldProtocol"]),
@@ -106,25 +114,28 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
+            // Start-time C, never called from the crash handler: may allocate and start threads.
+            name: "_CrashShieldLaunch",
+            dependencies: ["_CrashShieldCapture"],
+            cSettings: [.define("_GNU_SOURCE"), testSeams],
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+        ),
+        .target(
             // C++: the terminate handler that names an uncaught C++ exception (type, what())
             // for the report capture writes when the process then aborts.
             name: "_CrashShieldCxxTerminate",
             dependencies: ["_CrashShieldCapture"]
         ),
         .target(
-            // In no product: csc_test_support.h declares the test seams; the deliberate crashes
-            // are defined here, the seams that need the handler's or the guards' state are defined
-            // in those targets under CSC_TEST_SEAMS.
-            name: "_CrashShieldTestSupport",
-            dependencies: ["_CrashShieldCapture"],
-            cSettings: [.define("_GNU_SOURCE"), testSeams],
-            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+            // What every Swift module shares: errors as types (`CodedError`), the lock, `Duration`
+            // conversions. Pure Swift over Foundation.
+            name: "CrashShieldBase"
         ),
         .target(
             // Pure Swift over Foundation (and swift-crypto for Ed25519): no C, no Objective-C of
             // its own, so the collector can use it.
             name: "CrashShieldProtocol",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CrashShieldBase", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .systemLibrary(
             // zlib for the transport's gzip request bodies (part of every Apple SDK; Debian: zlib1g-dev).
@@ -133,9 +144,16 @@ let package = Package(
             providers: [.apt(["zlib1g-dev"])]
         ),
         .target(
-            name: "CrashShieldCapture",
+            name: "CrashShieldRecording",
             dependencies: [
-                "_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldZlib",
+                "CrashShieldBase", "_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldCxxTerminate", "_CrashShieldIncidents",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "CrashShieldSentry",
+            dependencies: [
+                "CrashShieldBase", "CrashShieldRecording", "CrashShieldProtocol", "_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -154,45 +172,71 @@ let package = Package(
             linkerSettings: objcLinker
         ),
         .target(
-            name: "CrashShield",
+            name: "CrashShieldGuards",
             dependencies: [
-                "_CrashShieldRuntime", "_CrashShieldIncidents", "CrashShieldCapture", "_CrashShieldCapture",
+                "CrashShieldBase", "CrashShieldRecording", "_CrashShieldRuntime", "_CrashShieldIncidents",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
-            name: "_CrashShieldScenarios",
-            dependencies: ["_CrashShieldRuntime"],
-            cSettings: scenarioObjCSettings,
-            linkerSettings: objcLinker
+            name: "CrashShield",
+            dependencies: [
+                "CrashShieldBase", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
+                "_CrashShieldRuntime", "_CrashShieldIncidents", "_CrashShieldCapture",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "shield",
             dependencies: [
-                "CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport",
-                "_CrashShieldIncidents", "CrashShieldProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CrashShield", "CrashShieldBase", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
+                "_CrashShieldScenarios", "_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldTestSupport",
+                "_CrashShieldIncidents", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
+            name: "CaptureOnlyExample",
+            dependencies: ["CrashShieldRecording"],
+            path: "Examples/CaptureOnly"
+        ),
+
+        // Test code: scenarios, seams and probe programs live under Tests/ and are in no product.
+        .target(
+            // Objective-C misuse scenarios and their legal-input oracles, for `shield demo` and the tests.
+            name: "_CrashShieldScenarios",
+            dependencies: ["_CrashShieldRuntime"],
+            path: "Tests/Scenarios",
+            cSettings: scenarioObjCSettings,
+            linkerSettings: objcLinker
+        ),
+        .target(
+            // csc_test_support.h declares the test seams; the deliberate crashes are defined here,
+            // the seams that need the handler's or the guards' state are defined in those targets
+            // under CSC_TEST_SEAMS.
+            name: "_CrashShieldTestSupport",
+            dependencies: ["_CrashShieldCapture"],
+            path: "Tests/Support",
+            cSettings: [.define("_GNU_SOURCE"), testSeams],
+            linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
+        ),
+        .executableTarget(
             name: "capture-malloc-probe",
-            dependencies: ["_CrashShieldCapture", "_CrashShieldTestSupport"]
+            dependencies: ["_CrashShieldCapture", "_CrashShieldTestSupport"],
+            path: "Tests/Probes/capture-malloc-probe"
         ),
         .executableTarget(
             // An Objective-C program with no Swift code and no libdispatch: the README's
             // `cs_guards_start(NULL)` first in main() must give working guards (LifecycleGuardTests).
             name: "plain-objc-app",
             dependencies: ["_CrashShieldRuntime"],
+            path: "Tests/Probes/plain-objc-app",
             cSettings: scenarioObjCSettings,
             linkerSettings: objcLinker
         ),
-        .executableTarget(
-            name: "CaptureOnlyExample",
-            dependencies: ["CrashShieldCapture"],
-            path: "Examples/CaptureOnly"
-        ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "_CrashShieldZlib",
+            dependencies: ["CrashShieldRecording", "CrashShieldSentry", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol",
+                           "_CrashShieldZlib", "_CrashShieldCapture", "_CrashShieldLaunch",
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
@@ -202,7 +246,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldTests",
-            dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
+            dependencies: ["CrashShield", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
+                           "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
         ),
     ]
 )

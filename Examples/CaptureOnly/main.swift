@@ -4,7 +4,7 @@
 // is linked.
 //
 // usage: CaptureOnlyExample <report-dir> [crash]
-import CrashShieldCapture
+import CrashShieldRecording
 import Foundation
 
 let arguments = CommandLine.arguments

@@ -1,5 +1,7 @@
+import CrashShieldBase
+import CrashShieldGuards
 import Foundation
-@_exported import CrashShieldCapture
+
 internal import _CrashShieldCapture
 internal import _CrashShieldIncidents
 internal import _CrashShieldRuntime
@@ -18,7 +20,7 @@ extension CrashShieldSDK {
     static func runCaptureSteps(_ options: CaptureOptions, launchProtection: LaunchProtectionOptions?,
                                 safeModeGuards: [GuardID], reporting: ReportingOptions? = nil) throws -> LaunchProtection? {
         registerGuardCodeRanges()
-        return try CrashCapture.start(options, launchProtection: launchProtection, reporting: reporting, afterInstall: {
+        return try CrashCapture.start(options, launchProtection: launchProtection, reporter: ReportingClient.starter(reporting), afterInstall: {
             cs_capture_exceptions_start()
             for guardName in guardsToSwitchOff(CrashCapture.guardFramesFoundAtStart) {
                 cs_guard_set_policy(guardName, CS_POLICY_OFF)

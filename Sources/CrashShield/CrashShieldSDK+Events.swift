@@ -1,4 +1,8 @@
-import CrashShieldCapture
+import CrashShieldBase
+import CrashShieldGuards
+import CrashShieldRecording
+import CrashShieldSentry
+import CrashShieldProtocol
 internal import _CrashShieldIncidents
 
 /// Events the app sends itself, through the same outbox, rate limits, `beforeSend` and scope as

@@ -1,4 +1,7 @@
-import CrashShieldCapture
+import CrashShieldBase
+import CrashShieldGuards
+import CrashShieldRecording
+import CrashShieldSentry
 
 /// The app's scope: user, tags, contexts and breadcrumbs carried into crash reports and guard
 /// incidents. These forward to `CrashScope` (module CrashShieldCapture), where the bounds are

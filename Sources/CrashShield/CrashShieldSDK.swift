@@ -1,3 +1,5 @@
+import CrashShieldBase
+import CrashShieldGuards
 import Foundation
 internal import _CrashShieldIncidents
 internal import _CrashShieldRuntime

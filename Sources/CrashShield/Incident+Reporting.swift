@@ -1,4 +1,7 @@
-import CrashShieldCapture
+import CrashShieldBase
+import CrashShieldGuards
+import CrashShieldRecording
+import CrashShieldSentry
 import Foundation
 
 extension Incident {

@@ -1,3 +1,5 @@
+import CrashShieldBase
+import CrashShieldGuards
 internal import _CrashShieldRuntime
 
 /// Zombies kept at run time: how many, and freeing them.

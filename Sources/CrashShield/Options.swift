@@ -1,4 +1,7 @@
-import CrashShieldCapture
+import CrashShieldBase
+import CrashShieldGuards
+import CrashShieldRecording
+import CrashShieldSentry
 
 /// Configuration for `CrashShieldSDK.start(_:)`. Every property has a documented default; an
 /// `Options()` value protects with every guard.

@@ -1,4 +1,8 @@
-import CrashShieldCapture
+import CrashShieldBase
+import CrashShieldGuards
+import CrashShieldRecording
+import CrashShieldSentry
+import CrashShieldProtocol
 import Foundation
 
 /// How a resolved remote configuration rule combines with what the app sets in code: **the app

@@ -1,3 +1,4 @@
+import CrashShieldBase
 import Foundation
 
 /// A client key of a Sentry-compatible server (Sentry, self-hosted Sentry, GlitchTip, the

@@ -1,3 +1,4 @@
+import CrashShieldBase
 import Foundation
 
 /// A Sentry envelope: one JSON header line, then items, each a JSON header line and a payload.

@@ -1,3 +1,4 @@
+import CrashShieldProtocol
 import Foundation
 import _CrashShieldScenarios
 

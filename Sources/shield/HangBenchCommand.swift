@@ -1,5 +1,7 @@
+import CrashShieldProtocol
 import ArgumentParser
-import CrashShieldCapture
+import CrashShieldRecording
+import CrashShieldSentry
 import Foundation
 
 /// `shield bench-hangs [--json] [--seconds S]`: the cost of app-hang detection (issue 28's "low

@@ -1,6 +1,8 @@
+import CrashShieldProtocol
 import ArgumentParser
 import CrashShield
-import CrashShieldCapture
+import CrashShieldRecording
+import CrashShieldSentry
 import Foundation
 import _CrashShieldTestSupport
 

@@ -1,4 +1,5 @@
-import CrashShieldCapture
+import CrashShieldRecording
+import CrashShieldSentry
 import CrashShieldProtocol
 import Foundation
 

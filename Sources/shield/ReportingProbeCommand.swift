@@ -1,5 +1,7 @@
+import CrashShieldProtocol
 import CrashShield
-import CrashShieldCapture
+import CrashShieldRecording
+import CrashShieldSentry
 import Foundation
 import _CrashShieldScenarios
 import _CrashShieldTestSupport

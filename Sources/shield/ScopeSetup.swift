@@ -1,3 +1,4 @@
+import CrashShieldProtocol
 import CrashShield
 import Foundation
 

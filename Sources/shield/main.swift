@@ -15,6 +15,7 @@
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
+import CrashShieldProtocol
 import ArgumentParser
 import Foundation
 

@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 import _CrashShieldCapture
 
 /// Issue 28: app hangs and exits that leave no crash report. Every process that blocks, crashes

@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// The Apple build of the Swift modules (issue 12, item 3), checked from Linux: what a Mac would
 /// compile differently is covered by scripts/check-portability.sh (docs/PORTABILITY.md); the

@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Issue 13 item 4: users get `CrashEvent`, whose essentials are not optional: taken from the
 /// report when it has them, from the documented fallbacks when the file was cut short.

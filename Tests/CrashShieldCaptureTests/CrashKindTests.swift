@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// SPEC §8/§10: one test per crash kind, each in a child process (`shield crash <kind> --dir D`):
 /// the child dies with the kind's signal (GNUstep ends an uncaught exception with exit(1)), and

@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Uncaught C++ exceptions (issue 24 item 8), each in a child process (`shield crash <kind>`):
 /// the process still dies of SIGABRT with the real stack, and the report, the event and

@@ -1,3 +1,4 @@
+import CrashShieldBase
 import Foundation
 import Testing
 

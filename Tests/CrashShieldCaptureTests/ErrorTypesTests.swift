@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// The public errors are structs with stable codes: a catch matches by code, details are stored
 /// properties, and a failing start throws the documented code and changes nothing.

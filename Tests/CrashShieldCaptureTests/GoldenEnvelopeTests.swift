@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Golden envelopes (Tests/Golden/Reporting): each stored crash report (`reports/<case>.json`,
 /// symbolicated reports of real crashes of `shield crash <kind>`) converted with fixed settings,

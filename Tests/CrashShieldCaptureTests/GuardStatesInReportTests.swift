@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 import _CrashShieldCapture
 
 /// Issue 13 item 3: a report lists the guard states of the moment of the crash, not those of the

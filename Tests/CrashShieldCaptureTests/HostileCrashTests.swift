@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 import _CrashShieldCapture
 
 /// Issue 11: crashes that corrupt the stack or jump to non-code, non-ASCII and long paths, a

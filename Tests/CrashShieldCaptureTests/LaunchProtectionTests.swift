@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// SPEC §5 end to end, with `shield launch-probe` as the app: every launch is a child process.
 @Suite struct LaunchProtectionTests {

@@ -1,3 +1,5 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc

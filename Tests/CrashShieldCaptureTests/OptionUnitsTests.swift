@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Durations in the options are `Duration`s; the handler watchdog's C timer takes whole seconds.
 @Suite struct OptionUnitsTests {

@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// The outbox (issue 14 items 2, 8): durable, ordered, capped with counted drops, no `sent_at`,
 /// and nothing lost or corrupt when its writer is killed with SIGKILL at random moments.

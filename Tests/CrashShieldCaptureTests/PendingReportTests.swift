@@ -1,8 +1,12 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 import _CrashShieldCapture
+import _CrashShieldLaunch
 
 /// The start after a crash decides `lastRun` from a C scan of the report's launch fields and
 /// decodes the report only when it is read (issue 10 item 16); the scan agrees with the decoder.

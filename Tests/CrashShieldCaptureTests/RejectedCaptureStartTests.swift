@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Issue 13 item 2 for capture: a second capture start is rejected with `alreadyStarted` and
 /// changes nothing. Each run ends in a deliberate crash, so each is a child process; the report it

@@ -1,3 +1,4 @@
+import CrashShieldBase
 import Crypto
 import Foundation
 import Testing

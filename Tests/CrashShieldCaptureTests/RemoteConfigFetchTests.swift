@@ -1,8 +1,11 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Crypto
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// The fetcher against a real HTTP server on 127.0.0.1, and the "applied at the next start" rule.
 @Suite struct RemoteConfigFetchTests {

@@ -1,8 +1,11 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Crypto
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// A document of `version` whose one rule switches `guardName` to `policy` for every app.
 func remoteDocument(_ version: Int64, guardName: String = "timer", policy: RemoteGuardPolicy = .off) -> RemoteConfigDocument {

@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// The report format: golden examples (Schema/examples) against the schema and the model, and
 /// the tolerant parser under truncation and fuzzing.

@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Issue 13 item 4: the report's named values are typed (extensible structs with the file's
 /// string as `rawValue`). Known values decode to the constants, values this version does not know

@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// `ReportingClient.end` (exit, `stop`) in-process: it stops the running send pass before it
 /// returns, starts none afterwards, and leaves what was not sent for the next client.

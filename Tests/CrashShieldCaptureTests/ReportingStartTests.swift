@@ -1,9 +1,11 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Crypto
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Reporting as part of the one start (issue 14 with issue 13's one start): children crash
 /// (`shield crash segv`, `shield reporting-probe --crash-during-launch`), then a

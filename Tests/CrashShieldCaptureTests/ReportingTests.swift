@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Fixed reporting settings shared by the reporting tests and the golden envelopes.
 enum ReportingFixture {

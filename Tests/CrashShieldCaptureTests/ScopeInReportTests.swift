@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Issue 13 item 7: the app's scope (user, tags, contexts, its own breadcrumbs) reaches crash
 /// reports. Every crash is a child process (`shield crash`) with a timeout.

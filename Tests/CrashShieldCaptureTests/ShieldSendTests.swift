@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// `shield send` and `shield envelope` (issue 14 items 7, 8), and the command line's strictness
 /// after the move to swift-argument-parser.

@@ -1,7 +1,10 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// Issue 11, items 6–10: the handler among processes and other signal users — fork, handlers
 /// installed before capture (their flags, faults they resolve, slow ones), an app's SIGALRM, and

@@ -1,8 +1,10 @@
+import CrashShieldBase
 import CrashShieldProtocol
 import Foundation
 import Testing
 
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 /// The envelope transport against a loopback HTTP server (issue 14 items 5, 8): each response
 /// kind, the outbox and the next send time after it, the request's form, rate limits kept across

@@ -1,4 +1,6 @@
-import CrashShieldCapture
+import CrashShieldBase
+import CrashShieldRecording
+import CrashShieldSentry
 import CrashShieldProtocol
 import Foundation
 import Testing

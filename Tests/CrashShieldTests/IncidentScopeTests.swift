@@ -1,7 +1,9 @@
+import CrashShieldBase
 import Foundation
 import Testing
 @testable import CrashShield
-import CrashShieldCapture
+import CrashShieldRecording
+import CrashShieldSentry
 import CrashShieldProtocol
 
 /// Issue 13 item 7: the process-wide scope through `CrashShieldSDK`, and incidents carrying it.

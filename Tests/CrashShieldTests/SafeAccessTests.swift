@@ -1,6 +1,9 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Testing
 @testable import CrashShield
-@testable import CrashShieldCapture
+@testable import CrashShieldRecording
+@testable import CrashShieldSentry
 
 extension RuntimeTests {
     @Suite struct SafeAccess {

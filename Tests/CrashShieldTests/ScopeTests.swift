@@ -1,3 +1,5 @@
+import CrashShieldBase
+import CrashShieldProtocol
 import Foundation
 import Testing
 @testable import CrashShield

@@ -1,3 +1,4 @@
+import CrashShieldBase
 import Foundation
 
 /// The remote configuration document: versioned rules that switch guards and capture settings

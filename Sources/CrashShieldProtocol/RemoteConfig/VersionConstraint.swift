@@ -1,3 +1,4 @@
+import CrashShieldBase
 import Foundation
 
 /// A dotted numeric version such as "2.4.1" or "16", optionally with a pre-release suffix
