@@ -40,9 +40,9 @@ trap 'rm -rf "$WORK"' EXIT
 FAILURES=0
 fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }
 zig() { "$VENV/bin/python" -m ziglang "$@"; }
-INCLUDES=(-I"$ROOT/Sources/_CrashShieldCapture/include" -I"$ROOT/Sources/_CrashShieldIncidents/include"
+INCLUDES=(-I"$ROOT/Sources/_CrashShieldCapture/include" -I"$ROOT/Sources/_CrashShieldLaunch/include" -I"$ROOT/Sources/_CrashShieldIncidents/include"
           -I"$ROOT/Sources/_CrashShieldCxxTerminate/include")
-C_FILES=("$ROOT"/Sources/_CrashShieldCapture/*.c "$ROOT"/Sources/_CrashShieldIncidents/*.c)
+C_FILES=("$ROOT"/Sources/_CrashShieldCapture/*.c "$ROOT"/Sources/_CrashShieldLaunch/*.c "$ROOT"/Sources/_CrashShieldIncidents/*.c)
 
 cat >"$WORK/probe_main.c" <<'PROBE'
 /* Calls capture's and the incident pipeline's entry points, so the link needs all they use. */

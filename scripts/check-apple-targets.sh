@@ -49,7 +49,7 @@ PURE_C_FILES=(
     # The C interfaces of the shipped targets.
     Sources/_CrashShieldIncidents/include/cs_incidents.h
     Sources/_CrashShieldCapture/include/csc_capture.h
-    Sources/_CrashShieldCapture/include/csc_launch.h
+    Sources/_CrashShieldLaunch/include/csc_launch.h
     Sources/_CrashShieldRuntime/include/cs_runtime.h
     Sources/_CrashShieldRuntime/include/cs_capture_exceptions.h
 )
@@ -59,6 +59,7 @@ PURE_C_FILES=(
 C_TARGET_DIRS=(
     Sources/_CrashShieldIncidents
     Sources/_CrashShieldCapture
+    Sources/_CrashShieldLaunch
 )
 
 APPLE_TARGETS=(

@@ -43,7 +43,7 @@ common+=($pkg_cflags)
 # target directory → extra include flags (SwiftPM adds a target's own include dir and its deps').
 declare -A target_flags=(
   [Sources/_CrashShieldRuntime]=""
-  [Sources/_CrashShieldScenarios]="-I Sources/_CrashShieldScenarios/include -fblocks"
+  [Tests/Scenarios]="-I Tests/Scenarios/include -fblocks"
 )
 
 log="$(mktemp)"
@@ -56,7 +56,7 @@ check_file() { # file extra-flags...
   [[ "$file" == *.mm ]] && lang=(-x objective-c++)
   "$clang_bin" "${lang[@]}" "${common[@]}" "$@" "$file" >"$log" 2>&1 || true
   local own fatal foreign
-  own=$(grep -E '^Sources/[^:]+:[0-9]+:[0-9]+: (fatal )?error:' "$log" || true)
+  own=$(grep -E '^(Sources|Tests)/[^:]+:[0-9]+:[0-9]+: (fatal )?error:' "$log" || true)
   fatal=$(grep -E 'fatal error:' "$log" || true)
   foreign=$(grep -Ec '^/[^:]+:[0-9]+:[0-9]+: error:' "$log" || true)
   foreign_total=$((foreign_total + foreign))

@@ -19,13 +19,14 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = [
-    ("CrashShield", "The SDK: the one start, guards, policies, incidents, sinks, `[shielded:]`, `@Lenient`."),
-    ("CrashShieldCapture", "Fatal crash capture, crash reports, report sinks, launch protection. "
-                           "Re-exported by CrashShield; also a product of its own (no Objective-C)."),
-    ("CrashShieldProtocol", "The wire-format module (Sentry DSN, envelopes, JSON values), shared by the "
-                            "SDK's reporting and the collector; not needed to use the SDK."),
+    ("CrashShield", "The umbrella an app imports: the one start, stop, status, options. Re-exports the modules below."),
+    ("CrashShieldBase", "Errors as types (`CodedError`, `StableErrorCode`)."),
+    ("CrashShieldGuards", "The guards' Swift side: guard ids, policies, incidents, the incident sink protocol, `[shielded:]`, `@Lenient`."),
+    ("CrashShieldRecording", "Crash capture, crash reports, report sinks, launch protection, app hangs, the crash scope. "
+                             "Also a product of its own (no Objective-C)."),
+    ("CrashShieldSentry", "The Sentry client: reporting options, remote configuration."),
 ]
-C_MODULES = ["_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
+C_MODULES = ["_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime", "CGNUstepBase", "_CrashShieldZlib"]
 TRIPLE = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}.get(os.uname().machine)
 
 

@@ -245,7 +245,7 @@ symbolication_against() {  # $1: label, then serve options
     if SHIELD_COLLECTOR_ADMIN_PASSWORD="$admin_password" start_collector "symbolication-$label" "$@"; then
         mkdir -p "$data/symbolication-$label-work"
         if python3 scripts/symbolication_e2e.py "$shield_bin" "$venv/bin/sentry-cli" "$started_dsn" "$started_url" "$token" \
-            "$data/symbolication-$label-work" "$admin_password" ../Sources/_CrashShieldTestSupport/csc_crash_kinds.c; then
+            "$data/symbolication-$label-work" "$admin_password" ../Tests/Support/csc_crash_kinds.c; then
             pass "symbolication ($label): sentry-cli upload of a stripped binary's debug file; its crashes name function and line"
         else
             fail "symbolication ($label): sentry-cli upload of a stripped binary's debug file; its crashes name function and line"

@@ -513,7 +513,7 @@ bool csc_run_after(uint64_t nanoseconds, void (*callback)(void *context), void *
 
 /* ---- launch fields of a pending report ------------------------------------------------------ */
 
-/* A port of TolerantJSON's parser (Sources/CrashShieldCapture/TolerantJSON.swift) that stops
+/* A port of TolerantJSON's parser (Sources/CrashShieldRecording/TolerantJSON.swift) that stops
  * where it stops, so a field is seen here exactly when it is in the document that the full
  * decoder gets after the repair: a value counts once it is complete; the first byte that is not
  * valid JSON (or the end of a cut report) ends the scan with what was complete before it. */

@@ -50,9 +50,9 @@ import Testing
     @Test func publicDocCommentsCiteNoSpecSections() throws {
         var offenders: [String] = []
         var scanned = 0
-        for module in ["CrashShield", "CrashShieldCapture"] {
+        for module in ["CrashShield", "CrashShieldBase", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry"] {
             let directory = "\(Self.packageRoot)/Sources/\(module)"
-            for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasSuffix(".swift") {
+            for name in try FileManager.default.subpathsOfDirectory(atPath: directory) where name.hasSuffix(".swift") {
                 let source = try String(contentsOfFile: "\(directory)/\(name)", encoding: .utf8)
                 for block in Self.publicDocBlocks(source) {
                     scanned += 1

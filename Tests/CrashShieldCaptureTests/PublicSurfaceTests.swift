@@ -65,13 +65,13 @@ import Testing
         try source.write(toFile: directory + "/app.swift", atomically: true, encoding: .utf8)
 
         var arguments = ["swiftc", "-typecheck", directory + "/app.swift", "-I", build + "/Modules"]
-        for module in ["_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime"] {
+        for module in ["_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "_CrashShieldRuntime"] {
             arguments += ["-Xcc", "-fmodule-map-file=\(build)/\(module).build/module.modulemap"]
         }
         arguments += ["-Xcc", "-fmodule-map-file=\(build)/Logging.build/include/module.modulemap"]
         // A system-library target: its module map stays in the sources.
         arguments += ["-Xcc", "-fmodule-map-file=\(Self.packageRoot)/Sources/_CrashShieldZlib/module.modulemap"]
-        for module in ["_CrashShieldIncidents", "_CrashShieldCapture", "_CrashShieldCxxTerminate"] {
+        for module in ["_CrashShieldIncidents", "_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldCxxTerminate"] {
             arguments += ["-Xcc", "-I", "-Xcc", "\(Self.packageRoot)/Sources/\(module)/include"]
         }
         let process = Process()
@@ -101,7 +101,7 @@ import Testing
                              as: (Substring, Substring).self)
         let allowed: Set<Substring> = []
         var found: [String] = []
-        for target in ["_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldRuntime"] {
+        for target in ["_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldIncidents", "_CrashShieldRuntime"] {
             let include = "\(Self.packageRoot)/Sources/\(target)/include"
             for file in try FileManager.default.contentsOfDirectory(atPath: include) where file.hasSuffix(".h") {
                 let text = try String(contentsOfFile: include + "/" + file, encoding: .utf8)
@@ -112,7 +112,7 @@ import Testing
         }
         #expect(found.isEmpty, "\(found)")
 
-        let support = try String(contentsOfFile: "\(Self.packageRoot)/Sources/_CrashShieldTestSupport/include/csc_test_support.h",
+        let support = try String(contentsOfFile: "\(Self.packageRoot)/Tests/Support/include/csc_test_support.h",
                                  encoding: .utf8)
         #expect(support.matches(of: seam).count >= 30)
     }

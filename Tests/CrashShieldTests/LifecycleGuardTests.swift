@@ -428,7 +428,7 @@ extension RuntimeTests {
         /// Issue 10 item 9: an Objective-C program that calls `cs_guards_start(NULL)` first in
         /// `main()` (no Swift code, no libdispatch) gets an active main-thread guard, and a call
         /// from another thread runs once on the main thread when the main run loop runs
-        /// (`Sources/plain-objc-app/main.m` checks each step and exits with its number).
+        /// (`Tests/Probes/plain-objc-app/main.m` checks each step and exits with its number).
         @Test func plainObjectiveCProgramGetsAWorkingMainThreadGuard() throws {
             let (status, output) = try runSiblingExecutable("plain-objc-app")
             #expect(status == 0, "\(output)")
