@@ -190,7 +190,7 @@ let package = Package(
             name: "shield",
             dependencies: [
                 "CrashShield", "CrashShieldBase", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
-                "_CrashShieldScenarios", "_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldTestSupport",
+                "_CrashShieldScenarios", "_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldTestSupport", "CrashShieldTestDoubles",
                 "_CrashShieldIncidents", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -208,6 +208,12 @@ let package = Package(
             path: "Tests/Scenarios",
             cSettings: scenarioObjCSettings,
             linkerSettings: objcLinker
+        ),
+        .target(
+            // In-memory incident and report sinks for the tests and the test probes.
+            name: "CrashShieldTestDoubles",
+            dependencies: ["CrashShieldGuards", "CrashShieldRecording"],
+            path: "Tests/TestDoubles"
         ),
         .target(
             // csc_test_support.h declares the test seams; the deliberate crashes are defined here,
@@ -235,7 +241,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldRecording", "CrashShieldSentry", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol",
+            dependencies: ["CrashShieldRecording", "CrashShieldSentry", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "CrashShieldTestDoubles",
                            "_CrashShieldZlib", "_CrashShieldCapture", "_CrashShieldLaunch",
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
@@ -247,7 +253,7 @@ let package = Package(
         .testTarget(
             name: "CrashShieldTests",
             dependencies: ["CrashShield", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
-                           "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
+                           "CrashShieldTestDoubles", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
         ),
     ]
 )

@@ -157,9 +157,9 @@ enum E2E {
         do { options.reporting = try ReportingOptions(dsn: dsn, release: "e2e-app@1.0.0") } catch { print("bad DSN: \(error)"); exit(2) }
         if mode == "report-only" || mode == "deliver" { options.policies = [.container: .reportOnly] }
         do { try CrashShieldSDK.start(options) } catch { print("start failed: \(error)"); exit(3) }
-        CrashShieldSDK.setUser(CrashScope.User(id: "user-42", email: "user-42@example.com"))
-        CrashShieldSDK.setTag("checkout_flow", "v2")
-        CrashShieldSDK.addBreadcrumb(message: "opened cart", category: "ui", level: .info)
+        CrashScope.setUser(CrashScope.User(id: "user-42", email: "user-42@example.com"))
+        CrashScope.setTag("checkout_flow", "v2")
+        CrashScope.addBreadcrumb(message: "opened cart", category: "ui", level: .info)
         switch mode {
         case "crash-c": app_c_crash(Int32(CommandLine.arguments.count))
         case "crash-swift": print(checkoutTotal(prices: [3, 5, 8], line: CommandLine.arguments.count + 4))
@@ -226,7 +226,7 @@ guard let protection = CrashShieldSDK.launchProtection else { fail("no launch pr
 let lastRun = CrashShieldSDK.lastRun?.outcome.rawValue ?? "none"
 print("last run: \(lastRun)")
 if lastRun != arguments[2] { fail("last run \(lastRun), expected \(arguments[2])") }
-if CrashShieldSDK.crashedLastRun != (arguments[2] == "crashed") { fail("crashedLastRun disagrees with lastRun") }
+if (CrashCapture.lastRun?.outcome.rawValue ?? "none") != lastRun { fail("CrashCapture.lastRun disagrees with CrashShieldSDK.lastRun") }
 if [1, 2, 3][shielded: 7] != nil { fail("[shielded:] returned a value") }
 CrashShieldSDK.flushIncidents()
 if CrashShieldSDK.recordedCount(for: .swiftAccess) != 1 { fail("the misuse through [shielded:] was not recorded") }

@@ -16,7 +16,7 @@ options.deliverSynchronously = true
 options.reportSinks = [ClosureCrashReportSink { report in
     let top = report.crashedThreadFrames.first { $0.function?.contains("CaptureOnlyExample") == true }
     print("earlier crash: \(report.classification.rawValue) \(report.signal.name) in \(top?.function ?? "?")")
-    if let scope = report.raw.scope {
+    if let scope = report.scope {
         print("earlier crash scope: user \(scope.user?.id ?? "?"), tier \(scope.tags["tier"] ?? "?"), "
               + "last breadcrumb \(scope.breadcrumbs.last?.message ?? "?")")
     }

@@ -45,7 +45,7 @@ extension CrashShieldSDK {
     /// Ends reporting for this process as `stop` does (the session's `exited` update, what is
     /// pending sent within `ReportingOptions.exitFlushTimeout`); guards and capture keep running.
     /// Later `capture` calls send nothing.
-    public static func close() {
+    package static func close() {
         ReportingClient.current?.end()
     }
 

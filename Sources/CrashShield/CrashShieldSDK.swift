@@ -220,7 +220,7 @@ public enum CrashShieldSDK {
     }
 
     /// True when `lastRun` says the previous run crashed (false when it is nil).
-    public static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
+    package static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
 
     /// Undoes `start`: every guard's hooks are removed, so each guarded method behaves as without
     /// CrashShield again (the Swift-side guards return to their before-start policy,
@@ -388,14 +388,14 @@ public enum CrashShieldSDK {
     public static var incidents: AsyncStream<Incident> { IncidentHub.shared.stream() }
 
     /// Adds a sink after `start` (sinks in `CrashShieldOptions` are added by `start`).
-    public static func addSink(_ sink: any IncidentSink) { IncidentHub.shared.add(sink) }
+    package static func addSink(_ sink: any IncidentSink) { IncidentHub.shared.add(sink) }
 
     /// Removes a sink added before.
-    public static func removeSink(_ sink: any IncidentSink) { IncidentHub.shared.remove(sink) }
+    package static func removeSink(_ sink: any IncidentSink) { IncidentHub.shared.remove(sink) }
 
     /// Calls `body` for every delivered incident; returns the sink so it can be removed.
     @discardableResult
-    public static func onIncident(_ body: @escaping @Sendable (Incident) -> Void) -> any IncidentSink {
+    package static func onIncident(_ body: @escaping @Sendable (Incident) -> Void) -> any IncidentSink {
         let sink = ClosureIncidentSink(body)
         addSink(sink)
         return sink

@@ -85,9 +85,9 @@ public struct CrashShieldOptions: Sendable {
 
     /// The platform default of `timerWeakTargetClasses`.
     #if canImport(Darwin)
-    public static let defaultTimerWeakTargetClasses = ["UIViewController", "UIView", "NSViewController", "NSView"]
+    package static let defaultTimerWeakTargetClasses = ["UIViewController", "UIView", "NSViewController", "NSView"]
     #else
-    public static let defaultTimerWeakTargetClasses: [String] = []
+    package static let defaultTimerWeakTargetClasses: [String] = []
     #endif
 
     /// Fatal crash capture (signals and uncaught Objective-C exceptions), written by an
@@ -113,7 +113,7 @@ public struct CrashShieldOptions: Sendable {
     /// True once the app assigned `capture` (on or off); a remote configuration rule's `capture`
     /// then leaves it alone. False while `capture` has its default, also after fields of it were
     /// changed in place. Default: false.
-    public private(set) var captureIsSetByApp = false
+    package private(set) var captureIsSetByApp = false
 
     /// The value of `capture`; `captureIsSetByApp` records whether the app assigned it.
     private var captureStorage: CaptureOptions? = CaptureOptions()
@@ -184,11 +184,11 @@ public enum GuardPreset: Sendable, Hashable, CaseIterable {
     case common
 
     /// The guards `.common` leaves at `defaultPolicy`.
-    public static let commonGuards: Set<GuardID> = [.container, .string, .swiftAccess, .selector, .nsnull, .decoding, .kvo]
+    package static let commonGuards: Set<GuardID> = [.container, .string, .swiftAccess, .selector, .nsnull, .decoding, .kvo]
 
     /// Whether this preset leaves `id` at `defaultPolicy` (`.all`: every guard, also one a later
     /// version adds; `.common`: `commonGuards`).
-    public func includes(_ id: GuardID) -> Bool {
+    package func includes(_ id: GuardID) -> Bool {
         switch self {
         case .all: return true
         case .common: return Self.commonGuards.contains(id)

@@ -23,7 +23,7 @@ import Foundation
 extension CrashShieldOptions {
     /// These options with `overrides` applied where the app left a setting alone (see above).
     /// nil overrides return the options unchanged.
-    public func applyingRemoteOverrides(_ overrides: RemoteConfigRule?) -> CrashShieldOptions {
+    package func applyingRemoteOverrides(_ overrides: RemoteConfigRule?) -> CrashShieldOptions {
         guard let overrides else { return self }
         var result = self
         for (name, remotePolicy) in overrides.guards {
@@ -53,12 +53,12 @@ extension CrashShieldOptions {
 extension RemoteConfigRule {
     /// The incident sample rate to use: the app's when it set one in code, else the document's,
     /// else nil (the SDK's default applies).
-    public func incidentSampleRate(appSetting: Double?) -> Double? { appSetting ?? incidentSampleRate }
+    package func incidentSampleRate(appSetting: Double?) -> Double? { appSetting ?? incidentSampleRate }
 
     /// Whether fatal crash capture runs: the app's choice when it made one in code, else the
     /// document's `capture`, else `defaultValue`. `CrashShieldOptions.applyingRemoteOverrides`
     /// decides the same way, with `capture != nil` as the app's choice when `captureIsSetByApp`.
-    public func captureEnabled(appSetting: Bool?, defaultValue: Bool = true) -> Bool {
+    package func captureEnabled(appSetting: Bool?, defaultValue: Bool = true) -> Bool {
         appSetting ?? capture ?? defaultValue
     }
 }

@@ -125,7 +125,7 @@ public struct CrashShieldError: CodedError {
     /// The guard the error is about (`unknownGuard`, `guardNotActive`); nil for the other codes.
     public let guardID: GuardID?
 
-    public init(code: Code, message: String, guardID: GuardID? = nil) {
+    package init(code: Code, message: String, guardID: GuardID? = nil) {
         self.code = code
         self.message = message
         self.guardID = guardID

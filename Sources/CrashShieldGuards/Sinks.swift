@@ -42,32 +42,3 @@ public final class LoggingIncidentSink: IncidentSink {
     }
 }
 
-/// Keeps the most recent incidents in memory (a ring of `capacity`).
-public final class InMemoryIncidentSink: IncidentSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [Incident] = []
-    private let capacity: Int
-
-    /// - Parameter capacity: how many incidents to keep; older ones are dropped. Default: 256.
-    public init(capacity: Int = 256) { self.capacity = max(1, capacity) }
-
-    public func receive(_ incident: Incident) {
-        lock.lock()
-        defer { lock.unlock() }
-        storage.append(incident)
-        if storage.count > capacity { storage.removeFirst(storage.count - capacity) }
-    }
-
-    /// The kept incidents, oldest first.
-    public var incidents: [Incident] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
-    }
-
-    public func removeAll() {
-        lock.lock()
-        defer { lock.unlock() }
-        storage.removeAll()
-    }
-}

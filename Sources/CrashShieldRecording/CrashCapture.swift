@@ -41,7 +41,7 @@ public struct CaptureOptions: Sendable {
     /// The remote configuration document version written into every report of this run.
     /// Default: nil, which means the version of `RemoteConfiguration.current` (the document
     /// `RemoteConfiguration.activate` made active before this start), or none.
-    public var remoteConfigVersion: Int64?
+    package var remoteConfigVersion: Int64?
     /// App-hang detection: the thread that calls the start (an app's main thread) not answering
     /// for this long is an app hang, reported with that thread's stack when it ends, or at the
     /// next start when the process did not survive it (a fatal hang). It answers through a timer
@@ -116,7 +116,7 @@ public struct CrashCaptureError: CodedError {
     /// The report directory (`directoryUnavailable`); nil for the other codes.
     public let path: String?
 
-    public init(code: Code, message: String, path: String? = nil) {
+    package init(code: Code, message: String, path: String? = nil) {
         self.code = code
         self.message = message
         self.path = path
@@ -330,7 +330,7 @@ public enum CrashCapture {
     }
 
     /// True when `lastRun` says the previous run crashed (false before `start`).
-    public static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
+    package static var crashedLastRun: Bool { lastRun?.outcome == .crashed }
 
     /// True between a successful `start` and `stop`.
     public static var isEnabled: Bool { csc_is_installed() }
@@ -373,7 +373,7 @@ public enum CrashCapture {
     /// oldest beyond the newest 30, and those older than 30 days except the newest (an app whose
     /// reports are never delivered would otherwise make every start read all of them). 0 before
     /// `start` and after `stop`. The directory's running total is in its "dropped-reports" file.
-    public static var reportsDroppedAtStart: Int {
+    package static var reportsDroppedAtStart: Int {
         lock.lock()
         defer { lock.unlock() }
         return droppedAtStart
@@ -398,10 +398,10 @@ public enum CrashCapture {
     /// captured. `start` does this for the thread that calls it; other threads opt in (a
     /// thread without an alternate stack that overflows dies without a report).
     @discardableResult
-    public static func prepareCurrentThread() -> Bool { csc_thread_prepare() }
+    package static func prepareCurrentThread() -> Bool { csc_thread_prepare() }
 
     /// Re-reads the list of loaded images (call after loading a plug-in with dlopen).
-    public static func refreshImages() { csc_refresh_images() }
+    package static func refreshImages() { csc_refresh_images() }
 
     /// Guard states copied into every report (the CrashShield module keeps this current).
     package static func setGuardStates(_ states: [CrashReport.GuardState]) {

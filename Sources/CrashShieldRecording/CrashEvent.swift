@@ -6,9 +6,9 @@ import Foundation
 ///
 /// Its essentials are never optional. A report file can be cut short (a second failure while the
 /// handler wrote it, power loss), so each essential has a documented fallback for a report that
-/// ended before it; `isComplete` tells a full report from such a one. `raw` is the report as read
-/// from disk, with every field the handler wrote (registers, images, recent incidents, guard
-/// states...).
+/// ended before it; `isComplete` tells a full report from such a one. The report file keeps every
+/// field the handler wrote (registers, images, recent incidents, guard states); `shield reports`
+/// prints it.
 public struct CrashEvent: Sendable, Hashable, Identifiable {
     /// Unique per report (the report file's name without ".json"); sinks use it to tell a report
     /// offered twice.
@@ -18,10 +18,10 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
     public let timestamp: Date
     /// What ended the process: `.signal` or `.objcException`. For a report cut short before it:
     /// `.objcException` when the report names an exception, `.signal` otherwise.
-    public let kind: CrashReport.Kind
+    public let kind: Kind
     /// What kind of failure this was (Swift runtime trap, bad memory access, abort...);
     /// `.unknown` when the report cannot tell.
-    public let classification: CrashReport.Classification
+    public let classification: Classification
     /// The fatal signal. For an uncaught Objective-C exception: number 0 and name "".
     public let signal: Signal
     /// The uncaught exception that ended the process: an Objective-C exception (kind
@@ -30,17 +30,20 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
     public let exception: Exception?
     /// The crashed thread's frames, innermost first, symbolicated when delivery symbolicates
     /// (the default); empty when the report was cut short before them.
-    public let crashedThreadFrames: [CrashReport.Frame]
+    public let crashedThreadFrames: [Frame]
     /// The app that crashed.
     public let app: App
     /// The operating system it ran on.
     public let os: OperatingSystem
     /// Where the app's launch was at the crash; `.unknown` when the report does not say.
-    public let launchPhase: CrashReport.LaunchPhase
+    public let launchPhase: LaunchPhase
     /// True only for a report the handler wrote to the end.
     public let isComplete: Bool
     /// The report as read from disk (every field optional, as the file may be cut short).
-    public let raw: CrashReport
+    package let raw: CrashReport
+    /// The app's scope when it crashed (user, tags, contexts, last breadcrumbs); nil when the
+    /// report has none.
+    public var scope: CrashScope.Snapshot? { raw.scope }
 
     /// A fatal signal: its number and name ("SIGSEGV").
     public struct Signal: Sendable, Hashable {
@@ -86,7 +89,7 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
     }
 
     /// The event of `raw`, with the fallbacks above for what it lacks.
-    public init(_ raw: CrashReport) {
+    package init(_ raw: CrashReport) {
         self.raw = raw
         id = raw.id
         if let nanoseconds = raw.timestampNs {

@@ -27,15 +27,15 @@ package import _CrashShieldCapture
 public enum CrashScope {
     /// Breadcrumbs kept (the oldest is dropped when one more is added).
     public static let maxBreadcrumbs = 100
-    public static let maxTags = 50
-    public static let maxContexts = 10
-    public static let maxContextEntries = 20
-    public static let maxBreadcrumbDataEntries = 10
-    public static let maxKeyBytes = 64
-    public static let maxValueBytes = 256
-    public static let maxMessageBytes = 1024
+    package static let maxTags = 50
+    package static let maxContexts = 10
+    package static let maxContextEntries = 20
+    package static let maxBreadcrumbDataEntries = 10
+    package static let maxKeyBytes = 64
+    package static let maxValueBytes = 256
+    package static let maxMessageBytes = 1024
     /// Bytes of scope JSON a crash report carries at most.
-    public static let maxReportBytes = Int(CSC_SCOPE_JSON_MAX) - 1
+    package static let maxReportBytes = Int(CSC_SCOPE_JSON_MAX) - 1
     /// Breadcrumbs an incident carries (the most recent ones).
     public static let incidentBreadcrumbs = 10
 
@@ -54,7 +54,7 @@ public enum CrashScope {
         }
 
         /// True when no field is set.
-        public var isEmpty: Bool { id == nil && username == nil && email == nil && ipAddress == nil }
+        package var isEmpty: Bool { id == nil && username == nil && email == nil && ipAddress == nil }
     }
 
     /// Something the app did or saw, recorded for the report of a later crash.
@@ -68,7 +68,7 @@ public enum CrashScope {
         /// Small key/value details.
         public var data: [String: String]
 
-        public init(timestamp: Date = Date(), message: String, category: String? = nil,
+        package init(timestamp: Date = Date(), message: String, category: String? = nil,
                     level: Level = .info, data: [String: String] = [:]) {
             self.timestamp = timestamp
             self.message = message
@@ -102,13 +102,13 @@ public enum CrashScope {
         public var breadcrumbs: [Breadcrumb]
         /// Breadcrumbs of the scope left out of a crash report so that it fits `maxReportBytes`
         /// (0 in an incident, which carries the `incidentBreadcrumbs` most recent ones).
-        public var droppedBreadcrumbs: Int
+        package var droppedBreadcrumbs: Int
         /// Contexts left out of a crash report so that it fits (after every breadcrumb).
-        public var droppedContexts: Int
+        package var droppedContexts: Int
         /// Tags left out of a crash report so that it fits (after every context).
-        public var droppedTags: Int
+        package var droppedTags: Int
 
-        public init(user: User? = nil, tags: [String: String] = [:], contexts: [String: [String: String]] = [:],
+        package init(user: User? = nil, tags: [String: String] = [:], contexts: [String: [String: String]] = [:],
                     breadcrumbs: [Breadcrumb] = [], droppedBreadcrumbs: Int = 0, droppedContexts: Int = 0,
                     droppedTags: Int = 0) {
             self.user = user
@@ -121,7 +121,7 @@ public enum CrashScope {
         }
 
         /// True when there is no user, tag, context or breadcrumb.
-        public var isEmpty: Bool { user == nil && tags.isEmpty && contexts.isEmpty && breadcrumbs.isEmpty }
+        package var isEmpty: Bool { user == nil && tags.isEmpty && contexts.isEmpty && breadcrumbs.isEmpty }
     }
 
     // MARK: - Changing the scope
@@ -155,7 +155,7 @@ public enum CrashScope {
 
     /// Adds a breadcrumb as given (bounded like every other); when `maxBreadcrumbs` are kept,
     /// the oldest goes.
-    public static func addBreadcrumb(_ breadcrumb: Breadcrumb) {
+    package static func addBreadcrumb(_ breadcrumb: Breadcrumb) {
         state.change { $0.addBreadcrumb(breadcrumb) }
     }
 
@@ -171,10 +171,10 @@ public enum CrashScope {
     // MARK: - Reading the scope
 
     /// The whole scope now (every breadcrumb kept).
-    public static var current: Snapshot { state.read { $0.snapshot(lastBreadcrumbs: maxBreadcrumbs) } }
+    package static var current: Snapshot { state.read { $0.snapshot(lastBreadcrumbs: maxBreadcrumbs) } }
 
     /// The scope now with only the `lastBreadcrumbs` most recent breadcrumbs (what incidents carry).
-    public static func snapshot(lastBreadcrumbs: Int) -> Snapshot {
+    package static func snapshot(lastBreadcrumbs: Int) -> Snapshot {
         state.read { $0.snapshot(lastBreadcrumbs: max(0, lastBreadcrumbs)) }
     }
 

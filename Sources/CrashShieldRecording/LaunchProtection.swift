@@ -186,7 +186,7 @@ public struct LastRun: Sendable, Equatable {
     public var appUpdated: Bool
     public var previousAppVersion: String?
     /// How `outcome` was decided.
-    public var detection: Detection
+    package var detection: Detection
     /// The run crashed (outcome `crashed`) but its report could not be written (directory
     /// unwritable, disk full, file-size limit): the handler left a marker instead.
     public var reportLost = false
@@ -206,19 +206,19 @@ public struct LastRun: Sendable, Equatable {
     }
 
     /// How launch protection tells how the previous run ended.
-    public struct Detection: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+    package struct Detection: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        package let rawValue: String
+        package init(rawValue: String) { self.rawValue = rawValue }
+        package var description: String { rawValue }
 
         /// From crash reports (capture on): a run crashed when capture wrote a report (or a
         /// marker that its report was lost) for it; a run without a clean exit and without a
         /// report ended otherwise (killed, out of memory, power loss).
-        public static let report = Detection(rawValue: "report")
+        package static let report = Detection(rawValue: "report")
         /// From the launch state alone (capture off): a launch that never completed counts as a
         /// crash, so a kill during launch is counted too; a run that ended after its launch
         /// without a clean exit counts as ended without a report.
-        public static let timer = Detection(rawValue: "timer")
+        package static let timer = Detection(rawValue: "timer")
     }
 }
 
@@ -251,7 +251,7 @@ public final class LaunchProtection: @unchecked Sendable {
     /// True when every step was attempted and the app still crashes at launch.
     public let repairExhausted: Bool
     /// True when the state file was unreadable and was reset.
-    public let stateWasReset: Bool
+    package let stateWasReset: Bool
 
     private let lock = NSLock()
     private var state: State
@@ -554,7 +554,7 @@ public final class LaunchProtection: @unchecked Sendable {
 
     /// Marks a clean exit (registered with atexit; call it yourself where the app terminates
     /// without exit(3)). Ignored when this process wrote a crash report.
-    public func markExited() {
+    package func markExited() {
         lock.lock()
         defer { lock.unlock() }
         guard !csc_report_written() else { return }

@@ -44,24 +44,6 @@ public final class LoggingCrashReportSink: CrashReportSink {
     }
 }
 
-/// Keeps every received report in memory.
-public final class InMemoryCrashReportSink: CrashReportSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [CrashEvent] = []
-    public init() {}
-    public func receive(_ report: CrashEvent) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        storage.append(report)
-    }
-    /// Every report received so far, in order.
-    public var reports: [CrashEvent] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
-    }
-}
-
 /// The report files in one directory.
 package struct CrashReportStore: Sendable {
     package let directory: String

@@ -1,3 +1,4 @@
+import CrashShieldTestDoubles
 import CrashShieldProtocol
 import CrashShield
 import CrashShieldRecording

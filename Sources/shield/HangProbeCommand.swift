@@ -65,7 +65,7 @@ struct HangProbe: ParsableCommand {
         try CrashShieldSDK.start(options)
         print("STARTED last_run=\(CrashShieldSDK.lastRun?.outcome.rawValue ?? "none")")
         fflush(nil)
-        if let breadcrumb { CrashShieldSDK.addBreadcrumb(message: breadcrumb, category: "probe") }
+        if let breadcrumb { CrashScope.addBreadcrumb(message: breadcrumb, category: "probe") }
         RunLoop.main.run(until: Date().addingTimeInterval(0.6))
         for index in 0..<idleThreads { HangProbe.startIdleThread(index) }
         let workerThreads = workers ? HangProbe.Workers(sleepMilliseconds: (blockMilliseconds ?? 600_000) + 1000) : nil

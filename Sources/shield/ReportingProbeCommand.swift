@@ -372,8 +372,8 @@ enum HandledEvents {
 
     @inline(never)
     static func send() {
-        CrashShieldSDK.setUser(CrashScope.User(id: "user-42"))
-        CrashShieldSDK.setTag("checkout_flow", "v2")
+        CrashScope.setUser(CrashScope.User(id: "user-42"))
+        CrashScope.setTag("checkout_flow", "v2")
         let errorID = CrashShieldSDK.capture(error: ProbeError.declined(code: 7))
         let messageID = CrashShieldSDK.capture(message: "probe message", level: .warning)
         let flushed = CrashShieldSDK.flush(timeout: .seconds(10))

@@ -14,20 +14,20 @@ enum ScopeSetup {
             let value = arguments[index + 1]
             switch argument {
             case "--user":
-                CrashShieldSDK.setUser(CrashScope.User(id: value, username: "user-\(value)", email: "\(value)@example.com"))
+                CrashScope.setUser(CrashScope.User(id: value, username: "user-\(value)", email: "\(value)@example.com"))
             case "--tag":
                 let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
-                if parts.count == 2 { CrashShieldSDK.setTag(parts[0], parts[1]) }
+                if parts.count == 2 { CrashScope.setTag(parts[0], parts[1]) }
             case "--context":
                 let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
                 let path = parts.first?.split(separator: ".", maxSplits: 1).map(String.init) ?? []
                 if parts.count == 2, path.count == 2 {
                     var values = CrashScope.current.contexts[path[0]] ?? [:]
                     values[path[1]] = parts[1]
-                    CrashShieldSDK.setContext(path[0], values)
+                    CrashScope.setContext(path[0], values)
                 }
             case "--breadcrumb":
-                CrashShieldSDK.addBreadcrumb(message: value, category: "shield", level: .warning, data: ["index": "\(index)"])
+                CrashScope.addBreadcrumb(message: value, category: "shield", level: .warning, data: ["index": "\(index)"])
             default:
                 break
             }
@@ -46,14 +46,14 @@ enum ScopeSetup {
     /// report; only the oldest breadcrumbs are left out.
     static func fillEveryBound() {
         let value = String(repeating: "\"\\\u{01}é🔥", count: 40)
-        CrashShieldSDK.setUser(CrashScope.User(id: value, username: value, email: value, ipAddress: value))
-        for tag in 0..<CrashScope.maxTags { CrashShieldSDK.setTag("tag-\(tag)", String(repeating: "t", count: 300)) }
+        CrashScope.setUser(CrashScope.User(id: value, username: value, email: value, ipAddress: value))
+        for tag in 0..<CrashScope.maxTags { CrashScope.setTag("tag-\(tag)", String(repeating: "t", count: 300)) }
         for context in 0..<3 {
-            CrashShieldSDK.setContext("context-\(context)", Dictionary(uniqueKeysWithValues: (0..<CrashScope.maxContextEntries).map { ("key-\($0)", "value-\($0)") }))
+            CrashScope.setContext("context-\(context)", Dictionary(uniqueKeysWithValues: (0..<CrashScope.maxContextEntries).map { ("key-\($0)", "value-\($0)") }))
         }
         let data = Dictionary(uniqueKeysWithValues: (0..<CrashScope.maxBreadcrumbDataEntries).map { ("key-\($0)", value) })
         for crumb in 0..<CrashScope.maxBreadcrumbs + 20 {
-            CrashShieldSDK.addBreadcrumb(message: "breadcrumb \(crumb) " + String(repeating: value, count: 4), category: "oversize", data: data)
+            CrashScope.addBreadcrumb(message: "breadcrumb \(crumb) " + String(repeating: value, count: 4), category: "oversize", data: data)
         }
     }
 
@@ -61,12 +61,12 @@ enum ScopeSetup {
         var step = 0
         while true {
             step += 1
-            CrashShieldSDK.setTag("churn-\(thread)", "step \(step) \"quoted\"")
-            CrashShieldSDK.addBreadcrumb(message: "thread \(thread) step \(step)", category: "churn", data: ["step": "\(step)"])
-            CrashShieldSDK.setUser(CrashScope.User(id: "churn-\(thread)-\(step)"))
-            CrashShieldSDK.setContext("churn", ["thread": "\(thread)", "step": "\(step)"])
-            if step % 50 == 0 { CrashShieldSDK.clearBreadcrumbs() }
-            if step % 97 == 0 { CrashShieldSDK.clearScope() }
+            CrashScope.setTag("churn-\(thread)", "step \(step) \"quoted\"")
+            CrashScope.addBreadcrumb(message: "thread \(thread) step \(step)", category: "churn", data: ["step": "\(step)"])
+            CrashScope.setUser(CrashScope.User(id: "churn-\(thread)-\(step)"))
+            CrashScope.setContext("churn", ["thread": "\(thread)", "step": "\(step)"])
+            if step % 50 == 0 { CrashScope.clearBreadcrumbs() }
+            if step % 97 == 0 { CrashScope.clear() }
         }
     }
 }
@@ -89,16 +89,16 @@ extension BenchCaptureCommand {
             var samples: [UInt64] = []
             for round in 0..<max(runs, 20) * 10 {
                 let start = DispatchTime.now().uptimeNanoseconds
-                CrashShieldSDK.addBreadcrumb(message: "bench breadcrumb \(round) with an ordinary message",
+                CrashScope.addBreadcrumb(message: "bench breadcrumb \(round) with an ordinary message",
                                              category: "bench", data: ["round": "\(round)", "screen": "checkout"])
                 samples.append(DispatchTime.now().uptimeNanoseconds - start)
             }
             return samples.sorted()
         }
         CrashScope.clear()
-        CrashShieldSDK.setUser(CrashScope.User(id: "42", email: "ada@example.com"))
-        for tag in 0..<10 { CrashShieldSDK.setTag("tag-\(tag)", "value \(tag)") }
-        for _ in 0..<CrashScope.maxBreadcrumbs { CrashShieldSDK.addBreadcrumb(message: "warm-up") }
+        CrashScope.setUser(CrashScope.User(id: "42", email: "ada@example.com"))
+        for tag in 0..<10 { CrashScope.setTag("tag-\(tag)", "value \(tag)") }
+        for _ in 0..<CrashScope.maxBreadcrumbs { CrashScope.addBreadcrumb(message: "warm-up") }
         let ordinary = addBreadcrumbSamples()
         ScopeSetup.fillEveryBound()
         let oversized = addBreadcrumbSamples()

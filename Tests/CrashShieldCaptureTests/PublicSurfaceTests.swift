@@ -58,7 +58,7 @@ import Testing
             _ = protection?.isSafeMode
             _ = CrashCapture.isInstalled
             \(Self.internalUses.map(\.code).joined(separator: "\n"))
-            CrashShieldSDK.setUser(CrashScope.User(id: "1"))
+            CrashScope.setUser(CrashScope.User(id: "1"))
             CrashScope.addBreadcrumb(message: "opened", category: "ui", level: .warning, data: ["k": "v"])
             _ = report.scope?.breadcrumbs.first?.timestamp
             """

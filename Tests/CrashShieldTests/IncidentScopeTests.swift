@@ -11,12 +11,12 @@ import CrashShieldProtocol
 extension RuntimeTests {
     @Suite struct IncidentScope {
         @Test func incidentCarriesTheScopeOfItsDelivery() throws {
-            CrashShieldSDK.clearScope()
-            defer { CrashShieldSDK.clearScope() }
-            CrashShieldSDK.setUser(CrashScope.User(id: "7", email: "seven@example.com"))
-            CrashShieldSDK.setTag("environment", "test")
-            CrashShieldSDK.setContext("order", ["id": "A-1"])
-            for index in 0..<15 { CrashShieldSDK.addBreadcrumb(message: "step \(index)", category: "flow", level: .debug) }
+            CrashScope.clear()
+            defer { CrashScope.clear() }
+            CrashScope.setUser(CrashScope.User(id: "7", email: "seven@example.com"))
+            CrashScope.setTag("environment", "test")
+            CrashScope.setContext("order", ["id": "A-1"])
+            for index in 0..<15 { CrashScope.addBreadcrumb(message: "step \(index)", category: "flow", level: .debug) }
             var options = CrashShieldOptions()
             options.countUpdateInterval = .seconds(3600)
             let incidents = try collectIncidents {
@@ -38,14 +38,14 @@ extension RuntimeTests {
         /// installation id), its tags beside CrashShield's, its contexts and its breadcrumbs.
         /// Before: user.id was the installation id, no app tag, context or breadcrumb.
         @Test func incidentEventCarriesTheAppsScope() throws {
-            CrashShieldSDK.clearScope()
-            defer { CrashShieldSDK.clearScope() }
-            CrashShieldSDK.setUser(CrashScope.User(id: "user-42", email: "ada@example.com"))
-            CrashShieldSDK.setTag("checkout_flow", "v2")
-            CrashShieldSDK.setContext("order", ["id": "A-1", "items": "3"])
-            CrashShieldSDK.setContext("app", ["screen": "cart"])
-            CrashShieldSDK.addBreadcrumb(message: "opened cart", category: "ui")
-            CrashShieldSDK.addBreadcrumb(message: "tapped pay", category: "ui.click", level: .warning)
+            CrashScope.clear()
+            defer { CrashScope.clear() }
+            CrashScope.setUser(CrashScope.User(id: "user-42", email: "ada@example.com"))
+            CrashScope.setTag("checkout_flow", "v2")
+            CrashScope.setContext("order", ["id": "A-1", "items": "3"])
+            CrashScope.setContext("app", ["screen": "cart"])
+            CrashScope.addBreadcrumb(message: "opened cart", category: "ui")
+            CrashScope.addBreadcrumb(message: "tapped pay", category: "ui.click", level: .warning)
             var options = CrashShieldOptions()
             options.countUpdateInterval = .seconds(3600)
             let incidents = try collectIncidents {
@@ -69,7 +69,7 @@ extension RuntimeTests {
             #expect(event.breadcrumbs?.values.map(\.category) == ["ui", "ui.click"])
             #expect(event.breadcrumbs?.values.last?.level == .warning)
             // Without a user, the installation id stands in, as before.
-            CrashShieldSDK.setUser(nil)
+            CrashScope.setUser(nil)
             var anonymous = record
             anonymous.scope?.user = nil
             anonymous.fingerprint ^= 1
@@ -82,7 +82,7 @@ extension RuntimeTests {
         }
 
         @Test func incidentWithoutScopeCarriesAnEmptyOne() throws {
-            CrashShieldSDK.clearScope()
+            CrashScope.clear()
             let incidents = try collectIncidents {
                 try withGuards {
                     _ = runScenario("array.objectAtIndex.beyond")
@@ -96,15 +96,15 @@ extension RuntimeTests {
         /// The forwarders change the one process-wide scope, and the crash handler's text follows
         /// every change.
         @Test func sdkForwardersChangeTheProcessWideScope() throws {
-            CrashShieldSDK.clearScope()
-            defer { CrashShieldSDK.clearScope() }
+            CrashScope.clear()
+            defer { CrashScope.clear() }
             #expect(CrashScope.publishedJSONForTesting.isEmpty)
-            CrashShieldSDK.setUser(CrashScope.User(username: "ada"))
-            CrashShieldSDK.setTag("a", "1")
-            CrashShieldSDK.setTag("b", "2")
-            CrashShieldSDK.removeTag("a")
-            CrashShieldSDK.setContext("app", ["screen": "home"])
-            CrashShieldSDK.addBreadcrumb(message: "hello", data: ["k": "v"])
+            CrashScope.setUser(CrashScope.User(username: "ada"))
+            CrashScope.setTag("a", "1")
+            CrashScope.setTag("b", "2")
+            CrashScope.removeTag("a")
+            CrashScope.setContext("app", ["screen": "home"])
+            CrashScope.addBreadcrumb(message: "hello", data: ["k": "v"])
             let scope = CrashScope.current
             #expect(scope.user?.username == "ada")
             #expect(scope.tags == ["b": "2"])
@@ -113,11 +113,11 @@ extension RuntimeTests {
             #expect(scope.breadcrumbs.first?.level == .info)
             let published = try #require(try JSONSerialization.jsonObject(with: Data(CrashScope.publishedJSONForTesting.utf8)) as? [String: Any])
             #expect(published["tags"] as? [String: String] == ["b": "2"])
-            CrashShieldSDK.clearBreadcrumbs()
+            CrashScope.clearBreadcrumbs()
             #expect(CrashScope.current.breadcrumbs.isEmpty)
-            CrashShieldSDK.setUser(nil)
+            CrashScope.setUser(nil)
             #expect(CrashScope.current.user == nil)
-            CrashShieldSDK.clearScope()
+            CrashScope.clear()
             #expect(CrashScope.current.isEmpty)
             #expect(CrashScope.publishedJSONForTesting.isEmpty)
         }
@@ -125,16 +125,16 @@ extension RuntimeTests {
         /// Many threads changing the scope at once: no crash, every bound holds, and the text
         /// published for the handler stays strict JSON.
         @Test func concurrentChangesKeepTheScopeBoundedAndValid() async throws {
-            CrashShieldSDK.clearScope()
-            defer { CrashShieldSDK.clearScope() }
+            CrashScope.clear()
+            defer { CrashScope.clear() }
             await withTaskGroup(of: Void.self) { group in
                 for thread in 0..<8 {
                     group.addTask {
                         for step in 0..<300 {
-                            CrashShieldSDK.setTag("t\(thread)-\(step % 20)", "\(step)")
-                            CrashShieldSDK.addBreadcrumb(message: "\(thread) \(step)")
-                            CrashShieldSDK.setContext("c\(thread)", ["step": "\(step)"])
-                            if step % 25 == 0 { CrashShieldSDK.setUser(CrashScope.User(id: "\(thread)")) }
+                            CrashScope.setTag("t\(thread)-\(step % 20)", "\(step)")
+                            CrashScope.addBreadcrumb(message: "\(thread) \(step)")
+                            CrashScope.setContext("c\(thread)", ["step": "\(step)"])
+                            if step % 25 == 0 { CrashScope.setUser(CrashScope.User(id: "\(thread)")) }
                         }
                     }
                 }

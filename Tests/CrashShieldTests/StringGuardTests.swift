@@ -1,3 +1,4 @@
+import CrashShieldTestDoubles
 import CrashShieldBase
 import CrashShieldProtocol
 import Foundation

@@ -31,7 +31,7 @@ options.timerWeakTargetClasses = ["MYScreen"]     // repeating timers hold these
                                                   // NSView on Apple, none elsewhere; other timers stay strong
 try CrashShieldSDK.start(options)
 
-if CrashShieldSDK.crashedLastRun { print("the previous run crashed") }
+if CrashShieldSDK.lastRun?.outcome == .crashed { print("the previous run crashed") }
 try CrashShieldSDK.setPolicy(.reportOnly, for: .string)   // record, then let the exception happen
 
 Task {
@@ -127,10 +127,10 @@ do {
 
 func readmeExample_scope() {
 // README example begin
-CrashShieldSDK.setUser(CrashScope.User(id: "42", email: "ada@example.com"))  // nil clears it
-CrashShieldSDK.setTag("environment", "staging")
-CrashShieldSDK.setContext("order", ["id": "A-1187", "items": "3"])          // nil removes it
-CrashShieldSDK.addBreadcrumb(message: "tapped pay", category: "ui", level: .info, data: ["screen": "checkout"])
+CrashScope.setUser(CrashScope.User(id: "42", email: "ada@example.com"))  // nil clears it
+CrashScope.setTag("environment", "staging")
+CrashScope.setContext("order", ["id": "A-1187", "items": "3"])          // nil removes it
+CrashScope.addBreadcrumb(message: "tapped pay", category: "ui", level: .info, data: ["screen": "checkout"])
 // README example end
 }
 

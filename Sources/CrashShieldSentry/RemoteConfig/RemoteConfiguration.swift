@@ -7,47 +7,47 @@ import FoundationNetworking
 #endif
 
 /// Where and how the SDK gets its remote configuration document.
-public struct RemoteConfigOptions: Sendable {
+package struct RemoteConfigOptions: Sendable {
     /// The project's DSN: the document is fetched from `dsn.sdkConfigURL`.
-    public var dsn: DSN
+    package var dsn: DSN
     /// Where the document is stored: the report directory. Default: `CaptureOptions.defaultDirectory`.
-    public var directory: String
+    package var directory: String
     /// When set, only documents signed with the matching Ed25519 private key are used; unsigned
     /// or wrongly signed ones are refused (also a stored one, at start). Default: nil (signatures
     /// are not checked).
-    public var publicKey: RemoteConfigPublicKey?
+    package var publicKey: RemoteConfigPublicKey?
     /// The app's version ("2.4.1"): matched against rules' `app_version` and sent as
     /// `app_version`. Default: nil.
-    public var appVersion: String?
+    package var appVersion: String?
     /// The app's release ("com.example.app@2.4.1+311"), sent as `release` for the server's
     /// records; rules never match it. Default: nil (not sent).
-    public var release: String?
+    package var release: String?
     /// The operating system's name matched against rules' `os` and sent as `os`.
     /// Default: `RemoteConfigOptions.currentOS` ("iOS", "macOS", "Linux", ...).
-    public var os: String = RemoteConfigOptions.currentOS
+    package var os: String = RemoteConfigOptions.currentOS
     /// The operating system's version ("17.2.1"). Default: this system's.
-    public var osVersion: String = RemoteConfigOptions.currentOSVersion
+    package var osVersion: String = RemoteConfigOptions.currentOSVersion
     /// The CPU architecture ("arm64", "x86_64"). Default: this build's.
-    public var arch: String = RemoteConfigOptions.currentArch
+    package var arch: String = RemoteConfigOptions.currentArch
     /// Time to the next fetch when the server sends no `Cache-Control: max-age`. Default: 1 hour.
-    public var defaultFetchInterval: Duration = .seconds(3600)
+    package var defaultFetchInterval: Duration = .seconds(3600)
     /// A fetch that takes longer fails (the stored document stays). Default: 30 s.
-    public var requestTimeout: Duration = .seconds(30)
+    package var requestTimeout: Duration = .seconds(30)
 
     /// Fetches from `dsn` and stores in `directory` (default: `CaptureOptions.defaultDirectory`);
     /// every other setting has the default stated at it.
-    public init(dsn: DSN, directory: String = CaptureOptions.defaultDirectory) {
+    package init(dsn: DSN, directory: String = CaptureOptions.defaultDirectory) {
         self.dsn = dsn
         self.directory = directory
     }
 
     /// The app a document's rules are resolved for.
-    public var target: RemoteConfigTarget {
+    package var target: RemoteConfigTarget {
         RemoteConfigTarget(appVersion: appVersion, os: os, osVersion: osVersion, arch: arch)
     }
 
     /// This build's operating system as rules name it: "iOS", "macOS", "visionOS", "Linux", else "unknown".
-    public static var currentOS: String {
+    package static var currentOS: String {
         #if os(iOS)
         return "iOS"
         #elseif os(macOS)
@@ -62,13 +62,13 @@ public struct RemoteConfigOptions: Sendable {
     }
 
     /// This system's version, "<major>.<minor>.<patch>".
-    public static var currentOSVersion: String {
+    package static var currentOSVersion: String {
         let version = ProcessInfo.processInfo.operatingSystemVersion
         return "\(version.majorVersion).\(version.minorVersion).\(version.patchVersion)"
     }
 
     /// This build's CPU architecture: "arm64", "x86_64", "arm", "x86", else "unknown".
-    public static var currentArch: String {
+    package static var currentArch: String {
         #if arch(arm64)
         return "arm64"
         #elseif arch(x86_64)
@@ -90,12 +90,12 @@ public final class RemoteConfigActivation: Sendable {
     public let version: Int64?
     /// The first rule of the active document that matches this app, or nil (the app's own
     /// settings stay). Apply it with the CrashShield module's `CrashShieldOptions.applyingRemoteOverrides`.
-    public let overrides: RemoteConfigRule?
+    package let overrides: RemoteConfigRule?
     /// What the parser ignored in the active document.
     public let warnings: [RemoteConfigWarning]
     /// Why a stored document was not used (bad signature for the configured key, invalid); nil
     /// when one is active or none is stored.
-    public let rejection: RemoteConfigError?
+    package let rejection: RemoteConfigError?
     private let fetchDone = DispatchSemaphore(value: 0)
     private let fetchResult = LockedBox<RemoteConfigFetchOutcome?>(nil)
 
@@ -113,7 +113,7 @@ public final class RemoteConfigActivation: Sendable {
 
     /// Waits for the background fetch `RemoteConfiguration.activate` started.
     /// - Returns: its outcome; nil when it did not finish within `timeout` or none was started.
-    public func waitForBackgroundFetch(timeout: Duration) -> RemoteConfigFetchOutcome? {
+    package func waitForBackgroundFetch(timeout: Duration) -> RemoteConfigFetchOutcome? {
         if let outcome = fetchResult.get() { return outcome }
         let nanoseconds = max(0, timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
         guard fetchDone.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .success else { return nil }
@@ -123,7 +123,7 @@ public final class RemoteConfigActivation: Sendable {
 }
 
 /// What one fetch did.
-public enum RemoteConfigFetchOutcome: Sendable, Equatable {
+package enum RemoteConfigFetchOutcome: Sendable, Equatable {
     /// A new document was verified, parsed and stored; it applies from the next start.
     case stored(version: Int64)
     /// The server answered 304: the stored document stays.
@@ -165,7 +165,7 @@ public enum RemoteConfiguration {
     /// (written to a temporary file and renamed), so an exit at any point leaves the previous
     /// document or the new one, and the next start fetches again when it is due.
     @discardableResult
-    public static func activate(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
+    package static func activate(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
         let activation = activateWithoutFetch(options)
         // Before the fetch's URLSession (see `OpenSSLExit`), then the exit handler, so that
         // OpenSSL's cleanup is never registered after it (and so never runs before it).
@@ -235,7 +235,7 @@ public enum RemoteConfiguration {
 
     /// What `activate` would make current, without side effects: the stored document of
     /// `options.directory`, verified and resolved. No fetch.
-    public static func load(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
+    package static func load(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
         let store = RemoteConfigStore(directory: options.directory)
         guard let stored = store.loadDocument() else {
             return RemoteConfigActivation(version: nil, overrides: nil, warnings: [], rejection: nil)
@@ -369,5 +369,3 @@ package struct RemoteConfigFetcher: Sendable {
 /// (`ReportingOptions.remoteConfigPublicKey`): `RemoteConfigPublicKey(base64:)` takes the key the
 /// collector shows.
 public typealias RemoteConfigPublicKey = CrashShieldProtocol.RemoteConfigPublicKey
-/// The error a remote configuration document, its signature or its key is rejected with.
-public typealias RemoteConfigError = CrashShieldProtocol.RemoteConfigError

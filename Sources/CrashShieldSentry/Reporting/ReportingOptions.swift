@@ -28,7 +28,7 @@ public struct ReportingOptions: Sendable {
     public private(set) var incidentSampleRate: Double = 1
     /// True when the app set `incidentSampleRate` in code (a remote configuration rule then
     /// leaves it alone); false while it has its default. Default: false.
-    public private(set) var incidentSampleRateIsSetByApp = false
+    package private(set) var incidentSampleRateIsSetByApp = false
     /// Called with every event before it is stored for sending: return the event (edited, e.g.
     /// with personal data removed) or nil to drop it (counted in the next client report, reason
     /// `before_send`). Runs at the next start for a crash and on the incident delivery thread for
@@ -59,7 +59,7 @@ public struct ReportingOptions: Sendable {
     public var remoteConfigPublicKey: RemoteConfigPublicKey?
 
     /// The SDK's name and version as the server sees them (`sdk`, `User-Agent`, `X-Sentry-Auth`).
-    public static let sdk = SentryEvent.SDKInfo(name: "crashshield.swift", version: "0.1.0")
+    package static let sdk = SentryEvent.SDKInfo(name: "crashshield.swift", version: "0.1.0")
 
     /// - Parameters:
     ///   - dsn: the project's DSN, `https://<public key>@<host>/<project id>`.
@@ -143,7 +143,7 @@ public struct ReportingOptions: Sendable {
     /// "+" ("2.4.1" for "com.example.app@2.4.1+311"); nil without a release, without "@", or when
     /// that text is empty. A start with reporting takes `CaptureOptions.appVersion` from it when
     /// the app left that unset, so the app declares its version once.
-    public var releaseVersion: String? {
+    package var releaseVersion: String? {
         guard let release, let at = release.lastIndex(of: "@") else { return nil }
         let version = release[release.index(after: at)...].prefix { $0 != "+" }
         return version.isEmpty ? nil : String(version)
