@@ -139,6 +139,7 @@ public struct CrashShieldOptions: Sendable {
     /// Default: empty.
     public var safeModeGuards: [GuardID] = []
 
+    /// Options with every default described at its property.
     public init() {}
 
     func policy(for id: GuardID) -> GuardPolicy {
@@ -198,8 +199,11 @@ public enum GuardPreset: Sendable, Hashable, CaseIterable {
 
 /// One main-thread-only method, by class name and selector name (e.g. "setNeedsLayout").
 public struct MainThreadCall: Sendable, Hashable {
+    /// The class that declares the method ("UIView").
     public var className: String
+    /// The selector's name ("setNeedsLayout").
     public var selector: String
+    /// The method `selector` of the class named `className`.
     public init(className: String, selector: String) {
         self.className = className
         self.selector = selector

@@ -67,6 +67,7 @@ public enum GuardPolicy: Sendable, Hashable, CaseIterable {
 
 /// What `CrashShieldSDK.status` reports for one guard.
 public struct GuardStatus: Sendable, Hashable {
+    /// Whether the guard runs, and why not when it does not.
     public enum State: Sendable, Hashable {
         /// Not started, or not installed on this runtime.
         case notInstalled
@@ -78,7 +79,9 @@ public struct GuardStatus: Sendable, Hashable {
         case installFailed(reason: String)
     }
 
+    /// The guard this status is about.
     public let id: GuardID
+    /// Whether the guard runs.
     public let state: State
     /// The policy in effect (`.off` unless `state` is `.active`).
     public let policy: GuardPolicy

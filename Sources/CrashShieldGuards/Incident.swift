@@ -9,13 +9,17 @@ package import _CrashShieldIncidents
 /// The first occurrence of a fingerprint is delivered in full; later occurrences are counted and
 /// delivered as updates (`kind == .countUpdate`) at most once per `countUpdateInterval`.
 public struct Incident: Sendable, Hashable {
+    /// Whether this is a fingerprint's first delivery or a later count update.
     public enum Kind: Sendable, Hashable {
+        /// The first time this fingerprint was seen in this process.
         case firstOccurrence
+        /// A later delivery of a known fingerprint: `count` grew (at most one per `CrashShieldOptions.countUpdateInterval`).
         case countUpdate
     }
 
     /// One raw return address, with the image that contains it (for later symbolication).
     public struct Frame: Sendable, Hashable {
+        /// The return address.
         public let address: UInt
         /// Path of the image containing `address`; empty when unknown.
         public let imagePath: String
@@ -29,20 +33,27 @@ public struct Incident: Sendable, Hashable {
         }
     }
 
+    /// First occurrence of the fingerprint, or an update of its count.
     public let kind: Kind
+    /// The guard that intercepted the misuse.
     public let guardID: GuardID
     /// The policy the guard applied to this occurrence.
     public let policy: GuardPolicy
     /// Receiver's class name (for a `+` method, the class itself).
     public let className: String
+    /// The selector's name ("objectAtIndex:").
     public let selector: String
+    /// True for a class method (`+`), false for an instance method.
     public let isClassMethod: Bool
     /// Short, bounded reason; never contains a description of the values involved.
     public let reason: String
     /// Return addresses from the call site outwards (up to 32).
     public let frames: [Frame]
+    /// The thread's system id.
     public let threadID: UInt64
+    /// True when the misuse happened on the main thread.
     public let isMainThread: Bool
+    /// The wall-clock time of the misuse.
     public let wallTime: Date
     /// The monotonic clock (CLOCK_MONOTONIC) at the misuse, as the time since that clock's origin
     /// (usually boot): only the difference between two incidents' values means something.

@@ -25,13 +25,16 @@ package import _CrashShieldIncidents
 
 /// A type with a natural value to fall back on: "" for strings, 0, false, empty collections, nil.
 public protocol LenientDefaultValue {
+    /// The value a lenient field decodes to when its JSON value is missing, null or of another type.
     static var lenientDefault: Self { get }
 }
 
 /// Supplies the fallback for `@LenientWith<Provider>` when the type's natural default is not the
 /// right one (an enum's `.unknown` case, a `true` flag...).
 public protocol LenientDefaultProvider {
+    /// The type of the field.
     associatedtype Value: Decodable
+    /// The value the field decodes to when its JSON value does not fit.
     static var defaultValue: Value { get }
 }
 
@@ -40,8 +43,10 @@ public protocol LenientDefaultProvider {
 /// `.decoding`). A well-formed value decodes as with plain Codable.
 @propertyWrapper
 public struct Lenient<Value: Decodable & LenientDefaultValue>: Decodable {
+    /// The decoded value, or `Value.lenientDefault` when the JSON value did not fit.
     public var wrappedValue: Value
 
+    /// A field holding `wrappedValue`.
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
 
     /// Used outside keyed containers (an array of lenient values): the element's own decoder.
@@ -55,8 +60,10 @@ public struct Lenient<Value: Decodable & LenientDefaultValue>: Decodable {
 /// `.decoding`). A well-formed value decodes as with plain Codable.
 @propertyWrapper
 public struct LenientWith<Provider: LenientDefaultProvider>: Decodable {
+    /// The decoded value, or `Provider.defaultValue` when the JSON value did not fit.
     public var wrappedValue: Provider.Value
 
+    /// A field holding `wrappedValue`.
     public init(wrappedValue: Provider.Value) { self.wrappedValue = wrappedValue }
 
     public init(from decoder: any Decoder) throws {
@@ -86,6 +93,7 @@ extension KeyedEncodingContainer {
         try encode(value.wrappedValue, forKey: key)
     }
 
+    /// The same for `@LenientWith` properties: a nil optional is left out.
     public mutating func encode<Provider>(_ value: LenientWith<Provider>, forKey key: Key) throws
     where Provider.Value: Encodable {
         if let optional = value.wrappedValue as? any LenientOptionalMarker, optional.isNil { return }
@@ -107,6 +115,7 @@ extension KeyedDecodingContainer {
         Lenient(wrappedValue: try LenientDecodingEngine.decode(Value.self, default: Value.lenientDefault, in: self, forKey: key))
     }
 
+    /// The same for `@LenientWith` properties.
     public func decode<Provider>(_ type: LenientWith<Provider>.Type, forKey key: Key) throws -> LenientWith<Provider> {
         LenientWith(
             wrappedValue: try LenientDecodingEngine.decode(
@@ -116,24 +125,78 @@ extension KeyedDecodingContainer {
 
 // MARK: - Defaults
 
-extension String: LenientDefaultValue { public static var lenientDefault: String { "" } }
-extension Bool: LenientDefaultValue { public static var lenientDefault: Bool { false } }
-extension Int: LenientDefaultValue { public static var lenientDefault: Int { 0 } }
-extension Int8: LenientDefaultValue { public static var lenientDefault: Int8 { 0 } }
-extension Int16: LenientDefaultValue { public static var lenientDefault: Int16 { 0 } }
-extension Int32: LenientDefaultValue { public static var lenientDefault: Int32 { 0 } }
-extension Int64: LenientDefaultValue { public static var lenientDefault: Int64 { 0 } }
-extension UInt: LenientDefaultValue { public static var lenientDefault: UInt { 0 } }
-extension UInt8: LenientDefaultValue { public static var lenientDefault: UInt8 { 0 } }
-extension UInt16: LenientDefaultValue { public static var lenientDefault: UInt16 { 0 } }
-extension UInt32: LenientDefaultValue { public static var lenientDefault: UInt32 { 0 } }
-extension UInt64: LenientDefaultValue { public static var lenientDefault: UInt64 { 0 } }
-extension Double: LenientDefaultValue { public static var lenientDefault: Double { 0 } }
-extension Float: LenientDefaultValue { public static var lenientDefault: Float { 0 } }
-extension Array: LenientDefaultValue { public static var lenientDefault: Array { [] } }
-extension Set: LenientDefaultValue { public static var lenientDefault: Set { [] } }
-extension Dictionary: LenientDefaultValue { public static var lenientDefault: Dictionary { [:] } }
-extension Optional: LenientDefaultValue { public static var lenientDefault: Optional { nil } }
+extension String: LenientDefaultValue {
+    /// The empty string: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: String { "" }
+}
+extension Bool: LenientDefaultValue {
+    /// False: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Bool { false }
+}
+extension Int: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Int { 0 }
+}
+extension Int8: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Int8 { 0 }
+}
+extension Int16: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Int16 { 0 }
+}
+extension Int32: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Int32 { 0 }
+}
+extension Int64: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Int64 { 0 }
+}
+extension UInt: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: UInt { 0 }
+}
+extension UInt8: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: UInt8 { 0 }
+}
+extension UInt16: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: UInt16 { 0 }
+}
+extension UInt32: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: UInt32 { 0 }
+}
+extension UInt64: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: UInt64 { 0 }
+}
+extension Double: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Double { 0 }
+}
+extension Float: LenientDefaultValue {
+    /// Zero: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Float { 0 }
+}
+extension Array: LenientDefaultValue {
+    /// The empty array: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Array { [] }
+}
+extension Set: LenientDefaultValue {
+    /// The empty set: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Set { [] }
+}
+extension Dictionary: LenientDefaultValue {
+    /// The empty dictionary: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Dictionary { [:] }
+}
+extension Optional: LenientDefaultValue {
+    /// Nil: what a lenient field of this type decodes to when its value does not fit.
+    public static var lenientDefault: Optional { nil }
+}
 
 // MARK: - Engine
 

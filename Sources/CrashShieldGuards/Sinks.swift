@@ -5,14 +5,15 @@ import Logging
 /// Receives delivered incidents. Called on CrashShield's delivery thread, one incident at a time
 /// (never concurrently with itself), never on the thread that made the misuse.
 public protocol IncidentSink: AnyObject, Sendable {
+    /// Called for every delivered incident, in order, on the delivery thread; must not block for long.
     func receive(_ incident: Incident)
 }
 
 /// Calls a closure for every incident.
-public final class ClosureIncidentSink: IncidentSink {
+package final class ClosureIncidentSink: IncidentSink {
     private let body: @Sendable (Incident) -> Void
-    public init(_ body: @escaping @Sendable (Incident) -> Void) { self.body = body }
-    public func receive(_ incident: Incident) { body(incident) }
+    package init(_ body: @escaping @Sendable (Incident) -> Void) { self.body = body }
+    package func receive(_ incident: Incident) { body(incident) }
 }
 
 /// Logs every incident through swift-log, with the incident's fields as metadata.
@@ -28,6 +29,7 @@ public final class LoggingIncidentSink: IncidentSink {
         self.level = level
     }
 
+    /// Logs `incident` at the sink's level.
     public func receive(_ incident: Incident) {
         logger.log(
             level: level,

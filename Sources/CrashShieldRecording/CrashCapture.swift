@@ -50,8 +50,10 @@ public struct CaptureOptions: Sendable {
     /// Default: 2 seconds.
     public var appHangTimeout: Duration? = .seconds(2)
 
+    /// Options for the report directory `directory`, every other option at its default.
     public init(directory: String = CaptureOptions.defaultDirectory) { self.directory = directory }
 
+    /// The default report directory: "CrashShield" in the app's caches directory (Apple), or in the temporary directory.
     public static var defaultDirectory: String {
         let executable = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "app"
         #if canImport(Darwin)

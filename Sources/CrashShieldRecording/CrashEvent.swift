@@ -82,7 +82,9 @@ public struct CrashEvent: Sendable, Hashable, Identifiable {
     public struct OperatingSystem: Sendable, Hashable {
         /// "Linux", "Darwin"...
         public let name: String
+        /// The kernel release ("6.1.0-13-amd64", "23.1.0").
         public let release: String
+        /// The kernel version string.
         public let version: String
         /// "x86_64", "arm64"...
         public let machine: String

@@ -68,6 +68,7 @@ extension CrashEvent {
         public static let unknown = LaunchPhase(rawValue: "unknown")
     }
 
+    /// One frame of the crashed thread: an address, its image, and the symbol when symbolication found one.
     public struct Frame: Codable, Sendable, Hashable {
         /// Absent only in a frame cut short by truncation.
         public var address: String?
@@ -81,7 +82,9 @@ extension CrashEvent {
         public var sdk: Bool?
         /// Added by symbolication.
         public var function: String?
+        /// The source file, when the image has debug information.
         public var file: String?
+        /// The line in `file`.
         public var line: Int?
         /// Which symbolizer found `function` (and `file`, `line`).
         package var symbolSource: SymbolSource?

@@ -41,11 +41,16 @@ public enum CrashScope {
 
     /// The person using the app. No field is required; no hardware identifier is ever added.
     public struct User: Codable, Sendable, Hashable {
+        /// The app's own id for the user.
         public var id: String?
+        /// The user's name.
         public var username: String?
+        /// The user's email address.
         public var email: String?
+        /// The user's IP address.
         public var ipAddress: String?
 
+        /// A user with the fields given; nil leaves a field unset.
         public init(id: String? = nil, username: String? = nil, email: String? = nil, ipAddress: String? = nil) {
             self.id = id
             self.username = username
@@ -61,9 +66,11 @@ public enum CrashScope {
     public struct Breadcrumb: Sendable, Hashable {
         /// Wall-clock time the breadcrumb was added (nanosecond precision in reports).
         public var timestamp: Date
+        /// What happened.
         public var message: String
         /// A free-form grouping such as "ui.click" or "network"; nil when not given.
         public var category: String?
+        /// How severe it was. Default: `.info`.
         public var level: Level
         /// Small key/value details.
         public var data: [String: String]
@@ -84,17 +91,24 @@ public enum CrashScope {
             public init(rawValue: String) { self.rawValue = rawValue }
             public var description: String { rawValue }
 
+            /// Detail for debugging.
             public static let debug = Level(rawValue: "debug")
+            /// Something that happened (the default).
             public static let info = Level(rawValue: "info")
+            /// Something unexpected that did not fail.
             public static let warning = Level(rawValue: "warning")
+            /// An error the app handled.
             public static let error = Level(rawValue: "error")
+            /// A failure the app could not recover from.
             public static let fatal = Level(rawValue: "fatal")
         }
     }
 
     /// The scope at one moment: what a crash report or an incident carries.
     public struct Snapshot: Sendable, Hashable {
+        /// The user; nil when none is set.
         public var user: User?
+        /// Tags by key.
         public var tags: [String: String]
         /// Named groups of key/value pairs ("app", "device", "order", ...).
         public var contexts: [String: [String: String]]
@@ -137,6 +151,7 @@ public enum CrashScope {
         state.change { $0.setTag(key, value) }
     }
 
+    /// Removes the tag `key`.
     public static func removeTag(_ key: String) {
         state.change { $0.removeTag(key) }
     }
@@ -159,6 +174,7 @@ public enum CrashScope {
         state.change { $0.addBreadcrumb(breadcrumb) }
     }
 
+    /// Removes every breadcrumb.
     public static func clearBreadcrumbs() {
         state.change { $0.clearBreadcrumbs() }
     }

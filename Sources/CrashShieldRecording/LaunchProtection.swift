@@ -21,6 +21,7 @@ public struct LaunchProtectionOptions: Sendable {
     /// capture on it always lives in the capture directory and this is ignored.
     /// Default: nil, meaning `CaptureOptions.defaultDirectory`.
     public var directoryWithoutCapture: String?
+    /// Launch protection with every default described at its property.
     public init() {}
 
     /// Records how each run ends and nothing more: no repair step, no threshold.
@@ -36,6 +37,7 @@ public struct LaunchProtectionOptions: Sendable {
 public final class RepairContext: @unchecked Sendable {
     /// The SDK's directory (reports, launch state): never deleted by a step.
     public let directory: String
+    /// Consecutive launch crashes so far, this loop's latest included.
     public let consecutiveLaunchCrashes: Int
     /// The report of the last launch crash, when capture recorded one (decoded on first read).
     public var lastReport: CrashEvent? { lastReportSource?.report.map(CrashEvent.init) }
@@ -96,6 +98,7 @@ public struct RepairStep: Sendable {
     public let timeout: Duration
     let body: @Sendable (RepairContext) async throws -> Void
 
+    /// A step named `id` (unique among the steps) that runs `body`, ended after `timeout`.
     public init(id: String, timeout: Duration = .seconds(10),
                 _ body: @escaping @Sendable (RepairContext) async throws -> Void) {
         self.id = id
@@ -163,8 +166,11 @@ package struct LaunchDecision: Sendable {
 
 /// How the previous run ended.
 public struct LastRun: Sendable, Equatable {
+    /// How the previous run ended.
     public enum Outcome: String, Sendable, Equatable {
+        /// There was no previous run in this directory.
         case firstLaunch = "first_launch"
+        /// It exited normally (`exit`, `main` returned, or `stop`).
         case cleanExit = "clean_exit"
         /// A crash report exists for it (or, without capture, the timer method says so).
         case crashed
@@ -172,7 +178,9 @@ public struct LastRun: Sendable, Equatable {
         /// out of memory, power loss.
         case endedWithoutReport = "ended_without_report"
     }
+    /// How the previous run ended.
     public var outcome: Outcome
+    /// The run crashed before its launch completed (`LaunchProtection.launchCompleted()`).
     public var crashedDuringLaunch: Bool
     /// The report of the crash, when capture wrote one. Decoded on the first read: the start
     /// decides the outcome from a C scan of the report's launch fields (the first JSONDecoder
@@ -184,6 +192,7 @@ public struct LastRun: Sendable, Equatable {
     }
     /// The app version differs from the previous run's.
     public var appUpdated: Bool
+    /// The previous run's app version; nil when it gave none or there was no previous run.
     public var previousAppVersion: String?
     /// How `outcome` was decided.
     package var detection: Detection

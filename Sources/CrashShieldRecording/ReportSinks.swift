@@ -16,6 +16,7 @@ public protocol CrashReportSink: AnyObject, Sendable {
 /// Calls a closure for every report; the closure throws to reject.
 public final class ClosureCrashReportSink: CrashReportSink {
     private let body: @Sendable (CrashEvent) throws -> Void
+    /// A sink that calls `body` with every report.
     public init(_ body: @escaping @Sendable (CrashEvent) throws -> Void) { self.body = body }
     public func receive(_ report: CrashEvent) throws { try body(report) }
 }

@@ -41,6 +41,12 @@ import Testing
         ("_ = ReportingClient.self", "cannot find 'ReportingClient' in scope"),
         ("try? CrashShieldSDK._startCaptureWithoutGuardsForTesting(CaptureOptions())",
          "'_startCaptureWithoutGuardsForTesting' is inaccessible due to 'package' protection level"),
+        // The report's wire model, the wire format and the test doubles are not the app's.
+        ("_ = CrashReport.self", "cannot find 'CrashReport' in scope"),
+        ("_ = Envelope.self", "cannot find 'Envelope' in scope"),
+        ("_ = DSN.self", "cannot find 'DSN' in scope"),
+        ("_ = InMemoryIncidentSink.self", "cannot find 'InMemoryIncidentSink' in scope"),
+        ("_ = RemoteConfigOptions.self", "cannot find 'RemoteConfigOptions' in scope"),
     ]
 
     #if os(Linux)
@@ -54,7 +60,7 @@ import Testing
         let source = """
             import CrashShield
             let protection = CrashCapture.launchProtection
-            var report = try! CrashReport.decode(Array("{}".utf8))
+            var report = CrashCapture.reportsFoundAtStart.first!
             _ = protection?.isSafeMode
             _ = CrashCapture.isInstalled
             \(Self.internalUses.map(\.code).joined(separator: "\n"))
