@@ -3,7 +3,7 @@ import Testing
 
 @testable import CrashShieldCapture
 
-/// SPEC §5 end to end, with `shield launch-probe` as the app: every launch is a child process.
+/// End to end, with `shield launch-probe` as the app: every launch is a child process.
 @Suite struct LaunchProtectionTests {
     struct Probe: Decodable {
         let last_run: String
