@@ -44,7 +44,7 @@ let gccObjCInclude: String = {
 }()
 
 /// The demo/test-only Objective-C target (`_CrashShieldScenarios`) uses `@""` literals and
-/// `@try`, which need two flags SwiftPM accepts only from the root package (gnustep-probe §11):
+/// `@try`, which need two flags SwiftPM accepts only from the root package:
 /// without -fexceptions @catch never fires, without the constant-string class @"" literals break
 /// at run time. It is in no product, so an app depending on CrashShield never builds it.
 let scenarioObjCSettings: [CSetting] = [

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GNUstep Base's own regression suite (Tests/base of the installed gnustep-base's Debian source
-# package) as a gate on the guards: a guard may change a legal result nowhere (SPEC §2 rule 1),
+# package) as a gate on the guards: a guard may change a legal result nowhere,
 # and this suite is thousands of legal calls nobody here wrote.
 #
 # What it does:

@@ -1,7 +1,7 @@
 import CrashShieldBase
 package import _CrashShieldIncidents
 
-// Lenient decoding (SPEC §2.11): the Swift face of the NSNull crash. A JSON `null`, a missing key,
+// Lenient decoding: the Swift face of the NSNull crash. A JSON `null`, a missing key,
 // a value of the wrong type or an invalid value in a field marked lenient decodes to a declared
 // default and records one incident (guard "decoding") naming the model type and the coding path,
 // instead of failing the whole document. Well-formed input decodes exactly as with plain Codable,

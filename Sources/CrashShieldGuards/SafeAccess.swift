@@ -1,7 +1,7 @@
 import CrashShieldBase
 package import _CrashShieldIncidents
 
-// Swift counterparts of the container and string guards (SPEC §2.11).
+// Swift counterparts of the container and string guards.
 //
 // Swift traps (index out of range, force unwrap, overflow) cannot be intercepted by a library:
 // they are captured as crashes. These accessors do the same job without trapping: an access

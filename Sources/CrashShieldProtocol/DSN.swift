@@ -68,7 +68,7 @@ public struct DSN: Sendable, Hashable, CustomStringConvertible {
     /// `POST` target for envelopes: `<origin><prefix>/api/<project>/envelope/`.
     public var envelopeURL: URL { URL(string: "\(origin)\(pathPrefix)/api/\(projectID)/envelope/")! }
 
-    /// `GET` target of the remote configuration document (SPEC §6).
+    /// `GET` target of the remote configuration document.
     public var sdkConfigURL: URL { URL(string: "\(origin)\(pathPrefix)/api/\(projectID)/sdk-config")! }
 
     /// The `X-Sentry-Auth` header value for `client` (e.g. "crashshield.swift/1.0.0").

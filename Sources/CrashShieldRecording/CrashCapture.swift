@@ -358,7 +358,7 @@ public enum CrashCapture {
     }
 
     /// What a report found at start says about guard code among its crashed thread's frames, for
-    /// the guard fail-safe (SPEC §2.12) in the CrashShield module.
+    /// the guard fail-safe (a crash in a guard's code turns it off) in the CrashShield module.
     package struct GuardFramesOfReport {
         /// The guard names the crash handler found in the crashed thread's frames
         /// (crashed_thread.guard_frames), read by the start's C scan; [] for a report without
@@ -433,7 +433,7 @@ extension CrashCapture {
     }
 }
 
-/// stat(2) instead of FileManager on the start path (SPEC §9 budget).
+/// stat(2) instead of FileManager on the start path (a start may add only about 1 ms).
 func isDirectory(_ path: String) -> Bool {
     var info = stat()
     return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR

@@ -660,7 +660,7 @@ public final class LaunchProtection: @unchecked Sendable {
     /// (FNV-1a of everything above it; format in csc_launch.h). Plain text instead of JSON, and
     /// read, checked and written in C: this runs on every start, and the first use of Swift's
     /// generic collection code, Data or JSON in a process costs more than the 1 ms start budget
-    /// allows (SPEC §9). The checksum catches any damage.
+    /// allows. The checksum catches any damage.
     /// Returns the state (nil when there is none or it is corrupt) and whether it was corrupt.
     static func readState(_ path: String) -> (State?, corrupt: Bool) {
         var raw = csc_launch_state()
@@ -683,7 +683,7 @@ public final class LaunchProtection: @unchecked Sendable {
     /// Temporary file, then an atomic swap with the old one (csc_write_file_atomically): a
     /// reader sees the old or the new state, never a mix. No fsync: the swap is atomic against a
     /// crash of this process, which is what the state must survive; an fsync costs milliseconds
-    /// on every launch (SPEC §9: <= 1 ms).
+    /// on every launch (the budget is <= 1 ms).
     @discardableResult
     static func writeState(_ state: State, to path: String) -> Bool {
         // Commas separate the ids in the file, so an id's own commas become "_" (C cleans line breaks).

@@ -54,7 +54,7 @@ package struct CrashReportStore: Sendable {
     /// Paths of the report files, oldest first (file names sort by pid then time, so sort by
     /// modification date, then path).
     package func reportFiles() -> [String] {
-        // opendir/readdir/stat/qsort in C: this runs on every start (SPEC §9 budget), and the
+        // opendir/readdir/stat/qsort in C: this runs on every start (budget: about 1 ms), and the
         // first use of Swift's string and sorting generics in a process costs ~0.1 ms.
         var count = 0
         let entries = csc_pending_reports_list(directory, false, 0, &count)
@@ -93,7 +93,7 @@ package struct CrashReportStore: Sendable {
     }
 
     /// The reports found at start, oldest first, each read into memory and scanned in C for its
-    /// launch fields; the full decode waits until someone reads `report` (SPEC §9: the first
+    /// launch fields; the full decode waits until someone reads `report` (start budget: the first
     /// JSONDecoder use costs ~2 ms). A directory without report files, the usual case at start,
     /// costs one readdir in C and no Swift/Foundation work.
     ///

@@ -9,7 +9,7 @@ import _CrashShieldTestSupport
 
 /// `shield bench-capture [--json] [--runs N]`: crashes N children (`shield crash segv`) and
 /// reads how long each handler took from signal entry to its last write (the report's
-/// `handler_ns`). Target (SPEC §9): report on disk within 20 ms. The same for a crash whose stack
+/// `handler_ns`). Target: report on disk within 20 ms. The same for a crash whose stack
 /// walk needed the fallback (`shield crash return-overwritten`: the DWARF walk faults on the
 /// overwritten return address, is abandoned, and the frame-pointer walk takes over).
 enum BenchCaptureCommand {

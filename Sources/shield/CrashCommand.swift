@@ -7,7 +7,7 @@ import _CrashShieldScenarios
 import _CrashShieldTestSupport
 
 /// `shield crash <kind> [--dir D] [--crash-in-handler] [--recover]`: installs capture and
-/// crashes on purpose (SPEC §8). The process dies with the kind's signal (GNUstep ends an
+/// crashes on purpose. The process dies with the kind's signal (GNUstep ends an
 /// uncaught exception with exit(1)); the report lands in D. Test setups before capture:
 /// `--previous-handler`, `--resethand-previous`, `--slow-previous-handlers`,
 /// `--previous-trap-handler`, `--ignore-sigpipe`, `--ignore-sigtrap`, `--app-terminate-handler`; `jumped-signal` takes

@@ -1,9 +1,9 @@
-// shield — CrashShield's command-line tool (SPEC §8). `shield --help` and `shield <command> --help`
+// shield — CrashShield's command-line tool. `shield --help` and `shield <command> --help`
 // list the commands and their options; unknown options are errors.
 //
 //   shield demo [--json] [PREFIX]     every misuse scenario, without and with guards, each in a child
-//   shield bench [--json] [--runs N]  every SPEC §9 figure: guard cost, then the capture figures
-//   shield crash KIND [--dir D]       install capture and crash on purpose (SPEC §8)
+//   shield bench [--json] [--runs N]  all figures: guard cost, then the capture figures
+//   shield crash KIND [--dir D]       install capture and crash on purpose
 //   shield reports [--json] [--dir D] pending crash reports, symbolicated
 //   shield bench-capture [--json]     the capture figures alone: signal to report on disk, start cost
 //   shield bench-reporting [--json]   the reporting figures alone: outbox enqueues, start with reporting, crash conversion, one breadcrumb

@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// SPEC §8/§10: one test per crash kind, each in a child process (`shield crash <kind> --dir D`):
+/// One test per crash kind, each in a child process (`shield crash <kind> --dir D`):
 /// the child dies with the kind's signal (GNUstep ends an uncaught exception with exit(1)), and
 /// D then holds exactly one complete report with that signal, the expected classification, and
 /// a symbolicated crashed-thread stack that names the function that crashed.
@@ -113,7 +113,7 @@ import Testing
         #expect(reports[0].otherCrashingThreads == 1)
     }
 
-    /// SPEC §8: `shield reports --json --dir D` prints exactly one JSON line for the crash, with
+    /// `shield reports --json --dir D` prints exactly one JSON line for the crash, with
     /// the signal and a crashed-thread frame naming the function.
     @Test func reportsCommandPrintsOneJSONLinePerReport() throws {
         let directory = temporaryDirectory("reports-cli")

@@ -8,7 +8,7 @@ import Testing
 @testable import CrashShield
 import _CrashShieldCapture
 
-/// SPEC §2.12: a fatal report with frames inside a guard switches that guard off at the next
+/// The fail-safe: a fatal report with frames inside a guard switches that guard off at the next
 /// start, with an incident. Both runs are child processes (guards and capture are per process).
 @Suite struct FailSafeTests {
     @Test func crashInsideAGuardSwitchesItOffAtTheNextStart() throws {

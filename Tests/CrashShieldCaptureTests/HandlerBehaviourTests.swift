@@ -8,7 +8,7 @@ import Testing
 import _CrashShieldCapture
 import _CrashShieldTestSupport
 
-/// SPEC §4/§10: the handler's behaviour around the crash itself, each in a child process.
+/// The handler's behaviour around the crash itself, each in a child process.
 @Suite struct HandlerBehaviourTests {
     /// The image table the handler reads is pinned: a refresh during a report (another thread
     /// loading a library) fills the other table, and a second one is skipped instead of

@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// SPEC §5 end to end, with `shield launch-probe` as the app: every launch is a child process.
+/// End to end, with `shield launch-probe` as the app: every launch is a child process.
 @Suite struct LaunchProtectionTests {
     struct Probe: Decodable {
         let last_run: String

@@ -5,7 +5,7 @@ import Testing
 
 import CrashShieldProtocol
 
-/// The SPEC §6 example, as the collector serves it.
+/// A full remote configuration document (one rule), as the collector serves it.
 let specExampleDocument = """
 { "version": 7, "issued_at": "2026-11-23T06:00:00Z",
   "rules": [ { "when": { "app_version": ">=2.4.0, <2.5.0", "os": "iOS", "os_version": ">=16" },

@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShield
 import _CrashShieldScenarios
 
-/// Scenarios of the container guard (SPEC §2.1), in table order.
+/// Scenarios of the container guard, in table order.
 let containerScenarioIndexes: [Int] = (0..<cs_scenario_count()).filter {
     String(cString: cs_scenario_at($0).pointee.guard_name) == "container"
 }
@@ -259,7 +259,7 @@ extension RuntimeTests {
             }
         }
 
-        /// SPEC §2 rule 1: a nil value in a keyed subscript removes the key, guarded or not.
+        /// A legal call: a nil value in a keyed subscript removes the key, guarded or not.
         @Test func nilValueInKeyedSubscriptStillRemovesTheKey() throws {
             let name = "NSMutableDictionary setObject:forKeyedSubscript:"
             try withGuards {

@@ -5,7 +5,7 @@ import Testing
 @testable import CrashShield
 import _CrashShieldScenarios
 
-/// One misuse scenario of SPEC §2.6 to §2.9 and the exact incident it must produce.
+/// One misuse scenario of a lifecycle guard and the exact incident it must produce.
 struct LifecycleMisuse: Sendable, CustomStringConvertible {
     let scenario: String
     let guardID: GuardID
@@ -226,7 +226,7 @@ extension RuntimeTests {
             }
         }
 
-        /// SPEC §2.8 as amended: only targets of the classes the app names (subclasses included)
+        /// Only targets of the classes the app names (subclasses included)
         /// are held weakly; every other repeating timer keeps its target alive, as unguarded.
         @Test(arguments: [false, true])
         func timersHoldOnlyNamedClassesWeakly(initWithFireDate: Bool) throws {
@@ -384,7 +384,7 @@ extension RuntimeTests {
             }
         }
 
-        /// The dealloc hook and its callbacks never autorelease (research §4, hazard 2): every
+        /// The dealloc hook and its callbacks never autorelease (a drain would never end): every
         /// lifecycle path runs with no pool in place and GNUstep must not complain on stderr.
         @Test func deallocPathsCreateNoAutoreleasedObjects() async {
             await #expect(processExitsWith: .success) {

@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShield
 import _CrashShieldScenarios
 
-/// Every scenario of the string guard (SPEC §2.2), by name.
+/// Every scenario of the string guard, by name.
 let stringScenarioNames: [String] = (0..<cs_scenario_count()).compactMap { index in
     let scenario = cs_scenario_at(index).pointee
     return String(cString: scenario.guard_name) == "string" ? String(cString: scenario.name) : nil

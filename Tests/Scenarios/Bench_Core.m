@@ -1,5 +1,5 @@
 /*
- * Bench_Core.m — SPEC §9 hot calls and the misuse-versus-exception case for `shield bench`.
+ * Bench_Core.m — the hot calls and the misuse-versus-exception case for `shield bench`.
  *
  * Every loop feeds its results into a volatile sink so the compiler cannot drop the calls, and
  * uses values hidden with cs_opaque_index so the index is not a compile-time constant. The hot

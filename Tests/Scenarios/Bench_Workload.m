@@ -1,5 +1,5 @@
 /*
- * Bench_Workload.m — SPEC §9 "an app-like workload": parse a ~1 MB JSON document (generated
+ * Bench_Workload.m — an app-like workload: parse a ~1 MB JSON document (generated
  * deterministically, once, outside the timing), build model objects through key-value coding,
  * iterate them formatting and slicing strings, and fill and read caches (NSCache and an
  * NSMutableDictionary). `shield bench` times it with every guard installed against none.

@@ -1,5 +1,5 @@
 /*
- * Scenarios_Containers.m — SPEC §2.1 misuse scenarios, legal-input oracles, and the container
+ * Scenarios_Containers.m — container misuse scenarios, legal-input oracles, and the container
  * stress and randomized helpers the tests use.
  *
  * A scenario returns true only when the value it got back is the neutralised one: nil / 0 /
@@ -743,7 +743,7 @@ static void *oracle_mdictionary_setObject_forKeyedSubscript(void) {
     [dictionary setObject:@"1" forKeyedSubscript:@"a"];
     [dictionary setObject:@"2" forKeyedSubscript:@"b"];
     NSString *both = cs_pairs(dictionary);
-    /* A nil value with a real key removes the key (SPEC §2 rule 1). */
+    /* A nil value with a real key removes the key (legal, guarded or not). */
     [dictionary setObject:nil forKeyedSubscript:@"a"];
     [dictionary setObject:nil forKeyedSubscript:@"missing"];
     return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@ %lu", both, cs_pairs(dictionary), (unsigned long)[dictionary count]]);

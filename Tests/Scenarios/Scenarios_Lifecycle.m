@@ -1,5 +1,5 @@
 /*
- * Scenarios_Lifecycle.m — SPEC §2.6 to §2.10 misuse scenarios, legal-input oracles, bench cases
+ * Scenarios_Lifecycle.m — lifecycle misuse scenarios, legal-input oracles, bench cases
  * and the fixture classes the lifecycle tests use.
  *
  * Lifetime misuse is not an exception: unguarded, the outcome is whatever GNUstep really does
@@ -202,7 +202,7 @@ static volatile long g_pings;
 @end
 
 /** A screen-like app class whose lifetime a timer must not extend: the misuse scenarios name it
- *  as a weak timer target (SPEC §2.8; on Apple the defaults are UIView, UIViewController, ...). */
+ *  as a weak timer target (on Apple the defaults are UIView, UIViewController, ...). */
 @interface CSLScreen : CSLTicker
 @end
 @implementation CSLScreen
@@ -253,7 +253,7 @@ static void cs_restore_weak_timer_targets(void) {
 }
 @end
 
-/** A class whose -cs_touch: must run on the main thread (SPEC §2.10, configured by the tests). */
+/** A class whose -cs_touch: must run on the main thread (configured by the tests). */
 @interface CSLMainThreadOnly : NSObject {
   @public
     int calls;
@@ -306,7 +306,7 @@ bool cs_lifecycle_drain_main_queue(double seconds, bool (*done)(void *), void *c
     }
 }
 
-#pragma mark - KVO (SPEC §2.6)
+#pragma mark - KVO
 
 static NSString *cs_nil_string(void) {
     return (NSString *)cs_opaque(nil);
@@ -464,7 +464,7 @@ static bool kvo_observer_without_callback(void) {
     return [[model name] isEqualToString:@"x"] && cs_kvo_still_works(model);
 }
 
-#pragma mark - Zombies (SPEC §2.9)
+#pragma mark - Zombies
 
 void cs_lifecycle_configure_zombies(size_t max_bytes, size_t max_count) {
     const char *names[] = {"CSLZombieVictim"};
@@ -532,7 +532,7 @@ static bool zombie_release_over(void) {
     return kept;
 }
 
-#pragma mark - Notifications (SPEC §2.7)
+#pragma mark - Notifications
 
 /* The observer deallocates while registered; the center then posts to its freed memory (GNUstep
  * 1.28 swallows the exception that reaches a filler object there; valgrind shows the read). */
@@ -568,7 +568,7 @@ static bool notification_observer_dealloc_after_partial_removal(void) {
     return g_pings == 0;
 }
 
-#pragma mark - Timers (SPEC §2.8)
+#pragma mark - Timers
 
 static BOOL cs_flag_set(void *flag) {
     return *(BOOL *)flag;
@@ -766,7 +766,7 @@ bool cs_lifecycle_zombie_across_stop(void) {
     return answered;
 }
 
-#pragma mark - Main-thread-only calls (SPEC §2.10)
+#pragma mark - Main-thread-only calls
 
 static void *cs_background_touch(void *object) {
     @autoreleasepool {
@@ -1335,7 +1335,7 @@ static size_t g_churn_peak_bytes, g_churn_zombies_at_end;
 static uint64_t g_churn_objects;
 
 /* Zombie-class churn under the default budget (2 MiB): baseline frees, guarded keeps zombies and
- * evicts the oldest. The peak accounting goes to the case's note (SPEC §9: never above budget). */
+ * evicts the oldest. The peak accounting goes to the case's note (never above the budget). */
 static uint64_t bench_zombie_churn(uint64_t iterations, bool guarded) {
     if (guarded) {
         cs_lifecycle_configure_zombies(0, 0);

@@ -1,5 +1,5 @@
 /*
- * Scenarios_Messages.m — SPEC §2.3 (unrecognized selectors), §2.4 (NSNull) and §2.5 (KVC):
+ * Scenarios_Messages.m — unrecognized selectors, NSNull and KVC:
  * misuse scenarios, legal-input oracles, bench cases, and the test classes they use.
  *
  * The test classes are the app's own classes (this target links into the app or test binary),
@@ -258,7 +258,7 @@ typedef struct CSMsgMixed {
 - (id)cs_missingFormat:(NSString *)format, ...;
 @end
 
-#pragma mark - Scenarios: unrecognized selectors (§2.3)
+#pragma mark - Scenarios: unrecognized selectors
 
 static CSMsgAppModel *cs_model(void) {
     return cs_opaque(CS_AUTORELEASE([[CSMsgAppModel alloc] init]));
@@ -315,7 +315,7 @@ static bool selector_performSelector_classUntyped(void) {
     return [(Class)cs_opaque([CSMsgAppModel class]) performSelector:NSSelectorFromString(@"cs_neverDeclared")] == nil;
 }
 
-/* Type confusion from decoded JSON (SPEC §2.3 default scope): values of the JSON classes used as
+/* Type confusion from decoded JSON (the guard's default scope): values of the JSON classes used as
  * the type the code expected. */
 static bool selector_length_number(void) {
     return [(NSString *)cs_opaque([NSNumber numberWithInt:5]) length] == 0;
@@ -333,7 +333,7 @@ static bool selector_count_string(void) {
     return [(NSArray *)cs_opaque([NSMutableString stringWithString:@"abc"]) count] == 0;
 }
 
-#pragma mark - Scenarios: NSNull (§2.4)
+#pragma mark - Scenarios: NSNull
 
 static id cs_null(void) {
     return cs_opaque([NSNull null]);
@@ -359,7 +359,7 @@ static bool nsnull_missingRange_zero(void) {
     return range.location == 0 && range.length == 0;
 }
 
-#pragma mark - Scenarios: KVC (§2.5)
+#pragma mark - Scenarios: KVC
 
 static bool kvc_setValue_undefinedKey(void) {
     CSMsgAppModel *model = cs_model();

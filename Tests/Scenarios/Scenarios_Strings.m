@@ -1,5 +1,5 @@
 /*
- * Scenarios_Strings.m — SPEC §2.2 misuse scenarios, legal-input oracles and the concurrency
+ * Scenarios_Strings.m — string misuse scenarios, legal-input oracles and the concurrency
  * stress helper for the string guard.
  *
  * Every scenario returns true only for the exact neutralised value the guard documents

@@ -88,7 +88,7 @@ bool cs_test_nsoperation_remove_cancelled_dependency(void) {
 
 /* Sub defines 40 methods, so its copy-on-write dispatch-table bucket is its own copy: exactly the
  * condition where replacing Base's IMP without a refresh leaves Sub calling the old one
- * (gnustep-probe.md §0a). */
+ * (GCC libobjc's copy-on-write dispatch tables). */
 @interface CSDispatchBase : NSObject
 - (int)controlValue;
 - (int)backendValue;

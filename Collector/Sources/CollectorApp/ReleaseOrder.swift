@@ -5,7 +5,7 @@ import Foundation
 /// - the core's dot-separated components compare numerically where both are numbers, textually
 ///   otherwise (a missing component counts as `0`, so `1.0` equals `1.0.0`);
 /// - when the core starts with a digit (or `v` and a digit), the text after its first `-` is a
-///   pre-release, ordered as semver 2.0.0 §11 orders it: a version with a pre-release is older
+///   pre-release, ordered by semver precedence: a version with a pre-release is older
 ///   than the same core without one (`2.0.0-beta` < `2.0.0`), and two pre-releases compare
 ///   identifier by identifier (numeric ones numerically, below alphanumeric ones, which compare
 ///   in ASCII order; more identifiers are newer when all before are equal):
@@ -70,7 +70,7 @@ enum ReleaseOrder {
         return .orderedSame
     }
 
-    /// Semver 2.0.0 §11.4: identifier by identifier; numeric identifiers compare numerically and
+    /// Pre-releases: identifier by identifier; numeric identifiers compare numerically and
     /// are older than alphanumeric ones, which compare in ASCII order; a shorter list that is a
     /// prefix of the longer one is older.
     private static func comparePreRelease(_ lhs: [Substring], _ rhs: [Substring]) -> ComparisonResult {

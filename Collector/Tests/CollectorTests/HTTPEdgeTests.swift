@@ -76,7 +76,7 @@ import Darwin
         }
     }
 
-    /// Semver 2.0.0 §11: a pre-release is older than its release; pre-releases compare identifier
+    /// Semver precedence: a pre-release is older than its release; pre-releases compare identifier
     /// by identifier.
     @Test func preReleasesOrderAsSemverSays() {
         let ascending = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11",

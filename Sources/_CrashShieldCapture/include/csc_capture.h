@@ -154,7 +154,7 @@ void csc_set_guard_states_json(const char *json);
  *  the handler reads (the handler reads a whole text, never a torn one). */
 bool csc_set_scope_json(const char *json);
 
-/** Code of one guard, for the fail-safe (SPEC §2.12). */
+/** Code of one guard, for the fail-safe (a crash inside it switches the guard off). */
 typedef struct {
     const char *name;  /**< the guard's public name: 1..CSC_GUARD_NAME_MAX-1 bytes of [a-z0-9_-] */
     uintptr_t start;   /**< [start, end): addresses of this process */

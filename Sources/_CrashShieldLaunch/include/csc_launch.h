@@ -1,6 +1,6 @@
 /*
  * csc_launch.h — the launch-protection work that runs on every start, in C so that `start`
- * stays within its budget (SPEC §9: <= 1 ms). The first use of Swift generics, Foundation's
+ * stays within its budget (<= 1 ms). The first use of Swift generics, Foundation's
  * Data/UUID and libdispatch costs tens to hundreds of microseconds each in a fresh process;
  * these functions use libc only. None of them runs in a signal handler; none is
  * async-signal-safe.

@@ -181,7 +181,7 @@ const char *cs_backend_selector_types(SEL sel);
  *  that has an image. Not for hot paths: callers cache the answer per class. */
 BOOL cs_backend_class_is_system(Class cls);
 
-/* ---- unrecognized messages (SPEC §2.3, §2.4) ------------------------------------------------ */
+/* ---- unrecognized messages (selector and NSNull guards) ------------------------------------- */
 
 typedef enum {
     CS_FORWARD_DECLINE = 0,  /**< leave the message to the runtime's own forwarding (and exception) */

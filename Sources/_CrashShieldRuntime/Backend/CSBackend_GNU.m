@@ -3,7 +3,7 @@
  *
  * Why the dispatch tables are patched: GCC libobjc keeps a copy-on-write dispatch table per
  * class, and method_setImplementation() patches only the owner's. A subclass that already copied
- * that bucket keeps calling the old IMP (research/gnustep-probe.md §0a), so every replacement is
+ * that bucket keeps calling the old IMP, so every replacement is
  * followed by an update of the owner's and its subclasses' tables.
  *
  * Why in place and not rebuilt: a rebuild (__objc_update_dispatch_table_for_class, which
@@ -887,7 +887,7 @@ const char *cs_backend_selector_types(SEL sel) {
 
 #pragma mark - Unrecognized messages (__objc_msg_forward2)
 
-/* How GCC libobjc reaches this hook (research/gnustep-probe.md §2): objc_msg_lookup finds no
+/* How GCC libobjc reaches this hook: objc_msg_lookup finds no
  * method, +resolveInstanceMethod:/+resolveClassMethod: decline, then __objc_msg_forward2(receiver,
  * sel) is asked for an IMP, which the caller then calls exactly as it would have called the real
  * method. GNUstep installs its own forward2 (NSInvocation-based forwarding); it is kept as the

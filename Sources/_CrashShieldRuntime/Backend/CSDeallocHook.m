@@ -4,12 +4,12 @@
  *
  * Invariants:
  * - The hook is installed on NSObject alone (root only): it runs at the end of every -dealloc
- *   chain that reaches NSObject (research/gnustep-probe.md §4), after the subclass bodies.
+ *   chain that reaches NSObject, after the subclass bodies.
  * - It allocates nothing and autoreleases nothing. Callbacks follow the same rule; the side table
- *   releases its values after dropping its lock (probe §4, hazard 1).
+ *   releases its values after dropping its lock (a release can re-enter the hook).
  * - Nested deallocs that a callback causes (releasing a token, a proxy) run the callbacks too,
  *   up to kMaxDepth on one thread; deeper ones go straight to the original -dealloc, so a
- *   misbehaving callback cannot recurse without bound (probe §4, hazard 2).
+ *   misbehaving callback cannot recurse without bound.
  * - Observers and the keeper are read with atomic loads: a dealloc racing with registration sees
  *   either the old or the new list, never a torn entry.
  */

@@ -3,7 +3,7 @@
  *
  * Striped: 64 independent locks chosen by the object's address, so unrelated objects never
  * contend. Values are released after the stripe lock is dropped, because releasing can run a
- * -dealloc that re-enters the table (research/gnustep-probe.md §4, hazard 1).
+ * -dealloc that re-enters the table.
  */
 #import "CSBackend.h"
 #include <pthread.h>

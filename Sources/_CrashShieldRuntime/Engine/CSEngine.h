@@ -52,7 +52,7 @@ typedef struct CSGuard {
 } CSGuard;
 
 /*
- * Guard code sections, for the fail-safe (SPEC §2.12: a crash with frames inside a guard switches
+ * Guard code sections, for the fail-safe (a crash with frames inside a guard switches
  * that guard off). Each guard file, after its includes, opens its section with
  *     CS_GUARD_CODE_SECTION(<tag>)
  * which puts every C function that follows (hook bodies, slot functions, callbacks, functions

@@ -4,16 +4,16 @@
  */
 #import "CSEngine.h"
 
-extern CSGuard CSGuardContainers; /* Guards/CSGuard_Containers.m  SPEC §2.1 */
-extern CSGuard CSGuardStrings;    /* Guards/CSGuard_Strings.m     SPEC §2.2 */
-extern CSGuard CSGuardSelectors;  /* Guards/CSGuard_Selectors.m   SPEC §2.3 */
-extern CSGuard CSGuardNSNull;     /* Guards/CSGuard_NSNull.m      SPEC §2.4 */
-extern CSGuard CSGuardKVC;        /* Guards/CSGuard_KVC.m         SPEC §2.5 */
-extern CSGuard CSGuardKVO;            /* Guards/CSGuard_KVO.m            SPEC §2.6 */
-extern CSGuard CSGuardNotifications; /* Guards/CSGuard_Notifications.m  SPEC §2.7 */
-extern CSGuard CSGuardTimers;        /* Guards/CSGuard_Timers.m         SPEC §2.8 */
-extern CSGuard CSGuardMainThread;    /* Guards/CSGuard_MainThread.m     SPEC §2.10 */
-extern CSGuard CSGuardZombies;       /* Guards/CSGuard_Zombies.m        SPEC §2.9 */
+extern CSGuard CSGuardContainers; /* Guards/CSGuard_Containers.m */
+extern CSGuard CSGuardStrings;    /* Guards/CSGuard_Strings.m */
+extern CSGuard CSGuardSelectors;  /* Guards/CSGuard_Selectors.m */
+extern CSGuard CSGuardNSNull;     /* Guards/CSGuard_NSNull.m */
+extern CSGuard CSGuardKVC;        /* Guards/CSGuard_KVC.m */
+extern CSGuard CSGuardKVO;            /* Guards/CSGuard_KVO.m */
+extern CSGuard CSGuardNotifications; /* Guards/CSGuard_Notifications.m */
+extern CSGuard CSGuardTimers;        /* Guards/CSGuard_Timers.m */
+extern CSGuard CSGuardMainThread;    /* Guards/CSGuard_MainThread.m */
+extern CSGuard CSGuardZombies;       /* Guards/CSGuard_Zombies.m */
 
 CSGuard *const CSGuardRegistry[] = {
     &CSGuardContainers,

@@ -2,7 +2,7 @@
  * CSGuardSection.h — where a guard's code lives, per object format (pure preprocessor: C,
  * Objective-C and the probes of scripts/check-apple-targets.sh include it; no Foundation).
  *
- * The fail-safe (SPEC §2.12) maps a crash frame's address to the guard whose code contains it,
+ * The fail-safe maps a crash frame's address to the guard whose code contains it,
  * so every function of a guard file must be in one section per guard, and the section's bounds
  * must be known at run time. `tag` is the guard's public name ("kvo"): an identifier of at most
  * CS_GUARD_TAG_MAX characters.

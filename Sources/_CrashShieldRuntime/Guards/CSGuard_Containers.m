@@ -1,5 +1,5 @@
 /*
- * CSGuard_Containers.m — SPEC §2.1: NSArray, NSMutableArray, NSDictionary, NSMutableDictionary,
+ * CSGuard_Containers.m — NSArray, NSMutableArray, NSDictionary, NSMutableDictionary,
  * NSSet/NSMutableSet, NSOrderedSet/NSMutableOrderedSet, NSCache, NSUserDefaults, NSData and
  * NSMutableData, on every concrete class that defines the hooked selectors (found at run time).
  *
@@ -505,7 +505,7 @@ CS_DICTIONARY_COUNT_HOOK(cs_dictionary_dictionaryWithObjects_forKeys_count)
 CS_KEYED_STORE_HOOK(cs_mdictionary_setObject_forKey)
 CS_KEYED_REMOVE_HOOK(cs_mdictionary_removeObjectForKey)
 
-/** A nil value with a real key removes the key: legal (SPEC §2 rule 1), so only a nil key is caught. */
+/** A nil value with a real key removes the key: legal, so only a nil key is caught. */
 static inline void cs_mdictionary_setObject_forKeyedSubscript(IMP original, CS_UNRETAINED id self, SEL _cmd,
                                                               const void *caller, CS_UNRETAINED id object,
                                                               CS_UNRETAINED id key) {
@@ -650,7 +650,7 @@ static inline void cs_mdata_replaceBytesInRange_withBytes(IMP original, CS_UNRET
 CS_DEFINE_HOOK_2(cs_mdata_replaceBytesInRange_withBytes, void, NSRange, const void *)
 
 /* Apple documents that -resetBytesInRange: grows the data when the range starts inside it and
- * ends past it; GNUstep Base 1.28 throws for that case (research: unguarded probe). Each runtime's
+ * ends past it; GNUstep Base 1.28 throws for that case (verified without the guard). Each runtime's
  * legal calls stay untouched, so the check follows the platform. */
 CS_ALWAYS_INLINE BOOL cs_reset_range_is_misuse(NSRange range, NSUInteger length) {
 #if defined(__APPLE__)

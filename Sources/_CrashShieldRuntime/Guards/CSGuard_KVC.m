@@ -1,13 +1,12 @@
 /*
- * CSGuard_KVC.m — SPEC §2.5: key-value coding misuse on any object or class object.
+ * CSGuard_KVC.m — key-value coding misuse on any object or class object.
  *
  * Only NSObject's own implementations are replaced (root-only hooks): a class that overrides one
  * of these methods keeps its behaviour and reaches the guard only by calling super. GCC libobjc
  * gives the root metaclass its own copies of NSObject's instance methods (so that class objects
  * answer them), so each method is hooked twice: on NSObject and on its metaclass, and
  * `[SomeClass valueForKey:@"missing"]` is covered like an instance. Unknown keys inside key paths
- * and unknown @operators end in valueForUndefinedKey:, so bad key paths are covered by that hook
- * (research/gnustep-probe.md §6).
+ * and unknown @operators end in valueForUndefinedKey:, so bad key paths are covered by that hook.
  *
  * The guard intervenes only where the original would raise. Before raising, GNUstep's NSObject
  * hands the call on (Source/NSKeyValueCoding.m, 1.28), and so does the guard:

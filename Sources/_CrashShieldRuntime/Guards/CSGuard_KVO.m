@@ -1,5 +1,5 @@
 /*
- * CSGuard_KVO.m — SPEC §2.6: key-value observing registrations tracked per observed object.
+ * CSGuard_KVO.m — key-value observing registrations tracked per observed object.
  *
  * Structure: one CSKVOProxy per observed object (side table, key &kProxyKey) holds the
  * registrations; each registration is a CSKVOEntry (observer unretained, key path, options,
@@ -146,7 +146,7 @@ static inline BOOL cs_kvo_claim(CSKVOEntry *entry) {
  * notification returns). So a removal the app asked for (`own_pool` NO) autoreleases into the
  * app's pool, as without the guard. A removal the guard makes from a dealloc path (`own_pool` YES)
  * gets a pool of its own, drained at once: an object autoreleased into a pool that is being
- * drained (or into none) must not happen there (research §4, hazard 2). */
+ * drained (or into none) must not happen there: that drain would never end. */
 static void cs_kvo_unregister(CSKVOEntry *entry, BOOL own_pool) {
     if (!own_pool) {
         ((cs_remove_fn)g_original_remove)(entry->observed, @selector(removeObserver:forKeyPath:), entry,
@@ -625,7 +625,7 @@ static const char *cs_kvo_install(uint32_t *hooked) {
 #if !defined(__APPLE__)
     /* GCC libobjc: the root metaclass's dispatch table is not rebuilt when NSObject gains a method,
      * so class objects would still find the method missing. NSObject's metaclass is not
-     * clang-compiled, so adding to it is safe (research/gnustep-probe.md §0b). */
+     * clang-compiled, so adding to it is safe (on a clang-compiled metaclass it is not). */
     Class meta = object_getClass((id)root);
     if (!cs_backend_class_defines(meta, remove_context))
         cs_backend_add_method(meta, remove_context, (IMP)cs_kvo_remove_context, "v@:@@^v");

@@ -1,5 +1,5 @@
 /*
- * CSGuard_MainThread.m — SPEC §2.10: configured (class, selector) pairs that must run on the
+ * CSGuard_MainThread.m — configured (class, selector) pairs that must run on the
  * main thread. Called from another thread, the call is re-dispatched asynchronously to the main
  * queue (libdispatch's, drained by the main thread; in a process without libdispatch, such as a
  * plain Objective-C program, the main run loop) and an incident is recorded. The replay never

@@ -1,5 +1,5 @@
 /*
- * CSGuard_NSNull.m — SPEC §2.4: a message to NSNull that an empty NSString, NSNumber, NSArray or
+ * CSGuard_NSNull.m — a message to NSNull that an empty NSString, NSNumber, NSArray or
  * NSDictionary understands returns what the empty one returns; any other message returns zero
  * (nil, 0, a zeroed struct). Each message is an incident: it usually means a JSON null the code
  * did not expect.

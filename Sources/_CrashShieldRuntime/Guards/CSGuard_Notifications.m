@@ -1,9 +1,9 @@
 /*
- * CSGuard_Notifications.m — SPEC §2.7: an observer added with addObserver:selector:name:object:
+ * CSGuard_Notifications.m — an observer added with addObserver:selector:name:object:
  * that deallocates without removing itself is removed from its center automatically.
  *
  * GNUstep 1.28 keeps an unretained observer pointer and messages it after it was freed
- * (research/gnustep-probe.md §7). The hook marks each (observer, center) pair with a token in the
+ * (no automatic removal). The hook marks each (observer, center) pair with a token in the
  * side table (key: the center). The dealloc hook releases an object's side-table values, so the
  * token's -dealloc runs while the observer is being deallocated and removes it from the center.
  * Objects never added as observers have no token and pay only the side table's lock-free check.

@@ -1,5 +1,5 @@
 /*
- * CSGuard_Selectors.m — SPEC §2.3: a message that no class in the receiver's chain implements
+ * CSGuard_Selectors.m — a message that no class in the receiver's chain implements
  * returns nil / 0 / 0.0 / a zeroed struct instead of throwing, and is recorded with `+` or `-`.
  *
  * Mechanism: not a method swizzle. The backend's forward handler (the runtime's forward hook on

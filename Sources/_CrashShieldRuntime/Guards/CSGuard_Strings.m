@@ -1,5 +1,5 @@
 /*
- * CSGuard_Strings.m — SPEC §2.2: NSString (every concrete class, constant strings included),
+ * CSGuard_Strings.m — NSString (every concrete class, constant strings included),
  * NSMutableString, NSAttributedString and NSMutableAttributedString.
  *
  * Every hook below is installed on each class at or below its public root that defines the
@@ -25,7 +25,7 @@
  *   empty dictionary; both set *effectiveRange (when given) to {NSNotFound, 0}. "Beyond" is
  *   index > length on GNUstep, index >= length on Apple.
  *
- * Where GNUstep and Apple differ, each keeps its own legal results (SPEC §2 rule 1): GNUstep
+ * Where GNUstep and Apple differ, each keeps its own legal results: GNUstep
  * answers attributesAtIndex:effectiveRange: and attribute:atIndex:effectiveRange: at
  * index == length, Apple throws there. One form is legal inside GNUstep but throws on Apple's
  * Foundation, so the app must not rely on it: replaceCharactersInRange:withString: with a nil
@@ -440,7 +440,7 @@ CS_DEFINE_HOOK_1(cs_astring_attributedSubstringFromRange, id, NSRange)
 /** YES when reading attributes at `index` is a misuse to record. GNUstep defines both attribute
  *  reads at index == length (the last run's attributes, or none for an empty string) and throws
  *  only beyond it; Apple's Foundation throws at index == length too. Each platform keeps its own
- *  legal results (SPEC §2 rule 1). */
+ *  legal results. */
 static inline BOOL cs_attribute_index_misuse(CS_UNRETAINED id self, SEL _cmd, const void *caller, NSUInteger index) {
     NSUInteger length = cs_length(self);
 #if defined(__APPLE__)

@@ -1,5 +1,5 @@
 /*
- * CSGuard_Timers.m — SPEC §2.8: a repeating NSTimer whose target's class the app names holds
+ * CSGuard_Timers.m — a repeating NSTimer whose target's class the app names holds
  * that target weakly.
  *
  * Scope: only targets that are instances of a configured class (or a subclass) are held weakly

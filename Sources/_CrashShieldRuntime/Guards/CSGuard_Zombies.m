@@ -1,5 +1,5 @@
 /*
- * CSGuard_Zombies.m — SPEC §2.9: opt-in zombies for chosen classes.
+ * CSGuard_Zombies.m — opt-in zombies for chosen classes.
  *
  * When an instance of a configured class reaches -[NSObject dealloc] (its subclasses' -dealloc
  * bodies already released its ivars), the dealloc hook's keeper keeps its memory: the object's

@@ -160,7 +160,7 @@ size_t cs_sidetable_remove_all(void *object);
 size_t cs_sidetable_count(void);
 
 
-/* ---- lifecycle guards: zombies and main-thread-only calls (SPEC §2.9, §2.10) ------------- */
+/* ---- lifecycle guards: zombies and main-thread-only calls -------------------------------- */
 
 /** Zombie configuration. Zombies are opt-in: an instance is kept as a zombie only when its class
  *  (exactly, by name) is in `class_names` or its class name starts with one of `prefixes`, and
@@ -192,7 +192,7 @@ void cs_zombie_reset_peak(void);
  *  guard's status counts only what it hooked). Copies the strings. */
 void cs_mainthread_configure(const char *const *class_names, const char *const *selectors, size_t count);
 
-/** The classes whose instances a repeating timer holds weakly (SPEC §2.8): a repeating timer
+/** The classes whose instances a repeating timer holds weakly: a repeating timer
  *  created with scheduledTimerWithTimeInterval:/timerWithTimeInterval:...target:selector:userInfo:
  *  repeats: whose target is an instance of one of them (or of a subclass) gets a proxy target,
  *  so the target can deallocate; every other timer keeps NSTimer's strong reference. Names are

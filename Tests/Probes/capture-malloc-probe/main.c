@@ -1,5 +1,5 @@
 /*
- * capture-malloc-probe — proves the crash handler never allocates (SPEC §4, §10).
+ * capture-malloc-probe — proves the crash handler never allocates.
  *
  * This executable defines malloc and friends, so every allocation in the process (libc's own
  * included) comes through here. Right before crashing, main() arms the probe; any allocation

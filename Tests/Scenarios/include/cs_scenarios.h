@@ -2,7 +2,7 @@
  * cs_scenarios.h — misuse scenarios and legal-input oracles, for `shield demo` and the tests.
  * Not part of the SDK: apps never link this target.
  *
- * A scenario performs one misuse from SPEC §2 and checks the neutralised result. An oracle runs
+ * A scenario performs one misuse a guard covers and checks the neutralised result. An oracle runs
  * legal calls of one hooked selector and describes their results as text, so a test can compare
  * the text with and without guards.
  */
@@ -255,7 +255,7 @@ char *cs_boundary_run(size_t index);
  *  the legal or the neutralised value. */
 uint64_t cs_strings_stress(unsigned threads, unsigned iterations, uint64_t *wrong_results);
 
-/* ---- messages (Scenarios_Messages.m: SPEC §2.3-§2.5) ------------------------------------- */
+/* ---- messages (Scenarios_Messages.m: unrecognized selectors, NSNull, KVC) ---------------- */
 
 /** Sends -length to an NSNumber (a system class): 1 = answered 0, 0 = other value, -1 = threw. */
 int cs_msg_system_class_unrecognized(void);
@@ -308,7 +308,7 @@ int cs_msg_late_redirector_missing_int(void);
 void cs_msg_late_forwarder_add_target(void);
 /** Sends -length to an NSDate (a system class outside the JSON classes): as above. */
 int cs_msg_system_date_unrecognized(void);
-/* ---- lifecycle guards (Scenarios_Lifecycle.m, SPEC §2.6 to §2.10) -------------------------- */
+/* ---- lifecycle guards (Scenarios_Lifecycle.m) ---------------------------------------------- */
 
 /** True on the process's main thread (the kernel's answer, not GNUstep's first NSThread), or in
  *  work the main dispatch queue runs (after dispatch_main() workers drain it). */
