@@ -121,6 +121,10 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread", .when(platforms: [.linux]))]
         ),
         .target(
+            // The SDK's Swift concurrency and Duration helpers (`package` access: no public API).
+            name: "_CrashShieldSupport"
+        ),
+        .target(
             // Pure Swift over Foundation (and swift-crypto for Ed25519): no C, no Objective-C of
             // its own, so the collector can use it.
             name: "CrashShieldProtocol",
@@ -136,7 +140,7 @@ let package = Package(
             name: "CrashShieldCapture",
             dependencies: [
                 "_CrashShieldCapture", "_CrashShieldCxxTerminate", "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldZlib",
-                .product(name: "Logging", package: "swift-log"),
+                "_CrashShieldSupport", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .systemLibrary(
@@ -157,7 +161,7 @@ let package = Package(
             name: "CrashShield",
             dependencies: [
                 "_CrashShieldRuntime", "_CrashShieldIncidents", "CrashShieldCapture", "_CrashShieldCapture",
-                .product(name: "Logging", package: "swift-log"),
+                "_CrashShieldSupport", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -170,7 +174,7 @@ let package = Package(
             name: "shield",
             dependencies: [
                 "CrashShield", "_CrashShieldScenarios", "CrashShieldCapture", "_CrashShieldCapture", "_CrashShieldTestSupport",
-                "_CrashShieldIncidents", "CrashShieldProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "_CrashShieldIncidents", "CrashShieldProtocol", "_CrashShieldSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -192,7 +196,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldCaptureTests",
-            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "_CrashShieldZlib",
+            dependencies: ["CrashShieldCapture", "CrashShield", "_CrashShieldTestSupport", "CrashShieldProtocol", "_CrashShieldZlib", "_CrashShieldSupport",
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
@@ -202,7 +206,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CrashShieldTests",
-            dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport"]
+            dependencies: ["CrashShield", "_CrashShieldScenarios", "_CrashShieldIncidents", "_CrashShieldRuntime", "_CrashShieldTestSupport",
+                           "_CrashShieldSupport"]
         ),
     ]
 )
