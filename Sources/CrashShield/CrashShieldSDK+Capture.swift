@@ -3,6 +3,7 @@ import Foundation
 internal import _CrashShieldCapture
 internal import _CrashShieldIncidents
 internal import _CrashShieldRuntime
+internal import _CrashShieldSupport
 
 extension CrashShieldSDK {
     /// The capture part of `start`: registers the guards' code ranges with the crash handler
@@ -168,7 +169,7 @@ extension CrashShieldSDK {
         }
     }
 
-    private static let publishLock = NSLock()
+    private static let publishLock = Locked()
 
     /// The report's "guards" array: what JSONEncoder (sorted keys, slashes unescaped) makes of
     /// `[CrashReport.GuardState]`, written by hand because the first JSONEncoder use and the

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+internal import _CrashShieldSupport
 
 /// Receives delivered incidents. Called on CrashShield's delivery thread, one incident at a time
 /// (never concurrently with itself), never on the thread that made the misuse.
@@ -42,31 +43,22 @@ public final class LoggingIncidentSink: IncidentSink {
 }
 
 /// Keeps the most recent incidents in memory (a ring of `capacity`).
-public final class InMemoryIncidentSink: IncidentSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [Incident] = []
+public final class InMemoryIncidentSink: IncidentSink {
+    private let storage = Locked<[Incident]>([])
     private let capacity: Int
 
     /// - Parameter capacity: how many incidents to keep; older ones are dropped. Default: 256.
     public init(capacity: Int = 256) { self.capacity = max(1, capacity) }
 
     public func receive(_ incident: Incident) {
-        lock.lock()
-        defer { lock.unlock() }
-        storage.append(incident)
-        if storage.count > capacity { storage.removeFirst(storage.count - capacity) }
+        storage.withLock { storage in
+            storage.append(incident)
+            if storage.count > capacity { storage.removeFirst(storage.count - capacity) }
+        }
     }
 
     /// The kept incidents, oldest first.
-    public var incidents: [Incident] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
-    }
+    public var incidents: [Incident] { storage.withLock { $0 } }
 
-    public func removeAll() {
-        lock.lock()
-        defer { lock.unlock() }
-        storage.removeAll()
-    }
+    public func removeAll() { storage.withLock { $0.removeAll() } }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 internal import _CrashShieldCapture
+internal import _CrashShieldSupport
 
 /// Receives crash reports from earlier runs at the next start. Returning normally means the sink
 /// accepted the report; throwing means it did not (the report stays on disk and is offered again
@@ -43,21 +44,12 @@ public final class LoggingCrashReportSink: CrashReportSink {
 }
 
 /// Keeps every received report in memory.
-public final class InMemoryCrashReportSink: CrashReportSink, @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [CrashEvent] = []
+public final class InMemoryCrashReportSink: CrashReportSink {
+    private let storage = Locked<[CrashEvent]>([])
     public init() {}
-    public func receive(_ report: CrashEvent) throws {
-        lock.lock()
-        defer { lock.unlock() }
-        storage.append(report)
-    }
+    public func receive(_ report: CrashEvent) throws { storage.withLock { $0.append(report) } }
     /// Every report received so far, in order.
-    public var reports: [CrashEvent] {
-        lock.lock()
-        defer { lock.unlock() }
-        return storage
-    }
+    public var reports: [CrashEvent] { storage.withLock { $0 } }
 }
 
 /// The report files in one directory.
@@ -217,6 +209,7 @@ package struct CrashReportStore: Sendable {
 /// the bytes (`csc_report_scan_launch_fields`, same rules as `TolerantJSON`); the full decode
 /// runs once, on the first read of `report`, from the bytes read at start (a sink may have
 /// deleted the file by then).
+// @unchecked Sendable: `bytes` and `decoded` are read and written only under `lock`; the rest is immutable
 final class PendingReport: @unchecked Sendable, Equatable {
     let path: String?
     let launchId: String?
@@ -226,7 +219,7 @@ final class PendingReport: @unchecked Sendable, Equatable {
     /// crashed_thread.guard_frames as the scan read it (see `CrashCapture.GuardFramesOfReport`);
     /// nil when only the decoded report can tell, and always for a report decoded at once.
     let scannedGuardFrames: [String]?
-    private let lock = NSLock()
+    private let lock = Locked()
     /// The file's content until the full decode (malloc'd, owned; freed after decoding).
     private var bytes: UnsafeMutableRawBufferPointer?
     private var decoded: CrashReport?

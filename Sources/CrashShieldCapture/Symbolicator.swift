@@ -1,5 +1,6 @@
 import Foundation
 internal import _CrashShieldCapture
+internal import _CrashShieldSupport
 
 /// Turns a report's frames (image path + offset) into function names, as far as this machine
 /// allows, in this order (later steps refine earlier ones):
@@ -356,7 +357,8 @@ enum ExternalSymbolizer {
         return Symbol(function: function, file: file, line: line, source: source)
     }
 
-    private static let runsLock = NSLock()
+    private static let runsLock = Locked()
+    // read and written only under `runsLock`
     nonisolated(unsafe) private static var runs = 0
     /// How many tool processes this process has started.
     static var toolRuns: Int {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CrashShieldCapture
+import _CrashShieldSupport
 
 /// SPEC §5 end to end, with `shield launch-probe` as the app: every launch is a child process.
 @Suite struct LaunchProtectionTests {
@@ -404,7 +405,7 @@ import Testing
 
 /// Counts the runs of a repair step (steps run on their own thread).
 private final class RepairRecorder: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Locked()
     private var runs = 0
     func record() { lock.lock(); runs += 1; lock.unlock() }
     var count: Int { lock.lock(); defer { lock.unlock() }; return runs }

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import _CrashShieldSupport
 
 // glibc imports the socket type as an enum and has MSG_NOSIGNAL; Darwin has neither.
 private let streamSocket = Int32(SOCK_STREAM.rawValue)
@@ -37,7 +38,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     let port: UInt16
     private let listener: Int32
-    private let lock = NSLock()
+    private let lock = Locked()
     private var script: [Reply] = []
     private var fallback: Reply
     private var recorded: [Request] = []

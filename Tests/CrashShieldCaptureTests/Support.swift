@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CrashShieldCapture
+import _CrashShieldSupport
 
 /// How a child process ended.
 enum Termination: Equatable, CustomStringConvertible {
@@ -39,7 +40,7 @@ enum Built {
 final class Child: @unchecked Sendable {
     let process = Process()
     private let pipe = Pipe()
-    private let lock = NSLock()
+    private let lock = Locked()
     private var collected = Data()
     private let reader = DispatchGroup()
 

@@ -1,5 +1,6 @@
 import CrashShieldProtocol
 import Foundation
+internal import _CrashShieldSupport
 
 /// What a server needs to match an image to its debug file: the build id and the span of the
 /// image's loadable segments. Read from the image file on disk (ELF, 64-bit little-endian), for
@@ -94,8 +95,9 @@ package struct ImageIdentity: Sendable, Hashable {
 }
 
 /// `ImageIdentity.readELF` once per path (thread-safe). Used for the images of incident frames.
+// @unchecked Sendable: `known` is read and written only under `lock`
 package final class ImageIdentityCache: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Locked()
     private var known: [String: ImageIdentity?] = [:]
     package init() {}
 

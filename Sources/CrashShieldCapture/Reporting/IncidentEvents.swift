@@ -1,5 +1,6 @@
 import CrashShieldProtocol
 import Foundation
+internal import _CrashShieldSupport
 
 /// A guard incident as reporting needs it: the CrashShield module maps its `Incident` to this
 /// (`Incident.reportingRecord`), so reporting lives here without depending on the guards.
@@ -219,8 +220,9 @@ extension IncidentEventConverter {
 /// (`crashshield.occurrences` extra, `crashshield.incident_count` tag). Count updates in between
 /// send nothing. A fingerprint repeated n times gives at most 1 + ⌊log10 n⌋ events per process,
 /// all grouped into one issue by their fingerprint. Thread-safe.
+// @unchecked Sendable: `reported` is read and written only under `lock`
 package final class IncidentAggregator: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Locked()
     private var reported: [UInt64: Int] = [:]
 
     package init() {}
@@ -254,8 +256,9 @@ package final class IncidentAggregator: @unchecked Sendable {
 }
 
 /// Counts what reporting dropped, to be sent as a `client_report`. Thread-safe; in memory.
+// @unchecked Sendable: `counts` is read and written only under `lock`
 package final class DiscardTally: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Locked()
     private var counts: [Key: Int] = [:]
 
     struct Key: Hashable { let reason: String; let category: String }
@@ -302,6 +305,7 @@ package final class DiscardTally: @unchecked Sendable {
 /// that an incident's issue names the app function that made the call. Runs on the reporting
 /// queue only (it blocks on the external tool); a frame's answer is kept for the process's life,
 /// so a repeated call site costs nothing the second time.
+// @unchecked Sendable: `answers` is used on the reporting queue only (one thread at a time)
 package final class IncidentSymbols: @unchecked Sendable {
     private struct Answer { var function: String?, file: String?, line: Int? }
     private var answers: [String: Answer] = [:]

@@ -1,5 +1,6 @@
 import CrashShieldProtocol
 import Foundation
+internal import _CrashShieldSupport
 
 /// One release-health session per launch, kept in the report directory (`session.json`) so the
 /// next start knows how the previous one ended.
@@ -17,6 +18,7 @@ import Foundation
 ///
 /// Every state change is written to the file before the update is returned (temporary file,
 /// fsync, rename), so a crash right after loses no state. Thread-safe.
+// @unchecked Sendable: `state`, `previousState` and `previous` are written only under `lock`
 package final class SessionTracker: @unchecked Sendable {
     static let fileName = "session.json"
 
@@ -36,7 +38,7 @@ package final class SessionTracker: @unchecked Sendable {
         var endedNs: UInt64?
     }
 
-    private let lock = NSLock()
+    private let lock = Locked()
     private let path: String
     private var state: State
     /// The previous launch's session when it ended neither cleanly nor with a recorded crash;
