@@ -110,7 +110,6 @@ extension ReportingOptionsTests {
     }
 }
 
-
 @Suite struct DebugIdentifierTests {
     /// Relay's documented pair for an x86_64 ELF image (the C implementation's test has it too).
     @Test func elfDebugIDFollowsSentrysTransformation() {

@@ -220,27 +220,25 @@ extension IncidentEventConverter {
 /// (`crashshield.occurrences` extra, `crashshield.incident_count` tag). Count updates in between
 /// send nothing. A fingerprint repeated n times gives at most 1 + ⌊log10 n⌋ events per process,
 /// all grouped into one issue by their fingerprint. Thread-safe.
-// @unchecked Sendable: `reported` is read and written only under `lock`
-package final class IncidentAggregator: @unchecked Sendable {
-    private let lock = Locked()
-    private var reported: [UInt64: Int] = [:]
+package final class IncidentAggregator: Sendable {
+    private let reported = Locked<[UInt64: Int]>([:])
 
     package init() {}
 
     /// The occurrence count to report for `record`, or nil when it adds no event.
     package func occurrencesToReport(_ record: IncidentRecord) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        let count = max(record.count, 1)
-        guard let last = reported[record.fingerprint] else {
-            // The first time this process reports the fingerprint (a count update whose first
-            // occurrence was not seen by reporting counts as first, with its count).
+        reported.withLock { reported in
+            let count = max(record.count, 1)
+            guard let last = reported[record.fingerprint] else {
+                // The first time this process reports the fingerprint (a count update whose first
+                // occurrence was not seen by reporting counts as first, with its count).
+                reported[record.fingerprint] = count
+                return count
+            }
+            guard Self.decade(count) > Self.decade(last) else { return nil }
             reported[record.fingerprint] = count
             return count
         }
-        guard Self.decade(count) > Self.decade(last) else { return nil }
-        reported[record.fingerprint] = count
-        return count
     }
 
     /// ⌊log10 n⌋ for n ≥ 1.
@@ -256,10 +254,8 @@ package final class IncidentAggregator: @unchecked Sendable {
 }
 
 /// Counts what reporting dropped, to be sent as a `client_report`. Thread-safe; in memory.
-// @unchecked Sendable: `counts` is read and written only under `lock`
-package final class DiscardTally: @unchecked Sendable {
-    private let lock = Locked()
-    private var counts: [Key: Int] = [:]
+package final class DiscardTally: Sendable {
+    private let counts = Locked<[Key: Int]>([:])
 
     struct Key: Hashable { let reason: String; let category: String }
 
@@ -282,17 +278,15 @@ package final class DiscardTally: @unchecked Sendable {
     package func record(reason: String, category: String, quantity: Int = 1) {
         guard quantity > 0 else { return }
         if let forward { return forward(reason, category, quantity) }
-        lock.lock()
-        counts[Key(reason: reason, category: category), default: 0] += quantity
-        lock.unlock()
+        counts.withLock { $0[Key(reason: reason, category: category), default: 0] += quantity }
     }
 
     /// The counts so far as a client report, and resets them; nil when nothing was dropped.
     package func takeClientReport(now: Date = Date()) -> ClientReport? {
-        lock.lock()
-        let taken = counts
-        counts = [:]
-        lock.unlock()
+        let taken = counts.withLock { counts in
+            defer { counts = [:] }
+            return counts
+        }
         guard !taken.isEmpty else { return nil }
         let entries = taken.sorted { ($0.key.reason, $0.key.category) < ($1.key.reason, $1.key.category) }
             .map { ClientReport.DiscardedEvents(reason: $0.key.reason, category: $0.key.category, quantity: $0.value) }

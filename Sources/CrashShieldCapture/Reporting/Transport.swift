@@ -79,45 +79,34 @@ package protocol EnvelopeHTTPClient: Sendable {
 /// A cancel switch for URLSession work that runs one task at a time (the envelope client's
 /// requests, the remote-configuration fetch): after `cancel`, the owner creates no session or
 /// task, and the registered task is cancelled. Thread-safe; `cancel` is idempotent and final.
-// @unchecked Sendable: `cancelled` and `task` are read and written only under `lock`
-package final class URLTaskCancellation: @unchecked Sendable {
-    private let lock = Locked()
-    private var cancelled = false
-    private var task: URLSessionTask?
+package final class URLTaskCancellation: Sendable {
+    private let state = Locked((cancelled: false, task: URLSessionTask?.none))
 
     package init() {}
 
     /// True once `cancel` was called.
-    package var isCancelled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return cancelled
-    }
+    package var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Cancels the registered task, if any, and every later one.
     package func cancel() {
-        lock.lock()
-        cancelled = true
-        let running = task
-        lock.unlock()
+        let running = state.withLock { state in
+            state.cancelled = true
+            return state.task
+        }
         running?.cancel()
     }
 
     /// `task` is the one running now; it is cancelled at once when `cancel` came first.
     package func register(_ task: URLSessionTask) {
-        lock.lock()
-        self.task = task
-        let cancelNow = cancelled
-        lock.unlock()
+        let cancelNow = state.withLock { state in
+            state.task = task
+            return state.cancelled
+        }
         if cancelNow { task.cancel() }
     }
 
     /// The registered task has completed.
-    package func unregister() {
-        lock.lock()
-        task = nil
-        lock.unlock()
-    }
+    package func unregister() { state.withLock { $0.task = nil } }
 }
 
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
