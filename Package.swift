@@ -212,7 +212,7 @@ let package = Package(
         .target(
             // In-memory incident and report sinks for the tests and the test probes.
             name: "CrashShieldTestDoubles",
-            dependencies: ["CrashShieldGuards", "CrashShieldRecording"],
+            dependencies: ["CrashShieldBase", "CrashShieldGuards", "CrashShieldRecording"],
             path: "Tests/TestDoubles"
         ),
         .target(

@@ -170,7 +170,7 @@ extension CrashShieldSDK {
         }
     }
 
-    private static let publishLock = NSLock()
+    private static let publishLock = Locked()
 
     /// The report's "guards" array: what JSONEncoder (sorted keys, slashes unescaped) makes of
     /// `[CrashReport.GuardState]`, written by hand because the first JSONEncoder use and the

@@ -151,6 +151,7 @@ public enum CrashShieldSDK {
 
     /// The steps of the last successful `start`, in order, with their durations: `shield bench`
     /// prints them. Written under `startLock`.
+    // written under `startLock` by `start`; read by `shield bench` after `start` returned on its thread
     nonisolated(unsafe) package static var _lastStartSteps: [(step: String, duration: Duration)] = []
 
     /// Durations of consecutive steps, each from the end of the previous one.
@@ -176,6 +177,7 @@ public enum CrashShieldSDK {
     /// How long the capture steps of the last successful `start` with capture took (code ranges,
     /// capture, fail-safe, launch protection, safe mode, delivery hand-off): `shield bench-capture`
     /// reports it apart from the guards' installation. Written under `startLock`.
+    // written under `startLock` by `start`; read by `shield bench-capture` after `start` returned on its thread
     nonisolated(unsafe) package static var _lastCaptureStepDuration: Duration = .zero
 
     /// The exit handler that ends incident delivery, once per process (the C pipeline registered
@@ -192,8 +194,9 @@ public enum CrashShieldSDK {
         var launchProtection: LaunchProtection?
         var lastRun: LastRun?
     }
+    // read and written only under `stateLock`
     nonisolated(unsafe) private static var started: Started?
-    private static let stateLock = NSLock()
+    private static let stateLock = Locked()
 
     /// True between a successful `start` and `stop`.
     public static var isEnabled: Bool {
@@ -330,7 +333,7 @@ public enum CrashShieldSDK {
     }
 
     /// Serialises `start` and `stop` (check and start are one step).
-    static let startLock = NSLock()
+    static let startLock = Locked()
 
     private static func throwIfRejected(_ result: cs_start_result) throws {
         switch result {
@@ -461,13 +464,6 @@ extension CrashShieldSDK {
         cs_guards_set_class_filters(nil, 0, nil, 0)
         for (_, cell) in swiftGuards { cs_swift_guard_set_policy(cell, CS_POLICY_NEUTRALIZE) }
         publishGuardStates()
-    }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        let parts = components
-        return parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000
     }
 }
 

@@ -8,10 +8,11 @@ package import _CrashShieldIncidents
 /// after the C pipeline's, so they take this lock before the queue's, the order `connect` takes
 /// them in), so a child never inherits it held by the parent's delivery thread; the child's
 /// sinks and streams are the parent's (its own delivery thread calls them, see cs_incidents.h).
+// @unchecked Sendable: every mutable stored property is read and written only under `lock`
 final package class IncidentHub: @unchecked Sendable {
     static package let shared = IncidentHub()
 
-    private let lock = ForkSafeLock()
+    private let lock = Locked()
     private var sinks: [any IncidentSink] = []
     private var streams: [UInt64: AsyncStream<Incident>.Continuation] = [:]
     private var nextStreamID: UInt64 = 0
@@ -81,21 +82,4 @@ final package class IncidentHub: @unchecked Sendable {
         for sink in currentSinks { sink.receive(incident) }
         for continuation in currentStreams { continuation.yield(incident) }
     }
-}
-
-/// A mutex (PTHREAD_MUTEX_NORMAL) that a fork handler may hold across `fork()` and re-create in
-/// the child (an NSLock cannot be re-created in place: the hub's lock must stay the same object).
-final class ForkSafeLock: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-    }
-
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-
-    /// In the child of a fork whose prepare handler took the lock: the only thread left held it.
-    func reinitializeInForkedChild() { pthread_mutex_init(mutex, nil) }
 }

@@ -213,10 +213,11 @@ package struct PreviousRunRecord: Sendable {
 /// another loop (a GNUstep `NSRunLoop`, `dispatchMain`, a server's event loop) answers with
 /// `CrashCapture.appHangHeartbeat()`. Detection is armed by the first answer.
 package enum RunWatch {
-    private static let lock = NSLock()
+    private static let lock = Locked()
+    // `timer` and `timeoutMilliseconds` are read and written only under `lock`
     nonisolated(unsafe) private static var timer: Timer?
     nonisolated(unsafe) private static var timeoutMilliseconds: UInt32 = 0
-    private static let hangHandler = LockedBox<(@Sendable (AppHang) -> Void)?>(nil)
+    private static let hangHandler = Locked<(@Sendable (AppHang) -> Void)?>(nil)
 
     /// The OS version as the run record keeps it (an OS update between runs is not a kill).
     package static var osVersion: String {
@@ -230,7 +231,7 @@ package enum RunWatch {
     static func start(directory: String, launchID: String, appVersion: String?, appHangTimeout: Duration?) {
         // The file is made by the watchdog thread at its first tick: the start does not pay for it.
         _ = csc_run_record_open_later(directory, launchID, appVersion ?? "")
-        let timeout = appHangTimeout.map { UInt32(clamping: max(10, $0.nanosecondsClamped / 1_000_000)) } ?? 0
+        let timeout = appHangTimeout.map { UInt32(clamping: max(10, $0.nanoseconds / 1_000_000)) } ?? 0
         lock.lock()
         defer { lock.unlock() }
         timer?.invalidate()
@@ -256,6 +257,7 @@ package enum RunWatch {
     }
 
     /// Whether the last start's watchdog runs (false after stop or a failed thread start).
+    // read and written only under `lock`
     nonisolated(unsafe) private static var watchdogRuns = false
     /// `afterStart`'s work not run yet, in the order given (a list of nodes, not an array of
     /// closures: the start does not pay for instantiating that array's generic metadata).
@@ -264,6 +266,7 @@ package enum RunWatch {
         var next: DeferredWork?
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
+    // `deferredWork` and `lastDeferredWork` are read and written only under `lock`
     nonisolated(unsafe) private static var deferredWork: DeferredWork?
     nonisolated(unsafe) private static var lastDeferredWork: DeferredWork?
 
@@ -300,6 +303,7 @@ package enum RunWatch {
 
     /// The loop that gets the heartbeat timer at the watchdog's first tick (Linux; nil: none).
     private enum PendingLoop { case main, other(RunLoop) }
+    // read and written only under `lock`
     nonisolated(unsafe) private static var pendingLoop: PendingLoop?
 
     private static func makeHeartbeatTimer(_ timeout: UInt32, on loop: RunLoop) -> Timer {
@@ -343,6 +347,7 @@ package enum RunWatch {
     }
 
     #if canImport(Darwin)
+    // read and written only under `lock` (`subscribeToMemoryWarnings`)
     nonisolated(unsafe) private static var memoryPressure: (any DispatchSourceMemoryPressure)?
     #endif
 
@@ -367,14 +372,14 @@ package enum RunWatch {
     }
 
     /// Where ended hangs go (reporting sets it); nil: they are dropped.
-    package static func setHangHandler(_ handler: (@Sendable (AppHang) -> Void)?) { hangHandler.set(handler) }
+    package static func setHangHandler(_ handler: (@Sendable (AppHang) -> Void)?) { hangHandler.withLock { $0 = handler } }
 
     fileprivate static func deliver(_ sample: UnsafePointer<csc_hang_sample>) {
         lock.lock()
         let timeout = timeoutMilliseconds
         lock.unlock()
         let hang = AppHang(sample, fatal: false, timeoutMilliseconds: timeout)
-        hangHandler.get()?(hang)
+        hangHandler.withLock { $0 }?(hang)
     }
 
     /// Hangs detected in this process (tests).

@@ -32,11 +32,11 @@ package protocol CaptureReportingBridge: Sendable {
 
 /// Where recording finds the Sentry client's bridge.
 package enum CaptureReporting {
-    private static let box = LockedBox<(any CaptureReportingBridge)?>(nil)
+    private static let box = Locked<(any CaptureReportingBridge)?>(nil)
 
     /// The registered bridge; nil until CrashShieldSentry registers one.
-    package static var bridge: (any CaptureReportingBridge)? { box.get() }
+    package static var bridge: (any CaptureReportingBridge)? { box.withLock { $0 } }
 
     /// Registers the Sentry client's bridge (idempotent: the last registration wins).
-    package static func register(_ bridge: any CaptureReportingBridge) { box.set(bridge) }
+    package static func register(_ bridge: any CaptureReportingBridge) { box.withLock { $0 = bridge } }
 }

@@ -147,7 +147,8 @@ public struct CrashCaptureError: CodedError {
 /// installed before (the Swift runtime's backtracer among them) or the default action, so the
 /// process still dies with its original signal. Reports are read at the next start.
 public enum CrashCapture {
-    private static let lock = NSLock()
+    private static let lock = Locked()
+    // these five are read and written only under `lock`
     nonisolated(unsafe) private static var startedDirectory: String?
     nonisolated(unsafe) private static var earlierReports: [PendingReport] = []
     nonisolated(unsafe) private static var protection: LaunchProtection?

@@ -206,28 +206,24 @@ public enum CrashScope {
 /// late by a slower thread). The text is composed from the fragments `ScopeState` keeps
 /// serialised into one buffer kept for the next change (no allocation once it has grown), then
 /// copied once by the publication.
-private final class LockedScope: @unchecked Sendable {
-    private let lock = NSLock()
-    private var scope = ScopeState()
-    /// The last text composed, NUL-terminated; only used under `lock`.
-    private var text: [UInt8] = []
+private final class LockedScope: Sendable {
+    /// The scope and the last text composed from it (NUL-terminated).
+    private let state = Locked((scope: ScopeState(), text: [UInt8]()))
 
     func change(_ body: (inout ScopeState) -> Void) {
-        lock.lock()
-        defer { lock.unlock() }
-        body(&scope)
-        text.removeAll(keepingCapacity: true)
-        scope.composeReportJSON(into: &text)
-        text.append(0)
-        _ = text.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { csc_set_scope_json($0.baseAddress) }
+        state.withLock { state in
+            body(&state.scope)
+            state.text.removeAll(keepingCapacity: true)
+            state.scope.composeReportJSON(into: &state.text)
+            state.text.append(0)
+            _ = state.text.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { csc_set_scope_json($0.baseAddress) }
+            }
         }
     }
 
     func read<T>(_ body: (ScopeState) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(scope)
+        state.withLock { body($0.scope) }
     }
 }
 

@@ -34,7 +34,7 @@ public struct LaunchProtectionOptions: Sendable {
 }
 
 /// What `RepairStep`s see and may change.
-public final class RepairContext: @unchecked Sendable {
+public final class RepairContext: Sendable {
     /// The SDK's directory (reports, launch state): never deleted by a step.
     public let directory: String
     /// Consecutive launch crashes so far, this loop's latest included.
@@ -42,8 +42,7 @@ public final class RepairContext: @unchecked Sendable {
     /// The report of the last launch crash, when capture recorded one (decoded on first read).
     public var lastReport: CrashEvent? { lastReportSource?.report.map(CrashEvent.init) }
     private let lastReportSource: PendingReport?
-    private let lock = NSLock()
-    private var safeMode = false
+    private let safeMode = Locked(false)
 
     init(directory: String, consecutiveLaunchCrashes: Int, lastReportSource: PendingReport?) {
         self.directory = directory
@@ -57,17 +56,9 @@ public final class RepairContext: @unchecked Sendable {
     }
 
     /// Turns safe mode on (persisted until `LaunchProtection.endSafeMode()`).
-    public func enableSafeMode() {
-        lock.lock()
-        safeMode = true
-        lock.unlock()
-    }
+    public func enableSafeMode() { safeMode.withLock { $0 = true } }
 
-    var safeModeRequested: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return safeMode
-    }
+    var safeModeRequested: Bool { safeMode.withLock { $0 } }
 
     /// True when `path` is the SDK's directory or inside it, or contains it.
     package func touchesSDKState(_ path: String) -> Bool {
@@ -237,7 +228,7 @@ public struct LastRun: Sendable, Equatable {
 /// State lives in "<directory>/launch-state", written atomically (temporary file, then rename)
 /// and validated on read (header, checksum, ranges); a corrupt or unknown file resets the state
 /// and never crashes.
-public final class LaunchProtection: @unchecked Sendable {
+public final class LaunchProtection {
     struct State: Equatable {
         var launchId: String?
         var phase: String?          // launching | running | exited
@@ -262,11 +253,13 @@ public final class LaunchProtection: @unchecked Sendable {
     /// True when the state file was unreadable and was reset.
     package let stateWasReset: Bool
 
-    private let lock = NSLock()
+    private let lock = Locked()
     private var state: State
     private let captureEnabled: Bool
 
-    nonisolated(unsafe) static var current: LaunchProtection?
+    /// The protection of this process's latest launch, for the exit handler (an `atexit` handler
+    /// may run on any thread, while another thread begins a launch).
+    private static let current = Locked<LaunchProtection?>(nil)
 
     var statePath: String { "\(directory)/launch-state" }
 
@@ -345,8 +338,9 @@ public final class LaunchProtection: @unchecked Sendable {
 
     /// Launch protections this process began, by canonical directory (read and written under
     /// `beginLock`; recursive because a repair step runs inside `begin`).
+    // read and written only under `beginLock`
     nonisolated(unsafe) private static var runningLaunches: [String: LaunchProtection] = [:]
-    private static let beginLock = RecursiveMutex()
+    private static let beginLock = Locked(recursive: true)
 
     /// True once this launch ended (`markExited()`).
     var hasEnded: Bool {
@@ -454,10 +448,10 @@ public final class LaunchProtection: @unchecked Sendable {
         let protection = LaunchProtection(
             directory: directory, launchID: launchID, lastRun: lastRun, consecutive: consecutive, repairsRun: run,
             repairsFailed: failed, exhausted: exhausted, reset: reset, state: state, captureEnabled: captureEnabled)
-        current = protection
+        current.withLock { $0 = protection }
         _ = Self.exitHandlerRegistration
         let window = options.launchWindow
-        let nanoseconds = max(0, window.components.seconds * 1_000_000_000 + window.components.attoseconds / 1_000_000_000)
+        let nanoseconds = max(0, window.nanoseconds)
         completeLaunch(of: protection, after: UInt64(clamping: nanoseconds))
         return protection
     }
@@ -489,10 +483,11 @@ public final class LaunchProtection: @unchecked Sendable {
 
     /// One atexit registration per process, however often `begin` runs (tests run it many times).
     private static let exitHandlerRegistration: Void = {
-        atexit { LaunchProtection.current?.markExited() }
+        atexit { LaunchProtection.current.withLock { $0 }?.markExited() }
     }()
 
-    private final class WeakReference: @unchecked Sendable {  // set once, then only read
+    // @unchecked Sendable: `protection` is set once in init, then only read (weak loads are atomic).
+    private final class WeakReference: @unchecked Sendable {
         weak var protection: LaunchProtection?
         init(_ protection: LaunchProtection) { self.protection = protection }
     }
@@ -598,9 +593,7 @@ public final class LaunchProtection: @unchecked Sendable {
         } else {
             task = Task.detached(operation: operation)
         }
-        let timeout = step.timeout.components
-        let nanoseconds = timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000
-        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds)))) == .timedOut {
+        if done.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, step.timeout.nanoseconds)))) == .timedOut {
             // The first outcome wins: a step that returns from now on no longer counts.
             _ = outcome.set(false)
             task.cancel()
@@ -611,6 +604,7 @@ public final class LaunchProtection: @unchecked Sendable {
 
     /// One thread, started by the first repair step of the process, that runs the steps' jobs.
     @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, macCatalyst 18, *)
+    // @unchecked Sendable: `jobs` is read and written only under `condition`
     private final class RepairStepExecutor: TaskExecutor, @unchecked Sendable {
         static package let shared = RepairStepExecutor()
         private let condition = NSCondition()
@@ -641,18 +635,16 @@ public final class LaunchProtection: @unchecked Sendable {
         }
     }
 
-    private final class StepOutcome: @unchecked Sendable {
-        private let lock = NSLock()
-        private var done = false
-        private(set) var value = false
+    private final class StepOutcome: Sendable {
+        private let state = Locked((done: false, value: false))
+        var value: Bool { state.withLock { $0.value } }
         /// First completion wins; returns true for it.
         func set(_ success: Bool) -> Bool {
-            lock.lock()
-            defer { lock.unlock() }
-            guard !done else { return false }
-            done = true
-            value = success
-            return true
+            state.withLock { state in
+                guard !state.done else { return false }
+                state = (done: true, value: success)
+                return true
+            }
         }
     }
 
@@ -714,6 +706,9 @@ public final class LaunchProtection: @unchecked Sendable {
     }
 }
 
+// @unchecked Sendable: `state` is read and written only under `lock`; the rest is immutable.
+extension LaunchProtection: @unchecked Sendable {}
+
 extension LaunchProtection.State {
     init(_ raw: csc_launch_state) {
         self.init()
@@ -735,22 +730,4 @@ func makeLaunchID() -> String {
         csc_make_launch_id(buffer.baseAddress!)
         return String(cString: buffer.baseAddress!)
     }
-}
-
-/// A recursive mutex on pthreads. Not NSRecursiveLock: on Linux its first use cost ~0.3 ms of
-/// every start (`shield bench-capture`, start_with_launch_protection).
-private final class RecursiveMutex: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-
-    init() {
-        mutex = .allocate(capacity: 1)
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
-        pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-    }
-
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
 }

@@ -202,6 +202,7 @@ package struct CrashReportStore: Sendable {
 /// the bytes (`csc_report_scan_launch_fields`, same rules as `TolerantJSON`); the full decode
 /// runs once, on the first read of `report`, from the bytes read at start (a sink may have
 /// deleted the file by then).
+// @unchecked Sendable: `bytes` and `decoded` are read and written only under `lock`; the rest is immutable
 package final class PendingReport: @unchecked Sendable, Equatable {
     let path: String?
     let launchId: String?
@@ -211,7 +212,7 @@ package final class PendingReport: @unchecked Sendable, Equatable {
     /// crashed_thread.guard_frames as the scan read it (see `CrashCapture.GuardFramesOfReport`);
     /// nil when only the decoded report can tell, and always for a report decoded at once.
     let scannedGuardFrames: [String]?
-    private let lock = NSLock()
+    private let lock = Locked()
     /// The file's content until the full decode (malloc'd, owned; freed after decoding).
     private var bytes: UnsafeMutableRawBufferPointer?
     private var decoded: CrashReport?

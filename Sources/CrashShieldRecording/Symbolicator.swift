@@ -357,20 +357,13 @@ enum ExternalSymbolizer {
         return Symbol(function: function, file: file, line: line, source: source)
     }
 
-    private static let runsLock = NSLock()
-    nonisolated(unsafe) private static var runs = 0
+    private static let runs = Locked(0)
     /// How many tool processes this process has started.
-    static var toolRuns: Int {
-        runsLock.lock()
-        defer { runsLock.unlock() }
-        return runs
-    }
+    static var toolRuns: Int { runs.withLock { $0 } }
 
     private static func run(_ tool: String, _ arguments: [String]) -> String? {
         #if os(Linux) || os(macOS)
-        runsLock.lock()
-        runs += 1
-        runsLock.unlock()
+        runs.withLock { $0 += 1 }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments

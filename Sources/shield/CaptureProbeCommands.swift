@@ -6,6 +6,7 @@ import CrashShieldSentry
 import Foundation
 import _CrashShieldCapture
 import _CrashShieldTestSupport
+import CrashShieldBase
 
 /// `shield bench-capture [--json] [--runs N]`: crashes N children (`shield crash segv`) and
 /// reads how long each handler took from signal entry to its last write (the report's
@@ -170,9 +171,9 @@ enum LaunchProbeCommand {
             guard let started = try? CrashCapture.start(options, launchProtection: launch) else { return 1 }
             protection = started
         }
-        let elapsed = (clock.now - startedAt).components
+        let elapsed = clock.now - startedAt
         let fields: [String: Any] = [
-            "start_ns": elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000,
+            "start_ns": elapsed.nanoseconds,
             "last_run": protection.lastRun.outcome.rawValue,
             "during_launch": protection.lastRun.crashedDuringLaunch,
             "consecutive": protection.consecutiveLaunchCrashes,
@@ -197,8 +198,8 @@ enum LaunchProbeCommand {
             // The window completes the launch by itself: how long after the start it did (or none).
             let deadline = clock.now + .seconds(20)
             while !protection.isLaunchCompleted && clock.now < deadline { usleep(1_000) }
-            let after = (clock.now - startedAt).components
-            print(protection.isLaunchCompleted ? "WINDOW-COMPLETED-AFTER-MS \(after.seconds * 1000 + after.attoseconds / 1_000_000_000_000_000)" : "WINDOW-NOT-COMPLETED")
+            let after = clock.now - startedAt
+            print(protection.isLaunchCompleted ? "WINDOW-COMPLETED-AFTER-MS \(after.milliseconds)" : "WINDOW-NOT-COMPLETED")
             return 0
         }
         protection.launchCompleted()
@@ -231,8 +232,7 @@ enum FailSafeProbeCommand {
             try CrashShieldSDK.start(options)
             // The capture steps alone (what `startCapture` was before the one start), so the figure
             // stays comparable and apart from the guards' installation.
-            let elapsed = CrashShieldSDK._lastCaptureStepDuration.components
-            startCaptureNs = elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000
+            startCaptureNs = CrashShieldSDK._lastCaptureStepDuration.nanoseconds
         } catch {
             print("START-FAILED \(error)")
             return 1

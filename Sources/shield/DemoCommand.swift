@@ -94,6 +94,7 @@ enum DemoCommand {
 }
 
 /// Lets `concurrentPerform` workers write disjoint elements of one buffer.
+// @unchecked Sendable: its users write disjoint elements only, and read them after the workers joined
 struct UnsafeSendablePointer<T>: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<T>
     init(_ pointer: UnsafeMutablePointer<T>) { self.pointer = pointer }

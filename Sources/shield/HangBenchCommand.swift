@@ -3,6 +3,7 @@ import ArgumentParser
 import CrashShieldRecording
 import CrashShieldSentry
 import Foundation
+import CrashShieldBase
 
 /// `shield bench-hangs [--json] [--seconds S]`: the cost of app-hang detection (issue 28's "low
 /// cost: no allocation or lock on the main thread's path, <= 1 % CPU with the main thread idle").
@@ -25,7 +26,7 @@ enum HangBenchCommand {
         let calls = 10_000_000
         let began = ContinuousClock.now
         for _ in 0..<calls { CrashCapture.appHangHeartbeat() }
-        let perCall = Double((ContinuousClock.now - began).nanosecondsClamped) / Double(calls)
+        let perCall = Double((ContinuousClock.now - began).nanoseconds) / Double(calls)
         results.append(("hang.heartbeat", json ? "\"ns_per_call\": \(format(perCall))" : "\(format(perCall)) ns per call"))
 
         let directory = NSTemporaryDirectory() + "crashshield-bench-hangs-\(getpid())"
@@ -46,7 +47,7 @@ enum HangBenchCommand {
             let cpuBefore = processCPUSeconds()
             let wallBefore = ContinuousClock.now
             RunLoop.main.run(until: Date().addingTimeInterval(seconds))
-            let wall = Double((ContinuousClock.now - wallBefore).nanosecondsClamped) / 1e9
+            let wall = Double((ContinuousClock.now - wallBefore).nanoseconds) / 1e9
             let percent = (processCPUSeconds() - cpuBefore) / wall * 100
             measured[name] = percent
             if name != "baseline" { CrashCapture.stop() }
@@ -82,7 +83,7 @@ enum HangBenchCommand {
         CrashCapture.stop()
         close(idlePipe[1])  // the idle threads' read returns 0: they end
         if let (cost, threads) = CrashCapture.lastAppHangSampleCost {
-            let milliseconds = Double(cost.nanosecondsClamped) / 1e6
+            let milliseconds = Double(cost.nanoseconds) / 1e6
             results.append(("hang.sample", json ? "\"ms\": \(format(milliseconds, digits: 3)), \"other_threads\": \(threads)"
                                                  : "\(format(milliseconds, digits: 3)) ms, once per hang: the watched thread and \(threads) others sampled"))
         } else {
@@ -106,13 +107,6 @@ enum HangBenchCommand {
     }
 
     private static func format(_ value: Double, digits: Int = 2) -> String { String(format: "%.\(digits)f", value) }
-}
-
-extension Duration {
-    fileprivate var nanosecondsClamped: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
 }
 
 struct BenchHangs: ParsableCommand {

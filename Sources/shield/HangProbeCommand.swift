@@ -5,6 +5,7 @@ import CrashShieldRecording
 import CrashShieldSentry
 import Foundation
 import _CrashShieldTestSupport
+import CrashShieldBase
 
 /// `shield hang-probe --dir D [--dsn DSN] ...`: the test child of app hangs and exits without a
 /// report. Starts CrashShield on the main thread (capture, launch protection, and reporting when
@@ -107,6 +108,7 @@ struct HangProbe: ParsableCommand {
     }
 
     /// The reader and the sleeper of `--workers`.
+    // @unchecked Sendable: only immutable properties (`pipeFDs`, a semaphore)
     final class Workers: @unchecked Sendable {
         static let payload: [UInt8] = (0..<16_384).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
         let pipeFDs: [Int32]
@@ -174,12 +176,12 @@ struct HangProbe: ParsableCommand {
             interrupted += 1
             remaining = left
         }
-        let slept = (ContinuousClock.now - began).components
-        let sleptMilliseconds = slept.seconds * 1000 + slept.attoseconds / 1_000_000_000_000_000
+        let sleptMilliseconds = (ContinuousClock.now - began).milliseconds
         print("SLEEPER slept_ms=\(sleptMilliseconds) requested_ms=\(milliseconds) eintr=\(interrupted)")
         fflush(nil)
     }
 
+    // written and read only by `startIdleThread`, which the probe calls on its main thread only
     nonisolated(unsafe) static var idlePipe: [Int32] = []
 
     static func startIdleThread(_ index: Int) {

@@ -53,6 +53,7 @@ enum IncidentExitProbeCommand {
         var value: Int { csc_test_probe_counter_load(rawValue) }
         func add(_ delta: Int) { _ = csc_test_probe_counter_add(rawValue, delta) }
     }
+    // these three are set at the top of `run`, before any sink, thread or child exists; then only read
     nonisolated(unsafe) static var sinkMicroseconds: useconds_t = 20_000
     nonisolated(unsafe) static var watchMicroseconds: useconds_t = 300_000
     nonisolated(unsafe) static var parentPID: pid_t = 0

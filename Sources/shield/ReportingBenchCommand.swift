@@ -2,6 +2,7 @@ import CrashShieldRecording
 import CrashShieldSentry
 import CrashShieldProtocol
 import Foundation
+import CrashShieldBase
 
 /// `shield bench-reporting [--json] [--runs N]` (also the last part of `shield bench`): the
 /// outbox's throughput for incident-sized envelopes (one `event` item of ~1.5 KB): N durable
@@ -215,8 +216,7 @@ enum ReportingBenchCommand {
     }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let parts = duration.components
-        return UInt64(max(0, parts.seconds)) * 1_000_000_000 + UInt64(max(0, parts.attoseconds / 1_000_000_000))
+        UInt64(max(0, duration.nanoseconds))
     }
 
     /// Runs one `shield reporting-probe` child with `arguments` and reads its start: `start_ns` and
@@ -400,8 +400,7 @@ enum ReportingBenchCommand {
                 print(json ? "{\"case\": \"reporting.outbox_enqueue\", \"error\": \"\(error.code.rawValue)\"}" : "reporting.outbox_enqueue: \(error)")
                 return 1
             }
-            let elapsed = (clock.now - started).components
-            samples.append(UInt64(elapsed.seconds) * 1_000_000_000 + UInt64(elapsed.attoseconds / 1_000_000_000))
+            samples.append(UInt64((clock.now - started).nanoseconds))
         }
         samples.sort()
         let median = samples[samples.count / 2], worst = samples.last!

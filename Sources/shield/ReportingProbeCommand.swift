@@ -5,6 +5,7 @@ import CrashShieldSentry
 import Foundation
 import _CrashShieldScenarios
 import _CrashShieldTestSupport
+import CrashShieldBase
 
 /// `shield reporting-probe --dir D [--dsn DSN] [...]`: the test child of reporting as part of the
 /// one start. Starts CrashShield (guards, capture, launch protection, and reporting when `--dsn`
@@ -174,13 +175,12 @@ enum ReportingProbeCommand {
             return 1
         }
         let elapsed = clock.now - began
-        let nanoseconds = elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000
+        let nanoseconds = elapsed.nanoseconds
         let version = RemoteConfiguration.current?.version.map(String.init) ?? "null"
         let swiftPolicy = arguments.captureOnly ? "null" : CrashShieldSDK.status.first { $0.id == .swiftAccess }.map { "\"\($0.policy)\"" } ?? "null"
         // In the order the start took them: [name, nanoseconds] pairs.
         let steps = arguments.captureOnly ? "" : CrashShieldSDK._lastStartSteps.map { step in
-            let parts = step.duration.components
-            return "[\"\(step.step)\", \(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)]"
+            return "[\"\(step.step)\", \(step.duration.nanoseconds)]"
         }.joined(separator: ", ")
         print("{\"start_ns\": \(nanoseconds), \"steps\": [\(steps)], \"last_run\": \"\(lastRun?.outcome.rawValue ?? "none")\", \"remote_config_version\": \(version), \"swift_policy\": \(swiftPolicy)}")
         if arguments.defaultCapture {
@@ -281,15 +281,15 @@ enum ReportingProbeCommand {
 /// Counts the calls of the transport's HTTP client that begin or end (`HoldingHTTPClient`).
 private let transportCalls = ProbeCounter()
 
-final class ProbeCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+final class ProbeCounter: Sendable {
+    private let count = Locked(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 /// `--hold-requests-ms`: waits `hold` before each request (or until `cancelAll`, which ends the
 /// wait with `cancelled`), then posts through URLSession.
+// @unchecked Sendable: `cancelled` is read and written only under `condition`; the rest is immutable
 final class HoldingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
     private let hold: Duration
     private let forward = URLSessionEnvelopeClient()
@@ -301,7 +301,7 @@ final class HoldingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
     func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
         transportCalls.increment()
         defer { transportCalls.increment() }
-        let seconds = Double(hold.components.seconds) + Double(hold.components.attoseconds) / 1e18
+        let seconds = hold.seconds
         let until = Date().addingTimeInterval(seconds)
         condition.lock()
         while !cancelled, Date() < until { _ = condition.wait(until: until) }
@@ -322,7 +322,9 @@ final class HoldingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
 
 /// `--watch-exit-teardown-ms`: see `ReportingProbeCommand`.
 enum ExitTeardownWatch {
+    // set by `install` before it registers the atexit handler, which only reads it
     nonisolated(unsafe) private static var directory = ""
+    // set by `install` before it registers the atexit handler, which only reads it
     nonisolated(unsafe) private static var duration: Duration = .zero
 
     static func install(directory: String, duration: Duration) {
@@ -356,7 +358,7 @@ enum ExitTeardownWatch {
         let callsBefore = transportCalls.value
         let fetch = remoteFetchState()
         let openssl = opensslState()
-        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        let nanoseconds = duration.nanoseconds
         usleep(useconds_t(nanoseconds / 1000))
         let after = envelopes()
         print("TEARDOWN outbox-unchanged=\(before == after) transport-calls=\(transportCalls.value - callsBefore) pending=\(after.count) remote-fetch=\(fetch) openssl=\(openssl)")

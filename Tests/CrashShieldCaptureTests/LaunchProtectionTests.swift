@@ -406,9 +406,8 @@ import Testing
 }
 
 /// Counts the runs of a repair step (steps run on their own thread).
-private final class RepairRecorder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var runs = 0
-    func record() { lock.lock(); runs += 1; lock.unlock() }
-    var count: Int { lock.lock(); defer { lock.unlock() }; return runs }
+private final class RepairRecorder: Sendable {
+    private let runs = Locked(0)
+    func record() { runs.withLock { $0 += 1 } }
+    var count: Int { runs.withLock { $0 } }
 }

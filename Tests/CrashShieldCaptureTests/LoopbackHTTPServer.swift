@@ -39,7 +39,7 @@ final class LoopbackHTTPServer: @unchecked Sendable {
 
     let port: UInt16
     private let listener: Int32
-    private let lock = NSLock()
+    private let lock = Locked()
     private var script: [Reply] = []
     private var fallback: Reply
     private var recorded: [Request] = []

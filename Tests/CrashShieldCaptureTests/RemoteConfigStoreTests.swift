@@ -55,8 +55,8 @@ func storeDocument(_ document: RemoteConfigDocument, in directory: String, signe
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = RemoteConfigStore(directory: directory)
         try storeDocument(remoteDocument(1), in: directory)
-        let stop = LockedBox(false)
-        let torn = LockedBox(0), reads = LockedBox(0), seen = LockedBox(Set<Int64>())
+        let stop = Locked(false)
+        let torn = Locked(0), reads = Locked(0), seen = Locked(Set<Int64>())
         let started = DispatchSemaphore(value: 0)
         let readers = DispatchGroup()
         for _ in 0..<2 {
@@ -64,14 +64,14 @@ func storeDocument(_ document: RemoteConfigDocument, in directory: String, signe
                 readers.enter()
                 defer { readers.leave() }
                 var first = true
-                while !stop.get() {
+                while !stop.withLock({ $0 }) {
                     if let stored = store.loadDocument(),
                        let parsed = try? RemoteConfigDocument.parse(stored.envelope.payload),
                        parsed.document == remoteDocument(stored.version) {
-                        seen.update { $0.insert(stored.version) }
-                        reads.update { $0 += 1 }
+                        _ = seen.withLock { $0.insert(stored.version) }
+                        reads.withLock { $0 += 1 }
                     } else {
-                        torn.update { $0 += 1 }
+                        torn.withLock { $0 += 1 }
                     }
                     if first { started.signal(); first = false }
                 }
@@ -80,15 +80,15 @@ func storeDocument(_ document: RemoteConfigDocument, in directory: String, signe
         #expect(started.wait(timeout: .now() + 60) == .success)
         #expect(started.wait(timeout: .now() + 60) == .success)
         var version: Int64 = 1
-        while version < 5000 && (reads.get() < 200 || seen.get().count < 3) {
+        while version < 5000 && (reads.withLock({ $0 }) < 200 || seen.withLock({ $0 }).count < 3) {
             version += 1
             try storeDocument(remoteDocument(version), in: directory)
         }
-        stop.set(true)
+        stop.withLock { $0 = true }
         readers.wait()
-        #expect(torn.get() == 0)
-        #expect(reads.get() >= 200, "reads while writing: \(reads.get())")
-        #expect(seen.get().count >= 3, "versions seen: \(seen.get().count)")
+        #expect(torn.withLock { $0 } == 0)
+        #expect(reads.withLock { $0 } >= 200, "reads while writing: \(reads.withLock { $0 })")
+        #expect(seen.withLock { $0 }.count >= 3, "versions seen: \(seen.withLock { $0 }.count)")
         #expect(store.loadDocument()?.version == version)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty, "\(leftovers)")

@@ -101,20 +101,14 @@ enum ReportingFixture {
 extension ReportingOptionsTests {
     @Test func concurrentFirstLoadsAgreeOnOneID() {
         let directory = temporaryDirectory("install-id-race")
-        let ids = LockedIDs()
+        let ids = Locked<[String]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            if let id = try? InstallationID.load(directory: directory) { ids.append(id) }
+            if let id = try? InstallationID.load(directory: directory) { ids.withLock { $0.append(id) } }
         }
-        #expect(ids.values.count == 8 && Set(ids.values).count == 1)
-        #expect(ids.values.first == (try? InstallationID.load(directory: directory)))
+        let values = ids.withLock { $0 }
+        #expect(values.count == 8 && Set(values).count == 1)
+        #expect(values.first == (try? InstallationID.load(directory: directory)))
     }
-}
-
-final class LockedIDs: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [String] = []
-    func append(_ id: String) { lock.lock(); storage.append(id); lock.unlock() }
-    var values: [String] { lock.lock(); defer { lock.unlock() }; return storage }
 }
 
 @Suite struct DebugIdentifierTests {
@@ -565,7 +559,7 @@ final class LockedIDs: @unchecked Sendable {
 @Suite struct ReportingQueueTests {
     /// Answers every request with 200 and counts them.
     final class AcceptingHTTPClient: EnvelopeHTTPClient, @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = Locked()
         private var posts = 0
         var count: Int { lock.lock(); defer { lock.unlock() }; return posts }
         func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {

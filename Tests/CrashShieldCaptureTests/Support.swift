@@ -42,8 +42,7 @@ enum Built {
 final class Child: @unchecked Sendable {
     let process = Process()
     private let pipe = Pipe()
-    private let lock = NSLock()
-    private var collected = Data()
+    private let collected = Locked(Data())
     private let reader = DispatchGroup()
 
     /// `environment`: variables set (or replaced) in the child on top of this process's.
@@ -63,19 +62,13 @@ final class Child: @unchecked Sendable {
             while true {
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
-                lock.lock()
-                collected.append(chunk)
-                lock.unlock()
+                collected.withLock { $0.append(chunk) }
             }
             reader.leave()
         }
     }
 
-    var output: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: collected, as: UTF8.self)
-    }
+    var output: String { collected.withLock { String(decoding: $0, as: UTF8.self) } }
 
     /// Waits until the output contains `text` (or the timeout passes).
     func waitForOutput(containing text: String, timeout: TimeInterval = 30) -> Bool {

@@ -152,9 +152,10 @@ final class CapturingLogHandler: LogHandler, @unchecked Sendable {
         let message: String
         let metadata: Logger.Metadata
     }
-    final class Store: @unchecked Sendable {
-        let lock = NSLock()
-        var entries: [Entry] = []
+    final class Store: Sendable {
+        private let locked = Locked<[Entry]>([])
+        var entries: [Entry] { locked.withLock { $0 } }
+        func append(_ entry: Entry) { locked.withLock { $0.append(entry) } }
     }
     let store: Store
     var metadata: Logger.Metadata = [:]
@@ -165,9 +166,7 @@ final class CapturingLogHandler: LogHandler, @unchecked Sendable {
         set { metadata[key] = newValue }
     }
     func log(event: LogEvent) {
-        store.lock.lock()
-        store.entries.append(Entry(level: event.level, message: "\(event.message)", metadata: event.metadata ?? [:]))
-        store.lock.unlock()
+        store.append(Entry(level: event.level, message: "\(event.message)", metadata: event.metadata ?? [:]))
     }
 }
 
@@ -192,12 +191,12 @@ extension RuntimeTests.Incidents {
     }
 
     @Test func incidentNamesTheThreadThatMadeTheMisuse() throws {
-        let workerThreadID = LockedValue<UInt64>(0)
+        let workerThreadID = Locked<UInt64>(0)
         let incidents = try collectIncidents {
             try withGuards {
                 let done = DispatchSemaphore(value: 0)
                 let worker = Thread {
-                    workerThreadID.set(cs_current_thread_id())
+                    workerThreadID.withLock { $0 = cs_current_thread_id() }
                     _ = runScenario("array.objectAtIndex.beyond")
                     done.signal()
                 }
@@ -207,24 +206,8 @@ extension RuntimeTests.Incidents {
             }
         }
         #expect(incidents.count == 1)
-        #expect(incidents.first?.threadID == workerThreadID.get())
+        #expect(incidents.first?.threadID == workerThreadID.withLock { $0 })
         #expect(incidents.first?.threadID != cs_current_thread_id())
         #expect(incidents.first?.isMainThread == false)
-    }
-}
-
-final class LockedValue<T>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T
-    init(_ value: T) { self.value = value }
-    func get() -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
-    func set(_ newValue: T) {
-        lock.lock()
-        value = newValue
-        lock.unlock()
     }
 }

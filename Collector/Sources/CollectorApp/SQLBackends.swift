@@ -109,11 +109,12 @@ struct LockTimeout: Sendable, Hashable {
 /// with `synchronous=NORMAL` a statement or commit takes microseconds and does not wait for the
 /// disk, which is cheaper than any hop to a thread pool. Prepared statements are cached by text
 /// (at most `maxCachedStatements`).
+// @unchecked Sendable: `handle`, the statement cache and `closed` are used only under `lock`
 final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.sqlite
     /// `sqlite3 *`, opened in serialized mode; `lock` also keeps the statement cache to one thread.
     private let handle: OpaquePointer
-    private let lock = NSLock()
+    private let lock = Mutex(())
     /// A prepared statement and when it was last used (`useCount` at the time).
     private struct CachedStatement {
         let statement: OpaquePointer
@@ -173,18 +174,18 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     }
 
     func query(_ sql: String, _ binds: [DBValue]) async throws -> [DBRow] {
-        try lock.withLock { try execute(sql, binds) }
+        try lock.withLock { _ in try execute(sql, binds) }
     }
 
     /// Prepared statements in the cache now.
-    var cachedStatementCount: Int { lock.withLock { statements.count } }
+    var cachedStatementCount: Int { lock.withLock { _ in statements.count } }
 
     /// The texts of the cached statements: what this connection ran recently (tests read the
     /// query plans of what the read connections ran).
-    var cachedStatementTexts: [String] { lock.withLock { Array(statements.keys) } }
+    var cachedStatementTexts: [String] { lock.withLock { _ in Array(statements.keys) } }
 
     func run(_ statements: [SQLStatement]) async throws -> [[DBRow]] {
-        try lock.withLock { try statements.map { try execute($0.sql, $0.binds) } }
+        try lock.withLock { _ in try statements.map { try execute($0.sql, $0.binds) } }
     }
 
     private func failure(_ what: String) -> CollectorError {
@@ -273,7 +274,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
     }
 
     func close() async throws {
-        lock.withLock {
+        lock.withLock { _ in
             guard !closed else { return }
             closed = true
             for cached in statements.values { sqlite3_finalize(cached.statement) }
@@ -318,6 +319,7 @@ final class SQLiteBackend: SQLBackend, @unchecked Sendable {
 /// none of them runs outside it on the new connection; its `COMMIT` is refused too (nothing of it
 /// committed). A new connection gets the session's `lock_timeout` again; no other session state
 /// is kept (statements are not prepared, advisory locks are transaction-scoped).
+// @unchecked Sendable: connection state is used only on `thread`, `canceller` under `cancelLock`
 final class PostgresBackend: SQLBackend, @unchecked Sendable {
     let dialect = SQLDialect.postgres
     /// `PGconn *`, used only on `thread`; nil after the connection was lost, until it is made again.
@@ -328,7 +330,7 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     /// from any thread. Read and replaced (after a reconnect) only under `cancelLock`, which
     /// `sendCancel` holds while it uses it, so a cancel in flight never sees it freed.
     private var canceller: OpaquePointer?
-    private let cancelLock = NSLock()
+    private let cancelLock = Mutex(())
     /// Reconnecting (touched only on `thread`): failed attempts since the connection was lost,
     /// the earliest time of the next one, and whether a transaction was open when it was lost.
     private var reconnectFailures = 0
@@ -511,7 +513,7 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
     private func sendCancel() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
-                self.cancelLock.withLock {
+                self.cancelLock.withLock { _ in
                     guard let canceller = self.canceller else { return }
                     var message = [CChar](repeating: 0, count: 256)
                     _ = PQcancel(canceller, &message, Int32(message.count))
@@ -552,7 +554,7 @@ final class PostgresBackend: SQLBackend, @unchecked Sendable {
         do {
             let connection = try Self.open(url: url, lockTimeout: lockTimeout)
             self.connection = connection
-            cancelLock.withLock {
+            cancelLock.withLock { _ in
                 if let canceller { PQfreeCancel(canceller) }
                 canceller = PQgetCancel(connection)
             }

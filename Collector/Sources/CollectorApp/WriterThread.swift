@@ -16,6 +16,7 @@ import Glibc
 /// once the jobs enqueued before it have run; jobs enqueued after `stop()` run on Swift's global
 /// concurrent executor instead, so no job is ever dropped. With `lowPriority` the thread runs
 /// below the default priority (`ThreadPriority`): the page threads of `SQLStore`'s page pool.
+// @unchecked Sendable: mutable state in `Mutex`es; `wake` is an NSCondition (thread-safe); `name` immutable
 final class WriterThreadExecutor: TaskExecutor, @unchecked Sendable {
     private struct State {
         var jobs: [UnownedJob] = []

@@ -97,7 +97,7 @@ public final class RemoteConfigActivation: Sendable {
     /// when one is active or none is stored.
     package let rejection: RemoteConfigError?
     private let fetchDone = DispatchSemaphore(value: 0)
-    private let fetchResult = LockedBox<RemoteConfigFetchOutcome?>(nil)
+    private let fetchResult = Locked<RemoteConfigFetchOutcome?>(nil)
 
     init(version: Int64?, overrides: RemoteConfigRule?, warnings: [RemoteConfigWarning], rejection: RemoteConfigError?) {
         self.version = version
@@ -107,18 +107,18 @@ public final class RemoteConfigActivation: Sendable {
     }
 
     func finishFetch(_ outcome: RemoteConfigFetchOutcome) {
-        fetchResult.set(outcome)
+        fetchResult.withLock { $0 = outcome }
         fetchDone.signal()
     }
 
     /// Waits for the background fetch `RemoteConfiguration.activate` started.
     /// - Returns: its outcome; nil when it did not finish within `timeout` or none was started.
     package func waitForBackgroundFetch(timeout: Duration) -> RemoteConfigFetchOutcome? {
-        if let outcome = fetchResult.get() { return outcome }
-        let nanoseconds = max(0, timeout.components.seconds) * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        guard fetchDone.wait(timeout: .now() + .nanoseconds(Int(clamping: nanoseconds))) == .success else { return nil }
+        if let outcome = fetchResult.withLock({ $0 }) { return outcome }
+        // A negative timeout gives a deadline already passed, as any timeout <= 0 does.
+        guard fetchDone.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, timeout.nanoseconds)))) == .success else { return nil }
         fetchDone.signal()
-        return fetchResult.get()
+        return fetchResult.withLock { $0 }
     }
 }
 
@@ -148,10 +148,10 @@ package enum RemoteConfigFetchOutcome: Sendable, Equatable {
 /// let activation = RemoteConfiguration.activate(remote)   // before CrashShieldSDK.start
 /// ```
 public enum RemoteConfiguration {
-    private static let currentBox = LockedBox<RemoteConfigActivation?>(nil)
+    private static let currentBox = Locked<RemoteConfigActivation?>(nil)
 
     /// The activation of this process: the first `activate` call's; nil before.
-    public static var current: RemoteConfigActivation? { currentBox.get() }
+    public static var current: RemoteConfigActivation? { currentBox.withLock { $0 } }
 
     /// Reads the stored document, verifies it with the configured key, resolves the rule for
     /// this app and makes it `current` (the first call of a process only: the configuration is
@@ -172,7 +172,7 @@ public enum RemoteConfiguration {
         OpenSSLExit.keepThroughExit()
         _ = standaloneExitHandlerRegistration
         let cancellation = fetchInBackground(options, reportingTo: activation)
-        standaloneFetches.update { $0.append((cancellation, activation)) }
+        standaloneFetches.withLock { $0.append((cancellation, activation)) }
         return activation
     }
 
@@ -180,7 +180,7 @@ public enum RemoteConfiguration {
     package static let fetchEndGrace: Duration = .milliseconds(500)
 
     /// The fetches `activate` started (reporting's own fetch is ended by reporting's end).
-    private static let standaloneFetches = LockedBox<[(cancellation: URLTaskCancellation, activation: RemoteConfigActivation)]>([])
+    private static let standaloneFetches = Locked<[(cancellation: URLTaskCancellation, activation: RemoteConfigActivation)]>([])
 
     /// The process that loaded this module: a forked child neither cancels nor waits for the
     /// parent's fetches (it has none of their threads).
@@ -199,7 +199,7 @@ public enum RemoteConfiguration {
     package static func endBackgroundFetches() {
         guard getpid() == ownerProcess else { return }
         var fetches: [(cancellation: URLTaskCancellation, activation: RemoteConfigActivation)] = []
-        standaloneFetches.update { fetches = $0; $0 = [] }
+        standaloneFetches.withLock { fetches = $0; $0 = [] }
         guard !fetches.isEmpty else { return }
         let graceEnds = ContinuousClock.now + fetchEndGrace
         for fetch in fetches { fetch.cancellation.cancel() }
@@ -213,7 +213,7 @@ public enum RemoteConfiguration {
     /// The synchronous half of `activate` (the start's part: no task, no network).
     package static func activateWithoutFetch(_ options: RemoteConfigOptions) -> RemoteConfigActivation {
         let activation = load(options)
-        currentBox.update { $0 = $0 ?? activation }
+        currentBox.withLock { $0 = $0 ?? activation }
         CaptureReporting.register(SentryCaptureBridge())  // capture's reports carry its version
         return activation
     }
@@ -277,7 +277,7 @@ package struct RemoteConfigFetcher: Sendable {
         var request = URLRequest(url: components.url!)
         request.httpMethod = "GET"
         request.cachePolicy = .reloadIgnoringLocalCacheData
-        request.timeoutInterval = Double(options.requestTimeout.components.seconds) + Double(options.requestTimeout.components.attoseconds) / 1e18
+        request.timeoutInterval = options.requestTimeout.seconds
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue(options.dsn.authHeader(client: "crashshield.swift/1.0.0"), forHTTPHeaderField: "X-Sentry-Auth")
         if let etag = store.loadDocument()?.etag { request.setValue(etag, forHTTPHeaderField: "If-None-Match") }

@@ -34,14 +34,14 @@ extension EventReporter {
     /// The event of `hang`. `previousRun`: for a fatal hang, the run it ended.
     package func appHangEvent(_ hang: AppHang, converter: IncidentEventConverter, eventID: String,
                               previousRun: PreviousRunRecord? = nil, now: Date = Date()) -> SentryEvent {
-        let seconds = Double(hang.duration.nanosecondsClamped) / 1e9
+        let seconds = Double(hang.duration.nanoseconds) / 1e9
         let timestamp = hang.fatal ? (previousRun?.lastAlive ?? hang.started.addingTimeInterval(seconds)) : now
         var event = converter.baseEvent(eventID: eventID, timestamp: timestamp, level: hang.fatal ? .fatal : .error)
         let text = String(format: "%.1f", seconds)
         let value = hang.fatal
             ? "The app was hanging for at least \(text) s when the process ended (the thread that started CrashShield did not answer)"
             : "The app was hanging for \(text) s (the thread that started CrashShield did not answer)"
-        var data: [String: JSONValue] = ["duration_ms": .int(Int64(clamping: hang.duration.nanosecondsClamped / 1_000_000)),
+        var data: [String: JSONValue] = ["duration_ms": .int(Int64(clamping: hang.duration.nanoseconds / 1_000_000)),
                                          "timeout_ms": .int(Int64(hang.timeoutMilliseconds)),
                                          "stack_sampled": .bool(hang.sampled)]
         if hang.fatal { data["fatal"] = .bool(true) }

@@ -7,6 +7,7 @@ import Foundation
 /// sampled), sessions and client reports. It applies `beforeSend` and the incident sample rate
 /// and counts what they drop; storing and sending the envelopes is the outbox's and transport's
 /// job. Thread-safe.
+// @unchecked Sendable: only immutable properties; the mutable ones are themselves thread-safe
 package final class EventReporter: @unchecked Sendable {
     package let options: ReportingOptions
     /// `did` of sessions; also every event's `user.id` when the app's user has no id.

@@ -96,22 +96,14 @@ package struct ImageIdentity: Sendable, Hashable {
 }
 
 /// `ImageIdentity.readELF` once per path (thread-safe). Used for the images of incident frames.
-package final class ImageIdentityCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var known: [String: ImageIdentity?] = [:]
+package final class ImageIdentityCache: Sendable {
+    private let known = Locked<[String: ImageIdentity?]>([:])
     package init() {}
 
     package func identity(of path: String) -> ImageIdentity? {
-        lock.lock()
-        if let cached = known[path] {
-            lock.unlock()
-            return cached
-        }
-        lock.unlock()
+        if let cached = known.withLock({ $0[path] }) { return cached }
         let identity = ImageIdentity.readELF(path: path)
-        lock.lock()
-        known[path] = identity
-        lock.unlock()
+        known.withLock { $0[path] = identity }
         return identity
     }
 }

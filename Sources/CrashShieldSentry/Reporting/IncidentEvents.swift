@@ -150,26 +150,25 @@ extension IncidentEventConverter {
 /// (`crashshield.occurrences` extra, `crashshield.incident_count` tag). Count updates in between
 /// send nothing. A fingerprint repeated n times gives at most 1 + ⌊log10 n⌋ events per process,
 /// all grouped into one issue by their fingerprint. Thread-safe.
-package final class IncidentAggregator: @unchecked Sendable {
-    private let lock = NSLock()
-    private var reported: [UInt64: Int] = [:]
+package final class IncidentAggregator: Sendable {
+    private let reported = Locked<[UInt64: Int]>([:])
 
     package init() {}
 
     /// The occurrence count to report for `record`, or nil when it adds no event.
     package func occurrencesToReport(_ record: IncidentRecord) -> Int? {
-        lock.lock()
-        defer { lock.unlock() }
-        let count = max(record.count, 1)
-        guard let last = reported[record.fingerprint] else {
-            // The first time this process reports the fingerprint (a count update whose first
-            // occurrence was not seen by reporting counts as first, with its count).
+        reported.withLock { reported in
+            let count = max(record.count, 1)
+            guard let last = reported[record.fingerprint] else {
+                // The first time this process reports the fingerprint (a count update whose first
+                // occurrence was not seen by reporting counts as first, with its count).
+                reported[record.fingerprint] = count
+                return count
+            }
+            guard Self.decade(count) > Self.decade(last) else { return nil }
             reported[record.fingerprint] = count
             return count
         }
-        guard Self.decade(count) > Self.decade(last) else { return nil }
-        reported[record.fingerprint] = count
-        return count
     }
 
     /// ⌊log10 n⌋ for n ≥ 1.
@@ -185,9 +184,8 @@ package final class IncidentAggregator: @unchecked Sendable {
 }
 
 /// Counts what reporting dropped, to be sent as a `client_report`. Thread-safe; in memory.
-package final class DiscardTally: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counts: [Key: Int] = [:]
+package final class DiscardTally: Sendable {
+    private let counts = Locked<[Key: Int]>([:])
 
     struct Key: Hashable { let reason: String; let category: String }
 
@@ -210,17 +208,15 @@ package final class DiscardTally: @unchecked Sendable {
     package func record(reason: String, category: String, quantity: Int = 1) {
         guard quantity > 0 else { return }
         if let forward { return forward(reason, category, quantity) }
-        lock.lock()
-        counts[Key(reason: reason, category: category), default: 0] += quantity
-        lock.unlock()
+        counts.withLock { $0[Key(reason: reason, category: category), default: 0] += quantity }
     }
 
     /// The counts so far as a client report, and resets them; nil when nothing was dropped.
     package func takeClientReport(now: Date = Date()) -> ClientReport? {
-        lock.lock()
-        let taken = counts
-        counts = [:]
-        lock.unlock()
+        let taken = counts.withLock { counts in
+            defer { counts = [:] }
+            return counts
+        }
         guard !taken.isEmpty else { return nil }
         let entries = taken.sorted { ($0.key.reason, $0.key.category) < ($1.key.reason, $1.key.category) }
             .map { ClientReport.DiscardedEvents(reason: $0.key.reason, category: $0.key.category, quantity: $0.value) }
@@ -233,6 +229,7 @@ package final class DiscardTally: @unchecked Sendable {
 /// that an incident's issue names the app function that made the call. Runs on the reporting
 /// queue only (it blocks on the external tool); a frame's answer is kept for the process's life,
 /// so a repeated call site costs nothing the second time.
+// @unchecked Sendable: `answers` is used on the reporting queue only (one thread at a time)
 package final class IncidentSymbols: @unchecked Sendable {
     private struct Answer { var function: String?, file: String?, line: Int? }
     private var answers: [String: Answer] = [:]

@@ -97,20 +97,20 @@ enum DurableFile {
         OutboxError(code: .writeFailed, message: "\(step) \(path): \(String(cString: strerror(errno)))", path: path)
     }
 
-    final class Counter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: UInt64 = 0
+    final class Counter: Sendable {
+        private let value = Locked<UInt64>(0)
         func next() -> UInt64 {
-            lock.lock()
-            defer { lock.unlock() }
-            value += 1
-            return value
+            value.withLock { value in
+                value += 1
+                return value
+            }
         }
     }
 }
 
 /// An exclusive `flock` on a file, held between `acquire` and `release`; shared by processes and
 /// by `Outbox` instances within one process (each takes its own descriptor).
+// @unchecked Sendable: `descriptor` is used by one thread at a time (each holder owns its instance)
 final class FileLock: @unchecked Sendable {
     private let path: String
     private var descriptor: Int32 = -1
@@ -151,6 +151,7 @@ final class FileLock: @unchecked Sendable {
 ///   oldest entries are removed until it fits, and their items are counted as discarded
 ///   (`cache_overflow`). Discard counts are kept in a file until a client report carries them.
 /// - `sent_at` is never stored (it is set when an envelope is sent).
+// @unchecked Sendable: in-process state under `lock`, files under `FileLock`; the rest is immutable
 package final class Outbox: @unchecked Sendable {
     /// Caps. Defaults: 100 envelopes, 8 MiB.
     package struct Limits: Sendable, Hashable {
@@ -199,7 +200,7 @@ package final class Outbox: @unchecked Sendable {
     package let directory: String
     /// The caps applied after each enqueue.
     package let limits: Limits
-    private let lock = NSLock()
+    private let lock = Locked()
     private let counter = DurableFile.Counter()
     private var discardsPath: String { directory + "/discards.json" }
     private var lockPath: String { directory + "/.lock" }

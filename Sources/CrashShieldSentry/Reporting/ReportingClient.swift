@@ -38,6 +38,7 @@ package import _CrashShieldCapture
 ///
 /// Drops (`beforeSend`, sampling) go straight into the outbox's discard counts (one counter): the
 /// transport adds them as a client report to the next envelope it sends.
+// @unchecked Sendable: the mutable state is read and written only under `lock`; the rest is immutable
 package final class ReportingClient: @unchecked Sendable {
     /// Ids of reports converted while report sinks still need the files.
     static let reportedListFileName = "reported-reports"
@@ -58,7 +59,7 @@ package final class ReportingClient: @unchecked Sendable {
 
     /// Inactive until `beginWork`: work queued before waits for the start to return.
     private let queue = DispatchQueue(label: "crashshield.reporting", qos: .utility, attributes: .initiallyInactive)
-    private let lock = NSLock()
+    private let lock = Locked()
     private var decided = false
     private var ended = false
     private var working = false
@@ -91,9 +92,9 @@ package final class ReportingClient: @unchecked Sendable {
         let incidentSymbols: IncidentSymbols?
     }
 
-    private static let currentBox = LockedBox<ReportingClient?>(nil)
+    private static let currentBox = Locked<ReportingClient?>(nil)
     /// The client of this process; nil before a start with reporting and after `stop`.
-    package static var current: ReportingClient? { currentBox.get() }
+    package static var current: ReportingClient? { currentBox.withLock { $0 } }
 
     /// A client that reads the reports pending in `directory` itself (no capture scan to take them from).
     package convenience init(options: ReportingOptions, directory: String, appName: String?, appVersion: String?,
@@ -122,7 +123,7 @@ package final class ReportingClient: @unchecked Sendable {
     /// is running already (it stays).
     package static func install(_ client: ReportingClient) -> Bool {
         var installed = false
-        currentBox.update { current in
+        currentBox.withLock { current in
             if current == nil {
                 current = client
                 installed = true
@@ -153,11 +154,11 @@ package final class ReportingClient: @unchecked Sendable {
         remote.appVersion = appVersion
         remote.release = options.release
         let activation = RemoteConfiguration.activateWithoutFetch(remote)
-        pendingFetch.set((remote, activation))
+        pendingFetch.withLock { $0 = (remote, activation) }
     }
 
     /// The fetch `activateRemoteConfiguration` left for the reporting queue.
-    private static let pendingFetch = LockedBox<(RemoteConfigOptions, RemoteConfigActivation)?>(nil)
+    private static let pendingFetch = Locked<(RemoteConfigOptions, RemoteConfigActivation)?>(nil)
 
     /// Starts the pending fetch, unless `end` has begun (then it is left for the next start).
     private func startPendingFetch() {
@@ -165,7 +166,7 @@ package final class ReportingClient: @unchecked Sendable {
         defer { lock.unlock() }
         guard !ended else { return }
         var fetch: (RemoteConfigOptions, RemoteConfigActivation)?
-        Self.pendingFetch.update { fetch = $0; $0 = nil }
+        Self.pendingFetch.withLock { fetch = $0; $0 = nil }
         if let (options, activation) = fetch {
             remoteFetch = (RemoteConfiguration.fetchInBackground(options, reportingTo: activation), activation)
         }
@@ -174,7 +175,7 @@ package final class ReportingClient: @unchecked Sendable {
     /// Ends the process's client (`end`) and forgets it. No-op when none runs.
     package static func stopCurrent() {
         var client: ReportingClient?
-        currentBox.update { current in
+        currentBox.withLock { current in
             client = current
             current = nil
         }
@@ -222,7 +223,7 @@ package final class ReportingClient: @unchecked Sendable {
         guard let outbox = try? Outbox(directory: Outbox.directory(forReportDirectory: directory)) else { return }
         let reporter = EventReporter(options: options, installationID: installationID, discards: DiscardTally(forwardingTo: outbox))
         let transport = EnvelopeTransport(dsn: options.dsn, outbox: outbox, options: transportOptions,
-                                          httpClient: httpClient ?? Self.testHTTPClientFactory.get()?())
+                                          httpClient: httpClient ?? Self.testHTTPClientFactory.withLock { $0 }?())
         lock.lock()
         self.transport = transport
         let closeNow = sendingClosed
@@ -290,12 +291,12 @@ package final class ReportingClient: @unchecked Sendable {
     /// False in a forked child of the process that created the client.
     private var inOwnerProcess: Bool { getpid() == ownerProcess }
 
-    private static let testHTTPClientFactory = LockedBox<(@Sendable () -> any EnvelopeHTTPClient)?>(nil)
+    private static let testHTTPClientFactory = Locked<(@Sendable () -> any EnvelopeHTTPClient)?>(nil)
 
     /// Test seam (the `shield reporting-probe` child): the HTTP client that transports set up
     /// later by clients without their own `httpClient` use; nil (the default): URLSession.
     package static func setHTTPClientForTesting(_ make: (@Sendable () -> any EnvelopeHTTPClient)?) {
-        testHTTPClientFactory.set(make)
+        testHTTPClientFactory.withLock { $0 = make }
     }
 
     /// Converts `record` into an incident event (aggregated, sampled, `beforeSend`) and submits it,
@@ -413,6 +414,7 @@ package final class ReportingClient: @unchecked Sendable {
         beginWork()
         let deadline = ContinuousClock.now + options.exitFlushTimeout
         let done = DispatchSemaphore(value: 0)
+        // @unchecked Sendable: written by the queue before it signals `done`, read only after `done`
         final class Box: @unchecked Sendable { var transport: EnvelopeTransport? }
         let box = Box()
         queue.async { [self] in
@@ -432,7 +434,7 @@ package final class ReportingClient: @unchecked Sendable {
             done.signal()
         }
         let left = deadline - ContinuousClock.now
-        if left > .zero, done.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped))) == .success,
+        if left > .zero, done.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanoseconds))) == .success,
            let transport = box.transport {
             let remaining = deadline - ContinuousClock.now
             if remaining > .zero { transport.flush(timeout: remaining) }
@@ -460,7 +462,7 @@ package final class ReportingClient: @unchecked Sendable {
         if left > .zero {
             let idle = DispatchSemaphore(value: 0)
             queue.async { idle.signal() }
-            _ = idle.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanosecondsClamped)))
+            _ = idle.wait(timeout: .now() + .nanoseconds(Int(clamping: left.nanoseconds)))
         }
         lock.lock()
         abandoned = true
@@ -473,7 +475,7 @@ package final class ReportingClient: @unchecked Sendable {
         beginWork()
         let done = DispatchSemaphore(value: 0)
         queue.async { done.signal() }
-        return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanosecondsClamped))) == .success
+        return done.wait(timeout: .now() + .nanoseconds(Int(clamping: timeout.nanoseconds))) == .success
     }
 
     private var reportedListPath: String { "\(directory)/\(Self.reportedListFileName)" }

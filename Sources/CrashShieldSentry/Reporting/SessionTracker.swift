@@ -19,6 +19,7 @@ import Foundation
 ///
 /// Every state change is written to the file before the update is returned (temporary file,
 /// fsync, rename), so a crash right after loses no state. Thread-safe.
+// @unchecked Sendable: `state`, `previousState` and `previous` are written only under `lock`
 package final class SessionTracker: @unchecked Sendable {
     static let fileName = "session.json"
 
@@ -38,7 +39,7 @@ package final class SessionTracker: @unchecked Sendable {
         var endedNs: UInt64?
     }
 
-    private let lock = NSLock()
+    private let lock = Locked()
     private let path: String
     private var state: State
     /// The previous launch's session when it ended neither cleanly nor with a recorded crash;

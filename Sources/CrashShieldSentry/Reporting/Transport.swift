@@ -80,44 +80,34 @@ package protocol EnvelopeHTTPClient: Sendable {
 /// A cancel switch for URLSession work that runs one task at a time (the envelope client's
 /// requests, the remote-configuration fetch): after `cancel`, the owner creates no session or
 /// task, and the registered task is cancelled. Thread-safe; `cancel` is idempotent and final.
-package final class URLTaskCancellation: @unchecked Sendable {
-    private let lock = NSLock()
-    private var cancelled = false
-    private var task: URLSessionTask?
+package final class URLTaskCancellation: Sendable {
+    private let state = Locked((cancelled: false, task: URLSessionTask?.none))
 
     package init() {}
 
     /// True once `cancel` was called.
-    package var isCancelled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return cancelled
-    }
+    package var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Cancels the registered task, if any, and every later one.
     package func cancel() {
-        lock.lock()
-        cancelled = true
-        let running = task
-        lock.unlock()
+        let running = state.withLock { state in
+            state.cancelled = true
+            return state.task
+        }
         running?.cancel()
     }
 
     /// `task` is the one running now; it is cancelled at once when `cancel` came first.
     package func register(_ task: URLSessionTask) {
-        lock.lock()
-        self.task = task
-        let cancelNow = cancelled
-        lock.unlock()
+        let cancelNow = state.withLock { state in
+            state.task = task
+            return state.cancelled
+        }
         if cancelNow { task.cancel() }
     }
 
     /// The registered task has completed.
-    package func unregister() {
-        lock.lock()
-        task = nil
-        lock.unlock()
-    }
+    package func unregister() { state.withLock { $0.task = nil } }
 }
 
 /// `EnvelopeHTTPClient` over URLSession (FoundationNetworking on Linux): http and https, an
@@ -126,6 +116,7 @@ package final class URLTaskCancellation: @unchecked Sendable {
 /// initialiser crashes on a half torn-down process). `cancelAll` cancels the task in flight and
 /// waits for URLSession to hand it back before `post` returns, so after a cancelled `post`
 /// returned, no task of this client is running.
+// @unchecked Sendable: only immutable properties (URLSession is thread-safe)
 package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sendable {
     private let session: URLSession
     /// Set by `cancelAll`; holds the task `post` waits for (one request at a time).
@@ -143,6 +134,7 @@ package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sen
 
     deinit { session.finishTasksAndInvalidate() }
 
+    // @unchecked Sendable: written by the task's completion before it signals `finished`, read after
     private final class Outcome: @unchecked Sendable {
         var result: Result<HTTPResponse, TransportError>?
     }
@@ -151,7 +143,7 @@ package final class URLSessionEnvelopeClient: EnvelopeHTTPClient, @unchecked Sen
     /// timeout does not fire. Throws `timedOut`, `networkFailure`, or `cancelled` (after
     /// `cancelAll`: no request is made, or the running one is cancelled).
     package func post(_ url: URL, headers: [String: String], body: Data, timeout: Duration) throws(TransportError) -> HTTPResponse {
-        let seconds = max(0.05, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        let seconds = max(0.05, timeout.seconds)
         var request = URLRequest(url: url, cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: seconds)
         request.httpMethod = "POST"
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -285,6 +277,7 @@ package struct SendPassResult: Sendable {
 ///   An envelope is removed from the outbox only after its response arrived, so what was not
 ///   sent stays on disk for the next launch (an envelope whose request was cancelled may have
 ///   reached the server: it is sent again with the same event id, and the server keeps one).
+// @unchecked Sendable: state under `lock`, `runningPasses` under `closing`; sends under `sendLock`
 package final class EnvelopeTransport: @unchecked Sendable {
     /// Where envelopes go (`dsn.envelopeURL`) and the key they are sent with.
     package let dsn: DSN
@@ -297,7 +290,7 @@ package final class EnvelopeTransport: @unchecked Sendable {
     private let sendLock: FileLock
     private let rateLimitStore: RateLimitStore
 
-    private let lock = NSLock()
+    private let lock = Locked()
     private var limits: RateLimits
     private var consecutiveFailures = 0
     private var nextAttempt: Date?
@@ -389,7 +382,7 @@ package final class EnvelopeTransport: @unchecked Sendable {
         pending?.cancel()
         client.cancelAll()
         // Wake `flush`'s wait for a retry delay, then wait for a pass still inside `runPass`.
-        let deadline = Date().addingTimeInterval(Double(max(.zero, grace).nanosecondsClamped) / 1e9)
+        let deadline = Date().addingTimeInterval(Double(max(.zero, grace).nanoseconds) / 1e9)
         closing.lock()
         defer { closing.unlock() }
         closing.broadcast()
@@ -418,6 +411,7 @@ package final class EnvelopeTransport: @unchecked Sendable {
     package func flush(timeout: Duration) -> SendPassResult {
         let deadline = ContinuousClock.now + timeout
         let finished = DispatchSemaphore(value: 0)
+        // @unchecked Sendable: written by the queue before it signals `finished`, read only after `finished`
         final class Box: @unchecked Sendable { var result = SendPassResult() }
         let box = Box()
         queue.async { [self] in
@@ -430,14 +424,13 @@ package final class EnvelopeTransport: @unchecked Sendable {
                 guard case .retryAfter(let until) = pass.stop, pass.remaining > 0 else { break }
                 let wait = until.timeIntervalSinceNow
                 let left = deadline - ContinuousClock.now
-                guard wait < Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18 else { break }
+                guard wait < left.seconds else { break }
                 if wait > 0 { waitUnlessClosed(until: Date().addingTimeInterval(min(wait, 3600))) }
             }
             box.result = combined
             finished.signal()
         }
-        let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-        if finished.wait(timeout: .now() + .nanoseconds(Int(max(0, nanoseconds)))) == .timedOut {
+        if finished.wait(timeout: .now() + .nanoseconds(Int(max(0, timeout.nanoseconds)))) == .timedOut {
             return SendPassResult(outcomes: [], stop: .deadline, remaining: outbox.pending().count)
         }
         return box.result
@@ -713,15 +706,11 @@ package final class EnvelopeTransport: @unchecked Sendable {
             nextAttempt = nil
             return .gaveUp
         }
-        let initial = Self.seconds(options.initialRetryDelay)
-        let delay = min(Self.seconds(options.maximumRetryDelay), initial * pow(2, Double(consecutiveFailures - 1)))
+        let initial = options.initialRetryDelay.seconds
+        let delay = min(options.maximumRetryDelay.seconds, initial * pow(2, Double(consecutiveFailures - 1)))
         let until = Date().addingTimeInterval(delay * Double.random(in: 0.5...1.0))
         nextAttempt = until
         return .retryAfter(until: until)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func rfc3339(_ date: Date) -> String {

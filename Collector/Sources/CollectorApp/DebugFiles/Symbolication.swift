@@ -232,6 +232,7 @@ final class Symbolication: Sendable {
 /// program, so its process has the runtime); other names unchanged.
 enum SwiftDemangler {
     private typealias Demangle = @convention(c) (UnsafePointer<CChar>?, Int, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<Int>?, UInt32) -> UnsafeMutablePointer<CChar>?
+    // nonisolated(unsafe): an immutable C function pointer, set once by the (thread-safe) static initializer
     private nonisolated(unsafe) static let function: Demangle? = {
         #if canImport(Darwin)
         let everywhere = UnsafeMutableRawPointer(bitPattern: -2)  // RTLD_DEFAULT

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// Runs `llvm-symbolizer` (LLVM's; reads ELF/DWARF and Mach-O/dSYM) on a debug file, one child
 /// process per batch of addresses, each bounded by `timeout` (then killed; the batch fails).
@@ -138,16 +139,14 @@ final class Symbolizer: Sendable {
     }
 }
 
-private final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var flag = false
-    func set() { lock.withLock { flag = true } }
-    var value: Bool { lock.withLock { flag } }
+private final class LockedFlag: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var value: Bool { flag.withLock { $0 } }
 }
 
-private final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ value: Data) { lock.withLock { data = value } }
-    var value: Data { lock.withLock { data } }
+private final class LockedData: Sendable {
+    private let data = Mutex(Data())
+    func set(_ value: Data) { data.withLock { $0 = value } }
+    var value: Data { data.withLock { $0 } }
 }
