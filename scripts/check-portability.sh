@@ -12,7 +12,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SCAN=(python3 "$ROOT/scripts/portability_scan.py")
 DOC="$ROOT/docs/PORTABILITY.md"
-SCANNED=(Sources Examples Package.swift)
+# Tests/ holds the scenarios, test seams and probe programs that used to sit in Sources/.
+SCANNED=(Sources Examples Package.swift Tests/Scenarios Tests/Support Tests/Probes Tests/TestDoubles)
 
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

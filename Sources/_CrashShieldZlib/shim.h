@@ -1,2 +1,2 @@
-// zlib, for the gzip bodies of envelope uploads (CrashShieldCapture's transport).
+// zlib, for the gzip bodies of envelope uploads (CrashShieldSentry's transport).
 #include <zlib.h>
