@@ -1,6 +1,7 @@
 import CrashShieldBase
 /// Makes a JSON text that was cut short (or damaged) valid again by cutting it at the last
 /// complete value and closing the open containers.
+/// Kept beside `StrictJSON` (which refuses such text): a crash report can be cut off mid-write.
 ///
 /// Contract: for any byte array, `repair` either returns nil (no complete prefix of an object or
 /// array) or bytes that are valid JSON. A valid input is returned unchanged with

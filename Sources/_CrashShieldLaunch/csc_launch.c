@@ -516,7 +516,9 @@ bool csc_run_after(uint64_t nanoseconds, void (*callback)(void *context), void *
 /* A port of TolerantJSON's parser (Sources/CrashShieldRecording/TolerantJSON.swift) that stops
  * where it stops, so a field is seen here exactly when it is in the document that the full
  * decoder gets after the repair: a value counts once it is complete; the first byte that is not
- * valid JSON (or the end of a cut report) ends the scan with what was complete before it. */
+ * valid JSON (or the end of a cut report) ends the scan with what was complete before it.
+ * Kept beside TolerantJSON: the start path reads only the launch fields of every pending report, in
+ * place and in C, and leaves the full Swift decode (repair, then JSONDecoder) to a report's first use. */
 
 typedef enum { CSC_JSON_STRING, CSC_JSON_NUMBER, CSC_JSON_TRUE, CSC_JSON_FALSE, CSC_JSON_NULL, CSC_JSON_OBJECT, CSC_JSON_ARRAY } csc_json_type;
 

@@ -8,9 +8,11 @@ import Foundation
 ///
 /// Two ways to get them, with the same result for every event: `init(_:)` from a parsed tree,
 /// and `read(_:)` straight from the event's bytes, which checks the whole document exactly as
-/// `FastJSON.parse` does but builds nothing for the members it does not need (the frames of a
-/// stack become small structs instead of dictionaries, and contexts, breadcrumbs, threads or
-/// registers are only checked).
+/// `StrictJSON.parse(_:rules: .lastKeyWins)` does but builds nothing for the members it does not
+/// need (the frames of a stack become small structs instead of dictionaries, and contexts,
+/// breadcrumbs, threads or registers are only checked). Both remain because some events exist
+/// only as trees (a symbolicated event renamed by `IssueRenamer`, `extract(json:)`), and the tree
+/// reading is the reference `EventFactsTests` checks the byte reading against.
 ///
 /// Scalar fields hold what the tree holds at that path: a `String?` field is the member's
 /// `stringValue`, a `Bool?` its `boolValue`, a `JSONValue?` the member itself when it is a
@@ -136,9 +138,10 @@ struct EventFacts: Equatable, Sendable {
     }
 
     /// Reads an event's facts from its JSON text. Accepts and refuses exactly what
-    /// `FastJSON.parse` does (same failures); nil when the text is valid JSON but not an object.
-    static func read(_ data: Data) throws(FastJSON.Failure) -> EventFacts? {
-        try FastJSON.withReader(data) { reader throws(FastJSON.Failure) -> EventFacts? in
+    /// `StrictJSON.parse(_:rules: .lastKeyWins)` does (same failures); nil when the text is
+    /// valid JSON but not an object.
+    static func read(_ data: Data) throws(StrictJSON.Failure) -> EventFacts? {
+        try StrictJSON.withReader(data, rules: .lastKeyWins) { reader throws(StrictJSON.Failure) -> EventFacts? in
             reader.skipSpace()
             var facts: EventFacts?
             if try reader.peek(depth: 0) == UInt8(ascii: "{") {
@@ -146,8 +149,7 @@ struct EventFacts: Equatable, Sendable {
             } else {
                 try reader.skipValue(depth: 0)
             }
-            reader.skipSpace()
-            guard reader.index == reader.bytes.count else { throw FastJSON.Failure(code: "json.trailing", offset: reader.index) }
+            try reader.end()
             return facts
         }
     }
@@ -160,7 +162,7 @@ struct EventFacts: Equatable, Sendable {
 // Each reader below reads one value at `depth` (checking it as `value(depth:)` does) and returns
 // what the tree-based `EventFacts.init(_:)` would take from the same value; a value of another
 // kind than expected is read past and gives the empty result.
-extension FastJSON.Reader {
+extension StrictJSON.Reader {
     /// The key as a string when it names a launch tag (`LaunchTag.isLaunchKey`), else nil
     /// (without building a string for keys that cannot: those not starting with `l` or `r`).
     func launchTagName(_ key: Key) -> String? {
@@ -175,9 +177,9 @@ extension FastJSON.Reader {
         return LaunchTag.isLaunchKey(name) ? name : nil
     }
 
-    mutating func event(depth: Int) throws(FastJSON.Failure) -> EventFacts {
+    mutating func event(depth: Int) throws(StrictJSON.Failure) -> EventFacts {
         var facts = EventFacts()
-        try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMember(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "exception"): facts.exceptions = try reader.exceptionList(depth: depth)
             case reader.key(key, is: "event_id"): facts.eventID = try reader.string(depth: depth)
@@ -195,7 +197,7 @@ extension FastJSON.Reader {
                     return
                 }
                 var launch: [String: JSONValue] = [:]
-                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     if reader.key(key, is: "crashshield.guard") {
                         facts.crashShieldGuardTag = try reader.string(depth: depth)
                     } else if reader.key(key, is: "guard") {
@@ -210,17 +212,17 @@ extension FastJSON.Reader {
             case reader.key(key, is: "fingerprint"):
                 guard try reader.peek(depth: depth) == UInt8(ascii: "[") else { facts.fingerprint = nil; try reader.skipValue(depth: depth); return }
                 var entries: [JSONValue] = []
-                try reader.forEachElement(depth: depth) { reader, depth throws(FastJSON.Failure) in entries.append(try reader.scalar(depth: depth)) }
+                try reader.forEachElement(depth: depth) { reader, depth throws(StrictJSON.Failure) in entries.append(try reader.scalar(depth: depth)) }
                 facts.fingerprint = entries
             case reader.key(key, is: "debug_meta"):
                 facts.images = []
-                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     guard reader.key(key, is: "images") else { try reader.skipValue(depth: depth); return }
                     facts.images = try reader.images(depth: depth)
                 }
             case reader.key(key, is: "logentry"):
                 (facts.logentryFormatted, facts.logentryMessage) = (nil, nil)
-                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     if reader.key(key, is: "formatted") {
                         facts.logentryFormatted = try reader.string(depth: depth)
                     } else if reader.key(key, is: "message") {
@@ -232,7 +234,7 @@ extension FastJSON.Reader {
             case reader.key(key, is: "message"):
                 (facts.messageFormatted, facts.messageMessage, facts.messageText) = (nil, nil, nil)
                 guard try reader.peek(depth: depth) == UInt8(ascii: "{") else { facts.messageText = try reader.string(depth: depth); return }
-                try reader.forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMember(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     if reader.key(key, is: "formatted") {
                         facts.messageFormatted = try reader.string(depth: depth)
                     } else if reader.key(key, is: "message") {
@@ -249,9 +251,9 @@ extension FastJSON.Reader {
         return facts
     }
 
-    mutating func user(depth: Int) throws(FastJSON.Failure) -> EventFacts.User {
+    mutating func user(depth: Int) throws(StrictJSON.Failure) -> EventFacts.User {
         var user = EventFacts.User()
-        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "id"): user.id = try reader.scalar(depth: depth)
             case reader.key(key, is: "email"): user.email = try reader.scalar(depth: depth)
@@ -265,11 +267,11 @@ extension FastJSON.Reader {
 
     /// `exception`: `{"values": [...]}` (the last `values` counts; empty unless it is an array)
     /// or, in the older form, the list itself.
-    mutating func exceptionList(depth: Int) throws(FastJSON.Failure) -> [EventFacts.Exception] {
+    mutating func exceptionList(depth: Int) throws(StrictJSON.Failure) -> [EventFacts.Exception] {
         switch try peek(depth: depth) {
         case UInt8(ascii: "{"):
             var values: [EventFacts.Exception] = []
-            try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+            try forEachMember(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                 guard reader.key(key, is: "values") else { try reader.skipValue(depth: depth); return }
                 if try reader.peek(depth: depth) == UInt8(ascii: "[") {
                     values = try reader.exceptions(depth: depth)
@@ -287,22 +289,22 @@ extension FastJSON.Reader {
         }
     }
 
-    mutating func exceptions(depth: Int) throws(FastJSON.Failure) -> [EventFacts.Exception] {
+    mutating func exceptions(depth: Int) throws(StrictJSON.Failure) -> [EventFacts.Exception] {
         var list: [EventFacts.Exception] = []
-        try forEachElement(depth: depth) { reader, depth throws(FastJSON.Failure) in list.append(try reader.exception(depth: depth)) }
+        try forEachElement(depth: depth) { reader, depth throws(StrictJSON.Failure) in list.append(try reader.exception(depth: depth)) }
         return list
     }
 
-    mutating func exception(depth: Int) throws(FastJSON.Failure) -> EventFacts.Exception {
+    mutating func exception(depth: Int) throws(StrictJSON.Failure) -> EventFacts.Exception {
         var exception = EventFacts.Exception()
-        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "type"): exception.type = try reader.string(depth: depth)
             case reader.key(key, is: "value"): exception.value = try reader.string(depth: depth)
             case reader.key(key, is: "mechanism"): exception.mechanism = try reader.mechanism(depth: depth)
             case reader.key(key, is: "stacktrace"):
                 exception.frames = []
-                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     guard reader.key(key, is: "frames") else { try reader.skipValue(depth: depth); return }
                     exception.frames = try reader.frames(depth: depth)
                 }
@@ -312,16 +314,16 @@ extension FastJSON.Reader {
         return exception
     }
 
-    mutating func mechanism(depth: Int) throws(FastJSON.Failure) -> EventFacts.Mechanism {
+    mutating func mechanism(depth: Int) throws(StrictJSON.Failure) -> EventFacts.Mechanism {
         var mechanism = EventFacts.Mechanism()
-        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "type"): mechanism.type = try reader.string(depth: depth)
             case reader.key(key, is: "handled"): mechanism.handled = try reader.bool(depth: depth)
             case reader.key(key, is: "synthetic"): mechanism.synthetic = try reader.bool(depth: depth)
             case reader.key(key, is: "data"):
                 mechanism.dataGuard = nil
-                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     guard reader.key(key, is: "guard") else { try reader.skipValue(depth: depth); return }
                     mechanism.dataGuard = try reader.string(depth: depth)
                 }
@@ -332,8 +334,8 @@ extension FastJSON.Reader {
     }
 
     /// `stacktrace.frames`: empty unless an array.
-    mutating func frames(depth: Int) throws(FastJSON.Failure) -> [EventFacts.Frame] {
-        try objects(depth: depth, empty: EventFacts.Frame()) { frame, reader, key, depth throws(FastJSON.Failure) in
+    mutating func frames(depth: Int) throws(StrictJSON.Failure) -> [EventFacts.Frame] {
+        try objects(depth: depth, empty: EventFacts.Frame()) { frame, reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "function"): frame.function = try reader.string(depth: depth)
             case reader.key(key, is: "in_app"): frame.inApp = try reader.bool(depth: depth)
@@ -348,8 +350,8 @@ extension FastJSON.Reader {
     }
 
     /// `debug_meta.images`: empty unless an array.
-    mutating func images(depth: Int) throws(FastJSON.Failure) -> [EventFacts.Image] {
-        try objects(depth: depth, empty: EventFacts.Image()) { image, reader, key, depth throws(FastJSON.Failure) in
+    mutating func images(depth: Int) throws(StrictJSON.Failure) -> [EventFacts.Image] {
+        try objects(depth: depth, empty: EventFacts.Image()) { image, reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "image_addr"): image.imageAddress = try reader.scalar(depth: depth)
             case reader.key(key, is: "image_size"): image.imageSize = try reader.scalar(depth: depth)

@@ -98,14 +98,14 @@ struct IngestService: Sendable {
         }
         var aggregates: [SessionAggregate] = []
         for item in aggregateItems {
-            guard let json = try? FastJSON.parse(item.payload) else {
+            guard let json = try? StrictJSON.parse(item.payload, rules: .lastKeyWins) else {
                 throw CollectorError.badRequest("sessions.json", "a sessions item is not valid JSON")
             }
             aggregates += try SessionAggregate.parse(json)
         }
         var discarded: [DiscardedCount] = []
         for item in clientReports {
-            guard let json = try? FastJSON.parse(item.payload) else {
+            guard let json = try? StrictJSON.parse(item.payload, rules: .lastKeyWins) else {
                 throw CollectorError.badRequest("client_report.json", "a client_report item is not valid JSON")
             }
             for key in ["discarded_events", "rate_limited_events", "filtered_events", "filtered_sampling_events"] {

@@ -86,7 +86,8 @@ public struct EventRecord: Sendable {
     }
 
     /// The record of the event whose JSON text is `payload`, read without building the whole
-    /// document (the same checks and result as parsing it with `FastJSON` and extracting).
+    /// document (the same checks and result as parsing it with `StrictJSON.parse(_:rules:
+    /// .lastKeyWins)` and extracting).
     /// - Throws: `event.json` (400, with `invalidJSONMessage`) when `payload` is not valid JSON;
     ///   `event.not_object` or `event.event_id` (400).
     static func extract(projectID: Int64, payload: Data, fallbackEventID: String?, received: Date, invalidJSONMessage: String)
@@ -289,10 +290,10 @@ public struct SessionUpdate: Sendable, Hashable {
         }
 
         /// Reads the fields straight from a payload's JSON text, accepting and refusing exactly
-        /// what `FastJSON.parse` does (same failures) and giving what `init(_:)` gives for the
-        /// parsed tree, without building the tree.
-        static func read(_ payload: Data) throws(FastJSON.Failure) -> Fields {
-            try FastJSON.withReader(payload) { reader throws(FastJSON.Failure) -> Fields in
+        /// what `StrictJSON.parse(_:rules: .lastKeyWins)` does (same failures) and giving what
+        /// `init(_:)` gives for the parsed tree, without building the tree.
+        static func read(_ payload: Data) throws(StrictJSON.Failure) -> Fields {
+            try StrictJSON.withReader(payload, rules: .lastKeyWins) { reader throws(StrictJSON.Failure) -> Fields in
                 reader.skipSpace()
                 var fields = Fields()
                 if try reader.peek(depth: 0) == UInt8(ascii: "{") {
@@ -300,8 +301,7 @@ public struct SessionUpdate: Sendable, Hashable {
                 } else {
                     try reader.skipValue(depth: 0)
                 }
-                reader.skipSpace()
-                guard reader.index == reader.bytes.count else { throw FastJSON.Failure(code: "json.trailing", offset: reader.index) }
+                try reader.end()
                 return fields
             }
         }
@@ -314,7 +314,7 @@ public struct SessionUpdate: Sendable, Hashable {
     }
 
     /// Reads a `session` item payload from its JSON text (the same result as parsing it with
-    /// `FastJSON` and calling `parse(_:received:)`).
+    /// `StrictJSON` and calling `parse(_:received:)`).
     /// - Throws: `session.json` (400) when `payload` is not valid JSON; as `parse(_:received:)`.
     static func read(_ payload: Data, received: Date) throws(CollectorError) -> SessionUpdate {
         let fields: Fields
@@ -338,12 +338,12 @@ public struct SessionUpdate: Sendable, Hashable {
     }
 }
 
-extension FastJSON.Reader {
+extension StrictJSON.Reader {
     /// A session payload's object at `index` (checked as `value(depth:)` does), read into
     /// `SessionUpdate.Fields` as `Fields.init(_:)` would read its tree.
-    mutating func sessionFields(depth: Int) throws(FastJSON.Failure) -> SessionUpdate.Fields {
+    mutating func sessionFields(depth: Int) throws(StrictJSON.Failure) -> SessionUpdate.Fields {
         var fields = SessionUpdate.Fields()
-        try forEachMember(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+        try forEachMember(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
             switch true {
             case reader.key(key, is: "sid"): fields.sid = try reader.string(depth: depth)
             case reader.key(key, is: "did"): fields.did = try reader.scalar(depth: depth)
@@ -355,7 +355,7 @@ extension FastJSON.Reader {
             case reader.key(key, is: "attrs"):
                 // The last `attrs` counts as a whole, as in the tree.
                 (fields.release, fields.environment) = (nil, nil)
-                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(FastJSON.Failure) in
+                try reader.forEachMemberOfObject(depth: depth) { reader, key, depth throws(StrictJSON.Failure) in
                     if reader.key(key, is: "release") {
                         fields.release = try reader.string(depth: depth)
                     } else if reader.key(key, is: "environment") {

@@ -138,7 +138,7 @@ struct ProtectService: Sendable {
         guard issue.level == "fatal" else { return nil }
         guard let newest = try await store.events(issueID: issue.id, limit: 1).first,
               let payload = try await store.eventPayload(projectID: issue.projectID, eventID: newest.eventID),
-              let event = (try? FastJSON.parse(payload)) ?? (try? JSONValue.parse(payload))
+              let event = (try? StrictJSON.parse(payload, rules: .lastKeyWins)) ?? (try? JSONValue.parse(payload))
         else { return nil }
         return GuardVerdicts.verdict(for: event)
     }

@@ -14,7 +14,7 @@ extension SQLStore {
                 [Self.int(project), Self.int(LaunchSummary.window)])
             for event in events {
                 guard let row = event.int("id"), let received = event.double("received"), let payload = event.data("payload"),
-                      let member = try? FastJSON.member("tags", of: payload)
+                      let member = try? StrictJSON.member("tags", of: payload, rules: .lastKeyWins)
                 else { continue }
                 for (position, tag) in LaunchTag.of(tags: member).enumerated() {
                     _ = try await query(

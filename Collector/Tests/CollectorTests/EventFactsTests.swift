@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Ingest reads an event's facts straight from its bytes (`EventFacts.read`) instead of building
-/// the whole tree (`FastJSON.parse`) and reading it (`EventFacts(_:)`). Both must accept and
+/// the whole tree (`StrictJSON.parse`) and reading it (`EventFacts(_:)`). Both must accept and
 /// refuse the same documents and agree on every fact, for any input: these tests compare them on
 /// generated events where every path ingest reads gets values of every kind (also repeated keys,
 /// escaped keys and deep nesting), and on random mutations of those.
@@ -108,8 +108,8 @@ struct EventFactsTests {
     /// Both readers on `bytes`: the same acceptance, and the same facts when accepted.
     static func compare(_ bytes: [UInt8], _ label: @autoclosure () -> String) {
         let data = Data(bytes)
-        let tree = try? FastJSON.parse(data)
-        let direct = Result { () throws(FastJSON.Failure) -> EventFacts? in try EventFacts.read(data) }
+        let tree = try? StrictJSON.parse(data, rules: .lastKeyWins)
+        let direct = Result { () throws(StrictJSON.Failure) -> EventFacts? in try EventFacts.read(data) }
         switch (tree, direct) {
         case (nil, .failure):
             break
@@ -132,9 +132,9 @@ struct EventFactsTests {
             writer.text = ""
             writer.object(Self.event, depth: 0)
             let bytes = Array(writer.text.utf8)
-            #expect((try? FastJSON.parse(Data(bytes))) != nil, "generated text is JSON: \(writer.text)")
+            #expect((try? StrictJSON.parse(Data(bytes), rules: .lastKeyWins)) != nil, "generated text is JSON: \(writer.text)")
             Self.compare(bytes, "seed \(seed) round \(round): \(writer.text)")
-            if case .object? = try? FastJSON.parse(Data(bytes)) { objects += 1 }
+            if case .object? = try? StrictJSON.parse(Data(bytes), rules: .lastKeyWins) { objects += 1 }
             // Mutations: most make the text invalid, some change what is read.
             var mutated = bytes
             for _ in 0..<Int.random(in: 1...3, using: &writer.random) {

@@ -36,7 +36,7 @@ struct LaunchTagsTests {
         var summary = LaunchSummary()
         summary.eventsRead = events.count
         for event in events {
-            guard let member = try? FastJSON.member("tags", of: event.payload) else { continue }
+            guard let member = try? StrictJSON.member("tags", of: event.payload, rules: .lastKeyWins) else { continue }
             summary.add(release: event.summary.release, tags: LaunchTag.of(tags: member))
         }
         return summary
@@ -132,7 +132,7 @@ struct LaunchTagsTests {
             for (index, event) in Self.events().enumerated() {
                 let stripped = event.payload.replacingOccurrences(of: "aunch", with: "aunxh").replacingOccurrences(of: "repair", with: "repaxr")
                 try await Self.ingest(store, project: project.id, stripped, received: start.addingTimeInterval(Double(index)))
-                let id = try #require(try FastJSON.member("event_id", of: Data(stripped.utf8))?.stringValue)
+                let id = try #require(try StrictJSON.member("event_id", of: Data(stripped.utf8), rules: .lastKeyWins)?.stringValue)
                 _ = try await store.query("UPDATE events SET payload = ? WHERE event_id = ?", [.blob(Data(event.payload.utf8)), .text(id)])
             }
             let payloads = Self.fromPayloads(try await store.recentEvents(projectID: project.id, limit: LaunchSummary.window))

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Ingest reads a `session` item straight from its bytes (`SessionUpdate.read`) instead of
-/// building the tree (`FastJSON.parse`) and reading it (`SessionUpdate.parse`). Both must refuse
+/// building the tree (`StrictJSON.parse`) and reading it (`SessionUpdate.parse`). Both must refuse
 /// the same payloads with the same error and agree on every field of the update otherwise; these
 /// tests compare them on hand-written edge cases and on random mutations of a valid session.
 @Suite("Collector session reading")
@@ -13,7 +13,7 @@ struct SessionReadTests {
 
     /// The outcome through the tree, with the same error for invalid JSON as ingest gives.
     static func viaTree(_ data: Data) -> Result<CollectorApp.SessionUpdate, CollectorError> {
-        guard let json = try? FastJSON.parse(data) else {
+        guard let json = try? StrictJSON.parse(data, rules: .lastKeyWins) else {
             return .failure(.badRequest("session.json", "a session item is not valid JSON"))
         }
         return Result { () throws(CollectorError) -> CollectorApp.SessionUpdate in try CollectorApp.SessionUpdate.parse(json, received: received) }

@@ -197,7 +197,7 @@ extension RemoteConfigDocument {
     public static func parse(_ data: Data) throws(RemoteConfigError) -> RemoteConfigParseResult {
         let root: JSONValue
         do {
-            root = try StrictJSON.parse(data)
+            root = try StrictJSON.parse(data, rules: .strict)
         } catch {
             throw RemoteConfigError(code: RemoteConfigError.invalidJSONCode, path: "$", message: "not JSON")
         }
@@ -346,7 +346,7 @@ extension JSONValue {
     /// - Throws: `RemoteConfigError` "remote_config.invalid_json" at path "$".
     package static func parseStrict(_ data: Data) throws(RemoteConfigError) -> JSONValue {
         do {
-            return try StrictJSON.parse(data)
+            return try StrictJSON.parse(data, rules: .strict)
         } catch {
             throw RemoteConfigError(code: RemoteConfigError.invalidJSONCode, path: "$", message: "not JSON")
         }

@@ -32,7 +32,7 @@ public struct SignedRemoteConfig: Sendable, Hashable {
         func invalid(_ path: String, _ message: String) -> RemoteConfigError {
             RemoteConfigError(code: RemoteConfigError.invalidEnvelopeCode, path: path, message: message)
         }
-        guard let root = try? StrictJSON.parse(body), let members = root.objectValue else {
+        guard let root = try? StrictJSON.parse(body, rules: .strict), let members = root.objectValue else {
             throw invalid("$", "expected {\"payload\": base64, \"signature\": base64}")
         }
         guard let payloadText = members["payload"]?.stringValue, let payload = Data(base64Encoded: payloadText) else {

@@ -323,7 +323,7 @@ extension DashboardRoutes {
         let data = Data(text.utf8)
         let value: JSONValue
         do {
-            value = try FastJSON.parse(data)
+            value = try StrictJSON.parse(data, rules: .lastKeyWins)
         } catch {
             let prefix = data.prefix(error.offset)
             let line = prefix.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }

@@ -26,10 +26,10 @@ enum EventView {
         case exception(String)
     }
 
-    /// A stored payload's JSON: read by `FastJSON` (ingest checked it; a page parses up to 501
+    /// A stored payload's JSON: read by `StrictJSON` (ingest checked it; a page parses up to 501
     /// payloads, which `JSONDecoder` took about ten times longer to read), else by `JSONDecoder`.
     static func parse(_ payload: Data) -> JSONValue? {
-        (try? FastJSON.parse(payload)) ?? (try? JSONValue.parse(payload))
+        (try? StrictJSON.parse(payload, rules: .lastKeyWins)) ?? (try? JSONValue.parse(payload))
     }
 
     static func values(_ json: JSONValue?) -> [JSONValue] {
