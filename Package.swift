@@ -20,7 +20,8 @@
 //   _CrashShieldZlib       zlib (system library) for gzip envelope uploads
 //   shield                 the command-line tool: demo, bench, crash, reports, send, envelope
 // Under Tests/: _CrashShieldScenarios (Objective-C misuse scenarios and oracles, for the demo and
-// the tests), _CrashShieldTestSupport (deliberate crashes, test seams), the probe programs.
+// the tests), _CrashShieldTestSupport (deliberate crashes, test seams), the probe programs
+// (shield-test-probe: the child processes only the tests spawn; capture-malloc-probe, plain-objc-app).
 //
 // GNUstep is the Objective-C runtime on Linux. Its compiler flags are needed only there and are
 // kept out of what an Apple consumer sees (`#if os(Linux)` below).
@@ -191,7 +192,7 @@ let package = Package(
             dependencies: [
                 "CrashShield", "CrashShieldBase", "CrashShieldGuards", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
                 "_CrashShieldScenarios", "_CrashShieldCapture", "_CrashShieldLaunch", "_CrashShieldTestSupport", "CrashShieldTestDoubles",
-                "_CrashShieldIncidents", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -229,6 +230,17 @@ let package = Package(
             name: "capture-malloc-probe",
             dependencies: ["_CrashShieldCapture", "_CrashShieldTestSupport"],
             path: "Tests/Probes/capture-malloc-probe"
+        ),
+        .executableTarget(
+            // The children only the tests spawn (rejected-start-probe, stop-probe, outbox-writer,
+            // incident-exit-probe, hang-probe); the tests run it from the build directory.
+            name: "shield-test-probe",
+            dependencies: [
+                "CrashShield", "CrashShieldBase", "CrashShieldRecording", "CrashShieldSentry", "CrashShieldProtocol",
+                "_CrashShieldCapture", "_CrashShieldIncidents", "_CrashShieldTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tests/Probes/shield-test-probe"
         ),
         .executableTarget(
             // An Objective-C program with no Swift code and no libdispatch: the README's

@@ -10,8 +10,9 @@
 //   shield bench-hangs [--json]       the app-hang figures alone: heartbeat cost, CPU with the main thread idle
 //   shield send --dsn DSN --dir D     convert pending crash reports, upload the outbox
 //   shield envelope --dir D [--dsn]   print the envelopes that would be sent
-// Hidden (test children): scenario, launch-probe, failsafe-probe, rejected-start-probe, stop-probe,
-// outbox-writer, reporting-probe, incident-exit-probe, hang-probe.
+// Hidden: the children these commands spawn (scenario for demo, launch-probe and failsafe-probe for
+// bench-capture, reporting-probe for bench-reporting). Children only the tests spawn are
+// subcommands of shield-test-probe (Tests/Probes/shield-test-probe), not of this tool.
 //
 // Each command below only declares its arguments and hands them, in the form the command bodies
 // (the *Command.swift files) have always read, to those bodies.
@@ -25,8 +26,7 @@ struct Shield: ParsableCommand {
         abstract: "CrashShield's command-line tool: demo, benchmarks, deliberate crashes, reports and their upload.",
         subcommands: [
             Demo.self, Bench.self, Crash.self, Reports.self, BenchCapture.self, BenchReporting.self, BenchHangs.self, Send.self, EnvelopeList.self,
-            Scenario.self, LaunchProbe.self, FailSafeProbe.self, RejectedStartProbe.self, StopProbe.self, OutboxWriter.self,
-            ReportingProbe.self, IncidentExitProbe.self, HangProbe.self,
+            Scenario.self, LaunchProbe.self, FailSafeProbe.self, ReportingProbe.self,
         ]
     )
 }
@@ -173,7 +173,7 @@ struct EnvelopeList: ParsableCommand {
     func run() throws { try finish(SendCommand.printEnvelopes(directory: dir, dsn: dsn)) }
 }
 
-// MARK: Hidden test children
+// MARK: Hidden children of the commands above
 
 struct Scenario: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -220,61 +220,7 @@ struct FailSafeProbe: ParsableCommand {
     func run() throws { try finish(FailSafeProbeCommand.run(["--dir", dir] + flags(["--launch-protection": launchProtection]))) }
 }
 
-struct RejectedStartProbe: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "rejected-start-probe", abstract: "(internal) A second capture start is rejected and changes nothing.",
-        shouldDisplay: false)
-    @Option(help: "The first start's report directory.") var dir: String
-    @Option(help: "The second start's report directory.") var otherDir: String
-    @Option(help: "capture, capture-c or start-capture.") var first: String
-    @Option(help: "capture or start-capture.") var second: String
-    func run() throws {
-        try finish(RejectedStartProbeCommand.run(["--dir", dir, "--other-dir", otherDir, "--first", first, "--second", second]))
-    }
-}
-
-struct StopProbe: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "stop-probe", abstract: "(internal) stop uninstalls capture and restores the previous handler.",
-        shouldDisplay: false)
-    @Option(help: "The report directory.") var dir: String
-    @Flag(help: "Capture alone (CrashCapture), not the SDK's one start.") var captureOnly = false
-    @Flag(help: "Start again after stopping.") var restart = false
-    func run() throws {
-        try finish(StopProbeCommand.run(["--dir", dir] + flags(["--capture-only": captureOnly, "--restart": restart])))
-    }
-}
-
-struct OutboxWriter: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "outbox-writer",
-        abstract: "(internal) Enqueue numbered envelopes into <dir>/outbox in a loop, printing ACK <n> after each is durable.",
-        shouldDisplay: false)
-    @Option(help: "The report directory.") var dir: String
-    @Option(help: "Stop after this many envelopes (default: never).") var count: Int?
-    @Option(help: "The number of the first envelope (default 0).") var first: Int = 0
-    func run() throws { try finish(OutboxWriterCommand.run(directory: dir, count: count, first: first)) }
-}
-
 Shield.main()
-
-struct IncidentExitProbe: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "incident-exit-probe",
-        abstract: "(internal) A slow sink still receiving a burst of incidents when the process exits: the delivery thread's end.",
-        shouldDisplay: false)
-    @Option(help: "Distinct incidents recorded in the burst (default 200).") var incidents = 200
-    @Option(name: .customLong("sink-ms"), help: "Milliseconds the sink sleeps per incident (default 20).") var sinkMilliseconds = 20
-    @Option(name: .customLong("watch-ms"), help: "Milliseconds the exit watch waits after the SDK's exit handlers (default 300).")
-    var watchMilliseconds = 300
-    @Flag(help: "Fork while the delivery thread is busy; the child records and waits for one incident of its own.") var forkChild = false
-    @Flag(help: "CrashShieldSDK.stop() after the burst began, before the exit.") var stop = false
-    func run() throws {
-        try finish(IncidentExitProbeCommand.run(IncidentExitProbeCommand.Arguments(
-            incidents: incidents, sinkMilliseconds: sinkMilliseconds, watchMilliseconds: watchMilliseconds,
-            forkChild: forkChild, stop: stop)))
-    }
-}
 
 struct ReportingProbe: ParsableCommand {
     static let configuration = CommandConfiguration(

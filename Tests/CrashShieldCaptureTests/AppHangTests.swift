@@ -8,7 +8,7 @@ import Testing
 import _CrashShieldCapture
 
 /// Issue 28: app hangs and exits that leave no crash report. Every process that blocks, crashes
-/// or is killed is a `shield hang-probe` child with a timeout; its envelopes go to a loopback
+/// or is killed is a `shield-test-probe hang-probe` child with a timeout; its envelopes go to a loopback
 /// server.
 @Suite(.serialized) struct AppHangTests {
     /// The events and session updates the server received.
@@ -103,14 +103,14 @@ import _CrashShieldCapture
     func abnormalExits(_ events: [JSONValue]) -> [JSONValue] { events.filter { mechanism($0) == "AbnormalExit" } }
 
     func probe(_ directory: String, _ server: LoopbackHTTPServer, _ extra: [String] = [], timeout: TimeInterval = 60) throws -> ChildResult {
-        try runChild(Built.shield, ["hang-probe", "--dir", directory, "--dsn", server.dsn] + extra, timeout: timeout)
+        try runChild(Built.testProbe, ["hang-probe", "--dir", directory, "--dsn", server.dsn] + extra, timeout: timeout)
     }
 
     /// Starts a probe, waits for `ready` in its output, keeps it running `seconds` more, then
     /// kills it with SIGKILL.
     func probeKilled(_ directory: String, _ server: LoopbackHTTPServer, _ extra: [String], ready: String,
                      after seconds: Double = 0) throws -> ChildResult {
-        let child = try Child(Built.shield, ["hang-probe", "--dir", directory, "--dsn", server.dsn] + extra)
+        let child = try Child(Built.testProbe, ["hang-probe", "--dir", directory, "--dsn", server.dsn] + extra)
         let saw = child.waitForOutput(containing: ready, timeout: 60)
         if seconds > 0 { usleep(useconds_t(seconds * 1_000_000)) }
         kill(child.process.processIdentifier, SIGKILL)
@@ -368,7 +368,7 @@ import _CrashShieldCapture
     @Test func crashReportCarriesTheLastMemorySample() throws {
         let directory = temporaryDirectory("crash-memory")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let crashed = try runChild(Built.shield, ["hang-probe", "--dir", directory, "--crash"], timeout: 60)
+        let crashed = try runChild(Built.testProbe, ["hang-probe", "--dir", directory, "--crash"], timeout: 60)
         #expect(crashed.termination == .signaled(SIGSEGV), "\(crashed.output)")
         let report = try #require(loadReports(directory, symbolicate: false).first)
         let memory = try #require(report.process?.memory, "process.memory in the report")

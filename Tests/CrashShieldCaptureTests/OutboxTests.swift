@@ -109,7 +109,7 @@ import Testing
         #expect(try JSONValue.parse(item.payload)["discarded_events"] == [["reason": "ratelimit_backoff", "category": "session", "quantity": 1]])
     }
 
-    /// A writer child (`shield outbox-writer`) is killed with SIGKILL at random moments, 25 times,
+    /// A writer child (`shield-test-probe outbox-writer`) is killed with SIGKILL at random moments, 25 times,
     /// each time continuing in the same outbox. Every envelope the writer acknowledged before the
     /// kill is present, and every entry is complete and intact (its payload's hash matches): lost
     /// and corrupt are both 0.
@@ -120,7 +120,7 @@ import Testing
         var acknowledged = Set<Int64>()
         for round in 0..<25 {
             // Each round numbers its envelopes from round × 1,000,000.
-            let child = try Child(Built.shield, ["outbox-writer", "--dir", directory, "--first", "\(round * 1_000_000)"])
+            let child = try Child(Built.testProbe, ["outbox-writer", "--dir", directory, "--first", "\(round * 1_000_000)"])
             // The first acknowledgement shows the writer is running; then a random moment.
             #expect(child.waitForOutput(containing: "ACK ", timeout: 30), "round \(round): the writer never wrote")
             usleep(UInt32.random(in: 0...40_000, using: &generator))
@@ -156,7 +156,7 @@ import Testing
     }
 }
 
-/// The same FNV-1a 64 as `shield outbox-writer` (an independent copy, so a change there shows here).
+/// The same FNV-1a 64 as `shield-test-probe outbox-writer` (an independent copy, so a change there shows here).
 enum OutboxWriterHash {
     static func fnv1a(_ data: Data) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

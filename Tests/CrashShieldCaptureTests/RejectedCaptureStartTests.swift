@@ -14,7 +14,7 @@ import Testing
         let directory = temporaryDirectory("rejected-\(label)")
         let other = temporaryDirectory("rejected-\(label)-other")
         try FileManager.default.removeItem(atPath: other)
-        let result = try runChild(Built.shield, ["rejected-start-probe", "--dir", directory, "--other-dir", other,
+        let result = try runChild(Built.testProbe, ["rejected-start-probe", "--dir", directory, "--other-dir", other,
                                                  "--first", first, "--second", second])
         return (result, directory, other)
     }
@@ -70,7 +70,7 @@ import Testing
         }
         let seed = try runChild(Built.shield, ["crash", "segv", "--dir", other])
         #expect(seed.termination == .signaled(SIGSEGV))
-        let result = try runChild(Built.shield, ["rejected-start-probe", "--dir", directory, "--other-dir", other,
+        let result = try runChild(Built.testProbe, ["rejected-start-probe", "--dir", directory, "--other-dir", other,
                                                  "--first", "start-capture", "--second", "start-capture"])
         #expect(result.termination == .signaled(SIGSEGV))
         #expect(result.output.contains("REJECTED alreadyStarted"), "\(result.output)")
@@ -87,7 +87,7 @@ import Testing
     func stopUninstallsCaptureAndRestoresThePreviousHandler(captureOnly: Bool) throws {
         let directory = temporaryDirectory("stop")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try runChild(Built.shield, ["stop-probe", "--dir", directory] + (captureOnly ? ["--capture-only"] : []))
+        let result = try runChild(Built.testProbe, ["stop-probe", "--dir", directory] + (captureOnly ? ["--capture-only"] : []))
         #expect(result.termination == .signaled(SIGSEGV))
         #expect(result.output.contains("ENABLED false INSTALLED false"), "\(result.output)")
         #expect(result.output.contains("PREVIOUS-HANDLER-RAN"), "\(result.output)")
@@ -99,7 +99,7 @@ import Testing
     func startAfterStopCapturesAgain(captureOnly: Bool) throws {
         let directory = temporaryDirectory("restart")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try runChild(Built.shield, ["stop-probe", "--dir", directory, "--restart"]
+        let result = try runChild(Built.testProbe, ["stop-probe", "--dir", directory, "--restart"]
                                   + (captureOnly ? ["--capture-only"] : []))
         #expect(result.termination == .signaled(SIGSEGV))
         #expect(result.output.contains("RESTARTED"), "\(result.output)")

@@ -115,8 +115,18 @@ import Testing
         for visible in ["demo", "bench", "crash", "reports", "bench-capture", "bench-reporting", "send", "envelope"] {
             #expect(top.output.contains("  \(visible) "), "\(visible) missing from: \(top.output)")
         }
-        for hidden in ["scenario", "launch-probe", "failsafe-probe", "rejected-start-probe", "outbox-writer"] {
+        for hidden in ["scenario", "launch-probe", "failsafe-probe", "reporting-probe"] {
             #expect(!top.output.contains("  \(hidden) "), "\(hidden) shown in: \(top.output)")
+        }
+        // The children only the tests spawn are shield-test-probe's, not shield's.
+        for testOnly in ["rejected-start-probe", "stop-probe", "outbox-writer", "incident-exit-probe", "hang-probe"] {
+            #expect(!top.output.contains(testOnly), "\(testOnly) shown in: \(top.output)")
+            let refused = try runChild(Built.shield, [testOnly, "--dir", "/nonexistent"])
+            #expect(refused.termination != .exited(0), "shield \(testOnly): \(refused.termination)")
+            let help = try runChild(Built.shield, [testOnly, "--help"])
+            #expect(!help.output.contains("USAGE: shield \(testOnly)"), "shield \(testOnly) --help: \(help.output)")
+            let probe = try runChild(Built.testProbe, [testOnly, "--help"])
+            #expect(probe.output.contains("USAGE: shield-test-probe \(testOnly)"), "\(testOnly): \(probe.output)")
         }
     }
 

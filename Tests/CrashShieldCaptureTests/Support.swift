@@ -33,6 +33,8 @@ enum Built {
         return (executable as NSString).deletingLastPathComponent
     }
     static var shield: String { "\(directory)/shield" }
+    /// The children only the tests spawn: rejected-start-probe, stop-probe, outbox-writer, hang-probe, ...
+    static var testProbe: String { "\(directory)/shield-test-probe" }
     static var mallocProbe: String { "\(directory)/capture-malloc-probe" }
 }
 

@@ -9,14 +9,14 @@ import _CrashShieldTestSupport
 
 /// The end of incident delivery: at exit no sink call starts and a running one is waited for
 /// (bounded), `stop()` does the same and then lets delivery go on, and a forked child delivers only
-/// its own incidents. The exit and the fork run in child processes (`shield incident-exit-probe`,
+/// its own incidents. The exit and the fork run in child processes (`shield-test-probe incident-exit-probe`,
 /// Swift Testing exit tests); before this end existed the probe's sink went on receiving the burst
 /// while the exit's teardown ran, and a forked child never delivered.
 @Suite struct IncidentExitTests {
-    /// Runs `shield incident-exit-probe` with `arguments` (killed after 60 s) and returns its exit
+    /// Runs `shield-test-probe incident-exit-probe` with `arguments` (killed after 60 s) and returns its exit
     /// status and standard output.
     func probe(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        try runSiblingExecutable("shield", ["incident-exit-probe"] + arguments)
+        try runSiblingExecutable("shield-test-probe", ["incident-exit-probe"] + arguments)
     }
 
     /// The value of `key=` on the line that starts with `prefix`.

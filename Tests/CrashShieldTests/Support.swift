@@ -99,7 +99,7 @@ func guardedChildRun(expecting reasons: [String], _ misuse: () -> Bool) -> Int32
     return sink.incidents.map(\.reason) == reasons ? 0 : 4
 }
 
-/// Runs the executable `name` built next to the test binary (`shield`, `plain-objc-app`) with
+/// Runs the executable `name` built next to the test binary (`shield`, `shield-test-probe`, `plain-objc-app`) with
 /// `arguments` and `SWIFT_BACKTRACE=enable=no`, terminating it after `timeout` seconds. Returns its
 /// exit status (the negated signal number when a signal ended it) and its standard output
 /// (standard error is discarded). The output is read while the child runs, so a child that prints

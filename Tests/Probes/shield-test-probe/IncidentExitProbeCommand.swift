@@ -4,7 +4,7 @@ import Foundation
 import _CrashShieldIncidents
 import _CrashShieldTestSupport
 
-/// `shield incident-exit-probe [--incidents N] [--sink-ms N] [--watch-ms N] [--fork-child] [--stop]`:
+/// `shield-test-probe incident-exit-probe [--incidents N] [--sink-ms N] [--watch-ms N] [--fork-child] [--stop]`:
 /// the test child of the incident delivery thread's end (CrashShieldTests' `IncidentExitTests`).
 ///
 /// Before anything of CrashShield runs it registers an exit handler (the *watch*), so the watch

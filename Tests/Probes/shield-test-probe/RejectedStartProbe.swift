@@ -4,8 +4,8 @@ import Foundation
 import _CrashShieldCapture
 import _CrashShieldTestSupport
 
-/// `shield rejected-start-probe --dir A --other-dir B --first <capture|capture-c|start-capture>
-/// --second <capture|start-capture>`: (internal) starts capture into A the `--first` way
+/// `shield-test-probe rejected-start-probe --dir A --other-dir B --first <capture|capture-c|start-capture>
+/// --second <capture|start-capture>`: starts capture into A the `--first` way
 /// (`CrashCapture.start`, the C entry point, or `CrashShieldSDK.start` with guards and capture),
 /// then makes a second start into B the `--second` way (`CrashCapture.start` or
 /// `CrashShieldSDK.start` with guards, capture and launch protection), prints "REJECTED <error>" or
@@ -14,10 +14,10 @@ import _CrashShieldTestSupport
 /// "REJECTED-SINK-RECEIVED" for every report it is given (B holds one when the test puts it there).
 enum RejectedStartProbeCommand {
     static func run(_ arguments: [String]) -> Int32 {
-        guard let directory = CrashCommand.option("--dir", in: arguments),
-              let otherDirectory = CrashCommand.option("--other-dir", in: arguments),
-              let first = CrashCommand.option("--first", in: arguments),
-              let second = CrashCommand.option("--second", in: arguments) else { return 2 }
+        guard let directory = option("--dir", in: arguments),
+              let otherDirectory = option("--other-dir", in: arguments),
+              let first = option("--first", in: arguments),
+              let second = option("--second", in: arguments) else { return 2 }
         var options = CaptureOptions(directory: directory)
         options.appName = "first-start"
         do {
@@ -70,14 +70,14 @@ enum RejectedStartProbeCommand {
     }
 }
 
-/// `shield stop-probe --dir D [--capture-only] [--restart]`: (internal) installs a SIGSEGV handler of
+/// `shield-test-probe stop-probe --dir D [--capture-only] [--restart]`: installs a SIGSEGV handler of
 /// its own (it prints "PREVIOUS-HANDLER-RAN"), starts capture into D (`CrashShieldSDK.start` with
 /// the guards, or `CrashCapture.start` with `--capture-only`; launch protection off), stops it and
 /// prints "ENABLED <bool> INSTALLED <bool>"; with `--restart` starts again and prints "RESTARTED".
 /// Then crashes with SIGSEGV: after a stop no report is written and the own handler runs.
 enum StopProbeCommand {
     static func run(_ arguments: [String]) -> Int32 {
-        guard let directory = CrashCommand.option("--dir", in: arguments) else { return 2 }
+        guard let directory = option("--dir", in: arguments) else { return 2 }
         let captureOnly = arguments.contains("--capture-only")
         csc_test_install_previous_handler()
         var options = CrashShieldOptions()

@@ -7,7 +7,7 @@ import Foundation
 import _CrashShieldTestSupport
 import CrashShieldBase
 
-/// `shield hang-probe --dir D [--dsn DSN] ...`: the test child of app hangs and exits without a
+/// `shield-test-probe hang-probe --dir D [--dsn DSN] ...`: the test child of app hangs and exits without a
 /// report. Starts CrashShield on the main thread (capture, launch protection, and reporting when
 /// `--dsn` is given, release `hang-probe@<app version>`), prints `STARTED last_run=<outcome>`,
 /// adds the breadcrumb `--breadcrumb`, runs the main run loop for 600 ms (the heartbeat arms hang
@@ -34,7 +34,7 @@ import CrashShieldBase
 /// then flushes reporting (10 s) and returns (a clean exit).
 struct HangProbe: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "hang-probe", abstract: "(internal) App hangs and exits without a report: the test child.", shouldDisplay: false)
+        commandName: "hang-probe", abstract: "App hangs and exits without a report: the test child.")
     @Option(help: "The report directory.") var dir: String
     @Option(help: "Report to this DSN (without: no reporting).") var dsn: String?
     @Option(help: "The app version (default 1.0).") var appVersion = "1.0"
