@@ -6,8 +6,8 @@ import Darwin
 #endif
 
 /// How much CPU the dashboard's pages and management API reads may take while ingest runs
-/// (issue 25: "ingest with a dashboard user reloading the heaviest page loses ≤ 10 % of its
-/// rate").
+/// (the bound: ingest with a dashboard user reloading the heaviest page loses ≤ 10 % of its
+/// rate).
 ///
 /// Why: the page threads run at nice 10 (`ThreadPriority`), which keeps them off a core an ingest
 /// thread is waiting for only when both run on that core. On a machine of 2 cores a page thread

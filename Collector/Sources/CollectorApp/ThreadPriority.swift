@@ -6,8 +6,8 @@ import Darwin
 
 /// The scheduling priority of the threads that build dashboard pages and API reads: below the
 /// threads that serve ingest, so that on a machine whose cores ingest keeps busy a page takes
-/// the CPU ingest leaves, not the CPU ingest needs (issue 25: "ingest with a dashboard user
-/// reloading the heaviest page loses ≤ 10 % of its rate").
+/// the CPU ingest leaves, not the CPU ingest needs (the bound: ingest with a dashboard user
+/// reloading the heaviest page loses ≤ 10 % of its rate).
 ///
 /// The platform-specific part, kept here alone:
 /// - Linux: the calling thread's nice value is raised to `niceValue`. On Linux a nice value

@@ -5,7 +5,7 @@ import Foundation
 import NIOCore
 import Testing
 
-/// Issue 25, item 3, below the process test (`scripts/slow_clients.py` in `scripts/test.sh`): the
+/// Connection limits, below the process test (`scripts/slow_clients.py` in `scripts/test.sh`): the
 /// admission rule, the total derived from the open-file limit, the options, and the timeouts on a
 /// live collector.
 @Suite struct ConnectionLimitsTests {

@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Issue 25, item 10: HEAD, unknown routes, HSTS, pre-release order.
+/// HTTP edges: HEAD, unknown routes, HSTS, pre-release order.
 @Suite struct HTTPEdgeTests {
     /// HEAD answers as GET does (status, headers, `Content-Length` of the GET's body) and sends no
     /// body: read from the socket up to the collector's close.

@@ -87,7 +87,7 @@ struct IngestTests {
         }
     }
 
-    /// Issue 25 item 6: an event item over the event limit is dropped alone; the session beside it
+    /// An event item over the event limit is dropped alone; the session beside it
     /// is stored, the envelope is answered 200 (without an event id: no event was stored), and the
     /// drop is counted as an outcome (`too_large`, `error`) in the stats and in `/metrics`. A
     /// `/store/` body over the limit is the event itself: still 413.

@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 /// The launch-crash page reads launch tags stored at ingest (`event_launch_tags`, migration 13)
-/// instead of parsing the newest 5,000 payloads per load (issue 25: a page that reads less while
-/// ingest runs). Ingest fills them, the migration backfills them for existing events, and the
+/// instead of parsing the newest 5,000 payloads per load, so that the page reads less while
+/// ingest runs. Ingest fills them, the migration backfills them for existing events, and the
 /// page's counts are what reading the payloads gave.
 @Suite("Launch tags")
 struct LaunchTagsTests {

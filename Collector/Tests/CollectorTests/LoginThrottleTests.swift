@@ -5,7 +5,7 @@ import NIOCore
 import Synchronization
 import Testing
 
-/// Issue 25 item 4: failed logins are throttled by client address and account name together, so
+/// Failed logins are throttled by client address and account name together, so
 /// an attacker slows down without locking the real user out (`LoginRateLimiter`).
 @Suite("Login throttle by address and account")
 struct LoginThrottleTests {

@@ -5,7 +5,7 @@ import Logging
 import Synchronization
 import Testing
 
-/// Reads never wait for the writer (issue 25, "one dashboard user stalls ingest"): a store's
+/// Reads never wait for the writer (so one dashboard user cannot stall ingest): a store's
 /// reads run on read connections of their own (SQLite WAL readers, PostgreSQL connections),
 /// which reconnect after losing the server; the pages' queries read through indexes.
 @Suite("Read connections")
@@ -89,8 +89,8 @@ struct ReadConnectionTests {
     }
 
     /// A page (`withPageRead`) runs whole on a page connection's thread, below the priority of the
-    /// threads that serve ingest (issue 25: a dashboard user reloading the heaviest page took a
-    /// third of ingest's rate, because the page was built on the threads ingest's handlers use);
+    /// threads that serve ingest (a page built on the threads ingest's handlers use, reloaded
+    /// by one dashboard user, takes a third of ingest's rate);
     /// its reads use that connection; a write in it goes to the writer's connection and runs at
     /// the default priority (on SQLite a read connection would refuse it); outside a page the
     /// priority is untouched.

@@ -3,7 +3,7 @@ import CrashShieldProtocol
 import Foundation
 import Testing
 
-/// CrashShield's app hangs and abnormal exits (issue 28) as the collector shows them: each kind is
+/// CrashShield's app hangs and abnormal exits as the collector shows them: each kind is
 /// an issue of its own, apart from crashes with the same stack, and the sessions the next start
 /// closes `abnormal` beside them count in release health. The envelopes are samples of what the
 /// SDK sends (Tests/Golden/Reporting/hangs, exported by the root package's AppHangTests with

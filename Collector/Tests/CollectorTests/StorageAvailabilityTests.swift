@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Testing
 
-/// Storage availability (issue 25, items 1 and 5): a lost PostgreSQL connection and a full disk
+/// Storage availability: a lost PostgreSQL connection and a full disk
 /// are temporary faults, answered 503 `storage.unavailable` / `storage.full` with `Retry-After`
 /// (never a lasting 500), shown by `/health` and `/metrics`; the collector reconnects, writes
 /// resume when space returns, and nothing acknowledged is lost. The process-level tests (a

@@ -123,7 +123,7 @@ public final class AccountService: Sendable {
 }
 
 /// Login throttling by client address and account name together, so that an attacker slows
-/// down without locking out the real user (issue 25):
+/// down without locking out the real user:
 /// - per (address, name) pair: `freeFailures` failures in a row are answered at once; from the
 ///   `freeFailures`-th on, each failure makes the pair wait `baseDelay` doubled per further
 ///   failure, at most `maxDelay` (30 s, 1 min, 2 min, ... 15 min).
