@@ -135,7 +135,7 @@ for target in aarch64-macos.13.0 x86_64-macos.13.0; do
             llvm-nm "$WORK/backend-$target$ownership.o" | grep " T _cs_backend_implementation_is_system$" >/dev/null; then
             echo "ok:   $target ($ownership): Backend/CSBackend_Apple.m compiles against Apple's Objective-C runtime headers"
             # Owner discovery must not realize the app's classes: the backend calls none of the
-            # functions that list or look up every class (issue 26).
+            # functions that list or look up every class.
             forbidden="$(llvm-nm -u "$WORK/backend-$target$ownership.o" | grep -E '^ *U _(objc_copyClassList|objc_getClassList|NSClassFromString)$' || true)"
             if [ -n "$forbidden" ]; then
                 fail "$target ($ownership): the Apple backend references $(echo $forbidden | tr -s ' ')"

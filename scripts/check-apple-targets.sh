@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/check-apple-targets.sh — what clang and lld can check for Apple targets on Linux,
-# without Apple's SDK (issue 12). Exits non-zero when any check fails.
+# without Apple's SDK. Exits non-zero when any check fails.
 #
 # 1. The guard-section header (Engine/CSGuardSection.h): a probe with two "guards" is compiled for
 #    each Apple target; llvm-nm must place every probe function (C functions under

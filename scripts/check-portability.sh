@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/check-portability.sh — no Linux-only API outside a Linux guard in Swift sources, no
 # ELF- or Linux-only construct outside an ELF/Linux guard in C and Objective-C sources, judged by
-# whether an iOS or macOS build compiles the line (issue 12). The patterns, and why each is
+# whether an iOS or macOS build compiles the line. The patterns, and why each is
 # Linux-only, are in docs/PORTABILITY.md; the scanner is scripts/portability_scan.py.
 #
 # Prints each finding as `path:line: pattern-id: text (...)` and exits non-zero when there is one,

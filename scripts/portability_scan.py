@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Finds Linux-only and ELF-only constructs that an Apple build would compile (issue 12).
+"""Finds Linux-only and ELF-only constructs that an Apple build would compile.
 
 Usage: portability_scan.py [--list-patterns] [--self-test] PATH...
 

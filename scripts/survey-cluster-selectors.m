@@ -1,4 +1,4 @@
-/* survey-cluster-selectors.m — one-off survey for issue 10 item 13 (not part of CI): every selector
+/* survey-cluster-selectors.m — one-off survey (not part of CI): every selector
  * with arguments of the cluster classes, probed with a legal call and with one argument made a misuse
  * (nil object, index 1000, range {1,1000}), each call in a forked child. Prints the selectors whose
  * misuse throws or crashes while the legal call does not. Build (GNUstep):

@@ -238,7 +238,7 @@ enum CrashCommand {
     }
 }
 
-/// Hostile conditions set up after capture is installed and before the crash (issue 11):
+/// Hostile conditions set up after capture is installed and before the crash:
 /// `--fsize-limit N` (RLIMIT_FSIZE), `--exhaust-fds` (descriptor table full), `--remove-dir` (the
 /// report directory deleted), `--unwritable-dir` (the directory made read-only, and as root the
 /// process drops to uid/gid 65534, as servers do after start, so it cannot write there).

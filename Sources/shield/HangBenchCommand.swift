@@ -5,8 +5,8 @@ import CrashShieldSentry
 import Foundation
 import CrashShieldBase
 
-/// `shield bench-hangs [--json] [--seconds S]`: the cost of app-hang detection (issue 28's "low
-/// cost: no allocation or lock on the main thread's path, <= 1 % CPU with the main thread idle").
+/// `shield bench-hangs [--json] [--seconds S]`: the cost of app-hang detection (the bound:
+/// no allocation or lock on the main thread's path, <= 1 % CPU with the main thread idle).
 /// - `hang.heartbeat`: one `CrashCapture.appHangHeartbeat()` (what the main thread's timer runs),
 ///   ns per call;
 /// - `hang.idle_cpu.*`: the process's CPU time (user + system, getrusage) per wall time while the

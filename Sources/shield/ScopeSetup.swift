@@ -2,7 +2,7 @@ import CrashShieldProtocol
 import CrashShield
 import Foundation
 
-/// `shield crash` options that set the app's scope before the crash (issue 13 item 7):
+/// `shield crash` options that set the app's scope before the crash:
 /// `--user <id>` (id, username "user-<id>", email "<id>@example.com"), `--tag <key>=<value>`,
 /// `--context <name>.<key>=<value>`, `--breadcrumb <message>` (category "shield", level
 /// warning, data {"index": n}), each repeatable; `--oversize-scope` sets a scope several times

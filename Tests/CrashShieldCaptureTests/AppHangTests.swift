@@ -7,7 +7,7 @@ import Testing
 @testable import CrashShieldSentry
 import _CrashShieldCapture
 
-/// Issue 28: app hangs and exits that leave no crash report. Every process that blocks, crashes
+/// App hangs and exits that leave no crash report. Every process that blocks, crashes
 /// or is killed is a `shield-test-probe hang-probe` child with a timeout; its envelopes go to a loopback
 /// server.
 @Suite(.serialized) struct AppHangTests {

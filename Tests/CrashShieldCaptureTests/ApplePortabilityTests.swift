@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// The Apple build of the Swift modules (issue 12, item 3), checked from Linux: what a Mac would
+/// The Apple build of the Swift modules, checked from Linux: what a Mac would
 /// compile differently is covered by scripts/check-portability.sh (docs/PORTABILITY.md); the
 /// platform-neutral pieces of the Apple paths (default directory, symbolication without external
 /// tools, Mach-O debug ids) run here.

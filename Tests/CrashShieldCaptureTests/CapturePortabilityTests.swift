@@ -3,7 +3,7 @@ import CrashShieldProtocol
 import Foundation
 import Testing
 
-/// Issue 12, item 4: capture on Apple. Nothing here can compile or run the Darwin files (no Apple
+/// Capture on Apple. Nothing here can compile or run the Darwin files (no Apple
 /// SDK); what Linux can check is checked: scripts/check-apple-targets.sh compiles the
 /// platform-neutral pure-C parts for Apple targets with only the compiler's freestanding headers
 /// and checks every Linux/ELF file is empty there (run below, so `swift test` shows it), and every

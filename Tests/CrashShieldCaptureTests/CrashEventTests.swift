@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Issue 13 item 4: users get `CrashEvent`, whose essentials are not optional: taken from the
+/// Users get `CrashEvent`, whose essentials are not optional: taken from the
 /// report when it has them, from the documented fallbacks when the file was cut short.
 @Suite struct CrashEventTests {
     @Test func completeReportGivesItsOwnValues() throws {
@@ -77,7 +77,7 @@ import Testing
     }
 }
 
-/// Issue 23 item 2: CrashShield's frames (marked "sdk" by the crash handler from its code
+/// CrashShield's frames (marked "sdk" by the crash handler from its code
 /// sections, not from names) are not in-app, so two crashes at one app call site reached through
 /// different SDK code have the same in-app frames (what Sentry and the collector group by), and
 /// two app call sites stay apart.

@@ -70,7 +70,7 @@ import Testing
         if kind.name == "objc-exception" {
             #expect(report.exception?.name == "CrashShieldTestException")
             #expect(report.kind == .objcException)
-            // Issue 23 item 5: after the report the process ends with SIGABRT (termination above;
+            // After the report the process ends with SIGABRT (termination above;
             // GNUstep alone exits with status 1), and the runtime's line still reaches stderr.
             let withStandardError = try Child(Built.shield, ["crash", kind.name, "--dir", directory], captureStandardError: true).wait(timeout: 30)
             #expect(withStandardError.termination == .signaled(SIGABRT))
@@ -81,7 +81,7 @@ import Testing
             // The handler read the bytes at the faulting PC (fault-free read).
             #expect(report.crash?.instructionBytes?.count == 8)
         }
-        // Issue 23 item 5: the Swift runtime's own message of the failure (left for crash
+        // The Swift runtime's own message of the failure (left for crash
         // reporters just before the trap) is in the report, and becomes the event's value.
         let runtimeMessages = ["swift-index": "Fatal error: Index out of range",
                                "swift-unwrap": "Fatal error: Unexpectedly found nil while unwrapping an Optional value"]

@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Uncaught C++ exceptions (issue 24 item 8), each in a child process (`shield crash <kind>`):
+/// Uncaught C++ exceptions, each in a child process (`shield crash <kind>`):
 /// the process still dies of SIGABRT with the real stack, and the report, the event and
 /// `shield reports` also name the exception's type (demangled) and its what() text.
 @Suite struct CxxExceptionTests {

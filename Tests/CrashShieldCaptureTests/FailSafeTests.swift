@@ -28,13 +28,13 @@ import _CrashShieldCapture
         #expect(next.output.contains("POLICY container off"))
         #expect(next.output.contains("POLICY string neutralize"))
         #expect(next.output.contains("FAILSAFE-INCIDENTS 1 container"))
-        // Issue 13 item 7: crashedLastRun with capture on and launch protection off.
+        // crashedLastRun with capture on and launch protection off.
         #expect(next.output.contains("LAST-RUN crashed CRASHED-LAST-RUN true"), "\(next.output)")
         let after = try runChild(Built.shield, ["failsafe-probe", "--dir", directory])
         #expect(after.output.contains("LAST-RUN clean_exit CRASHED-LAST-RUN false"), "\(after.output)")
     }
 
-    /// Issue 23 item 4: with the container guard report-only, `-objectAtIndex:5` on a two-element
+    /// With the container guard report-only, `-objectAtIndex:5` on a two-element
     /// array throws as report-only promises and the process ends with it. That is the app's crash:
     /// the report names the guard as the report-only one instead of among the guard frames, the
     /// event is not tagged as a crash in the guard, and the next start keeps the guard (before:
@@ -55,7 +55,7 @@ import _CrashShieldCapture
         let event = CrashEventConverter(release: "app@1", dist: nil, environment: "test").event(from: report)
         #expect(event.tags?["crashshield.report_only_guard"] == "container")
         #expect(event.tags?["crashshield.crash_in_guard"] == nil)
-        // Issue 23 item 2: the hook's frames are CrashShield's (marked by the handler from the
+        // The hook's frames are CrashShield's (marked by the handler from the
         // guard's code section) and not in-app, so the culprit is the app's call site.
         let frames = report.crashedThread?.frames ?? []
         let hookFrames = frames.filter { $0.function?.hasPrefix("cs_array_objectAtIndex") == true }
@@ -111,7 +111,7 @@ import _CrashShieldCapture
         #expect(loadReports(neutralised).isEmpty)
     }
 
-    /// Issue 10 item 16: the start after a crash inside a guard switches the guard off from the
+    /// The start after a crash inside a guard switches the guard off from the
     /// report's guard_frames, read by the C scan: no report is decoded (the first JSONDecoder
     /// use alone costs ~2 ms).
     @Test func crashInsideAGuardSwitchesItOffWithoutDecodingTheReport() throws {

@@ -153,7 +153,7 @@ import Testing
         }
         #expect(frames.contains { $0.inApp == true })
         if kind == "inside-guard" {
-            // Issue 23 item 5: the incident before the crash reads as the incident did, its
+            // The incident before the crash reads as the incident did, its
             // numbers in place (before: "index {} beyond count {}").
             let crumbs = event.breadcrumbs?.values.compactMap(\.message) ?? []
             #expect(crumbs.contains { $0.hasSuffix("objectAtIndex:]: index 7 beyond count 2") }, "\(crumbs)")
@@ -168,7 +168,7 @@ import Testing
         }
     }
 
-    /// Issue 23 item 1: a crash's event carries the app's scope from its report: user, tags
+    /// A crash's event carries the app's scope from its report: user, tags
     /// beside CrashShield's own, contexts, breadcrumbs before the crash's incidents. Before: the
     /// report held the scope, the event had user.id = the installation id and none of the rest.
     @Test func liveCrashCarriesTheAppsScope() throws {

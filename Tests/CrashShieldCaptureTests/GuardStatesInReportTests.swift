@@ -7,7 +7,7 @@ import Testing
 @testable import CrashShieldSentry
 import _CrashShieldCapture
 
-/// Issue 13 item 3: a report lists the guard states of the moment of the crash, not those of the
+/// A report lists the guard states of the moment of the crash, not those of the
 /// start. Every run crashes on purpose, so each is a child process (`shield crash`) with a timeout.
 @Suite struct GuardStatesInReportTests {
     private func policies(in report: CrashReport) -> [String: CrashReport.GuardState.Policy] {

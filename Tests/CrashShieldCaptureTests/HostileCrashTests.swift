@@ -7,7 +7,7 @@ import Testing
 @testable import CrashShieldSentry
 import _CrashShieldCapture
 
-/// Issue 11: crashes that corrupt the stack or jump to non-code, non-ASCII and long paths, a
+/// Crashes that corrupt the stack or jump to non-code, non-ASCII and long paths, a
 /// signal sent by another process, and hostile limits (file size, descriptor table, an
 /// unwritable directory). Each crash runs in a child process (`shield crash <kind>`).
 @Suite struct HostileCrashTests {
@@ -41,7 +41,7 @@ import _CrashShieldCapture
         var testDescription: String { kind }
     }
 
-    /// Item 1: the unwinder never turns the crash into a second crash. A return through an
+    /// The unwinder never turns the crash into a second crash. A return through an
     /// overwritten return address, a clobbered saved frame pointer and a stack smash caught by
     /// the stack protector make libgcc's walk read unmapped memory; a call to an unmapped page
     /// gives it a PC without unwind tables. Each leaves a complete, non-minimal report with
@@ -83,7 +83,7 @@ import _CrashShieldCapture
         }
     }
 
-    /// Item 2: a call through NULL, through a pointer to an unmapped page, or into a buffer on the
+    /// A call through NULL, through a pointer to an unmapped page, or into a buffer on the
     /// non-executable stack: frame 0 is the bad PC, frame 1 the function that made the call (from
     /// the stack pointer / link register), then its callers.
     @Test(arguments: [("null-call", "csc_crash_null_call"), ("bad-function-pointer", "csc_crash_bad_function_pointer"),
@@ -108,7 +108,7 @@ import _CrashShieldCapture
         #endif
     }
 
-    /// Item 3: well-formed UTF-8 is copied as it is: a Chinese exception reason, an emoji thread
+    /// Well-formed UTF-8 is copied as it is: a Chinese exception reason, an emoji thread
     /// name. The file holds the UTF-8 bytes themselves, not \u00XX escapes of each byte.
     @Test func nonASCIITextIsCopiedVerbatim() throws {
         let directory = temporaryDirectory("utf8")
@@ -174,14 +174,14 @@ import _CrashShieldCapture
         #expect(top.function == "csc_crash_segv")
     }
 
-    /// Item 3: an image under a non-ASCII directory (/home/josé/…).
+    /// An image under a non-ASCII directory (/home/josé/…).
     @Test func executableInANonASCIIDirectorySymbolicates() throws {
         let root = temporaryDirectory("non-ascii")
         defer { try? FileManager.default.removeItem(atPath: root) }
         try crashCopiedExecutable(at: "\(root)/josé-目录/shield", label: "non-ascii-reports")
     }
 
-    /// Item 4: paths of 256 bytes and more are kept whole.
+    /// Paths of 256 bytes and more are kept whole.
     @Test func executableUnderALongPathSymbolicates() throws {
         let root = temporaryDirectory("long-path")
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -191,7 +191,7 @@ import _CrashShieldCapture
         try crashCopiedExecutable(at: executable, label: "long-path-reports")
     }
 
-    /// Item 5: a SIGSEGV sent with kill(2) has no fault address (si_addr holds the sender's pid
+    /// A SIGSEGV sent with kill(2) has no fault address (si_addr holds the sender's pid
     /// and uid then); the report names the sender.
     @Test func signalSentByAnotherProcessHasNoFaultAddress() throws {
         let directory = temporaryDirectory("sent")
@@ -208,7 +208,7 @@ import _CrashShieldCapture
         #expect(crash["sender_pid"] as? Int == Int(getpid()))
     }
 
-    /// Item 11: a report that reaches RLIMIT_FSIZE is cut there (a valid prefix that loads) and
+    /// A report that reaches RLIMIT_FSIZE is cut there (a valid prefix that loads) and
     /// the process dies of the crash's signal, not of SIGXFSZ.
     @Test func fileSizeLimitCutsTheReportButNotTheSignal() throws {
         let directory = temporaryDirectory("fsize")
@@ -224,7 +224,7 @@ import _CrashShieldCapture
         #expect(report.crash?.signal == SIGSEGV)
     }
 
-    /// Item 12: with the descriptor table full (EMFILE) the report is still written, through the
+    /// With the descriptor table full (EMFILE) the report is still written, through the
     /// descriptor kept in reserve since install.
     @Test func fullDescriptorTableStillGivesAReport() throws {
         let directory = temporaryDirectory("emfile")
@@ -239,7 +239,7 @@ import _CrashShieldCapture
         #expect(reports[0].crashedThread?.frames?.first?.function == "csc_crash_segv")
     }
 
-    /// Item 13: the report directory was deleted: one line on stderr, and the process still dies
+    /// The report directory was deleted: one line on stderr, and the process still dies
     /// of its signal.
     @Test func deletedDirectoryIsSaidOnStandardError() throws {
         let directory = temporaryDirectory("deleted")
@@ -253,7 +253,7 @@ import _CrashShieldCapture
         #expect(!FileManager.default.fileExists(atPath: directory))
     }
 
-    /// Item 13: the directory became unwritable (here: the process dropped its privileges after
+    /// The directory became unwritable (here: the process dropped its privileges after
     /// start, as servers do; or, not as root, the directory was made read-only): one line on
     /// stderr, and the next start's lastRun says the run crashed during launch without a report.
     @Test func unwritableDirectoryMakesLastRunSayCrashedWithoutReport() throws {
@@ -283,7 +283,7 @@ import _CrashShieldCapture
     }
 }
 
-/// Issue 24, item 7: "report lost" must hold when nothing else can be written. The handler writes
+/// "Report lost" must hold when nothing else can be written. The handler writes
 /// the marker first, over bytes reserved at install, and its stderr line without blocking.
 @Suite struct ReportLostTests {
     /// A tmpfs of `size` mounted at a fresh directory, or nil where mounting needs privileges this

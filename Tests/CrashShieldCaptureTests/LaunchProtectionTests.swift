@@ -310,7 +310,7 @@ import Testing
         next.launchCompleted()
     }
 
-    /// Issue 13 item 2: a second `begin` for a directory whose launch in this process is running
+    /// A second `begin` for a directory whose launch in this process is running
     /// changes nothing. It took the running launch for a previous run that never completed: with
     /// the timer method a launch crash, counted, persisted, and repaired at the threshold.
     @Test func secondBeginOfARunningLaunchChangesNothing() throws {

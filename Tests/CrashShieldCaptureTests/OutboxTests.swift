@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// The outbox (issue 14 items 2, 8): durable, ordered, capped with counted drops, no `sent_at`,
+/// The outbox: durable, ordered, capped with counted drops, no `sent_at`,
 /// and nothing lost or corrupt when its writer is killed with SIGKILL at random moments.
 @Suite struct OutboxTests {
     func envelope(_ number: Int, filler: Int = 10) -> Envelope {

@@ -9,7 +9,7 @@ import _CrashShieldCapture
 import _CrashShieldLaunch
 
 /// The start after a crash decides `lastRun` from a C scan of the report's launch fields and
-/// decodes the report only when it is read (issue 10 item 16); the scan agrees with the decoder.
+/// decodes the report only when it is read; the scan agrees with the decoder.
 @Suite struct PendingReportTests {
     static func example(_ name: String) throws -> [UInt8] {
         [UInt8](try #require(FileManager.default.contents(atPath: "\(schemaDirectory)/examples/\(name)")))

@@ -28,9 +28,9 @@ import Testing
         ("CrashShieldSDK._resetForTesting()", "'_resetForTesting' is inaccessible due to 'package' protection level"),
         ("_ = CrashScope.publishedJSONForTesting", "'publishedJSONForTesting' is inaccessible due to 'package' protection level"),
         ("_ = ScopeState()", "cannot find 'ScopeState' in scope"),
-        // Issue 13 item 1: one start; the second start call is gone.
+        // One start; there is no second start call.
         ("try? CrashShieldSDK.startCapture(CaptureOptions())", "type 'CrashShieldSDK' has no member 'startCapture'"),
-        // Issue 13 item 5 for reporting: the SDK's reporting machinery is internal; an app sets
+        // Reporting: the SDK's reporting machinery is internal; an app sets
         // `ReportingOptions` and the start does the rest.
         ("_ = EventReporter.self", "cannot find 'EventReporter' in scope"),
         ("_ = SessionTracker.self", "cannot find 'SessionTracker' in scope"),

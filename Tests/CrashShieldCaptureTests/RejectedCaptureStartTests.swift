@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Issue 13 item 2 for capture: a second capture start is rejected with `alreadyStarted` and
+/// A second capture start is rejected with `alreadyStarted` and
 /// changes nothing. Each run ends in a deliberate crash, so each is a child process; the report it
 /// leaves shows what capture was left with.
 @Suite struct RejectedCaptureStartTests {

@@ -186,7 +186,7 @@ import Testing
         #expect(text.contains("\"remote_config_version\":null"))
     }
 
-    /// Issue 23 item 4 with the remote document: a signed document that sets the container guard
+    /// With the remote document: a signed document that sets the container guard
     /// report-only; the app's out-of-bounds read throws and ends the run. The report names the
     /// report-only guard (not a crash in the guard), and the next run, under the same document,
     /// still has the guard active and report-only (before: the fail-safe switched it off).

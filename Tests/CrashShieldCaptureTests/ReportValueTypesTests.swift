@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Issue 13 item 4: the report's named values are typed (extensible structs with the file's
+/// The report's named values are typed (extensible structs with the file's
 /// string as `rawValue`). Known values decode to the constants, values this version does not know
 /// decode and encode unchanged, and the file format is the same as with plain strings.
 @Suite struct ReportValueTypesTests {

@@ -7,7 +7,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Reporting as part of the one start (issue 14 with issue 13's one start): children crash
+/// Reporting as part of the one start: children crash
 /// (`shield crash segv`, `shield reporting-probe --crash-during-launch`), then a
 /// `shield reporting-probe --dsn` child starts with reporting against a loopback server.
 @Suite(.serialized) struct ReportingStartTests {
@@ -51,7 +51,7 @@ import Testing
         ((try? FileManager.default.contentsOfDirectory(atPath: directory + "/outbox")) ?? []).filter { $0.hasSuffix(".envelope") }.count
     }
 
-    /// Issue 23 item 6: `capture(error:)` and `capture(message:level:)` send handled events
+    /// `capture(error:)` and `capture(message:level:)` send handled events
     /// through the outbox, with the app's scope and the caller's stack, and `flush` has sent them
     /// when it returns true. (The API did not exist before.)
     @Test func handledErrorsAndMessagesAreSentWithScopeAndCallSite() throws {

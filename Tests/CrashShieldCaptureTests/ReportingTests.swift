@@ -181,7 +181,7 @@ extension ReportingOptionsTests {
         #expect(converter.event(from: stripped).debugMeta?.images.count == images.count - 1)
     }
 
-    /// Issue 23 item 6: handled events (an error, a message) carry the given scope, the caller's
+    /// Handled events (an error, a message) carry the given scope, the caller's
     /// frames and go through `beforeSend`, which may edit or drop them (counted `before_send`).
     /// With CRASHSHIELD_INTEROP_DIR set they are exported for scripts/check-sentry-interop.sh.
     @Test func handledEventsCarryScopeAndGoThroughBeforeSend() throws {

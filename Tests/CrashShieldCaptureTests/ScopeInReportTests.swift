@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Issue 13 item 7: the app's scope (user, tags, contexts, its own breadcrumbs) reaches crash
+/// The app's scope (user, tags, contexts, its own breadcrumbs) reaches crash
 /// reports. Every crash is a child process (`shield crash`) with a timeout.
 @Suite struct ScopeInReportTests {
     /// The only report file of `directory`, parsed strictly (no repair) and checked against the

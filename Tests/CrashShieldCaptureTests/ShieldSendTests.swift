@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// `shield send` and `shield envelope` (issue 14 items 7, 8), and the command line's strictness
+/// `shield send` and `shield envelope`, and the command line's strictness
 /// after the move to swift-argument-parser.
 @Suite struct ShieldSendTests {
     func pendingEnvelope(in directory: String) throws -> Outbox {

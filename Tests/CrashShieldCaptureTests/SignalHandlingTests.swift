@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// Issue 11, items 6–10: the handler among processes and other signal users — fork, handlers
+/// The handler among processes and other signal users — fork, handlers
 /// installed before capture (their flags, faults they resolve, slow ones), an app's SIGALRM, and
 /// threads crashing with different signals. Every crash runs in a child process with a timeout.
 @Suite struct SignalHandlingTests {
@@ -25,7 +25,7 @@ import Testing
         return (pid, String(fields[2]))
     }
 
-    /// Item 6: a forked child's crash is the child's: its report has the child's pid (in the file
+    /// A forked child's crash is the child's: its report has the child's pid (in the file
     /// name and in `process.pid`), names the forking thread as the main thread, and the child dies
     /// by the signal. The parent's own later crash still gets its report (its file name is not
     /// taken by the child's).
@@ -53,7 +53,7 @@ import Testing
         #expect(parentReport.report.isComplete)
     }
 
-    /// Item 6: with `recover_background_threads`, a forked child's crash on the thread that forked
+    /// With `recover_background_threads`, a forked child's crash on the thread that forked
     /// (here a background thread of the parent: the child's main thread) is not parked as a
     /// background thread: the child dies by the signal instead of hanging (the parent gives it 20 s).
     @Test func forkedChildOfARecoveringProcessDiesInsteadOfBeingParked() throws {
@@ -84,7 +84,7 @@ import Testing
         #expect(reports[0].isComplete)
     }
 
-    /// Item 7: a previous handler installed with SA_RESETHAND runs once (the one-shot reset is
+    /// A previous handler installed with SA_RESETHAND runs once (the one-shot reset is
     /// honoured, so the re-executed fault meets the default action), with its sa_mask and its own
     /// signal blocked as the kernel would block them.
     @Test func previousResetHandHandlerRunsOnceWithItsMask() throws {
@@ -97,7 +97,7 @@ import Testing
         #expect(loadReports(directory, symbolicate: false).count == 1)
     }
 
-    /// Item 8: a fault that the previous handler resolves (mprotect and return, like a guard page
+    /// A fault that the previous handler resolves (mprotect and return, like a guard page
     /// or a GC write barrier) is not a crash: no report is kept, the process goes on, capture stays
     /// armed, and the real crash after it is reported and ends the process.
     @Test func faultResolvedByThePreviousHandlerIsNotACrash() throws {
@@ -114,7 +114,7 @@ import Testing
         #expect(functions.first?.contains("csc_crash_segv") == true, "frames: \(functions.prefix(6))")
     }
 
-    /// Item 9: an app that blocks SIGALRM and takes it with sigwait has a tick pending at the
+    /// An app that blocks SIGALRM and takes it with sigwait has a tick pending at the
     /// crash. The watchdog must not unblock it: the report is written and the process dies by the
     /// crash's signal. (The stuck-handler watchdog test in HandlerBehaviourTests still passes.)
     @Test func pendingBlockedSIGALRMDoesNotEndTheHandler() throws {
@@ -129,7 +129,7 @@ import Testing
         #expect(reports[0].isComplete)
     }
 
-    /// Item 10: three threads crash at the same moment with SIGSEGV, SIGABRT and SIGFPE. In every
+    /// Three threads crash at the same moment with SIGSEGV, SIGABRT and SIGFPE. In every
     /// run the process ends with the signal its one report names. Half the runs have previous
     /// handlers that take 100 ms when they run first (a backtracer's work): the threads that lost
     /// the race must keep waiting while the owner passes its signal on.
@@ -154,9 +154,10 @@ import Testing
     }
 }
 
-/// The same class as items 7 and 8 for signals that do not re-fire: a signal that was sent
-/// (raise, kill) and that the app ignores, or that a previous handler handles and returns from,
-/// does not end the process and leaves no report — as without capture.
+/// The same class as the SA_RESETHAND and resolved-fault cases above, for signals that do not
+/// re-fire: a signal that was sent (raise, kill) and that the app ignores, or that a previous
+/// handler handles and returns from, does not end the process and leaves no report — as
+/// without capture.
 @Suite struct SentSignalTests {
     @Test func sentSignalTheAppIgnoresIsIgnored() throws {
         let directory = temporaryDirectory("raise-ignored")
@@ -178,7 +179,7 @@ import Testing
     }
 }
 
-/// Issue 24, item 6: a handler installed before capture that jumps back out of a signal with
+/// A handler installed before capture that jumps back out of a signal with
 /// siglongjmp (a "can I read this address?" probe, a harness catching abort()) has handled it, and
 /// never returns to ours. Nothing may be left behind: no report on disk, no claim held, our handler
 /// armed, so the real crash after it — on the same thread or another — is reported and ends the

@@ -8,8 +8,8 @@ import Testing
 @testable import CrashShieldSentry
 import _CrashShieldCapture
 
-/// The start path never blocks and never trips over what it finds at its paths (issue 11 item
-/// 15): every case is a `shield launch-probe` child with a timeout, since the old behaviour was
+/// The start path never blocks and never trips over what it finds at its paths:
+/// every case is a `shield launch-probe` child with a timeout, since the old behaviour was
 /// to block in open(2) forever.
 @Suite struct StartPathTests {
     struct Probe: Decodable {

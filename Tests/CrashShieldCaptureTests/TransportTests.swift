@@ -6,7 +6,7 @@ import Testing
 @testable import CrashShieldRecording
 @testable import CrashShieldSentry
 
-/// The envelope transport against a loopback HTTP server (issue 14 items 5, 8): each response
+/// The envelope transport against a loopback HTTP server: each response
 /// kind, the outbox and the next send time after it, the request's form, rate limits kept across
 /// instances.
 @Suite struct TransportTests {

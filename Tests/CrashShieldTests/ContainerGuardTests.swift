@@ -22,7 +22,7 @@ let containerOracleClasses: Set<String> = [
     "NSMutableOrderedSet", "NSCache", "NSUserDefaults", "NSData", "NSMutableData",
 ]
 
-/// The key-value coding proxy oracles (issue 10 item 1), in table order.
+/// The key-value coding proxy oracles, in table order.
 let kvcProxyOracleNames: [String] = [
     "NSMutableArray KVC proxy (mutableArrayValueForKey:)",
     "NSMutableArray KVC proxy (mutableArrayValueForKey:, key observed)",
@@ -111,7 +111,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Issue 24 item 3: a third-party "safe array" category that exchanges the immutable array's
+        /// A third-party "safe array" category that exchanges the immutable array's
         /// -objectAtIndex: before start leaves that owner alone (its own implementation answers,
         /// nothing is recorded) and the rest of the guard active. Before the fix the canary failed
         /// on that owner and the whole container guard stayed off (exit 6).
@@ -136,7 +136,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Issue 24 item 3: the same category installed after start runs in front of the hook (its
+        /// The same category installed after start runs in front of the hook (its
         /// own answer, nothing recorded); exchanged back, the hook answers again and records.
         @Test func aSafeArraySwizzleAfterStartAndBackKeepsTheGuard() async {
             await #expect(processExitsWith: .success) {
@@ -224,7 +224,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Issue 10 item 1: key-value coding collection proxies (GNUstep's -count of a getter/setter
+        /// Key-value coding collection proxies (GNUstep's -count of a getter/setter
         /// proxy reads a collection its own mutations replace) keep every legal result, with and
         /// without the key observed, and record nothing. In a child process: before the fix the
         /// guard dropped the issue's removeObjectAtIndex: and, with the key observed, messaged freed memory.

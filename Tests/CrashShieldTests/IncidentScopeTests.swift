@@ -6,7 +6,7 @@ import CrashShieldRecording
 import CrashShieldSentry
 import CrashShieldProtocol
 
-/// Issue 13 item 7: the process-wide scope through `CrashShieldSDK`, and incidents carrying it.
+/// The process-wide scope through `CrashShieldSDK`, and incidents carrying it.
 /// Under the serialized `RuntimeTests`: the scope is one per process and incidents read it.
 extension RuntimeTests {
     @Suite struct IncidentScope {
@@ -34,7 +34,7 @@ extension RuntimeTests {
             #expect(incident.scope.breadcrumbs.allSatisfy { $0.category == "flow" && $0.level == .debug })
         }
 
-        /// Issue 23 item 1: the incident's event carries the app's scope: the app's user (not the
+        /// The incident's event carries the app's scope: the app's user (not the
         /// installation id), its tags beside CrashShield's, its contexts and its breadcrumbs.
         /// Before: user.id was the installation id, no app tag, context or breadcrumb.
         @Test func incidentEventCarriesTheAppsScope() throws {

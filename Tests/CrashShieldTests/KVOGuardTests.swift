@@ -69,7 +69,7 @@ extension RuntimeTests {
 
         /// The other order: added while off (context 1, untracked), then on (context 2). GNUstep
         /// replaces the first registration, so one change notifies context 2 only and one removal
-        /// ends it (issue 10 item 7); Apple keeps both.
+        /// ends it; Apple keeps both.
         @Test func trackedAddAfterAnUntrackedOneFollowsThePlatform() throws {
             try withGuards {
                 let pair = try #require(cs_test_kvo_pair_new())
@@ -103,7 +103,7 @@ extension RuntimeTests {
         }
 
         /// Two contexts on one key path. Apple keeps both: removal with a context removes that
-        /// registration only. GNUstep replaces (issue 10 item 7): context 3 is the registration,
+        /// registration only. GNUstep replaces: context 3 is the registration,
         /// so removing context 1 is the misuse, reported and ignored.
         @Test func removalWithAContextRemovesThatRegistrationOnly() throws {
             try withGuards {
@@ -129,7 +129,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Key-value observing on a class object (issue 10 item 10). GCC libobjc gives the root
+        /// Key-value observing on a class object. GCC libobjc gives the root
         /// metaclass GNUstep's KVO methods of its own, so these calls never reached the instance
         /// hooks: unguarded, the registration throws after breaking the class (its isa becomes an
         /// instance class) and a nil key path crashes. Guarded: reported and ignored, the class

@@ -275,8 +275,8 @@ extension RuntimeTests {
             #expect(timers.contains("forwarder ticks=2") && timers.contains("proxy ticks=2"), "\(timers)")
             // A one-shot timer keeps its target alive after the oracle gave its own reference up.
             #expect(timers.contains("one-shot retained=1 tick 1 arg=timer userInfo=once;  |"), "\(timers)")
-            // A repeating timer that is its target's only owner fires until the target stops it
-            // (issue 10 item 4), whatever constructor made it; default options name no class here.
+            // A repeating timer that is its target's only owner fires until the target stops it,
+            // whatever constructor made it; default options name no class here.
             for form in ["scheduled", "timerWith", "initWithFireDate"] {
                 #expect(timers.contains("sole-owner poller (\(form)) ticks=3 dealloced=1"), "\(timers)")
             }
@@ -284,7 +284,7 @@ extension RuntimeTests {
             #expect(notes.hasSuffix("after removing four/sender 10; after removing four/nil 10; after removing nil/sender 10; after dealloc 10"), "\(notes)")
             let kvo = try #require(guarded["KVO options, nested and dependent key paths, several observers"])
             #expect(kvo.contains("hits a="), "\(kvo)")
-            // Same observer, key path, two contexts (issue 10 item 7): each platform's own result.
+            // Same observer, key path, two contexts: each platform's own result.
             #if canImport(Darwin)
             #expect(kvo.contains("two contexts: b{[count ctx=7 new=9] [count ctx=8 new=9 old=8] [count ctx=8 new=10 old=9] }"), "\(kvo)")
             #else
@@ -326,7 +326,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Issue 24 item 1's class: a callback that ends its own registration and deallocates
+        /// A callback that ends its own registration and deallocates
         /// while the original that called it (the center's post, the timer's fire) is still on
         /// the stack, legal without guards, works guarded (each in a child process; the KVO
         /// members are the one-shot observer tests).
@@ -340,7 +340,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Issue 24 item 2: `stop()` (cs_guards_uninstall) leaves what the lifecycle guards
+        /// `stop()` (cs_guards_uninstall) leaves what the lifecycle guards
         /// touched working as without them. KVO: a registration made while guarded is removed by
         /// the app's removal after the stop, with or without its context (before: the removal was
         /// ignored and the process died with exit status 1 after the observer was freed).
@@ -425,7 +425,7 @@ extension RuntimeTests {
             #expect(CrashShieldSDK.recordedCount(for: .mainThread) == 2)
         }
 
-        /// Issue 10 item 9: an Objective-C program that calls `cs_guards_start(NULL)` first in
+        /// An Objective-C program that calls `cs_guards_start(NULL)` first in
         /// `main()` (no Swift code, no libdispatch) gets an active main-thread guard, and a call
         /// from another thread runs once on the main thread when the main run loop runs
         /// (`Tests/Probes/plain-objc-app/main.m` checks each step and exits with its number).

@@ -249,7 +249,7 @@ extension RuntimeTests {
             }
         }
 
-        /// Issue 24 item 5: an app class that gains -methodSignatureForSelector: and
+        /// An app class that gains -methodSignatureForSelector: and
         /// -forwardInvocation: with class_addMethod after its first unrecognized message forwards
         /// from then on. Before the fix the cached scope kept neutralising it (0 and a second
         /// incident instead of 42; exit 6).

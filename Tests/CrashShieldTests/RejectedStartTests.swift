@@ -8,7 +8,7 @@ import _CrashShieldRuntime
 import _CrashShieldScenarios
 
 extension RuntimeTests {
-    /// Issue 13 item 2: a second `start` is rejected and changes nothing (its sinks, Swift guard
+    /// A second `start` is rejected and changes nothing (its sinks, Swift guard
     /// policies, zombie configuration and count-update interval never take effect).
     @Suite struct RejectedStart {
         @Test func rejectedStartChangesNoState() throws {

@@ -121,7 +121,7 @@ import Testing
         #expect(applied.applyingRemoteOverrides(rule).reporting?.incidentSampleRate == 0.25)
     }
 
-    /// Issue 23 item 8: the app declares its version once, in the release. A start with
+    /// The app declares its version once, in the release. A start with
     /// reporting `shop@2.4.1+311` and capture's `appVersion` unset matches the rule for app
     /// versions 2.4.x (before: capture's version stayed nil, no rule matched, the timer guard
     /// kept `neutralize`: exit 4); the report version is the release's.

@@ -26,7 +26,7 @@ extension RuntimeTests {
             #expect(Set(incidents.map(\.fingerprint)).count == 2)
         }
 
-        /// Issue 23 item 3: a Swift accessor's incident starts its stack at the code that called
+        /// A Swift accessor's incident starts its stack at the code that called
         /// the accessor, in this debug build too (before: the 32 frames began inside the SDK's
         /// nested closures and cs_incident_record). Members: a generic Collection accessor, the
         /// setter, a string accessor.

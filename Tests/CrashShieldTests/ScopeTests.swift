@@ -6,7 +6,7 @@ import Testing
 import _CrashShieldRuntime
 import _CrashShieldScenarios
 
-/// Which implementations the hooks go on (issue 10 items 2 and 3): the system's own, plus app
+/// Which implementations the hooks go on: the system's own, plus app
 /// classes the app opts in by prefix; and one selector with more owners than slots never switches
 /// a guard off.
 extension RuntimeTests {
@@ -41,7 +41,7 @@ extension RuntimeTests {
             #expect(guarded == unguarded)
         }
 
-        /// Issue 24 item 4: the system's wrappers (NSArray's -objectAtIndexedSubscript: and
+        /// The system's wrappers (NSArray's -objectAtIndexedSubscript: and
         /// -objectsAtIndexes: forward to -objectAtIndex:, NSMutableString's -deleteCharactersInRange:
         /// and -insertString:atIndex: to -replaceCharactersInRange:withString:, none checking bounds)
         /// keep an app subclass's own contract: same results as unguarded, no incident. Before the

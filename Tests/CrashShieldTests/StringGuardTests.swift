@@ -33,7 +33,7 @@ extension RuntimeTests {
             return (outcome, recorded, incidents)
         }
 
-        /// Issue 24 item 3, the string guard's member: a "safe string" category that exchanges the
+        /// The string guard's case: a "safe string" category that exchanges the
         /// -characterAtIndex: of the class of strings made at run time before start leaves that owner alone (its own
         /// implementation answers, nothing recorded) and the rest of the string guard active.
         /// Before the fix the canary failed on that owner and the whole string guard stayed off.
@@ -230,7 +230,7 @@ extension RuntimeTests {
     }
 }
 
-/// The boundary oracle (issue 10 item 6(c)): every hooked index/range selector of the container and
+/// The boundary oracle: every hooked index/range selector of the container and
 /// string guards at and just past the edge, without and with guards.
 enum BoundaryOracle {
     struct Case {

@@ -1,6 +1,6 @@
 /*
  * Bench_Start.m — what cs_guards_start costs: every guard's owners found, hooks installed and
- * canaries run (issue 10 item 15), and how that grows with the number of classes.
+ * canaries run, and how that grows with the number of classes.
  */
 #import "CSScenarioSupport.h"
 #include "cs_runtime.h"

@@ -1,8 +1,9 @@
 /*
- * Scenarios_Boundaries.m — the boundary oracle of the container and string guards (issue 10,
- * items 6(c) and 13): every hooked index or range selector, called with the inputs at and just
- * past the edge (index == count/length, count + 1, NSNotFound, NSUIntegerMax; empty ranges at
- * the end, ranges one past it, wrapping ranges), on an empty and a three-element receiver.
+ * Scenarios_Boundaries.m — the boundary oracle of the container and string guards,
+ * the survey's selectors included: every hooked index or range selector, called with the inputs
+ * at and just past the edge (index == count/length, count + 1, NSNotFound, NSUIntegerMax; empty
+ * ranges at the end, ranges one past it, wrapping ranges), on an empty and a three-element
+ * receiver.
  *
  * A case's description is what the call returned (and the receiver afterwards, for mutations),
  * or "threw:<name>". The test runs every case without and with guards: where the original does

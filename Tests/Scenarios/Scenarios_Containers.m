@@ -426,7 +426,7 @@ static bool mdata_resetBytesInRange_beyond(void) {
     return [data isEqual:cs_data_abc()];
 }
 
-/* Issue 10 item 13: misuses found by the selector survey. */
+/* Misuses found by the selector survey (scripts/survey-cluster-selectors.m). */
 static bool marray_removeLastObject_empty(void) {
     NSMutableArray *array = [NSMutableArray array];
     [array removeLastObject];
@@ -933,7 +933,7 @@ static void *oracle_mdata_resetBytesInRange(void) {
     return cs_autoreleased_pointer([NSString stringWithFormat:@"%@ %@", first, cs_bytes(data)]);
 }
 
-#pragma mark - Oracles: key-value coding collection proxies (issue 10 item 1)
+#pragma mark - Oracles: key-value coding collection proxies
 
 /* A model whose collections are reached only through key-value coding proxies: `tags` and
  * `labels` have a getter and a setter only (the setter stores a copy, as most models do, so each
@@ -1103,7 +1103,7 @@ static void *oracle_kvc_set_proxy_observed(void) {
     return cs_autoreleased_pointer(cs_kvc_set_proxy_run(YES));
 }
 
-#pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
+#pragma mark - Oracles: selectors added by the selector survey
 
 static void *oracle_marray_removeLastObject(void) {
     NSMutableArray *array = [NSMutableArray arrayWithArray:CS_ABC];

@@ -332,7 +332,7 @@ static bool mastring_setAttributes_wrap(void) {
     return cs_attributes_unchanged(text);
 }
 
-/* Issue 10 item 13: misuses found by the selector survey. */
+/* Misuses found by the selector survey (scripts/survey-cluster-selectors.m). */
 static bool string_stringByReplacingOccurrences_nilTarget(void) {
     return [[cs_format_string() stringByReplacingOccurrencesOfString:cs_opaque(nil) withString:@"x"] isEqualToString:@"abc"];
 }
@@ -965,7 +965,7 @@ static void *oracle_mastring_deleteCharactersInRange(void) {
     return cs_autoreleased_pointer(out);
 }
 
-#pragma mark - Oracles: selectors added by the survey (issue 10 item 13)
+#pragma mark - Oracles: selectors added by the selector survey
 
 static void *oracle_string_stringByReplacingOccurrences(void) {
     NSMutableString *out = [NSMutableString string];

@@ -82,7 +82,7 @@ CS_ITEMS_ARRAY_PRIMITIVES
 }
 @end
 
-/* Seven app NSString subclasses, each with its own -characterAtIndex: (issue 10 item 3). */
+/* Seven app NSString subclasses, each with its own -characterAtIndex:. */
 #define CS_SCOPE_STRING(N)                                                                        \
     @interface CSScopeString##N : CSScopePaddedString                                             \
     @end                                                                                          \

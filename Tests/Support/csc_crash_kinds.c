@@ -88,7 +88,7 @@ CSC_NOINLINE void csc_crash_trap(void) {
     __asm__ volatile("" ::: "memory");
 }
 
-/* ---- corrupt code pointers and stacks (issue 11): the unwinder must survive them ----------- */
+/* ---- corrupt code pointers and stacks: the unwinder must survive them ---------------------- */
 
 typedef void (*csc_function)(void);
 

@@ -530,7 +530,7 @@ CS_NIL_ADD_HOOK(cs_moset_removeObject)
  * (GSOrderedSet's -insertObject:atIndex: stores at the end, and the generic
  * -insertObjects:atIndexes: inserts one by one), so there only nil is a misuse. Removing a range
  * that extends past the end: Apple throws; GNUstep removes the part within the set. Each platform
- * keeps its own legal results (boundary oracle, issue 10 item 6). */
+ * keeps its own legal results (checked by the boundary oracle). */
 #if defined(__APPLE__)
 CS_INSERT_AT_HOOK(cs_moset_insertObject_atIndex)
 #else

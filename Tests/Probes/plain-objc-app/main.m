@@ -1,7 +1,7 @@
 /*
  * plain-objc-app — an Objective-C program that starts the guards the way the README tells an
  * Objective-C app to: cs_guards_start(NULL) first in main(), no Swift code, no libdispatch in the
- * process (issue 10 item 9). LifecycleGuardTests runs it as a child process.
+ * process. LifecycleGuardTests runs it as a child process.
  *
  * It checks, printing one line per step and exiting with the first failing step's number:
  *  1. libdispatch is not loaded (otherwise this program proves nothing);

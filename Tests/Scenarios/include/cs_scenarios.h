@@ -208,7 +208,7 @@ unsigned cs_test_kvo_one_shot(bool initial, bool by_context);
 /** The one-shot observer removing itself in the initial notification of an add that replaces its
  *  registration of the same key path (GNUstep replaces); returns the notifications it received. */
 unsigned cs_test_kvo_one_shot_replacing(void);
-/** Issue 24 item 2: an observer registered while guarded, then cs_guards_uninstall(); the value
+/** An observer registered while guarded, then cs_guards_uninstall(); the value
  *  changes (one notification), the app removes the observer (by context when `by_context`), the
  *  value changes, the observer is freed, the value changes. Returns the notifications after the
  *  removal (0 as without guards), or -1 when the change after the stop was not delivered. */
@@ -367,11 +367,11 @@ unsigned cs_lifecycle_stress(unsigned threads, unsigned iterations, void *mainth
  *  timer holds it strongly); then fires the timer once (an incident when the target is gone) and
  *  invalidates it. Uses the current weak-target list. */
 bool cs_lifecycle_timer_keeps_released_target(bool screen, bool init_with_fire_date);
-/** Issue 24 item 2, across cs_guards_uninstall(): a notification observer registered while guarded
+/** Across cs_guards_uninstall(): a notification observer registered while guarded
  *  gets a post after the stop and none after its removal; returns the pings after the removal,
  *  -1 when the post after the stop was not delivered. */
 int cs_lifecycle_notification_across_stop(void);
-/** Issue 24 item 1's class: an observer that removes itself from the center in its callback and
+/** An observer that removes itself from the center in its callback and
  *  deallocates there, inside the post (registered for two names). Returns 1 when it deallocated
  *  and nothing crashed. */
 int cs_lifecycle_observer_ends_itself_in_post(void);
