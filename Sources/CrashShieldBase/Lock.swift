@@ -16,8 +16,10 @@ import Musl
 package final class Locked<Value>: @unchecked Sendable {
     // @unchecked Sendable: `value` is touched only while `mutex` is held (withLock), and the
     // mutex pointer itself never changes after init.
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
+    // Visible to inlined code only: the other modules call withLock/lock/unlock inlined and
+    // specialised (the lock is taken on paths such as incident delivery and scope updates).
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var value: Value
 
     /// A lock protecting `value`. `recursive`: the thread holding it may take it again (each
     /// `lock()` needs its `unlock()`); `withLock` must not be nested then (its `inout` access to
@@ -42,7 +44,7 @@ package final class Locked<Value>: @unchecked Sendable {
     }
 
     /// Runs `body` with the value while holding the lock.
-    @inline(__always)
+    @inlinable
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -51,11 +53,11 @@ package final class Locked<Value>: @unchecked Sendable {
 
     /// Takes the lock, for a critical section that `withLock` cannot express (one that ends in a
     /// different scope, a fork handler's prepare step). Every call needs its `unlock()`.
-    @inline(__always)
+    @inlinable
     package func lock() { pthread_mutex_lock(mutex) }
 
     /// Releases the lock taken by `lock()` on this thread.
-    @inline(__always)
+    @inlinable
     package func unlock() { pthread_mutex_unlock(mutex) }
 
     /// In the child of a `fork` whose prepare handler took this lock (the only thread left held

@@ -456,7 +456,7 @@ extension CaptureOptions {
     }
 
     /// The main bundle's `CFBundleShortVersionString` (Apple platforms; nil elsewhere).
-    package static var bundleVersion: String? {
+    static var bundleVersion: String? {
         #if canImport(Darwin)
         return Bundle.main.object(forInfoDictionaryKey: "CFBundleShortVersionString") as? String
         #else

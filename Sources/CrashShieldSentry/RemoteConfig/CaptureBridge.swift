@@ -20,9 +20,9 @@ extension CaptureOptions {
     /// `reporting.release` (`ReportingOptions.releaseVersion`), else, on Apple platforms, the main
     /// bundle's `CFBundleShortVersionString`. A version the app set is never replaced.
     package func withAppVersion(from reporting: ReportingOptions?) -> CaptureOptions {
-        guard appVersion == nil else { return self }
+        guard appVersion == nil, let version = reporting?.releaseVersion else { return withBundleVersion() }
         var filled = self
-        filled.appVersion = reporting?.releaseVersion ?? Self.bundleVersion
+        filled.appVersion = version
         return filled
     }
 }
