@@ -17,12 +17,19 @@ struct StorageAvailabilityTests {
         let database = try #require(URLComponents(string: url)?.path.dropFirst()).description
         let admin = try await PostgresBackend.connect(url: try #require(TestDatabase.postgresURL))
         let ended = try await admin.query(
-            "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()",
+            "SELECT pid, pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()",
             [.text(database)])
+        let pids = ended.compactMap { $0.int("pid") }
+        #expect(!pids.isEmpty, "no connection to end")
+        // pg_terminate_backend only signals: wait until those backends are gone (on a loaded
+        // machine a backend can take longer than any fixed pause to act on the signal).
+        let gone = "SELECT count(*) AS n FROM pg_stat_activity WHERE pid IN (\(pids.map(String.init).joined(separator: ", ")))"
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !pids.isEmpty && ContinuousClock.now < deadline {
+            if try await admin.query(gone, []).first?.int("n") == 0 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         try await admin.close()
-        #expect((ended.first?.int("n") ?? 0) >= 1, "no connection to end")
-        // pg_terminate_backend only signals; wait until the backends are gone.
-        try await Task.sleep(for: .milliseconds(200))
     }
 
     static func failure(_ body: () async throws -> Void) async -> CollectorError? {
