@@ -105,16 +105,25 @@ public func buildApplication(
     let project = firstProject
     let tokenToShow = createdToken
     let passwordToShow = createdAdminPassword
-    let connectionLimits = ResolvedConnectionLimits(configuration.connections, fileLimit: ResolvedConnectionLimits.currentFileLimit())
+    var fileLimit = ResolvedConnectionLimits.currentFileLimit()
+    if let soft = fileLimit, let needed = configuration.connections.neededFileLimit, needed > soft {
+        fileLimit = ResolvedConnectionLimits.raiseFileLimit(to: needed)
+        if fileLimit != soft {
+            logger.info("open-file limit raised for max connections", metadata: [
+                "from": "\(soft)", "to": "\(fileLimit.map(String.init) ?? "unlimited")", "needed": "\(needed)"])
+        }
+    }
+    let connectionLimits = ResolvedConnectionLimits(configuration.connections, fileLimit: fileLimit)
     let registry = ConnectionRegistry(limits: connectionLimits, metrics: metrics)
     logger.info("connection limits", metadata: [
         "max_connections": "\(connectionLimits.maxConnections)", "max_per_address": "\(connectionLimits.maxConnectionsPerAddress)",
         "reserved_for_new_addresses": "\(connectionLimits.reservedForNewAddresses)", "header_timeout_s": "\(configuration.connections.headerTimeout)",
         "idle_timeout_s": "\(configuration.connections.idleTimeout)", "open_file_limit": "\(connectionLimits.fileLimit.map(String.init) ?? "unlimited")",
     ])
-    if let fileLimit = connectionLimits.fileLimit, connectionLimits.maxConnections > fileLimit - configuration.connections.reservedFileDescriptors {
-        logger.warning("max connections above the open-file limit minus the reserve: accepting will fail with EMFILE before the cap is reached", metadata: [
-            "max_connections": "\(connectionLimits.maxConnections)", "open_file_limit": "\(fileLimit)",
+    if let requested = configuration.connections.maxConnections, connectionLimits.maxConnections < requested {
+        logger.warning("max connections lowered to the open-file limit minus the reserve: raise the hard limit (ulimit -Hn) to allow more", metadata: [
+            "max_connections": "\(connectionLimits.maxConnections)", "requested": "\(requested)",
+            "open_file_limit": "\(connectionLimits.fileLimit.map(String.init) ?? "unlimited")",
             "reserved_file_descriptors": "\(configuration.connections.reservedFileDescriptors)",
         ])
     }

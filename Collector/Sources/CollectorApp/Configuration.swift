@@ -136,9 +136,11 @@ public struct ConnectionLimits: Sendable, Hashable {
     public var idleTimeout: TimeInterval = 60
     /// Connections open at once, all clients together. Nil: the process's open-file limit (soft
     /// `RLIMIT_NOFILE`, as `ulimit -n` sets it) minus `reservedFileDescriptors`, at least 1 (and
-    /// 65,536 when the limit is unlimited). A value above that is used as given (logged as a
-    /// warning): accepting then fails with EMFILE when the descriptors run out, and the collector
-    /// retries a second later. At least 1. Default nil.
+    /// 65,536 when the limit is unlimited). A value above that first raises the soft limit as far
+    /// as it needs and the hard limit allows; what the hard limit does not allow lowers the cap to
+    /// the limit minus the reserve (logged as a warning). The process never runs out of file
+    /// descriptors for connections: on Linux, libdispatch ends a process whose worker monitor
+    /// cannot open `/proc/<tid>/stat`. At least 1. Default nil.
     public var maxConnections: Int?
     /// File descriptors the automatic `maxConnections` leaves to everything else: the database
     /// and its journal, PostgreSQL connections, logs, the event loops. At least 0. Default 128.
@@ -154,12 +156,16 @@ public struct ConnectionLimits: Sendable, Hashable {
 
     public init() {}
 
-    /// The total cap for a process whose open-file limit is `fileLimit` (nil: unlimited).
+    /// The total cap for a process whose open-file limit is `fileLimit` (nil: unlimited):
+    /// `maxConnections`, at most the limit minus `reservedFileDescriptors` (at least 1).
     public func resolvedMaxConnections(fileLimit: Int?) -> Int {
-        if let maxConnections { return maxConnections }
-        guard let fileLimit else { return 65_536 }
-        return max(1, fileLimit - reservedFileDescriptors)
+        guard let fileLimit else { return maxConnections ?? 65_536 }
+        let room = max(1, fileLimit - reservedFileDescriptors)
+        return min(maxConnections ?? room, room)
     }
+
+    /// The open-file limit `maxConnections` needs (nil: none set, the cap follows the limit).
+    public var neededFileLimit: Int? { maxConnections.map { $0 + reservedFileDescriptors } }
 
     /// - Throws: `CollectorConfigurationError` for the first value out of range (settings named
     ///   `connections.headerTimeout`, ...).

@@ -181,6 +181,24 @@ struct ResolvedConnectionLimits: Sendable, Hashable {
         guard status == 0, limit.rlim_cur < rlim_t(1) << 40 else { return nil }
         return Int(limit.rlim_cur)
     }
+
+    /// Raises the soft `RLIMIT_NOFILE` to `wanted`, or to the hard limit when that is lower; never
+    /// lowers it. Returns the soft limit afterwards (nil: unlimited or unreadable).
+    static func raiseFileLimit(to wanted: Int) -> Int? {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        #else
+        let resource = RLIMIT_NOFILE
+        #endif
+        guard getrlimit(resource, &limit) == 0 else { return nil }
+        let target = min(rlim_t(max(0, wanted)), limit.rlim_max)
+        if target > limit.rlim_cur {
+            limit.rlim_cur = target
+            _ = setrlimit(resource, &limit)
+        }
+        return currentFileLimit()
+    }
 }
 
 /// First handler of every connection: admission (`ConnectionRegistry`), the header timeout and

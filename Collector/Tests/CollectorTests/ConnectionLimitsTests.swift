@@ -56,10 +56,40 @@ import Testing
         #expect(limits.resolvedMaxConnections(fileLimit: 1024) == 896)
         #expect(limits.resolvedMaxConnections(fileLimit: 100) == 1)
         #expect(limits.resolvedMaxConnections(fileLimit: nil) == 65_536)
+        #expect(limits.neededFileLimit == nil)
+        // A cap set above what the limit leaves is lowered to it: running out of descriptors
+        // would end the process (libdispatch's worker monitor).
         limits.maxConnections = 5000
-        #expect(limits.resolvedMaxConnections(fileLimit: 1024) == 5000)
+        #expect(limits.neededFileLimit == 5128)
+        #expect(limits.resolvedMaxConnections(fileLimit: 1024) == 896)
+        #expect(limits.resolvedMaxConnections(fileLimit: 5128) == 5000)
+        #expect(limits.resolvedMaxConnections(fileLimit: 65_536) == 5000)
+        #expect(limits.resolvedMaxConnections(fileLimit: nil) == 5000)
         let resolved = ResolvedConnectionLimits(ConnectionLimits(), fileLimit: 1024)
         #expect(resolved.maxConnections == 896 && resolved.maxConnectionsPerAddress == 256 && resolved.reservedForNewAddresses == 32)
+    }
+
+    /// The soft open-file limit is raised toward what is wanted, as far as the hard limit allows,
+    /// and never lowered.
+    @Test func theFileLimitIsRaisedWithinTheHardLimitAndNeverLowered() throws {
+        var limit = rlimit()
+        #if canImport(Glibc)
+        try #require(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
+        #else
+        try #require(getrlimit(RLIMIT_NOFILE, &limit) == 0)
+        #endif
+        let soft = try #require(ResolvedConnectionLimits.currentFileLimit())
+        #expect(ResolvedConnectionLimits.raiseFileLimit(to: soft - 1) == soft, "lowered")
+        #expect(ResolvedConnectionLimits.raiseFileLimit(to: soft) == soft)
+        if limit.rlim_max > rlim_t(soft) {
+            #expect(ResolvedConnectionLimits.raiseFileLimit(to: soft + 1) == soft + 1)
+        }
+        // Up to the hard limit only where that is small: a process with a soft limit of millions
+        // makes every child spawn slower (descriptors closed one by one).
+        if limit.rlim_max <= 65_536 {
+            let hard = Int(limit.rlim_max)
+            #expect(ResolvedConnectionLimits.raiseFileLimit(to: hard + 1000) == hard, "above the hard limit")
+        }
     }
 
     @Test func theServeOptionsSetTheLimitsAndBadValuesAreRefused() throws {
