@@ -15,8 +15,7 @@
 # (scripts/browser-test.sh, Selenium) on SQLite and on PostgreSQL, keeping each run's screenshots
 # and logs in Collector/.build/screenshots/sqlite and .../postgres.
 # Prints "N passed, M failed" and exits non-zero on any failure.
-# `scripts/test.sh --availability` builds and runs only the two storage availability tests;
-# `scripts/test.sh --build-only` installs what the build needs and builds (package and tests).
+# `scripts/test.sh --availability` builds and runs only the two storage availability tests.
 export DEBIAN_FRONTEND=noninteractive
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +26,6 @@ pass() { echo "PASS: $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL: $1"; failed=$((failed + 1)); }
 only_availability=0
 [ "${1:-}" = "--availability" ] && only_availability=1
-build_only=0
-[ "${1:-}" = "--build-only" ] && build_only=1
 pg_dir=""
 servers=()
 data=""
@@ -62,7 +59,6 @@ fi
 
 echo "== build =="
 if ! swift build --build-tests; then fail "swift build"; finish; fi
-[ "$build_only" = 1 ] && { pass "swift build --build-tests"; finish; }
 bin="$(swift build --show-bin-path)/shield-collector"
 
 run_swift_tests() {  # $1: label
