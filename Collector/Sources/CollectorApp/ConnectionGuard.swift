@@ -169,33 +169,33 @@ struct ResolvedConnectionLimits: Sendable, Hashable {
         idleTimeoutNanoseconds = Int64((limits.idleTimeout * 1e9).rounded())
     }
 
+    #if canImport(Glibc)
+    private static let openFiles = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    #else
+    private static let openFiles = RLIMIT_NOFILE
+    #endif
+
+    /// This process's `RLIMIT_NOFILE`, soft (`rlim_cur`) and hard (`rlim_max`); nil: unreadable.
+    static func fileLimits() -> rlimit? {
+        var limit = rlimit()
+        return getrlimit(openFiles, &limit) == 0 ? limit : nil
+    }
+
     /// The soft `RLIMIT_NOFILE` of this process (nil: unlimited or unreadable).
     static func currentFileLimit() -> Int? {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        let status = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        #else
-        let status = getrlimit(RLIMIT_NOFILE, &limit)
-        #endif
         // RLIM_INFINITY (all bits set on Linux, 2^63 − 1 on Darwin) and anything absurdly large count as unlimited.
-        guard status == 0, limit.rlim_cur < rlim_t(1) << 40 else { return nil }
+        guard let limit = fileLimits(), limit.rlim_cur < rlim_t(1) << 40 else { return nil }
         return Int(limit.rlim_cur)
     }
 
     /// Raises the soft `RLIMIT_NOFILE` to `wanted`, or to the hard limit when that is lower; never
     /// lowers it. Returns the soft limit afterwards (nil: unlimited or unreadable).
     static func raiseFileLimit(to wanted: Int) -> Int? {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limit) == 0 else { return nil }
+        guard var limit = fileLimits() else { return nil }
         let target = min(rlim_t(max(0, wanted)), limit.rlim_max)
         if target > limit.rlim_cur {
             limit.rlim_cur = target
-            _ = setrlimit(resource, &limit)
+            _ = setrlimit(openFiles, &limit)
         }
         return currentFileLimit()
     }

@@ -72,12 +72,7 @@ import Testing
     /// The soft open-file limit is raised toward what is wanted, as far as the hard limit allows,
     /// and never lowered.
     @Test func theFileLimitIsRaisedWithinTheHardLimitAndNeverLowered() throws {
-        var limit = rlimit()
-        #if canImport(Glibc)
-        try #require(getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0)
-        #else
-        try #require(getrlimit(RLIMIT_NOFILE, &limit) == 0)
-        #endif
+        let limit = try #require(ResolvedConnectionLimits.fileLimits())
         let soft = try #require(ResolvedConnectionLimits.currentFileLimit())
         #expect(ResolvedConnectionLimits.raiseFileLimit(to: soft - 1) == soft, "lowered")
         #expect(ResolvedConnectionLimits.raiseFileLimit(to: soft) == soft)
