@@ -21,9 +21,10 @@ import Darwin
 /// `pauseFactor` times that CPU time after the page ended: pages together take at most
 /// 1 / (1 + `pauseFactor`) of a core then, a fifth. A user who reads a page and then clicks is
 /// not delayed (the pause is over before the click); one who reloads back to back waits (a 75 ms
-/// page then comes every 0.4–0.5 s). With ingest idle, pages are not paused. Measured on the benchmark's quiet 2-core machine (8 clients, a user
-/// reloading the prevented-crash page): ingest lost 26–39 % without a pause (6 runs), 14 % and
-/// 29 % with `pauseFactor` 2 on the quietest runs, −14 to +4.5 % with 4 (5 runs).
+/// page then comes every 0.4–0.5 s). With ingest idle, pages are not paused. Measured on the
+/// benchmark's quiet 2-core machine (8 clients, a user reloading the prevented-crash page): ingest
+/// lost 26–39 % without a pause (6 runs), 14 % and 29 % with `pauseFactor` 2 on the quietest
+/// runs, −14 to +4.5 % with 4 (5 runs).
 final class PageBudget: Sendable {
     /// Pause after a page, per unit of its CPU time, while ingest runs.
     static let pauseFactor: UInt64 = 4
